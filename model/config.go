@@ -1,0 +1,256 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config is drainctl's own policy, read from config.toml. Everything has a default, so no
+// file is needed when the defaults and the usual conventions (kubeconfig, clouds.yaml) suffice.
+type Config struct {
+	// RefreshInterval is how often the Nova side of the inventory is re-read (Kubernetes
+	// updates arrive by watch and need no interval).
+	RefreshInterval Duration `toml:"refresh_interval"`
+
+	Kubernetes  KubernetesConfig  `toml:"kubernetes"`
+	OpenStack   OpenStackConfig   `toml:"openstack"`
+	Mapping     MappingConfig     `toml:"mapping"`
+	Timeouts    TimeoutsConfig    `toml:"timeouts"`
+	Concurrency ConcurrencyConfig `toml:"concurrency"`
+	Policy      PolicyConfig      `toml:"policy"`
+}
+
+// KubernetesConfig selects the cluster. Empty fields fall back to the usual kubeconfig rules.
+type KubernetesConfig struct {
+	Kubeconfig string `toml:"kubeconfig"`
+	Context    string `toml:"context"`
+	// QPS and Burst bound the client's request rate; client-go's defaults (5/10) make an
+	// evacuation of a large node crawl.
+	QPS   float32 `toml:"qps"`
+	Burst int     `toml:"burst"`
+}
+
+// OpenStackConfig is the [openstack] table. It is also what OS_* variables and the legacy
+// nova-kubernetes-drain config.yaml are read into, so that one code path authenticates.
+type OpenStackConfig struct {
+	Cloud             string `toml:"cloud"` // a clouds.yaml entry
+	AuthURL           string `toml:"auth_url"`
+	Region            string `toml:"region"`
+	Interface         string `toml:"interface"`
+	Username          string `toml:"username"`
+	UserID            string `toml:"user_id"`
+	UserDomainName    string `toml:"user_domain_name"`
+	UserDomainID      string `toml:"user_domain_id"`
+	ProjectName       string `toml:"project_name"`
+	ProjectID         string `toml:"project_id"`
+	ProjectDomainName string `toml:"project_domain_name"`
+	ProjectDomainID   string `toml:"project_domain_id"`
+	// Password may be inline, but PasswordFile (or OS_PASSWORD) keeps it out of the file.
+	Password                        Secret `toml:"password"`
+	PasswordFile                    string `toml:"password_file"`
+	ApplicationCredentialID         string `toml:"application_credential_id"`
+	ApplicationCredentialName       string `toml:"application_credential_name"`
+	ApplicationCredentialSecret     Secret `toml:"application_credential_secret"`
+	ApplicationCredentialSecretFile string `toml:"application_credential_secret_file"`
+	CACert                          string `toml:"cacert"`
+	Insecure                        bool   `toml:"insecure"`
+}
+
+// IsZero reports whether nothing at all was configured.
+func (o OpenStackConfig) IsZero() bool { return o == OpenStackConfig{} }
+
+// Mapping modes: how a Kubernetes node finds its nova-compute service host.
+const (
+	MapByName        = "name"         // node name == service host (the default)
+	MapByLabel       = "label"        // the value of a node label
+	MapByAnnotation  = "annotation"   // the value of a node annotation
+	MapByStripDomain = "strip-domain" // node name without its domain suffix
+)
+
+// MappingConfig is the [mapping] table. Hosts, when present, is consulted first whatever
+// the mode, so a few exceptions can sit beside a convention.
+type MappingConfig struct {
+	Mode       string            `toml:"mode"`
+	Label      string            `toml:"label"`
+	Annotation string            `toml:"annotation"`
+	Domain     string            `toml:"domain"` // for strip-domain; empty strips from the first dot
+	Hosts      map[string]string `toml:"hosts"`  // node name -> service host
+}
+
+// TimeoutsConfig bounds every wait.
+type TimeoutsConfig struct {
+	API       Duration `toml:"api"`       // one API call
+	Eviction  Duration `toml:"eviction"`  // one pod, from first eviction attempt to gone
+	Migration Duration `toml:"migration"` // one VM, from request to completed
+	Operation Duration `toml:"operation"` // a whole operation on one node
+}
+
+// ConcurrencyConfig caps parallel work.
+type ConcurrencyConfig struct {
+	Evictions int `toml:"evictions"` // pods evicted at once per node
+	// MigrationsPerSource defaults to Nova's own max_concurrent_live_migrations (1): more
+	// would only queue inside Nova.
+	MigrationsPerSource      int `toml:"migrations_per_source"`
+	MigrationsPerDestination int `toml:"migrations_per_destination"`
+	MigrationsPerCluster     int `toml:"migrations_per_cluster"`
+	Nodes                    int `toml:"nodes"` // nodes evacuated at once
+}
+
+// PolicyConfig is what an evacuation may and may not do.
+type PolicyConfig struct {
+	TaintKey string `toml:"taint_key"`
+	// GracePeriod overrides each pod's terminationGracePeriodSeconds; empty keeps the pod's own.
+	GracePeriod        Duration `toml:"grace_period"`
+	IgnoreDaemonSets   bool     `toml:"ignore_daemonsets"`
+	DeleteEmptyDirData bool     `toml:"delete_emptydir_data"`
+	// ProtectedPods are label selectors of pods never evicted; a node running one is refused.
+	ProtectedPods []string `toml:"protected_pods"`
+	// ProtectedNodes are label selectors of nodes never drained.
+	ProtectedNodes []string `toml:"protected_nodes"`
+	// HypervisorPods selects the pods that carry the VMs (nova-compute, libvirt and their
+	// sidecars): they are kept until the hypervisor is empty.
+	HypervisorPods string `toml:"hypervisor_pods"`
+}
+
+// DefaultConfig returns the configuration used when no file says otherwise.
+func DefaultConfig() Config {
+	return Config{
+		RefreshInterval: Duration(5 * time.Second),
+		Kubernetes:      KubernetesConfig{QPS: 50, Burst: 100},
+		OpenStack:       OpenStackConfig{},
+		Mapping:         MappingConfig{Mode: MapByName},
+		Timeouts: TimeoutsConfig{
+			API:       Duration(30 * time.Second),
+			Eviction:  Duration(5 * time.Minute),
+			Migration: Duration(30 * time.Minute),
+			Operation: Duration(2 * time.Hour),
+		},
+		Concurrency: ConcurrencyConfig{
+			Evictions:                10,
+			MigrationsPerSource:      1,
+			MigrationsPerDestination: 2,
+			MigrationsPerCluster:     10,
+			Nodes:                    1,
+		},
+		Policy: PolicyConfig{
+			TaintKey:         "drainctl.io/maintenance",
+			IgnoreDaemonSets: true,
+			HypervisorPods:   "application in (nova, libvirt)",
+		},
+	}
+}
+
+// FieldError says which configuration key is wrong, what is wrong with it and how to fix it.
+type FieldError struct {
+	Key     string
+	Problem string
+	Fix     string
+}
+
+func (e *FieldError) Error() string {
+	s := fmt.Sprintf("%s: %s", e.Key, e.Problem)
+	if e.Fix != "" {
+		s += "; " + e.Fix
+	}
+	return s
+}
+
+// Validate checks values a TOML decoder cannot: ranges and combinations.
+func (c Config) Validate() error {
+	positive := []struct {
+		key string
+		v   int
+	}{
+		{"concurrency.evictions", c.Concurrency.Evictions},
+		{"concurrency.migrations_per_source", c.Concurrency.MigrationsPerSource},
+		{"concurrency.migrations_per_destination", c.Concurrency.MigrationsPerDestination},
+		{"concurrency.migrations_per_cluster", c.Concurrency.MigrationsPerCluster},
+		{"concurrency.nodes", c.Concurrency.Nodes},
+	}
+	for _, p := range positive {
+		if p.v < 1 {
+			return &FieldError{p.key, fmt.Sprintf("must be at least 1, got %d", p.v), "remove the key to use the default"}
+		}
+	}
+	durations := []struct {
+		key string
+		v   Duration
+	}{
+		{"refresh_interval", c.RefreshInterval},
+		{"timeouts.api", c.Timeouts.API},
+		{"timeouts.eviction", c.Timeouts.Eviction},
+		{"timeouts.migration", c.Timeouts.Migration},
+		{"timeouts.operation", c.Timeouts.Operation},
+	}
+	for _, d := range durations {
+		if d.v <= 0 {
+			return &FieldError{d.key, fmt.Sprintf("must be positive, got %q", d.v), `use a duration such as "30s" or "5m"`}
+		}
+	}
+	if c.Policy.GracePeriod < 0 {
+		return &FieldError{"policy.grace_period", "must not be negative", `leave it empty to keep each pod's own grace period`}
+	}
+	if c.Kubernetes.QPS < 0 || c.Kubernetes.Burst < 0 {
+		return &FieldError{"kubernetes.qps", "qps and burst must not be negative", ""}
+	}
+	if c.Policy.TaintKey == "" {
+		return &FieldError{"policy.taint_key", "must not be empty", `the default is "drainctl.io/maintenance"`}
+	}
+	switch c.Mapping.Mode {
+	case MapByName, MapByStripDomain:
+	case MapByLabel:
+		if c.Mapping.Label == "" {
+			return &FieldError{"mapping.label", `is required when mapping.mode = "label"`, "name the node label that holds the compute host"}
+		}
+	case MapByAnnotation:
+		if c.Mapping.Annotation == "" {
+			return &FieldError{"mapping.annotation", `is required when mapping.mode = "annotation"`, "name the node annotation that holds the compute host"}
+		}
+	default:
+		return &FieldError{"mapping.mode", fmt.Sprintf("unknown mode %q", c.Mapping.Mode),
+			`use one of "name", "label", "annotation", "strip-domain"`}
+	}
+	o := c.OpenStack
+	if o.Password != "" && o.PasswordFile != "" {
+		return &FieldError{"openstack.password_file", "both password and password_file are set", "keep one of them"}
+	}
+	if o.ApplicationCredentialSecret != "" && o.ApplicationCredentialSecretFile != "" {
+		return &FieldError{"openstack.application_credential_secret_file",
+			"both application_credential_secret and application_credential_secret_file are set", "keep one of them"}
+	}
+	if o.Interface != "" {
+		switch strings.ToLower(o.Interface) {
+		case "public", "internal", "admin", "publicurl", "internalurl", "adminurl":
+		default:
+			return &FieldError{"openstack.interface", fmt.Sprintf("unknown interface %q", o.Interface), `use "public", "internal" or "admin"`}
+		}
+	}
+	return nil
+}
+
+// Duration is a time.Duration written as "30s" or "5m" in TOML.
+type Duration time.Duration
+
+// D returns the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the duration the way UnmarshalText reads it.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads "30s", "5m", "1h30m"; a bare number is refused because its unit is a guess.
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf(`invalid duration %q: use a number with a unit, such as "30s", "5m" or "1h"`, s)
+	}
+	*d = Duration(v)
+	return nil
+}

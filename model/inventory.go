@@ -1,0 +1,141 @@
+package model
+
+import (
+	"sort"
+	"time"
+)
+
+// KubeSnapshot is the Kubernetes side of the cluster at one moment.
+type KubeSnapshot struct {
+	Nodes []KubeNode
+	Pods  []Pod
+	PDBs  []PDB
+}
+
+// NovaSnapshot is the Nova side of the cluster at one moment.
+type NovaSnapshot struct {
+	Services    []ComputeService
+	Hypervisors []Hypervisor
+	VMs         []VM
+	Migrations  []Migration // live migrations not yet in a final state
+}
+
+// Node is one machine seen from both layers. Either half may be missing: a Kubernetes node
+// with no compute service (a control-plane or storage node), or a compute host that is no
+// Kubernetes node. Those are data for the views, not errors.
+type Node struct {
+	Name       string          `json:"name"` // the Kubernetes node name, else the compute host
+	Host       string          `json:"host,omitempty"`
+	Kube       *KubeNode       `json:"kube,omitempty"`
+	Compute    *ComputeService `json:"compute,omitempty"`
+	Hypervisor *Hypervisor     `json:"hypervisor,omitempty"`
+	Requested  Resources       `json:"requested"`
+	VMs        []VM            `json:"vms"`
+	Pods       []Pod           `json:"pods"`
+	Migrations []Migration     `json:"migrations,omitempty"` // in progress, from or to this host
+}
+
+// Inventory is the joined view of the cluster.
+type Inventory struct {
+	At    time.Time `json:"at"`
+	Nodes []Node    `json:"nodes"`
+	// UnplacedVMs are VMs whose host is no known compute service.
+	UnplacedVMs []VM `json:"unplacedVMs,omitempty"`
+	// NovaConfigured is false when drainctl runs on Kubernetes alone.
+	NovaConfigured bool  `json:"novaConfigured"`
+	PDBs           []PDB `json:"pdbs,omitempty"`
+}
+
+// Node returns the node with that name.
+func (inv Inventory) Node(name string) (Node, bool) {
+	i := sort.Search(len(inv.Nodes), func(i int) bool { return inv.Nodes[i].Name >= name })
+	if i < len(inv.Nodes) && inv.Nodes[i].Name == name {
+		return inv.Nodes[i], true
+	}
+	for _, n := range inv.Nodes { // a compute host may be asked for by its host name
+		if n.Host == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Join puts the two halves together. Hosts are matched through the mapper; VMs and
+// hypervisors are matched on the service host, never on hypervisor_hostname.
+func Join(k KubeSnapshot, n *NovaSnapshot, m HostMapper, at time.Time) Inventory {
+	inv := Inventory{At: at, NovaConfigured: n != nil, PDBs: k.PDBs}
+	byName := make(map[string]*Node, len(k.Nodes))
+	byHost := map[string]*Node{}
+	nodes := make([]*Node, 0, len(k.Nodes))
+	for i := range k.Nodes {
+		kn := k.Nodes[i]
+		node := &Node{Name: kn.Name, Kube: &kn, VMs: []VM{}, Pods: []Pod{}}
+		byName[kn.Name] = node
+		nodes = append(nodes, node)
+		if n != nil {
+			if h := m.Host(kn); h != "" {
+				node.Host = h
+				byHost[h] = node
+			}
+		}
+	}
+	for _, p := range k.Pods {
+		node := byName[p.NodeName]
+		if node == nil {
+			continue // unscheduled, or on a node not (yet) in the cache
+		}
+		node.Pods = append(node.Pods, p)
+		if !p.Finished() {
+			node.Requested = node.Requested.Add(p.Requests)
+		}
+	}
+	if n != nil {
+		hostNode := func(host string) *Node {
+			if node := byHost[host]; node != nil {
+				return node
+			}
+			node := &Node{Name: host, Host: host, VMs: []VM{}, Pods: []Pod{}}
+			byHost[host] = node
+			nodes = append(nodes, node)
+			return node
+		}
+		for i := range n.Services {
+			s := n.Services[i]
+			node := hostNode(s.Host)
+			if node.Compute == nil {
+				node.Compute = &s
+			}
+		}
+		for i := range n.Hypervisors {
+			h := n.Hypervisors[i]
+			if h.Host == "" {
+				continue
+			}
+			hostNode(h.Host).Hypervisor = &h
+		}
+		for _, vm := range n.VMs {
+			if node := byHost[vm.Host]; node != nil && vm.Host != "" {
+				node.VMs = append(node.VMs, vm)
+				continue
+			}
+			inv.UnplacedVMs = append(inv.UnplacedVMs, vm)
+		}
+		for _, mig := range n.Migrations {
+			if node := byHost[mig.SourceCompute]; node != nil {
+				node.Migrations = append(node.Migrations, mig)
+			}
+			if node := byHost[mig.DestCompute]; node != nil && mig.DestCompute != mig.SourceCompute {
+				node.Migrations = append(node.Migrations, mig)
+			}
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	inv.Nodes = make([]Node, len(nodes))
+	for i, node := range nodes {
+		sort.Slice(node.VMs, func(a, b int) bool { return node.VMs[a].Name < node.VMs[b].Name })
+		sort.Slice(node.Pods, func(a, b int) bool { return node.Pods[a].Key() < node.Pods[b].Key() })
+		inv.Nodes[i] = *node
+	}
+	sort.Slice(inv.UnplacedVMs, func(a, b int) bool { return inv.UnplacedVMs[a].ID < inv.UnplacedVMs[b].ID })
+	return inv
+}

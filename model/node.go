@@ -1,0 +1,80 @@
+package model
+
+import "time"
+
+// Resources is an amount of schedulable capacity in Kubernetes units.
+type Resources struct {
+	MilliCPU    int64 `json:"milliCPU"`
+	MemoryBytes int64 `json:"memoryBytes"`
+	Pods        int64 `json:"pods"`
+}
+
+// Add returns r + o.
+func (r Resources) Add(o Resources) Resources {
+	return Resources{r.MilliCPU + o.MilliCPU, r.MemoryBytes + o.MemoryBytes, r.Pods + o.Pods}
+}
+
+// Taint is a Kubernetes node taint.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// KubeNode is the Kubernetes half of a node.
+type KubeNode struct {
+	Name        string            `json:"name"`
+	UID         string            `json:"uid"`
+	ProviderID  string            `json:"providerID,omitempty"`
+	Roles       []string          `json:"roles,omitempty"`
+	Ready       bool              `json:"ready"`
+	Schedulable bool              `json:"schedulable"`
+	Taints      []Taint           `json:"taints,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Allocatable Resources         `json:"allocatable"`
+	Created     time.Time         `json:"created"`
+}
+
+// IsControlPlane reports whether the node carries a control-plane role.
+func (n KubeNode) IsControlPlane() bool {
+	for _, r := range n.Roles {
+		if r == "control-plane" || r == "master" {
+			return true
+		}
+	}
+	return false
+}
+
+// ComputeService is a nova-compute service as Nova reports it.
+type ComputeService struct {
+	ID             string    `json:"id"`
+	Host           string    `json:"host"`
+	Zone           string    `json:"zone,omitempty"`
+	Enabled        bool      `json:"enabled"`
+	DisabledReason string    `json:"disabledReason,omitempty"`
+	Up             bool      `json:"up"`
+	ForcedDown     bool      `json:"forcedDown"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+}
+
+// Hypervisor is a Nova compute node (the capacity side of a compute host).
+type Hypervisor struct {
+	ID       string `json:"id"`
+	Hostname string `json:"hypervisorHostname"` // the compute node name, often an FQDN
+	Host     string `json:"host"`               // the service host; the join key
+	Type     string `json:"type,omitempty"`
+	State    string `json:"state,omitempty"`
+	Status   string `json:"status,omitempty"`
+	// CapacityKnown is false when the microversion no longer reports capacity (2.88+).
+	CapacityKnown bool  `json:"capacityKnown"`
+	VCPUs         int   `json:"vcpus"`
+	VCPUsUsed     int   `json:"vcpusUsed"`
+	MemoryMB      int64 `json:"memoryMB"`
+	MemoryMBUsed  int64 `json:"memoryMBUsed"`
+	LocalGB       int64 `json:"localGB"`
+	LocalGBUsed   int64 `json:"localGBUsed"`
+	RunningVMs    int   `json:"runningVMs"`
+	// ServerIDs are the instances Nova places on this hypervisor (with_servers).
+	ServerIDs []string `json:"serverIDs,omitempty"`
+}

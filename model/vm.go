@@ -1,0 +1,52 @@
+package model
+
+// VM is a Nova server.
+type VM struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Host      string `json:"host"` // OS-EXT-SRV-ATTR:host, the compute service host
+	Status    string `json:"status"`
+	TaskState string `json:"taskState,omitempty"`
+	VMState   string `json:"vmState,omitempty"`
+	Locked    bool   `json:"locked"`
+	Flavor    string `json:"flavor,omitempty"`
+	RAMMB     int64  `json:"ramMB"`
+	VCPUs     int    `json:"vcpus"`
+	DiskGB    int64  `json:"diskGB"`
+	ProjectID string `json:"projectID,omitempty"`
+}
+
+// ShortID is the first block of the VM's UUID, enough to tell VMs apart on a screen.
+func (v VM) ShortID() string {
+	if len(v.ID) > 8 {
+		return v.ID[:8]
+	}
+	return v.ID
+}
+
+// Migration is a Nova migration record (os-migrations or a server's migrations).
+type Migration struct {
+	ID            int64  `json:"id"`
+	UUID          string `json:"uuid,omitempty"`
+	InstanceID    string `json:"instanceID"`
+	Type          string `json:"type"`
+	Status        string `json:"status"`
+	SourceCompute string `json:"sourceCompute"`
+	DestCompute   string `json:"destCompute,omitempty"`
+	// Byte counters are nil while Nova does not know them (null in the API), never zero.
+	MemoryTotal     *int64 `json:"memoryTotalBytes,omitempty"`
+	MemoryProcessed *int64 `json:"memoryProcessedBytes,omitempty"`
+	MemoryRemaining *int64 `json:"memoryRemainingBytes,omitempty"`
+	DiskTotal       *int64 `json:"diskTotalBytes,omitempty"`
+	DiskProcessed   *int64 `json:"diskProcessedBytes,omitempty"`
+	DiskRemaining   *int64 `json:"diskRemainingBytes,omitempty"`
+}
+
+// InProgress reports whether the migration has not reached a final state.
+func (m Migration) InProgress() bool {
+	switch m.Status {
+	case "completed", "error", "failed", "cancelled", "done", "finished", "confirmed", "reverted":
+		return false
+	}
+	return true
+}
