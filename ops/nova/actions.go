@@ -1,0 +1,154 @@
+package nova
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// serviceUpdate is a raw PUT /os-services/{uuid} body. gophercloud's UpdateOpts cannot send
+// forced_down=false (omitempty), so drainctl builds the body itself.
+type serviceUpdate map[string]any
+
+func (m serviceUpdate) ToServiceUpdateMap() (map[string]any, error) { return m, nil }
+
+// SetServiceEnabled enables or disables the nova-compute service on host. A reason is only
+// sent when disabling (Nova refuses one with status=enabled).
+func (c *Client) SetServiceEnabled(ctx context.Context, host string, enabled bool, reason string) (model.ComputeService, error) {
+	svcs, err := c.ComputeServices(ctx, host)
+	if err != nil {
+		return model.ComputeService{}, err
+	}
+	if len(svcs) == 0 {
+		return model.ComputeService{}, fmt.Errorf("no nova-compute service on host %q", host)
+	}
+	body := serviceUpdate{"status": "enabled"}
+	if !enabled {
+		body = serviceUpdate{"status": "disabled"}
+		if reason != "" {
+			body["disabled_reason"] = reason
+		}
+	}
+	s, err := services.Update(ctx, c.compute, svcs[0].ID, body).Extract()
+	if err != nil {
+		verb := "enabling"
+		if !enabled {
+			verb = "disabling"
+		}
+		return model.ComputeService{}, fmt.Errorf("%s nova-compute on %s: %w", verb, host, describe(err))
+	}
+	return serviceModel(*s), nil
+}
+
+// liveMigrate is the os-migrateLive body. gophercloud's LiveMigrateOpts has BlockMigration
+// as *bool, so it cannot send "auto", which 2.25+ requires (and which lets Nova pick block
+// or shared-storage migration per instance).
+type liveMigrate struct{ host *string }
+
+func (o liveMigrate) ToLiveMigrateMap() (map[string]any, error) {
+	return map[string]any{"os-migrateLive": map[string]any{"host": o.host, "block_migration": "auto"}}, nil
+}
+
+// LiveMigrate asks Nova to live-migrate a server. An empty host lets the scheduler choose.
+// Nova answers 202 even when no host can take it: failure is learned by polling.
+func (c *Client) LiveMigrate(ctx context.Context, id, host string) error {
+	var h *string
+	if host != "" {
+		h = &host
+	}
+	if err := servers.LiveMigrate(ctx, c.compute, id, liveMigrate{h}).ExtractErr(); err != nil {
+		return fmt.Errorf("live-migrating server %s: %w", id, describe(err))
+	}
+	return nil
+}
+
+// ServerMigrations lists a server's in-progress live migrations (GET /servers/{id}/migrations):
+// queued, preparing, running. Empty before and after; an empty list is not success.
+func (c *Client) ServerMigrations(ctx context.Context, id string) ([]model.Migration, error) {
+	var body struct {
+		Migrations []wireMigration `json:"migrations"`
+	}
+	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id, "migrations"), &body, nil); err != nil {
+		return nil, fmt.Errorf("reading migrations of server %s: %w", id, describe(err))
+	}
+	out := make([]model.Migration, 0, len(body.Migrations))
+	for _, w := range body.Migrations {
+		if w.ServerUUID == "" {
+			w.ServerUUID = id
+		}
+		out = append(out, w.model())
+	}
+	return out, nil
+}
+
+// ForceComplete asks a running live migration to finish now (pausing the VM briefly).
+func (c *Client) ForceComplete(ctx context.Context, id string, migrationID int64) error {
+	_, err := c.compute.Post(ctx, c.compute.ServiceURL("servers", id, "migrations", strconv.FormatInt(migrationID, 10), "action"),
+		map[string]any{"force_complete": nil}, nil, &gophercloud.RequestOpts{OkCodes: []int{202}})
+	if err != nil {
+		return fmt.Errorf("force-completing migration %d of server %s: %w", migrationID, id, describe(err))
+	}
+	return nil
+}
+
+// AbortMigration cancels an in-progress live migration (queued/preparing need 2.65).
+func (c *Client) AbortMigration(ctx context.Context, id string, migrationID int64) error {
+	_, err := c.compute.Delete(ctx, c.compute.ServiceURL("servers", id, "migrations", strconv.FormatInt(migrationID, 10)),
+		&gophercloud.RequestOpts{OkCodes: []int{202}})
+	if err != nil {
+		return fmt.Errorf("aborting migration %d of server %s: %w", migrationID, id, describe(err))
+	}
+	return nil
+}
+
+// LastActionError returns the message of the failed event of the server's most recent action
+// named action (e.g. "live-migration"), or "" when it did not fail.
+func (c *Client) LastActionError(ctx context.Context, id, action string) (string, error) {
+	var list struct {
+		Actions []struct {
+			Action    string `json:"action"`
+			RequestID string `json:"request_id"`
+			Message   string `json:"message"`
+		} `json:"instanceActions"`
+	}
+	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id, "os-instance-actions"), &list, nil); err != nil {
+		return "", fmt.Errorf("reading actions of server %s: %w", id, describe(err))
+	}
+	for _, a := range list.Actions { // newest first
+		if a.Action != action {
+			continue
+		}
+		var detail struct {
+			Action struct {
+				Message string `json:"message"`
+				Events  []struct {
+					Event   string `json:"event"`
+					Result  string `json:"result"`
+					Details string `json:"details"`
+				} `json:"events"`
+			} `json:"instanceAction"`
+		}
+		if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id, "os-instance-actions", a.RequestID), &detail, nil); err != nil {
+			return "", fmt.Errorf("reading action %s of server %s: %w", a.RequestID, id, describe(err))
+		}
+		for _, e := range detail.Action.Events {
+			if e.Result == "Error" {
+				if e.Details != "" {
+					return e.Details, nil
+				}
+				return e.Event + " failed", nil
+			}
+		}
+		if detail.Action.Message != "" {
+			return detail.Action.Message, nil
+		}
+		return "", nil
+	}
+	return "", nil
+}

@@ -1,0 +1,144 @@
+package nova
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/utils"
+)
+
+// Microversions drainctl relies on.
+const (
+	// MinMicroversion: UUID service and hypervisor ids, PUT /os-services/{uuid}, with_servers.
+	MinMicroversion = "2.53"
+	// MaxMicroversion: the highest that still reports hypervisor capacity (2.88 removes it).
+	// Everything drainctl needs above 2.53 (os-migrations paging 2.59, abort of queued
+	// migrations 2.65, user/project filters 2.80) is below it.
+	MaxMicroversion = "2.87"
+)
+
+// Client talks to Nova for one drainctl process. It is safe for concurrent use.
+type Client struct {
+	compute      *gophercloud.ServiceClient
+	microversion string
+	pageSize     int
+}
+
+// Options tune a connection.
+type Options struct {
+	// Timeout bounds each HTTP request (the API timeout from config).
+	Timeout time.Duration
+	// Transport, when set, carries every request (tests count requests with it).
+	Transport http.RoundTripper
+	// PageSize is the limit sent on paginated lists; 0 lets Nova choose (osapi_max_limit).
+	PageSize int
+}
+
+// Connect authenticates once (the token is reused and renewed by gophercloud's reauth) and
+// negotiates the compute microversion.
+func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, error) {
+	provider, err := openstack.NewClient(creds.Auth.IdentityEndpoint)
+	if err != nil {
+		return nil, &CredentialError{Source: creds.Source, Problem: "bad auth_url: " + err.Error()}
+	}
+	transport := opts.Transport
+	if transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = creds.TLS
+		t.MaxIdleConnsPerHost = 16
+		transport = t
+	}
+	provider.HTTPClient = http.Client{Transport: transport, Timeout: opts.Timeout}
+	if err := openstack.Authenticate(ctx, provider, creds.Auth); err != nil {
+		return nil, fmt.Errorf("authenticating to Keystone at %s (credentials from %s): %w",
+			creds.Auth.IdentityEndpoint, creds.Source, describe(err))
+	}
+	compute, err := openstack.NewComputeV2(provider, gophercloud.EndpointOpts{Region: creds.Region, Availability: creds.Interface})
+	if err != nil {
+		return nil, fmt.Errorf("finding the compute endpoint in the Keystone catalog (region %q, interface %s): %w",
+			creds.Region, creds.Interface, err)
+	}
+	mv, err := negotiate(ctx, compute)
+	if err != nil {
+		return nil, err
+	}
+	compute.Microversion = mv
+	return &Client{compute: compute, microversion: mv, pageSize: opts.PageSize}, nil
+}
+
+// Microversion is the compute API microversion every request carries.
+func (c *Client) Microversion() string { return c.microversion }
+
+// negotiate picks the highest microversion in [MinMicroversion, MaxMicroversion] that Nova supports.
+func negotiate(ctx context.Context, compute *gophercloud.ServiceClient) (string, error) {
+	sv, err := utils.GetSupportedMicroversions(ctx, compute)
+	if err != nil {
+		return "", fmt.Errorf("reading Nova's supported microversions from %s: %w", compute.Endpoint, describe(err))
+	}
+	maxMajor, maxMinor := parseMV(MaxMicroversion)
+	if sv.MaxMajor < maxMajor || (sv.MaxMajor == maxMajor && sv.MaxMinor < maxMinor) {
+		maxMajor, maxMinor = sv.MaxMajor, sv.MaxMinor
+	}
+	minMajor, minMinor := parseMV(MinMicroversion)
+	if maxMajor < minMajor || (maxMajor == minMajor && maxMinor < minMinor) {
+		return "", fmt.Errorf("Nova at %s supports microversions up to %d.%d; drainctl needs at least %s (Pike or later)",
+			compute.Endpoint, sv.MaxMajor, sv.MaxMinor, MinMicroversion)
+	}
+	return fmt.Sprintf("%d.%d", maxMajor, maxMinor), nil
+}
+
+func parseMV(s string) (int, int) {
+	a, b, _ := strings.Cut(s, ".")
+	x, _ := strconv.Atoi(a)
+	y, _ := strconv.Atoi(b)
+	return x, y
+}
+
+// atLeast reports whether the negotiated microversion is at least v.
+func (c *Client) atLeast(v string) bool {
+	a, b := parseMV(c.microversion)
+	x, y := parseMV(v)
+	return a > x || (a == x && b >= y)
+}
+
+// describe shortens gophercloud's errors to what an operator needs: the status and Nova's
+// own message. Request bodies (which may hold credentials) are never part of it.
+func describe(err error) error {
+	var ue gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &ue) {
+		return &APIError{Status: ue.Actual, Method: ue.Method, URL: ue.URL, Message: novaMessage(ue.Body)}
+	}
+	return err
+}
+
+// APIError is a Nova or Keystone answer other than the one expected.
+type APIError struct {
+	Status  int
+	Method  string
+	URL     string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	return fmt.Sprintf("%s %s: %d %s", e.Method, e.URL, e.Status, msg)
+}
+
+// IsStatus reports whether err is an API answer with that HTTP status.
+func IsStatus(err error, status int) bool {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status == status
+	}
+	return gophercloud.ResponseCodeIs(err, status)
+}

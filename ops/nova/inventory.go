@@ -1,0 +1,243 @@
+package nova
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/hypervisors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// inProgressStatuses are the os-migrations statuses of a live migration not yet finished.
+// os-migrations filters on one status per call, so a refresh makes one call per status:
+// a constant number, whatever the number of hosts.
+var inProgressStatuses = []string{"accepted", "queued", "preparing", "running", "post-migrating"}
+
+// Snapshot reads the whole Nova side: compute services, hypervisors (with their servers),
+// every server of every project, and the live migrations in progress. The number of calls
+// depends on the page size, never on the number of hosts.
+func (c *Client) Snapshot(ctx context.Context) (model.NovaSnapshot, error) {
+	var snap model.NovaSnapshot
+	var err error
+	if snap.Services, err = c.ComputeServices(ctx, ""); err != nil {
+		return snap, err
+	}
+	if snap.Hypervisors, err = c.Hypervisors(ctx); err != nil {
+		return snap, err
+	}
+	if snap.VMs, err = c.Servers(ctx, ""); err != nil {
+		return snap, err
+	}
+	for _, st := range inProgressStatuses {
+		migs, err := c.Migrations(ctx, MigrationFilter{Status: st, Type: "live-migration"})
+		if err != nil {
+			return snap, err
+		}
+		snap.Migrations = append(snap.Migrations, migs...)
+	}
+	return snap, nil
+}
+
+// ComputeServices lists nova-compute services, on one host or all.
+func (c *Client) ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error) {
+	pages, err := services.List(c.compute, services.ListOpts{Binary: "nova-compute", Host: host}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing nova-compute services: %w", describe(err))
+	}
+	list, err := services.ExtractServices(pages)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.ComputeService, 0, len(list))
+	for _, s := range list {
+		out = append(out, serviceModel(s))
+	}
+	return out, nil
+}
+
+func serviceModel(s services.Service) model.ComputeService {
+	return model.ComputeService{
+		ID: s.ID, Host: s.Host, Zone: s.Zone,
+		Enabled: s.Status == "enabled", DisabledReason: s.DisabledReason,
+		Up: s.State == "up", ForcedDown: s.ForcedDown, UpdatedAt: s.UpdatedAt,
+	}
+}
+
+// Hypervisors lists hypervisors with their servers, following Nova's pagination links.
+func (c *Client) Hypervisors(ctx context.Context) ([]model.Hypervisor, error) {
+	withServers := true
+	opts := hypervisors.ListOpts{WithServers: &withServers}
+	if c.pageSize > 0 {
+		opts.Limit = &c.pageSize
+	}
+	pages, err := hypervisors.List(c.compute, opts).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing hypervisors: %w", describe(err))
+	}
+	list, err := hypervisors.ExtractHypervisors(pages)
+	if err != nil {
+		return nil, err
+	}
+	// At 2.88+ the capacity fields are gone; below, a hypervisor always reports vcpus > 0.
+	capacity := !c.atLeast("2.88")
+	out := make([]model.Hypervisor, 0, len(list))
+	for _, h := range list {
+		m := model.Hypervisor{
+			ID: h.ID, Hostname: h.HypervisorHostname, Host: h.Service.Host, Type: h.HypervisorType,
+			State: h.State, Status: h.Status, CapacityKnown: capacity,
+			VCPUs: h.VCPUs, VCPUsUsed: h.VCPUsUsed,
+			MemoryMB: int64(h.MemoryMB), MemoryMBUsed: int64(h.MemoryMBUsed),
+			LocalGB: int64(h.LocalGB), LocalGBUsed: int64(h.LocalGBUsed), RunningVMs: h.RunningVMs,
+		}
+		if h.Servers != nil {
+			for _, s := range *h.Servers {
+				m.ServerIDs = append(m.ServerIDs, s.UUID)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Servers lists the servers of every project (all_tenants), on one host or all.
+func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
+	opts := servers.ListOpts{AllTenants: true, Host: host, Limit: c.pageSize}
+	pages, err := servers.List(c.compute, opts).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing servers: %w", describe(err))
+	}
+	list, err := servers.ExtractServers(pages)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.VM, 0, len(list))
+	for _, s := range list {
+		out = append(out, serverModel(s))
+	}
+	return out, nil
+}
+
+// Server reads one server.
+func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
+	s, err := servers.Get(ctx, c.compute, id).Extract()
+	if err != nil {
+		return model.VM{}, fmt.Errorf("reading server %s: %w", id, describe(err))
+	}
+	return serverModel(*s), nil
+}
+
+func serverModel(s servers.Server) model.VM {
+	vm := model.VM{
+		ID: s.ID, Name: s.Name, Host: s.Host, Status: s.Status, TaskState: s.TaskState,
+		VMState: s.VmState, ProjectID: s.TenantID,
+	}
+	if s.Locked != nil {
+		vm.Locked = *s.Locked
+	}
+	// From 2.47 the flavor is embedded: original_name, ram, vcpus, disk.
+	if name, ok := s.Flavor["original_name"].(string); ok {
+		vm.Flavor = name
+	} else if id, ok := s.Flavor["id"].(string); ok {
+		vm.Flavor = id
+	}
+	vm.RAMMB = int64(number(s.Flavor["ram"]))
+	vm.VCPUs = int(number(s.Flavor["vcpus"]))
+	vm.DiskGB = int64(number(s.Flavor["disk"]) + number(s.Flavor["ephemeral"]))
+	return vm
+}
+
+func number(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+// MigrationFilter selects os-migrations records.
+type MigrationFilter struct {
+	InstanceID string
+	Host       string // source or destination
+	Source     string
+	Status     string
+	Type       string // live-migration, migration, resize, evacuation
+}
+
+// wireMigration is an os-migrations or server-migrations record as Nova sends it.
+type wireMigration struct {
+	ID              int64  `json:"id"`
+	UUID            string `json:"uuid"`
+	InstanceUUID    string `json:"instance_uuid"`
+	ServerUUID      string `json:"server_uuid"`
+	MigrationType   string `json:"migration_type"`
+	Status          string `json:"status"`
+	SourceCompute   string `json:"source_compute"`
+	DestCompute     string `json:"dest_compute"`
+	MemoryTotal     *int64 `json:"memory_total_bytes"`
+	MemoryProcessed *int64 `json:"memory_processed_bytes"`
+	MemoryRemaining *int64 `json:"memory_remaining_bytes"`
+	DiskTotal       *int64 `json:"disk_total_bytes"`
+	DiskProcessed   *int64 `json:"disk_processed_bytes"`
+	DiskRemaining   *int64 `json:"disk_remaining_bytes"`
+}
+
+func (w wireMigration) model() model.Migration {
+	inst := w.InstanceUUID
+	if inst == "" {
+		inst = w.ServerUUID
+	}
+	typ := w.MigrationType
+	if typ == "" {
+		typ = "live-migration" // server migrations are always live
+	}
+	return model.Migration{ID: w.ID, UUID: w.UUID, InstanceID: inst, Type: typ, Status: w.Status,
+		SourceCompute: w.SourceCompute, DestCompute: w.DestCompute,
+		MemoryTotal: w.MemoryTotal, MemoryProcessed: w.MemoryProcessed, MemoryRemaining: w.MemoryRemaining,
+		DiskTotal: w.DiskTotal, DiskProcessed: w.DiskProcessed, DiskRemaining: w.DiskRemaining}
+}
+
+// Migrations lists os-migrations records, newest first, following marker pagination
+// (gophercloud's migrations pager stops after the first page).
+func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Migration, error) {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("instance_uuid", f.InstanceID)
+	set("host", f.Host)
+	set("source_compute", f.Source)
+	set("status", f.Status)
+	set("migration_type", f.Type)
+	paged := c.atLeast("2.59")
+	if paged && c.pageSize > 0 {
+		q.Set("limit", strconv.Itoa(c.pageSize))
+	}
+	var out []model.Migration
+	for {
+		var body struct {
+			Migrations []wireMigration `json:"migrations"`
+		}
+		u := c.compute.ServiceURL("os-migrations") + "?" + q.Encode()
+		if _, err := c.compute.Get(ctx, u, &body, nil); err != nil {
+			return nil, fmt.Errorf("listing migrations: %w", describe(err))
+		}
+		for _, w := range body.Migrations {
+			out = append(out, w.model())
+		}
+		// Without an explicit limit Nova still caps a page at osapi_max_limit; a short or
+		// empty page is the last one.
+		if !paged || len(body.Migrations) == 0 || (c.pageSize > 0 && len(body.Migrations) < c.pageSize) ||
+			(c.pageSize == 0 && len(body.Migrations) < 1000) {
+			return out, nil
+		}
+		last := body.Migrations[len(body.Migrations)-1]
+		if last.UUID == "" {
+			return out, nil
+		}
+		q.Set("marker", last.UUID)
+	}
+}

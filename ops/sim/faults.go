@@ -1,0 +1,48 @@
+package sim
+
+import (
+	"net/http"
+	"regexp"
+	"time"
+)
+
+// Fault makes chosen Nova calls misbehave: answer with an error status, or answer late.
+type Fault struct {
+	Method  string         // "" matches any
+	Path    *regexp.Regexp // matched against the path after /v2.1, e.g. `^/servers/[^/]+/action$`
+	Status  int            // 0: no error, only latency
+	Message string
+	Latency time.Duration // real time
+	Times   int           // requests it applies to; 0 is unlimited
+	hits    int
+}
+
+// InjectFault adds a fault; the newest matching fault wins.
+func (w *World) InjectFault(f Fault) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.faults = append(w.faults, &f)
+}
+
+// ClearFaults removes every fault.
+func (w *World) ClearFaults() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.faults = nil
+}
+
+// matchFault returns the fault that applies to this request, counting the hit.
+func (w *World) matchFault(r *http.Request, path string) *Fault {
+	for i := len(w.faults) - 1; i >= 0; i-- {
+		f := w.faults[i]
+		if (f.Method != "" && f.Method != r.Method) || (f.Path != nil && !f.Path.MatchString(path)) {
+			continue
+		}
+		if f.Times > 0 && f.hits >= f.Times {
+			continue
+		}
+		f.hits++
+		return f
+	}
+	return nil
+}

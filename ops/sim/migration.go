@@ -1,0 +1,252 @@
+package sim
+
+import (
+	"math"
+	"time"
+)
+
+// Phase durations in simulated time, close to what a real Nova on libvirt shows.
+const (
+	scheduleDelay    = 100 * time.Millisecond // accepted -> queued (conductor + scheduler)
+	errorDelay       = 400 * time.Millisecond // accepted -> error when no host is valid
+	prepareDuration  = time.Second            // preparing: pre_live_migration on the destination
+	failRunningAfter = 2 * time.Second        // an injected failure while running comes this late
+	serverMovesAfter = 500 * time.Millisecond // post-migrating -> server ACTIVE on the destination
+	completeAfter    = 800 * time.Millisecond // post-migrating -> completed (0.3 s after the move)
+	// switchoverBytes: libvirt pauses the VM for the last pages once what is left fits the
+	// allowed downtime; at 1 GiB/s and 50 ms that is about 50 MiB.
+	switchoverBytes = 50 << 20
+)
+
+// migration is one live migration moving through Nova's states.
+type migration struct {
+	id            int64
+	uuid          string
+	server        *VM
+	source, dest  string
+	requestedHost string
+	status        string
+	history       []string
+	created       time.Time
+	updated       time.Time
+	phaseStart    time.Time
+	requestID     string
+	failAt        string
+	moved         bool
+
+	// Memory copy, as a piecewise-linear process: from segStart, remaining falls at
+	// (bandwidth - dirty) and processed grows at bandwidth.
+	total        float64
+	segStart     time.Time
+	segRemaining float64
+	segProcessed float64
+	dirty        float64
+}
+
+func (m *migration) active() bool {
+	switch m.status {
+	case "accepted", "queued", "preparing", "running", "post-migrating":
+		return true
+	}
+	return false
+}
+
+// holdsSlot reports whether the migration counts against the source's concurrency limit.
+func (m *migration) holdsSlot() bool {
+	return m.status == "preparing" || m.status == "running" || m.status == "post-migrating"
+}
+
+func (m *migration) setStatus(s string, at time.Time) {
+	m.status = s
+	m.updated = at
+	m.phaseStart = at
+	m.history = append(m.history, s)
+}
+
+// counters returns the memory counters at t while running.
+func (m *migration) counters(t time.Time, bw float64) (processed, remaining float64) {
+	dt := t.Sub(m.segStart).Seconds()
+	if dt < 0 {
+		dt = 0
+	}
+	remaining = math.Max(0, m.segRemaining-(bw-m.dirty)*dt)
+	processed = m.segProcessed + bw*dt
+	return processed, remaining
+}
+
+// rebase starts a new copy segment at t (after force-complete changes the dirty rate).
+func (m *migration) rebase(t time.Time, bw, dirty float64) {
+	m.segProcessed, m.segRemaining = m.counters(t, bw)
+	m.segStart = t
+	m.dirty = dirty
+}
+
+// startMigration records a new live migration of s (already validated) and returns it.
+func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
+	m := &migration{id: w.nextMigID, uuid: w.uuid(), server: s, source: s.Host, requestedHost: host,
+		created: now, requestID: "req-" + w.uuid()}
+	w.nextMigID++
+	m.setStatus("accepted", now)
+	m.updated = time.Time{} // Nova leaves updated_at null at accepted
+	s.migrations++
+	if s.FailAt != "" && (!s.FailOnce || s.migrations == 1) {
+		m.failAt = s.FailAt
+	}
+	s.Status, s.TaskState = "MIGRATING", "migrating"
+	s.Updated = now
+	w.migrations = append(w.migrations, m)
+	w.recordAction(s, "live-migration", m.requestID, now)
+	return m
+}
+
+// advance applies every transition due up to now, in time order, so that a migration
+// queued behind another starts the moment the first one frees its slot.
+func (w *World) advance(now time.Time) {
+	for {
+		var next *migration
+		var at time.Time
+		for _, m := range w.migrations {
+			if !m.active() {
+				continue
+			}
+			t, ok := w.nextTransition(m)
+			if !ok || t.After(now) {
+				continue
+			}
+			if next == nil || t.Before(at) {
+				next, at = m, t
+			}
+		}
+		if next == nil {
+			return
+		}
+		if at.After(w.lastEvent) {
+			w.lastEvent = at
+		}
+		w.apply(next, at)
+	}
+}
+
+func (w *World) slotsFree(source string) bool {
+	n := 0
+	for _, m := range w.migrations {
+		if m.source == source && m.holdsSlot() {
+			n++
+		}
+	}
+	return n < w.opts.MaxConcurrentLiveMigrations
+}
+
+func (w *World) nextTransition(m *migration) (time.Time, bool) {
+	bw := w.opts.BandwidthBytesPerSec
+	switch m.status {
+	case "accepted":
+		return m.phaseStart.Add(scheduleDelay), true
+	case "queued":
+		if !w.slotsFree(m.source) {
+			return time.Time{}, false
+		}
+		if m.phaseStart.After(w.lastEvent) {
+			return m.phaseStart, true
+		}
+		return w.lastEvent, true
+	case "preparing":
+		return m.phaseStart.Add(prepareDuration), true
+	case "running":
+		if m.failAt == "running" {
+			return m.phaseStart.Add(failRunningAfter), true
+		}
+		rate := bw - m.dirty
+		if rate <= 0 {
+			return time.Time{}, false // never converges
+		}
+		left := math.Max(0, m.segRemaining-switchoverBytes)
+		return m.segStart.Add(time.Duration(left / rate * float64(time.Second))), true
+	case "post-migrating":
+		if !m.moved {
+			return m.phaseStart.Add(serverMovesAfter), true
+		}
+		return m.phaseStart.Add(completeAfter), true
+	}
+	return time.Time{}, false
+}
+
+func (w *World) apply(m *migration, at time.Time) {
+	s := m.server
+	switch m.status {
+	case "accepted":
+		if m.requestedHost != "" {
+			h := w.hosts[m.requestedHost]
+			if !h.schedulable() || !w.fits(h, s) {
+				w.fail(m, at.Add(errorDelay-scheduleDelay), "conductor_live_migrate_instance",
+					"Migration pre-check error: Unable to migrate "+s.ID+" to "+h.Name+": host is disabled, down or has no room")
+				return
+			}
+			m.dest = h.Name
+		} else {
+			h, ok := w.schedule(s)
+			if !ok {
+				w.fail(m, at.Add(errorDelay-scheduleDelay), "conductor_live_migrate_instance",
+					"No valid host was found. There are not enough hosts available.")
+				return
+			}
+			m.dest = h.Name
+		}
+		m.setStatus("queued", at)
+	case "queued":
+		m.setStatus("preparing", at)
+	case "preparing":
+		if m.failAt == "preparing" {
+			w.fail(m, at, "compute_pre_live_migration", "Error in pre_live_migration on "+m.dest+": libvirt: volume connection failed")
+			return
+		}
+		m.setStatus("running", at)
+		m.total = float64(s.Flavor.RAMMB) * (1 << 20)
+		m.segStart, m.segRemaining, m.segProcessed, m.dirty = at, m.total, 0, s.DirtyBytesPerSec
+	case "running":
+		if m.failAt == "running" {
+			w.fail(m, at, "compute_live_migration", "Live migration of "+s.ID+" failed: libvirtError: operation failed: migration job: unexpectedly failed")
+			return
+		}
+		m.rebase(at, w.opts.BandwidthBytesPerSec, m.dirty)
+		m.setStatus("post-migrating", at)
+	case "post-migrating":
+		if !m.moved {
+			m.moved = true
+			s.Host = m.dest
+			s.Status, s.TaskState = "ACTIVE", ""
+			s.Updated = at
+			return
+		}
+		m.setStatus("completed", at)
+		w.finishAction(s, m.requestID, at, "")
+	}
+}
+
+// fail ends a migration in error, leaving the server ACTIVE on its source, and records the
+// failure in the instance action, where a client learns why.
+func (w *World) fail(m *migration, at time.Time, event, details string) {
+	m.setStatus("error", at)
+	s := m.server
+	s.Status, s.TaskState = "ACTIVE", ""
+	s.Updated = at
+	w.finishAction(m.server, m.requestID, at, event+"\x00"+details)
+}
+
+// forceComplete makes a running migration stop tracking dirty pages: it then converges at
+// full bandwidth, as libvirt does when it pauses the guest.
+func (w *World) forceComplete(m *migration, at time.Time) {
+	m.rebase(at, w.opts.BandwidthBytesPerSec, 0)
+	if m.failAt == "running" {
+		m.failAt = ""
+	}
+}
+
+// abort cancels a migration; the server stays on its source.
+func (w *World) abort(m *migration, at time.Time) {
+	m.setStatus("cancelled", at)
+	s := m.server
+	s.Status, s.TaskState = "ACTIVE", ""
+	s.Updated = at
+	w.finishAction(s, m.requestID, at, "")
+}

@@ -1,0 +1,196 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Server serves Keystone (/identity/v3) and Nova (/compute/v2.1) for a World over HTTP.
+type Server struct {
+	URL   string
+	world *World
+	http  *http.Server
+	ln    net.Listener
+}
+
+// Serve starts a server for the world on addr ("127.0.0.1:0" for a random port).
+func Serve(world *World, addr string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{URL: "http://" + ln.Addr().String(), world: world, ln: ln}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go s.http.Serve(ln) //nolint:errcheck // ends with Close
+	return s, nil
+}
+
+// World is the state behind the server.
+func (s *Server) World() *World { return s.world }
+
+// IdentityURL is the Keystone v3 endpoint, as OS_AUTH_URL.
+func (s *Server) IdentityURL() string { return s.URL + "/identity/v3" }
+
+// Close stops the server.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return s.http.Shutdown(ctx)
+}
+
+// Env is the OS_* environment that points a client (the openstack CLI, gophercloud,
+// drainctl) at this server with the first user.
+func (s *Server) Env() []string {
+	u := s.world.opts.Users[0]
+	return []string{
+		"OS_AUTH_URL=" + s.IdentityURL(), "OS_USERNAME=" + u.Name, "OS_PASSWORD=" + u.Password,
+		"OS_PROJECT_NAME=" + u.Project, "OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default",
+		"OS_REGION_NAME=RegionOne", "OS_INTERFACE=public", "OS_IDENTITY_API_VERSION=3",
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /identity/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 300, map[string]any{"versions": map[string]any{"values": []map[string]any{{
+			"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
+			"links": []map[string]any{{"rel": "self", "href": s.URL + "/identity/v3/"}}}}}})
+	})
+	mux.HandleFunc("POST /identity/v3/auth/tokens", s.handleTokens)
+	mux.Handle("/compute/", http.StripPrefix("/compute", s.novaRoutes()))
+	return mux
+}
+
+// route is a Nova handler, called with the world locked and advanced to now.
+type route func(c *call) (int, any)
+
+// call is one Nova request in progress.
+type call struct {
+	r   *http.Request
+	mv  microversion
+	now time.Time
+	w   *World
+	s   *Server
+}
+
+func (s *Server) novaRoutes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, f route) {
+		method, path, _ := strings.Cut(pattern, " ")
+		mux.HandleFunc(method+" /v2.1"+path, func(w http.ResponseWriter, r *http.Request) { s.serveNova(w, r, pattern, f) })
+	}
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 300, map[string]any{"versions": []any{s.versionDoc()["version"]}})
+	})
+	mux.HandleFunc("GET /v2.1/{$}", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, s.versionDoc()) })
+	mux.HandleFunc("GET /v2.1", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, s.versionDoc()) })
+	handle("GET /os-services", listServices)
+	handle("PUT /os-services/{id}", updateService)
+	handle("GET /os-hypervisors", listHypervisors(false))
+	handle("GET /os-hypervisors/detail", listHypervisors(true))
+	handle("GET /servers", listServers(false))
+	handle("GET /servers/detail", listServers(true))
+	handle("GET /servers/{id}", showServer)
+	handle("POST /servers/{id}/action", serverAction)
+	handle("GET /servers/{id}/migrations", listServerMigrations)
+	handle("GET /servers/{id}/migrations/{mid}", showServerMigration)
+	handle("POST /servers/{id}/migrations/{mid}/action", forceComplete)
+	handle("DELETE /servers/{id}/migrations/{mid}", abortMigration)
+	handle("GET /os-migrations", listMigrations)
+	handle("GET /servers/{id}/os-instance-actions", listActions)
+	handle("GET /servers/{id}/os-instance-actions/{req}", showAction)
+	return mux
+}
+
+func (s *Server) versionDoc() map[string]any {
+	return map[string]any{"version": map[string]any{
+		"id": "v2.1", "status": "CURRENT", "updated": "2013-07-23T11:33:21Z",
+		"min_version": minMicroversion.String(), "version": maxMicroversion.String(),
+		"links": []map[string]any{{"href": s.URL + "/compute/v2.1/", "rel": "self"},
+			{"href": "http://docs.openstack.org/", "rel": "describedby", "type": "text/html"}},
+		"media-types": []map[string]any{{"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}},
+	}}
+}
+
+func (s *Server) serveNova(w http.ResponseWriter, r *http.Request, pattern string, f route) {
+	world := s.world
+	world.mu.Lock()
+	world.stats.Requests++
+	world.stats.ByRoute[pattern]++
+	if r.Method != http.MethodGet {
+		world.stats.Mutations++
+	}
+	if !s.authorized(r) {
+		world.mu.Unlock()
+		keystoneError(w, http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication.")
+		return
+	}
+	mv, err := parseMicroversion(r)
+	if err != nil {
+		world.mu.Unlock()
+		novaError(w, err.status, err.msg)
+		return
+	}
+	fault := world.matchFault(r, strings.TrimPrefix(r.URL.Path, "/v2.1"))
+	if fault != nil && fault.Latency > 0 {
+		world.mu.Unlock()
+		time.Sleep(fault.Latency)
+		world.mu.Lock()
+	}
+	now := world.clock.Now()
+	world.advance(now)
+	header := w.Header()
+	header.Set("OpenStack-API-Version", "compute "+mv.String())
+	header.Set("X-OpenStack-Nova-API-Version", mv.String())
+	header.Set("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
+	header.Set("X-Compute-Request-Id", "req-"+world.uuid())
+	if fault != nil && fault.Status != 0 {
+		world.mu.Unlock()
+		msg := fault.Message
+		if msg == "" {
+			msg = "Unexpected API Error. Please report this at http://bugs.launchpad.net/nova/ and attach the Nova API log if possible."
+		}
+		novaError(w, fault.Status, msg)
+		return
+	}
+	status, body := f(&call{r: r, mv: mv, now: now, w: world, s: s})
+	world.mu.Unlock()
+	if fe, ok := body.(novaFault); ok {
+		novaError(w, status, string(fe))
+		return
+	}
+	if body == nil {
+		w.WriteHeader(status)
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+// novaFault is a handler's error message; serveNova wraps it in Nova's fault body.
+type novaFault string
+
+func faultf(format string, a ...any) novaFault { return novaFault(fmt.Sprintf(format, a...)) }
+
+// faultNames are Nova's names for error bodies: {"itemNotFound": {"code": 404, "message": ...}}.
+var faultNames = map[int]string{400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound",
+	405: "badMethod", 409: "conflictingRequest", 413: "overLimit", 415: "badMediaType", 429: "overLimit",
+	501: "notImplemented", 503: "serviceUnavailable"}
+
+func novaError(w http.ResponseWriter, code int, msg string) {
+	name, ok := faultNames[code]
+	if !ok {
+		name = "computeFault"
+	}
+	writeJSON(w, code, map[string]any{name: map[string]any{"code": code, "message": msg}})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away
+}

@@ -1,0 +1,335 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Host is a compute host: its nova-compute service and its hypervisor.
+type Host struct {
+	Name           string
+	ServiceID      string
+	HypervisorID   string
+	Zone           string
+	Enabled        bool
+	DisabledReason string
+	Up             bool
+	ForcedDown     bool
+	VCPUs          int
+	MemoryMB       int64
+	DiskGB         int64
+	updated        time.Time
+	index          int // for integer ids below 2.53
+}
+
+// VM is a server (an instance) in Nova.
+type VM struct {
+	ID        string
+	Name      string
+	Instance  string // instance-0000000N
+	Host      string
+	Status    string
+	TaskState string // "" is null
+	VMState   string
+	Locked    bool
+	Flavor    Flavor
+	ProjectID string
+	UserID    string
+	Created   time.Time
+	Updated   time.Time
+	// Behaviour in a live migration.
+	DirtyBytesPerSec float64 // pages dirtied per second while copying; >= bandwidth never converges
+	FailAt           string  // "preparing" or "running": the next migration errors there
+	FailOnce         bool    // FailAt applies to the first migration only
+	migrations       int
+}
+
+// Flavor is a server's flavor as embedded in the server (2.47+).
+type Flavor struct {
+	Name   string
+	RAMMB  int64
+	VCPUs  int
+	DiskGB int64
+}
+
+// Options shape a world.
+type Options struct {
+	Seed  int64
+	Scale float64   // simulated seconds per real second (default 1)
+	Start time.Time // simulated start (default 2026-11-21T06:00:00Z)
+	// BandwidthBytesPerSec is the live-migration copy rate (default 1 GiB/s).
+	BandwidthBytesPerSec float64
+	// MaxConcurrentLiveMigrations per source host (Nova's default is 1).
+	MaxConcurrentLiveMigrations int
+	// CPUAllocationRatio and RAMAllocationRatio are Nova's (defaults 4.0 and 1.0).
+	CPUAllocationRatio float64
+	RAMAllocationRatio float64
+	// ReservedHostMemoryMB is held back on every hypervisor (Nova's default 512).
+	ReservedHostMemoryMB int64
+	// TokenTTL is how long a Keystone token lives, in real time (default 1h).
+	TokenTTL time.Duration
+	// Users are the Keystone users; default: admin/secret in project admin.
+	Users []User
+}
+
+// User is a Keystone identity the simulator accepts.
+type User struct {
+	Name, Password, Domain, Project string
+	// An application credential, if set, authenticates on its own.
+	AppCredID, AppCredName, AppCredSecret string
+}
+
+// World is the simulated Nova state. All methods are safe for concurrent use.
+type World struct {
+	mu    sync.Mutex
+	opts  Options
+	clock *Clock
+	rng   *rand.Rand
+
+	hosts       map[string]*Host
+	hostOrder   []string
+	servers     map[string]*VM
+	migrations  []*migration // in creation order
+	actions     map[string][]*action
+	nextMigID   int64
+	nextInst    int
+	lastEvent   time.Time
+	faults      []*Fault
+	noValidHost bool
+
+	tokens map[string]token
+	stats  Stats
+}
+
+// Stats counts requests, for tests and benchmarks.
+type Stats struct {
+	Requests  int
+	ByRoute   map[string]int
+	Mutations int
+}
+
+// NewWorld makes an empty world.
+func NewWorld(opts Options) *World {
+	if opts.Start.IsZero() {
+		opts.Start = time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+	}
+	if opts.BandwidthBytesPerSec == 0 {
+		opts.BandwidthBytesPerSec = 1 << 30
+	}
+	if opts.MaxConcurrentLiveMigrations == 0 {
+		opts.MaxConcurrentLiveMigrations = 1
+	}
+	if opts.CPUAllocationRatio == 0 {
+		opts.CPUAllocationRatio = 4
+	}
+	if opts.RAMAllocationRatio == 0 {
+		opts.RAMAllocationRatio = 1
+	}
+	if opts.ReservedHostMemoryMB == 0 {
+		opts.ReservedHostMemoryMB = 512
+	}
+	if opts.TokenTTL == 0 {
+		opts.TokenTTL = time.Hour
+	}
+	if len(opts.Users) == 0 {
+		opts.Users = []User{{Name: "admin", Password: "secret", Domain: "Default", Project: "admin"}}
+	}
+	return &World{
+		opts: opts, clock: NewClock(opts.Start, opts.Scale), rng: rand.New(rand.NewSource(opts.Seed)),
+		hosts: map[string]*Host{}, servers: map[string]*VM{}, actions: map[string][]*action{},
+		nextMigID: 1, nextInst: 1, tokens: map[string]token{}, stats: Stats{ByRoute: map[string]int{}},
+	}
+}
+
+// Clock is the world's simulated clock.
+func (w *World) Clock() *Clock { return w.clock }
+
+// uuid makes a random (seeded) UUID.
+func (w *World) uuid() string {
+	b := make([]byte, 16)
+	w.rng.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func (w *World) hex(n int) string {
+	b := make([]byte, n/2)
+	w.rng.Read(b)
+	return fmt.Sprintf("%x", b)
+}
+
+// AddHost adds a compute host with an enabled, up nova-compute service.
+func (w *World) AddHost(name string, vcpus int, memoryMB, diskGB int64) *Host {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := &Host{Name: name, ServiceID: w.uuid(), HypervisorID: w.uuid(), Zone: "nova", Enabled: true, Up: true,
+		VCPUs: vcpus, MemoryMB: memoryMB, DiskGB: diskGB, updated: w.clock.Now(), index: len(w.hostOrder) + 3}
+	w.hosts[name] = h
+	w.hostOrder = append(w.hostOrder, name)
+	return h
+}
+
+// AddServer boots a server on a host, ACTIVE.
+func (w *World) AddServer(name, host string, f Flavor) *VM {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.clock.Now()
+	s := &VM{ID: w.uuid(), Name: name, Instance: fmt.Sprintf("instance-%08x", w.nextInst), Host: host,
+		Status: "ACTIVE", VMState: "active", Flavor: f, ProjectID: "72fb02d64abf44308848350085dcaae2",
+		UserID: "af0b6723cc4a4ab18203d089bc34dd16", Created: now, Updated: now}
+	w.nextInst++
+	w.servers[s.ID] = s
+	return s
+}
+
+// Update runs f with the world locked, for tests and the demo to change state directly
+// (a VM's behaviour, a service going down). The clock is advanced first.
+func (w *World) Update(f func(hosts map[string]*Host, servers map[string]*VM)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance(w.clock.Now())
+	f(w.hosts, w.servers)
+}
+
+// SetNoValidHost makes every scheduling decision fail, as when no host has room.
+func (w *World) SetNoValidHost(on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.noValidHost = on
+}
+
+// Stats returns a copy of the request counters.
+func (w *World) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.stats
+	s.ByRoute = make(map[string]int, len(w.stats.ByRoute))
+	for k, v := range w.stats.ByRoute {
+		s.ByRoute[k] = v
+	}
+	return s
+}
+
+// ResetStats zeroes the request counters.
+func (w *World) ResetStats() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats = Stats{ByRoute: map[string]int{}}
+}
+
+// ServerByName finds a server by display name.
+func (w *World) ServerByName(name string) (VM, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance(w.clock.Now())
+	for _, s := range w.servers {
+		if s.Name == name {
+			return *s, true
+		}
+	}
+	return VM{}, false
+}
+
+// Host returns a copy of a host's state.
+func (w *World) Host(name string) (Host, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h, ok := w.hosts[name]
+	if !ok {
+		return Host{}, false
+	}
+	return *h, true
+}
+
+// MigrationStatuses returns the sequence of statuses each migration of a server went through.
+func (w *World) MigrationStatuses(serverID string) [][]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance(w.clock.Now())
+	var out [][]string
+	for _, m := range w.migrations {
+		if m.server.ID == serverID {
+			out = append(out, append([]string(nil), m.history...))
+		}
+	}
+	return out
+}
+
+// sortedServers returns servers newest first, then by id, as Nova sorts them by default.
+func (w *World) sortedServers() []*VM {
+	list := make([]*VM, 0, len(w.servers))
+	for _, s := range w.servers {
+		list = append(list, s)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if !list[i].Created.Equal(list[j].Created) {
+			return list[i].Created.After(list[j].Created)
+		}
+		return list[i].ID > list[j].ID
+	})
+	return list
+}
+
+// usage is what a host's servers and incoming migrations hold.
+type usage struct {
+	vcpus   int
+	ramMB   int64
+	diskGB  int64
+	servers int
+}
+
+func (w *World) usage(host string) usage {
+	var u usage
+	for _, s := range w.servers {
+		if s.Host == host {
+			u.vcpus += s.Flavor.VCPUs
+			u.ramMB += s.Flavor.RAMMB
+			u.diskGB += s.Flavor.DiskGB
+			u.servers++
+		}
+	}
+	for _, m := range w.migrations { // the destination holds a claim while a migration runs
+		if m.dest == host && m.active() && m.server.Host != host {
+			u.vcpus += m.server.Flavor.VCPUs
+			u.ramMB += m.server.Flavor.RAMMB
+			u.diskGB += m.server.Flavor.DiskGB
+		}
+	}
+	return u
+}
+
+// fits reports whether the server fits on the host under the allocation ratios.
+func (w *World) fits(h *Host, s *VM) bool {
+	u := w.usage(h.Name)
+	ramCap := float64(h.MemoryMB)*w.opts.RAMAllocationRatio - float64(w.opts.ReservedHostMemoryMB)
+	return float64(u.vcpus+s.Flavor.VCPUs) <= float64(h.VCPUs)*w.opts.CPUAllocationRatio &&
+		float64(u.ramMB+s.Flavor.RAMMB) <= ramCap &&
+		u.diskGB+s.Flavor.DiskGB <= h.DiskGB
+}
+
+func (h *Host) schedulable() bool { return h.Enabled && h.Up && !h.ForcedDown }
+
+// schedule picks the destination for a server: the enabled, up host other than its own with
+// the most free RAM that fits it, like Nova's RAM weigher spreading load.
+func (w *World) schedule(s *VM) (*Host, bool) {
+	if w.noValidHost {
+		return nil, false
+	}
+	var best *Host
+	var bestFree int64
+	for _, name := range w.hostOrder {
+		h := w.hosts[name]
+		if h.Name == s.Host || !h.schedulable() || !w.fits(h, s) {
+			continue
+		}
+		free := h.MemoryMB - w.usage(h.Name).ramMB
+		if best == nil || free > bestFree {
+			best, bestFree = h, free
+		}
+	}
+	return best, best != nil
+}
