@@ -1,0 +1,256 @@
+// Command drainctl empties, fixes and removes nodes of a mixed Kubernetes + OpenStack Nova
+// cluster: cordon and disable nova-compute, evict pods and live-migrate VMs, and undo it all.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ui/plain"
+)
+
+// Set by the linker: -X main.version=... -X main.commit=... -X main.date=...
+var (
+	version = "dev"
+	commit  = "none"
+	date    = "unknown"
+)
+
+const usage = `drainctl: empty, fix and remove nodes of a Kubernetes + OpenStack Nova cluster.
+
+Usage:
+  drainctl [flags]                      the interactive view (TUI)
+  drainctl --auto VERB [ARGS] [flags]   headless, for scripts and CI
+
+Verbs (--auto):
+  list                 nodes with their hypervisor, VMs and pods (-o json for JSON)
+
+Flags:
+  --config PATH        drainctl's config.toml (default ~/.config/drainctl/config.toml)
+  -config-path PATH    nova-kubernetes-drain's config.yaml (OpenStack credentials)
+  --kubeconfig PATH    kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)
+  --context NAME       kubeconfig context
+  -o, --output FORMAT  table or json
+  --log-file PATH      write client logs here (default: nowhere)
+  --version            print the version and exit
+
+OpenStack credentials: -config-path, else OS_CLOUD + clouds.yaml, else OS_* variables,
+else the [openstack] table of config.toml. With none, drainctl works on Kubernetes alone.
+
+Exit codes: 0 done, 1 failed, 2 usage or configuration error, 3 refused by policy,
+4 interrupted (a rerun resumes).
+`
+
+// options are the parsed command line.
+type options struct {
+	help, version, auto bool
+	config, legacyConfig string
+	kubeconfig, context  string
+	output, logFile      string
+	args                 []string // the verb and its arguments
+}
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-signals
+		cancel() // first signal: stop at the next safe point
+		<-signals
+		fmt.Fprintln(os.Stderr, "drainctl: second signal, exiting at once")
+		os.Exit(ops.ExitInterrupted)
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	cancel()
+	os.Exit(code)
+}
+
+// run is the whole program; it returns the exit code so that deferred calls run first.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	opts, err := parseArgs(args)
+	if err == nil && opts.help {
+		fmt.Fprint(stdout, usage)
+		return ops.ExitOK
+	}
+	if err == nil && opts.version {
+		fmt.Fprintf(stdout, "drainctl %s (commit %s, built %s)\n", version, commit, date)
+		return ops.ExitOK
+	}
+	if err == nil {
+		err = dispatch(ctx, opts, stdout, stderr, getenv)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "drainctl: error: %v\n", err)
+		if hint := ops.HintOf(err); hint != "" {
+			fmt.Fprintf(stderr, "drainctl: hint: %s\n", hint)
+		}
+	}
+	return ops.ExitCodeOf(err)
+}
+
+func parseArgs(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("drainctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&o.help, "help", false, "")
+	fs.BoolVar(&o.help, "h", false, "")
+	fs.BoolVar(&o.version, "version", false, "")
+	fs.BoolVar(&o.auto, "auto", false, "")
+	fs.StringVar(&o.config, "config", "", "")
+	fs.StringVar(&o.legacyConfig, "config-path", "", "")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "")
+	fs.StringVar(&o.context, "context", "", "")
+	fs.StringVar(&o.output, "output", plain.FormatTable, "")
+	fs.StringVar(&o.output, "o", plain.FormatTable, "")
+	fs.StringVar(&o.logFile, "log-file", "", "")
+	// Flags may come before or after the verb: parse, take one positional, parse the rest.
+	for {
+		if err := fs.Parse(args); err != nil {
+			return o, &ops.UsageError{Problem: err.Error(), Hint: "run drainctl --help for the flags"}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		o.args = append(o.args, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if o.output != plain.FormatTable && o.output != plain.FormatJSON {
+		return o, &ops.UsageError{Problem: fmt.Sprintf("unknown output format %q", o.output), Hint: "use -o table or -o json"}
+	}
+	return o, nil
+}
+
+func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv func(string) string) error {
+	path, explicit := o.config, o.config != ""
+	if !explicit {
+		path = ops.DefaultConfigPath()
+	}
+	cfg, err := ops.LoadConfig(path, explicit)
+	if err != nil {
+		return err
+	}
+	var legacy *model.OpenStackConfig
+	if o.legacyConfig != "" {
+		l, err := ops.LoadLegacyConfig(o.legacyConfig)
+		if err != nil {
+			return err
+		}
+		legacy = &l
+	}
+	if err := redirectLogs(o.logFile); err != nil {
+		return err
+	}
+	if !o.auto {
+		return &ops.UsageError{Problem: "the interactive view is not available in this build",
+			Hint: "use drainctl --auto list"}
+	}
+	verb := ""
+	if len(o.args) > 0 {
+		verb = o.args[0]
+	}
+	switch verb {
+	case "list":
+		inv, err := connect(ctx, o, cfg, legacy, stderr, getenv)
+		if err != nil {
+			return err
+		}
+		snapshot, err := inv.Read(ctx)
+		if err != nil {
+			return err
+		}
+		return plain.WriteInventory(stdout, snapshot, o.output)
+	case "":
+		return &ops.UsageError{Problem: "--auto needs a verb", Hint: "try drainctl --auto list"}
+	default:
+		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: list"}
+	}
+}
+
+func redirectLogs(path string) error {
+	if path == "" {
+		kube.RedirectLogs(io.Discard)
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return &ops.UsageError{Problem: fmt.Sprintf("cannot open --log-file: %v", err)}
+	}
+	kube.RedirectLogs(f)
+	return nil
+}
+
+// connect builds the inventory: the Kubernetes informers (synced) and, when configured,
+// an authenticated Nova client. OpenStack configured but unreachable is an error, never a
+// silent fallback to Kubernetes alone.
+func connect(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig,
+	stderr io.Writer, getenv func(string) string) (*ops.Inventory, error) {
+	kubeOpts := kube.Options{Kubeconfig: firstOf(o.kubeconfig, cfg.Kubernetes.Kubeconfig),
+		Context: firstOf(o.context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
+	restCfg, err := kube.RESTConfig(kubeOpts)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kube.NewClientset(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := nova.ResolveCredentials(legacy, cfg.OpenStack, getenv)
+	if err != nil {
+		return nil, err
+	}
+	kinv := kube.NewInventory(cs)
+	// A large cluster's first LIST takes a while; a dead API server should not take forever.
+	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
+		return nil, unreachable("Kubernetes at "+restCfg.Host, err)
+	}
+	var ns ops.NovaSource
+	if creds == nil {
+		fmt.Fprintln(stderr, "drainctl: OpenStack is not configured: working on Kubernetes alone (no VMs)")
+	} else {
+		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D()})
+		if err != nil {
+			return nil, unreachable("OpenStack", err)
+		}
+		ns = c
+	}
+	return ops.NewInventory(kinv, ns, cfg.Mapping), nil
+}
+
+// unreachableError is a cluster drainctl was configured for but could not use: exit 2.
+type unreachableError struct {
+	what string
+	err  error
+}
+
+func (e *unreachableError) Error() string { return fmt.Sprintf("cannot reach %s: %v", e.what, e.err) }
+func (e *unreachableError) Unwrap() error { return e.err }
+func (e *unreachableError) ExitCode() int {
+	if errors.Is(e.err, context.Canceled) {
+		return ops.ExitInterrupted
+	}
+	return ops.ExitUsage
+}
+
+func unreachable(what string, err error) error { return &unreachableError{what, err} }
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}

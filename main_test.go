@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+// The UI and the model must not depend on the Kubernetes or OpenStack clients, even
+// indirectly: model <- ops <- ui <- main.
+func TestDependencyDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./ui/...", "./model/...", "./ops").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "k8s.io/client-go") || strings.Contains(dep, "gophercloud") {
+			t.Errorf("ui/, model/ or ops depend on %s", dep)
+		}
+	}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func drainctl(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, args, &out, &errOut, func(k string) string { return env[k] })
+	return result{code, out.String(), errOut.String()}
+}
+
+func simEnv(srv *sim.Server) map[string]string {
+	env := map[string]string{}
+	for _, kv := range srv.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env
+}
+
+func TestAutoListJoinsKubernetesAndNova(t *testing.T) {
+	cs := kubetest.Client(t)
+	px := kubetest.Prefix(t)
+	ns := kubetest.Namespace(t, cs, px)
+	kubeconfig := kubetest.Kubeconfig(t)
+	c0, c1, cp := px+"-compute-0", px+"-compute-1", px+"-cp"
+	kubetest.Node(t, cs, cp, kubetest.Role("control-plane"))
+	kubetest.Node(t, cs, c0)
+	kubetest.Node(t, cs, c1, kubetest.Cordoned())
+	kubetest.Pod(t, cs, ns, "libvirt-a", c0)
+	kubetest.Pod(t, cs, ns, "web-a", c0)
+
+	w := sim.NewWorld(sim.Options{})
+	w.AddHost(c0, 64, 262144, 2000)
+	w.AddHost(c1, 64, 262144, 2000)
+	w.AddHost(px+"-orphan", 64, 262144, 2000)
+	w.AddServer("db-1", c0, sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
+	w.AddServer("db-2", c0, sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
+	srv, err := sim.Serve(w, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	env := simEnv(srv)
+
+	r := drainctl(t, env, "--auto", "list", "--kubeconfig", kubeconfig)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = line
+		}
+	}
+	want := map[string][]string{
+		c0:              {"<none>", "Ready", "enabled/up", "8/64", "16.5G/256G", " 2 ", " 2 "},
+		c1:              {"Ready,SchedulingDisabled", "enabled/up", "0/64", "cordoned but nova-compute on " + c1 + " is enabled"},
+		cp:              {"control-plane", "Ready", " - "},
+		px + "-orphan": {"no node", "compute host " + px + "-orphan has no Kubernetes node"},
+	}
+	for node, parts := range want {
+		row, ok := rows[node]
+		if !ok {
+			t.Errorf("no row for %s in\n%s", node, r.stdout)
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(row, p) {
+				t.Errorf("row for %s lacks %q:\n%s", node, p, row)
+			}
+		}
+	}
+
+	r = drainctl(t, env, "--auto", "list", "-o", "json", "--kubeconfig", kubeconfig)
+	var doc struct {
+		NovaConfigured bool `json:"novaConfigured"`
+		Nodes          []struct {
+			Name string `json:"name"`
+			VMs  []struct {
+				Name string `json:"name"`
+			} `json:"vms"`
+			Pods []struct {
+				Name string `json:"name"`
+			} `json:"pods"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
+		t.Fatalf("json: %v (exit %d)\n%s", err, r.code, r.stdout)
+	}
+	for _, n := range doc.Nodes {
+		if n.Name == c0 && (len(n.VMs) != 2 || len(n.Pods) != 2) {
+			t.Errorf("%s in JSON: %+v", c0, n)
+		}
+	}
+	if !doc.NovaConfigured {
+		t.Error("novaConfigured false")
+	}
+	for _, out := range []string{r.stdout, r.stderr} {
+		if strings.Contains(out, env["OS_PASSWORD"]) {
+			t.Error("the password appears in the output")
+		}
+	}
+}
+
+func TestAutoListWithoutOpenStack(t *testing.T) {
+	kubeconfig := kubetest.Kubeconfig(t)
+	r := drainctl(t, map[string]string{}, "--auto", "list", "--kubeconfig", kubeconfig)
+	if r.code != 0 || !strings.Contains(r.stderr, "OpenStack is not configured") || !strings.Contains(r.stdout, "n/a") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestUnreachableOpenStackIsAnError(t *testing.T) {
+	kubeconfig := kubetest.Kubeconfig(t)
+	env := map[string]string{"OS_AUTH_URL": "http://127.0.0.1:1/v3", "OS_USERNAME": "u", "OS_PASSWORD": "pw-123456", "OS_PROJECT_NAME": "p"}
+	r := drainctl(t, env, "--auto", "list", "--kubeconfig", kubeconfig)
+	if r.code != 2 || !strings.Contains(r.stderr, "cannot reach OpenStack") || !strings.Contains(r.stderr, "connection refused") {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "pw-123456") {
+		t.Error("the password appears in the error")
+	}
+}
+
+func TestUsageAndConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "config.toml")
+	os.WriteFile(bad, []byte("[policy]\ngrace_perod = \"30s\"\n"), 0o600)
+	legacy := filepath.Join(dir, "config.yaml")
+	os.WriteFile(legacy, []byte("IdentityEndpoint: x\nTenant: y\n"), 0o600)
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"--config", bad, "--auto", "list"}, 2, bad + `:2:1: unknown key "policy.grace_perod"; did you mean grace_period?`},
+		{[]string{"--config", filepath.Join(dir, "none.toml"), "--auto", "list"}, 2, "cannot read the configuration file"},
+		{[]string{"-config-path", legacy, "--auto", "list"}, 2, legacy + ":2: field Tenant is not a known key"},
+		{[]string{"--auto", "frobnicate"}, 2, `unknown verb "frobnicate"`},
+		{[]string{"--auto", "list", "-o", "yaml"}, 2, `unknown output format "yaml"`},
+		{[]string{"--kubeconfig", filepath.Join(dir, "nokubeconfig"), "--auto", "list"}, 2, "Kubernetes configuration"},
+	} {
+		r := drainctl(t, map[string]string{}, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit %d and %q", tc.args, r.code, r.stderr, tc.code, tc.stderr)
+		}
+	}
+	if r := drainctl(t, nil, "--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "drainctl dev") {
+		t.Errorf("--version: %+v", r)
+	}
+}

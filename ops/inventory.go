@@ -1,0 +1,51 @@
+package ops
+
+import (
+	"context"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// KubeSource is the Kubernetes side of the inventory (ops/kube.Inventory).
+type KubeSource interface {
+	Snapshot() model.KubeSnapshot
+	Changed() <-chan struct{}
+}
+
+// NovaSource is the Nova side of the inventory (ops/nova.Client).
+type NovaSource interface {
+	Snapshot(ctx context.Context) (model.NovaSnapshot, error)
+}
+
+// Inventory joins both sides into the model the views show.
+type Inventory struct {
+	kube   KubeSource
+	nova   NovaSource // nil when OpenStack is not configured
+	mapper model.HostMapper
+	now    func() time.Time
+}
+
+// NewInventory joins kube and nova (nova may be nil: Kubernetes alone).
+func NewInventory(kube KubeSource, nova NovaSource, mapping model.MappingConfig) *Inventory {
+	return &Inventory{kube: kube, nova: nova, mapper: model.NewHostMapper(mapping), now: time.Now}
+}
+
+// NovaConfigured reports whether there is a Nova side.
+func (i *Inventory) NovaConfigured() bool { return i.nova != nil }
+
+// Changed signals Kubernetes changes (Nova changes are seen by polling Read).
+func (i *Inventory) Changed() <-chan struct{} { return i.kube.Changed() }
+
+// Read reads Nova (one refresh) and joins it with the Kubernetes cache.
+func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {
+	var ns *model.NovaSnapshot
+	if i.nova != nil {
+		s, err := i.nova.Snapshot(ctx)
+		if err != nil {
+			return model.Inventory{}, err
+		}
+		ns = &s
+	}
+	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
+}

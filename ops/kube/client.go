@@ -1,0 +1,87 @@
+// Package kube is drainctl's Kubernetes side: client configuration by the usual kubeconfig
+// rules, and an informer-backed inventory of nodes, pods and PodDisruptionBudgets.
+package kube
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+)
+
+// Options select the cluster.
+type Options struct {
+	Kubeconfig string // --kubeconfig; empty: KUBECONFIG, ~/.kube/config, in-cluster
+	Context    string // --context
+	QPS        float32
+	Burst      int
+	// WrapTransport, when set, wraps the HTTP transport (tests count requests with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// ConfigError is a kubeconfig problem: exit code 2.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("Kubernetes configuration: %v; drainctl looked at --kubeconfig, then KUBECONFIG, then ~/.kube/config, then the in-cluster service account", e.Err)
+}
+func (e *ConfigError) Unwrap() error { return e.Err }
+func (e *ConfigError) ExitCode() int { return 2 }
+
+// RESTConfig resolves the client configuration.
+func RESTConfig(o Options) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	return Tune(cfg, o), nil
+}
+
+// Tune applies rate limits, silences API warnings and wraps the transport.
+func Tune(cfg *rest.Config, o Options) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if o.QPS > 0 {
+		cfg.QPS = o.QPS
+	}
+	if o.Burst > 0 {
+		cfg.Burst = o.Burst
+	}
+	// API warnings would be printed to stderr, over the TUI.
+	cfg.WarningHandler = rest.NoWarnings{}
+	cfg.UserAgent = "drainctl"
+	if o.WrapTransport != nil {
+		cfg.Wrap(o.WrapTransport)
+	}
+	return cfg
+}
+
+// NewClientset builds a clientset for the configuration.
+func NewClientset(cfg *rest.Config) (kubernetes.Interface, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	return cs, nil
+}
+
+// RedirectLogs sends klog (client-go's logger) to w instead of stderr, where it would
+// corrupt the TUI and mix into --auto's output. w may be io.Discard or a log file.
+func RedirectLogs(w io.Writer) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(w)
+	klog.LogToStderr(false)
+}

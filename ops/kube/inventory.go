@@ -1,0 +1,265 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+const byNodeIndex = "spec.nodeName"
+
+// Inventory keeps Nodes, Pods (indexed by node), PodDisruptionBudgets and ReplicaSets (to
+// name a pod's Deployment) in shared informers. After the initial sync it issues no LIST:
+// every change arrives by watch.
+type Inventory struct {
+	factory informers.SharedInformerFactory
+	nodes   cache.SharedIndexInformer
+	pods    cache.SharedIndexInformer
+	pdbs    cache.SharedIndexInformer
+	rs      cache.SharedIndexInformer
+	changed chan struct{}
+
+	mu        sync.Mutex
+	selectors map[string]pdbSelector // by namespace/name, reused while the PDB is unchanged
+}
+
+type pdbSelector struct {
+	resourceVersion string
+	selector        labels.Selector
+}
+
+// NewInventory prepares the informers; Start runs them.
+func NewInventory(cs kubernetes.Interface) *Inventory {
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(strip))
+	inv := &Inventory{
+		factory:   f,
+		nodes:     f.Core().V1().Nodes().Informer(),
+		pods:      f.Core().V1().Pods().Informer(),
+		pdbs:      f.Policy().V1().PodDisruptionBudgets().Informer(),
+		rs:        f.Apps().V1().ReplicaSets().Informer(),
+		changed:   make(chan struct{}, 1),
+		selectors: map[string]pdbSelector{},
+	}
+	_ = inv.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}})
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { inv.notify() },
+		UpdateFunc: func(any, any) { inv.notify() },
+		DeleteFunc: func(any) { inv.notify() },
+	}
+	for _, i := range []cache.SharedIndexInformer{inv.nodes, inv.pods, inv.pdbs} {
+		_, _ = i.AddEventHandler(notify)
+	}
+	return inv
+}
+
+func (inv *Inventory) notify() {
+	select {
+	case inv.changed <- struct{}{}:
+	default: // a notification is already pending: changes coalesce
+	}
+}
+
+// Changed delivers a value after any change to nodes, pods or PDBs; bursts coalesce.
+func (inv *Inventory) Changed() <-chan struct{} { return inv.changed }
+
+// Start runs the informers until ctx ends and waits up to syncTimeout for the first full sync.
+func (inv *Inventory) Start(ctx context.Context, syncTimeout time.Duration) error {
+	inv.factory.StartWithContext(ctx)
+	wait, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if err := inv.factory.WaitForCacheSyncWithContext(wait).AsError(); err != nil {
+		return fmt.Errorf("reading nodes, pods and PodDisruptionBudgets from Kubernetes: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops the informers (after ctx is cancelled) and waits for them.
+func (inv *Inventory) Shutdown() { inv.factory.Shutdown() }
+
+// PodsOn returns the pods bound to a node, from the cache.
+func (inv *Inventory) PodsOn(node string) []*corev1.Pod {
+	objs, _ := inv.pods.GetIndexer().ByIndex(byNodeIndex, node)
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*corev1.Pod))
+	}
+	return out
+}
+
+// Node returns a node from the cache.
+func (inv *Inventory) Node(name string) (*corev1.Node, bool) {
+	obj, ok, _ := inv.nodes.GetStore().GetByKey(name)
+	if !ok {
+		return nil, false
+	}
+	return obj.(*corev1.Node), true
+}
+
+// Snapshot converts the cache into model types.
+func (inv *Inventory) Snapshot() model.KubeSnapshot {
+	var snap model.KubeSnapshot
+	for _, o := range inv.nodes.GetStore().List() {
+		snap.Nodes = append(snap.Nodes, nodeModel(o.(*corev1.Node)))
+	}
+	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].Name < snap.Nodes[j].Name })
+
+	pdbsByNS := map[string][]*policyv1.PodDisruptionBudget{}
+	for _, o := range inv.pdbs.GetStore().List() {
+		p := o.(*policyv1.PodDisruptionBudget)
+		pdbsByNS[p.Namespace] = append(pdbsByNS[p.Namespace], p)
+		snap.PDBs = append(snap.PDBs, model.PDB{Namespace: p.Namespace, Name: p.Name,
+			DisruptionsAllowed: p.Status.DisruptionsAllowed, CurrentHealthy: p.Status.CurrentHealthy,
+			DesiredHealthy: p.Status.DesiredHealthy, ExpectedPods: p.Status.ExpectedPods})
+	}
+	sort.Slice(snap.PDBs, func(i, j int) bool {
+		return snap.PDBs[i].Namespace+"/"+snap.PDBs[i].Name < snap.PDBs[j].Namespace+"/"+snap.PDBs[j].Name
+	})
+	for _, o := range inv.pods.GetStore().List() {
+		p := o.(*corev1.Pod)
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		snap.Pods = append(snap.Pods, inv.podModel(p, pdbsByNS[p.Namespace]))
+	}
+	return snap
+}
+
+func (inv *Inventory) podModel(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) model.Pod {
+	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	m := model.Pod{
+		Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), NodeName: p.Spec.NodeName,
+		Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil,
+		Requests: model.Resources{MilliCPU: req.Cpu().MilliValue(), MemoryBytes: req.Memory().Value(), Pods: 1},
+		Labels:   p.Labels, Annotations: p.Annotations,
+	}
+	_, m.Mirror = p.Annotations[corev1.MirrorPodAnnotationKey]
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			m.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		m.OwnerKind, m.OwnerName = ref.Kind, ref.Name
+		if ref.Kind == "ReplicaSet" {
+			if obj, ok, _ := inv.rs.GetStore().GetByKey(p.Namespace + "/" + ref.Name); ok {
+				if d := metav1.GetControllerOf(obj.(*appsv1.ReplicaSet)); d != nil && d.Kind == "Deployment" {
+					m.OwnerKind, m.OwnerName = d.Kind, d.Name
+				}
+			}
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		if (v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory) || v.HostPath != nil {
+			m.LocalVolume = v.Name
+			break
+		}
+	}
+	for _, pdb := range pdbs {
+		if sel := inv.selector(pdb); sel != nil && sel.Matches(labels.Set(p.Labels)) {
+			m.PDBs = append(m.PDBs, pdb.Name)
+		}
+	}
+	sort.Strings(m.PDBs)
+	return m
+}
+
+// selector parses a PDB's selector once per resourceVersion. A nil or empty selector
+// selects nothing in policy/v1, as the eviction API treats it.
+func (inv *Inventory) selector(pdb *policyv1.PodDisruptionBudget) labels.Selector {
+	key := pdb.Namespace + "/" + pdb.Name
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if s, ok := inv.selectors[key]; ok && s.resourceVersion == pdb.ResourceVersion {
+		return s.selector
+	}
+	var sel labels.Selector
+	if pdb.Spec.Selector != nil && (len(pdb.Spec.Selector.MatchLabels) > 0 || len(pdb.Spec.Selector.MatchExpressions) > 0) {
+		if s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil {
+			sel = s
+		}
+	}
+	inv.selectors[key] = pdbSelector{pdb.ResourceVersion, sel}
+	return sel
+}
+
+func nodeModel(n *corev1.Node) model.KubeNode {
+	m := model.KubeNode{
+		Name: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID, Schedulable: !n.Spec.Unschedulable,
+		Labels: n.Labels, Annotations: n.Annotations, Created: n.CreationTimestamp.Time,
+		Allocatable: model.Resources{MilliCPU: n.Status.Allocatable.Cpu().MilliValue(),
+			MemoryBytes: n.Status.Allocatable.Memory().Value(), Pods: n.Status.Allocatable.Pods().Value()},
+	}
+	for k := range n.Labels {
+		if role, ok := strings.CutPrefix(k, "node-role.kubernetes.io/"); ok && role != "" {
+			m.Roles = append(m.Roles, role)
+		}
+	}
+	sort.Strings(m.Roles)
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			m.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		m.Taints = append(m.Taints, model.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	return m
+}
+
+// strip drops what drainctl never reads before an object is cached: managed fields, the
+// last-applied annotation, container command lines and environments, images on nodes.
+// At 150,000 pods this is most of the memory. It must stay idempotent.
+func strip(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a != nil {
+			if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
+				delete(a, corev1.LastAppliedConfigAnnotation)
+			}
+		}
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		for _, cs := range [][]corev1.Container{o.Spec.InitContainers, o.Spec.Containers} {
+			for i := range cs {
+				c := &cs[i]
+				c.Command, c.Args, c.Env, c.EnvFrom = nil, nil, nil, nil
+				c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+				c.VolumeMounts, c.Ports = nil, nil
+			}
+		}
+		o.Status.ContainerStatuses, o.Status.InitContainerStatuses, o.Status.EphemeralContainerStatuses = nil, nil, nil
+		conds := o.Status.Conditions[:0]
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				conds = append(conds, c)
+			}
+		}
+		o.Status.Conditions = conds
+	case *corev1.Node:
+		o.Status.Images, o.Status.VolumesInUse, o.Status.VolumesAttached = nil, nil, nil
+	case *appsv1.ReplicaSet:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	}
+	return obj, nil
+}

@@ -1,0 +1,186 @@
+package kube_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+// requestLog records the requests a client sends.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+	next http.RoundTripper
+}
+
+func (l *requestLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, r)
+	l.mu.Unlock()
+	return l.next.RoundTrip(r)
+}
+
+// lists counts GETs that are not watches: LISTs (and single GETs, which the inventory never makes).
+func (l *requestLog) lists() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.reqs {
+		if r.Method == "GET" && r.URL.Query().Get("watch") != "true" {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *requestLog) reset() { l.mu.Lock(); l.reqs = nil; l.mu.Unlock() }
+
+func startInventory(t *testing.T) (*kube.Inventory, *requestLog) {
+	t.Helper()
+	log := &requestLog{}
+	cfg := kube.Tune(kubetest.Config(t), kube.Options{WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+		log.next = rt
+		return log
+	}})
+	cs, err := kube.NewClientset(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := kube.NewInventory(cs)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); inv.Shutdown() })
+	if err := inv.Start(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return inv, log
+}
+
+func nodeByName(s model.KubeSnapshot, name string) (model.KubeNode, bool) {
+	for _, n := range s.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return model.KubeNode{}, false
+}
+
+func podsOf(s model.KubeSnapshot, node string) map[string]model.Pod {
+	out := map[string]model.Pod{}
+	for _, p := range s.Pods {
+		if p.NodeName == node {
+			out[p.Name] = p
+		}
+	}
+	return out
+}
+
+func TestInventoryAgainstAPIServer(t *testing.T) {
+	cs := kubetest.Client(t)
+	px := kubetest.Prefix(t)
+	ns := kubetest.Namespace(t, cs, px)
+	cp := px + "-cp"
+	w1, w2 := px+"-w1", px+"-w2"
+	kubetest.Node(t, cs, cp, kubetest.Role("control-plane"))
+	kubetest.Node(t, cs, w1, kubetest.Role("worker"))
+	kubetest.Node(t, cs, w2, kubetest.Cordoned())
+	rs, rsUID := kubetest.ReplicaSet(t, cs, ns, "web", 2)
+	kubetest.Pod(t, cs, ns, "web-1", w1, kubetest.Owned("ReplicaSet", rs, rsUID), kubetest.Labels("app", "web"), kubetest.Requests("500m", "1Gi"))
+	kubetest.Pod(t, cs, ns, "web-2", w2, kubetest.Owned("ReplicaSet", rs, rsUID), kubetest.Labels("app", "web"), kubetest.Requests("500m", "1Gi"))
+	kubetest.Pod(t, cs, ns, "bare", w1, kubetest.EmptyDir("scratch"))
+	kubetest.PDB(t, cs, ns, "web-pdb", "web", 2)
+	kubetest.SetPDBStatus(t, cs, ns, "web-pdb", 0, 2, 2, 2)
+
+	inv, log := startInventory(t)
+	snap := inv.Snapshot()
+
+	n, ok := nodeByName(snap, cp)
+	if !ok || !n.IsControlPlane() || !n.Ready || !n.Schedulable || n.Allocatable.MilliCPU != 16000 {
+		t.Errorf("control plane %+v", n)
+	}
+	if n, _ := nodeByName(snap, w2); n.Schedulable {
+		t.Errorf("%s is cordoned", w2)
+	}
+	pods := podsOf(snap, w1)
+	if len(pods) != 2 {
+		t.Fatalf("pods on %s: %v", w1, pods)
+	}
+	web := pods["web-1"]
+	if web.OwnerKind != "Deployment" || web.OwnerName != "web" || len(web.PDBs) != 1 || web.PDBs[0] != "web-pdb" ||
+		!web.Ready || web.Phase != "Running" || web.Requests.MilliCPU != 500 || web.Requests.MemoryBytes != 1<<30 {
+		t.Errorf("web-1 %+v", web)
+	}
+	if bare := pods["bare"]; bare.OwnerKind != "" || bare.LocalVolume != "scratch" || len(bare.PDBs) != 0 {
+		t.Errorf("bare %+v", bare)
+	}
+	var pdb model.PDB
+	for _, p := range snap.PDBs {
+		if p.Namespace == ns {
+			pdb = p
+		}
+	}
+	if pdb.Name != "web-pdb" || pdb.DisruptionsAllowed != 0 || pdb.ExpectedPods != 2 {
+		t.Errorf("pdb %+v", pdb)
+	}
+
+	// Updates arrive by watch, with no LIST after the initial sync.
+	log.reset()
+	drain(inv)
+	kubetest.Pod(t, cs, ns, "late", w2)
+	cordon(t, cs, w1)
+	waitChange(t, inv, func(s model.KubeSnapshot) bool {
+		n, _ := nodeByName(s, w1)
+		_, late := podsOf(s, w2)["late"]
+		return late && !n.Schedulable
+	})
+	if err := cs.CoreV1().Pods(ns).Delete(kubetest.Ctx(t), "bare", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, inv, func(s model.KubeSnapshot) bool { _, still := podsOf(s, w1)["bare"]; return !still })
+	if n := log.lists(); n != 0 {
+		t.Errorf("%d LIST/GET requests after the initial sync; updates must come from watches", n)
+	}
+}
+
+func drain(inv *kube.Inventory) {
+	for {
+		select {
+		case <-inv.Changed():
+		default:
+			return
+		}
+	}
+}
+
+func cordon(t *testing.T, cs kubernetes.Interface, node string) {
+	t.Helper()
+	_, err := cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), node, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitChange waits on the inventory's change notifications until cond holds.
+func waitChange(t *testing.T, inv *kube.Inventory, cond func(model.KubeSnapshot) bool) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for !cond(inv.Snapshot()) {
+		select {
+		case <-inv.Changed():
+		case <-timeout:
+			t.Fatal("the inventory never saw the change")
+		}
+	}
+}

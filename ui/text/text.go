@@ -1,0 +1,152 @@
+// Package text formats model values for people: sizes, counts, node states. Both the TUI
+// and the plain printer use it, so a node reads the same on the screen and in a log.
+package text
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Bytes formats a byte count with a binary unit: 512M, 1.5G, 2.0T.
+func Bytes(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%dB", b)
+	}
+	div, exp := int64(unit), 0
+	for n := b / unit; n >= unit && exp < 4; n /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(b) / float64(div)
+	suffix := "KMGTP"[exp : exp+1]
+	if v >= 100 || v == float64(int64(v)) {
+		return fmt.Sprintf("%.0f%s", v, suffix)
+	}
+	return fmt.Sprintf("%.1f%s", v, suffix)
+}
+
+// Rate formats bytes per second.
+func Rate(bps float64) string {
+	if bps <= 0 {
+		return "-"
+	}
+	return Bytes(int64(bps)) + "/s"
+}
+
+// Duration formats a duration for an ETA column: 45s, 3m20s, 1h05m.
+func Duration(d time.Duration) string {
+	if d < 0 {
+		return "-"
+	}
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}
+
+// Roles lists a node's roles, or "-" (or "nova" for a compute host with no Kubernetes node).
+func Roles(n model.Node) string {
+	if n.Kube == nil {
+		return "-"
+	}
+	if len(n.Kube.Roles) == 0 {
+		return "<none>"
+	}
+	return strings.Join(n.Kube.Roles, ",")
+}
+
+// KubeState is the Kubernetes status in kubectl's words: Ready, NotReady, with
+// SchedulingDisabled when cordoned.
+func KubeState(n model.Node) string {
+	if n.Kube == nil {
+		return "no node"
+	}
+	s := "Ready"
+	if !n.Kube.Ready {
+		s = "NotReady"
+	}
+	if !n.Kube.Schedulable {
+		s += ",SchedulingDisabled"
+	}
+	return s
+}
+
+// Compute is the nova-compute state: enabled/up, disabled/down, "-" for none, "n/a"
+// when Nova is not configured.
+func Compute(n model.Node, novaConfigured bool) string {
+	switch {
+	case !novaConfigured:
+		return "n/a"
+	case n.Compute == nil:
+		return "-"
+	}
+	s := "enabled"
+	if !n.Compute.Enabled {
+		s = "disabled"
+	}
+	if n.Compute.ForcedDown {
+		return s + "/forced-down"
+	}
+	if n.Compute.Up {
+		return s + "/up"
+	}
+	return s + "/down"
+}
+
+// VCPU is hypervisor vCPUs used/total.
+func VCPU(n model.Node) string {
+	h := n.Hypervisor
+	switch {
+	case h == nil:
+		return "-"
+	case !h.CapacityKnown:
+		return "?"
+	}
+	return fmt.Sprintf("%d/%d", h.VCPUsUsed, h.VCPUs)
+}
+
+// RAM is hypervisor memory used/total.
+func RAM(n model.Node) string {
+	h := n.Hypervisor
+	switch {
+	case h == nil:
+		return "-"
+	case !h.CapacityKnown:
+		return "?"
+	}
+	return Bytes(h.MemoryMBUsed<<20) + "/" + Bytes(h.MemoryMB<<20)
+}
+
+// VMs is the VM count, "-" where there is no hypervisor.
+func VMs(n model.Node, novaConfigured bool) string {
+	if !novaConfigured {
+		return "n/a"
+	}
+	if n.Compute == nil && n.Hypervisor == nil && len(n.VMs) == 0 {
+		return "-"
+	}
+	return fmt.Sprint(len(n.VMs))
+}
+
+// Pods is the count of pods bound to the node that still run.
+func Pods(n model.Node) string {
+	if n.Kube == nil {
+		return "-"
+	}
+	running := 0
+	for _, p := range n.Pods {
+		if !p.Finished() {
+			running++
+		}
+	}
+	return fmt.Sprint(running)
+}

@@ -1,0 +1,24 @@
+package text
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBytes(t *testing.T) {
+	for in, want := range map[int64]string{0: "0B", 1023: "1023B", 1024: "1K", 1536: "1.5K", 2 << 30: "2G",
+		5<<30 + 1<<29: "5.5G", 256 << 30: "256G", 3 << 40: "3T"} {
+		if got := Bytes(in); got != want {
+			t.Errorf("Bytes(%d) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for in, want := range map[time.Duration]string{-1: "-", 0: "0s", 44500 * time.Millisecond: "45s",
+		200 * time.Second: "3m20s", 65 * time.Minute: "1h05m"} {
+		if got := Duration(in); got != want {
+			t.Errorf("Duration(%v) = %s, want %s", in, got, want)
+		}
+	}
+}
