@@ -55,7 +55,7 @@ Exit codes: 0 done, 1 failed, 2 usage or configuration error, 3 refused by polic
 
 // options are the parsed command line.
 type options struct {
-	help, version, auto bool
+	help, version, auto  bool
 	config, legacyConfig string
 	kubeconfig, context  string
 	output, logFile      string

@@ -90,9 +90,9 @@ func TestAutoListJoinsKubernetesAndNova(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		c0:              {"<none>", "Ready", "enabled/up", "8/64", "16.5G/256G", " 2 ", " 2 "},
-		c1:              {"Ready,SchedulingDisabled", "enabled/up", "0/64", "cordoned but nova-compute on " + c1 + " is enabled"},
-		cp:              {"control-plane", "Ready", " - "},
+		c0:             {"<none>", "Ready", "enabled/up", "8/64", "16.5G/256G", " 2 ", " 2 "},
+		c1:             {"Ready,SchedulingDisabled", "enabled/up", "0/64", "cordoned but nova-compute on " + c1 + " is enabled"},
+		cp:             {"control-plane", "Ready", " - "},
 		px + "-orphan": {"no node", "compute host " + px + "-orphan has no Kubernetes node"},
 	}
 	for node, parts := range want {
