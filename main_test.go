@@ -186,3 +186,22 @@ func TestUsageAndConfigErrors(t *testing.T) {
 		t.Errorf("--version: %+v", r)
 	}
 }
+
+// The release build sets the version with -X main.version; a wrong symbol path is silently
+// ignored by the linker, so build the binary the way .goreleaser.yaml does and ask it.
+func TestVersionIsInjectedByLinker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "drainctl")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags",
+		"-s -w -X main.version=1.2.3 -X main.commit=abc1234 -X main.date=2026-11-21T00:00:00Z", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil || string(out) != "drainctl 1.2.3 (commit abc1234, built 2026-11-21T00:00:00Z)\n" {
+		t.Errorf("--version printed %q (%v)", out, err)
+	}
+}
