@@ -14,10 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ops/sim"
 	"github.com/drainctl/drainctl/ui/plain"
 )
 
@@ -36,6 +39,17 @@ Usage:
 
 Verbs (--auto):
   list                 nodes with their hypervisor, VMs and pods (-o json for JSON)
+
+Simulated cluster (no cluster needed):
+  drainctl --demo [--auto VERB]         run on a generated cluster (Kubernetes + Nova)
+  drainctl sim serve                    serve the simulated Nova + Keystone and print OS_* variables
+  --demo-nodes N       size of the demo cluster (default 12, up to 5000)
+  --demo-seed N        the same seed makes the same cluster
+  --demo-scale X       simulated seconds per real second (default 1)
+  --demo-fault LIST    inject faults, comma-separated: latency=200ms, migrate-500, migrate-409,
+                       services-503, no-valid-host, compute-down=HOST, never-converge=VM,
+                       fail-migration=VM@PHASE
+  --listen ADDR        sim serve: address to listen on (default 127.0.0.1:0)
 
 Flags:
   --config PATH        drainctl's config.toml (default ~/.config/drainctl/config.toml)
@@ -60,6 +74,12 @@ type options struct {
 	kubeconfig, context  string
 	output, logFile      string
 	args                 []string // the verb and its arguments
+
+	demo              bool
+	demoNodes         int
+	demoSeed          int64
+	demoScale         float64
+	demoFault, listen string
 }
 
 func main() {
@@ -116,6 +136,12 @@ func parseArgs(args []string) (options, error) {
 	fs.StringVar(&o.output, "output", plain.FormatTable, "")
 	fs.StringVar(&o.output, "o", plain.FormatTable, "")
 	fs.StringVar(&o.logFile, "log-file", "", "")
+	fs.BoolVar(&o.demo, "demo", false, "")
+	fs.IntVar(&o.demoNodes, "demo-nodes", 12, "")
+	fs.Int64Var(&o.demoSeed, "demo-seed", 1, "")
+	fs.Float64Var(&o.demoScale, "demo-scale", 1, "")
+	fs.StringVar(&o.demoFault, "demo-fault", "", "")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "")
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -152,6 +178,12 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	}
 	if err := redirectLogs(o.logFile); err != nil {
 		return err
+	}
+	if len(o.args) == 2 && o.args[0] == "sim" && o.args[1] == "serve" {
+		return simServe(ctx, o, stdout)
+	}
+	if o.demo && (o.demoNodes < 5 || o.demoNodes > 5000) {
+		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.demoNodes), Hint: "use 5 to 5000 nodes"}
 	}
 	if !o.auto {
 		return &ops.UsageError{Problem: "the interactive view is not available in this build",
@@ -194,18 +226,35 @@ func redirectLogs(path string) error {
 
 // connect builds the inventory: the Kubernetes informers (synced) and, when configured,
 // an authenticated Nova client. OpenStack configured but unreachable is an error, never a
-// silent fallback to Kubernetes alone.
+// silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
+// reached through the same clients.
 func connect(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig,
 	stderr io.Writer, getenv func(string) string) (*ops.Inventory, error) {
-	kubeOpts := kube.Options{Kubeconfig: firstOf(o.kubeconfig, cfg.Kubernetes.Kubeconfig),
-		Context: firstOf(o.context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
-	restCfg, err := kube.RESTConfig(kubeOpts)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kube.NewClientset(restCfg)
-	if err != nil {
-		return nil, err
+	var cs kubernetes.Interface
+	apiHost := "the simulated cluster"
+	if o.demo {
+		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.demoNodes, Seed: o.demoSeed, Scale: o.demoScale})
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, demo.Close)
+		if err := demo.World.ApplyFaultSpec(o.demoFault); err != nil {
+			return nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
+		}
+		cs = demo.Kube.Clientset
+		env := envMap(demo.Nova.Env())
+		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
+	} else {
+		kubeOpts := kube.Options{Kubeconfig: firstOf(o.kubeconfig, cfg.Kubernetes.Kubeconfig),
+			Context: firstOf(o.context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
+		restCfg, err := kube.RESTConfig(kubeOpts)
+		if err != nil {
+			return nil, err
+		}
+		if cs, err = kube.NewClientset(restCfg); err != nil {
+			return nil, err
+		}
+		apiHost = "Kubernetes at " + restCfg.Host
 	}
 	creds, err := nova.ResolveCredentials(legacy, cfg.OpenStack, getenv)
 	if err != nil {
@@ -214,7 +263,7 @@ func connect(ctx context.Context, o options, cfg model.Config, legacy *model.Ope
 	kinv := kube.NewInventory(cs)
 	// A large cluster's first LIST takes a while; a dead API server should not take forever.
 	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
-		return nil, unreachable("Kubernetes at "+restCfg.Host, err)
+		return nil, unreachable(apiHost, err)
 	}
 	var ns ops.NovaSource
 	if creds == nil {
@@ -245,6 +294,39 @@ func (e *unreachableError) ExitCode() int {
 }
 
 func unreachable(what string, err error) error { return &unreachableError{what, err} }
+
+// simServe runs the simulated Nova and Keystone alone, for the openstack CLI or any
+// gophercloud program, until interrupted.
+func simServe(ctx context.Context, o options, stdout io.Writer) error {
+	demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.demoNodes, Seed: o.demoSeed, Scale: o.demoScale})
+	if err != nil {
+		return err
+	}
+	demo.Close() // the generated world without its first server: serve it where asked
+	srv, err := sim.Serve(demo.World, o.listen)
+	if err != nil {
+		return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on %s: %v", o.listen, err)}
+	}
+	defer srv.Close()
+	if err := demo.World.ApplyFaultSpec(o.demoFault); err != nil {
+		return &ops.UsageError{Problem: err.Error()}
+	}
+	fmt.Fprintf(stdout, "# simulated Nova + Keystone with %d compute hosts; interrupt to stop\n", len(demo.Computes))
+	for _, kv := range srv.Env() {
+		fmt.Fprintf(stdout, "export %s\n", kv)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func envMap(kvs []string) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
 
 func firstOf(s ...string) string {
 	for _, v := range s {

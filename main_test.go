@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,5 +205,47 @@ func TestVersionIsInjectedByLinker(t *testing.T) {
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil || string(out) != "drainctl 1.2.3 (commit abc1234, built 2026-11-21T00:00:00Z)\n" {
 		t.Errorf("--version printed %q (%v)", out, err)
+	}
+}
+
+func TestDemoList(t *testing.T) {
+	r := drainctl(t, map[string]string{}, "--demo", "--auto", "list")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"compute-5", "disabled/up", "hardware ticket #4411", "cp-0", "control-plane", "storage-0"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo list lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r := drainctl(t, map[string]string{}, "--demo", "--demo-fault", "explode", "--auto", "list"); r.code != 2 || !strings.Contains(r.stderr, `unknown fault "explode"`) {
+		t.Errorf("bad fault: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// sim serve prints OS_* variables that gophercloud clients (drainctl's own here) can use.
+func TestSimServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int)
+	go func() { done <- run(ctx, []string{"sim", "serve", "--demo-nodes", "6"}, pw, io.Discard, os.Getenv); pw.Close() }()
+	env := map[string]string{}
+	sc := bufio.NewScanner(pr)
+	for len(env) < 9 && sc.Scan() {
+		if kv, ok := strings.CutPrefix(sc.Text(), "export "); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	kubeconfig := kubetest.Kubeconfig(t)
+	r := drainctl(t, env, "--auto", "list", "--kubeconfig", kubeconfig)
+	if r.code != 0 || !strings.Contains(r.stdout, "compute-0") || !strings.Contains(r.stdout, "no Kubernetes node") {
+		t.Errorf("list against sim serve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("sim serve exit %d", code)
 	}
 }

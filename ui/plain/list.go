@@ -45,10 +45,12 @@ func WriteInventory(w io.Writer, inv model.Inventory, format string) error {
 	fmt.Fprintln(tw, "NODE\tROLES\tSTATUS\tCOMPUTE\tVCPU\tRAM\tVMS\tPODS\tNOTES")
 	for _, n := range inv.Nodes {
 		var notes []string
+		reasonShown := false
 		for _, m := range n.Mismatches(inv.NovaConfigured) {
 			notes = append(notes, m.Message)
+			reasonShown = reasonShown || m.Code == model.DisabledButSchedulable
 		}
-		if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" {
+		if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" && !reasonShown {
 			notes = append(notes, fmt.Sprintf("disabled: %q", n.Compute.DisabledReason))
 		}
 		for _, m := range n.Migrations {

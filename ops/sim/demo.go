@@ -1,0 +1,271 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// DemoOptions size the generated cluster.
+type DemoOptions struct {
+	Nodes int     // total nodes, default 12; up to 5,000 for benchmarks
+	Seed  int64   // same seed, same cluster
+	Scale float64 // simulated seconds per real second (default 1)
+	// PodsPerNode and VMsPerNode, when set, fill each compute node to that level
+	// (benchmarks: 30 and 10 make 150,000 pods and 50,000 VMs at 5,000 nodes).
+	PodsPerNode int
+	VMsPerNode  int
+}
+
+// Demo is a running simulated cluster: Nova and Keystone on a local port, Kubernetes behind
+// a clientset.
+type Demo struct {
+	World *World
+	Nova  *Server
+	Kube  *Kube
+	// Names of the nodes with something to show.
+	ControlPlane []string
+	Computes     []string
+	Storage      []string
+}
+
+// Close stops the servers and pending simulated work.
+func (d *Demo) Close() {
+	d.Kube.Stop()
+	d.Nova.Close()
+}
+
+var flavors = []Flavor{
+	{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20},
+	{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40},
+	{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80},
+	{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 8, DiskGB: 160},
+}
+
+// StartDemo generates the demo world and serves its Nova side on 127.0.0.1.
+//
+// The default world (12 nodes) has: three control-plane nodes, one storage node with no
+// nova-compute, eight compute nodes each running nova-compute and libvirt as DaemonSet pods;
+// Deployments under PDBs, a StatefulSet, a bare pod, a pod with emptyDir data; a node
+// annotated scale-down-disabled; VMs of four flavors, one that converges slowly, one whose
+// first migration fails; and one compute service already disabled by someone else.
+func StartDemo(o DemoOptions) (*Demo, error) {
+	if o.Nodes <= 0 {
+		o.Nodes = 12
+	}
+	if o.Scale <= 0 {
+		o.Scale = 1
+	}
+	rng := rand.New(rand.NewSource(o.Seed))
+	w := NewWorld(Options{Seed: o.Seed, Scale: o.Scale})
+	d := &Demo{World: w}
+
+	ncp := 3
+	if o.Nodes < 6 {
+		ncp = 1
+	}
+	nstorage := 0
+	if o.Nodes >= 10 {
+		nstorage = 1
+	}
+	ncompute := o.Nodes - ncp - nstorage
+	if ncompute < 2 {
+		return nil, fmt.Errorf("a demo needs at least %d nodes", ncp+nstorage+2)
+	}
+	var objs []runtime.Object
+	created := metav1.NewTime(w.clock.Now().Add(-30 * 24 * time.Hour))
+	for i := 0; i < ncp; i++ {
+		name := fmt.Sprintf("cp-%d", i)
+		d.ControlPlane = append(d.ControlPlane, name)
+		n := demoNode(name, created, "control-plane")
+		n.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
+		objs = append(objs, n)
+	}
+	for i := 0; i < nstorage; i++ {
+		name := fmt.Sprintf("storage-%d", i)
+		d.Storage = append(d.Storage, name)
+		objs = append(objs, demoNode(name, created, "storage"))
+	}
+	width := len(fmt.Sprint(ncompute - 1))
+	for i := 0; i < ncompute; i++ {
+		name := fmt.Sprintf("compute-%0*d", width, i)
+		d.Computes = append(d.Computes, name)
+		n := demoNode(name, created, "compute")
+		if i == ncompute-1 {
+			n.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] = "true"
+		}
+		objs = append(objs, n)
+		w.AddHost(name, 64, 262144, 2000)
+	}
+
+	// Namespaces, controllers and their pods.
+	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openstack"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}})
+	g := &podGen{rng: rng, created: created}
+	for _, ds := range []struct{ ns, name, app string }{{"openstack", "nova-compute", "nova"}, {"openstack", "libvirt", "libvirt"}} {
+		obj := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ds.ns, Name: ds.name, UID: g.uid()}}
+		objs = append(objs, obj)
+		for _, node := range d.Computes {
+			objs = append(objs, g.pod(ds.ns, ds.name+"-"+g.suffix(), node, "DaemonSet", ds.name, obj.UID,
+				map[string]string{"application": ds.app}, "250m", "512Mi"))
+		}
+	}
+	kp := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy", UID: g.uid()}}
+	objs = append(objs, kp)
+	for _, node := range append(append(append([]string{}, d.ControlPlane...), d.Storage...), d.Computes...) {
+		p := g.pod("kube-system", "kube-proxy-"+g.suffix(), node, "DaemonSet", "kube-proxy", kp.UID, map[string]string{"k8s-app": "kube-proxy"}, "100m", "128Mi")
+		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		objs = append(objs, p)
+	}
+	// Deployments spread over the computes, each under a PDB.
+	deployments := []struct {
+		name     string
+		replicas int
+		pdb      func(int) *policyv1.PodDisruptionBudgetSpec
+		cpu, mem string
+	}{
+		{"web", ncompute, func(n int) *policyv1.PodDisruptionBudgetSpec {
+			return &policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(int32(n - 1)))}
+		}, "500m", "1Gi"},
+		{"api", max(2, ncompute/2), func(int) *policyv1.PodDisruptionBudgetSpec {
+			return &policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		}, "1", "2Gi"},
+		{"worker", ncompute * 2, nil, "250m", "512Mi"},
+	}
+	if o.PodsPerNode > 0 {
+		deployments = append(deployments, struct {
+			name     string
+			replicas int
+			pdb      func(int) *policyv1.PodDisruptionBudgetSpec
+			cpu, mem string
+		}{"batch", ncompute * max(0, o.PodsPerNode-6), nil, "50m", "64Mi"})
+	}
+	for _, dep := range deployments {
+		sel := map[string]string{"app": dep.name}
+		dobj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: dep.name, UID: g.uid()},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(dep.replicas)), Selector: &metav1.LabelSelector{MatchLabels: sel}}}
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: dep.name + "-7c9f8d6b5", UID: g.uid(),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.name, UID: dobj.UID, Controller: ptr.To(true)}}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(dep.replicas)), Selector: &metav1.LabelSelector{MatchLabels: sel}}}
+		objs = append(objs, dobj, rs)
+		if dep.pdb != nil {
+			spec := dep.pdb(dep.replicas)
+			spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
+			objs = append(objs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: dep.name + "-pdb", Generation: 1}, Spec: *spec})
+		}
+		for r := 0; r < dep.replicas; r++ {
+			node := d.Computes[r%ncompute]
+			objs = append(objs, g.pod("shop", rs.Name+"-"+g.suffix(), node, "ReplicaSet", rs.Name, rs.UID, map[string]string{"app": dep.name}, dep.cpu, dep.mem))
+		}
+	}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db", UID: g.uid()}}
+	objs = append(objs, sts)
+	for r := 0; r < 3; r++ {
+		objs = append(objs, g.pod("shop", fmt.Sprintf("db-%d", r), d.Computes[(r*3+1)%ncompute], "StatefulSet", "db", sts.UID, map[string]string{"app": "db"}, "1", "4Gi"))
+	}
+	objs = append(objs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db-pdb", Generation: 1},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}})
+	objs = append(objs, g.pod("shop", "debug-shell", d.Computes[0], "", "", "", map[string]string{"run": "debug-shell"}, "100m", "64Mi"))
+	cache := g.pod("shop", "cache-0", d.Computes[1%ncompute], "", "", "", map[string]string{"app": "cache"}, "100m", "256Mi")
+	cache.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	objs = append(objs, cache)
+	for _, cp := range d.ControlPlane {
+		p := g.pod("kube-system", "kube-apiserver-"+cp, cp, "Node", cp, "", map[string]string{"component": "kube-apiserver"}, "250m", "512Mi")
+		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "mirror"}
+		objs = append(objs, p)
+	}
+
+	// VMs: a few per compute, of several flavors.
+	vmIndex := 0
+	for i, host := range d.Computes {
+		n := 3 + rng.Intn(4)
+		if o.VMsPerNode > 0 {
+			n = o.VMsPerNode
+		}
+		if i == ncompute-1 && o.VMsPerNode == 0 {
+			n = 1
+		}
+		for j := 0; j < n; j++ {
+			f := flavors[rng.Intn(len(flavors))]
+			w.AddServer(fmt.Sprintf("vm-%04d", vmIndex), host, f)
+			vmIndex++
+		}
+	}
+	slow := w.AddServer("analytics-big", d.Computes[1%ncompute], Flavor{Name: "m1.2xlarge", RAMMB: 32768, VCPUs: 16, DiskGB: 320})
+	flaky := w.AddServer("legacy-erp", d.Computes[2%ncompute], Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
+	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
+		slow.DirtyBytesPerSec = 0.85 * float64(w.opts.BandwidthBytesPerSec) // converges, slowly
+		flaky.FailAt, flaky.FailOnce = "running", true
+		if len(d.Computes) > 5 {
+			h := hosts[d.Computes[5]]
+			h.Enabled, h.DisabledReason = false, "hardware ticket #4411: DIMM errors (alice)"
+		}
+	})
+
+	d.Kube = NewKube(w.clock, objs...)
+	srv, err := Serve(w, "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	d.Nova = srv
+	return d, nil
+}
+
+func demoNode(name string, created metav1.Time, role string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created, UID: typesUID("node-" + name),
+			Labels:      map[string]string{"kubernetes.io/hostname": name, "node-role.kubernetes.io/" + role: ""},
+			Annotations: map[string]string{}},
+		Spec: corev1.NodeSpec{ProviderID: "openstack:///" + name},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{"cpu": resource.MustParse("64"), "memory": resource.MustParse("256Gi"), "pods": resource.MustParse("110")},
+			Allocatable: corev1.ResourceList{"cpu": resource.MustParse("62"), "memory": resource.MustParse("250Gi"), "pods": resource.MustParse("110")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: created}},
+		},
+	}
+}
+
+type podGen struct {
+	rng     *rand.Rand
+	created metav1.Time
+	n       int
+}
+
+func (g *podGen) uid() typesUIDAlias {
+	g.n++
+	return typesUID(fmt.Sprintf("00000000-0000-4000-8000-%012d", g.n))
+}
+
+func (g *podGen) suffix() string {
+	g.n++
+	return randSuffix(g.n*7919 + g.rng.Intn(1000))
+}
+
+func (g *podGen) pod(ns, name, node, ownerKind, ownerName string, ownerUID typesUIDAlias, labels map[string]string, cpu, mem string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: g.uid(), Labels: labels, CreationTimestamp: g.created},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](5),
+			Containers: []corev1.Container{{Name: "main", Image: "registry.example/" + ns + "/" + name,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse(cpu), "memory": resource.MustParse(mem)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: g.created}}},
+	}
+	if ownerKind != "" {
+		apiVersion := "apps/v1"
+		if ownerKind == "Node" {
+			apiVersion = "v1"
+		}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: ownerKind, Name: ownerName, UID: ownerUID, Controller: ptr.To(true)}}
+	}
+	return p
+}

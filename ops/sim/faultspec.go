@@ -1,0 +1,76 @@
+package sim
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// FaultSpecHelp lists what --demo-fault accepts.
+const FaultSpecHelp = `latency=DURATION (every Nova call), migrate-500, migrate-409, services-503, ` +
+	`no-valid-host, compute-down=HOST, never-converge=VM, fail-migration=VM@PHASE (preparing or running)`
+
+// ApplyFaultSpec applies a comma-separated list of faults, as given to --demo-fault.
+func (w *World) ApplyFaultSpec(spec string) error {
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, arg, _ := strings.Cut(item, "=")
+		switch name {
+		case "latency":
+			d, err := time.ParseDuration(arg)
+			if err != nil {
+				return fmt.Errorf("fault %q: %v", item, err)
+			}
+			w.InjectFault(Fault{Latency: d})
+		case "migrate-500", "migrate-409":
+			status := 500
+			msg := ""
+			if name == "migrate-409" {
+				status, msg = 409, "Cannot 'os-migrateLive' instance while it is in task_state migrating"
+			}
+			w.InjectFault(Fault{Method: "POST", Path: regexp.MustCompile(`^/servers/[^/]+/action$`), Status: status, Message: msg})
+		case "services-503":
+			w.InjectFault(Fault{Path: regexp.MustCompile(`^/os-services`), Status: 503, Message: "Service Unavailable"})
+		case "no-valid-host":
+			w.SetNoValidHost(true)
+		case "compute-down":
+			found := false
+			w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
+				if h, ok := hosts[arg]; ok {
+					h.Up, found = false, true
+				}
+			})
+			if !found {
+				return fmt.Errorf("fault %q: no compute host %q", item, arg)
+			}
+		case "never-converge", "fail-migration":
+			vm, phase, _ := strings.Cut(arg, "@")
+			if name == "fail-migration" && phase != "preparing" && phase != "running" {
+				return fmt.Errorf("fault %q: the phase is preparing or running", item)
+			}
+			found := false
+			w.Update(func(_ map[string]*Host, servers map[string]*VM) {
+				for _, s := range servers {
+					if s.Name == vm || s.ID == vm {
+						found = true
+						if name == "never-converge" {
+							s.DirtyBytesPerSec = 2 * w.opts.BandwidthBytesPerSec
+						} else {
+							s.FailAt = phase
+						}
+					}
+				}
+			})
+			if !found {
+				return fmt.Errorf("fault %q: no VM %q", item, vm)
+			}
+		default:
+			return fmt.Errorf("unknown fault %q; the faults are: %s", name, FaultSpecHelp)
+		}
+	}
+	return nil
+}
