@@ -229,7 +229,10 @@ func TestSimServe(t *testing.T) {
 	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan int)
-	go func() { done <- run(ctx, []string{"sim", "serve", "--demo-nodes", "6"}, pw, io.Discard, os.Getenv); pw.Close() }()
+	go func() {
+		done <- run(ctx, []string{"sim", "serve", "--demo-nodes", "6"}, pw, io.Discard, os.Getenv)
+		pw.Close()
+	}()
 	env := map[string]string{}
 	sc := bufio.NewScanner(pr)
 	for len(env) < 9 && sc.Scan() {
