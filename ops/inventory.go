@@ -10,7 +10,8 @@ import (
 // KubeSource is the Kubernetes side of the inventory (ops/kube.Inventory).
 type KubeSource interface {
 	Snapshot() model.KubeSnapshot
-	Changed() <-chan struct{}
+	// Subscribe signals changes (coalesced) until cancel is called.
+	Subscribe() (changes <-chan struct{}, cancel func())
 }
 
 // NovaSource is the Nova side of the inventory (ops/nova.Client).
@@ -34,8 +35,8 @@ func NewInventory(kube KubeSource, nova NovaSource, mapping model.MappingConfig)
 // NovaConfigured reports whether there is a Nova side.
 func (i *Inventory) NovaConfigured() bool { return i.nova != nil }
 
-// Changed signals Kubernetes changes (Nova changes are seen by polling Read).
-func (i *Inventory) Changed() <-chan struct{} { return i.kube.Changed() }
+// Subscribe signals Kubernetes changes (Nova changes are seen by polling Read).
+func (i *Inventory) Subscribe() (<-chan struct{}, func()) { return i.kube.Subscribe() }
 
 // Read reads Nova (one refresh) and joins it with the Kubernetes cache.
 func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {

@@ -32,10 +32,10 @@ type Inventory struct {
 	pods    cache.SharedIndexInformer
 	pdbs    cache.SharedIndexInformer
 	rs      cache.SharedIndexInformer
-	changed chan struct{}
 
-	mu        sync.Mutex
-	selectors map[string]pdbSelector // by namespace/name, reused while the PDB is unchanged
+	mu          sync.Mutex
+	selectors   map[string]pdbSelector // by namespace/name, reused while the PDB is unchanged
+	subscribers map[chan struct{}]struct{}
 }
 
 type pdbSelector struct {
@@ -47,13 +47,13 @@ type pdbSelector struct {
 func NewInventory(cs kubernetes.Interface) *Inventory {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(strip))
 	inv := &Inventory{
-		factory:   f,
-		nodes:     f.Core().V1().Nodes().Informer(),
-		pods:      f.Core().V1().Pods().Informer(),
-		pdbs:      f.Policy().V1().PodDisruptionBudgets().Informer(),
-		rs:        f.Apps().V1().ReplicaSets().Informer(),
-		changed:   make(chan struct{}, 1),
-		selectors: map[string]pdbSelector{},
+		factory:     f,
+		nodes:       f.Core().V1().Nodes().Informer(),
+		pods:        f.Core().V1().Pods().Informer(),
+		pdbs:        f.Policy().V1().PodDisruptionBudgets().Informer(),
+		rs:          f.Apps().V1().ReplicaSets().Informer(),
+		selectors:   map[string]pdbSelector{},
+		subscribers: map[chan struct{}]struct{}{},
 	}
 	_ = inv.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -73,14 +73,29 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 }
 
 func (inv *Inventory) notify() {
-	select {
-	case inv.changed <- struct{}{}:
-	default: // a notification is already pending: changes coalesce
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	for ch := range inv.subscribers {
+		select {
+		case ch <- struct{}{}:
+		default: // a notification is already pending: changes coalesce
+		}
 	}
 }
 
-// Changed delivers a value after any change to nodes, pods or PDBs; bursts coalesce.
-func (inv *Inventory) Changed() <-chan struct{} { return inv.changed }
+// Subscribe delivers a value after any change to nodes, pods or PDBs (bursts coalesce)
+// until cancel is called.
+func (inv *Inventory) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	inv.mu.Lock()
+	inv.subscribers[ch] = struct{}{}
+	inv.mu.Unlock()
+	return ch, func() {
+		inv.mu.Lock()
+		delete(inv.subscribers, ch)
+		inv.mu.Unlock()
+	}
+}
 
 // Start runs the informers until ctx ends and waits up to syncTimeout for the first full sync.
 func (inv *Inventory) Start(ctx context.Context, syncTimeout time.Duration) error {

@@ -137,10 +137,11 @@ func TestInventoryAgainstAPIServer(t *testing.T) {
 
 	// Updates arrive by watch, with no LIST after the initial sync.
 	log.reset()
-	drain(inv)
+	changed, cancel := inv.Subscribe()
+	defer cancel()
 	kubetest.Pod(t, cs, ns, "late", w2)
 	cordon(t, cs, w1)
-	waitChange(t, inv, func(s model.KubeSnapshot) bool {
+	waitChange(t, inv, changed, func(s model.KubeSnapshot) bool {
 		n, _ := nodeByName(s, w1)
 		_, late := podsOf(s, w2)["late"]
 		return late && !n.Schedulable
@@ -148,19 +149,9 @@ func TestInventoryAgainstAPIServer(t *testing.T) {
 	if err := cs.CoreV1().Pods(ns).Delete(kubetest.Ctx(t), "bare", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	waitChange(t, inv, func(s model.KubeSnapshot) bool { _, still := podsOf(s, w1)["bare"]; return !still })
+	waitChange(t, inv, changed, func(s model.KubeSnapshot) bool { _, still := podsOf(s, w1)["bare"]; return !still })
 	if n := log.lists(); n != 0 {
 		t.Errorf("%d LIST/GET requests after the initial sync; updates must come from watches", n)
-	}
-}
-
-func drain(inv *kube.Inventory) {
-	for {
-		select {
-		case <-inv.Changed():
-		default:
-			return
-		}
 	}
 }
 
@@ -173,12 +164,12 @@ func cordon(t *testing.T, cs kubernetes.Interface, node string) {
 }
 
 // waitChange waits on the inventory's change notifications until cond holds.
-func waitChange(t *testing.T, inv *kube.Inventory, cond func(model.KubeSnapshot) bool) {
+func waitChange(t *testing.T, inv *kube.Inventory, changed <-chan struct{}, cond func(model.KubeSnapshot) bool) {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for !cond(inv.Snapshot()) {
 		select {
-		case <-inv.Changed():
+		case <-changed:
 		case <-timeout:
 			t.Fatal("the inventory never saw the change")
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 )
 
 // serviceUpdate is a raw PUT /os-services/{uuid} body. gophercloud's UpdateOpts cannot send
@@ -152,3 +153,23 @@ func (c *Client) LastActionError(ctx context.Context, id, action string) (string
 	}
 	return "", nil
 }
+
+// MigrationsOf lists a server's migrations, newest first.
+func (c *Client) MigrationsOf(ctx context.Context, id string) ([]model.Migration, error) {
+	return c.Migrations(ctx, MigrationFilter{InstanceID: id})
+}
+
+// InProgressFrom lists the live migrations leaving host that have not finished.
+func (c *Client) InProgressFrom(ctx context.Context, host string) ([]model.Migration, error) {
+	var out []model.Migration
+	for _, st := range inProgressStatuses {
+		ms, err := c.Migrations(ctx, MigrationFilter{Source: host, Status: st, Type: "live-migration"})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	return out, nil
+}
+
+var _ ops.Nova = (*Client)(nil)

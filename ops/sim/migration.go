@@ -69,7 +69,8 @@ func (m *migration) counters(t time.Time, bw float64) (processed, remaining floa
 	if dt < 0 {
 		dt = 0
 	}
-	remaining = math.Max(0, m.segRemaining-(bw-m.dirty)*dt)
+	// Pages dirtied meanwhile come back, but never more than the guest's memory.
+	remaining = math.Min(m.total, math.Max(0, m.segRemaining-(bw-m.dirty)*dt))
 	processed = m.segProcessed + bw*dt
 	return processed, remaining
 }

@@ -8,6 +8,7 @@ package kubetest
 import (
 	"context"
 	"os"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -103,13 +104,14 @@ func Ctx(t testing.TB) context.Context {
 // Prefix makes a name unique to the test, so tests sharing one API server never collide
 // (a deleted namespace stays Terminating forever without a namespace controller).
 func Prefix(t testing.TB) string {
-	name := strings.ToLower(t.Name())
-	name = strings.NewReplacer("/", "-", "_", "-", " ", "-").Replace(name)
+	name := invalidName.ReplaceAllString(strings.ToLower(t.Name()), "-")
 	if len(name) > 40 {
 		name = name[len(name)-40:]
 	}
 	return strings.Trim(name, "-")
 }
+
+var invalidName = regexp.MustCompile(`[^a-z0-9]+`)
 
 // Namespace creates a namespace for the test.
 func Namespace(t testing.TB, cs kubernetes.Interface, name string) string {

@@ -1,0 +1,111 @@
+package model
+
+import "fmt"
+
+// OpKind is an operation drainctl runs on a node or VM.
+type OpKind string
+
+const (
+	OpCordon   OpKind = "cordon"
+	OpEvacuate OpKind = "evacuate"
+	OpMigrate  OpKind = "migrate"
+	OpUncordon OpKind = "uncordon"
+	OpAbort    OpKind = "abort"
+	OpRollback OpKind = "rollback"
+)
+
+// StepKind is one step of a plan. Every step is idempotent: it first checks whether the
+// cluster is already as it should be.
+type StepKind string
+
+const (
+	StepLease          StepKind = "lease"           // take the node's maintenance lease
+	StepCordon         StepKind = "cordon"          // unschedulable + maintenance taint
+	StepDisableCompute StepKind = "disable-compute" // nova-compute disabled with drainctl's reason
+	StepMigrateVMs     StepKind = "migrate-vms"     // live-migrate every VM away
+	StepEvictPods      StepKind = "evict-pods"      // evict every evictable pod
+	StepEvictCarriers  StepKind = "evict-carriers"  // then the pods that carried the VMs
+	StepVerify         StepKind = "verify"          // the node holds nothing that had to go
+	StepAbort          StepKind = "abort"           // abort migrations in progress
+	StepEnableCompute  StepKind = "enable-compute"  // re-enable nova-compute if drainctl disabled it
+	StepUncordon       StepKind = "uncordon"        // remove the taint, schedulable again
+	StepRelease        StepKind = "release"         // give the lease back
+)
+
+// Step is a planned step and whether the cluster already shows it done.
+type Step struct {
+	Kind   StepKind `json:"kind"`
+	Detail string   `json:"detail"`
+	Done   bool     `json:"done"`
+}
+
+// Plan is what an operation will do, reviewed before anything changes (--dry-run prints it).
+type Plan struct {
+	Op     OpKind `json:"op"`
+	Node   string `json:"node,omitempty"`
+	Host   string `json:"host,omitempty"` // the node's compute host, "" when it has none
+	VM     string `json:"vm,omitempty"`   // migrate: the VM
+	Target string `json:"target,omitempty"`
+	Steps  []Step `json:"steps"`
+	// What the plan moves.
+	VMs      []VM     `json:"vms,omitempty"`
+	Pods     []Pod    `json:"pods,omitempty"`     // evicted in evict-pods
+	Carriers []Pod    `json:"carriers,omitempty"` // evicted after the hypervisor is empty
+	Reasons  []Reason `json:"reasons,omitempty"`
+}
+
+// Blockers are the reasons that refuse the plan.
+func (p Plan) Blockers() []Reason { return p.withSeverity(Blocks) }
+
+// Waits are the reasons the plan will wait on.
+func (p Plan) Waits() []Reason { return p.withSeverity(Waits) }
+
+func (p Plan) withSeverity(s Severity) []Reason {
+	var out []Reason
+	for _, r := range p.Reasons {
+		if r.Severity == s {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Pending reports whether any step still has work to do.
+func (p Plan) Pending() bool {
+	for _, s := range p.Steps {
+		if !s.Done {
+			return true
+		}
+	}
+	return false
+}
+
+// Summary is the one line a confirmation shows: "evacuate compute-3: 7 VMs, 40 pods, 2 waiting on PDB web-pdb".
+func (p Plan) Summary() string {
+	target := p.Node
+	if p.Op == OpMigrate {
+		target = p.VM
+	}
+	s := fmt.Sprintf("%s %s", p.Op, target)
+	if p.Op == OpEvacuate {
+		s += fmt.Sprintf(": %d VMs, %d pods", len(p.VMs), len(p.Pods)+len(p.Carriers))
+	}
+	pdbs := map[string]int{}
+	var order []string
+	for _, r := range p.Waits() {
+		if r.Code == PDBExhausted {
+			name := r.Message
+			if pdbs[name] == 0 {
+				order = append(order, name)
+			}
+			pdbs[name]++
+		}
+	}
+	for _, name := range order {
+		s += fmt.Sprintf(", %d held by %s", pdbs[name], name)
+	}
+	if b := len(p.Blockers()); b > 0 {
+		s += fmt.Sprintf(", %d blocker(s)", b)
+	}
+	return s
+}

@@ -1,0 +1,127 @@
+package model
+
+import "time"
+
+// MigrationSample is one reading of a live migration's memory counters.
+type MigrationSample struct {
+	At        time.Time
+	Total     int64
+	Processed int64
+	Remaining int64
+}
+
+// MigrationProgress keeps recent samples of one migration and derives its rate and ETA.
+// Nova leaves the counters null until the copy starts; such readings are not samples.
+type MigrationProgress struct {
+	Samples []MigrationSample // oldest first, the last keepFor, at most maxSamples
+}
+
+const (
+	maxSamples = 1024
+	keepFor    = 10 * time.Minute // longer than any stall window worth waiting for
+)
+
+// Add records a sample, ignoring one with unknown counters.
+func (p *MigrationProgress) Add(m Migration, at time.Time) {
+	if m.MemoryTotal == nil || m.MemoryRemaining == nil {
+		return
+	}
+	s := MigrationSample{At: at, Total: *m.MemoryTotal, Remaining: *m.MemoryRemaining}
+	if m.MemoryProcessed != nil {
+		s.Processed = *m.MemoryProcessed
+	}
+	p.Samples = append(p.Samples, s)
+	drop := 0
+	for drop < len(p.Samples)-1 && (len(p.Samples)-drop > maxSamples || at.Sub(p.Samples[drop].At) > keepFor) {
+		drop++
+	}
+	p.Samples = p.Samples[drop:]
+}
+
+// Last is the newest sample.
+func (p MigrationProgress) Last() (MigrationSample, bool) {
+	if len(p.Samples) == 0 {
+		return MigrationSample{}, false
+	}
+	return p.Samples[len(p.Samples)-1], true
+}
+
+// Percent is how much of the memory has been copied, by remaining over total.
+func (p MigrationProgress) Percent() float64 {
+	s, ok := p.Last()
+	if !ok || s.Total <= 0 {
+		return 0
+	}
+	done := float64(s.Total-s.Remaining) / float64(s.Total)
+	return min(1, max(0, done))
+}
+
+// window returns the samples within d of the newest.
+func (p MigrationProgress) window(d time.Duration) []MigrationSample {
+	last, ok := p.Last()
+	if !ok {
+		return nil
+	}
+	i := len(p.Samples) - 1
+	for i > 0 && last.At.Sub(p.Samples[i-1].At) <= d {
+		i--
+	}
+	return p.Samples[i:]
+}
+
+// CopyRate is bytes copied per second over the last 10 s (the link speed seen).
+func (p MigrationProgress) CopyRate() float64 {
+	w := p.window(10 * time.Second)
+	if len(w) < 2 {
+		return 0
+	}
+	dt := w[len(w)-1].At.Sub(w[0].At).Seconds()
+	if dt <= 0 {
+		return 0
+	}
+	return float64(w[len(w)-1].Processed-w[0].Processed) / dt
+}
+
+// ConvergeRate is how fast remaining falls, bytes per second over the last 10 s; zero or
+// negative means the guest dirties memory as fast as it is copied.
+func (p MigrationProgress) ConvergeRate() float64 {
+	w := p.window(10 * time.Second)
+	if len(w) < 2 {
+		return 0
+	}
+	dt := w[len(w)-1].At.Sub(w[0].At).Seconds()
+	if dt <= 0 {
+		return 0
+	}
+	return float64(w[0].Remaining-w[len(w)-1].Remaining) / dt
+}
+
+// ETA is the time left at the current convergence rate, or -1 when unknown or never.
+func (p MigrationProgress) ETA() time.Duration {
+	s, ok := p.Last()
+	r := p.ConvergeRate()
+	if !ok || r <= 0 {
+		return -1
+	}
+	return time.Duration(float64(s.Remaining) / r * float64(time.Second))
+}
+
+// Stalled reports whether remaining has not fallen for at least d (with samples spanning d).
+func (p MigrationProgress) Stalled(d time.Duration) bool {
+	last, ok := p.Last()
+	if !ok || len(p.Samples) < 2 || last.At.Sub(p.Samples[0].At) < d {
+		return false
+	}
+	w := p.window(d)
+	// The oldest sample in the window is at most d old; require it to be close to d old.
+	if last.At.Sub(w[0].At) < d*9/10 {
+		return false
+	}
+	lowest := w[0].Remaining
+	for _, s := range w[1:] {
+		if s.Remaining < lowest-lowest/100 { // fell by more than 1%: progress
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,59 @@
+package model
+
+import (
+	"testing"
+	"time"
+)
+
+func sample(p *MigrationProgress, at time.Duration, total, processed, remaining int64) {
+	p.Add(Migration{MemoryTotal: &total, MemoryProcessed: &processed, MemoryRemaining: &remaining}, time.Unix(0, 0).Add(at))
+}
+
+func TestProgressRatesAndETA(t *testing.T) {
+	var p MigrationProgress
+	if p.ETA() != -1 || p.Percent() != 0 {
+		t.Error("empty progress must be unknown")
+	}
+	p.Add(Migration{}, time.Unix(0, 0)) // null counters: not a sample
+	if len(p.Samples) != 0 {
+		t.Error("a reading with null counters was kept")
+	}
+	const G = 1 << 30
+	sample(&p, 0, 8*G, 0, 8*G)
+	sample(&p, 2*time.Second, 8*G, 2*G, 6*G)
+	sample(&p, 4*time.Second, 8*G, 4*G, 4*G)
+	if r := p.CopyRate(); r != G {
+		t.Errorf("copy rate %v", r)
+	}
+	if r := p.ConvergeRate(); r != G {
+		t.Errorf("converge rate %v", r)
+	}
+	if eta := p.ETA(); eta != 4*time.Second {
+		t.Errorf("eta %v", eta)
+	}
+	if pc := p.Percent(); pc != 0.5 {
+		t.Errorf("percent %v", pc)
+	}
+	if p.Stalled(3 * time.Second) {
+		t.Error("falling remaining is not a stall")
+	}
+}
+
+func TestProgressStall(t *testing.T) {
+	var p MigrationProgress
+	const G = 1 << 30
+	// Copying at 1 GiB/s while the guest dirties as fast: remaining hovers.
+	for i := 0; i <= 10; i++ {
+		rem := int64(3*G + (i%2)*G/200)
+		sample(&p, time.Duration(i)*time.Second, 8*G, int64(i)*G, rem)
+	}
+	if !p.Stalled(5 * time.Second) {
+		t.Error("hovering remaining is a stall")
+	}
+	if p.ETA() != -1 && p.ETA() < time.Hour {
+		t.Errorf("eta %v for a stalled migration", p.ETA())
+	}
+	if p.Stalled(20 * time.Second) {
+		t.Error("samples span only 10 s: too early to call a 20 s stall")
+	}
+}

@@ -1,0 +1,57 @@
+package model
+
+import "fmt"
+
+// ReasonCode names why a node, pod or VM holds an operation up.
+type ReasonCode string
+
+// Reasons a plan is refused or must wait.
+const (
+	// Pods.
+	PDBExhausted     ReasonCode = "PDBExhausted"     // a PDB allows no disruption now: eviction waits
+	LocalStorage     ReasonCode = "LocalStorage"     // emptyDir or hostPath data would be lost
+	BarePod          ReasonCode = "BarePod"          // no controller: nothing recreates it
+	DaemonSetPod     ReasonCode = "DaemonSetPod"     // would come back at once
+	SafeToEvictFalse ReasonCode = "SafeToEvictFalse" // cluster-autoscaler.kubernetes.io/safe-to-evict: "false"
+	DoNotDisrupt     ReasonCode = "DoNotDisrupt"     // karpenter.sh/do-not-disrupt: "true"
+	ProtectedPod     ReasonCode = "ProtectedPod"     // matches policy.protected_pods
+	// VMs.
+	VMNotActive      ReasonCode = "VMNotActive"      // only ACTIVE and PAUSED servers live-migrate
+	VMTaskInProgress ReasonCode = "VMTaskInProgress" // a task (resize, snapshot…) is running on it
+	VMLocked         ReasonCode = "VMLocked"
+	NoHostWithRoom   ReasonCode = "NoHostWithRoom" // the other enabled hosts cannot hold its VMs
+	// Nodes.
+	LastSchedulable   ReasonCode = "LastSchedulable" // no other Ready, schedulable worker would remain
+	ControlPlane      ReasonCode = "ControlPlane"
+	ProtectedNode     ReasonCode = "ProtectedNode"
+	NodeNotFound      ReasonCode = "NodeNotFound"
+	HeldByOther       ReasonCode = "HeldByOther"       // another actor holds the node's maintenance lease
+	DisabledByOther   ReasonCode = "DisabledByOther"   // nova-compute was disabled by someone else
+	ScaleDownDisabled ReasonCode = "ScaleDownDisabled" // cluster-autoscaler scale-down-disabled
+)
+
+// Severity says what a reason does to an operation.
+type Severity string
+
+const (
+	Blocks Severity = "blocks" // refused unless its override is given
+	Waits  Severity = "waits"  // proceeds, but will wait (a PDB that allows nothing yet)
+	Notes  Severity = "notes"  // information: what will be left as it is
+)
+
+// Reason is one typed reason, naming the object and the override that lifts it.
+type Reason struct {
+	Code     ReasonCode `json:"code"`
+	Severity Severity   `json:"severity"`
+	Object   string     `json:"object"` // pod ns/name, VM name, node name
+	Message  string     `json:"message"`
+	Override string     `json:"override,omitempty"` // e.g. "--delete-emptydir-data"
+}
+
+func (r Reason) String() string {
+	s := fmt.Sprintf("%s: %s", r.Object, r.Message)
+	if r.Override != "" {
+		s += fmt.Sprintf(" (use %s to override)", r.Override)
+	}
+	return s
+}

@@ -1,0 +1,171 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"sync"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// Engine runs operations. One engine serves the TUI, --auto and the daemons; it is safe to
+// run several operations at once (on different nodes).
+type Engine struct {
+	kube Kube
+	nova Nova // nil: Kubernetes alone
+	inv  *Inventory
+	cfg  model.Config
+	o    EngineOptions
+
+	migSlots chan struct{} // the cluster-wide cap on live migrations
+	mu       sync.Mutex
+	running  map[string]*tracked // node -> its running operation, to stop it in-process
+}
+
+// EngineOptions tune the mechanism; zero values take defaults.
+type EngineOptions struct {
+	Holder     string        // identity in leases and reasons (default drainctl/user@host)
+	Poll       time.Duration // migration poll interval (default 2 s)
+	StallAfter time.Duration // no fall in memory remaining for this long is a stall (default 60 s)
+	OnStall    string        // wait, force-complete (default) or abort
+	Attempts   int           // live-migration attempts per VM (default 2)
+	LeaseTTL   time.Duration // default 60 s, renewed every third of it
+	Backoff    time.Duration // first retry delay after a PDB refusal (default 1 s, doubling to 30 s)
+	Now        func() time.Time
+}
+
+// Escalations when a migration stalls.
+const (
+	StallWait          = "wait"
+	StallForceComplete = "force-complete"
+	StallAbort         = "abort"
+)
+
+// NewEngine builds an engine; nova may be nil.
+func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine {
+	if o.Holder == "" {
+		o.Holder = DefaultHolder()
+	}
+	if o.Poll == 0 {
+		o.Poll = 2 * time.Second
+	}
+	if o.StallAfter == 0 {
+		o.StallAfter = time.Minute
+	}
+	if o.OnStall == "" {
+		o.OnStall = StallForceComplete
+	}
+	if o.Attempts == 0 {
+		o.Attempts = 2
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = time.Minute
+	}
+	if o.Backoff == 0 {
+		o.Backoff = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	var ns NovaSource
+	if nova != nil {
+		ns = nova
+	}
+	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
+		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}}
+}
+
+// DefaultHolder is drainctl/user@host: the same operator on the same machine resumes its own
+// operations; anyone else is refused while the lease lives.
+func DefaultHolder() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("drainctl/%s@%s", name, host)
+}
+
+// Inventory is the engine's view of the cluster.
+func (e *Engine) Inventory() *Inventory { return e.inv }
+
+// NovaConfigured reports whether VMs are managed.
+func (e *Engine) NovaConfigured() bool { return e.nova != nil }
+
+// RunOptions are one operation's overrides and parameters.
+type RunOptions struct {
+	Policy       policy.Options
+	Why          string   // appended to nova-compute's disabled_reason
+	To           string   // migrate: destination host ("" lets Nova's scheduler choose)
+	ForceCompute bool     // uncordon: re-enable a service someone else disabled
+	Leaving      []string // other nodes emptied in the same batch
+}
+
+// RefusedError is a plan refused by policy: nothing was changed.
+type RefusedError struct{ Reasons []model.Reason }
+
+func (e *RefusedError) Error() string {
+	if len(e.Reasons) == 1 {
+		return "refused: " + e.Reasons[0].String()
+	}
+	return fmt.Sprintf("refused: %d blockers, first: %s", len(e.Reasons), e.Reasons[0].String())
+}
+
+// ExitCode: refused by policy before anything changed.
+func (e *RefusedError) ExitCode() int { return ExitRefused }
+
+// Interrupted is an operation stopped at a safe point; the journal says where.
+type Interrupted struct {
+	Node  string
+	Phase string
+	Cause error
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("%s: interrupted during %s; run the same command again to resume", e.Node, e.Phase)
+}
+func (e *Interrupted) Unwrap() error { return e.Cause }
+func (e *Interrupted) ExitCode() int { return ExitInterrupted }
+func (e *Interrupted) HintText() string {
+	return "the node records where it stopped (annotation " + JournalAnnotation + ")"
+}
+
+type tracked struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Cancel stops the operation running on node in this process at its next safe point and
+// returns a channel closed once it has stopped (and recorded where); nil if none runs.
+func (e *Engine) Cancel(node string) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t, ok := e.running[node]; ok {
+		t.cancel()
+		return t.done
+	}
+	return nil
+}
+
+func (e *Engine) track(node string, cancel context.CancelFunc) func() {
+	t := &tracked{cancel: cancel, done: make(chan struct{})}
+	e.mu.Lock()
+	e.running[node] = t
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		if e.running[node] == t {
+			delete(e.running, node)
+		}
+		e.mu.Unlock()
+		close(t.done)
+	}
+}
+
+func (e *Engine) now() time.Time { return e.o.Now() }
+
+func (e *Engine) base(node string) Base { return Base{At: e.now(), Node: node} }

@@ -1,0 +1,184 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// evict removes the node's evictable pods (or, with carriers, the pods that carried the
+// VMs). kubectl's drain filters choose the pods; drainctl evicts them itself: a bounded
+// pool, every PDB refusal reported and retried as soon as the budget allows (or after an
+// exponential backoff with jitter), and a pod known gone from the informer, never polled.
+func (r *runner) evict(ctx context.Context, carriers bool) (string, error) {
+	e, p := r.e, r.plan
+	pol := r.ro.Policy
+	keep := func(pod model.Pod) bool {
+		v, _ := policy.ClassifyPod(pod, pol)
+		if carriers {
+			return v != policy.Later
+		}
+		return v != policy.Evict
+	}
+	pods, refusals, err := e.kube.PodsForDeletion(ctx, p.Node, DrainFilterOptions{Force: pol.Force,
+		IgnoreDaemonSets: pol.IgnoreDaemonSets, DeleteEmptyDirData: pol.DeleteEmptyDirData}, keep)
+	if err != nil {
+		return "", err
+	}
+	if len(refusals) > 0 {
+		msgs := make([]string, len(refusals))
+		for i, e := range refusals {
+			msgs[i] = e.Error()
+		}
+		return "", fmt.Errorf("kubectl's drain filters refuse: %s", strings.Join(msgs, "; "))
+	}
+	if len(pods) == 0 {
+		return "no pods to evict", nil
+	}
+	var grace *int64
+	if g := e.cfg.Policy.GracePeriod.D(); g > 0 {
+		s := int64(g.Seconds())
+		grace = &s
+	}
+	work := make(chan model.Pod)
+	results := make(chan PodReport, len(pods))
+	var wg sync.WaitGroup
+	for i := 0; i < min(e.cfg.Concurrency.Evictions, len(pods)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pod := range work {
+				results <- r.evictOne(ctx, pod, grace)
+			}
+		}()
+	}
+feed:
+	for _, pod := range pods {
+		select {
+		case work <- pod:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	close(results)
+	var failed []string
+	gone := 0
+	for res := range results {
+		r.report.Pods = append(r.report.Pods, res)
+		switch res.Result {
+		case PodGone:
+			gone++
+		default:
+			failed = append(failed, res.Pod+": "+res.Message)
+		}
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if len(failed) > 0 {
+		return "", fmt.Errorf("%d of %d pods not evicted: %s", len(failed), len(pods), strings.Join(failed, "; "))
+	}
+	return fmt.Sprintf("%d pod(s) gone", gone), nil
+}
+
+// evictOne evicts one pod and waits until it is gone.
+func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64) PodReport {
+	e := r.e
+	rep := PodReport{Pod: pod.Key()}
+	start := e.now()
+	parent := ctx // cancelled: the operation stops; our own deadline: this pod failed
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeouts.Eviction.D())
+	defer cancel()
+	changes, unsubscribe := e.kube.Subscribe()
+	defer unsubscribe()
+	emit := func(state, pdb, msg string) {
+		r.emit(PodEvent{Base: e.base(r.plan.Node), Pod: pod.Key(), State: state, PDB: pdb, Attempt: rep.Attempts, Message: msg})
+	}
+	fail := func(msg string) PodReport {
+		rep.Result, rep.Message, rep.Duration = PodFailed, msg, e.now().Sub(start)
+		emit(PodFailed, "", msg)
+		return rep
+	}
+	lastPDB := ""
+	// ended reports how the pod's wait ended once ctx is done.
+	ended := func(what string) PodReport {
+		if parent.Err() != nil {
+			rep.Result, rep.Message = ResultInterrupted, "interrupted "+what
+			return rep
+		}
+		if lastPDB != "" {
+			return fail(fmt.Sprintf("timed out after %s and %d refusal(s) by PodDisruptionBudget %s", e.cfg.Timeouts.Eviction, rep.Blocked, lastPDB))
+		}
+		return fail(fmt.Sprintf("timed out after %s %s", e.cfg.Timeouts.Eviction, what))
+	}
+	backoff := e.o.Backoff
+	for {
+		rep.Attempts++
+		emit(PodEvicting, "", "")
+		err := e.kube.Evict(ctx, pod, grace, r.ro.Policy.DisableEviction)
+		var be *BudgetError
+		switch {
+		case err == nil:
+		case errors.As(err, &be):
+			rep.Blocked++
+			pdb := be.PDB
+			if pdb == "" && len(pod.PDBs) > 0 {
+				pdb = pod.PDBs[0]
+			}
+			lastPDB = pdb
+			emit(PodBlocked, pdb, be.Message)
+			if !r.waitBudget(ctx, changes, pod.Namespace, pdb, backoff) {
+				return ended("while waiting for PDB " + pdb)
+			}
+			backoff = min(backoff*2, 30*time.Second)
+			continue
+		default:
+			if ctx.Err() != nil {
+				return ended("while evicting")
+			}
+			return fail(err.Error())
+		}
+		emit(PodEvicted, "", "")
+		for {
+			if uid, ok := e.kube.PodUID(pod.Namespace, pod.Name); !ok || uid != pod.UID {
+				rep.Result, rep.Duration = PodGone, e.now().Sub(start)
+				emit(PodGone, "", "")
+				return rep
+			}
+			select {
+			case <-changes:
+			case <-ctx.Done():
+				return ended("while the pod was terminating")
+			}
+		}
+	}
+}
+
+// waitBudget waits until the PDB allows a disruption again (seen through the informer) or
+// the backoff (with ±20% jitter) passes; false when ctx ends first.
+func (r *runner) waitBudget(ctx context.Context, changes <-chan struct{}, ns, pdb string, backoff time.Duration) bool {
+	jitter := time.Duration(float64(backoff) * (0.8 + 0.4*rand.Float64()))
+	timer := time.NewTimer(jitter)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-changes:
+			if b, ok := r.e.kube.PDB(ns, pdb); ok && b.DisruptionsAllowed > 0 {
+				return true
+			}
+		}
+	}
+}

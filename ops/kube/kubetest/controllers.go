@@ -1,0 +1,127 @@
+package kubetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// DaemonSet creates a DaemonSet (kubectl's drain filters look it up) and returns its UID.
+func DaemonSet(t testing.TB, cs kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	sel := map[string]string{"ds": name}
+	ds, err := cs.AppsV1().DaemonSets(ns).Create(Ctx(t), &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(ds.UID)
+}
+
+// Controllers plays, in namespace ns, the kubelet (graceful deletions finish after
+// DeleteAfter) and the disruption controller (every PDB's status follows its pods), as a
+// real cluster would, until the test ends.
+type Controllers struct {
+	DeleteAfter time.Duration
+	// Frozen PDBs keep whatever status the test wrote (a budget that never allows).
+	Frozen map[string]bool
+}
+
+// Run starts the loops.
+func (c *Controllers) Run(t testing.TB, cs kubernetes.Interface, ns string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				c.step(ctx, cs, ns)
+			}
+		}
+	}()
+}
+
+func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns string) {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil && time.Since(p.DeletionTimestamp.Time.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0))*time.Second)) >= c.DeleteAfter {
+			err := cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return
+			}
+		}
+	}
+	pdbs, err := cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	pods, err = cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, pdb := range pdbs.Items {
+		if c.Frozen[pdb.Name] {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		var expected, healthy int32
+		for _, p := range pods.Items {
+			if !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			expected++
+			if p.DeletionTimestamp == nil && ready(&p) {
+				healthy++
+			}
+		}
+		desired := expected
+		if pdb.Spec.MinAvailable != nil {
+			v, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, int(expected), true)
+			desired = int32(v)
+		} else if pdb.Spec.MaxUnavailable != nil {
+			v, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), true)
+			desired = expected - int32(v)
+		}
+		allowed := max(0, healthy-desired)
+		st := pdb.Status
+		if st.ObservedGeneration == pdb.Generation && st.DisruptionsAllowed == allowed && st.CurrentHealthy == healthy &&
+			st.DesiredHealthy == desired && st.ExpectedPods == expected {
+			continue
+		}
+		pdb.Status.ObservedGeneration, pdb.Status.DisruptionsAllowed = pdb.Generation, allowed
+		pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy, pdb.Status.ExpectedPods = healthy, desired, expected
+		_, _ = cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, &pdb, metav1.UpdateOptions{})
+	}
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,323 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/kubectl/pkg/drain"
+	"k8s.io/utils/ptr"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+)
+
+// LeaseNamespace holds drainctl's per-node maintenance leases.
+const LeaseNamespace = "kube-system"
+
+// Client is the engine's Kubernetes side: the inventory's cache for reads, the clientset
+// for writes.
+type Client struct {
+	*Inventory
+	cs kubernetes.Interface
+}
+
+var _ ops.Kube = (*Client)(nil)
+
+// NewClient pairs a clientset with its (started) inventory.
+func NewClient(cs kubernetes.Interface, inv *Inventory) *Client {
+	return &Client{Inventory: inv, cs: cs}
+}
+
+// Clientset is the underlying clientset.
+func (c *Client) Clientset() kubernetes.Interface { return c.cs }
+
+// Node reads a node from the cache.
+func (c *Client) Node(name string) (model.KubeNode, bool) {
+	n, ok := c.Inventory.Node(name)
+	if !ok {
+		return model.KubeNode{}, false
+	}
+	return nodeModel(n), true
+}
+
+// PodsOn converts the cached pods of a node.
+func (c *Client) PodsOn(node string) []model.Pod {
+	pods := c.Inventory.PodsOn(node)
+	out := make([]model.Pod, 0, len(pods))
+	byNS := map[string][]*policyv1.PodDisruptionBudget{}
+	for _, p := range pods {
+		if _, ok := byNS[p.Namespace]; !ok {
+			byNS[p.Namespace] = c.pdbsIn(p.Namespace)
+		}
+		out = append(out, c.podModel(p, byNS[p.Namespace]))
+	}
+	return out
+}
+
+func (c *Client) pdbsIn(ns string) []*policyv1.PodDisruptionBudget {
+	objs, _ := c.pdbs.GetIndexer().ByIndex("namespace", ns)
+	out := make([]*policyv1.PodDisruptionBudget, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*policyv1.PodDisruptionBudget))
+	}
+	return out
+}
+
+// PDB reads a budget's status from the cache.
+func (c *Client) PDB(ns, name string) (model.PDB, bool) {
+	obj, ok, _ := c.pdbs.GetStore().GetByKey(ns + "/" + name)
+	if !ok {
+		return model.PDB{}, false
+	}
+	p := obj.(*policyv1.PodDisruptionBudget)
+	return model.PDB{Namespace: ns, Name: name, DisruptionsAllowed: p.Status.DisruptionsAllowed,
+		CurrentHealthy: p.Status.CurrentHealthy, DesiredHealthy: p.Status.DesiredHealthy, ExpectedPods: p.Status.ExpectedPods}, true
+}
+
+// PodUID reads a pod's UID from the cache.
+func (c *Client) PodUID(ns, name string) (string, bool) {
+	obj, ok, _ := c.pods.GetStore().GetByKey(ns + "/" + name)
+	if !ok {
+		return "", false
+	}
+	return string(obj.(*corev1.Pod).UID), true
+}
+
+// updateNode applies change to a fresh copy of the node and writes it, retrying on conflict.
+func (c *Client) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !change(n) {
+			return nil
+		}
+		_, err = c.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// Cordon sets spec.unschedulable and the maintenance taint.
+func (c *Client) Cordon(ctx context.Context, node string, taint model.Taint) error {
+	err := c.updateNode(ctx, node, func(n *corev1.Node) bool {
+		changed := !n.Spec.Unschedulable
+		n.Spec.Unschedulable = true
+		for _, t := range n.Spec.Taints {
+			if t.Key == taint.Key {
+				return changed
+			}
+		}
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect), TimeAdded: ptr.To(metav1.Now())})
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("cordoning %s: %w", node, err)
+	}
+	return nil
+}
+
+// Uncordon clears spec.unschedulable and removes the taint.
+func (c *Client) Uncordon(ctx context.Context, node string, taintKey string) error {
+	err := c.updateNode(ctx, node, func(n *corev1.Node) bool {
+		changed := n.Spec.Unschedulable
+		n.Spec.Unschedulable = false
+		kept := n.Spec.Taints[:0]
+		for _, t := range n.Spec.Taints {
+			if t.Key == taintKey {
+				changed = true
+				continue
+			}
+			kept = append(kept, t)
+		}
+		n.Spec.Taints = kept
+		return changed
+	})
+	if err != nil {
+		return fmt.Errorf("uncordoning %s: %w", node, err)
+	}
+	return nil
+}
+
+// SetAnnotation sets (or, with "", removes) a node annotation with a merge patch.
+func (c *Client) SetAnnotation(ctx context.Context, node, key, value string) error {
+	var v any = value
+	if value == "" {
+		v = nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
+	if _, err := c.cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotating %s: %w", node, err)
+	}
+	return nil
+}
+
+// Evict asks for the pod's eviction. The typed client retries a 429 that carries
+// Retry-After up to ten times (about 100 s) before returning it; the engine wants every
+// refusal at once, to report it and wait for the budget itself, so it posts through the
+// REST client with no retries where it has one (the fake clientset has none).
+func (c *Client) Evict(ctx context.Context, pod model.Pod, grace *int64, useDelete bool) error {
+	opts := &metav1.DeleteOptions{GracePeriodSeconds: grace}
+	if pod.UID != "" {
+		opts.Preconditions = metav1.NewUIDPreconditions(pod.UID)
+	}
+	var err error
+	switch {
+	case useDelete:
+		err = c.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, *opts)
+	default:
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, DeleteOptions: opts}
+		if rc := c.cs.CoreV1().RESTClient(); !isNilREST(rc) {
+			err = rc.Post().Namespace(pod.Namespace).Resource("pods").Name(pod.Name).SubResource("eviction").
+				Body(ev).MaxRetries(0).Do(ctx).Error()
+		} else {
+			err = c.cs.PolicyV1().Evictions(pod.Namespace).Evict(ctx, ev)
+		}
+	}
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err) && pod.UID != "":
+		return nil // the UID precondition failed: a new pod of the same name, ours is gone
+	case apierrors.IsTooManyRequests(err):
+		return &ops.BudgetError{Pod: pod.Key(), PDB: budgetName(err), Message: statusMessage(err)}
+	}
+	return fmt.Errorf("evicting %s: %w", pod.Key(), err)
+}
+
+// isNilREST spots the fake clientset, whose RESTClient() is a nil *rest.RESTClient.
+func isNilREST(rc rest.Interface) bool {
+	if rc == nil {
+		return true
+	}
+	p, ok := rc.(*rest.RESTClient)
+	return ok && p == nil
+}
+
+// budgetName digs the PDB's name out of the API server's message ("The disruption budget
+// web-pdb needs 2 healthy pods…").
+func budgetName(err error) string {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return ""
+	}
+	msgs := []string{st.Status().Message}
+	if d := st.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			msgs = append(msgs, c.Message)
+		}
+	}
+	for _, m := range msgs {
+		if _, rest, ok := strings.Cut(m, "disruption budget "); ok {
+			if name, _, ok := strings.Cut(rest, " "); ok {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+func statusMessage(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Message
+	}
+	return err.Error()
+}
+
+// PodsForDeletion runs kubectl drain's filters (DaemonSet, mirror, local storage, bare pod)
+// plus extra, drainctl's own rules, and returns the pods to remove and kubectl's refusals.
+func (c *Client) PodsForDeletion(ctx context.Context, node string, o ops.DrainFilterOptions, extra func(model.Pod) bool) ([]model.Pod, []error, error) {
+	h := &drain.Helper{Ctx: ctx, Client: c.cs, Force: o.Force, IgnoreAllDaemonSets: o.IgnoreDaemonSets,
+		DeleteEmptyDirData: o.DeleteEmptyDirData, GracePeriodSeconds: -1, Out: io.Discard, ErrOut: io.Discard}
+	if extra != nil {
+		h.AdditionalFilters = []drain.PodFilter{func(p corev1.Pod) drain.PodDeleteStatus {
+			if extra(c.podModel(&p, c.pdbsIn(p.Namespace))) {
+				return drain.MakePodDeleteStatusSkip()
+			}
+			return drain.MakePodDeleteStatusOkay()
+		}}
+	}
+	list, errs := h.GetPodsForDeletion(node)
+	if list == nil {
+		return nil, errs, nil
+	}
+	var out []model.Pod
+	for _, p := range list.Pods() {
+		out = append(out, c.podModel(&p, c.pdbsIn(p.Namespace)))
+	}
+	return out, errs, nil
+}
+
+func leaseName(node string) string { return "drainctl-" + node }
+
+// AcquireLease creates or takes over the node's lease. A lease held by another holder and
+// renewed within its duration is refused.
+func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time.Duration) error {
+	leases := c.cs.CoordinationV1().Leases(LeaseNamespace)
+	now := metav1.NewMicroTime(time.Now())
+	secs := int32(ttl.Seconds())
+	l, err := leases.Get(ctx, leaseName(node), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: LeaseNamespace},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return c.AcquireLease(ctx, node, holder, ttl)
+		}
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("reading lease %s/%s: %w", LeaseNamespace, leaseName(node), err)
+	}
+	if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" && h != holder && l.Spec.RenewTime != nil {
+		until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
+		if time.Now().Before(until) {
+			return &ops.LeaseHeldError{Node: node, Holder: h, Until: until}
+		}
+	}
+	if ptr.Deref(l.Spec.HolderIdentity, "") != holder {
+		l.Spec.AcquireTime = &now
+	}
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &secs, &now
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return &ops.LeaseHeldError{Node: node, Holder: "another actor (lease changed under us)", Until: time.Now()}
+		}
+		return err
+	}
+	return nil
+}
+
+// ReleaseLease gives the lease back if holder still holds it.
+func (c *Client) ReleaseLease(ctx context.Context, node, holder string) error {
+	leases := c.cs.CoordinationV1().Leases(LeaseNamespace)
+	l, err := leases.Get(ctx, leaseName(node), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ptr.Deref(l.Spec.HolderIdentity, "") != holder {
+		return nil
+	}
+	err = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,326 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// vmRun is one VM's migration as the engine follows it.
+type vmRun struct {
+	vm        model.VM
+	attempt   int
+	state     string
+	dest      string
+	mid       int64
+	started   time.Time
+	notBefore time.Time // retry delay
+	progress  model.MigrationProgress
+	escalated bool
+	adopted   bool // already migrating when the engine came: followed, not requested
+	slot      bool // holds one of the cluster-wide migration slots
+	total     int64
+}
+
+func (e *Engine) releaseSlot(run *vmRun) {
+	if run.slot {
+		run.slot = false
+		<-e.migSlots
+	}
+}
+
+// migrate live-migrates every VM off the node's host: largest first, within the per-source
+// and cluster-wide caps, all running ones polled in one pass per interval. A VM already
+// migrating (a resumed run) is followed, not asked again. Success needs Nova's record to
+// say completed and the server to be ACTIVE on another host.
+func (r *runner) migrate(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	var vms []model.VM
+	if p.Op == model.OpMigrate {
+		vm, err := e.nova.Server(ctx, p.VMs[0].ID)
+		if err != nil {
+			return "", err
+		}
+		vms = []model.VM{vm}
+	} else {
+		all, err := e.nova.Servers(ctx, p.Host)
+		if err != nil {
+			return "", err
+		}
+		vms = all
+	}
+	sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
+	var pending []*vmRun
+	running := map[string]*vmRun{}
+	for _, vm := range vms {
+		run := &vmRun{vm: vm}
+		if vm.TaskState == "migrating" {
+			run.adopted, run.attempt, run.started, run.state = true, 1, e.now(), "adopted"
+			running[vm.ID] = run
+			select { // already running in Nova: counted if there is room, followed either way
+			case e.migSlots <- struct{}{}:
+				run.slot = true
+			default:
+			}
+			continue
+		}
+		if reason := policy.VMReason(vm, r.ro.Policy); reason != nil {
+			r.report.VMs = append(r.report.VMs, VMReport{VM: vm.Name, VMID: vm.ID, Result: MigSkipped, Source: p.Host, Message: reason.Message})
+			r.emitVM(run, MigSkipped, reason.Message)
+			continue
+		}
+		pending = append(pending, run)
+	}
+	perSource := e.cfg.Concurrency.MigrationsPerSource
+	var failed []string
+	done := 0
+	defer func() {
+		for _, run := range running {
+			e.releaseSlot(run)
+		}
+	}()
+	for len(pending)+len(running) > 0 {
+		if ctx.Err() != nil {
+			for _, run := range running { // left to finish in Nova; the rerun follows them
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, ResultInterrupted, "left migrating in Nova"))
+			}
+			return "", ctx.Err()
+		}
+		// Start what the caps allow.
+		for len(pending) > 0 && len(running) < perSource && e.now().After(pending[0].notBefore) {
+			select {
+			case e.migSlots <- struct{}{}:
+			default:
+				goto poll // the cluster-wide cap is reached
+			}
+			run := pending[0]
+			pending = pending[1:]
+			run.slot = true
+			run.attempt++
+			run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, r.ro.To, false
+			run.progress = model.MigrationProgress{}
+			if err := e.nova.LiveMigrate(ctx, run.vm.ID, r.ro.To); err != nil {
+				e.releaseSlot(run)
+				if r.retry(run, err.Error(), &pending) {
+					continue
+				}
+				failed = append(failed, run.vm.Name+": "+err.Error())
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, err.Error()))
+				continue
+			}
+			r.emitVM(run, MigRequested, "")
+			running[run.vm.ID] = run
+		}
+	poll:
+		if !sleep(ctx, e.o.Poll) {
+			continue // the top of the loop records the interruption
+		}
+		for id, run := range running {
+			outcome, msg, err := r.pollOne(ctx, run)
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				r.emitVM(run, run.state, "poll failed: "+err.Error())
+				continue
+			}
+			if outcome == "" {
+				continue
+			}
+			delete(running, id)
+			e.releaseSlot(run)
+			switch outcome {
+			case MigCompleted:
+				done++
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, ""))
+				r.emitVM(run, MigCompleted, "")
+			case MigAborted:
+				failed = append(failed, run.vm.Name+": aborted")
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigAborted, msg))
+				r.emitVM(run, MigAborted, msg)
+			default:
+				r.emitVM(run, MigFailed, msg)
+				if r.retry(run, msg, &pending) {
+					continue
+				}
+				failed = append(failed, run.vm.Name+": "+msg)
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg))
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return "", fmt.Errorf("%d VM(s) not migrated: %s", len(failed), strings.Join(failed, "; "))
+	}
+	return fmt.Sprintf("%d VM(s) migrated", done), nil
+}
+
+// retry puts a failed VM back in the queue if it has attempts left.
+func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
+	if run.attempt >= r.e.o.Attempts {
+		return false
+	}
+	run.notBefore = r.e.now().Add(r.e.o.Poll)
+	r.emitVM(run, MigRetrying, msg)
+	*pending = append(*pending, run)
+	return true
+}
+
+// pollOne reads one running migration. It returns an outcome (completed, failed, aborted)
+// once the migration has ended, "" while it runs.
+func (r *runner) pollOne(ctx context.Context, run *vmRun) (string, string, error) {
+	e := r.e
+	ms, err := e.nova.ServerMigrations(ctx, run.vm.ID)
+	if err != nil {
+		return "", "", err
+	}
+	if len(ms) > 0 {
+		m := ms[0]
+		run.mid = m.ID
+		if m.DestCompute != "" {
+			run.dest = m.DestCompute
+		}
+		if m.Status != run.state {
+			run.state = m.Status
+			r.emitVM(run, m.Status, "")
+		}
+		if m.MemoryTotal != nil {
+			run.total = *m.MemoryTotal
+		}
+		run.progress.Add(m, e.now())
+		if m.Status == "running" {
+			r.emitProgress(run)
+			r.watchdog(ctx, run)
+		}
+		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
+			_ = e.nova.AbortMigration(ctx, run.vm.ID, m.ID)
+			return MigFailed, fmt.Sprintf("timed out after %s (timeouts.migration); aborted", d), nil
+		}
+		return "", "", nil
+	}
+	// Not in the in-progress list: accepted, post-migrating, or finished. Only the
+	// os-migrations record says which; an empty list is not success.
+	recs, err := e.nova.MigrationsOf(ctx, run.vm.ID)
+	if err != nil {
+		return "", "", err
+	}
+	if len(recs) == 0 {
+		return "", "", nil
+	}
+	m := recs[0]
+	if m.DestCompute != "" {
+		run.dest = m.DestCompute
+	}
+	switch m.Status {
+	case "completed", "done", "finished", "confirmed":
+		vm, err := e.nova.Server(ctx, run.vm.ID)
+		if err != nil {
+			return "", "", err
+		}
+		if vm.Host == run.vm.Host || vm.Status != "ACTIVE" {
+			return "", "", nil // the record leads the server by a moment
+		}
+		run.dest = vm.Host
+		return MigCompleted, "", nil
+	case "error", "failed":
+		msg, err := e.nova.LastActionError(ctx, run.vm.ID, "live-migration")
+		if err != nil || msg == "" {
+			msg = "migration " + m.Status
+		}
+		return MigFailed, msg, nil
+	case "cancelled":
+		return MigAborted, "aborted", nil
+	}
+	if m.Status != run.state {
+		run.state = m.Status
+		r.emitVM(run, m.Status, "")
+	}
+	return "", "", nil
+}
+
+// watchdog escalates a stalled migration as the policy says.
+func (r *runner) watchdog(ctx context.Context, run *vmRun) {
+	e := r.e
+	if run.escalated || !run.progress.Stalled(e.o.StallAfter) {
+		return
+	}
+	run.escalated = true
+	switch e.o.OnStall {
+	case StallForceComplete:
+		if err := e.nova.ForceComplete(ctx, run.vm.ID, run.mid); err == nil {
+			r.emitVM(run, MigForced, fmt.Sprintf("stalled for %s: force-completing", e.o.StallAfter))
+		}
+	case StallAbort:
+		if err := e.nova.AbortMigration(ctx, run.vm.ID, run.mid); err == nil {
+			r.emitVM(run, "stalled", fmt.Sprintf("stalled for %s: aborting", e.o.StallAfter))
+		}
+	default:
+		r.emitVM(run, "stalled", fmt.Sprintf("no progress for %s; waiting (policy)", e.o.StallAfter))
+	}
+}
+
+func (r *runner) emitVM(run *vmRun, state, msg string) {
+	r.emit(MigrationEvent{Base: r.e.base(r.plan.Node), VM: run.vm.Name, VMID: run.vm.ID, State: state,
+		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total})
+}
+
+func (r *runner) emitProgress(run *vmRun) {
+	s, ok := run.progress.Last()
+	if !ok {
+		return
+	}
+	r.emit(MigrationEvent{Base: r.e.base(r.plan.Node), VM: run.vm.Name, VMID: run.vm.ID, State: "running",
+		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Total: s.Total, Processed: s.Processed,
+		Remaining: s.Remaining, Rate: run.progress.CopyRate(), ETA: run.progress.ETA(),
+		Stalled: run.progress.Stalled(r.e.o.StallAfter)})
+}
+
+func (r *runner) vmReport(run *vmRun, result, msg string) VMReport {
+	var bytes int64
+	if s, ok := run.progress.Last(); ok {
+		bytes = s.Processed
+	}
+	return VMReport{VM: run.vm.Name, VMID: run.vm.ID, Result: result, Source: run.vm.Host, Dest: run.dest,
+		Attempts: run.attempt, Bytes: bytes, Duration: r.e.now().Sub(run.started), Message: msg}
+}
+
+// abortMigrations cancels the live migrations leaving the node's host.
+func (r *runner) abortMigrations(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	ms, err := e.nova.InProgressFrom(ctx, p.Host)
+	if err != nil {
+		return "", err
+	}
+	aborted := 0
+	var errs []error
+	for _, m := range ms {
+		if err := e.nova.AbortMigration(ctx, m.InstanceID, m.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		aborted++
+		r.emit(MigrationEvent{Base: e.base(p.Node), VMID: m.InstanceID, VM: m.InstanceID, State: MigAborted,
+			Source: m.SourceCompute, Dest: m.DestCompute})
+	}
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
+	}
+	return fmt.Sprintf("%d migration(s) aborted", aborted), nil
+}
+
+// sleep waits d or until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

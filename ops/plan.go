@@ -1,0 +1,213 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// Plan builds the plan for op on target (a node, or a VM for migrate) from a fresh read of
+// the cluster. It changes nothing.
+func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
+	inv, err := e.inv.Read(ctx)
+	if err != nil {
+		return model.Plan{}, err
+	}
+	if op == model.OpMigrate {
+		return e.planMigrate(inv, target, ro)
+	}
+	node, ok := inv.Node(target)
+	if !ok || node.Kube == nil {
+		return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", target), Hint: "drainctl --auto list shows the nodes"}
+	}
+	p := model.Plan{Op: op, Node: node.Name, Host: node.Host}
+	leaving := map[string]bool{}
+	for _, n := range ro.Leaving {
+		leaving[n] = true
+	}
+	k := node.Kube
+	cordoned := !k.Schedulable && hasTaint(*k, e.cfg.Policy.TaintKey)
+	computeDone := node.Compute == nil || !node.Compute.Enabled
+	_, journaled := ReadJournal(*k)
+	step := func(kind model.StepKind, done bool, detail string) {
+		p.Steps = append(p.Steps, model.Step{Kind: kind, Done: done, Detail: detail})
+	}
+	if node.Compute != nil && !node.Compute.Enabled && !DisabledByDrainctl(*node.Compute) {
+		p.Reasons = append(p.Reasons, model.Reason{Code: model.DisabledByOther, Severity: model.Notes, Object: node.Host,
+			Message: fmt.Sprintf("nova-compute already disabled by someone else (%q); drainctl leaves it so", node.Compute.DisabledReason)})
+	}
+
+	switch op {
+	case model.OpCordon, model.OpEvacuate:
+		for _, r := range policy.NodeReasons(node, inv, leaving, ro.Policy) {
+			if op == model.OpCordon && r.Code == model.ControlPlane {
+				continue // cordoning a control-plane node empties nothing
+			}
+			p.Reasons = append(p.Reasons, r)
+		}
+		step(model.StepLease, false, "take the maintenance lease")
+		step(model.StepCordon, cordoned, "unschedulable + taint "+e.cfg.Policy.TaintKey)
+		step(model.StepDisableCompute, computeDone, computeDetail(node))
+		if op == model.OpEvacuate {
+			e.planEvacuation(&p, node, inv, leaving, ro)
+		}
+		if !p.Pending() || (len(p.Steps) > 0 && onlyLeasePending(p)) {
+			markAllDone(&p) // nothing to change: no lease either, so a rerun makes no mutating call
+		}
+	case model.OpUncordon:
+		enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !ro.ForceCompute)
+		step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
+		step(model.StepUncordon, k.Schedulable && !hasTaint(*k, e.cfg.Policy.TaintKey), "schedulable, taint removed")
+		step(model.StepRelease, !journaled, "clear the journal, release the lease")
+	case model.OpAbort, model.OpRollback:
+		inflight := 0
+		for _, m := range node.Migrations {
+			if m.SourceCompute == node.Host && m.InProgress() {
+				inflight++
+			}
+		}
+		step(model.StepAbort, inflight == 0 && !e.isRunning(node.Name), fmt.Sprintf("abort %d migration(s) in progress, stop evictions", inflight))
+		if op == model.OpRollback {
+			j, _ := ReadJournal(*k)
+			enableDone := node.Compute == nil || node.Compute.Enabled || !DisabledByDrainctl(*node.Compute)
+			step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
+			wasCordoned := journaled && !j.WasSchedulable
+			step(model.StepUncordon, (k.Schedulable || wasCordoned) && !hasTaint(*k, e.cfg.Policy.TaintKey), "back to how it was before")
+			step(model.StepRelease, !journaled, "clear the journal, release the lease")
+		}
+	default:
+		return p, &UsageError{Problem: fmt.Sprintf("unknown operation %q", op)}
+	}
+	return p, nil
+}
+
+func (e *Engine) isRunning(node string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.running[node]
+	return ok
+}
+
+func onlyLeasePending(p model.Plan) bool {
+	for _, s := range p.Steps {
+		if !s.Done && s.Kind != model.StepLease && s.Kind != model.StepVerify {
+			return false
+		}
+	}
+	return true
+}
+
+func markAllDone(p *model.Plan) {
+	for i := range p.Steps {
+		p.Steps[i].Done = true
+	}
+}
+
+func computeDetail(n model.Node) string {
+	switch {
+	case n.Compute == nil:
+		return "no nova-compute service on this node"
+	case !n.Compute.Enabled:
+		return "nova-compute already disabled"
+	}
+	return "disable nova-compute on " + n.Host
+}
+
+func hasTaint(k model.KubeNode, key string) bool {
+	for _, t := range k.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// planEvacuation adds the VMs, the pods and their reasons.
+func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Inventory, leaving map[string]bool, ro RunOptions) {
+	pdbs := map[string]model.PDB{}
+	for _, b := range inv.PDBs {
+		pdbs[b.Namespace+"/"+b.Name] = b
+	}
+	var movable []model.VM
+	for _, vm := range node.VMs {
+		if r := policy.VMReason(vm, ro.Policy); r != nil {
+			p.Reasons = append(p.Reasons, *r)
+			continue
+		}
+		movable = append(movable, vm)
+	}
+	p.VMs = node.VMs
+	if r := policy.CapacityReason(node, movable, inv, leaving, e.cpuRatio(), ro.Policy); r != nil {
+		p.Reasons = append(p.Reasons, *r)
+	}
+	for _, pod := range node.Pods {
+		v, r := policy.ClassifyPod(pod, ro.Policy)
+		switch v {
+		case policy.Block:
+			p.Reasons = append(p.Reasons, *r)
+		case policy.Evict:
+			p.Pods = append(p.Pods, pod)
+			if w := policy.PDBReason(pod, pdbs, ro.Policy); w != nil {
+				p.Reasons = append(p.Reasons, *w)
+			}
+		case policy.Later:
+			p.Carriers = append(p.Carriers, pod)
+		}
+	}
+	sort.SliceStable(p.Reasons, func(i, j int) bool { return severityRank(p.Reasons[i].Severity) < severityRank(p.Reasons[j].Severity) })
+	vmDetail := fmt.Sprintf("live-migrate %d VM(s)", len(node.VMs))
+	if !e.NovaConfigured() || node.Compute == nil {
+		vmDetail = "no VMs to move: this node has no compute service"
+	}
+	p.Steps = append(p.Steps,
+		model.Step{Kind: model.StepMigrateVMs, Done: len(node.VMs) == 0, Detail: vmDetail},
+		model.Step{Kind: model.StepEvictPods, Done: len(p.Pods) == 0, Detail: fmt.Sprintf("evict %d pod(s)", len(p.Pods))},
+		model.Step{Kind: model.StepEvictCarriers, Done: len(p.Carriers) == 0, Detail: fmt.Sprintf("then %d hypervisor pod(s)", len(p.Carriers))},
+		model.Step{Kind: model.StepVerify, Done: false, Detail: "nothing that had to go is left"})
+}
+
+func severityRank(s model.Severity) int {
+	switch s {
+	case model.Blocks:
+		return 0
+	case model.Waits:
+		return 1
+	}
+	return 2
+}
+
+// cpuRatio is the vCPU allocation ratio used when checking room for VMs.
+func (e *Engine) cpuRatio() float64 { return 4 }
+
+func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) (model.Plan, error) {
+	for _, n := range inv.Nodes {
+		for _, vm := range n.VMs {
+			if vm.ID != target && vm.Name != target {
+				continue
+			}
+			p := model.Plan{Op: model.OpMigrate, Node: n.Name, Host: n.Host, VM: vm.Name, Target: ro.To, VMs: []model.VM{vm}}
+			if r := policy.VMReason(vm, policy.Options{}); r != nil {
+				p.Reasons = append(p.Reasons, *r)
+			}
+			if ro.To != "" {
+				dest, ok := inv.Node(ro.To)
+				switch {
+				case !ok || dest.Compute == nil:
+					return p, &UsageError{Problem: fmt.Sprintf("no compute host named %q", ro.To), Hint: "drainctl --auto list shows the hosts"}
+				case dest.Host == n.Host:
+					return p, &UsageError{Problem: fmt.Sprintf("%s is already on %s", vm.Name, ro.To)}
+				}
+			}
+			detail := "live-migrate " + vm.Name + ", the scheduler picks the host"
+			if ro.To != "" {
+				detail = "live-migrate " + vm.Name + " to " + ro.To
+			}
+			p.Steps = []model.Step{{Kind: model.StepMigrateVMs, Detail: detail}}
+			return p, nil
+		}
+	}
+	return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no VM named %q", target), Hint: "use the VM's name or ID; drainctl --auto list -o json shows them"}
+}

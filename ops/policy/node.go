@@ -1,0 +1,101 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// NodeReasons are the node-level reasons an evacuation (or cordon) of node is refused.
+// leaving are the other nodes being emptied in the same batch: they do not count as room.
+func NodeReasons(node model.Node, inv model.Inventory, leaving map[string]bool, o Options) []model.Reason {
+	var out []model.Reason
+	if node.Kube == nil {
+		return out
+	}
+	k := node.Kube
+	if k.IsControlPlane() && !o.AllowControlPlane {
+		out = append(out, model.Reason{Code: model.ControlPlane, Severity: model.Blocks, Object: node.Name,
+			Message: "is a control-plane node (" + strings.Join(k.Roles, ",") + ")", Override: "--allow-control-plane"})
+	}
+	for _, sel := range o.ProtectedNodes {
+		if sel.Matches(labels.Set(k.Labels)) {
+			out = append(out, model.Reason{Code: model.ProtectedNode, Severity: model.Blocks, Object: node.Name,
+				Message: fmt.Sprintf("matches protected selector %q in policy.protected_nodes", sel.String())})
+		}
+	}
+	if !o.AllowLastNode && !otherWorkerRemains(node.Name, inv, leaving) {
+		out = append(out, model.Reason{Code: model.LastSchedulable, Severity: model.Blocks, Object: node.Name,
+			Message: "no other Ready, schedulable worker would remain", Override: "--allow-last-node"})
+	}
+	return out
+}
+
+func otherWorkerRemains(name string, inv model.Inventory, leaving map[string]bool) bool {
+	for _, n := range inv.Nodes {
+		if n.Name == name || leaving[n.Name] || n.Kube == nil {
+			continue
+		}
+		if n.Kube.Ready && n.Kube.Schedulable && !n.Kube.IsControlPlane() {
+			return true
+		}
+	}
+	return false
+}
+
+// CapacityReason checks that the other enabled, up compute hosts can hold the VMs, by RAM
+// and vCPU in a first-fit-decreasing placement. It returns nil when they fit or when the
+// capacity is unknown (2.88+), leaving the decision to Nova's scheduler.
+func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leaving map[string]bool, cpuRatio float64, o Options) *model.Reason {
+	if len(vms) == 0 {
+		return nil
+	}
+	type room struct{ ram, cpu float64 }
+	var hosts []*room
+	for _, n := range inv.Nodes {
+		if n.Name == node.Name || leaving[n.Name] || n.Compute == nil || n.Hypervisor == nil {
+			continue
+		}
+		if !n.Compute.Enabled || !n.Compute.Up || n.Compute.ForcedDown {
+			continue
+		}
+		h := n.Hypervisor
+		if !h.CapacityKnown {
+			return nil
+		}
+		hosts = append(hosts, &room{ram: float64(h.MemoryMB - h.MemoryMBUsed), cpu: float64(h.VCPUs)*cpuRatio - float64(h.VCPUsUsed)})
+	}
+	sorted := append([]model.VM(nil), vms...)
+	for i := 1; i < len(sorted); i++ { // largest first
+		for j := i; j > 0 && sorted[j].RAMMB > sorted[j-1].RAMMB; j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	var unplaced []string
+	for _, vm := range sorted {
+		placed := false
+		for _, h := range hosts {
+			if h.ram >= float64(vm.RAMMB) && h.cpu >= float64(vm.VCPUs) {
+				h.ram -= float64(vm.RAMMB)
+				h.cpu -= float64(vm.VCPUs)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			unplaced = append(unplaced, vm.Name)
+		}
+	}
+	if len(unplaced) == 0 {
+		return nil
+	}
+	sev := model.Blocks
+	if o.Force {
+		sev = model.Notes
+	}
+	return &model.Reason{Code: model.NoHostWithRoom, Severity: sev, Object: node.Name, Override: "--force",
+		Message: fmt.Sprintf("the other enabled compute hosts have no room for %d VM(s): %s", len(unplaced), strings.Join(unplaced, ", "))}
+}

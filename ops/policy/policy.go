@@ -1,0 +1,184 @@
+// Package policy decides, without any I/O, what an operation may do: which pods to evict
+// and which block it, which VMs can move, which nodes may be emptied. Every "no" is a typed
+// model.Reason naming the object and the override that lifts it. Rules are small functions
+// applied in order; the first decisive one wins (cluster-autoscaler's drainability rules).
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Options are the operator's overrides and the configured policy.
+type Options struct {
+	Force              bool // bare pods, safe-to-evict=false, do-not-disrupt, VMs that cannot move
+	IgnoreDaemonSets   bool // DaemonSet pods stay (default true)
+	DeleteEmptyDirData bool
+	DisableEviction    bool // delete instead of evict: PDBs are bypassed
+	AllowControlPlane  bool
+	AllowLastNode      bool
+	ProtectedPods      []labels.Selector
+	ProtectedNodes     []labels.Selector
+	HypervisorPods     labels.Selector // carriers: evicted after the hypervisor is empty
+}
+
+// ParseSelectors turns configured selectors into label selectors; the error names the bad one.
+func ParseSelectors(key string, in []string) ([]labels.Selector, error) {
+	out := make([]labels.Selector, 0, len(in))
+	for _, s := range in {
+		sel, err := labels.Parse(s)
+		if err != nil {
+			return nil, &model.FieldError{Key: key, Problem: fmt.Sprintf("bad selector %q: %v", s, err), Fix: `use the kubectl form, e.g. "app=db" or "tier in (db, cache)"`}
+		}
+		out = append(out, sel)
+	}
+	return out, nil
+}
+
+// Verdict is what happens to a pod in an evacuation.
+type Verdict int
+
+const (
+	Evict Verdict = iota // evicted in evict-pods
+	Later                // a carrier pod: evicted once the hypervisor is empty
+	Stay                 // left on the node, harmlessly (DaemonSet, mirror, finished)
+	Block                // refuses the plan unless overridden
+)
+
+// PodRule is one rule; decisive=false passes the pod to the next rule.
+type PodRule func(p model.Pod, o Options) (v Verdict, r *model.Reason, decisive bool)
+
+// PodRules are the rules in order.
+var PodRules = []PodRule{finished, mirror, daemonSet, protected, safeToEvictFalse, doNotDisrupt, localStorage, bare, carrier}
+
+// ClassifyPod applies the rules; a pod no rule decides is evicted.
+func ClassifyPod(p model.Pod, o Options) (Verdict, *model.Reason) {
+	for _, rule := range PodRules {
+		if v, r, ok := rule(p, o); ok {
+			return v, r
+		}
+	}
+	return Evict, nil
+}
+
+func reason(code model.ReasonCode, sev model.Severity, obj, override, format string, a ...any) *model.Reason {
+	return &model.Reason{Code: code, Severity: sev, Object: obj, Message: fmt.Sprintf(format, a...), Override: override}
+}
+
+func finished(p model.Pod, _ Options) (Verdict, *model.Reason, bool) {
+	return Stay, nil, p.Finished() || p.Terminating
+}
+
+func mirror(p model.Pod, _ Options) (Verdict, *model.Reason, bool) {
+	if !p.Mirror {
+		return 0, nil, false
+	}
+	return Stay, reason(ControlPlaneNote, model.Notes, p.Key(), "", "static pod (mirror): managed by the kubelet, stays"), true
+}
+
+// ControlPlaneNote marks static pods; they never block and are never evicted.
+const ControlPlaneNote model.ReasonCode = "StaticPod"
+
+func daemonSet(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
+	if p.OwnerKind != "DaemonSet" {
+		return 0, nil, false
+	}
+	if o.IgnoreDaemonSets {
+		return Stay, nil, true
+	}
+	return Block, reason(model.DaemonSetPod, model.Blocks, p.Key(), "--ignore-daemonsets",
+		"DaemonSet pod %s would be recreated on the node at once", p.OwnerName), true
+}
+
+func protected(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
+	for _, sel := range o.ProtectedPods {
+		if sel.Matches(labels.Set(p.Labels)) {
+			return Block, reason(model.ProtectedPod, model.Blocks, p.Key(), "",
+				"matches protected selector %q in policy.protected_pods", sel.String()), true
+		}
+	}
+	return 0, nil, false
+}
+
+func safeToEvictFalse(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
+	if p.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] != "false" || o.Force {
+		return 0, nil, false
+	}
+	return Block, reason(model.SafeToEvictFalse, model.Blocks, p.Key(), "--force",
+		`annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`), true
+}
+
+func doNotDisrupt(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
+	if p.Annotations["karpenter.sh/do-not-disrupt"] != "true" || o.Force {
+		return 0, nil, false
+	}
+	return Block, reason(model.DoNotDisrupt, model.Blocks, p.Key(), "--force", `annotated karpenter.sh/do-not-disrupt: "true"`), true
+}
+
+func localStorage(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
+	if p.LocalVolume == "" || o.DeleteEmptyDirData || p.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "true" {
+		return 0, nil, false
+	}
+	for _, v := range strings.Split(p.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"], ",") {
+		if strings.TrimSpace(v) == p.LocalVolume {
+			return 0, nil, false
+		}
+	}
+	return Block, reason(model.LocalStorage, model.Blocks, p.Key(), "--delete-emptydir-data",
+		"local volume %q would lose its data", p.LocalVolume), true
+}
+
+func bare(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
+	if p.OwnerKind != "" || o.Force {
+		return 0, nil, false
+	}
+	return Block, reason(model.BarePod, model.Blocks, p.Key(), "--force",
+		"no controller: once evicted nothing recreates it (the last copy)"), true
+}
+
+func carrier(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
+	if o.HypervisorPods == nil || o.HypervisorPods.Empty() || !o.HypervisorPods.Matches(labels.Set(p.Labels)) {
+		return 0, nil, false
+	}
+	return Later, nil, true
+}
+
+// PDBReason says that a pod's budget allows no disruption now (the eviction will wait for
+// it), or nil. With DisableEviction budgets are bypassed, which is itself the override.
+func PDBReason(p model.Pod, pdbs map[string]model.PDB, o Options) *model.Reason {
+	if o.DisableEviction {
+		return nil
+	}
+	for _, name := range p.PDBs {
+		if b, ok := pdbs[p.Namespace+"/"+name]; ok && b.DisruptionsAllowed <= 0 {
+			return &model.Reason{Code: model.PDBExhausted, Severity: model.Waits, Object: p.Key(), Message: name,
+				Override: "--disable-eviction"}
+		}
+	}
+	return nil
+}
+
+// VMReason says why a VM cannot be live-migrated now, or nil.
+func VMReason(vm model.VM, o Options) *model.Reason {
+	sev := model.Blocks
+	if o.Force {
+		sev = model.Notes // --force: the VM is left where it is and the node will not be empty
+	}
+	switch {
+	case vm.Locked:
+		return &model.Reason{Code: model.VMLocked, Severity: sev, Object: vm.Name, Message: "the server is locked", Override: "--force"}
+	case vm.TaskState == "migrating":
+		return nil // already moving: the engine follows it
+	case vm.TaskState != "":
+		return &model.Reason{Code: model.VMTaskInProgress, Severity: sev, Object: vm.Name,
+			Message: fmt.Sprintf("task %q in progress", vm.TaskState), Override: "--force"}
+	case vm.Status != "ACTIVE" && vm.Status != "PAUSED" && vm.Status != "MIGRATING":
+		return &model.Reason{Code: model.VMNotActive, Severity: sev, Object: vm.Name,
+			Message: fmt.Sprintf("status %s: only ACTIVE and PAUSED servers live-migrate", vm.Status), Override: "--force"}
+	}
+	return nil
+}

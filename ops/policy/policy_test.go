@@ -1,0 +1,159 @@
+package policy
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+type podOpt func(*model.Pod)
+
+func pod(name string, opts ...podOpt) model.Pod {
+	p := model.Pod{Namespace: "ns", Name: name, Phase: "Running", Ready: true, OwnerKind: "ReplicaSet", OwnerName: "rs",
+		Labels: map[string]string{}, Annotations: map[string]string{}}
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
+}
+
+func owner(kind string) podOpt      { return func(p *model.Pod) { p.OwnerKind = kind } }
+func label(k, v string) podOpt      { return func(p *model.Pod) { p.Labels[k] = v } }
+func annotation(k, v string) podOpt { return func(p *model.Pod) { p.Annotations[k] = v } }
+func emptyDir(name string) podOpt   { return func(p *model.Pod) { p.LocalVolume = name } }
+func phase(ph string) podOpt        { return func(p *model.Pod) { p.Phase = ph } }
+func pdbs(names ...string) podOpt   { return func(p *model.Pod) { p.PDBs = names } }
+func mirrored() podOpt              { return func(p *model.Pod) { p.Mirror = true } }
+func sel(s string) labels.Selector  { x, _ := labels.Parse(s); return x }
+
+func TestClassifyPod(t *testing.T) {
+	defaults := Options{IgnoreDaemonSets: true, HypervisorPods: sel("application in (nova, libvirt)")}
+	with := func(f func(*Options)) Options { o := defaults; f(&o); return o }
+	for _, tc := range []struct {
+		desc     string
+		pod      model.Pod
+		opts     Options
+		verdict  Verdict
+		code     model.ReasonCode
+		override string
+	}{
+		{"replicated pod is evicted", pod("web"), defaults, Evict, "", ""},
+		{"finished pod stays", pod("job", phase("Succeeded")), defaults, Stay, "", ""},
+		{"mirror pod stays", pod("kube-apiserver", mirrored(), owner("Node")), defaults, Stay, ControlPlaneNote, ""},
+		{"DaemonSet pod stays", pod("kube-proxy", owner("DaemonSet")), defaults, Stay, "", ""},
+		{"DaemonSet pod blocks without ignore", pod("kube-proxy", owner("DaemonSet")), with(func(o *Options) { o.IgnoreDaemonSets = false }), Block, model.DaemonSetPod, "--ignore-daemonsets"},
+		{"protected pod blocks", pod("db", label("tier", "db")), with(func(o *Options) { o.ProtectedPods = []labels.Selector{sel("tier=db")} }), Block, model.ProtectedPod, ""},
+		{"safe-to-evict false blocks", pod("x", annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")), defaults, Block, model.SafeToEvictFalse, "--force"},
+		{"safe-to-evict false forced", pod("x", annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")), with(func(o *Options) { o.Force = true }), Evict, "", ""},
+		{"do-not-disrupt blocks", pod("x", annotation("karpenter.sh/do-not-disrupt", "true")), defaults, Block, model.DoNotDisrupt, "--force"},
+		{"emptyDir blocks", pod("cache", emptyDir("scratch")), defaults, Block, model.LocalStorage, "--delete-emptydir-data"},
+		{"emptyDir allowed by flag", pod("cache", emptyDir("scratch")), with(func(o *Options) { o.DeleteEmptyDirData = true }), Evict, "", ""},
+		{"emptyDir allowed by safe-to-evict-local-volumes", pod("cache", emptyDir("scratch"),
+			annotation("cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes", "tmp, scratch")), defaults, Evict, "", ""},
+		{"emptyDir allowed by safe-to-evict true", pod("cache", emptyDir("scratch"), annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true")), defaults, Evict, "", ""},
+		{"bare pod blocks", pod("shell", owner("")), defaults, Block, model.BarePod, "--force"},
+		{"bare pod forced", pod("shell", owner("")), with(func(o *Options) { o.Force = true }), Evict, "", ""},
+		{"carrier pod goes later", pod("libvirt-x", owner("ReplicaSet"), label("application", "libvirt")), defaults, Later, "", ""},
+		{"DaemonSet carrier stays", pod("libvirt-x", owner("DaemonSet"), label("application", "libvirt")), defaults, Stay, "", ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			v, r := ClassifyPod(tc.pod, tc.opts)
+			if v != tc.verdict {
+				t.Errorf("verdict %v, want %v", v, tc.verdict)
+			}
+			switch {
+			case tc.code == "" && r != nil:
+				t.Errorf("unexpected reason %+v", r)
+			case tc.code != "" && (r == nil || r.Code != tc.code || r.Override != tc.override || r.Object != "ns/"+tc.pod.Name):
+				t.Errorf("reason %+v, want %s with override %q", r, tc.code, tc.override)
+			}
+		})
+	}
+}
+
+func TestPDBReason(t *testing.T) {
+	budgets := map[string]model.PDB{"ns/web-pdb": {Name: "web-pdb", DisruptionsAllowed: 0}, "ns/api-pdb": {Name: "api-pdb", DisruptionsAllowed: 1}}
+	if r := PDBReason(pod("web", pdbs("web-pdb")), budgets, Options{}); r == nil || r.Code != model.PDBExhausted || r.Message != "web-pdb" || r.Severity != model.Waits {
+		t.Errorf("exhausted: %+v", r)
+	}
+	if r := PDBReason(pod("api", pdbs("api-pdb")), budgets, Options{}); r != nil {
+		t.Errorf("allowed: %+v", r)
+	}
+	if r := PDBReason(pod("web", pdbs("web-pdb")), budgets, Options{DisableEviction: true}); r != nil {
+		t.Errorf("--disable-eviction bypasses budgets: %+v", r)
+	}
+}
+
+func TestVMReason(t *testing.T) {
+	for _, tc := range []struct {
+		vm   model.VM
+		code model.ReasonCode
+	}{
+		{model.VM{Name: "a", Status: "ACTIVE"}, ""},
+		{model.VM{Name: "b", Status: "PAUSED"}, ""},
+		{model.VM{Name: "c", Status: "MIGRATING", TaskState: "migrating"}, ""},
+		{model.VM{Name: "d", Status: "SHUTOFF"}, model.VMNotActive},
+		{model.VM{Name: "e", Status: "ACTIVE", TaskState: "image_snapshot"}, model.VMTaskInProgress},
+		{model.VM{Name: "f", Status: "ACTIVE", Locked: true}, model.VMLocked},
+	} {
+		r := VMReason(tc.vm, Options{})
+		if (tc.code == "" && r != nil) || (tc.code != "" && (r == nil || r.Code != tc.code || r.Severity != model.Blocks)) {
+			t.Errorf("%s: %+v, want %q", tc.vm.Name, r, tc.code)
+		}
+		if r != nil {
+			if f := VMReason(tc.vm, Options{Force: true}); f.Severity != model.Notes {
+				t.Errorf("%s with --force: %+v", tc.vm.Name, f)
+			}
+		}
+	}
+}
+
+func worker(name string, ready, schedulable bool, roles ...string) model.Node {
+	return model.Node{Name: name, Kube: &model.KubeNode{Name: name, Ready: ready, Schedulable: schedulable, Roles: roles, Labels: map[string]string{"zone": "a"}}}
+}
+
+func TestNodeReasons(t *testing.T) {
+	inv := model.Inventory{Nodes: []model.Node{worker("cp", true, true, "control-plane"), worker("w1", true, true), worker("w2", true, true), worker("w3", false, true)}}
+	codes := func(rs []model.Reason) (out []model.ReasonCode) {
+		for _, r := range rs {
+			out = append(out, r.Code)
+		}
+		return out
+	}
+	if rs := NodeReasons(inv.Nodes[1], inv, nil, Options{}); len(rs) != 0 {
+		t.Errorf("w1 with w2 remaining: %v", rs)
+	}
+	if rs := NodeReasons(inv.Nodes[1], inv, map[string]bool{"w2": true}, Options{}); len(rs) != 1 || rs[0].Code != model.LastSchedulable || rs[0].Override != "--allow-last-node" {
+		t.Errorf("w1 when w2 leaves too (w3 NotReady, cp control plane): %v", codes(rs))
+	}
+	if rs := NodeReasons(inv.Nodes[0], inv, nil, Options{}); len(rs) != 1 || rs[0].Code != model.ControlPlane {
+		t.Errorf("cp: %v", codes(rs))
+	}
+	if rs := NodeReasons(inv.Nodes[0], inv, nil, Options{AllowControlPlane: true}); len(rs) != 0 {
+		t.Errorf("cp allowed: %v", codes(rs))
+	}
+	if rs := NodeReasons(inv.Nodes[1], inv, nil, Options{ProtectedNodes: []labels.Selector{sel("zone=a")}}); len(rs) != 1 || rs[0].Code != model.ProtectedNode {
+		t.Errorf("protected: %v", codes(rs))
+	}
+}
+
+func computeNode(name string, enabled bool, freeMB int64, vcpusFree int) model.Node {
+	return model.Node{Name: name, Compute: &model.ComputeService{Host: name, Enabled: enabled, Up: true},
+		Hypervisor: &model.Hypervisor{CapacityKnown: true, MemoryMB: 100000, MemoryMBUsed: 100000 - freeMB, VCPUs: 100, VCPUsUsed: 400 - vcpusFree}}
+}
+
+func TestCapacityReason(t *testing.T) {
+	src := computeNode("src", true, 0, 0)
+	vms := []model.VM{{Name: "big", RAMMB: 6000, VCPUs: 2}, {Name: "mid", RAMMB: 4000, VCPUs: 2}, {Name: "small", RAMMB: 2000, VCPUs: 1}}
+	// 6000+4000 fits on a, 2000 on b; first-fit-decreasing places all three.
+	inv := model.Inventory{Nodes: []model.Node{src, computeNode("a", true, 10000, 10), computeNode("b", true, 2000, 10), computeNode("off", false, 99999, 99)}}
+	if r := CapacityReason(src, vms, inv, nil, 4, Options{}); r != nil {
+		t.Errorf("fits: %+v", r)
+	}
+	// Without b, "small" has nowhere to go (the disabled host does not count).
+	if r := CapacityReason(src, vms, inv, map[string]bool{"b": true}, 4, Options{}); r == nil || r.Code != model.NoHostWithRoom || r.Severity != model.Blocks {
+		t.Errorf("no room: %+v", r)
+	}
+}
