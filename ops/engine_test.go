@@ -438,7 +438,11 @@ func TestMigrationFaults(t *testing.T) {
 			c := newCluster(t, 20)
 			c.world.ApplyFaultSpec("never-converge=vm-b")
 			c.cfg.Timeouts.Migration = model.Duration(3 * time.Second)
-			e := c.engine("t", func(o *ops.EngineOptions) { o.OnStall = policyName; o.StallAfter = 200 * time.Millisecond; o.Attempts = 1 })
+			e := c.engine("t", func(o *ops.EngineOptions) {
+				o.OnStall = policyName
+				o.StallAfter = 200 * time.Millisecond
+				o.Attempts = 1
+			})
 			rec, rep, err := run(t, e, model.OpMigrate, "vm-b", ops.RunOptions{})
 			switch policyName {
 			case ops.StallForceComplete:

@@ -8,8 +8,8 @@ package kubetest
 import (
 	"context"
 	"os"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
