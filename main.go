@@ -20,6 +20,7 @@ import (
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
 	"github.com/drainctl/drainctl/ui/plain"
 )
@@ -39,6 +40,29 @@ Usage:
 
 Verbs (--auto):
   list                 nodes with their hypervisor, VMs and pods (-o json for JSON)
+  plan VERB ARGS       what VERB would do: steps and blockers (same as --dry-run)
+  cordon NODE...       unschedulable + maintenance taint, nova-compute disabled
+  evacuate NODE...     cordon, live-migrate every VM away, evict every pod, verify
+  migrate VM... [--to HOST]   live-migrate VMs (the scheduler picks unless --to)
+  uncordon NODE...     re-enable nova-compute (if drainctl disabled it), schedulable again
+  abort NODE           stop the operation on NODE, abort its migrations in progress
+  rollback NODE        abort, then put NODE back as it was before
+  doctor               where Kubernetes and Nova disagree (exit 0 when they agree)
+  (no verb)            evacuate the node drainctl runs on (NODE_NAME, else the hostname)
+
+Operation flags:
+  --dry-run            print the plan, change nothing
+  --reason TEXT        why, added to nova-compute's disabled reason
+  --to HOST            migrate: the destination host
+  --force              evict bare pods and pods marked safe-to-evict=false/do-not-disrupt,
+                       leave VMs that cannot move, re-enable a service someone else disabled
+  --disable-eviction   delete pods instead of evicting them (bypasses PodDisruptionBudgets)
+  --delete-emptydir-data   evict pods with emptyDir data, losing it
+  --ignore-daemonsets  leave DaemonSet pods (default true; --ignore-daemonsets=false refuses them)
+  --allow-control-plane    allow emptying a control-plane node
+  --allow-last-node    allow emptying the last schedulable worker
+  --timeout DURATION   bound the whole operation (default timeouts.operation, 2h)
+  --max-parallel N     nodes worked at once (default concurrency.nodes, 1)
 
 Simulated cluster (no cluster needed):
   drainctl --demo [--auto VERB]         run on a generated cluster (Kubernetes + Nova)
@@ -80,6 +104,12 @@ type options struct {
 	demoSeed          int64
 	demoScale         float64
 	demoFault, listen string
+
+	dryRun, force, disableEviction, deleteEmptyDir, ignoreDaemonSets bool
+	allowControlPlane, allowLastNode                                 bool
+	timeout                                                          time.Duration
+	maxParallel                                                      int
+	to, reason                                                       string
 }
 
 func main() {
@@ -142,6 +172,17 @@ func parseArgs(args []string) (options, error) {
 	fs.Float64Var(&o.demoScale, "demo-scale", 1, "")
 	fs.StringVar(&o.demoFault, "demo-fault", "", "")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "")
+	fs.BoolVar(&o.force, "force", false, "")
+	fs.BoolVar(&o.disableEviction, "disable-eviction", false, "")
+	fs.BoolVar(&o.deleteEmptyDir, "delete-emptydir-data", false, "")
+	fs.BoolVar(&o.ignoreDaemonSets, "ignore-daemonsets", true, "")
+	fs.BoolVar(&o.allowControlPlane, "allow-control-plane", false, "")
+	fs.BoolVar(&o.allowLastNode, "allow-last-node", false, "")
+	fs.DurationVar(&o.timeout, "timeout", 0, "")
+	fs.IntVar(&o.maxParallel, "max-parallel", 0, "")
+	fs.StringVar(&o.to, "to", "", "")
+	fs.StringVar(&o.reason, "reason", "", "")
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -189,26 +230,75 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 		return &ops.UsageError{Problem: "the interactive view is not available in this build",
 			Hint: "use drainctl --auto list"}
 	}
-	verb := ""
-	if len(o.args) > 0 {
-		verb = o.args[0]
+	if o.timeout > 0 {
+		cfg.Timeouts.Operation = model.Duration(o.timeout)
 	}
-	switch verb {
-	case "list":
-		inv, err := connect(ctx, o, cfg, legacy, stderr, getenv)
-		if err != nil {
-			return err
-		}
-		snapshot, err := inv.Read(ctx)
+	if o.maxParallel > 0 {
+		cfg.Concurrency.Nodes = o.maxParallel
+	}
+	pol, err := policyOptions(cfg, o)
+	if err != nil {
+		return err
+	}
+	verb, args := "evacuate", []string(nil)
+	if len(o.args) > 0 {
+		verb, args = o.args[0], o.args[1:]
+	} else {
+		args = []string{firstOf(getenv("NODE_NAME"), hostname())}
+	}
+	if verb != "list" && verb != "doctor" && verb != "plan" && !knownVerb(verb) {
+		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + plain.Verbs}
+	}
+	eng, err := connect(ctx, o, cfg, legacy, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	if verb == "list" {
+		snapshot, err := eng.Inventory().Read(ctx)
 		if err != nil {
 			return err
 		}
 		return plain.WriteInventory(stdout, snapshot, o.output)
-	case "":
-		return &ops.UsageError{Problem: "--auto needs a verb", Hint: "try drainctl --auto list"}
-	default:
-		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: list"}
 	}
+	auto := &plain.Auto{Engine: eng, DryRun: o.dryRun, JSON: o.output == plain.FormatJSON,
+		MaxParallel: cfg.Concurrency.Nodes, Stdout: stdout, Stderr: stderr,
+		Run: ops.RunOptions{Policy: pol, Why: o.reason, To: o.to, ForceCompute: o.force}}
+	return auto.Do(ctx, verb, args)
+}
+
+func knownVerb(v string) bool {
+	switch v {
+	case "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback":
+		return true
+	}
+	return false
+}
+
+// policyOptions combines config.toml's policy with the command line's overrides.
+func policyOptions(cfg model.Config, o options) (policy.Options, error) {
+	p := policy.Options{Force: o.force, IgnoreDaemonSets: o.ignoreDaemonSets && cfg.Policy.IgnoreDaemonSets,
+		DeleteEmptyDirData: o.deleteEmptyDir || cfg.Policy.DeleteEmptyDirData, DisableEviction: o.disableEviction,
+		AllowControlPlane: o.allowControlPlane, AllowLastNode: o.allowLastNode}
+	var err error
+	if p.ProtectedPods, err = policy.ParseSelectors("policy.protected_pods", cfg.Policy.ProtectedPods); err != nil {
+		return p, &ops.UsageError{Problem: "config: " + err.Error()}
+	}
+	if p.ProtectedNodes, err = policy.ParseSelectors("policy.protected_nodes", cfg.Policy.ProtectedNodes); err != nil {
+		return p, &ops.UsageError{Problem: "config: " + err.Error()}
+	}
+	if cfg.Policy.HypervisorPods != "" {
+		sel, err := policy.ParseSelectors("policy.hypervisor_pods", []string{cfg.Policy.HypervisorPods})
+		if err != nil {
+			return p, &ops.UsageError{Problem: "config: " + err.Error()}
+		}
+		p.HypervisorPods = sel[0]
+	}
+	return p, nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 func redirectLogs(path string) error {
@@ -229,7 +319,7 @@ func redirectLogs(path string) error {
 // silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
 // reached through the same clients.
 func connect(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig,
-	stderr io.Writer, getenv func(string) string) (*ops.Inventory, error) {
+	stderr io.Writer, getenv func(string) string) (*ops.Engine, error) {
 	var cs kubernetes.Interface
 	apiHost := "the simulated cluster"
 	if o.demo {
@@ -265,7 +355,7 @@ func connect(ctx context.Context, o options, cfg model.Config, legacy *model.Ope
 	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
 		return nil, unreachable(apiHost, err)
 	}
-	var ns ops.NovaSource
+	var nc ops.Nova
 	if creds == nil {
 		fmt.Fprintln(stderr, "drainctl: OpenStack is not configured: working on Kubernetes alone (no VMs)")
 	} else {
@@ -273,9 +363,14 @@ func connect(ctx context.Context, o options, cfg model.Config, legacy *model.Ope
 		if err != nil {
 			return nil, unreachable("OpenStack", err)
 		}
-		ns = c
+		nc = c
 	}
-	return ops.NewInventory(kinv, ns, cfg.Mapping), nil
+	eo := ops.EngineOptions{Poll: cfg.Timeouts.Poll.D(), StallAfter: cfg.Policy.StallAfter.D(),
+		OnStall: cfg.Policy.OnStall, Attempts: cfg.Policy.MigrationAttempts}
+	if o.demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
+		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
+	}
+	return ops.NewEngine(kube.NewClient(cs, kinv), nc, cfg, eo), nil
 }
 
 // unreachableError is a cluster drainctl was configured for but could not use: exit 2.

@@ -84,6 +84,7 @@ type TimeoutsConfig struct {
 	Eviction  Duration `toml:"eviction"`  // one pod, from first eviction attempt to gone
 	Migration Duration `toml:"migration"` // one VM, from request to completed
 	Operation Duration `toml:"operation"` // a whole operation on one node
+	Poll      Duration `toml:"poll"`      // how often running migrations are read
 }
 
 // ConcurrencyConfig caps parallel work.
@@ -111,6 +112,12 @@ type PolicyConfig struct {
 	// HypervisorPods selects the pods that carry the VMs (nova-compute, libvirt and their
 	// sidecars): they are kept until the hypervisor is empty.
 	HypervisorPods string `toml:"hypervisor_pods"`
+	// StallAfter: a migration whose remaining memory has not fallen for this long is stalled;
+	// OnStall says what then: "wait", "force-complete" (pause the guest to finish) or "abort".
+	StallAfter Duration `toml:"stall_after"`
+	OnStall    string   `toml:"on_stall"`
+	// MigrationAttempts is how many times a VM's live migration is tried.
+	MigrationAttempts int `toml:"migration_attempts"`
 }
 
 // DefaultConfig returns the configuration used when no file says otherwise.
@@ -125,6 +132,7 @@ func DefaultConfig() Config {
 			Eviction:  Duration(5 * time.Minute),
 			Migration: Duration(30 * time.Minute),
 			Operation: Duration(2 * time.Hour),
+			Poll:      Duration(2 * time.Second),
 		},
 		Concurrency: ConcurrencyConfig{
 			Evictions:                10,
@@ -134,9 +142,12 @@ func DefaultConfig() Config {
 			Nodes:                    1,
 		},
 		Policy: PolicyConfig{
-			TaintKey:         "drainctl.io/maintenance",
-			IgnoreDaemonSets: true,
-			HypervisorPods:   "application in (nova, libvirt)",
+			TaintKey:          "drainctl.io/maintenance",
+			IgnoreDaemonSets:  true,
+			HypervisorPods:    "application in (nova, libvirt)",
+			StallAfter:        Duration(time.Minute),
+			OnStall:           "force-complete",
+			MigrationAttempts: 2,
 		},
 	}
 }
@@ -182,6 +193,8 @@ func (c Config) Validate() error {
 		{"timeouts.eviction", c.Timeouts.Eviction},
 		{"timeouts.migration", c.Timeouts.Migration},
 		{"timeouts.operation", c.Timeouts.Operation},
+		{"timeouts.poll", c.Timeouts.Poll},
+		{"policy.stall_after", c.Policy.StallAfter},
 	}
 	for _, d := range durations {
 		if d.v <= 0 {
@@ -193,6 +206,14 @@ func (c Config) Validate() error {
 	}
 	if c.Kubernetes.QPS < 0 || c.Kubernetes.Burst < 0 {
 		return &FieldError{"kubernetes.qps", "qps and burst must not be negative", ""}
+	}
+	switch c.Policy.OnStall {
+	case "wait", "force-complete", "abort":
+	default:
+		return &FieldError{"policy.on_stall", fmt.Sprintf("unknown escalation %q", c.Policy.OnStall), `use "wait", "force-complete" or "abort"`}
+	}
+	if c.Policy.MigrationAttempts < 1 {
+		return &FieldError{"policy.migration_attempts", fmt.Sprintf("must be at least 1, got %d", c.Policy.MigrationAttempts), ""}
 	}
 	if c.Policy.TaintKey == "" {
 		return &FieldError{"policy.taint_key", "must not be empty", `the default is "drainctl.io/maintenance"`}

@@ -1,5 +1,7 @@
 package model
 
+import "time"
+
 // VM is a Nova server.
 type VM struct {
 	ID        string `json:"id"`
@@ -34,12 +36,21 @@ type Migration struct {
 	SourceCompute string `json:"sourceCompute"`
 	DestCompute   string `json:"destCompute,omitempty"`
 	// Byte counters are nil while Nova does not know them (null in the API), never zero.
-	MemoryTotal     *int64 `json:"memoryTotalBytes,omitempty"`
-	MemoryProcessed *int64 `json:"memoryProcessedBytes,omitempty"`
-	MemoryRemaining *int64 `json:"memoryRemainingBytes,omitempty"`
-	DiskTotal       *int64 `json:"diskTotalBytes,omitempty"`
-	DiskProcessed   *int64 `json:"diskProcessedBytes,omitempty"`
-	DiskRemaining   *int64 `json:"diskRemainingBytes,omitempty"`
+	MemoryTotal     *int64    `json:"memoryTotalBytes,omitempty"`
+	MemoryProcessed *int64    `json:"memoryProcessedBytes,omitempty"`
+	MemoryRemaining *int64    `json:"memoryRemainingBytes,omitempty"`
+	DiskTotal       *int64    `json:"diskTotalBytes,omitempty"`
+	DiskProcessed   *int64    `json:"diskProcessedBytes,omitempty"`
+	DiskRemaining   *int64    `json:"diskRemainingBytes,omitempty"`
+	UpdatedAt       time.Time `json:"updatedAt,omitempty"`
+}
+
+// stuckAfter is how long a migration may sit in one state before doctor calls it stuck.
+const stuckAfter = 15 * time.Minute
+
+// Stuck reports whether an unfinished migration has not changed state for a long time.
+func (m Migration) Stuck(now time.Time) bool {
+	return m.InProgress() && !m.UpdatedAt.IsZero() && now.Sub(m.UpdatedAt) > stuckAfter
 }
 
 // InProgress reports whether the migration has not reached a final state.

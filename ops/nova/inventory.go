@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/hypervisors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -181,6 +182,17 @@ type wireMigration struct {
 	DiskTotal       *int64 `json:"disk_total_bytes"`
 	DiskProcessed   *int64 `json:"disk_processed_bytes"`
 	DiskRemaining   *int64 `json:"disk_remaining_bytes"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
+}
+
+// novaTime reads Nova's "2026-11-21T04:57:00.000000" (UTC, no zone).
+func novaTime(s string) time.Time {
+	t, err := time.Parse("2006-01-02T15:04:05.999999", s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 func (w wireMigration) model() model.Migration {
@@ -192,10 +204,15 @@ func (w wireMigration) model() model.Migration {
 	if typ == "" {
 		typ = "live-migration" // server migrations are always live
 	}
-	return model.Migration{ID: w.ID, UUID: w.UUID, InstanceID: inst, Type: typ, Status: w.Status,
+	m := model.Migration{ID: w.ID, UUID: w.UUID, InstanceID: inst, Type: typ, Status: w.Status,
 		SourceCompute: w.SourceCompute, DestCompute: w.DestCompute,
 		MemoryTotal: w.MemoryTotal, MemoryProcessed: w.MemoryProcessed, MemoryRemaining: w.MemoryRemaining,
-		DiskTotal: w.DiskTotal, DiskProcessed: w.DiskProcessed, DiskRemaining: w.DiskRemaining}
+		DiskTotal: w.DiskTotal, DiskProcessed: w.DiskProcessed, DiskRemaining: w.DiskRemaining,
+		UpdatedAt: novaTime(w.UpdatedAt)}
+	if m.UpdatedAt.IsZero() {
+		m.UpdatedAt = novaTime(w.CreatedAt) // null at accepted
+	}
+	return m
 }
 
 // Migrations lists os-migrations records, newest first, following marker pagination

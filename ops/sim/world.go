@@ -191,8 +191,15 @@ func (w *World) AddServer(name, host string, f Flavor) *VM {
 func (w *World) Update(f func(hosts map[string]*Host, servers map[string]*VM)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.advance(w.clock.Now())
+	now := w.clock.Now()
+	w.advance(now)
 	f(w.hosts, w.servers)
+	// A guest whose dirty rate changed mid-copy converges (or not) from now on.
+	for _, m := range w.migrations {
+		if m.status == "running" && m.dirty != m.server.DirtyBytesPerSec {
+			m.rebase(now, w.opts.BandwidthBytesPerSec, m.server.DirtyBytesPerSec)
+		}
+	}
 }
 
 // SetNoValidHost makes every scheduling decision fail, as when no host has room.

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// binary builds drainctl once for the package's tests.
+func binary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "drainctl-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "drainctl")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// autoCluster: envtest nodes cp, c0..c2 (compute hosts in the simulator too), web pods
+// under a PDB on c0 and c1, a DaemonSet pod on c0, VMs on c0 and c1.
+type autoCluster struct {
+	px, ns     string
+	env        []string
+	world      *sim.World
+	kubeconfig string
+}
+
+func newAutoCluster(t *testing.T) *autoCluster {
+	cs := kubetest.Client(t)
+	c := &autoCluster{px: kubetest.Prefix(t)}
+	c.ns = kubetest.Namespace(t, cs, c.px)
+	c.kubeconfig = kubetest.Kubeconfig(t)
+	kubetest.Node(t, cs, c.px+"-cp", kubetest.Role("control-plane"))
+	c.world = sim.NewWorld(sim.Options{Scale: 50, Seed: 3})
+	for _, n := range []string{"c0", "c1", "c2"} {
+		kubetest.Node(t, cs, c.px+"-"+n)
+		c.world.AddHost(c.px+"-"+n, 64, 262144, 2000)
+	}
+	c.world.AddServer("db-1", c.px+"-c0", sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
+	c.world.AddServer("db-2", c.px+"-c0", sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.world.AddServer("app-1", c.px+"-c1", sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40})
+	rs, uid := kubetest.ReplicaSet(t, cs, c.ns, "web", 3)
+	for i, n := range []string{"c0", "c0", "c1"} {
+		kubetest.Pod(t, cs, c.ns, fmt.Sprintf("web-%d", i), c.px+"-"+n, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "web"), kubetest.Grace(1))
+	}
+	kubetest.PDB(t, cs, c.ns, "web-pdb", "web", 1)
+	ds := kubetest.DaemonSet(t, cs, c.ns, "agent")
+	kubetest.Pod(t, cs, c.ns, "agent-x", c.px+"-c0", kubetest.Owned("DaemonSet", "agent", ds))
+	(&kubetest.Controllers{DeleteAfter: 200 * time.Millisecond}).Run(t, cs, c.ns)
+	srv, err := sim.Serve(c.world, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	home := t.TempDir()
+	// A quicker poll than the default 2 s: the simulator runs 50 times faster than life.
+	os.MkdirAll(filepath.Join(home, ".config", "drainctl"), 0o755)
+	os.WriteFile(filepath.Join(home, ".config", "drainctl", "config.toml"), []byte("[timeouts]\npoll = \"50ms\"\n"), 0o600)
+	c.env = append(srv.Env(), "KUBECONFIG="+c.kubeconfig, "HOME="+home, "XDG_CONFIG_HOME=", "PATH="+os.Getenv("PATH"))
+	return c
+}
+
+type execResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func (c *autoCluster) drainctl(t *testing.T, extraEnv []string, args ...string) execResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = append(append([]string{}, c.env...), extraEnv...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	r := execResult{code, out.String(), errOut.String()}
+	if ctx.Err() != nil {
+		t.Fatalf("%v did not finish in 90 s:\n%s", args, r.stderr)
+	}
+	for _, s := range []string{r.stdout, r.stderr} {
+		if strings.Contains(s, "secret") { // the simulator's password
+			t.Errorf("output of %v shows the password:\n%s", args, s)
+		}
+	}
+	return r
+}
+
+func TestAutoVerbsAndExitCodes(t *testing.T) {
+	c := newAutoCluster(t)
+	c0, c1, c2, cp := c.px+"-c0", c.px+"-c1", c.px+"-c2", c.px+"-cp"
+
+	r := c.drainctl(t, nil, "--auto", "plan", "evacuate", c0)
+	if r.code != 0 || !strings.Contains(r.stdout, "plan: evacuate "+c0+": 2 VMs, 2 pods") || !strings.Contains(r.stdout, "migrate-vms") {
+		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Refused by policy before anything changed: exit 3, the blocker with its override.
+	r = c.drainctl(t, nil, "--auto", "evacuate", cp)
+	if r.code != 3 || !strings.Contains(r.stderr, "is a control-plane node") || !strings.Contains(r.stderr, "--allow-control-plane") {
+		t.Errorf("control plane: exit %d\n%s", r.code, r.stderr)
+	}
+	// Evacuate with JSON events.
+	r = c.drainctl(t, nil, "--auto", "evacuate", c0, "-o", "json", "--reason", "disk swap")
+	if r.code != 0 {
+		t.Fatalf("evacuate: exit %d\n%s", r.code, r.stderr)
+	}
+	var last map[string]any
+	types := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not JSON: %q: %v", line, err)
+		}
+		types[ev["type"].(string)]++
+		last = ev
+	}
+	if last["type"] != "done" || last["report"].(map[string]any)["result"] != "done" || types["migration"] == 0 || types["pod"] == 0 || types["step"] == 0 {
+		t.Errorf("events %v, last %v", types, last)
+	}
+	if !strings.Contains(r.stderr, c0+" evacuate done") {
+		t.Errorf("no summary line on stderr:\n%s", r.stderr)
+	}
+	// Kubernetes and Nova agree: the node is cordoned and its compute disabled.
+	if r = c.drainctl(t, nil, "--auto", "doctor"); r.code != 0 || !strings.Contains(r.stdout, "agree") {
+		t.Errorf("doctor: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Cordon c1 by hand with kubectl's patch: doctor sees compute still enabled.
+	cs := kubetest.Client(t)
+	if _, err := cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), c1, "application/strategic-merge-patch+json", []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r = c.drainctl(t, nil, "--auto", "doctor"); r.code != 1 || !strings.Contains(r.stdout, "CordonedButEnabled") {
+		t.Errorf("doctor after a manual cordon: exit %d\n%s", r.code, r.stdout)
+	}
+	if r = c.drainctl(t, nil, "--auto", "uncordon", c0, c1); r.code != 0 {
+		t.Errorf("uncordon: exit %d\n%s", r.code, r.stderr)
+	}
+	if h, _ := c.world.Host(c0); !h.Enabled {
+		t.Error("uncordon did not re-enable compute")
+	}
+	// migrate --to.
+	if r = c.drainctl(t, nil, "--auto", "migrate", "app-1", "--to", c2); r.code != 0 {
+		t.Errorf("migrate: exit %d\n%s", r.code, r.stderr)
+	}
+	if vm, _ := c.world.ServerByName("app-1"); vm.Host != c2 {
+		t.Errorf("app-1 on %s", vm.Host)
+	}
+	// A failing migration: exit 1 with Nova's message.
+	c.world.ApplyFaultSpec("fail-migration=db-2@running")
+	if r = c.drainctl(t, nil, "--auto", "migrate", "db-2"); r.code != 1 || !strings.Contains(r.stderr, "libvirtError") {
+		t.Errorf("failing migration: exit %d\n%s", r.code, r.stderr)
+	}
+	// Usage errors: exit 2.
+	for _, args := range [][]string{{"--auto", "frobnicate"}, {"--auto", "evacuate"}, {"--auto", "migrate", "no-such-vm"}, {"--auto", "evacuate", "no-such-node"}} {
+		if r = c.drainctl(t, nil, args...); r.code != 2 {
+			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	// No verb: evacuate the node named by NODE_NAME (nova-kubernetes-drain's run-once mode).
+	if r = c.drainctl(t, []string{"NODE_NAME=" + c2}, "--auto"); r.code != 0 || !strings.Contains(r.stderr, c2+" evacuate done") {
+		t.Errorf("run-once: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// SIGINT stops at the next safe point with exit 4 and the journal says where; the same
+// command resumes and finishes without migrating anything twice.
+func TestAutoInterruptAndResume(t *testing.T) {
+	c := newAutoCluster(t)
+	c0 := c.px + "-c0"
+	db1, _ := c.world.ServerByName("db-1")
+	c.world.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[db1.ID].DirtyBytesPerSec = 2 << 30 })
+	cmd := exec.Command(binary(t), "--auto", "evacuate", c0)
+	cmd.Env = c.env
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var seen strings.Builder
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "vm db-1 running") {
+			cmd.Process.Signal(syscall.SIGINT)
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
+		t.Fatalf("after SIGINT: %v\n%s", err, seen.String())
+	}
+	n, _ := kubetest.Client(t).CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+	if !strings.Contains(n.Annotations[ops.JournalAnnotation], `"phase":"interrupted"`) {
+		t.Errorf("journal: %q", n.Annotations[ops.JournalAnnotation])
+	}
+	// The migration was left running in Nova; let it converge, and resume.
+	c.world.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[db1.ID].DirtyBytesPerSec = 0 })
+	r := c.drainctl(t, nil, "--auto", "evacuate", c0)
+	if r.code != 0 || !strings.Contains(r.stderr, "cordon skipped") {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, name := range []string{"db-1", "db-2"} {
+		vm, _ := c.world.ServerByName(name)
+		if runs := len(c.world.MigrationStatuses(vm.ID)); runs != 1 || vm.Host == c0 {
+			t.Errorf("%s: %d migrations, on %s", name, runs, vm.Host)
+		}
+	}
+}
