@@ -58,6 +58,7 @@ type cluster struct {
 	nova  *nova.Client
 	muts  *mutations
 	cfg   model.Config
+	ctrl  *kubetest.Controllers
 }
 
 func (c *cluster) name(s string) string { return c.px + "-" + s }
@@ -84,7 +85,8 @@ func newCluster(t *testing.T, scale float64) *cluster {
 	dsUID := kubetest.DaemonSet(t, c.cs, c.ns, "libvirt")
 	kubetest.Pod(t, c.cs, c.ns, "libvirt-x", c.name("c0"), kubetest.Owned("DaemonSet", "libvirt", dsUID), kubetest.Labels("application", "libvirt"))
 	kubetest.Pod(t, c.cs, c.ns, "shell", c.name("c0"), kubetest.Grace(1))
-	(&kubetest.Controllers{}).Run(t, c.cs, c.ns)
+	c.ctrl = &kubetest.Controllers{}
+	c.ctrl.Run(t, c.cs, c.ns)
 
 	var err error
 	if c.srv, err = sim.Serve(c.world, "127.0.0.1:0"); err != nil {
@@ -307,8 +309,8 @@ func TestEvacuateThenUncordon(t *testing.T) {
 func TestPDBThatNeverAllowsTimesOutNamingIt(t *testing.T) {
 	c := newCluster(t, 100)
 	c.cfg.Timeouts.Eviction = model.Duration(300 * time.Millisecond)
+	c.ctrl.Freeze("frozen-pdb")
 	kubetest.PDB(t, c.cs, c.ns, "frozen-pdb", "frozen", 1)
-	(&kubetest.Controllers{Frozen: map[string]bool{"frozen-pdb": true}}).Run(t, c.cs, c.ns)
 	kubetest.SetPDBStatus(t, c.cs, c.ns, "frozen-pdb", 0, 1, 1, 1)
 	rs, uid := kubetest.ReplicaSet(t, c.cs, c.ns, "frozen", 1)
 	kubetest.Pod(t, c.cs, c.ns, "frozen-0", c.name("c2"), kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "frozen"))

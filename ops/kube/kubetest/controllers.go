@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,8 +35,26 @@ func DaemonSet(t testing.TB, cs kubernetes.Interface, ns, name string) string {
 // real cluster would, until the test ends.
 type Controllers struct {
 	DeleteAfter time.Duration
-	// Frozen PDBs keep whatever status the test wrote (a budget that never allows).
-	Frozen map[string]bool
+
+	mu     sync.Mutex
+	frozen map[string]bool
+}
+
+// Freeze stops recomputing a PDB: it keeps whatever status the test writes (a budget that
+// never allows).
+func (c *Controllers) Freeze(pdb string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen == nil {
+		c.frozen = map[string]bool{}
+	}
+	c.frozen[pdb] = true
+}
+
+func (c *Controllers) isFrozen(pdb string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frozen[pdb]
 }
 
 // Run starts the loops.
@@ -80,7 +99,7 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 		return
 	}
 	for _, pdb := range pdbs.Items {
-		if c.Frozen[pdb.Name] {
+		if c.isFrozen(pdb.Name) {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
