@@ -22,6 +22,7 @@ import (
 	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/plain"
 )
 
@@ -82,6 +83,7 @@ Flags:
   --context NAME       kubeconfig context
   -o, --output FORMAT  table or json
   --log-file PATH      write client logs here (default: nowhere)
+  --readonly           TUI: hide every key that changes the cluster
   --version            print the version and exit
 
 OpenStack credentials: -config-path, else OS_CLOUD + clouds.yaml, else OS_* variables,
@@ -110,6 +112,7 @@ type options struct {
 	timeout                                                          time.Duration
 	maxParallel                                                      int
 	to, reason                                                       string
+	readonly                                                         bool
 }
 
 func main() {
@@ -183,6 +186,7 @@ func parseArgs(args []string) (options, error) {
 	fs.IntVar(&o.maxParallel, "max-parallel", 0, "")
 	fs.StringVar(&o.to, "to", "", "")
 	fs.StringVar(&o.reason, "reason", "", "")
+	fs.BoolVar(&o.readonly, "readonly", false, "")
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -226,10 +230,6 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	if o.demo && (o.demoNodes < 5 || o.demoNodes > 5000) {
 		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.demoNodes), Hint: "use 5 to 5000 nodes"}
 	}
-	if !o.auto {
-		return &ops.UsageError{Problem: "the interactive view is not available in this build",
-			Hint: "use drainctl --auto list"}
-	}
 	if o.timeout > 0 {
 		cfg.Timeouts.Operation = model.Duration(o.timeout)
 	}
@@ -239,6 +239,17 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	pol, err := policyOptions(cfg, o)
 	if err != nil {
 		return err
+	}
+	if !o.auto {
+		eng, err := connect(ctx, o, cfg, legacy, io.Discard, getenv)
+		if err != nil {
+			return err
+		}
+		title := ""
+		if o.demo {
+			title = fmt.Sprintf("demo (%d nodes, simulated)", o.demoNodes)
+		}
+		return ui.Run(ctx, eng, ui.Options{Policy: pol, Refresh: cfg.RefreshInterval.D(), ReadOnly: o.readonly, Title: title})
 	}
 	verb, args := "evacuate", []string(nil)
 	if len(o.args) > 0 {

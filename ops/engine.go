@@ -169,3 +169,20 @@ func (e *Engine) track(node string, cancel context.CancelFunc) func() {
 func (e *Engine) now() time.Time { return e.o.Now() }
 
 func (e *Engine) base(node string) Base { return Base{At: e.now(), Node: node} }
+
+// ForceComplete asks the VM's running live migration to finish now (the TUI's key).
+func (e *Engine) ForceComplete(ctx context.Context, vmID string) error {
+	if e.nova == nil {
+		return fmt.Errorf("Nova is not configured")
+	}
+	ms, err := e.nova.ServerMigrations(ctx, vmID)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.Status == "running" {
+			return e.nova.ForceComplete(ctx, vmID, m.ID)
+		}
+	}
+	return fmt.Errorf("no running migration for %s", vmID)
+}

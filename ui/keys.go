@@ -1,0 +1,91 @@
+// Package ui is drainctl's interactive view: bubbletea v1, driven by the engine's event
+// stream. It never calls client-go or gophercloud; everything goes through ops.Engine.
+package ui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// Binding is a key binding that may be destructive (hidden in --readonly, confirmed first).
+type Binding struct {
+	key.Binding
+	Dangerous bool
+}
+
+// KeyMap is every key, as data: help is generated from it.
+type KeyMap struct {
+	Up, Down, Top, Bottom, PageUp, PageDown Binding
+	Filter, Enter, Back, Select             Binding
+	Cordon, Uncordon, Evacuate, Migrate     Binding
+	Abort, Rollback, ForceComplete          Binding
+	Operations, Refresh, Help, Quit         Binding
+	Confirm, ToggleForce, ToggleEmptyDir    Binding
+	ToggleEviction, ToggleLastNode          Binding
+}
+
+func bind(dangerous bool, help, desc string, keys ...string) Binding {
+	return Binding{Binding: key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc)), Dangerous: dangerous}
+}
+
+// DefaultKeys follows k9s habits.
+func DefaultKeys() KeyMap {
+	return KeyMap{
+		Up:             bind(false, "↑/k", "up", "up", "k"),
+		Down:           bind(false, "↓/j", "down", "down", "j"),
+		Top:            bind(false, "g", "top", "g", "home"),
+		Bottom:         bind(false, "G", "bottom", "G", "end"),
+		PageUp:         bind(false, "pgup", "page up", "pgup", "ctrl+b"),
+		PageDown:       bind(false, "pgdn", "page down", "pgdown", "ctrl+f"),
+		Filter:         bind(false, "/", "filter", "/"),
+		Enter:          bind(false, "enter", "details", "enter"),
+		Back:           bind(false, "esc", "back", "esc"),
+		Select:         bind(false, "space", "select", " "),
+		Cordon:         bind(true, "c", "cordon", "c"),
+		Uncordon:       bind(true, "u", "uncordon", "u"),
+		Evacuate:       bind(true, "e", "evacuate", "e"),
+		Migrate:        bind(true, "m", "migrate VM", "m"),
+		Abort:          bind(true, "x", "abort", "x"),
+		Rollback:       bind(true, "R", "rollback", "R"),
+		ForceComplete:  bind(true, "f", "force-complete", "f"),
+		Operations:     bind(false, "o", "operations", "o"),
+		Refresh:        bind(false, "r", "refresh", "r"),
+		Help:           bind(false, "?", "help", "?"),
+		Quit:           bind(false, "q", "quit", "q", "ctrl+c"),
+		Confirm:        bind(true, "y", "run it", "y", "enter"),
+		ToggleForce:    bind(true, "F", "toggle --force", "F"),
+		ToggleEmptyDir: bind(true, "D", "toggle --delete-emptydir-data", "D"),
+		ToggleEviction: bind(true, "E", "toggle --disable-eviction", "E"),
+		ToggleLastNode: bind(true, "L", "toggle --allow-last-node", "L"),
+	}
+}
+
+// WithoutDangerous disables the destructive keys (--readonly).
+func (k KeyMap) WithoutDangerous() KeyMap {
+	for _, b := range []*Binding{&k.Cordon, &k.Uncordon, &k.Evacuate, &k.Migrate, &k.Abort, &k.Rollback,
+		&k.ForceComplete, &k.Confirm, &k.ToggleForce, &k.ToggleEmptyDir, &k.ToggleEviction, &k.ToggleLastNode} {
+		b.SetEnabled(false)
+	}
+	return k
+}
+
+// matches reports whether msg is one of the binding's keys (and the binding is enabled).
+func matches(msg any, b Binding) bool {
+	km, ok := msg.(interface{ String() string })
+	if !ok || !b.Enabled() {
+		return false
+	}
+	for _, k := range b.Keys() {
+		if k == km.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// groups is the help, by screen.
+func (k KeyMap) groups() [][]Binding {
+	return [][]Binding{
+		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
+		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete},
+		{k.Operations, k.Refresh, k.Help, k.Quit},
+		{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode},
+	}
+}

@@ -1,0 +1,251 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// View renders the current screen. It only formats state: no I/O, no clock, no sorting of
+// the whole inventory; the nodes table renders only the rows on screen.
+func (m Model) View() string {
+	var body string
+	switch m.screen {
+	case detailScreen:
+		body = m.detailView()
+	case opScreen:
+		body = m.opViewText()
+	case confirmScreen:
+		body = m.confirmView()
+	case helpScreen:
+		body = m.helpView()
+	case quitScreen:
+		body = m.quitView()
+	default:
+		body = m.nodesView()
+	}
+	return m.header() + "\n" + body + "\n" + m.footer()
+}
+
+func (m Model) header() string {
+	title := m.st.Title.Render("drainctl")
+	if m.opts.Title != "" {
+		title += m.st.Muted.Render(" · " + m.opts.Title)
+	}
+	vms, pods := 0, 0
+	for _, n := range m.inv.Nodes {
+		vms += len(n.VMs)
+		pods += len(n.Pods)
+	}
+	info := fmt.Sprintf(" %d nodes · %d VMs · %d pods", len(m.inv.Nodes), vms, pods)
+	if !m.inv.NovaConfigured && m.loaded {
+		info += " · Nova not configured"
+	}
+	if m.opts.ReadOnly {
+		info += " · read-only"
+	}
+	switch {
+	case m.invErr != nil:
+		info += " · " + m.st.Error.Render("refresh failed: "+firstLine(m.invErr.Error()))
+	case !m.loaded:
+		info += " · loading…"
+	}
+	return truncate(title+m.st.Muted.Render(info), m.width)
+}
+
+func (m Model) footer() string {
+	var status string
+	if m.status != "" {
+		style := m.st.Muted
+		if m.statusBad {
+			style = m.st.Warn
+		}
+		status = style.Render(truncate(m.status, m.width)) + "\n"
+	}
+	k := m.keys
+	var keys []Binding
+	switch m.screen {
+	case nodesScreen:
+		keys = []Binding{k.Up, k.Enter, k.Filter, k.Select, k.Cordon, k.Evacuate, k.Uncordon, k.Operations, k.Help, k.Quit}
+	case detailScreen:
+		keys = []Binding{k.Up, k.Select, k.Migrate, k.Evacuate, k.Cordon, k.Back, k.Help}
+	case opScreen:
+		keys = []Binding{k.Up, k.ForceComplete, k.Abort, k.Rollback, k.Select, k.Back, k.Help}
+	case confirmScreen:
+		keys = []Binding{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Back}
+	default:
+		keys = []Binding{k.Back}
+	}
+	parts := make([]string, 0, len(keys))
+	for _, b := range keys {
+		if !b.Enabled() {
+			continue
+		}
+		h := b.Help()
+		parts = append(parts, m.st.Header.Render(h.Key)+" "+m.st.Muted.Render(h.Desc))
+	}
+	if m.editing {
+		return status + m.filter.View()
+	}
+	return status + truncate(strings.Join(parts, "  "), m.width)
+}
+
+// column is a table column: a title and a width.
+type column struct {
+	title string
+	width int
+}
+
+func (m Model) nodeColumns() []column {
+	cols := []column{{"NAME", 14}, {"ROLES", 13}, {"K8S", 9}, {"COMPUTE", 12}, {"VCPU", 8}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}}
+	used := 2
+	for _, c := range cols {
+		used += c.width + 1
+	}
+	if m.width < 100 { // 80 columns: drop the roles
+		cols = append(cols[:1], cols[2:]...)
+		used -= 14
+	}
+	cols = append(cols, column{"OPERATION / NOTES", max(10, m.width-used)})
+	return cols
+}
+
+func pad(s string, w int) string {
+	s = truncate(s, w)
+	if n := lipgloss.Width(s); n < w {
+		s += strings.Repeat(" ", w-n)
+	}
+	return s
+}
+
+func truncate(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if lipgloss.Width(s) <= w {
+		return s
+	}
+	r := []rune(s)
+	for len(r) > 0 && lipgloss.Width(string(r)) > w-1 {
+		r = r[:len(r)-1]
+	}
+	return string(r) + "…"
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func (m Model) nodesView() string {
+	if !m.loaded && m.invErr == nil {
+		return m.st.Muted.Render("reading the cluster…")
+	}
+	cols := m.nodeColumns()
+	var b strings.Builder
+	var head []string
+	for _, c := range cols {
+		head = append(head, pad(c.title, c.width))
+	}
+	b.WriteString(m.st.Header.Render("  " + strings.Join(head, " ")))
+	b.WriteString("\n")
+	height := m.pageSize()
+	start := 0
+	if m.cursor >= height {
+		start = m.cursor - height + 1
+	}
+	end := min(len(m.rows), start+height)
+	for i := start; i < end; i++ {
+		n := m.inv.Nodes[m.rows[i]]
+		b.WriteString(m.nodeRow(n, cols, i == m.cursor))
+		b.WriteString("\n")
+	}
+	if len(m.rows) == 0 {
+		b.WriteString(m.st.Muted.Render("  no node matches the filter"))
+		b.WriteString("\n")
+	}
+	for i := end - start; i < height; i++ {
+		b.WriteString("\n")
+	}
+	pos := fmt.Sprintf("%d/%d", min(m.cursor+1, len(m.rows)), len(m.rows))
+	if len(m.selected) > 0 {
+		pos += fmt.Sprintf(" · %d selected", len(m.selected))
+	}
+	if v := m.filter.Value(); v != "" {
+		pos += " · filter: " + v
+	}
+	b.WriteString(m.st.Muted.Render(pos))
+	return b.String()
+}
+
+func (m Model) nodeRow(n model.Node, cols []column, cursor bool) string {
+	mark := "  "
+	if m.selected[n.Name] {
+		mark = "● "
+	}
+	mism := n.Mismatches(m.inv.NovaConfigured)
+	name := n.Name
+	if len(mism) > 0 {
+		name = "!" + name
+	}
+	cells := map[string]string{
+		"NAME": name, "ROLES": text.Roles(n), "K8S": kubeShort(n), "COMPUTE": text.Compute(n, m.inv.NovaConfigured),
+		"VCPU": text.VCPU(n), "RAM": text.RAM(n), "VMS": text.VMs(n, m.inv.NovaConfigured), "PODS": text.Pods(n),
+		"OPERATION / NOTES": m.notes(n, mism),
+	}
+	parts := make([]string, 0, len(cols))
+	for _, c := range cols {
+		parts = append(parts, pad(cells[c.title], c.width))
+	}
+	row := mark + strings.Join(parts, " ")
+	switch {
+	case cursor:
+		return m.st.Cursor.Render(row)
+	case m.selected[n.Name]:
+		return m.st.Selected.Render(row)
+	case m.running(n.Name):
+		return m.st.Accent.Render(row)
+	case len(mism) > 0:
+		return m.st.Warn.Render(row)
+	}
+	return row
+}
+
+func kubeShort(n model.Node) string {
+	if n.Kube == nil {
+		return "no node"
+	}
+	s := "Ready"
+	if !n.Kube.Ready {
+		s = "NotReady"
+	}
+	if !n.Kube.Schedulable {
+		s += ",SD"
+	}
+	return s
+}
+
+// notes is the inline operation ("evacuating: 3/7 VMs, 12/40 pods") or what is odd.
+func (m Model) notes(n model.Node, mism []model.Mismatch) string {
+	if op, ok := m.ops[n.Name]; ok && !op.finished() {
+		vd, vt, pd, pt := op.counts()
+		return fmt.Sprintf("%s: %s · %d/%d VMs, %d/%d pods", op.plan.Op, op.step, vd, vt, pd, pt)
+	}
+	if op, ok := m.ops[n.Name]; ok && op.report != nil && op.report.Result != "done" {
+		return fmt.Sprintf("%s %s", op.plan.Op, op.report.Result)
+	}
+	if len(mism) > 0 {
+		return mism[0].Message
+	}
+	if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" {
+		return "disabled: " + n.Compute.DisabledReason
+	}
+	if len(n.Migrations) > 0 {
+		return fmt.Sprintf("%d migration(s) in progress", len(n.Migrations))
+	}
+	return ""
+}
