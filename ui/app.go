@@ -48,15 +48,18 @@ type Model struct {
 	width, height int
 	screen, back  screen
 
-	inv      model.Inventory
-	invErr   error
-	loaded   bool
-	loading  bool
-	rows     []int // indexes into inv.Nodes that pass the filter
-	cursor   int
-	filter   textinput.Model
-	editing  bool
-	selected map[string]bool
+	inv       model.Inventory
+	invErr    error
+	loaded    bool
+	loading   bool
+	rows      []int // indexes into inv.Nodes that pass the filter
+	nameWidth int   // the longest node name (+1 for the mismatch mark), set per inventory
+	totalVMs  int
+	totalPods int
+	cursor    int
+	filter    textinput.Model
+	editing   bool
+	selected  map[string]bool
 
 	detail    string // node shown in detail
 	vmCursor  int
@@ -166,6 +169,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.inv, m.invErr, m.loaded = msg.inv, nil, true
+		m.nameWidth, m.totalVMs, m.totalPods = 8, 0, 0
+		for _, n := range m.inv.Nodes {
+			m.nameWidth = min(32, max(m.nameWidth, len(n.Name)+1))
+			m.totalVMs += len(n.VMs)
+			m.totalPods += len(n.Pods)
+		}
 		m.applyFilter()
 		return m, nil
 	case tickMsg:

@@ -36,12 +36,7 @@ func (m Model) header() string {
 	if m.opts.Title != "" {
 		title += m.st.Muted.Render(" · " + m.opts.Title)
 	}
-	vms, pods := 0, 0
-	for _, n := range m.inv.Nodes {
-		vms += len(n.VMs)
-		pods += len(n.Pods)
-	}
-	info := fmt.Sprintf(" %d nodes · %d VMs · %d pods", len(m.inv.Nodes), vms, pods)
+	info := fmt.Sprintf(" · %d nodes · %d VMs · %d pods", len(m.inv.Nodes), m.totalVMs, m.totalPods)
 	if !m.inv.NovaConfigured && m.loaded {
 		info += " · Nova not configured"
 	}
@@ -101,17 +96,15 @@ type column struct {
 }
 
 func (m Model) nodeColumns() []column {
-	cols := []column{{"NAME", 14}, {"ROLES", 13}, {"K8S", 9}, {"COMPUTE", 12}, {"VCPU", 8}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}}
+	cols := []column{{"NAME", m.nameWidth}, {"ROLES", 13}, {"K8S", 9}, {"COMPUTE", 12}, {"VCPU", 7}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}}
+	if m.width < 120 { // narrow terminals: the roles go first
+		cols = append(cols[:1], cols[2:]...)
+	}
 	used := 2
 	for _, c := range cols {
 		used += c.width + 1
 	}
-	if m.width < 100 { // 80 columns: drop the roles
-		cols = append(cols[:1], cols[2:]...)
-		used -= 14
-	}
-	cols = append(cols, column{"OPERATION / NOTES", max(10, m.width-used)})
-	return cols
+	return append(cols, column{"OPERATION / NOTES", max(10, m.width-used)})
 }
 
 func pad(s string, w int) string {
@@ -215,6 +208,9 @@ func (m Model) nodeRow(n model.Node, cols []column, cursor bool) string {
 	return row
 }
 
+var progressive = map[model.OpKind]string{model.OpCordon: "cordoning", model.OpEvacuate: "evacuating",
+	model.OpMigrate: "migrating", model.OpUncordon: "uncordoning", model.OpAbort: "aborting", model.OpRollback: "rolling back"}
+
 func kubeShort(n model.Node) string {
 	if n.Kube == nil {
 		return "no node"
@@ -233,7 +229,7 @@ func kubeShort(n model.Node) string {
 func (m Model) notes(n model.Node, mism []model.Mismatch) string {
 	if op, ok := m.ops[n.Name]; ok && !op.finished() {
 		vd, vt, pd, pt := op.counts()
-		return fmt.Sprintf("%s: %s · %d/%d VMs, %d/%d pods", op.plan.Op, op.step, vd, vt, pd, pt)
+		return fmt.Sprintf("%s: %d/%d VMs, %d/%d pods", progressive[op.plan.Op], vd, vt, pd, pt)
 	}
 	if op, ok := m.ops[n.Name]; ok && op.report != nil && op.report.Result != "done" {
 		return fmt.Sprintf("%s %s", op.plan.Op, op.report.Result)

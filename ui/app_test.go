@@ -1,0 +1,272 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+func init() { lipgloss.SetColorProfile(termenv.Ascii) } // goldens without colour codes
+
+var t0 = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+
+// inventory builds a cluster of n compute nodes plus a control plane and a storage node.
+func inventory(n int) model.Inventory {
+	inv := model.Inventory{At: t0, NovaConfigured: true, PDBs: []model.PDB{{Namespace: "shop", Name: "web-pdb", DisruptionsAllowed: 0}}}
+	add := func(node model.Node) { inv.Nodes = append(inv.Nodes, node) }
+	width := len(fmt.Sprint(n - 1))
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("compute-%0*d", width, i)
+		node := model.Node{Name: name, Host: name,
+			Kube:       &model.KubeNode{Name: name, Ready: true, Schedulable: true, Roles: []string{"compute"}},
+			Compute:    &model.ComputeService{Host: name, Enabled: true, Up: true},
+			Hypervisor: &model.Hypervisor{CapacityKnown: true, VCPUs: 64, VCPUsUsed: 12, MemoryMB: 262144, MemoryMBUsed: 24576},
+			VMs: []model.VM{
+				{ID: fmt.Sprintf("1a2b3c4d-0000-4000-8000-%012d", i), Name: fmt.Sprintf("vm-%04d", 2*i), Host: name, Status: "ACTIVE", Flavor: "m1.large", RAMMB: 8192, VCPUs: 4},
+				{ID: fmt.Sprintf("5e6f7a8b-0000-4000-8000-%012d", i), Name: fmt.Sprintf("vm-%04d", 2*i+1), Host: name, Status: "ACTIVE", Flavor: "m1.small", RAMMB: 2048, VCPUs: 1},
+			},
+			Pods: []model.Pod{
+				{Namespace: "openstack", Name: "libvirt-" + name, Phase: "Running", OwnerKind: "DaemonSet", Labels: map[string]string{"application": "libvirt"}},
+				{Namespace: "shop", Name: "web-" + name, Phase: "Running", OwnerKind: "Deployment", PDBs: []string{"web-pdb"}},
+			},
+		}
+		if i == 1 {
+			node.Pods = append(node.Pods, model.Pod{Namespace: "shop", Name: "debug-shell", Phase: "Running"})
+		}
+		if i == 2 {
+			node.Compute.Enabled, node.Compute.DisabledReason = false, "hardware ticket #4411"
+		}
+		add(node)
+	}
+	add(model.Node{Name: "cp-0", Kube: &model.KubeNode{Name: "cp-0", Ready: true, Schedulable: true, Roles: []string{"control-plane"}}, VMs: []model.VM{}})
+	add(model.Node{Name: "storage-0", Kube: &model.KubeNode{Name: "storage-0", Ready: true, Schedulable: true, Roles: []string{"storage"}}, VMs: []model.VM{}})
+	return inv
+}
+
+func newModel(t testing.TB, n int, w, h int) Model {
+	hp, _ := policy.ParseSelectors("x", []string{"application in (nova, libvirt)"})
+	m := New(context.Background(), nil, Options{Policy: policy.Options{IgnoreDaemonSets: true, HypervisorPods: hp[0]}, Title: "test", Now: func() time.Time { return t0 }})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	next, _ = next.Update(inventoryMsg{inv: inventory(n)})
+	return next.(Model)
+}
+
+func press(m Model, keys ...string) Model {
+	for _, k := range keys {
+		var msg tea.KeyMsg
+		switch k {
+		case "esc":
+			msg = tea.KeyMsg{Type: tea.KeyEsc}
+		case "enter":
+			msg = tea.KeyMsg{Type: tea.KeyEnter}
+		case "space":
+			msg = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+		case "down":
+			msg = tea.KeyMsg{Type: tea.KeyDown}
+		default:
+			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		}
+		next, _ := m.Update(msg)
+		m = next.(Model)
+	}
+	return m
+}
+
+func TestNavigationFilterSelection(t *testing.T) {
+	m := newModel(t, 5, 100, 30)
+	if len(m.rows) != 7 {
+		t.Fatalf("rows %d", len(m.rows))
+	}
+	m = press(m, "j", "j", "G", "g", "j")
+	if n, _ := m.current(); n.Name != "compute-1" {
+		t.Errorf("cursor on %s", n.Name)
+	}
+	m = press(m, "/", "c", "p", "enter")
+	if len(m.rows) != 1 || m.inv.Nodes[m.rows[0]].Name != "cp-0" {
+		t.Errorf("filter cp: %v", m.rows)
+	}
+	m = press(m, "esc") // clears the filter
+	if len(m.rows) != 7 {
+		t.Errorf("after esc: %d rows", len(m.rows))
+	}
+	m = press(m, "g", "space", "space")
+	if len(m.selected) != 2 || !m.selected["compute-0"] || !m.selected["compute-1"] {
+		t.Errorf("selection %v", m.selected)
+	}
+	if got := m.targets(); strings.Join(got, ",") != "compute-0,compute-1" {
+		t.Errorf("targets %v", got)
+	}
+	m = press(m, "enter")
+	if m.screen != detailScreen || m.detail != "compute-2" {
+		t.Errorf("enter: screen %v detail %s", m.screen, m.detail)
+	}
+	m = press(m, "esc", "?")
+	if m.screen != helpScreen || !strings.Contains(m.View(), "force-complete") {
+		t.Error("help")
+	}
+	m = press(m, "x")
+	if m.screen != nodesScreen {
+		t.Error("any key leaves help")
+	}
+}
+
+func TestKeysThatCannotActSayWhy(t *testing.T) {
+	m := newModel(t, 3, 100, 30)
+	m = press(m, "u")
+	if m.status != "no cluster" {
+		t.Errorf("status %q", m.status)
+	}
+	m.eng = &ops.Engine{} // only cannot() looks at it
+	m = press(m, "u")
+	if m.status != "compute-0 is not cordoned" || !m.statusBad || m.screen != nodesScreen {
+		t.Errorf("uncordon a schedulable node: %q", m.status)
+	}
+	ro := newModel(t, 3, 100, 30)
+	ro.opts.ReadOnly, ro.keys = true, DefaultKeys().WithoutDangerous()
+	ro = press(ro, "e")
+	if ro.screen != nodesScreen || ro.status != "" {
+		t.Errorf("read-only evacuate acted: %v %q", ro.screen, ro.status)
+	}
+	if strings.Contains(ro.View(), "e evacuate") {
+		t.Error("read-only footer shows a destructive key")
+	}
+}
+
+// feed plays an operation's events into the model, as the engine would send them.
+func feed(m Model, key string, evs ...ops.Event) Model {
+	batch := eventsMsg{}
+	for _, ev := range evs {
+		batch = append(batch, tagged{ev, key})
+	}
+	next, _ := m.Update(batch)
+	return next.(Model)
+}
+
+func opModel(t testing.TB, w, h int) Model {
+	m := newModel(t, 3, w, h)
+	node, _ := m.inv.Node("compute-0")
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Host: "compute-0", VMs: node.VMs, Pods: node.Pods[1:]}
+	m.ops["compute-0"] = newOpView("compute-0", plan, t0)
+	m.opOrder, m.shownOp, m.screen = []string{"compute-0"}, "compute-0", opScreen
+	b := func(s int) ops.Base { return ops.Base{At: t0.Add(time.Duration(s) * time.Second), Node: "compute-0"} }
+	vm0, vm1 := node.VMs[0], node.VMs[1]
+	return feed(m, "compute-0",
+		ops.StepEvent{Base: b(0), Step: model.StepCordon, State: ops.StepDone, Detail: "unschedulable"},
+		ops.StepEvent{Base: b(1), Step: model.StepMigrateVMs, State: ops.StepStarted, Detail: "live-migrate 2 VM(s)"},
+		ops.MigrationEvent{Base: b(2), VM: vm0.Name, VMID: vm0.ID, State: ops.MigRequested, Source: "compute-0"},
+		ops.MigrationEvent{Base: b(5), VM: vm0.Name, VMID: vm0.ID, State: "running", Source: "compute-0", Dest: "compute-1",
+			Total: 8 << 30, Processed: 6 << 30, Remaining: 3 << 30, Rate: 1 << 30, ETA: 3 * time.Second},
+		ops.MigrationEvent{Base: b(6), VM: vm0.Name, VMID: vm0.ID, State: "running", Source: "compute-0", Dest: "compute-1",
+			Total: 8 << 30, Processed: 7 << 30, Remaining: 2 << 30, Rate: 1 << 30, ETA: 2 * time.Second, Stalled: true},
+		ops.MigrationEvent{Base: b(6), VM: vm1.Name, VMID: vm1.ID, State: "queued", Source: "compute-0", Dest: "compute-2"},
+		ops.PodEvent{Base: b(7), Pod: "shop/web-compute-0", State: ops.PodBlocked, PDB: "web-pdb", Attempt: 2},
+	)
+}
+
+func TestOperationEventsUpdatePanes(t *testing.T) {
+	m := opModel(t, 120, 30)
+	op := m.ops["compute-0"]
+	vm := op.vms[op.vmOrder[0]]
+	if vm.state != "running" || vm.remaining != 2<<30 || !vm.stalled || vm.dest != "compute-1" {
+		t.Errorf("vm pane %+v", vm)
+	}
+	if p := op.pods["shop/web-compute-0"]; p.state != ops.PodBlocked || p.pdb != "web-pdb" {
+		t.Errorf("pod %+v", p)
+	}
+	// The node's row shows the operation inline.
+	m.screen = nodesScreen
+	if v := m.View(); !strings.Contains(v, "evacuating: 0/2 VMs, 0/1 pods") {
+		t.Errorf("row:\n%s", v)
+	}
+	m = feed(m, "compute-0", ops.RunDone{Base: ops.Base{At: t0.Add(time.Minute), Node: "compute-0"}, Report: ops.Report{Op: model.OpEvacuate, Result: ops.ResultDone}})
+	if !op.finished() || m.running("compute-0") {
+		t.Error("RunDone did not finish the view")
+	}
+}
+
+func TestQuitWhileRunningAsks(t *testing.T) {
+	m := opModel(t, 100, 30)
+	cancelled := false
+	m.ops["compute-0"].cancel = func() { cancelled = true }
+	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+	m = next.(Model)
+	if m.screen != quitScreen || cmd != nil || !strings.Contains(m.View(), "Still running: evacuate compute-0") {
+		t.Fatalf("q while running: screen %v\n%s", m.screen, m.View())
+	}
+	m = press(m, "w")
+	if m.screen != opScreen || cancelled {
+		t.Error("w must go back and leave the operation running")
+	}
+	m = press(m, "q", "l")
+	if !cancelled {
+		t.Error("l must stop the operation at a safe point")
+	}
+}
+
+// Goldens: fixed sizes, ASCII profile, fixed times; the final View is compared.
+func golden(t *testing.T, m Model, w, h int) {
+	t.Helper()
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))
+	tm.Send(tea.WindowSizeMsg{Width: w, Height: h})
+	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC}) // quits (no operation runs in these models)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
+	teatest.RequireEqualOutput(t, []byte(fm.View()))
+}
+
+func TestGoldenNodes80x24(t *testing.T) { golden(t, newModel(t, 30, 80, 24), 80, 24) }
+func TestGoldenNodes140x30(t *testing.T) {
+	golden(t, press(newModel(t, 3, 140, 30), "j", "space"), 140, 30)
+}
+func TestGoldenDetail(t *testing.T) { golden(t, press(newModel(t, 3, 100, 24), "j", "enter"), 100, 24) }
+func TestGoldenHelp(t *testing.T)   { golden(t, press(newModel(t, 3, 100, 40), "?"), 100, 40) }
+
+func TestGoldenOperation(t *testing.T) {
+	m := opModel(t, 100, 24)
+	m.ops["compute-0"].report = &ops.Report{Result: ops.ResultDone} // so that ctrl+c quits
+	golden(t, m, 100, 24)
+}
+
+func TestGoldenConfirm(t *testing.T) {
+	m := newModel(t, 3, 100, 24)
+	node, _ := m.inv.Node("compute-1")
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", VMs: node.VMs, Pods: node.Pods[1:],
+		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},
+		Reasons: []model.Reason{
+			{Code: model.BarePod, Severity: model.Blocks, Object: "shop/debug-shell", Message: "no controller", Override: "--force"},
+			{Code: model.PDBExhausted, Severity: model.Waits, Object: "shop/web-compute-1", Message: "web-pdb", Override: "--disable-eviction"}}}
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, plans: []model.Plan{plan}})
+	golden(t, next.(Model), 100, 24)
+}
+
+// BenchmarkFrame measures one Update (a key) and one View, the cost of a frame.
+func BenchmarkFrame(b *testing.B) {
+	for _, n := range []int{12, 500, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			m := newModel(b, n-2, 160, 50)
+			down := tea.KeyMsg{Type: tea.KeyDown}
+			up := tea.KeyMsg{Type: tea.KeyUp}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				msg := down
+				if i%2 == 1 {
+					msg = up
+				}
+				next, _ := m.Update(msg)
+				m = next.(Model)
+				_ = m.View()
+			}
+		})
+	}
+}
