@@ -208,6 +208,16 @@ func (m Model) nodeRow(n model.Node, cols []column, cursor bool) string {
 	return row
 }
 
+// shortMismatch is a mismatch in a few words, for a row (the detail screen has the sentence).
+var shortMismatch = map[model.MismatchCode]string{
+	model.CordonedButEnabled:     "cordoned, compute enabled",
+	model.DisabledButSchedulable: "compute disabled, schedulable",
+	model.ReadyButComputeDown:    "Ready, compute down",
+	model.NoComputeService:       "no compute service",
+	model.NoKubeNode:             "no Kubernetes node",
+	model.NoHypervisor:           "no hypervisor",
+}
+
 var progressive = map[model.OpKind]string{model.OpCordon: "cordoning", model.OpEvacuate: "evacuating",
 	model.OpMigrate: "migrating", model.OpUncordon: "uncordoning", model.OpAbort: "aborting", model.OpRollback: "rolling back"}
 
@@ -234,11 +244,15 @@ func (m Model) notes(n model.Node, mism []model.Mismatch) string {
 	if op, ok := m.ops[n.Name]; ok && op.report != nil && op.report.Result != "done" {
 		return fmt.Sprintf("%s %s", op.plan.Op, op.report.Result)
 	}
-	if len(mism) > 0 {
-		return mism[0].Message
-	}
+	var notes []string // who disabled a service and why matters most: it comes first
 	if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" {
-		return "disabled: " + n.Compute.DisabledReason
+		notes = append(notes, "disabled: "+n.Compute.DisabledReason)
+	}
+	for _, mm := range mism {
+		notes = append(notes, shortMismatch[mm.Code])
+	}
+	if len(notes) > 0 {
+		return strings.Join(notes, "; ")
 	}
 	if len(n.Migrations) > 0 {
 		return fmt.Sprintf("%d migration(s) in progress", len(n.Migrations))

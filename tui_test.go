@@ -1,0 +1,134 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmux drives the real binary in a terminal: keys in, screens out.
+type tmux struct {
+	t       *testing.T
+	session string
+}
+
+func startTmux(t *testing.T, width, height int, command string) *tmux {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux not installed")
+	}
+	tm := &tmux{t: t, session: "drainctl-test-" + strings.ToLower(t.Name())}
+	exec.Command("tmux", "kill-session", "-t", tm.session).Run()
+	cmd := exec.Command("tmux", "new-session", "-d", "-s", tm.session, "-x", itoa(width), "-y", itoa(height), command)
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", tm.session).Run() })
+	return tm
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func (tm *tmux) keys(keys ...string) {
+	args := append([]string{"send-keys", "-t", tm.session}, keys...)
+	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+		tm.t.Fatalf("send-keys %v: %v\n%s", keys, err, out)
+	}
+}
+
+func (tm *tmux) screen() string {
+	out, _ := exec.Command("tmux", "capture-pane", "-p", "-t", tm.session).Output()
+	return string(out)
+}
+
+// waitFor polls the screen until it shows every want.
+func (tm *tmux) waitFor(timeout time.Duration, want ...string) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := tm.screen()
+		ok := true
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				ok = false
+			}
+		}
+		if ok {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("after %v the screen lacks %q:\n%s", timeout, want, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (tm *tmux) alive() bool {
+	return exec.Command("tmux", "has-session", "-t", tm.session).Run() == nil
+}
+
+// TestTUIEvacuateAndUncordon: select a node, evacuate it (the plan is refused until --force
+// is toggled), watch the VM progress, see it finish, uncordon it, quit.
+func TestTUIEvacuateAndUncordon(t *testing.T) {
+	bin := binary(t)
+	home := t.TempDir()
+	tm := startTmux(t, 120, 40, "HOME="+home+" "+bin+" --demo --demo-scale 20")
+	tm.waitFor(20*time.Second, "compute-0", "compute-5", "disabled/up", "hardware ticket #4411", "cp-0")
+
+	tm.keys("j") // compute-1: it runs the slowly converging VM
+	tm.keys("e")
+	s := tm.waitFor(10*time.Second, "Evacuate compute-1:", "blocks", "shop/cache-0", "--delete-emptydir-data", "Refused until")
+	if !strings.Contains(s, "migrate-vms") {
+		t.Errorf("the plan lacks its steps:\n%s", s)
+	}
+	tm.keys("y") // refused while blocked
+	tm.waitFor(5*time.Second, "refused: resolve the blockers")
+	tm.keys("D") // --delete-emptydir-data; cache-0 is also a bare pod, which the plan now shows
+	tm.waitFor(10*time.Second, "overrides: --delete-emptydir-data", "shop/cache-0: no controller", "--force")
+	tm.keys("F")
+	tm.waitFor(10*time.Second, "overrides: --force --delete-emptydir-data", "y run it")
+	tm.keys("y")
+	tm.waitFor(20*time.Second, "evacuate compute-1", "running", "% ", "eta")
+	s = tm.waitFor(90*time.Second, "evacuate compute-1  done", "pods: ")
+	if strings.Contains(s, "failed") {
+		t.Errorf("evacuation screen shows a failure:\n%s", s)
+	}
+	tm.keys("Escape")
+	s = tm.waitFor(10*time.Second, "compute-1", "disabled/up")
+	if row := line(s, "compute-1"); !strings.Contains(row, ",SD") || !strings.Contains(row, " 0 ") {
+		t.Errorf("compute-1 after evacuation: %q", row)
+	}
+	tm.keys("u")
+	tm.waitFor(10*time.Second, "Uncordon compute-1?")
+	tm.keys("y")
+	tm.waitFor(20*time.Second, "uncordon compute-1  done")
+	tm.keys("Escape")
+	tm.waitFor(10*time.Second, "NAME")
+	if row := line(tm.screen(), "compute-1"); strings.Contains(row, ",SD") || !strings.Contains(row, "enabled/up") {
+		t.Errorf("compute-1 after uncordon: %q", row)
+	}
+	tm.keys("q")
+	deadline := time.Now().Add(5 * time.Second)
+	for tm.alive() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if tm.alive() {
+		t.Errorf("q did not quit:\n%s", tm.screen())
+	}
+}
+
+func line(screen, prefix string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " ●!"), prefix+" ") {
+			return l
+		}
+	}
+	return ""
+}
