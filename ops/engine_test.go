@@ -87,6 +87,10 @@ func newCluster(t *testing.T, scale float64) *cluster {
 	kubetest.Pod(t, c.cs, c.ns, "shell", c.name("c0"), kubetest.Grace(1))
 	c.ctrl = &kubetest.Controllers{}
 	c.ctrl.Run(t, c.cs, c.ns)
+	kubetest.Eventually(t, 10*time.Second, "the disruption controller's first status", func() bool {
+		p, err := c.cs.PolicyV1().PodDisruptionBudgets(c.ns).Get(kubetest.Ctx(t), "web-pdb", metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.ExpectedPods == 3
+	})
 
 	var err error
 	if c.srv, err = sim.Serve(c.world, "127.0.0.1:0"); err != nil {
@@ -517,4 +521,54 @@ func hasTaint(n model.KubeNode, key string) bool {
 		}
 	}
 	return false
+}
+
+// Kubernetes alone: no Nova at all. Pods are evacuated, the VM steps say there is nothing to
+// move, and the node-level refusals still apply.
+func TestKubernetesAlone(t *testing.T) {
+	c := newCluster(t, 100)
+	e := ops.NewEngine(c.kube, nil, c.cfg, ops.EngineOptions{Holder: "t", Poll: 5 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c.name("c1"), ops.RunOptions{Policy: defaults()})
+	if err != nil || plan.Steps[3].Detail != "no VMs to move: this node has no compute service" || plan.Host != "" {
+		t.Errorf("plan without Nova: %+v %v", plan, err)
+	}
+	rec, rep, err := run(t, e, model.OpEvacuate, c.name("c1"), ops.RunOptions{Policy: defaults()})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rec.transcript(c.px))
+	}
+	golden(t, "kubernetes-alone", rec.transcript(c.px))
+	if len(rep.VMs) != 0 || len(rep.Pods) != 1 {
+		t.Errorf("report %+v", rep)
+	}
+	_, _, err = run(t, e, model.OpEvacuate, c.name("cp"), ops.RunOptions{Policy: defaults()})
+	var refused *ops.RefusedError
+	if !errors.As(err, &refused) || refused.Reasons[0].Code != model.ControlPlane {
+		t.Errorf("control plane without Nova: %v", err)
+	}
+}
+
+// With Nova configured, a worker that has no compute service is evacuated of its pods and
+// says there were no VMs to move.
+func TestNodeWithoutComputeService(t *testing.T) {
+	c := newCluster(t, 100)
+	w9 := c.name("w9")
+	kubetest.Node(t, c.cs, w9)
+	rs, uid := kubetest.ReplicaSet(t, c.cs, c.ns, "batch", 1)
+	kubetest.Pod(t, c.cs, c.ns, "batch-0", w9, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Grace(1))
+	e := c.engine("t", nil)
+	var plan model.Plan
+	kubetest.Eventually(t, 10*time.Second, "the new node in the cache", func() bool {
+		p, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, w9, ops.RunOptions{Policy: defaults()})
+		plan = p
+		return err == nil && len(p.Pods) == 1
+	})
+	if plan.Host != w9 || plan.Steps[3].Detail != "no VMs to move: this node has no compute service" {
+		t.Errorf("plan %+v", plan)
+	}
+	if _, _, err := run(t, e, model.OpEvacuate, w9, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Fatal(err)
+	}
+	if pods := c.kube.PodsOn(w9); len(pods) != 0 {
+		t.Errorf("left %v", pods)
+	}
 }
