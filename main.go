@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/metrics"
 	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
@@ -38,6 +41,8 @@ const usage = `drainctl: empty, fix and remove nodes of a Kubernetes + OpenStack
 Usage:
   drainctl [flags]                      the interactive view (TUI)
   drainctl --auto VERB [ARGS] [flags]   headless, for scripts and CI
+  drainctl --daemon [--node NODE]       follow cordon/uncordon: disable nova-compute and
+                                        live-migrate VMs off cordoned nodes, re-enable after
 
 Verbs (--auto):
   list                 nodes with their hypervisor, VMs and pods (-o json for JSON)
@@ -84,6 +89,8 @@ Flags:
   -o, --output FORMAT  table or json
   --log-file PATH      write client logs here (default: nowhere)
   --readonly           TUI: hide every key that changes the cluster
+  --node NODE          daemon: only this node (default NODE_NAME; unset: every node, leader-elected)
+  --metrics-addr ADDR  daemon: serve /metrics, /healthz and /readyz here (e.g. :9090)
   --version            print the version and exit
 
 OpenStack credentials: -config-path, else OS_CLOUD + clouds.yaml, else OS_* variables,
@@ -113,6 +120,8 @@ type options struct {
 	maxParallel                                                      int
 	to, reason                                                       string
 	readonly                                                         bool
+	daemon                                                           bool
+	node, metricsAddr                                                string
 }
 
 func main() {
@@ -187,6 +196,9 @@ func parseArgs(args []string) (options, error) {
 	fs.StringVar(&o.to, "to", "", "")
 	fs.StringVar(&o.reason, "reason", "", "")
 	fs.BoolVar(&o.readonly, "readonly", false, "")
+	fs.BoolVar(&o.daemon, "daemon", false, "")
+	fs.StringVar(&o.node, "node", "", "")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -240,8 +252,11 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	if err != nil {
 		return err
 	}
+	if o.daemon {
+		return daemon(ctx, o, cfg, legacy, pol, stderr, getenv)
+	}
 	if !o.auto {
-		eng, err := connect(ctx, o, cfg, legacy, io.Discard, getenv)
+		eng, _, err := connect(ctx, o, cfg, legacy, io.Discard, getenv)
 		if err != nil {
 			return err
 		}
@@ -260,7 +275,7 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	if verb != "list" && verb != "doctor" && verb != "plan" && !knownVerb(verb) {
 		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + plain.Verbs}
 	}
-	eng, err := connect(ctx, o, cfg, legacy, stderr, getenv)
+	eng, _, err := connect(ctx, o, cfg, legacy, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -275,6 +290,43 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 		MaxParallel: cfg.Concurrency.Nodes, Stdout: stdout, Stderr: stderr,
 		Run: ops.RunOptions{Policy: pol, Why: o.reason, To: o.to, ForceCompute: o.force}}
 	return auto.Do(ctx, verb, args)
+}
+
+// daemon follows cordon and uncordon (nova-kubernetes-drain's daemon mode) until stopped.
+func daemon(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig, pol policy.Options,
+	stderr io.Writer, getenv func(string) string) error {
+	node := firstOf(o.node, getenv("NODE_NAME"))
+	m := metrics.New()
+	if o.metricsAddr != "" {
+		srv := &http.Server{Addr: o.metricsAddr, Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		ln, err := net.Listen("tcp", o.metricsAddr)
+		if err != nil {
+			return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --metrics-addr %s: %v", o.metricsAddr, err)}
+		}
+		go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+		defer srv.Shutdown(context.Background())
+	}
+	eng, kc, err := connect(ctx, o, cfg, legacy, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	if !eng.NovaConfigured() {
+		return &ops.UsageError{Problem: "the daemon moves VMs: it needs OpenStack credentials", Hint: "set OS_CLOUD or OS_* (see --help)"}
+	}
+	pr := plain.NewPrinter(stderr, nil)
+	d := &ops.Daemon{Engine: eng, Node: node, Run: ops.RunOptions{Policy: pol, Why: o.reason}, Events: kc,
+		Emit: func(ev ops.Event) { m.Observe(ev); pr.Emit(ev) }}
+	m.SetReady(true)
+	if node != "" {
+		fmt.Fprintf(stderr, "drainctl: daemon following node %s\n", node)
+		return d.Serve(ctx) // returns nil once ctx ends, after the operations stopped safely
+	}
+	fmt.Fprintln(stderr, "drainctl: daemon following every node (leader-elected)")
+	err = kube.RunAsLeader(ctx, kc.Clientset(), ops.DefaultHolder(), func(ctx context.Context) { _ = d.Serve(ctx) })
+	if ctx.Err() != nil {
+		return nil // stopped by a signal: the operations recorded where they stopped
+	}
+	return err
 }
 
 func knownVerb(v string) bool {
@@ -330,17 +382,17 @@ func redirectLogs(path string) error {
 // silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
 // reached through the same clients.
 func connect(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig,
-	stderr io.Writer, getenv func(string) string) (*ops.Engine, error) {
+	stderr io.Writer, getenv func(string) string) (*ops.Engine, *kube.Client, error) {
 	var cs kubernetes.Interface
 	apiHost := "the simulated cluster"
 	if o.demo {
 		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.demoNodes, Seed: o.demoSeed, Scale: o.demoScale})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		context.AfterFunc(ctx, demo.Close)
 		if err := demo.World.ApplyFaultSpec(o.demoFault); err != nil {
-			return nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
+			return nil, nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
 		}
 		cs = demo.Kube.Clientset
 		env := envMap(demo.Nova.Env())
@@ -350,21 +402,21 @@ func connect(ctx context.Context, o options, cfg model.Config, legacy *model.Ope
 			Context: firstOf(o.context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
 		restCfg, err := kube.RESTConfig(kubeOpts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if cs, err = kube.NewClientset(restCfg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		apiHost = "Kubernetes at " + restCfg.Host
 	}
 	creds, err := nova.ResolveCredentials(legacy, cfg.OpenStack, getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kinv := kube.NewInventory(cs)
 	// A large cluster's first LIST takes a while; a dead API server should not take forever.
 	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
-		return nil, unreachable(apiHost, err)
+		return nil, nil, unreachable(apiHost, err)
 	}
 	var nc ops.Nova
 	if creds == nil {
@@ -372,7 +424,7 @@ func connect(ctx context.Context, o options, cfg model.Config, legacy *model.Ope
 	} else {
 		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D()})
 		if err != nil {
-			return nil, unreachable("OpenStack", err)
+			return nil, nil, unreachable("OpenStack", err)
 		}
 		nc = c
 	}
@@ -381,7 +433,8 @@ func connect(ctx context.Context, o options, cfg model.Config, legacy *model.Ope
 	if o.demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
 	}
-	return ops.NewEngine(kube.NewClient(cs, kinv), nc, cfg, eo), nil
+	kc := kube.NewClient(cs, kinv)
+	return ops.NewEngine(kc, nc, cfg, eo), kc, nil
 }
 
 // unreachableError is a cluster drainctl was configured for but could not use: exit 2.

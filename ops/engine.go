@@ -103,6 +103,9 @@ type RunOptions struct {
 	To           string   // migrate: destination host ("" lets Nova's scheduler choose)
 	ForceCompute bool     // uncordon: re-enable a service someone else disabled
 	Leaving      []string // other nodes emptied in the same batch
+	// VMsOnly: the Nova half only (disable nova-compute, migrate the VMs). The daemon uses it
+	// when someone else cordoned the node: their drain owns the pods.
+	VMsOnly bool
 }
 
 // RefusedError is a plan refused by policy: nothing was changed.

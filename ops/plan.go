@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -41,7 +42,33 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 	}
 
 	switch op {
-	case model.OpCordon, model.OpEvacuate:
+	case model.OpEvacuate:
+		if ro.VMsOnly {
+			step(model.StepLease, false, "take the maintenance lease")
+			step(model.StepDisableCompute, computeDone, computeDetail(node))
+			e.planEvacuation(&p, node, inv, leaving, ro)
+			p.Pods, p.Carriers = nil, nil
+			kept := p.Steps[:0]
+			for _, s := range p.Steps {
+				if s.Kind == model.StepLease || s.Kind == model.StepDisableCompute || s.Kind == model.StepMigrateVMs {
+					kept = append(kept, s)
+				}
+			}
+			p.Steps = kept
+			reasons := p.Reasons[:0]
+			for _, r := range p.Reasons { // the pods are not ours to judge
+				if r.Object == node.Name || r.Object == node.Host || !strings.Contains(r.Object, "/") {
+					reasons = append(reasons, r)
+				}
+			}
+			p.Reasons = reasons
+			if onlyLeasePending(p) {
+				markAllDone(&p)
+			}
+			break
+		}
+		fallthrough
+	case model.OpCordon:
 		for _, r := range policy.NodeReasons(node, inv, leaving, ro.Policy) {
 			if op == model.OpCordon && r.Code == model.ControlPlane {
 				continue // cordoning a control-plane node empties nothing

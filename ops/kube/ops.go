@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/utils/ptr"
@@ -320,4 +322,29 @@ func (c *Client) ReleaseLease(ctx context.Context, node, holder string) error {
 		return nil
 	}
 	return err
+}
+
+// NodeEvent records a Kubernetes Event on the node (kubectl describe node shows it).
+func (c *Client) NodeEvent(ctx context.Context, node, eventType, reason, message string) {
+	now := metav1.NewTime(time.Now())
+	_, _ = c.cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: node + ".", Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node), APIVersion: "v1"},
+		Reason:         reason, Message: message, Type: eventType, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "drainctl"},
+	}, metav1.CreateOptions{})
+}
+
+// RunAsLeader runs fn while this process holds the leader lease kube-system/drainctl-daemon;
+// fn's context ends when leadership is lost.
+func RunAsLeader(ctx context.Context, cs kubernetes.Interface, identity string, fn func(context.Context)) error {
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, "drainctl-daemon",
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+	if err != nil {
+		return err
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{Lock: lock, ReleaseOnCancel: true, Name: "drainctl-daemon",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: fn, OnStoppedLeading: func() {}}})
+	return ctx.Err()
 }

@@ -1,0 +1,87 @@
+package ops_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+func (c *cluster) setUnschedulable(node string, on bool) {
+	c.t.Helper()
+	patch := `{"spec":{"unschedulable":` + map[bool]string{true: "true", false: "false"}[on] + `}}`
+	if _, err := c.cs.CoreV1().Nodes().Patch(kubetest.Ctx(c.t), node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) startDaemon(node string) (stop func()) {
+	d := &ops.Daemon{Engine: c.engine("daemon@"+node, nil), Node: node, Run: ops.RunOptions{Policy: defaults()},
+		Resync: 200 * time.Millisecond, Events: c.kube}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Serve(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+func TestDaemonFollowsCordonAndUncordon(t *testing.T) {
+	c := newCluster(t, 20)
+	c0 := c.name("c0")
+	vmA, _ := c.world.ServerByName("vm-a")
+	// vm-a converges slowly, so the daemon can be restarted while it migrates.
+	c.world.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0.9 * (1 << 30) })
+	stop := c.startDaemon(c0)
+
+	c.setUnschedulable(c0, true) // as kubectl cordon does
+	kubetest.Eventually(t, 20*time.Second, "vm-a migrating", func() bool {
+		vm, _ := c.world.ServerByName("vm-a")
+		return vm.TaskState == "migrating"
+	})
+	stop() // the daemon restarts mid-migration
+	if j, _ := ops.ReadJournal(c.node(c0)); j.Phase != ops.PhaseInterrupted {
+		t.Errorf("journal after the stop: %+v", j)
+	}
+	c.world.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0 })
+	stop = c.startDaemon(c0)
+	defer func() { stop() }()
+	kubetest.Eventually(t, 30*time.Second, "both VMs off "+c0, func() bool {
+		a, _ := c.world.ServerByName("vm-a")
+		b, _ := c.world.ServerByName("vm-b")
+		return a.Host != c0 && b.Host != c0 && a.Status == "ACTIVE" && b.Status == "ACTIVE"
+	})
+	for _, name := range []string{"vm-a", "vm-b"} {
+		vm, _ := c.world.ServerByName(name)
+		if n := len(c.world.MigrationStatuses(vm.ID)); n != 1 {
+			t.Errorf("%s migrated %d times", name, n)
+		}
+	}
+	h, _ := c.world.Host(c0)
+	if h.Enabled || !strings.HasPrefix(h.DisabledReason, "drainctl: evacuate by daemon@") {
+		t.Errorf("compute: %+v", h)
+	}
+	if pods := c.kube.PodsOn(c0); len(pods) != 4 {
+		t.Errorf("the daemon must leave the pods to whoever cordoned: %d left", len(pods))
+	}
+	kubetest.Eventually(t, 10*time.Second, "a DrainctlDone event on the node", func() bool {
+		events, _ := c.cs.CoreV1().Events("default").List(kubetest.Ctx(t), metav1.ListOptions{})
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == c0 && e.Reason == "DrainctlDone" && strings.Contains(e.Message, "2 VM(s) migrated") {
+				return true
+			}
+		}
+		return false
+	})
+
+	c.setUnschedulable(c0, false) // kubectl uncordon
+	kubetest.Eventually(t, 20*time.Second, "compute re-enabled", func() bool {
+		h, _ := c.world.Host(c0)
+		return h.Enabled
+	})
+}
