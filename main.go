@@ -54,6 +54,8 @@ Verbs (--auto):
   abort NODE           stop the operation on NODE, abort its migrations in progress
   rollback NODE        abort, then put NODE back as it was before
   doctor               where Kubernetes and Nova disagree (exit 0 when they agree)
+  recommend [--count N]   scale-down victims across both layers, cheapest first, and why
+                       every other node cannot go
   (no verb)            evacuate the node drainctl runs on (NODE_NAME, else the hostname)
 
 Operation flags:
@@ -121,6 +123,7 @@ type options struct {
 	to, reason                                                       string
 	readonly                                                         bool
 	daemon                                                           bool
+	count                                                            int
 	node, metricsAddr                                                string
 }
 
@@ -197,6 +200,7 @@ func parseArgs(args []string) (options, error) {
 	fs.StringVar(&o.reason, "reason", "", "")
 	fs.BoolVar(&o.readonly, "readonly", false, "")
 	fs.BoolVar(&o.daemon, "daemon", false, "")
+	fs.IntVar(&o.count, "count", 0, "")
 	fs.StringVar(&o.node, "node", "", "")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
@@ -272,7 +276,7 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	} else {
 		args = []string{firstOf(getenv("NODE_NAME"), hostname())}
 	}
-	if verb != "list" && verb != "doctor" && verb != "plan" && !knownVerb(verb) {
+	if verb != "list" && verb != "doctor" && verb != "plan" && verb != "recommend" && !knownVerb(verb) {
 		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + plain.Verbs}
 	}
 	eng, _, err := connect(ctx, o, cfg, legacy, stderr, getenv)
@@ -287,7 +291,7 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 		return plain.WriteInventory(stdout, snapshot, o.output)
 	}
 	auto := &plain.Auto{Engine: eng, DryRun: o.dryRun, JSON: o.output == plain.FormatJSON,
-		MaxParallel: cfg.Concurrency.Nodes, Stdout: stdout, Stderr: stderr,
+		MaxParallel: cfg.Concurrency.Nodes, Stdout: stdout, Stderr: stderr, Count: o.count,
 		Run: ops.RunOptions{Policy: pol, Why: o.reason, To: o.to, ForceCompute: o.force}}
 	return auto.Do(ctx, verb, args)
 }

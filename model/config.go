@@ -19,6 +19,15 @@ type Config struct {
 	Timeouts    TimeoutsConfig    `toml:"timeouts"`
 	Concurrency ConcurrencyConfig `toml:"concurrency"`
 	Policy      PolicyConfig      `toml:"policy"`
+	ScaleDown   ScaleDownConfig   `toml:"scale_down"`
+}
+
+// ScaleDownConfig prices what emptying a node costs, to rank scale-down victims.
+type ScaleDownConfig struct {
+	PodCost            float64 `toml:"pod_cost"`             // per pod evicted
+	VMGiBCost          float64 `toml:"vm_gib_cost"`          // per GiB of VM memory live-migrated
+	CPUPointCost       float64 `toml:"cpu_point_cost"`       // per percentage point of requested CPU
+	CPUAllocationRatio float64 `toml:"cpu_allocation_ratio"` // Nova's, for placing VMs
 }
 
 // KubernetesConfig selects the cluster. Empty fields fall back to the usual kubeconfig rules.
@@ -149,6 +158,7 @@ func DefaultConfig() Config {
 			OnStall:           "force-complete",
 			MigrationAttempts: 2,
 		},
+		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 	}
 }
 
@@ -211,6 +221,9 @@ func (c Config) Validate() error {
 	case "wait", "force-complete", "abort":
 	default:
 		return &FieldError{"policy.on_stall", fmt.Sprintf("unknown escalation %q", c.Policy.OnStall), `use "wait", "force-complete" or "abort"`}
+	}
+	if sd := c.ScaleDown; sd.PodCost < 0 || sd.VMGiBCost < 0 || sd.CPUPointCost < 0 || sd.CPUAllocationRatio <= 0 {
+		return &FieldError{"scale_down", "costs must not be negative and cpu_allocation_ratio must be positive", ""}
 	}
 	if c.Policy.MigrationAttempts < 1 {
 		return &FieldError{"policy.migration_attempts", fmt.Sprintf("must be at least 1, got %d", c.Policy.MigrationAttempts), ""}

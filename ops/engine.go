@@ -189,3 +189,16 @@ func (e *Engine) ForceComplete(ctx context.Context, vmID string) error {
 	}
 	return fmt.Errorf("no running migration for %s", vmID)
 }
+
+// Recommend ranks every node as a scale-down victim: candidates cheapest first, the others
+// with every reason they cannot go.
+func (e *Engine) Recommend(ctx context.Context, o policy.Options) ([]policy.Victim, model.Inventory, error) {
+	inv, err := e.inv.Read(ctx)
+	if err != nil {
+		return nil, inv, err
+	}
+	sd := e.cfg.ScaleDown
+	w := policy.DefaultWeights()
+	w.PerPod, w.PerVMGiB, w.PerUtilPoint, w.CPURatio = sd.PodCost, sd.VMGiBCost, sd.CPUPointCost, sd.CPUAllocationRatio
+	return policy.Rank(inv, o, w), inv, nil
+}

@@ -24,6 +24,7 @@ const (
 	confirmScreen
 	helpScreen
 	quitScreen
+	victimsScreen
 )
 
 // Options configure the view.
@@ -56,6 +57,9 @@ type Model struct {
 	nameWidth int   // the longest node name (+1 for the mismatch mark), set per inventory
 	totalVMs  int
 	totalPods int
+	victims   []policy.Victim // scale-down ranking, from the same read as inv
+	rank      map[string]int  // node -> rank (0: not a candidate)
+	vicCursor int
 	cursor    int
 	filter    textinput.Model
 	editing   bool
@@ -104,8 +108,9 @@ func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 // Messages.
 type (
 	inventoryMsg struct {
-		inv model.Inventory
-		err error
+		inv     model.Inventory
+		victims []policy.Victim
+		err     error
 	}
 	tickMsg  struct{}
 	planMsg  pending
@@ -123,10 +128,10 @@ func (m Model) load() tea.Cmd {
 	if m.eng == nil {
 		return nil
 	}
-	eng, ctx := m.eng, m.ctx
+	eng, ctx, pol := m.eng, m.ctx, m.opts.Policy
 	return func() tea.Msg {
-		inv, err := eng.Inventory().Read(ctx)
-		return inventoryMsg{inv, err}
+		victims, inv, err := eng.Recommend(ctx, pol) // the ranking is computed here, off the UI path
+		return inventoryMsg{inv, victims, err}
 	}
 }
 
@@ -169,6 +174,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.inv, m.invErr, m.loaded = msg.inv, nil, true
+		m.victims, m.rank = msg.victims, make(map[string]int, len(msg.victims))
+		for _, v := range msg.victims {
+			m.rank[v.Node] = v.Rank
+		}
 		m.nameWidth, m.totalVMs, m.totalPods = 8, 0, 0
 		for _, n := range m.inv.Nodes {
 			m.nameWidth = min(32, max(m.nameWidth, len(n.Name)+1))
@@ -302,6 +311,9 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case matches(msg, k.Refresh):
 		m.setStatus("refreshing…", false)
 		return m, m.refresh()
+	case matches(msg, k.Victims):
+		m.screen, m.vicCursor = victimsScreen, 0
+		return m, nil
 	case matches(msg, k.Operations):
 		if len(m.opOrder) == 0 {
 			m.setStatus("no operation has run yet", true)
@@ -320,6 +332,17 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.detailKey(msg)
 	case opScreen:
 		return m.opKey(msg)
+	case victimsScreen:
+		switch {
+		case matches(msg, k.Back):
+			m.screen = nodesScreen
+		case matches(msg, k.Up):
+			m.vicCursor = max(0, m.vicCursor-1)
+		case matches(msg, k.Down):
+			m.vicCursor = min(len(m.victims)-1, m.vicCursor+1)
+		case matches(msg, k.Evacuate) && m.vicCursor < len(m.victims):
+			return m.propose(model.OpEvacuate, []string{m.victims[m.vicCursor].Node})
+		}
 	}
 	return m, nil
 }

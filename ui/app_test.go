@@ -23,13 +23,15 @@ var t0 = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
 
 // inventory builds a cluster of n compute nodes plus a control plane and a storage node.
 func inventory(n int) model.Inventory {
-	inv := model.Inventory{At: t0, NovaConfigured: true, PDBs: []model.PDB{{Namespace: "shop", Name: "web-pdb", DisruptionsAllowed: 0}}}
+	inv := model.Inventory{At: t0, NovaConfigured: true, PDBs: []model.PDB{{Namespace: "shop", Name: "web-pdb", DisruptionsAllowed: 1}}}
 	add := func(node model.Node) { inv.Nodes = append(inv.Nodes, node) }
 	width := len(fmt.Sprint(n - 1))
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("compute-%0*d", width, i)
 		node := model.Node{Name: name, Host: name,
-			Kube:       &model.KubeNode{Name: name, Ready: true, Schedulable: true, Roles: []string{"compute"}},
+			Kube: &model.KubeNode{Name: name, Ready: true, Schedulable: true, Roles: []string{"compute"},
+				Allocatable: model.Resources{MilliCPU: 16000, MemoryBytes: 64 << 30, Pods: 110}},
+			Requested:  model.Resources{MilliCPU: 1000 * int64(i+1), MemoryBytes: 2 << 30, Pods: 2},
 			Compute:    &model.ComputeService{Host: name, Enabled: true, Up: true},
 			Hypervisor: &model.Hypervisor{CapacityKnown: true, VCPUs: 64, VCPUsUsed: 12, MemoryMB: 262144, MemoryMBUsed: 24576},
 			VMs: []model.VM{
@@ -38,7 +40,8 @@ func inventory(n int) model.Inventory {
 			},
 			Pods: []model.Pod{
 				{Namespace: "openstack", Name: "libvirt-" + name, Phase: "Running", OwnerKind: "DaemonSet", Labels: map[string]string{"application": "libvirt"}},
-				{Namespace: "shop", Name: "web-" + name, Phase: "Running", OwnerKind: "Deployment", PDBs: []string{"web-pdb"}},
+				{Namespace: "shop", Name: "web-" + name, Phase: "Running", OwnerKind: "Deployment", PDBs: []string{"web-pdb"},
+					Requests: model.Resources{MilliCPU: 500, MemoryBytes: 1 << 30, Pods: 1}},
 			},
 		}
 		if i == 1 {
@@ -58,7 +61,8 @@ func newModel(t testing.TB, n int, w, h int) Model {
 	hp, _ := policy.ParseSelectors("x", []string{"application in (nova, libvirt)"})
 	m := New(context.Background(), nil, Options{Policy: policy.Options{IgnoreDaemonSets: true, HypervisorPods: hp[0]}, Title: "test", Now: func() time.Time { return t0 }})
 	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	next, _ = next.Update(inventoryMsg{inv: inventory(n)})
+	inv := inventory(n)
+	next, _ = next.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.opts.Policy, policy.DefaultWeights())})
 	return next.(Model)
 }
 
@@ -230,6 +234,10 @@ func TestGoldenNodes140x30(t *testing.T) {
 }
 func TestGoldenDetail(t *testing.T) { golden(t, press(newModel(t, 3, 100, 24), "j", "enter"), 100, 24) }
 func TestGoldenHelp(t *testing.T)   { golden(t, press(newModel(t, 3, 100, 40), "?"), 100, 40) }
+
+func TestGoldenVictims(t *testing.T) {
+	golden(t, press(newModel(t, 4, 120, 24), "s", "j", "j"), 120, 24)
+}
 
 func TestGoldenOperation(t *testing.T) {
 	m := opModel(t, 100, 24)

@@ -16,7 +16,8 @@ type KeyMap struct {
 	Filter, Enter, Back, Select             Binding
 	Cordon, Uncordon, Evacuate, Migrate     Binding
 	Abort, Rollback, ForceComplete          Binding
-	Operations, Refresh, Help, Quit         Binding
+	Operations, Victims, Refresh, Help      Binding
+	Quit                                    Binding
 	Confirm, ToggleForce, ToggleEmptyDir    Binding
 	ToggleEviction, ToggleLastNode          Binding
 }
@@ -46,6 +47,7 @@ func DefaultKeys() KeyMap {
 		Rollback:       bind(true, "R", "rollback", "R"),
 		ForceComplete:  bind(true, "f", "force-complete", "f"),
 		Operations:     bind(false, "o", "operations", "o"),
+		Victims:        bind(false, "s", "scale-down ranking", "s"),
 		Refresh:        bind(false, "r", "refresh", "r"),
 		Help:           bind(false, "?", "help", "?"),
 		Quit:           bind(false, "q", "quit", "q", "ctrl+c"),
@@ -85,7 +87,7 @@ func (k KeyMap) groups() [][]Binding {
 	return [][]Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete},
-		{k.Operations, k.Refresh, k.Help, k.Quit},
+		{k.Operations, k.Victims, k.Refresh, k.Help, k.Quit},
 		{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode},
 	}
 }

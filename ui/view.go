@@ -25,6 +25,8 @@ func (m Model) View() string {
 		body = m.helpView()
 	case quitScreen:
 		body = m.quitView()
+	case victimsScreen:
+		body = m.victimsView()
 	default:
 		body = m.nodesView()
 	}
@@ -65,7 +67,9 @@ func (m Model) footer() string {
 	var keys []Binding
 	switch m.screen {
 	case nodesScreen:
-		keys = []Binding{k.Up, k.Enter, k.Filter, k.Select, k.Cordon, k.Evacuate, k.Uncordon, k.Operations, k.Help, k.Quit}
+		keys = []Binding{k.Up, k.Enter, k.Filter, k.Select, k.Cordon, k.Evacuate, k.Uncordon, k.Victims, k.Operations, k.Help, k.Quit}
+	case victimsScreen:
+		keys = []Binding{k.Up, k.Evacuate, k.Back, k.Help}
 	case detailScreen:
 		keys = []Binding{k.Up, k.Select, k.Migrate, k.Evacuate, k.Cordon, k.Back, k.Help}
 	case opScreen:
@@ -96,7 +100,7 @@ type column struct {
 }
 
 func (m Model) nodeColumns() []column {
-	cols := []column{{"NAME", m.nameWidth}, {"ROLES", 13}, {"K8S", 9}, {"COMPUTE", 12}, {"VCPU", 7}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}}
+	cols := []column{{"NAME", m.nameWidth}, {"ROLES", 13}, {"K8S", 9}, {"COMPUTE", 12}, {"VCPU", 7}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}, {"RANK", 4}}
 	if m.width < 120 { // narrow terminals: the roles go first
 		cols = append(cols[:1], cols[2:]...)
 	}
@@ -188,7 +192,7 @@ func (m Model) nodeRow(n model.Node, cols []column, cursor bool) string {
 	cells := map[string]string{
 		"NAME": name, "ROLES": text.Roles(n), "K8S": kubeShort(n), "COMPUTE": text.Compute(n, m.inv.NovaConfigured),
 		"VCPU": text.VCPU(n), "RAM": text.RAM(n), "VMS": text.VMs(n, m.inv.NovaConfigured), "PODS": text.Pods(n),
-		"OPERATION / NOTES": m.notes(n, mism),
+		"OPERATION / NOTES": m.notes(n, mism), "RANK": rankText(m.rank[n.Name]),
 	}
 	parts := make([]string, 0, len(cols))
 	for _, c := range cols {
@@ -220,6 +224,53 @@ var shortMismatch = map[model.MismatchCode]string{
 
 var progressive = map[model.OpKind]string{model.OpCordon: "cordoning", model.OpEvacuate: "evacuating",
 	model.OpMigrate: "migrating", model.OpUncordon: "uncordoning", model.OpAbort: "aborting", model.OpRollback: "rolling back"}
+
+func rankText(r int) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprint(r)
+}
+
+// victimsView: the ranking, cheapest first, and under it every reason of the node under
+// the cursor.
+func (m Model) victimsView() string {
+	var b strings.Builder
+	b.WriteString(m.st.Header.Render(pad("  RANK NODE", 7+m.nameWidth)+"   COST  PODS  VMS  VM MEMORY   WHY NOT") + "\n")
+	rows := max(3, m.height-12)
+	start := 0
+	if m.vicCursor >= rows {
+		start = m.vicCursor - rows + 1
+	}
+	for i := start; i < min(len(m.victims), start+rows); i++ {
+		v := m.victims[i]
+		why := ""
+		if len(v.Reasons) > 0 {
+			why = v.Reasons[0].Message
+		}
+		line := fmt.Sprintf("  %4s %s %6.1f  %4d  %3d  %9s   %s", rankText(v.Rank), pad(v.Node, m.nameWidth), v.Cost, v.Pods, v.VMs, text.Bytes(v.VMMemory<<20), why)
+		line = truncate(line, m.width)
+		switch {
+		case i == m.vicCursor:
+			line = m.st.Cursor.Render(pad(line, m.width))
+		case !v.Candidate:
+			line = m.st.Muted.Render(line)
+		}
+		b.WriteString(line + "\n")
+	}
+	if m.vicCursor < len(m.victims) {
+		v := m.victims[m.vicCursor]
+		if v.Candidate {
+			b.WriteString(m.st.OK.Render(fmt.Sprintf("%s can go: its pods and VMs fit elsewhere (rank %d); e evacuates it", v.Node, v.Rank)))
+		} else {
+			b.WriteString(m.st.Warn.Render(v.Node+" cannot go:") + "\n")
+			for _, r := range v.Reasons {
+				b.WriteString(truncate("  "+r.String(), m.width) + "\n")
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
 
 func kubeShort(n model.Node) string {
 	if n.Kube == nil {

@@ -2,12 +2,15 @@ package plain
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
+	"text/tabwriter"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // Auto is a headless run of one verb.
@@ -17,12 +20,13 @@ type Auto struct {
 	DryRun      bool
 	JSON        bool
 	MaxParallel int // nodes worked at once
+	Count       int // recommend: how many candidates to show (0: all)
 	Stdout      io.Writer
 	Stderr      io.Writer
 }
 
 // Verbs lists the verbs --auto knows, for usage errors.
-const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, doctor"
+const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, doctor, recommend"
 
 // Do runs verb on its arguments. The error carries the exit code (ops.ExitCodeOf).
 func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
@@ -47,6 +51,8 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 		return a.operate(ctx, model.OpKind(verb), args)
 	case "doctor":
 		return a.doctor(ctx)
+	case "recommend":
+		return a.recommend(ctx)
 	}
 	return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + Verbs}
 }
@@ -188,4 +194,45 @@ type disagreement struct{ n int }
 
 func (d *disagreement) Error() string {
 	return fmt.Sprintf("%d disagreement(s) between Kubernetes and Nova", d.n)
+}
+
+// recommend prints the scale-down victims, cheapest first, and every other node's reasons.
+func (a *Auto) recommend(ctx context.Context) error {
+	victims, _, err := a.Engine.Recommend(ctx, a.Run.Policy)
+	if err != nil {
+		return err
+	}
+	shown := victims[:0:0]
+	n := 0
+	for _, v := range victims {
+		if v.Candidate {
+			n++
+			if a.Count > 0 && n > a.Count {
+				continue
+			}
+		}
+		shown = append(shown, v)
+	}
+	if a.JSON {
+		enc := json.NewEncoder(a.Stdout)
+		return enc.Encode(map[string]any{"victims": shown})
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tNODE\tCOST\tPODS\tVMS\tVM MEMORY\tCPU\tWHY NOT")
+	for _, v := range shown {
+		rank := "-"
+		if v.Candidate {
+			rank = fmt.Sprint(v.Rank)
+		}
+		why := ""
+		if len(v.Reasons) > 0 {
+			why = v.Reasons[0].String()
+			if len(v.Reasons) > 1 {
+				why += fmt.Sprintf(" (+%d more)", len(v.Reasons)-1)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%d\t%s\t%.0f%%\t%s\n", rank, v.Node, v.Cost, v.Pods, v.VMs,
+			text.Bytes(v.VMMemory<<20), v.CPUUtil*100, why)
+	}
+	return tw.Flush()
 }

@@ -1,0 +1,283 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Weights price what emptying a node costs.
+type Weights struct {
+	PerPod        float64 // each pod evicted
+	PerVMGiB      float64 // each GiB of VM memory live-migrated
+	PerUtilPoint  float64 // each percentage point of the node's requested CPU
+	CPURatio      float64 // Nova's cpu_allocation_ratio for VM placement
+	PlacementPool int     // how many of the emptiest other nodes a placement may use
+}
+
+// DefaultWeights: a GiB of live-migrated memory (~1 s at 10 Gbit/s, with risk) weighs like
+// two pod evictions.
+func DefaultWeights() Weights {
+	return Weights{PerPod: 1, PerVMGiB: 2, PerUtilPoint: 0.2, CPURatio: 4, PlacementPool: 64}
+}
+
+// Victim is one node's standing: a candidate with its cost, or every reason it cannot go.
+type Victim struct {
+	Node      string         `json:"node"`
+	Candidate bool           `json:"candidate"`
+	Rank      int            `json:"rank,omitempty"` // 1 = cheapest; 0 when not a candidate
+	Cost      float64        `json:"cost"`
+	Pods      int            `json:"podsToEvict"`
+	VMs       int            `json:"vms"`
+	VMMemory  int64          `json:"vmMemoryMB"`
+	CPUUtil   float64        `json:"cpuUtilization"`
+	Reasons   []model.Reason `json:"reasons,omitempty"`
+	placed    []item         // where the simulation put each pod and VM (candidates only)
+}
+
+// Placement is where the simulation put each pod (namespace/name) and VM (name).
+func (v Victim) Placement() map[string]string {
+	out := make(map[string]string, len(v.placed))
+	for _, it := range v.placed {
+		out[it.name()] = it.dest
+	}
+	return out
+}
+
+// room is free capacity on one node (pods side) or host (VM side).
+type room struct {
+	name           string
+	cpu, mem, pods int64   // Kubernetes: milliCPU, bytes, pod slots
+	ram            int64   // Nova: MB
+	vcpu           float64 // Nova: vCPUs under the allocation ratio
+}
+
+// Rank orders every node: candidates first, cheapest to empty first (ties by name), then
+// the others with all their reasons. It is pure and reads only the inventory.
+func Rank(inv model.Inventory, o Options, w Weights) []Victim {
+	pdbs := map[string]model.PDB{}
+	for _, b := range inv.PDBs {
+		pdbs[b.Namespace+"/"+b.Name] = b
+	}
+	podRooms, vmRooms := freeRooms(inv, w)
+	workers := 0 // Ready, schedulable workers, counted once (not once per node)
+	for _, n := range inv.Nodes {
+		if k := n.Kube; k != nil && k.Ready && k.Schedulable && !k.IsControlPlane() {
+			workers++
+		}
+	}
+	out := make([]Victim, 0, len(inv.Nodes))
+	scratch := make([]room, 0, w.PlacementPool) // one placement pool buffer, reused per node
+	for _, n := range inv.Nodes {
+		if n.Kube == nil {
+			continue // a compute host without a node is not a Kubernetes scale-down target
+		}
+		out = append(out, judge(n, workers, pdbs, podRooms, vmRooms, scratch, o, w))
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Candidate != b.Candidate {
+			return a.Candidate
+		}
+		if a.Candidate && a.Cost != b.Cost {
+			return a.Cost < b.Cost
+		}
+		return a.Node < b.Node
+	})
+	r := 0
+	for i := range out {
+		if out[i].Candidate {
+			r++
+			out[i].Rank = r
+		}
+	}
+	return out
+}
+
+// freeRooms lists the schedulable Ready workers and the enabled, up compute hosts with their
+// free capacity, emptiest first.
+func freeRooms(inv model.Inventory, w Weights) (pods, vms []room) {
+	for _, n := range inv.Nodes {
+		if k := n.Kube; k != nil && k.Ready && k.Schedulable && !k.IsControlPlane() {
+			pods = append(pods, room{name: n.Name, cpu: k.Allocatable.MilliCPU - n.Requested.MilliCPU,
+				mem: k.Allocatable.MemoryBytes - n.Requested.MemoryBytes, pods: k.Allocatable.Pods - n.Requested.Pods})
+		}
+		if c, h := n.Compute, n.Hypervisor; c != nil && h != nil && c.Enabled && c.Up && !c.ForcedDown && h.CapacityKnown {
+			vms = append(vms, room{name: n.Name, ram: h.MemoryMB - h.MemoryMBUsed, vcpu: float64(h.VCPUs)*w.CPURatio - float64(h.VCPUsUsed)})
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].cpu > pods[j].cpu })
+	sort.Slice(vms, func(i, j int) bool { return vms[i].ram > vms[j].ram })
+	return pods, vms
+}
+
+func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRooms, scratch []room, o Options, w Weights) Victim {
+	v := Victim{Node: n.Name, VMs: len(n.VMs)}
+	k := n.Kube
+	add := func(code model.ReasonCode, override, format string, a ...any) {
+		v.Reasons = append(v.Reasons, model.Reason{Code: code, Severity: model.Blocks, Object: n.Name, Override: override, Message: fmt.Sprintf(format, a...)})
+	}
+	if k.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] == "true" {
+		add(model.ScaleDownDisabled, "", `annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`)
+	}
+	if k.Annotations["karpenter.sh/do-not-disrupt"] == "true" {
+		add(model.DoNotDisrupt, "", `annotated karpenter.sh/do-not-disrupt: "true"`)
+	}
+	if _, held := k.Annotations["drainctl.io/operation"]; held {
+		add(model.HeldByOther, "", "under maintenance: an operation is recorded on it (drainctl.io/operation)")
+	}
+	if c := n.Compute; c != nil && !c.Enabled && !strings.HasPrefix(c.DisabledReason, "drainctl: ") {
+		add(model.HeldByOther, "", "nova-compute disabled by someone else (%q)", c.DisabledReason)
+	}
+	if _, held := k.Annotations["weave.works/kured-node-lock"]; held {
+		add(model.HeldByOther, "", "held by kured (weave.works/kured-node-lock)")
+	}
+	apiserver := false
+	for _, p := range n.Pods {
+		if strings.HasPrefix(p.Name, "kube-apiserver") && p.Namespace == "kube-system" {
+			apiserver = true
+		}
+	}
+	if k.IsControlPlane() || apiserver {
+		add(model.ControlPlane, "", "is a control-plane node")
+	}
+	for _, sel := range o.ProtectedNodes {
+		if sel.Matches(labels.Set(k.Labels)) {
+			add(model.ProtectedNode, "", "matches protected selector %q in policy.protected_nodes", sel.String())
+		}
+	}
+	self := 0
+	if k.Ready && k.Schedulable && !k.IsControlPlane() {
+		self = 1
+	}
+	if workers-self == 0 {
+		add(model.LastSchedulable, "", "no other Ready, schedulable worker would remain")
+	}
+	// Its pods must be able to go, and to fit elsewhere.
+	movable := make([]item, 0, len(n.Pods))
+	for i := range n.Pods {
+		p := &n.Pods[i]
+		verdict, r := ClassifyPod(*p, o)
+		switch verdict {
+		case Block:
+			v.Reasons = append(v.Reasons, *r)
+			continue
+		case Stay:
+			continue
+		}
+		if r := PDBReason(*p, pdbs, o); r != nil {
+			v.Reasons = append(v.Reasons, model.Reason{Code: model.PDBExhausted, Severity: model.Blocks, Object: p.Key(),
+				Message: "PodDisruptionBudget " + r.Message + " allows no disruption now"})
+			continue
+		}
+		movable = append(movable, item{cpu: p.Requests.MilliCPU, mem: p.Requests.MemoryBytes, pod: p})
+	}
+	v.Pods = len(movable)
+	if unplaced := place(movable, n.Name, podRooms, scratch, fitsPod); len(unplaced) > 0 {
+		add(model.NoHostWithRoom, "", "%d pod(s) fit on no other node: %s", len(unplaced), strings.Join(first(unplaced, 3), ", "))
+	}
+	// Its VMs must fit on the other enabled, up compute hosts.
+	for _, vm := range n.VMs {
+		v.VMMemory += vm.RAMMB
+		if r := VMReason(vm, o); r != nil && r.Severity == model.Blocks {
+			v.Reasons = append(v.Reasons, *r)
+		}
+	}
+	vmItems := make([]item, len(n.VMs))
+	for i := range n.VMs {
+		vmItems[i] = item{cpu: int64(n.VMs[i].VCPUs), mem: n.VMs[i].RAMMB, vm: &n.VMs[i]}
+	}
+	if unplaced := place(vmItems, n.Name, vmRooms, scratch, fitsVM); len(unplaced) > 0 {
+		add(model.NoHostWithRoom, "", "%d VM(s) fit on no other enabled compute host: %s", len(unplaced), strings.Join(first(unplaced, 3), ", "))
+	}
+	if k.Allocatable.MilliCPU > 0 {
+		v.CPUUtil = float64(n.Requested.MilliCPU) / float64(k.Allocatable.MilliCPU)
+	}
+	v.Candidate = len(v.Reasons) == 0
+	if v.Candidate { // where everything would go, kept for candidates only
+		v.placed = append(movable, vmItems...)
+	}
+	v.Cost = w.PerPod*float64(v.Pods) + w.PerVMGiB*float64(v.VMMemory)/1024 + w.PerUtilPoint*100*v.CPUUtil
+	return v
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("… %d more", len(s)-n))
+	}
+	return s
+}
+
+// item is a pod or VM to place: its size (milliCPU and bytes, or vCPUs and MB) and where it went.
+type item struct {
+	cpu, mem int64
+	pod      *model.Pod
+	vm       *model.VM
+	dest     string
+}
+
+func (it item) name() string {
+	if it.pod != nil {
+		return it.pod.Key()
+	}
+	return it.vm.Name
+}
+
+// fitsPod and fitsVM test and take room for one item.
+func fitsPod(r *room, it item) bool {
+	if r.cpu < it.cpu || r.mem < it.mem || r.pods < 1 {
+		return false
+	}
+	r.cpu, r.mem, r.pods = r.cpu-it.cpu, r.mem-it.mem, r.pods-1
+	return true
+}
+
+func fitsVM(r *room, it item) bool {
+	if r.ram < it.mem || r.vcpu < float64(it.cpu) {
+		return false
+	}
+	r.ram, r.vcpu = r.ram-it.mem, r.vcpu-float64(it.cpu)
+	return true
+}
+
+// place puts the items, largest first, each on the first of the emptiest other nodes with
+// room (first-fit decreasing), so two never count on the same space, and returns those
+// that fit nowhere. Only the pool emptiest nodes are tried: an item that fits on none of
+// them counts as not fitting (conservative: a "yes" is always real).
+func place(items []item, self string, rooms []room, scratch []room, fit func(*room, item) bool) []string {
+	if len(items) == 0 {
+		return nil
+	}
+	free := scratch[:0]
+	for _, r := range rooms {
+		if r.name != self {
+			free = append(free, r)
+			if len(free) == cap(scratch) {
+				break
+			}
+		}
+	}
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].mem != items[j].mem {
+			return items[i].mem > items[j].mem
+		}
+		return items[i].cpu > items[j].cpu
+	})
+	var unplaced []string
+	for i := range items {
+		for j := range free {
+			if fit(&free[j], items[i]) {
+				items[i].dest = free[j].name
+				break
+			}
+		}
+		if items[i].dest == "" {
+			unplaced = append(unplaced, items[i].name())
+		}
+	}
+	return unplaced
+}
