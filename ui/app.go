@@ -273,6 +273,17 @@ func (m Model) targets() []string {
 func (m Model) pageSize() int { return max(1, m.height-6) }
 
 func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	// Keys typed fast (or pasted) arrive as one message of several runes: take them one by one.
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !m.editing && !msg.Paste {
+		var cmds []tea.Cmd
+		var next tea.Model = m
+		for _, r := range msg.Runes {
+			var cmd tea.Cmd
+			next, cmd = next.(Model).key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+			cmds = append(cmds, cmd)
+		}
+		return next, tea.Batch(cmds...)
+	}
 	if msg.String() == "ctrl+c" && m.screen != quitScreen {
 		return m.askQuit()
 	}

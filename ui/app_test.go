@@ -92,7 +92,7 @@ func TestNavigationFilterSelection(t *testing.T) {
 	if len(m.rows) != 7 {
 		t.Fatalf("rows %d", len(m.rows))
 	}
-	m = press(m, "j", "j", "G", "g", "j")
+	m = press(m, "jj", "G", "g", "j") // "jj": two keys that arrived in one read
 	if n, _ := m.current(); n.Name != "compute-1" {
 		t.Errorf("cursor on %s", n.Name)
 	}
