@@ -14,6 +14,15 @@ type Clock struct {
 	simZero  time.Time
 	scale    float64
 	now      func() time.Time
+	manual   bool          // tests: time moves only by Advance
+	offset   time.Duration // manual: simulated time since simZero
+}
+
+// Advance moves a manual clock forward (see Options.ManualClock).
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
 }
 
 // NewClock starts a clock at simZero running scale times faster than real time.
@@ -28,6 +37,9 @@ func NewClock(simZero time.Time, scale float64) *Clock {
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.manual {
+		return c.simZero.Add(c.offset)
+	}
 	return c.simZero.Add(time.Duration(float64(c.now().Sub(c.realZero)) * c.scale))
 }
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // startWorld serves a world of three hosts and two small servers on compute-0.
@@ -157,4 +158,101 @@ func TestUnauthenticated(t *testing.T) {
 	if resp.StatusCode != 401 {
 		t.Errorf("no token: %d", resp.StatusCode)
 	}
+}
+
+func rawDo(t *testing.T, srv *Server, method, path, mv, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+"/compute/v2.1"+path, strings.NewReader(body))
+	req.Header.Set("X-Auth-Token", issueToken(t, srv))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("OpenStack-API-Version", "compute "+mv)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func sameKeys(t *testing.T, what string, real, sim any) {
+	t.Helper()
+	if wk, gk := keysOf(real), keysOf(sim); strings.Join(wk, ",") != strings.Join(gk, ",") {
+		t.Errorf("%s: keys differ\nreal: %v\nsim:  %v", what, wk, gk)
+	}
+}
+
+// A live migration seen at every state, compared with what a real Nova answered then.
+func TestMigrationShapesAtEveryState(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	vm, _ := w.ServerByName("demo-0")
+	code, _ := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", `{"os-migrateLive":{"host":null,"block_migration":"auto"}}`)
+	if code != 202 {
+		t.Fatalf("migrate: %d", code)
+	}
+	osMig := func(name string) {
+		_, got := rawGet(t, srv, "/os-migrations?instance_uuid="+vm.ID, "2.93")
+		sameKeys(t, "os-migrations at "+name, sample(t, "os-migrations-"+name+".json")["migrations"], got["migrations"])
+	}
+	srvMig := func(name string) {
+		_, got := rawGet(t, srv, "/servers/"+vm.ID+"/migrations", "2.93")
+		sameKeys(t, "server migrations at "+name, sample(t, "servers-id-migrations-"+name+".json")["migrations"], got["migrations"])
+	}
+	osMig("accepted")
+	w.Clock().Advance(scheduleDelay)
+	srvMig("queued")
+	w.Clock().Advance(time.Millisecond) // queued -> preparing at once: the source has a free slot
+	osMig("preparing")
+	w.Clock().Advance(prepareDuration)
+	osMig("running")
+	srvMig("running")
+	w.Clock().Advance(time.Minute)
+	osMig("completed")
+	_, after := rawGet(t, srv, "/servers/"+vm.ID+"/migrations", "2.93")
+	sameKeys(t, "server migrations after", sample(t, "servers-id-migrations-after.json")["migrations"], after["migrations"])
+	_, final := rawGet(t, srv, "/os-migrations", "2.23")
+	sameKeys(t, "os-migrations at 2.23", sample(t, "os-migrations-final-2.23.json")["migrations"], final["migrations"])
+}
+
+func TestNoValidHostActionShape(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	w.SetNoValidHost(true)
+	vm, _ := w.ServerByName("demo-1")
+	rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", `{"os-migrateLive":{"host":null,"block_migration":"auto"}}`)
+	w.Clock().Advance(time.Second)
+	real := sample(t, "novalidhost-live-migration.json")
+	_, list := rawGet(t, srv, "/servers/"+vm.ID+"/os-instance-actions", "2.93")
+	req := list["instanceActions"].([]any)[0].(map[string]any)["request_id"].(string)
+	_, got := rawGet(t, srv, "/servers/"+vm.ID+"/os-instance-actions/"+req, "2.93")
+	ra := real["instance-action"].(map[string]any)["instanceAction"].(map[string]any)
+	ga := got["instanceAction"].(map[string]any)
+	sameKeys(t, "instance action", ra, ga)
+	sameKeys(t, "instance action event", ra["events"], ga["events"])
+	ev := ga["events"].([]any)[0].(map[string]any)
+	if ga["message"] != "Error" || ev["result"] != "Error" || ev["details"] != "No valid host was found. There are not enough hosts available." {
+		t.Errorf("action %v", ga)
+	}
+	_, migs := rawGet(t, srv, "/os-migrations?instance_uuid="+vm.ID, "2.93")
+	sameKeys(t, "errored os-migration", real["os-migrations"], migs["migrations"])
+}
+
+func TestServiceUpdateAndVersionShapes(t *testing.T) {
+	srv, w := startWorld(t, Options{})
+	h, _ := w.Host("compute-0")
+	_, dis := rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"status":"disabled","disabled_reason":"demo drain"}`)
+	sameKeys(t, "disable response", sample(t, "os-services-disable-response.json")["service"], dis["service"])
+	_, en := rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"status":"enabled"}`)
+	sameKeys(t, "enable response", sample(t, "os-services-enable-response.json")["service"], en["service"])
+	if en["service"].(map[string]any)["disabled_reason"] != nil {
+		t.Error("enabled service keeps a reason")
+	}
+	if code, _ := rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"status":"enabled","disabled_reason":"x"}`); code != 400 {
+		t.Errorf("a reason with enabled: %d", code)
+	}
+	resp, _ := http.Get(srv.URL + "/compute/v2.1/")
+	var doc map[string]any
+	json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	sameKeys(t, "version document", sample(t, "version.json")["version"], doc["version"])
 }

@@ -73,6 +73,9 @@ type Options struct {
 	TokenTTL time.Duration
 	// Users are the Keystone users; default: admin/secret in project admin.
 	Users []User
+	// ManualClock stops simulated time: it moves only by Clock().Advance (tests that must
+	// see each state of a migration).
+	ManualClock bool
 }
 
 // User is a Keystone identity the simulator accepts.
@@ -137,8 +140,10 @@ func NewWorld(opts Options) *World {
 	if len(opts.Users) == 0 {
 		opts.Users = []User{{Name: "admin", Password: "secret", Domain: "Default", Project: "admin"}}
 	}
+	clock := NewClock(opts.Start, opts.Scale)
+	clock.manual = opts.ManualClock
 	return &World{
-		opts: opts, clock: NewClock(opts.Start, opts.Scale), rng: rand.New(rand.NewSource(opts.Seed)),
+		opts: opts, clock: clock, rng: rand.New(rand.NewSource(opts.Seed)),
 		hosts: map[string]*Host{}, servers: map[string]*VM{}, actions: map[string][]*action{},
 		nextMigID: 1, nextInst: 1, tokens: map[string]token{}, stats: Stats{ByRoute: map[string]int{}},
 	}
