@@ -15,8 +15,9 @@ import (
 
 // evict removes the node's evictable pods (or, with carriers, the pods that carried the
 // VMs). kubectl's drain filters choose the pods; drainctl evicts them itself: a bounded
-// pool, every PDB refusal reported and retried as soon as the budget allows (or after an
-// exponential backoff with jitter), and a pod known gone from the informer, never polled.
+// number of eviction requests in flight, every PDB refusal reported and retried as soon as
+// the budget allows (or after an exponential backoff with jitter), and a pod known gone
+// from the informer, never polled.
 func (r *runner) evict(ctx context.Context, carriers bool) (string, error) {
 	e, p := r.e, r.plan
 	pol := r.ro.Policy
@@ -47,27 +48,18 @@ func (r *runner) evict(ctx context.Context, carriers bool) (string, error) {
 		s := int64(g.Seconds())
 		grace = &s
 	}
-	work := make(chan model.Pod)
+	// The cap is on eviction requests in flight, not on pods terminating: a pod that takes
+	// its grace period to stop holds no slot while it does.
+	slots := make(chan struct{}, e.cfg.Concurrency.Evictions)
 	results := make(chan PodReport, len(pods))
 	var wg sync.WaitGroup
-	for i := 0; i < min(e.cfg.Concurrency.Evictions, len(pods)); i++ {
+	for _, pod := range pods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for pod := range work {
-				results <- r.evictOne(ctx, pod, grace)
-			}
+			results <- r.evictOne(ctx, pod, grace, slots)
 		}()
 	}
-feed:
-	for _, pod := range pods {
-		select {
-		case work <- pod:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
 	wg.Wait()
 	close(results)
 	var failed []string
@@ -91,7 +83,7 @@ feed:
 }
 
 // evictOne evicts one pod and waits until it is gone.
-func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64) PodReport {
+func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slots chan struct{}) PodReport {
 	e := r.e
 	rep := PodReport{Pod: pod.Key()}
 	start := e.now()
@@ -122,9 +114,15 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64) PodR
 	}
 	backoff := e.o.Backoff
 	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ended("before its eviction")
+		}
 		rep.Attempts++
 		emit(PodEvicting, "", "")
 		err := e.kube.Evict(ctx, pod, grace, r.ro.Policy.DisableEviction)
+		<-slots
 		var be *BudgetError
 		switch {
 		case err == nil:

@@ -248,7 +248,7 @@ func (g *podGen) uid() typesUIDAlias {
 
 func (g *podGen) suffix() string {
 	g.n++
-	return randSuffix(g.n*7919 + g.rng.Intn(1000))
+	return randSuffix(g.n)
 }
 
 func (g *podGen) pod(ns, name, node, ownerKind, ownerName string, ownerUID typesUIDAlias, labels map[string]string, cpu, mem string) *corev1.Pod {

@@ -233,7 +233,7 @@ func (k *Kube) replace(old *corev1.Pod) {
 	k.mu.Unlock()
 	p.UID = typesUID(fmt.Sprintf("%s-r%d", old.UID, id))
 	if ref := metav1.GetControllerOf(old); ref.Kind == "ReplicaSet" {
-		p.Name = fmt.Sprintf("%s-%s", ref.Name, randSuffix(id))
+		p.Name = fmt.Sprintf("%s-%s", ref.Name, randSuffix(5_000_000+id)) // the generator's names stay below
 	}
 	p.Spec.NodeName = node
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending}

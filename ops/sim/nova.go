@@ -122,7 +122,21 @@ func updateService(c *call) (int, any) {
 
 // ---- os-hypervisors ----
 
-func (c *call) hypervisorJSON(h *Host, detail, withServers bool) map[string]any {
+// hostIndex is computed once per request: each host's servers (newest first) and usage.
+type hostIndex struct {
+	servers map[string][]*VM
+	usage   map[string]usage
+}
+
+func (c *call) index() hostIndex {
+	idx := hostIndex{servers: map[string][]*VM{}, usage: c.w.usageAll()}
+	for _, s := range c.w.sortedServers() {
+		idx.servers[s.Host] = append(idx.servers[s.Host], s)
+	}
+	return idx
+}
+
+func (c *call) hypervisorJSON(h *Host, detail, withServers bool, idx hostIndex) map[string]any {
 	var id, svcID any = h.HypervisorID, h.ServiceID
 	if !c.mv.atLeast(53) {
 		id, svcID = h.index, h.index
@@ -137,10 +151,8 @@ func (c *call) hypervisorJSON(h *Host, detail, withServers bool) map[string]any 
 	out := map[string]any{"hypervisor_hostname": h.Name, "id": id, "state": state, "status": status}
 	if withServers {
 		list := []map[string]any{}
-		for _, s := range c.w.sortedServers() {
-			if s.Host == h.Name {
-				list = append(list, map[string]any{"name": s.Instance, "uuid": s.ID})
-			}
+		for _, s := range idx.servers[h.Name] {
+			list = append(list, map[string]any{"name": s.Instance, "uuid": s.ID})
 		}
 		sort.Slice(list, func(i, j int) bool { return list[i]["name"].(string) < list[j]["name"].(string) })
 		if len(list) > 0 || c.mv.atLeast(75) {
@@ -158,7 +170,7 @@ func (c *call) hypervisorJSON(h *Host, detail, withServers bool) map[string]any 
 		out["uptime"] = nil
 		return out
 	}
-	u := c.w.usage(h.Name)
+	u := idx.usage[h.Name]
 	memUsed := u.ramMB + c.w.opts.ReservedHostMemoryMB
 	out["vcpus"] = h.VCPUs
 	out["vcpus_used"] = u.vcpus
@@ -201,8 +213,9 @@ func listHypervisors(detail bool) route {
 			return 400, fault
 		}
 		out := []map[string]any{}
+		idx := c.index()
 		for _, i := range page {
-			out = append(out, c.hypervisorJSON(hosts[i], detail, withServers))
+			out = append(out, c.hypervisorJSON(hosts[i], detail, withServers, idx))
 		}
 		body := map[string]any{"hypervisors": out}
 		if next != "" {

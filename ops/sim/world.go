@@ -294,29 +294,37 @@ type usage struct {
 	servers int
 }
 
-func (w *World) usage(host string) usage {
-	var u usage
+func (w *World) usage(host string) usage { return w.usageAll()[host] }
+
+// usageAll is every host's usage in one pass over the servers and migrations.
+func (w *World) usageAll() map[string]usage {
+	all := make(map[string]usage, len(w.hosts))
 	for _, s := range w.servers {
-		if s.Host == host {
-			u.vcpus += s.Flavor.VCPUs
-			u.ramMB += s.Flavor.RAMMB
-			u.diskGB += s.Flavor.DiskGB
-			u.servers++
-		}
+		u := all[s.Host]
+		u.vcpus += s.Flavor.VCPUs
+		u.ramMB += s.Flavor.RAMMB
+		u.diskGB += s.Flavor.DiskGB
+		u.servers++
+		all[s.Host] = u
 	}
 	for _, m := range w.migrations { // the destination holds a claim while a migration runs
-		if m.dest == host && m.active() && m.server.Host != host {
+		if m.active() && m.dest != "" && m.server.Host != m.dest {
+			u := all[m.dest]
 			u.vcpus += m.server.Flavor.VCPUs
 			u.ramMB += m.server.Flavor.RAMMB
 			u.diskGB += m.server.Flavor.DiskGB
+			all[m.dest] = u
 		}
 	}
-	return u
+	return all
 }
 
 // fits reports whether the server fits on the host under the allocation ratios.
 func (w *World) fits(h *Host, s *VM) bool {
-	u := w.usage(h.Name)
+	return w.fitsWith(h, s, w.usage(h.Name))
+}
+
+func (w *World) fitsWith(h *Host, s *VM, u usage) bool {
 	ramCap := float64(h.MemoryMB)*w.opts.RAMAllocationRatio - float64(w.opts.ReservedHostMemoryMB)
 	return float64(u.vcpus+s.Flavor.VCPUs) <= float64(h.VCPUs)*w.opts.CPUAllocationRatio &&
 		float64(u.ramMB+s.Flavor.RAMMB) <= ramCap &&
@@ -333,12 +341,13 @@ func (w *World) schedule(s *VM) (*Host, bool) {
 	}
 	var best *Host
 	var bestFree int64
+	all := w.usageAll()
 	for _, name := range w.hostOrder {
 		h := w.hosts[name]
-		if h.Name == s.Host || !h.schedulable() || !w.fits(h, s) {
+		if h.Name == s.Host || !h.schedulable() || !w.fitsWith(h, s, all[h.Name]) {
 			continue
 		}
-		free := h.MemoryMB - w.usage(h.Name).ramMB
+		free := h.MemoryMB - all[h.Name].ramMB
 		if best == nil || free > bestFree {
 			best, bestFree = h, free
 		}

@@ -2,7 +2,10 @@ package kubetest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +38,10 @@ func DaemonSet(t testing.TB, cs kubernetes.Interface, ns, name string) string {
 // real cluster would, until the test ends.
 type Controllers struct {
 	DeleteAfter time.Duration
+	// ReplaceOn, when set, plays the ReplicaSet controller and the scheduler: a ReplicaSet pod
+	// that is deleted comes back (a new name) on this node, Ready ReadyAfter later.
+	ReplaceOn  string
+	ReadyAfter time.Duration
 
 	mu     sync.Mutex
 	frozen map[string]bool
@@ -88,6 +95,16 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 			if err != nil && !apierrors.IsNotFound(err) {
 				return
 			}
+			if ref := metav1.GetControllerOf(&p); c.ReplaceOn != "" && ref != nil && ref.Kind == "ReplicaSet" {
+				c.replace(ctx, cs, p)
+			}
+		}
+		if p.Status.Phase == corev1.PodPending && p.Annotations["kubetest/ready-at"] != "" {
+			if at, err := time.Parse(time.RFC3339Nano, p.Annotations["kubetest/ready-at"]); err == nil && time.Now().After(at) {
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+				_, _ = cs.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+			}
 		}
 	}
 	pdbs, err := cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
@@ -133,6 +150,20 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 		pdb.Status.ObservedGeneration, pdb.Status.DisruptionsAllowed = pdb.Generation, allowed
 		pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy, pdb.Status.ExpectedPods = healthy, desired, expected
 		_, _ = cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, &pdb, metav1.UpdateOptions{})
+	}
+}
+
+var replacements atomic.Int64
+
+// replace creates the pod's replacement on ReplaceOn, Pending until ReadyAfter has passed.
+func (c *Controllers) replace(ctx context.Context, cs kubernetes.Interface, old corev1.Pod) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: old.Namespace, Labels: old.Labels, OwnerReferences: old.OwnerReferences,
+		Name:        fmt.Sprintf("%s-r%d", strings.SplitN(old.Name, "-r", 2)[0], replacements.Add(1)),
+		Annotations: map[string]string{"kubetest/ready-at": time.Now().Add(c.ReadyAfter).Format(time.RFC3339Nano)}},
+		Spec: corev1.PodSpec{NodeName: c.ReplaceOn, Containers: old.Spec.Containers, TerminationGracePeriodSeconds: old.Spec.TerminationGracePeriodSeconds}}
+	if created, err := cs.CoreV1().Pods(old.Namespace).Create(ctx, p, metav1.CreateOptions{}); err == nil {
+		created.Status.Phase = corev1.PodPending
+		_, _ = cs.CoreV1().Pods(old.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	}
 }
 
