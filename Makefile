@@ -25,6 +25,13 @@ vet:
 test: envtest vet
 	KUBEBUILDER_ASSETS=$(ENVTEST) $(GO) test -count=1 ./...
 
+# Benchmarks: prints markdown tables (figures only; nothing is asserted). Needs kubectl of
+# the API server's version for the kubectl drain comparison (built here, ~40 s once).
+bench:
+	@WITH_KUBECTL=1 hack/envtest-assets.sh $(ENVTEST) >/dev/null
+	$(GO) test -run XXX -bench . -benchmem ./ui ./ops/policy
+	DRAINCTL_BENCH=1 KUBEBUILDER_ASSETS=$(ENVTEST) $(GO) test -count=1 -timeout 30m -v -run . ./hack/bench | grep '^|'
+
 # Unit tests only: the envtest-backed tests skip.
 unit:
 	$(GO) test ./...

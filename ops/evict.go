@@ -51,6 +51,7 @@ func (r *runner) evict(ctx context.Context, carriers bool) (string, error) {
 	// The cap is on eviction requests in flight, not on pods terminating: a pod that takes
 	// its grace period to stop holds no slot while it does.
 	slots := make(chan struct{}, e.cfg.Concurrency.Evictions)
+	r.gates = map[string]*sync.Mutex{}
 	results := make(chan PodReport, len(pods))
 	var wg sync.WaitGroup
 	for _, pod := range pods {
@@ -113,16 +114,37 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 		return fail(fmt.Sprintf("timed out after %s %s", e.cfg.Timeouts.Eviction, what))
 	}
 	backoff := e.o.Backoff
+	gate := r.gate(pod)
 	for {
+		// Pods under one budget try one at a time, and only when the budget (as the
+		// informer last saw it) allows: when it opens, one pod goes instead of a herd of 429s.
+		gate.Lock()
+		if pdb, ok := r.budgetOf(pod); ok && pdb.DisruptionsAllowed <= 0 {
+			gate.Unlock()
+			lastPDB = pdb.Name
+			emit(PodBlocked, pdb.Name, "waiting for the budget to allow a disruption")
+			// The informer shows the budget reopening; the timer is only a safety net (a
+			// budget whose status is never written), so it can be long.
+			if !r.waitBudget(ctx, changes, pod.Namespace, pdb.Name, max(backoff, 10*time.Second)) {
+				return ended("while waiting for PDB " + pdb.Name)
+			}
+			backoff = min(backoff*2, 30*time.Second)
+			gate.Lock()
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
+			gate.Unlock()
 			return ended("before its eviction")
 		}
 		rep.Attempts++
 		emit(PodEvicting, "", "")
 		err := e.kube.Evict(ctx, pod, grace, r.ro.Policy.DisableEviction)
 		<-slots
+		if err == nil {
+			r.awaitBudgetSeen(ctx, changes, pod)
+		}
+		gate.Unlock()
 		var be *BudgetError
 		switch {
 		case err == nil:
@@ -157,6 +179,51 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 			case <-ctx.Done():
 				return ended("while the pod was terminating")
 			}
+		}
+	}
+}
+
+// gate is the lock shared by the pods under the pod's first PDB (a private one otherwise).
+func (r *runner) gate(pod model.Pod) *sync.Mutex {
+	if len(pod.PDBs) == 0 || r.ro.Policy.DisableEviction {
+		return &sync.Mutex{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := pod.Namespace + "/" + pod.PDBs[0]
+	if r.gates[key] == nil {
+		r.gates[key] = &sync.Mutex{}
+	}
+	return r.gates[key]
+}
+
+func (r *runner) budgetOf(pod model.Pod) (model.PDB, bool) {
+	if len(pod.PDBs) == 0 || r.ro.Policy.DisableEviction {
+		return model.PDB{}, false
+	}
+	return r.e.kube.PDB(pod.Namespace, pod.PDBs[0])
+}
+
+// awaitBudgetSeen holds the gate, after a successful eviction, until the informer shows the
+// budget the API server just spent (or briefly, if it never does), so that the next pod
+// does not try on a stale "allowed".
+func (r *runner) awaitBudgetSeen(ctx context.Context, changes <-chan struct{}, pod model.Pod) {
+	before, ok := r.budgetOf(pod)
+	if !ok {
+		return
+	}
+	timer := time.NewTimer(500 * time.Millisecond)
+	defer timer.Stop()
+	for {
+		if now, _ := r.budgetOf(pod); now.DisruptionsAllowed < before.DisruptionsAllowed || now.DisruptionsAllowed <= 0 {
+			return
+		}
+		select {
+		case <-changes:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -40,6 +41,8 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 }
 
 type runner struct {
+	mu     sync.Mutex
+	gates  map[string]*sync.Mutex // one per PDB: its pods try one at a time
 	e      *Engine
 	plan   model.Plan
 	ro     RunOptions
