@@ -45,6 +45,7 @@ type DrainFilterOptions struct {
 type Nova interface {
 	NovaSource
 	ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error)
+	Hypervisors(ctx context.Context) ([]model.Hypervisor, error)
 	SetServiceEnabled(ctx context.Context, host string, enabled bool, reason string) (model.ComputeService, error)
 	Servers(ctx context.Context, host string) ([]model.VM, error)
 	Server(ctx context.Context, id string) (model.VM, error)

@@ -22,6 +22,8 @@ type Engine struct {
 	o    EngineOptions
 
 	migSlots chan struct{} // the cluster-wide cap on live migrations
+	destMu   sync.Mutex
+	inflight map[string]int // destination host -> migrations this engine has in flight to it
 	mu       sync.Mutex
 	running  map[string]*tracked // node -> its running operation, to stop it in-process
 }
@@ -76,7 +78,7 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		ns = nova
 	}
 	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
-		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}}
+		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, inflight: map[string]int{}}
 }
 
 // DefaultHolder is drainctl/user@host: the same operator on the same machine resumes its own

@@ -573,3 +573,53 @@ func TestNodeWithoutComputeService(t *testing.T) {
 		t.Errorf("left %v", pods)
 	}
 }
+
+// With migrations_per_destination = 1 and two migrations allowed per source, the two VMs go
+// to two different hosts at once; with one destination left, they go one after the other.
+func TestPerDestinationCap(t *testing.T) {
+	c := newCluster(t, 50)
+	c.cfg.Concurrency.MigrationsPerSource, c.cfg.Concurrency.MigrationsPerDestination = 4, 1
+	e := c.engine("t", nil)
+	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	if _, _, err := run(t, e, model.OpEvacuate, c.name("c0"), ro); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.world.ServerByName("vm-a")
+	b, _ := c.world.ServerByName("vm-b")
+	if a.Host == b.Host {
+		t.Errorf("both VMs went to %s despite a cap of 1 per destination", a.Host)
+	}
+	// Back to c0, then only c1 can take them: one at a time.
+	c.world.Update(func(h map[string]*sim.Host, s map[string]*sim.VM) {
+		s[a.ID].Host, s[b.ID].Host = c.name("c0"), c.name("c0")
+		h[c.name("c2")].Enabled = false
+	})
+	rec, _, err := run(t, e, model.OpEvacuate, c.name("c0"), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight, most := 0, 0
+	for _, ev := range rec.events {
+		if m, ok := ev.(ops.MigrationEvent); ok {
+			switch m.State {
+			case ops.MigRequested:
+				inFlight++
+			case ops.MigCompleted, ops.MigFailed:
+				inFlight--
+			}
+			most = max(most, inFlight)
+		}
+	}
+	if most != 1 {
+		t.Errorf("%d migrations in flight to the one destination at once", most)
+	}
+	ma, mb := c.world.MigrationStatuses(a.ID), c.world.MigrationStatuses(b.ID)
+	if len(ma) != 2 || len(mb) != 2 {
+		t.Fatalf("migrations: %v %v", ma, mb)
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.world.ServerByName(name); vm.Host != c.name("c1") {
+			t.Errorf("%s on %s", name, vm.Host)
+		}
+	}
+}

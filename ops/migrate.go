@@ -23,12 +23,14 @@ type vmRun struct {
 	notBefore time.Time // retry delay
 	progress  model.MigrationProgress
 	escalated bool
-	adopted   bool // already migrating when the engine came: followed, not requested
-	slot      bool // holds one of the cluster-wide migration slots
+	adopted   bool   // already migrating when the engine came: followed, not requested
+	slot      bool   // holds one of the cluster-wide migration slots
+	claimed   string // the destination counted against its cap
 	total     int64
 }
 
 func (e *Engine) releaseSlot(run *vmRun) {
+	e.claim(run, -1)
 	if run.slot {
 		run.slot = false
 		<-e.migSlots
@@ -78,6 +80,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		pending = append(pending, run)
 	}
 	perSource := e.cfg.Concurrency.MigrationsPerSource
+	dests := r.destinations(ctx)
 	var failed []string
 	done := 0
 	defer func() {
@@ -100,12 +103,19 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 				goto poll // the cluster-wide cap is reached
 			}
 			run := pending[0]
+			dest, ok := r.pickDestination(run.vm, dests)
+			if !ok {
+				<-e.migSlots
+				goto poll // every destination is at its cap: wait for one to finish
+			}
 			pending = pending[1:]
 			run.slot = true
 			run.attempt++
-			run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, r.ro.To, false
+			run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
 			run.progress = model.MigrationProgress{}
-			if err := e.nova.LiveMigrate(ctx, run.vm.ID, r.ro.To); err != nil {
+			e.claim(run, +1)
+			if err := e.nova.LiveMigrate(ctx, run.vm.ID, dest); err != nil {
+				e.claim(run, -1)
 				e.releaseSlot(run)
 				if r.retry(run, err.Error(), &pending) {
 					continue
@@ -158,6 +168,100 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%d VM(s) not migrated: %s", len(failed), strings.Join(failed, "; "))
 	}
 	return fmt.Sprintf("%d VM(s) migrated", done), nil
+}
+
+// claim counts (or uncounts) a migration against its destination's cap.
+func (e *Engine) claim(run *vmRun, delta int) {
+	e.destMu.Lock()
+	defer e.destMu.Unlock()
+	switch {
+	case delta > 0 && run.dest != "":
+		run.claimed = run.dest
+		e.inflight[run.dest]++
+	case delta < 0 && run.claimed != "":
+		e.inflight[run.claimed]--
+		run.claimed = ""
+	}
+}
+
+// destRoom is a candidate destination with the room the engine believes it has left.
+type destRoom struct {
+	host  string
+	ramMB int64
+	vcpus float64
+}
+
+// destinations reads the enabled, up compute hosts and their free capacity, once per run.
+// Without capacity figures (2.88+) the engine leaves the choice to Nova's scheduler.
+func (r *runner) destinations(ctx context.Context) []*destRoom {
+	e := r.e
+	if r.ro.To != "" {
+		return nil
+	}
+	svcs, err := e.nova.ComputeServices(ctx, "")
+	if err != nil {
+		return nil
+	}
+	usable := map[string]bool{}
+	for _, s := range svcs {
+		usable[s.Host] = s.Enabled && s.Up && !s.ForcedDown
+	}
+	leaving := map[string]bool{r.plan.Host: true}
+	for _, n := range r.ro.Leaving {
+		leaving[n] = true
+	}
+	hvs, err := e.nova.Hypervisors(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []*destRoom
+	for _, h := range hvs {
+		if !h.CapacityKnown {
+			return nil
+		}
+		if usable[h.Host] && !leaving[h.Host] {
+			out = append(out, &destRoom{host: h.Host, ramMB: h.MemoryMB - h.MemoryMBUsed, vcpus: float64(h.VCPUs)*e.cpuRatio() - float64(h.VCPUsUsed)})
+		}
+	}
+	return out
+}
+
+// pickDestination chooses where a VM goes: the explicit target, or the host with the most
+// free RAM that fits it and is under migrations_per_destination. With no capacity figures
+// it returns "" (Nova's scheduler chooses). false: every fitting host is at its cap now.
+func (r *runner) pickDestination(vm model.VM, dests []*destRoom) (string, bool) {
+	if r.ro.To != "" {
+		return r.ro.To, r.under(r.ro.To)
+	}
+	if dests == nil {
+		return "", true
+	}
+	var best *destRoom
+	fits := false
+	for _, d := range dests {
+		if d.ramMB < vm.RAMMB || d.vcpus < float64(vm.VCPUs) {
+			continue
+		}
+		fits = true
+		if r.under(d.host) && (best == nil || d.ramMB > best.ramMB) {
+			best = d
+		}
+	}
+	switch {
+	case best != nil:
+		best.ramMB -= vm.RAMMB
+		best.vcpus -= float64(vm.VCPUs)
+		return best.host, true
+	case !fits:
+		return "", true // no room anywhere as far as we know: let Nova's scheduler decide (and say why)
+	}
+	return "", false
+}
+
+func (r *runner) under(host string) bool {
+	r.e.destMu.Lock()
+	defer r.e.destMu.Unlock()
+	return r.e.inflight[host] < r.e.cfg.Concurrency.MigrationsPerDestination
 }
 
 // retry puts a failed VM back in the queue if it has attempts left.
