@@ -580,6 +580,10 @@ func (m Model) confirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return toggle(func(o *policy.Options) { o.DisableEviction = !o.DisableEviction })
 	case matches(msg, k.ToggleLastNode):
 		return toggle(func(o *policy.Options) { o.AllowLastNode = !o.AllowLastNode })
+	case matches(msg, k.Target) && p.op == model.OpMigrate:
+		ro := p.ro
+		ro.To = m.nextTarget(p.ro.To, p.plans)
+		return m, m.plan(p.op, p.targets, ro)
 	case matches(msg, k.Confirm):
 		if p.err != nil {
 			return m, nil
@@ -593,6 +597,27 @@ func (m Model) confirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.start(p)
 	}
 	return m, nil
+}
+
+// nextTarget cycles the migrate destination: the scheduler's choice, then each enabled,
+// up compute host that is not a source of these VMs.
+func (m Model) nextTarget(current string, plans []model.Plan) string {
+	sources := map[string]bool{}
+	for _, p := range plans {
+		sources[p.Host] = true
+	}
+	hosts := []string{""}
+	for _, n := range m.inv.Nodes {
+		if c := n.Compute; c != nil && c.Enabled && c.Up && !sources[n.Host] {
+			hosts = append(hosts, n.Host)
+		}
+	}
+	for i, h := range hosts {
+		if h == current {
+			return hosts[(i+1)%len(hosts)]
+		}
+	}
+	return ""
 }
 
 // start runs the confirmed plans in the background; the engine owns their contexts.

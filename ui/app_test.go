@@ -278,3 +278,18 @@ func BenchmarkFrame(b *testing.B) {
 		})
 	}
 }
+
+func TestMigrateTargetCycles(t *testing.T) {
+	m := newModel(t, 3, 120, 30)
+	plans := []model.Plan{{Op: model.OpMigrate, Node: "compute-0", Host: "compute-0", VM: "vm-0000"}}
+	var seen []string
+	to := ""
+	for i := 0; i < 3; i++ {
+		to = m.nextTarget(to, plans)
+		seen = append(seen, to)
+	}
+	// compute-2 is disabled, compute-0 is the source: compute-1, then back to the scheduler.
+	if strings.Join(seen, ",") != "compute-1,,compute-1" {
+		t.Errorf("targets %q", seen)
+	}
+}

@@ -20,6 +20,7 @@ type KeyMap struct {
 	Quit                                    Binding
 	Confirm, ToggleForce, ToggleEmptyDir    Binding
 	ToggleEviction, ToggleLastNode          Binding
+	Target                                  Binding
 }
 
 func bind(dangerous bool, help, desc string, keys ...string) Binding {
@@ -56,13 +57,14 @@ func DefaultKeys() KeyMap {
 		ToggleEmptyDir: bind(true, "D", "toggle --delete-emptydir-data", "D"),
 		ToggleEviction: bind(true, "E", "toggle --disable-eviction", "E"),
 		ToggleLastNode: bind(true, "L", "toggle --allow-last-node", "L"),
+		Target:         bind(true, "t", "migrate: next target host", "t"),
 	}
 }
 
 // WithoutDangerous disables the destructive keys (--readonly).
 func (k KeyMap) WithoutDangerous() KeyMap {
 	for _, b := range []*Binding{&k.Cordon, &k.Uncordon, &k.Evacuate, &k.Migrate, &k.Abort, &k.Rollback,
-		&k.ForceComplete, &k.Confirm, &k.ToggleForce, &k.ToggleEmptyDir, &k.ToggleEviction, &k.ToggleLastNode} {
+		&k.ForceComplete, &k.Confirm, &k.ToggleForce, &k.ToggleEmptyDir, &k.ToggleEviction, &k.ToggleLastNode, &k.Target} {
 		b.SetEnabled(false)
 	}
 	return k
@@ -88,6 +90,6 @@ func (k KeyMap) groups() [][]Binding {
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete},
 		{k.Operations, k.Victims, k.Refresh, k.Help, k.Quit},
-		{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode},
+		{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target},
 	}
 }

@@ -76,6 +76,9 @@ func (m Model) footer() string {
 		keys = []Binding{k.Up, k.ForceComplete, k.Abort, k.Rollback, k.Select, k.Back, k.Help}
 	case confirmScreen:
 		keys = []Binding{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Back}
+		if m.pending != nil && m.pending.op == model.OpMigrate {
+			keys = []Binding{k.Confirm, k.Target, k.Back}
+		}
 	default:
 		keys = []Binding{k.Back}
 	}
