@@ -71,20 +71,17 @@ func (p MigrationProgress) window(d time.Duration) []MigrationSample {
 
 // CopyRate is bytes copied per second over the last 10 s (the link speed seen).
 func (p MigrationProgress) CopyRate() float64 {
-	w := p.window(10 * time.Second)
-	if len(w) < 2 {
-		return 0
-	}
-	dt := w[len(w)-1].At.Sub(w[0].At).Seconds()
-	if dt <= 0 {
-		return 0
-	}
-	return float64(w[len(w)-1].Processed-w[0].Processed) / dt
+	return p.rate(func(first, last MigrationSample) int64 { return last.Processed - first.Processed })
 }
 
 // ConvergeRate is how fast remaining falls, bytes per second over the last 10 s; zero or
 // negative means the guest dirties memory as fast as it is copied.
 func (p MigrationProgress) ConvergeRate() float64 {
+	return p.rate(func(first, last MigrationSample) int64 { return first.Remaining - last.Remaining })
+}
+
+// rate divides a change between the oldest and newest samples of the last 10 s by the time.
+func (p MigrationProgress) rate(delta func(first, last MigrationSample) int64) float64 {
 	w := p.window(10 * time.Second)
 	if len(w) < 2 {
 		return 0
@@ -93,7 +90,7 @@ func (p MigrationProgress) ConvergeRate() float64 {
 	if dt <= 0 {
 		return 0
 	}
-	return float64(w[0].Remaining-w[len(w)-1].Remaining) / dt
+	return float64(delta(w[0], w[len(w)-1])) / dt
 }
 
 // ETA is the time left at the current convergence rate, or -1 when unknown or never.

@@ -275,18 +275,9 @@ func (m Model) victimsView() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// kubeShort is KubeState with SchedulingDisabled shortened to fit a column.
 func kubeShort(n model.Node) string {
-	if n.Kube == nil {
-		return "no node"
-	}
-	s := "Ready"
-	if !n.Kube.Ready {
-		s = "NotReady"
-	}
-	if !n.Kube.Schedulable {
-		s += ",SD"
-	}
-	return s
+	return strings.Replace(text.KubeState(n), ",SchedulingDisabled", ",SD", 1)
 }
 
 // notes is the inline operation ("evacuating: 3/7 VMs, 12/40 pods") or what is odd.
