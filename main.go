@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,15 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/metrics"
-	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ops/policy"
-	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/wire"
 	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/plain"
 )
@@ -241,7 +237,7 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 		return err
 	}
 	if len(o.args) == 2 && o.args[0] == "sim" && o.args[1] == "serve" {
-		return simServe(ctx, o, stdout)
+		return wire.SimServe(ctx, o.wire(), o.listen, stdout)
 	}
 	if o.demo && (o.demoNodes < 5 || o.demoNodes > 5000) {
 		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.demoNodes), Hint: "use 5 to 5000 nodes"}
@@ -260,7 +256,7 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 		return daemon(ctx, o, cfg, legacy, pol, stderr, getenv)
 	}
 	if !o.auto {
-		eng, _, err := connect(ctx, o, cfg, legacy, io.Discard, getenv)
+		eng, _, err := wire.Connect(ctx, o.wire(), cfg, legacy, io.Discard, getenv)
 		if err != nil {
 			return err
 		}
@@ -279,7 +275,7 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	if verb != "list" && verb != "doctor" && verb != "plan" && verb != "recommend" && !knownVerb(verb) {
 		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + plain.Verbs}
 	}
-	eng, _, err := connect(ctx, o, cfg, legacy, stderr, getenv)
+	eng, _, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -310,7 +306,7 @@ func daemon(ctx context.Context, o options, cfg model.Config, legacy *model.Open
 		go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
 		defer srv.Shutdown(context.Background())
 	}
-	eng, kc, err := connect(ctx, o, cfg, legacy, stderr, getenv)
+	eng, kc, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -331,14 +327,6 @@ func daemon(ctx context.Context, o options, cfg model.Config, legacy *model.Open
 		return nil // stopped by a signal: the operations recorded where they stopped
 	}
 	return err
-}
-
-func knownVerb(v string) bool {
-	switch v {
-	case "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback":
-		return true
-	}
-	return false
 }
 
 // policyOptions combines config.toml's policy with the command line's overrides.
@@ -363,6 +351,19 @@ func policyOptions(cfg model.Config, o options) (policy.Options, error) {
 	return p, nil
 }
 
+func (o options) wire() wire.Options {
+	return wire.Options{Kubeconfig: o.kubeconfig, Context: o.context, Demo: o.demo, DemoNodes: o.demoNodes,
+		DemoSeed: o.demoSeed, DemoScale: o.demoScale, DemoFault: o.demoFault}
+}
+
+func knownVerb(v string) bool {
+	switch v {
+	case "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback":
+		return true
+	}
+	return false
+}
+
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
@@ -379,116 +380,6 @@ func redirectLogs(path string) error {
 	}
 	kube.RedirectLogs(f)
 	return nil
-}
-
-// connect builds the inventory: the Kubernetes informers (synced) and, when configured,
-// an authenticated Nova client. OpenStack configured but unreachable is an error, never a
-// silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
-// reached through the same clients.
-func connect(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig,
-	stderr io.Writer, getenv func(string) string) (*ops.Engine, *kube.Client, error) {
-	var cs kubernetes.Interface
-	apiHost := "the simulated cluster"
-	if o.demo {
-		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.demoNodes, Seed: o.demoSeed, Scale: o.demoScale})
-		if err != nil {
-			return nil, nil, err
-		}
-		context.AfterFunc(ctx, demo.Close)
-		if err := demo.World.ApplyFaultSpec(o.demoFault); err != nil {
-			return nil, nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
-		}
-		cs = demo.Kube.Clientset
-		env := envMap(demo.Nova.Env())
-		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
-	} else {
-		kubeOpts := kube.Options{Kubeconfig: firstOf(o.kubeconfig, cfg.Kubernetes.Kubeconfig),
-			Context: firstOf(o.context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
-		restCfg, err := kube.RESTConfig(kubeOpts)
-		if err != nil {
-			return nil, nil, err
-		}
-		if cs, err = kube.NewClientset(restCfg); err != nil {
-			return nil, nil, err
-		}
-		apiHost = "Kubernetes at " + restCfg.Host
-	}
-	creds, err := nova.ResolveCredentials(legacy, cfg.OpenStack, getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	kinv := kube.NewInventory(cs)
-	// A large cluster's first LIST takes a while; a dead API server should not take forever.
-	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
-		return nil, nil, unreachable(apiHost, err)
-	}
-	var nc ops.Nova
-	if creds == nil {
-		fmt.Fprintln(stderr, "drainctl: OpenStack is not configured: working on Kubernetes alone (no VMs)")
-	} else {
-		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D()})
-		if err != nil {
-			return nil, nil, unreachable("OpenStack", err)
-		}
-		nc = c
-	}
-	eo := ops.EngineOptions{Poll: cfg.Timeouts.Poll.D(), StallAfter: cfg.Policy.StallAfter.D(),
-		OnStall: cfg.Policy.OnStall, Attempts: cfg.Policy.MigrationAttempts}
-	if o.demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
-		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
-	}
-	kc := kube.NewClient(cs, kinv)
-	return ops.NewEngine(kc, nc, cfg, eo), kc, nil
-}
-
-// unreachableError is a cluster drainctl was configured for but could not use: exit 2.
-type unreachableError struct {
-	what string
-	err  error
-}
-
-func (e *unreachableError) Error() string { return fmt.Sprintf("cannot reach %s: %v", e.what, e.err) }
-func (e *unreachableError) Unwrap() error { return e.err }
-func (e *unreachableError) ExitCode() int {
-	if errors.Is(e.err, context.Canceled) {
-		return ops.ExitInterrupted
-	}
-	return ops.ExitUsage
-}
-
-func unreachable(what string, err error) error { return &unreachableError{what, err} }
-
-// simServe runs the simulated Nova and Keystone alone, for the openstack CLI or any
-// gophercloud program, until interrupted.
-func simServe(ctx context.Context, o options, stdout io.Writer) error {
-	demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.demoNodes, Seed: o.demoSeed, Scale: o.demoScale})
-	if err != nil {
-		return err
-	}
-	demo.Close() // the generated world without its first server: serve it where asked
-	srv, err := sim.Serve(demo.World, o.listen)
-	if err != nil {
-		return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on %s: %v", o.listen, err)}
-	}
-	defer srv.Close()
-	if err := demo.World.ApplyFaultSpec(o.demoFault); err != nil {
-		return &ops.UsageError{Problem: err.Error()}
-	}
-	fmt.Fprintf(stdout, "# simulated Nova + Keystone with %d compute hosts; interrupt to stop\n", len(demo.Computes))
-	for _, kv := range srv.Env() {
-		fmt.Fprintf(stdout, "export %s\n", kv)
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func envMap(kvs []string) map[string]string {
-	m := make(map[string]string, len(kvs))
-	for _, kv := range kvs {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
-	return m
 }
 
 func firstOf(s ...string) string {

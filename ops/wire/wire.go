@@ -1,0 +1,150 @@
+// Package wire connects the engine to a cluster: a real one (kubeconfig, OpenStack
+// credentials, in that order of trust) or the simulated one of --demo, through the same
+// clients. It is main's wiring, kept out of main.go so main stays flags and dispatch.
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// Options select the cluster.
+type Options struct {
+	Kubeconfig, Context string
+	Demo                bool
+	DemoNodes           int
+	DemoSeed            int64
+	DemoScale           float64
+	DemoFault           string
+}
+
+// Connect builds the engine: the Kubernetes informers (synced) and, when configured,
+// an authenticated Nova client. OpenStack configured but unreachable is an error, never a
+// silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
+// reached through the same clients.
+func Connect(ctx context.Context, o Options, cfg model.Config, legacy *model.OpenStackConfig,
+	stderr io.Writer, getenv func(string) string) (*ops.Engine, *kube.Client, error) {
+	var cs kubernetes.Interface
+	apiHost := "the simulated cluster"
+	if o.Demo {
+		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
+		if err != nil {
+			return nil, nil, err
+		}
+		context.AfterFunc(ctx, demo.Close)
+		if err := demo.World.ApplyFaultSpec(o.DemoFault); err != nil {
+			return nil, nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
+		}
+		cs = demo.Kube.Clientset
+		env := envMap(demo.Nova.Env())
+		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
+	} else {
+		kubeOpts := kube.Options{Kubeconfig: firstOf(o.Kubeconfig, cfg.Kubernetes.Kubeconfig),
+			Context: firstOf(o.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
+		restCfg, err := kube.RESTConfig(kubeOpts)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cs, err = kube.NewClientset(restCfg); err != nil {
+			return nil, nil, err
+		}
+		apiHost = "Kubernetes at " + restCfg.Host
+	}
+	creds, err := nova.ResolveCredentials(legacy, cfg.OpenStack, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	kinv := kube.NewInventory(cs)
+	// A large cluster's first LIST takes a while; a dead API server should not take forever.
+	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
+		return nil, nil, unreachable(apiHost, err)
+	}
+	var nc ops.Nova
+	if creds == nil {
+		fmt.Fprintln(stderr, "drainctl: OpenStack is not configured: working on Kubernetes alone (no VMs)")
+	} else {
+		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D()})
+		if err != nil {
+			return nil, nil, unreachable("OpenStack", err)
+		}
+		nc = c
+	}
+	eo := ops.EngineOptions{Poll: cfg.Timeouts.Poll.D(), StallAfter: cfg.Policy.StallAfter.D(),
+		OnStall: cfg.Policy.OnStall, Attempts: cfg.Policy.MigrationAttempts}
+	if o.Demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
+		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
+	}
+	kc := kube.NewClient(cs, kinv)
+	return ops.NewEngine(kc, nc, cfg, eo), kc, nil
+}
+
+// unreachableError is a cluster drainctl was configured for but could not use: exit 2.
+type unreachableError struct {
+	what string
+	err  error
+}
+
+func (e *unreachableError) Error() string { return fmt.Sprintf("cannot reach %s: %v", e.what, e.err) }
+func (e *unreachableError) Unwrap() error { return e.err }
+func (e *unreachableError) ExitCode() int {
+	if errors.Is(e.err, context.Canceled) {
+		return ops.ExitInterrupted
+	}
+	return ops.ExitUsage
+}
+
+func unreachable(what string, err error) error { return &unreachableError{what, err} }
+
+// SimServe runs the simulated Nova and Keystone alone, for the openstack CLI or any
+// gophercloud program, until interrupted.
+func SimServe(ctx context.Context, o Options, listen string, stdout io.Writer) error {
+	demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
+	if err != nil {
+		return err
+	}
+	demo.Close() // the generated world without its first server: serve it where asked
+	srv, err := sim.Serve(demo.World, listen)
+	if err != nil {
+		return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on %s: %v", listen, err)}
+	}
+	defer srv.Close()
+	if err := demo.World.ApplyFaultSpec(o.DemoFault); err != nil {
+		return &ops.UsageError{Problem: err.Error()}
+	}
+	fmt.Fprintf(stdout, "# simulated Nova + Keystone with %d compute hosts; interrupt to stop\n", len(demo.Computes))
+	for _, kv := range srv.Env() {
+		fmt.Fprintf(stdout, "export %s\n", kv)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func envMap(kvs []string) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
