@@ -191,11 +191,14 @@ type destRoom struct {
 	vcpus float64
 }
 
-// destinations reads the enabled, up compute hosts and their free capacity, once per run.
-// Without capacity figures (2.88+) the engine leaves the choice to Nova's scheduler.
+// destinations reads the enabled, up compute hosts and their free capacity, once per run,
+// when drainctl must choose destinations itself: only when the per-destination cap can bind
+// (it is below what may be in flight at once). Otherwise, and without capacity figures
+// (2.88+), Nova's scheduler chooses, with everything it knows (server groups, aggregates).
 func (r *runner) destinations(ctx context.Context) []*destRoom {
 	e := r.e
-	if r.ro.To != "" {
+	c := e.cfg.Concurrency
+	if r.ro.To != "" || c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes {
 		return nil
 	}
 	svcs, err := e.nova.ComputeServices(ctx, "")

@@ -177,7 +177,13 @@ func (w *World) apply(m *migration, at time.Time) {
 	switch m.status {
 	case "accepted":
 		if m.requestedHost != "" {
+			// Since 2.30 (without force) the scheduler validates a requested host too.
 			h := w.hosts[m.requestedHost]
+			if w.noValidHost {
+				w.fail(m, at.Add(errorDelay-scheduleDelay), "conductor_live_migrate_instance",
+					"No valid host was found. There are not enough hosts available.")
+				return
+			}
 			if !h.schedulable() || !w.fits(h, s) {
 				w.fail(m, at.Add(errorDelay-scheduleDelay), "conductor_live_migrate_instance",
 					"Migration pre-check error: Unable to migrate "+s.ID+" to "+h.Name+": host is disabled, down or has no room")
