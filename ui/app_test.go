@@ -232,8 +232,14 @@ func TestGoldenNodes80x24(t *testing.T) { golden(t, newModel(t, 30, 80, 24), 80,
 func TestGoldenNodes140x30(t *testing.T) {
 	golden(t, press(newModel(t, 3, 140, 30), "j", "space"), 140, 30)
 }
-func TestGoldenDetail(t *testing.T) { golden(t, press(newModel(t, 3, 100, 24), "j", "enter"), 100, 24) }
-func TestGoldenHelp(t *testing.T)   { golden(t, press(newModel(t, 3, 100, 40), "?"), 100, 40) }
+func TestGoldenDetail(t *testing.T) {
+	m := newModel(t, 3, 120, 24)
+	n := &m.inv.Nodes[1] // a VM of compute-1 is migrating
+	n.VMs[0].Status, n.VMs[0].TaskState = "MIGRATING", "migrating"
+	n.Migrations = []model.Migration{{ID: 7, InstanceID: n.VMs[0].ID, Status: "running", SourceCompute: "compute-1", DestCompute: "compute-0"}}
+	golden(t, press(m, "j", "enter"), 120, 24)
+}
+func TestGoldenHelp(t *testing.T) { golden(t, press(newModel(t, 3, 100, 40), "?"), 100, 40) }
 
 func TestGoldenVictims(t *testing.T) {
 	golden(t, press(newModel(t, 4, 120, 24), "s", "j", "j"), 120, 24)

@@ -65,7 +65,11 @@ func (m Model) vmTable(n model.Node, w, rows int) string {
 	if !m.inv.NovaConfigured {
 		return m.st.Muted.Render("VMs: Nova is not configured")
 	}
-	lines := []string{m.st.Header.Render(pad(fmt.Sprintf("  VMS (%d)  NAME          ID        FLAVOR      RAM    STATUS", len(n.VMs)), w))}
+	lines := []string{m.st.Header.Render(pad(fmt.Sprintf("  VMS (%d)  NAME          ID        FLAVOR      RAM    STATUS              MIGRATION", len(n.VMs)), w))}
+	migrating := map[string]string{} // VM id -> its live migration's state and route
+	for _, mg := range n.Migrations {
+		migrating[mg.InstanceID] = fmt.Sprintf("%s %s→%s", mg.Status, mg.SourceCompute, orDash(mg.DestCompute))
+	}
 	start := 0
 	if m.vmCursor >= rows-1 {
 		start = m.vmCursor - rows + 2
@@ -83,8 +87,12 @@ func (m Model) vmTable(n model.Node, w, rows int) string {
 		if vm.Locked {
 			state += " locked"
 		}
-		line := pad(fmt.Sprintf("%s%-13s %-9s %-11s %-6s %s", mark, truncate(vm.Name, 13), vm.ShortID(), truncate(vm.Flavor, 11),
-			text.Bytes(vm.RAMMB<<20), state), w)
+		mig := migrating[vm.ID]
+		if mig == "" {
+			mig = "-"
+		}
+		line := pad(fmt.Sprintf("%s%-13s %-9s %-11s %-6s %-19s %s", mark, truncate(vm.Name, 13), vm.ShortID(), truncate(vm.Flavor, 11),
+			text.Bytes(vm.RAMMB<<20), truncate(state, 19), mig), w)
 		if i == m.vmCursor {
 			line = m.st.Cursor.Render(line)
 		}
