@@ -501,7 +501,7 @@ func TestRollbackRestoresTheNode(t *testing.T) {
 	if err := <-runErr; !errors.As(err, new(*ops.Interrupted)) {
 		t.Errorf("the evacuation ended with %v", err)
 	}
-	_ = rec
+	golden(t, "rollback", rec.transcript(c.px))
 	vm, _ := c.world.ServerByName("vm-a")
 	if vm.Host != c0 || vm.Status != "ACTIVE" {
 		t.Errorf("vm-a after rollback: %+v", vm)

@@ -411,7 +411,11 @@ func (r *runner) abortMigrations(ctx context.Context) (string, error) {
 			continue
 		}
 		aborted++
-		r.emit(MigrationEvent{Base: e.base(p.Node), VMID: m.InstanceID, VM: m.InstanceID, State: MigAborted,
+		name := m.InstanceID
+		if vm, err := e.nova.Server(ctx, m.InstanceID); err == nil {
+			name = vm.Name
+		}
+		r.emit(MigrationEvent{Base: e.base(p.Node), VMID: m.InstanceID, VM: name, State: MigAborted,
 			Source: m.SourceCompute, Dest: m.DestCompute})
 	}
 	if len(errs) > 0 {
