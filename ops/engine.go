@@ -194,8 +194,13 @@ func (e *Engine) ForceComplete(ctx context.Context, vmID string) error {
 
 // Recommend ranks every node as a scale-down victim: candidates cheapest first, the others
 // with every reason they cannot go.
-func (e *Engine) Recommend(ctx context.Context, o policy.Options) ([]policy.Victim, model.Inventory, error) {
-	inv, err := e.inv.Read(ctx)
+// With fresh false it re-joins with the last Nova read instead of reading Nova again.
+func (e *Engine) Recommend(ctx context.Context, o policy.Options, fresh bool) ([]policy.Victim, model.Inventory, error) {
+	read := e.inv.Rejoin
+	if fresh {
+		read = e.inv.Read
+	}
+	inv, err := read(ctx)
 	if err != nil {
 		return nil, inv, err
 	}

@@ -623,3 +623,22 @@ func TestPerDestinationCap(t *testing.T) {
 		}
 	}
 }
+
+// A Kubernetes change is seen by re-joining with the last Nova read: no Nova request.
+func TestRejoinSeesKubernetesWithoutCallingNova(t *testing.T) {
+	c := newCluster(t, 100)
+	inv := c.engine("t", nil).Inventory()
+	if _, err := inv.Read(kubetest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	before := c.world.Stats().Requests
+	c.setUnschedulable(c.name("c2"), true)
+	kubetest.Eventually(t, 10*time.Second, "the cordon in a re-join", func() bool {
+		got, err := inv.Rejoin(kubetest.Ctx(t))
+		n, _ := got.Node(c.name("c2"))
+		return err == nil && n.Kube != nil && !n.Kube.Schedulable && n.Compute != nil
+	})
+	if after := c.world.Stats().Requests; after != before {
+		t.Errorf("re-joins made %d Nova requests", after-before)
+	}
+}

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -25,6 +26,9 @@ type Inventory struct {
 	nova   NovaSource // nil when OpenStack is not configured
 	mapper model.HostMapper
 	now    func() time.Time
+
+	mu       sync.Mutex
+	lastNova *model.NovaSnapshot // the last Nova read, for re-joins on Kubernetes changes
 }
 
 // NewInventory joins kube and nova (nova may be nil: Kubernetes alone).
@@ -47,6 +51,22 @@ func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {
 			return model.Inventory{}, err
 		}
 		ns = &s
+		i.mu.Lock()
+		i.lastNova = ns
+		i.mu.Unlock()
+	}
+	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
+}
+
+// Rejoin joins the Kubernetes cache with the last Nova read, without calling Nova: for
+// Kubernetes changes, which arrive far more often than Nova needs reading. Before any
+// Read it reads.
+func (i *Inventory) Rejoin(ctx context.Context) (model.Inventory, error) {
+	i.mu.Lock()
+	ns := i.lastNova
+	i.mu.Unlock()
+	if i.nova != nil && ns == nil {
+		return i.Read(ctx)
 	}
 	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
 }

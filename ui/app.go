@@ -120,16 +120,18 @@ type (
 
 // Init loads the inventory and starts listening to the engine and to Kubernetes.
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(m.load(), m.bus.wait(), m.tick(), m.watchKube())
+	return tea.Batch(m.load(true), m.bus.wait(), m.tick(), m.watchKube())
 }
 
-func (m Model) load() tea.Cmd {
+// load reads the inventory and ranks it in a Cmd, off the UI path. fresh reads Nova again;
+// otherwise the Kubernetes cache is re-joined with the last Nova read.
+func (m Model) load(fresh bool) tea.Cmd {
 	if m.eng == nil {
 		return nil
 	}
 	eng, ctx, pol := m.eng, m.ctx, m.opts.Policy
 	return func() tea.Msg {
-		victims, inv, err := eng.Recommend(ctx, pol) // the ranking is computed here, off the UI path
+		victims, inv, err := eng.Recommend(ctx, pol, fresh)
 		return inventoryMsg{inv, victims, err}
 	}
 }
@@ -186,9 +188,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.applyFilter()
 		return m, nil
 	case tickMsg:
-		return m, tea.Batch(m.refresh(), m.tick())
+		return m, tea.Batch(m.refresh(true), m.tick())
 	case kubeMsg:
-		return m, tea.Batch(m.refresh(), m.watchKube())
+		return m, tea.Batch(m.refresh(false), m.watchKube())
 	case eventsMsg:
 		for _, ev := range msg {
 			m.record(ev)
@@ -203,7 +205,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.screen = confirmScreen
 		return m, nil
 	case runDone:
-		return m, m.refresh()
+		return m, m.refresh(true)
 	case errorMsg:
 		m.setStatus(msg.err.Error(), true)
 		return m, nil
@@ -213,12 +215,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *Model) refresh() tea.Cmd {
+func (m *Model) refresh(fresh bool) tea.Cmd {
 	if m.loading {
 		return nil
 	}
 	m.loading = true
-	return m.load()
+	return m.load(fresh)
 }
 
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }

@@ -61,7 +61,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case matches(msg, k.Refresh):
 		m.setStatus("refreshing…", false)
-		return m, m.refresh()
+		return m, m.refresh(true)
 	case matches(msg, k.Victims):
 		m.screen, m.vicCursor = victimsScreen, 0
 		return m, nil

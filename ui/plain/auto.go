@@ -198,7 +198,7 @@ func (d *disagreement) Error() string {
 
 // recommend prints the scale-down victims, cheapest first, and every other node's reasons.
 func (a *Auto) recommend(ctx context.Context) error {
-	victims, _, err := a.Engine.Recommend(ctx, a.Run.Policy)
+	victims, _, err := a.Engine.Recommend(ctx, a.Run.Policy, true)
 	if err != nil {
 		return err
 	}
