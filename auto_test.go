@@ -54,6 +54,7 @@ func binary(t *testing.T) string {
 // under a PDB on c0 and c1, a DaemonSet pod on c0, VMs on c0 and c1.
 type autoCluster struct {
 	px, ns     string
+	home       string
 	env        []string
 	world      *sim.World
 	kubeconfig string
@@ -87,6 +88,7 @@ func newAutoCluster(t *testing.T) *autoCluster {
 	}
 	t.Cleanup(func() { srv.Close() })
 	home := t.TempDir()
+	c.home = home
 	// A quicker poll than the default 2 s: the simulator runs 50 times faster than life.
 	os.MkdirAll(filepath.Join(home, ".config", "drainctl"), 0o755)
 	os.WriteFile(filepath.Join(home, ".config", "drainctl", "config.toml"), []byte("[timeouts]\npoll = \"50ms\"\n"), 0o600)
@@ -247,5 +249,32 @@ func TestAutoInterruptAndResume(t *testing.T) {
 		if runs := len(c.world.MigrationStatuses(vm.ID)); runs != 1 || vm.Host == c0 {
 			t.Errorf("%s: %d migrations, on %s", name, runs, vm.Host)
 		}
+	}
+}
+
+// scale-down: the node is emptied, its Node deleted and its machine terminated in the
+// cloudpool, which shrinks by one.
+func TestAutoScaleDown(t *testing.T) {
+	c := newAutoCluster(t)
+	c1 := c.px + "-c1"
+	pool, err := sim.ServeCloudPool(c.px+"-c0", c1, c.px+"-c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	cfg := filepath.Join(c.home, ".config", "drainctl", "config.toml")
+	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"50ms\"\n[cloudpool]\nurl = \""+pool.URL+"\"\n"), 0o600)
+	r := c.drainctl(t, nil, "--auto", "scale-down", c1)
+	if r.code != 0 || !strings.Contains(r.stderr, "terminate done: machine "+c1+" terminated") {
+		t.Fatalf("scale-down: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := kubetest.Client(t).CoreV1().Nodes().Get(kubetest.Ctx(t), c1, metav1.GetOptions{}); err == nil {
+		t.Error("the Node is still there")
+	}
+	if pool.State(c1) != "TERMINATED" || pool.Desired() != 2 {
+		t.Errorf("pool: %s, desired %d", pool.State(c1), pool.Desired())
+	}
+	if vm, _ := c.world.ServerByName("app-1"); vm.Host == c1 {
+		t.Error("the VM was not moved before the node went")
 	}
 }

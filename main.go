@@ -17,6 +17,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/cloudpool"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/metrics"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -52,6 +53,8 @@ Verbs (--auto):
   doctor               where Kubernetes and Nova disagree (exit 0 when they agree)
   recommend [--count N]   scale-down victims across both layers, cheapest first, and why
                        every other node cannot go
+  scale-down [NODE... | --count N]   evacuate, delete the Node and (with [cloudpool] url)
+                       terminate its machine; without NODE the top-ranked candidates
   (no verb)            evacuate the node drainctl runs on (NODE_NAME, else the hostname)
 
 Operation flags:
@@ -272,7 +275,7 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	} else {
 		args = []string{firstOf(getenv("NODE_NAME"), hostname())}
 	}
-	if verb != "list" && verb != "doctor" && verb != "plan" && verb != "recommend" && !knownVerb(verb) {
+	if verb != "list" && verb != "doctor" && verb != "plan" && verb != "recommend" && verb != "scale-down" && !knownVerb(verb) {
 		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + plain.Verbs}
 	}
 	eng, _, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
@@ -289,6 +292,9 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	auto := &plain.Auto{Engine: eng, DryRun: o.dryRun, JSON: o.output == plain.FormatJSON,
 		MaxParallel: cfg.Concurrency.Nodes, Stdout: stdout, Stderr: stderr, Count: o.count,
 		Run: ops.RunOptions{Policy: pol, Why: o.reason, To: o.to, ForceCompute: o.force}}
+	if cfg.CloudPool.URL != "" {
+		auto.Pool = cloudpool.New(cfg.CloudPool.URL, cfg.CloudPool.BackendTimeout.D())
+	}
 	return auto.Do(ctx, verb, args)
 }
 

@@ -20,6 +20,15 @@ type Config struct {
 	Concurrency ConcurrencyConfig `toml:"concurrency"`
 	Policy      PolicyConfig      `toml:"policy"`
 	ScaleDown   ScaleDownConfig   `toml:"scale_down"`
+	CloudPool   CloudPoolConfig   `toml:"cloudpool"`
+}
+
+// CloudPoolConfig is the backend cloudpool that owns the nodes' machines (scale-down
+// terminates the machine under a node it emptied; the proxy mode forwards to it).
+type CloudPoolConfig struct {
+	URL            string   `toml:"url"`
+	ClientTimeout  Duration `toml:"client_timeout"`
+	BackendTimeout Duration `toml:"backend_timeout"`
 }
 
 // ScaleDownConfig prices what emptying a node costs, to rank scale-down victims.
@@ -159,6 +168,7 @@ func DefaultConfig() Config {
 			MigrationAttempts: 2,
 		},
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
+		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
 	}
 }
 

@@ -30,6 +30,8 @@ const (
 	StepEnableCompute  StepKind = "enable-compute"  // re-enable nova-compute if drainctl disabled it
 	StepUncordon       StepKind = "uncordon"        // remove the taint, schedulable again
 	StepRelease        StepKind = "release"         // give the lease back
+	StepDeleteNode     StepKind = "delete-node"     // scale-down: the Node object goes
+	StepTerminate      StepKind = "terminate"       // scale-down: the machine goes (cloudpool)
 )
 
 // Step is a planned step and whether the cluster already shows it done.

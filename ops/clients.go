@@ -34,6 +34,13 @@ type Kube interface {
 	// holder, it fails with *LeaseHeldError.
 	AcquireLease(ctx context.Context, node, holder string, ttl time.Duration) error
 	ReleaseLease(ctx context.Context, node, holder string) error
+	// DeleteNode deletes the Node object (scale-down).
+	DeleteNode(ctx context.Context, node string) error
+}
+
+// MachinePool terminates the machine under a node (ops/cloudpool.Client).
+type MachinePool interface {
+	TerminateNode(ctx context.Context, node, providerID string) (machineID string, err error)
 }
 
 // DrainFilterOptions are kubectl drain's own options.

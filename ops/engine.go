@@ -209,3 +209,42 @@ func (e *Engine) Recommend(ctx context.Context, o policy.Options, fresh bool) ([
 	w.PerPod, w.PerVMGiB, w.PerUtilPoint, w.CPURatio = sd.PodCost, sd.VMGiBCost, sd.CPUPointCost, sd.CPUAllocationRatio
 	return policy.Rank(inv, o, w), inv, nil
 }
+
+// ScaleDown empties a node (the evacuation, refused on the same blockers), deletes its Node
+// object and, with a pool, terminates its machine, shrinking the pool. Each step is skipped
+// when already done, so a rerun resumes.
+func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool MachinePool, emit func(Event)) (Report, error) {
+	k, ok := e.kube.Node(node)
+	if !ok {
+		return Report{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", node)}
+	}
+	plan, err := e.Plan(ctx, model.OpEvacuate, node, ro)
+	if err != nil {
+		return Report{}, err
+	}
+	rep, err := e.Run(ctx, plan, ro, emit)
+	if err != nil {
+		return rep, err
+	}
+	step := func(kind model.StepKind, state, detail string) {
+		emit(StepEvent{Base: e.base(node), Step: kind, State: state, Detail: detail})
+	}
+	step(model.StepDeleteNode, StepStarted, "delete the Node object")
+	if err := e.kube.DeleteNode(ctx, node); err != nil {
+		step(model.StepDeleteNode, StepFailed, err.Error())
+		return rep, err
+	}
+	step(model.StepDeleteNode, StepDone, "deleted")
+	if pool == nil {
+		step(model.StepTerminate, StepSkipped, "no cloudpool configured: the machine stays")
+		return rep, nil
+	}
+	step(model.StepTerminate, StepStarted, "terminate the machine, decrementing the desired size")
+	id, err := pool.TerminateNode(ctx, node, k.ProviderID)
+	if err != nil {
+		step(model.StepTerminate, StepFailed, err.Error())
+		return rep, err
+	}
+	step(model.StepTerminate, StepDone, "machine "+id+" terminated")
+	return rep, nil
+}

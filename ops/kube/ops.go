@@ -348,3 +348,12 @@ func RunAsLeader(ctx context.Context, cs kubernetes.Interface, identity string, 
 		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: fn, OnStoppedLeading: func() {}}})
 	return ctx.Err()
 }
+
+// DeleteNode deletes the Node object; already gone is fine.
+func (c *Client) DeleteNode(ctx context.Context, node string) error {
+	err := c.cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting node %s: %w", node, err)
+	}
+	return nil
+}

@@ -19,14 +19,15 @@ type Auto struct {
 	Run         ops.RunOptions
 	DryRun      bool
 	JSON        bool
-	MaxParallel int // nodes worked at once
-	Count       int // recommend: how many candidates to show (0: all)
+	MaxParallel int             // nodes worked at once
+	Count       int             // recommend, scale-down: how many candidates (0: all; scale-down: 1)
+	Pool        ops.MachinePool // scale-down: the cloudpool, nil when none is configured
 	Stdout      io.Writer
 	Stderr      io.Writer
 }
 
 // Verbs lists the verbs --auto knows, for usage errors.
-const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, doctor, recommend"
+const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, doctor, recommend, scale-down"
 
 // Do runs verb on its arguments. The error carries the exit code (ops.ExitCodeOf).
 func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
@@ -53,6 +54,8 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 		return a.doctor(ctx)
 	case "recommend":
 		return a.recommend(ctx)
+	case "scale-down":
+		return a.scaleDown(ctx, args)
 	}
 	return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + Verbs}
 }
@@ -235,4 +238,39 @@ func (a *Auto) recommend(ctx context.Context) error {
 			text.Bytes(v.VMMemory<<20), v.CPUUtil*100, why)
 	}
 	return tw.Flush()
+}
+
+// scaleDown empties, deletes and (with a cloudpool) terminates the named nodes, or the
+// top-ranked candidates (--count, default 1). Nodes go one after the other: each removal
+// changes what the next one's pods and VMs can fit into.
+func (a *Auto) scaleDown(ctx context.Context, nodes []string) error {
+	if len(nodes) == 0 {
+		victims, _, err := a.Engine.Recommend(ctx, a.Run.Policy, true)
+		if err != nil {
+			return err
+		}
+		want := max(1, a.Count)
+		for _, v := range victims {
+			if v.Candidate && len(nodes) < want {
+				nodes = append(nodes, v.Node)
+			}
+		}
+		if len(nodes) == 0 {
+			var reasons []model.Reason
+			for _, v := range victims {
+				reasons = append(reasons, v.Reasons...)
+			}
+			if len(reasons) == 0 {
+				return &ops.UsageError{Problem: "no node to scale down"}
+			}
+			return &ops.RefusedError{Reasons: reasons}
+		}
+	}
+	pr := a.printer(a.Stderr)
+	for _, n := range nodes {
+		if _, err := a.Engine.ScaleDown(ctx, n, a.Run, a.Pool, pr.Emit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
