@@ -18,6 +18,35 @@ type Pod struct {
 	LocalVolume string            `json:"localVolume,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Where the pod may run: what the scheduler would check when it is recreated elsewhere.
+	Tolerations  []Toleration       `json:"tolerations,omitempty"`
+	NodeSelector map[string]string  `json:"nodeSelector,omitempty"`
+	NodeAffinity []NodeSelectorTerm `json:"requiredNodeAffinity,omitempty"` // ORed terms
+}
+
+// Toleration is a pod's toleration of a taint.
+type Toleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"` // Equal (default) or Exists
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"` // empty: every effect
+}
+
+// NodeSelectorTerm is one term of required node affinity: all its requirements must hold.
+type NodeSelectorTerm struct {
+	MatchExpressions []NodeSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// NodeSelectorRequirement is one label requirement (In, NotIn, Exists, DoesNotExist, Gt, Lt).
+type NodeSelectorRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// Constrained reports whether the pod restricts where it runs beyond resources.
+func (p Pod) Constrained() bool {
+	return len(p.Tolerations) > 0 || len(p.NodeSelector) > 0 || len(p.NodeAffinity) > 0
 }
 
 // Key is namespace/name.

@@ -168,6 +168,19 @@ func (inv *Inventory) podModel(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudg
 		Labels:   p.Labels, Annotations: p.Annotations,
 	}
 	_, m.Mirror = p.Annotations[corev1.MirrorPodAnnotationKey]
+	for _, t := range p.Spec.Tolerations {
+		m.Tolerations = append(m.Tolerations, model.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)})
+	}
+	m.NodeSelector = p.Spec.NodeSelector
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			var mt model.NodeSelectorTerm
+			for _, r := range term.MatchExpressions {
+				mt.MatchExpressions = append(mt.MatchExpressions, model.NodeSelectorRequirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values})
+			}
+			m.NodeAffinity = append(m.NodeAffinity, mt)
+		}
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			m.Ready = c.Status == corev1.ConditionTrue

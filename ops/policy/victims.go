@@ -5,7 +5,12 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -51,9 +56,11 @@ func (v Victim) Placement() map[string]string {
 // room is free capacity on one node (pods side) or host (VM side).
 type room struct {
 	name           string
-	cpu, mem, pods int64   // Kubernetes: milliCPU, bytes, pod slots
-	ram            int64   // Nova: MB
-	vcpu           float64 // Nova: vCPUs under the allocation ratio
+	node           *lazyNode // labels and taints, built for pods that constrain where they run
+	tainted        bool      // has a NoSchedule or NoExecute taint
+	cpu, mem, pods int64     // Kubernetes: milliCPU, bytes, pod slots
+	ram            int64     // Nova: MB
+	vcpu           float64   // Nova: vCPUs under the allocation ratio
 }
 
 // Rank orders every node: candidates first, cheapest to empty first (ties by name), then
@@ -103,8 +110,13 @@ func Rank(inv model.Inventory, o Options, w Weights) []Victim {
 func freeRooms(inv model.Inventory, w Weights) (pods, vms []room) {
 	for _, n := range inv.Nodes {
 		if k := n.Kube; k != nil && k.Ready && k.Schedulable && !k.IsControlPlane() {
-			pods = append(pods, room{name: n.Name, cpu: k.Allocatable.MilliCPU - n.Requested.MilliCPU,
-				mem: k.Allocatable.MemoryBytes - n.Requested.MemoryBytes, pods: k.Allocatable.Pods - n.Requested.Pods})
+			r := room{name: n.Name, cpu: k.Allocatable.MilliCPU - n.Requested.MilliCPU,
+				mem: k.Allocatable.MemoryBytes - n.Requested.MemoryBytes, pods: k.Allocatable.Pods - n.Requested.Pods,
+				node: &lazyNode{kube: k}}
+			for _, t := range k.Taints {
+				r.tainted = r.tainted || t.Effect == "NoSchedule" || t.Effect == "NoExecute"
+			}
+			pods = append(pods, r)
 		}
 		if c, h := n.Compute, n.Hypervisor; c != nil && h != nil && c.Enabled && c.Up && !c.ForcedDown && h.CapacityKnown {
 			vms = append(vms, room{name: n.Name, ram: h.MemoryMB - h.MemoryMBUsed, vcpu: float64(h.VCPUs)*w.CPURatio - float64(h.VCPUsUsed)})
@@ -174,7 +186,11 @@ func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRoo
 				Message: "PodDisruptionBudget " + r.Message + " allows no disruption now"})
 			continue
 		}
-		movable = append(movable, item{cpu: p.Requests.MilliCPU, mem: p.Requests.MemoryBytes, pod: p})
+		it := item{cpu: p.Requests.MilliCPU, mem: p.Requests.MemoryBytes, pod: p}
+		if p.Constrained() {
+			it.k8s = k8sPod(p)
+		}
+		movable = append(movable, it)
 	}
 	v.Pods = len(movable)
 	if unplaced := place(movable, n.Name, podRooms, scratch, fitsPod); len(unplaced) > 0 {
@@ -216,6 +232,7 @@ func first(s []string, n int) []string {
 type item struct {
 	cpu, mem int64
 	pod      *model.Pod
+	k8s      *corev1.Pod // for a pod that constrains where it runs
 	vm       *model.VM
 	dest     string
 }
@@ -229,7 +246,7 @@ func (it item) name() string {
 
 // fitsPod and fitsVM test and take room for one item.
 func fitsPod(r *room, it item) bool {
-	if r.cpu < it.cpu || r.mem < it.mem || r.pods < 1 {
+	if r.cpu < it.cpu || r.mem < it.mem || r.pods < 1 || !schedulableOn(it, r) {
 		return false
 	}
 	r.cpu, r.mem, r.pods = r.cpu-it.cpu, r.mem-it.mem, r.pods-1
@@ -280,4 +297,62 @@ func place(items []item, self string, rooms []room, scratch []room, fit func(*ro
 		}
 	}
 	return unplaced
+}
+
+// schedulableOn checks taints and tolerations, nodeSelector and required node affinity the
+// way the scheduler does (k8s.io/component-helpers). A pod without constraints fits any node
+// without NoSchedule/NoExecute taints: the common case costs nothing.
+func schedulableOn(it item, r *room) bool {
+	if it.k8s == nil {
+		return !r.tainted
+	}
+	node := r.node.get()
+	if _, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, it.k8s.Spec.Tolerations,
+		func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, false); bad {
+		return false
+	}
+	ok, err := nodeaffinity.GetRequiredNodeAffinity(it.k8s).Match(node)
+	return err == nil && ok
+}
+
+// lazyNode builds a room's Kubernetes Node once, the first time a constrained pod needs it;
+// rooms are copied per victim, the pointer keeps one build for all the copies.
+type lazyNode struct {
+	kube  *model.KubeNode
+	built *corev1.Node
+}
+
+func (l *lazyNode) get() *corev1.Node {
+	if l.built == nil {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: l.kube.Name, Labels: l.kube.Labels}}
+		for _, t := range l.kube.Taints {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+		}
+		l.built = n
+	}
+	return l.built
+}
+
+// k8sPod builds the scheduling-relevant part of a pod for component-helpers.
+func k8sPod(p *model.Pod) *corev1.Pod {
+	out := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: p.NodeSelector}}
+	for _, t := range p.Tolerations {
+		out.Spec.Tolerations = append(out.Spec.Tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
+			Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	if len(p.NodeAffinity) > 0 {
+		sel := &corev1.NodeSelector{}
+		for _, term := range p.NodeAffinity {
+			var t corev1.NodeSelectorTerm
+			for _, r := range term.MatchExpressions {
+				t.MatchExpressions = append(t.MatchExpressions, corev1.NodeSelectorRequirement{Key: r.Key,
+					Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
+			}
+			sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, t)
+		}
+		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}
+	}
+	return out
 }

@@ -100,6 +100,18 @@ func TestRankRules(t *testing.T) {
 			}
 		}, "node-0000", model.NoHostWithRoom},
 		{"VM locked", func(inv *model.Inventory) { inv.Nodes[0].VMs[0].Locked = true }, "node-0000", model.VMLocked},
+		{"every other node tainted, not tolerated", func(inv *model.Inventory) {
+			for i := 1; i < len(inv.Nodes); i++ {
+				inv.Nodes[i].Kube.Taints = []model.Taint{{Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}}
+			}
+		}, "node-0000", model.NoHostWithRoom},
+		{"nodeSelector matches no other node", func(inv *model.Inventory) {
+			inv.Nodes[0].Pods[0].NodeSelector = map[string]string{"disk": "ssd"}
+		}, "node-0000", model.NoHostWithRoom},
+		{"required affinity matches no other node", func(inv *model.Inventory) {
+			inv.Nodes[0].Pods[0].NodeAffinity = []model.NodeSelectorTerm{{MatchExpressions: []model.NodeSelectorRequirement{
+				{Key: "zone", Operator: "In", Values: []string{"b"}}}}}
+		}, "node-0000", model.NoHostWithRoom},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			inv := clusterOf(3, 3, 2, rand.New(rand.NewSource(1)))
@@ -112,6 +124,24 @@ func TestRankRules(t *testing.T) {
 				t.Errorf("want %s, got candidate=%v %+v", tc.want, v.Candidate, v.Reasons)
 			}
 		})
+	}
+}
+
+// The same constraints, satisfied, keep the node a candidate.
+func TestRankHonoursTolerationsAndAffinity(t *testing.T) {
+	inv := clusterOf(3, 3, 0, rand.New(rand.NewSource(1)))
+	for i := 1; i < len(inv.Nodes); i++ {
+		inv.Nodes[i].Kube.Taints = []model.Taint{{Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}}
+		inv.Nodes[i].Kube.Labels = map[string]string{"zone": "b", "disk": "ssd"}
+	}
+	for i := range inv.Nodes[0].Pods {
+		p := &inv.Nodes[0].Pods[i]
+		p.Tolerations = []model.Toleration{{Key: "dedicated", Operator: "Equal", Value: "gpu", Effect: "NoSchedule"}}
+		p.NodeSelector = map[string]string{"disk": "ssd"}
+		p.NodeAffinity = []model.NodeSelectorTerm{{MatchExpressions: []model.NodeSelectorRequirement{{Key: "zone", Operator: "In", Values: []string{"a", "b"}}}}}
+	}
+	if v := victim(Rank(inv, Options{}, DefaultWeights()), "node-0000"); !v.Candidate {
+		t.Errorf("tolerating, selecting and affine pods should fit: %+v", v.Reasons)
 	}
 }
 
