@@ -101,19 +101,13 @@ func TestTUIEvacuateAndUncordon(t *testing.T) {
 		t.Errorf("evacuation screen shows a failure:\n%s", s)
 	}
 	tm.keys("Escape")
-	s = tm.waitFor(10*time.Second, "compute-1", "disabled/up")
-	if row := line(s, "compute-1"); !strings.Contains(row, ",SD") || !strings.Contains(row, " 0 ") {
-		t.Errorf("compute-1 after evacuation: %q", row)
-	}
+	tm.waitForRow(15*time.Second, "compute-1", ",SD", "disabled/up", " 0 ")
 	tm.keys("u")
 	tm.waitFor(10*time.Second, "Uncordon compute-1?")
 	tm.keys("y")
 	tm.waitFor(20*time.Second, "uncordon compute-1  done")
 	tm.keys("Escape")
-	tm.waitFor(10*time.Second, "NAME")
-	if row := line(tm.screen(), "compute-1"); strings.Contains(row, ",SD") || !strings.Contains(row, "enabled/up") {
-		t.Errorf("compute-1 after uncordon: %q", row)
-	}
+	tm.waitForRow(15*time.Second, "compute-1", "Ready ", "enabled/up")
 	tm.keys("q")
 	deadline := time.Now().Add(5 * time.Second)
 	for tm.alive() && time.Now().Before(deadline) {
@@ -121,6 +115,26 @@ func TestTUIEvacuateAndUncordon(t *testing.T) {
 	}
 	if tm.alive() {
 		t.Errorf("q did not quit:\n%s", tm.screen())
+	}
+}
+
+// waitForRow polls until the node's row shows every want.
+func (tm *tmux) waitForRow(timeout time.Duration, node string, want ...string) {
+	tm.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		row := line(tm.screen(), node)
+		ok := row != ""
+		for _, w := range want {
+			ok = ok && strings.Contains(row, w)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("after %v the row of %s is %q, want %q", timeout, node, row, want)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

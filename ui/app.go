@@ -52,6 +52,7 @@ type Model struct {
 	invErr    error
 	loaded    bool
 	loading   bool
+	wantFresh bool  // a Nova read was asked for while another load ran: do it next
 	rows      []int // indexes into inv.Nodes that pass the filter
 	nameWidth int   // the longest node name (+1 for the mismatch mark), set per inventory
 	totalVMs  int
@@ -170,9 +171,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case inventoryMsg:
 		m.loading = false
+		var next tea.Cmd
+		if m.wantFresh {
+			m.wantFresh = false
+			next = m.refresh(true)
+		}
 		if msg.err != nil {
 			m.invErr = msg.err
-			return m, nil
+			return m, next
 		}
 		m.inv, m.invErr, m.loaded = msg.inv, nil, true
 		m.victims, m.rank = msg.victims, make(map[string]int, len(msg.victims))
@@ -186,7 +192,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.totalPods += len(n.Pods)
 		}
 		m.applyFilter()
-		return m, nil
+		return m, next
 	case tickMsg:
 		return m, tea.Batch(m.refresh(true), m.tick())
 	case kubeMsg:
@@ -217,6 +223,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m *Model) refresh(fresh bool) tea.Cmd {
 	if m.loading {
+		m.wantFresh = m.wantFresh || fresh
 		return nil
 	}
 	m.loading = true

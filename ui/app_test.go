@@ -299,3 +299,22 @@ func TestMigrateTargetCycles(t *testing.T) {
 		t.Errorf("targets %q", seen)
 	}
 }
+
+// A Nova read asked for while another load runs (an operation ended during a re-join) is
+// not lost: it starts when that load lands.
+func TestFreshRefreshIsNotDropped(t *testing.T) {
+	m := newModel(t, 3, 100, 30)
+	m.eng = &ops.Engine{} // load() returns a Cmd; it is not run here
+	cmd := m.refresh(false)
+	if cmd == nil || !m.loading {
+		t.Fatal("the first refresh must start a load")
+	}
+	if cmd := m.refresh(true); cmd != nil || !m.wantFresh {
+		t.Fatal("a fresh refresh during a load must be remembered, not started")
+	}
+	next, cmd := m.Update(inventoryMsg{inv: inventory(3)})
+	m = next.(Model)
+	if cmd == nil || !m.loading || m.wantFresh {
+		t.Errorf("the remembered refresh must start when the load lands: cmd=%v loading=%v", cmd != nil, m.loading)
+	}
+}
