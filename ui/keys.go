@@ -1,5 +1,5 @@
 // Package ui is drainctl's interactive view: bubbletea v1, driven by the engine's event
-// stream. It never calls client-go or gophercloud; everything goes through ops.Engine.
+// stream. It never calls the Kubernetes or OpenStack client libraries; everything goes through ops.Engine.
 package ui
 
 import "github.com/charmbracelet/bubbles/key"
