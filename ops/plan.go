@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -46,22 +45,7 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 		if ro.VMsOnly {
 			step(model.StepLease, false, "take the maintenance lease")
 			step(model.StepDisableCompute, computeDone, computeDetail(node))
-			e.planEvacuation(&p, node, inv, leaving, ro)
-			p.Pods, p.Carriers = nil, nil
-			kept := p.Steps[:0]
-			for _, s := range p.Steps {
-				if s.Kind == model.StepLease || s.Kind == model.StepDisableCompute || s.Kind == model.StepMigrateVMs {
-					kept = append(kept, s)
-				}
-			}
-			p.Steps = kept
-			reasons := p.Reasons[:0]
-			for _, r := range p.Reasons { // the pods are not ours to judge
-				if r.Object == node.Name || r.Object == node.Host || !strings.Contains(r.Object, "/") {
-					reasons = append(reasons, r)
-				}
-			}
-			p.Reasons = reasons
+			e.planEvacuation(&p, node, inv, leaving, ro) // VMs only: the pods are not ours to judge
 			if onlyLeasePending(p) {
 				markAllDone(&p)
 			}
@@ -152,7 +136,7 @@ func hasTaint(k model.KubeNode, key string) bool {
 	return false
 }
 
-// planEvacuation adds the VMs, the pods and their reasons.
+// planEvacuation adds the VMs and, unless ro.VMsOnly, the pods, with their reasons and steps.
 func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Inventory, leaving map[string]bool, ro RunOptions) {
 	pdbs := map[string]model.PDB{}
 	for _, b := range inv.PDBs {
@@ -170,6 +154,14 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 	if r := policy.CapacityReason(node, movable, inv, leaving, e.cpuRatio(), ro.Policy); r != nil {
 		p.Reasons = append(p.Reasons, *r)
 	}
+	vmDetail := fmt.Sprintf("live-migrate %d VM(s)", len(node.VMs))
+	if !e.NovaConfigured() || node.Compute == nil {
+		vmDetail = "no VMs to move: this node has no compute service"
+	}
+	p.Steps = append(p.Steps, model.Step{Kind: model.StepMigrateVMs, Done: len(node.VMs) == 0, Detail: vmDetail})
+	if ro.VMsOnly {
+		return
+	}
 	for _, pod := range node.Pods {
 		v, r := policy.ClassifyPod(pod, ro.Policy)
 		switch v {
@@ -185,12 +177,7 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		}
 	}
 	sort.SliceStable(p.Reasons, func(i, j int) bool { return severityRank(p.Reasons[i].Severity) < severityRank(p.Reasons[j].Severity) })
-	vmDetail := fmt.Sprintf("live-migrate %d VM(s)", len(node.VMs))
-	if !e.NovaConfigured() || node.Compute == nil {
-		vmDetail = "no VMs to move: this node has no compute service"
-	}
 	p.Steps = append(p.Steps,
-		model.Step{Kind: model.StepMigrateVMs, Done: len(node.VMs) == 0, Detail: vmDetail},
 		model.Step{Kind: model.StepEvictPods, Done: len(p.Pods) == 0, Detail: fmt.Sprintf("evict %d pod(s)", len(p.Pods))},
 		model.Step{Kind: model.StepEvictCarriers, Done: len(p.Carriers) == 0, Detail: fmt.Sprintf("then %d hypervisor pod(s)", len(p.Carriers))},
 		model.Step{Kind: model.StepVerify, Done: false, Detail: "nothing that had to go is left"})
@@ -206,8 +193,8 @@ func severityRank(s model.Severity) int {
 	return 2
 }
 
-// cpuRatio is the vCPU allocation ratio used when checking room for VMs.
-func (e *Engine) cpuRatio() float64 { return 4 }
+// cpuRatio is Nova's vCPU allocation ratio, from config, for checking room for VMs.
+func (e *Engine) cpuRatio() float64 { return e.cfg.ScaleDown.CPUAllocationRatio }
 
 func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) (model.Plan, error) {
 	for _, n := range inv.Nodes {
