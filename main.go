@@ -337,23 +337,14 @@ func daemon(ctx context.Context, o options, cfg model.Config, legacy *model.Open
 
 // policyOptions combines config.toml's policy with the command line's overrides.
 func policyOptions(cfg model.Config, o options) (policy.Options, error) {
-	p := policy.Options{Force: o.force, IgnoreDaemonSets: o.ignoreDaemonSets && cfg.Policy.IgnoreDaemonSets,
-		DeleteEmptyDirData: o.deleteEmptyDir || cfg.Policy.DeleteEmptyDirData, DisableEviction: o.disableEviction,
-		AllowControlPlane: o.allowControlPlane, AllowLastNode: o.allowLastNode}
-	var err error
-	if p.ProtectedPods, err = policy.ParseSelectors("policy.protected_pods", cfg.Policy.ProtectedPods); err != nil {
+	p, err := policy.FromConfig(cfg.Policy)
+	if err != nil {
 		return p, &ops.UsageError{Problem: "config: " + err.Error()}
 	}
-	if p.ProtectedNodes, err = policy.ParseSelectors("policy.protected_nodes", cfg.Policy.ProtectedNodes); err != nil {
-		return p, &ops.UsageError{Problem: "config: " + err.Error()}
-	}
-	if cfg.Policy.HypervisorPods != "" {
-		sel, err := policy.ParseSelectors("policy.hypervisor_pods", []string{cfg.Policy.HypervisorPods})
-		if err != nil {
-			return p, &ops.UsageError{Problem: "config: " + err.Error()}
-		}
-		p.HypervisorPods = sel[0]
-	}
+	p.Force, p.DisableEviction = o.force, o.disableEviction
+	p.IgnoreDaemonSets = p.IgnoreDaemonSets && o.ignoreDaemonSets
+	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.deleteEmptyDir
+	p.AllowControlPlane, p.AllowLastNode = o.allowControlPlane, o.allowLastNode
 	return p, nil
 }
 

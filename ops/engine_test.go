@@ -222,8 +222,8 @@ func run(t *testing.T, e *ops.Engine, op model.OpKind, target string, ro ops.Run
 }
 
 func defaults() policy.Options {
-	hp, _ := policy.ParseSelectors("policy.hypervisor_pods", []string{"application in (nova, libvirt)"})
-	return policy.Options{IgnoreDaemonSets: true, HypervisorPods: hp[0]}
+	o, _ := policy.FromConfig(model.DefaultConfig().Policy)
+	return o
 }
 
 func (c *cluster) node(name string) model.KubeNode {

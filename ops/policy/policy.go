@@ -182,3 +182,24 @@ func VMReason(vm model.VM, o Options) *model.Reason {
 	}
 	return nil
 }
+
+// FromConfig reads the configured policy (config.toml [policy]): its switches and selectors.
+// The command line's overrides go on top.
+func FromConfig(c model.PolicyConfig) (Options, error) {
+	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData}
+	var err error
+	if o.ProtectedPods, err = ParseSelectors("policy.protected_pods", c.ProtectedPods); err != nil {
+		return o, err
+	}
+	if o.ProtectedNodes, err = ParseSelectors("policy.protected_nodes", c.ProtectedNodes); err != nil {
+		return o, err
+	}
+	if c.HypervisorPods != "" {
+		sel, err := ParseSelectors("policy.hypervisor_pods", []string{c.HypervisorPods})
+		if err != nil {
+			return o, err
+		}
+		o.HypervisorPods = sel[0]
+	}
+	return o, nil
+}
