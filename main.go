@@ -21,6 +21,7 @@ import (
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/metrics"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/proxy"
 	"github.com/drainctl/drainctl/ops/wire"
 	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/plain"
@@ -40,6 +41,8 @@ Usage:
   drainctl --auto VERB [ARGS] [flags]   headless, for scripts and CI
   drainctl --daemon [--node NODE]       follow cordon/uncordon: disable nova-compute and
                                         live-migrate VMs off cordoned nodes, re-enable after
+  drainctl --proxy [--listen ADDR]      serve the cloudpool API in front of [cloudpool] url:
+                                        scale-downs empty and delete a safe node first
 
 Verbs (--auto):
   list                 nodes with their hypervisor, VMs and pods (-o json for JSON)
@@ -80,7 +83,8 @@ Simulated cluster (no cluster needed):
   --demo-fault LIST    inject faults, comma-separated: latency=200ms, migrate-500, migrate-409,
                        services-503, no-valid-host, compute-down=HOST, never-converge=VM,
                        fail-migration=VM@PHASE
-  --listen ADDR        sim serve: address to listen on (default 127.0.0.1:0)
+  --listen ADDR        sim serve: address to listen on (default 127.0.0.1:0);
+                       --proxy: address to serve the cloudpool API on (default :8080)
 
 Flags:
   --config PATH        drainctl's config.toml (default ~/.config/drainctl/config.toml)
@@ -91,7 +95,7 @@ Flags:
   --log-file PATH      write client logs here (default: nowhere)
   --readonly           TUI: hide every key that changes the cluster
   --node NODE          daemon: only this node (default NODE_NAME; unset: every node, leader-elected)
-  --metrics-addr ADDR  daemon: serve /metrics, /healthz and /readyz here (e.g. :9090)
+  --metrics-addr ADDR  daemon, proxy: serve /metrics, /healthz and /readyz here (e.g. :9090)
   --version            print the version and exit
 
 OpenStack credentials: -config-path, else OS_CLOUD + clouds.yaml, else OS_* variables,
@@ -121,7 +125,7 @@ type options struct {
 	maxParallel                                                      int
 	to, reason                                                       string
 	readonly                                                         bool
-	daemon                                                           bool
+	daemon, proxy                                                    bool
 	count                                                            int
 	node, metricsAddr                                                string
 }
@@ -185,7 +189,7 @@ func parseArgs(args []string) (options, error) {
 	fs.Int64Var(&o.demoSeed, "demo-seed", 1, "")
 	fs.Float64Var(&o.demoScale, "demo-scale", 1, "")
 	fs.StringVar(&o.demoFault, "demo-fault", "", "")
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "")
+	fs.StringVar(&o.listen, "listen", "", "")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "")
 	fs.BoolVar(&o.force, "force", false, "")
 	fs.BoolVar(&o.disableEviction, "disable-eviction", false, "")
@@ -199,6 +203,7 @@ func parseArgs(args []string) (options, error) {
 	fs.StringVar(&o.reason, "reason", "", "")
 	fs.BoolVar(&o.readonly, "readonly", false, "")
 	fs.BoolVar(&o.daemon, "daemon", false, "")
+	fs.BoolVar(&o.proxy, "proxy", false, "")
 	fs.IntVar(&o.count, "count", 0, "")
 	fs.StringVar(&o.node, "node", "", "")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
@@ -240,7 +245,7 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 		return err
 	}
 	if len(o.args) == 2 && o.args[0] == "sim" && o.args[1] == "serve" {
-		return wire.SimServe(ctx, o.wire(), o.listen, stdout)
+		return wire.SimServe(ctx, o.wire(), firstOf(o.listen, "127.0.0.1:0"), stdout)
 	}
 	if o.demo && (o.demoNodes < 5 || o.demoNodes > 5000) {
 		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.demoNodes), Hint: "use 5 to 5000 nodes"}
@@ -258,11 +263,15 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	if o.daemon {
 		return daemon(ctx, o, cfg, legacy, pol, stderr, getenv)
 	}
+	if o.proxy {
+		return serveProxy(ctx, o, cfg, legacy, pol, stderr, getenv)
+	}
 	if !o.auto {
-		eng, _, err := wire.Connect(ctx, o.wire(), cfg, legacy, io.Discard, getenv)
+		cl, err := wire.Connect(ctx, o.wire(), cfg, legacy, io.Discard, getenv)
 		if err != nil {
 			return err
 		}
+		eng := cl.Engine
 		title := ""
 		if o.demo {
 			title = fmt.Sprintf("demo (%d nodes, simulated)", o.demoNodes)
@@ -278,10 +287,11 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	if verb != "list" && verb != "doctor" && verb != "plan" && verb != "recommend" && verb != "scale-down" && !knownVerb(verb) {
 		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + plain.Verbs}
 	}
-	eng, _, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
+	cl, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
 	if err != nil {
 		return err
 	}
+	eng := cl.Engine
 	if verb == "list" {
 		snapshot, err := eng.Inventory().Read(ctx)
 		if err != nil {
@@ -292,8 +302,8 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	auto := &plain.Auto{Engine: eng, DryRun: o.dryRun, JSON: o.output == plain.FormatJSON,
 		MaxParallel: cfg.Concurrency.Nodes, Stdout: stdout, Stderr: stderr, Count: o.count,
 		Run: ops.RunOptions{Policy: pol, Why: o.reason, To: o.to, ForceCompute: o.force}}
-	if cfg.CloudPool.URL != "" {
-		auto.Pool = cloudpool.New(cfg.CloudPool.URL, cfg.CloudPool.BackendTimeout.D())
+	if cl.PoolURL != "" {
+		auto.Pool = cloudpool.New(cl.PoolURL, cfg.CloudPool.BackendTimeout.D())
 	}
 	return auto.Do(ctx, verb, args)
 }
@@ -302,20 +312,16 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 func daemon(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig, pol policy.Options,
 	stderr io.Writer, getenv func(string) string) error {
 	node := firstOf(o.node, getenv("NODE_NAME"))
-	m := metrics.New()
-	if o.metricsAddr != "" {
-		srv := &http.Server{Addr: o.metricsAddr, Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		ln, err := net.Listen("tcp", o.metricsAddr)
-		if err != nil {
-			return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --metrics-addr %s: %v", o.metricsAddr, err)}
-		}
-		go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
-		defer srv.Shutdown(context.Background())
-	}
-	eng, kc, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
+	m, stop, err := serveMetrics(o.metricsAddr)
 	if err != nil {
 		return err
 	}
+	defer stop()
+	cl, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	eng, kc := cl.Engine, cl.Kube
 	if !eng.NovaConfigured() {
 		return &ops.UsageError{Problem: "the daemon moves VMs: it needs OpenStack credentials", Hint: "set OS_CLOUD or OS_* (see --help)"}
 	}
@@ -333,6 +339,66 @@ func daemon(ctx context.Context, o options, cfg model.Config, legacy *model.Open
 		return nil // stopped by a signal: the operations recorded where they stopped
 	}
 	return err
+}
+
+// serveProxy serves the cloudpool API in front of the backend pool until stopped
+// (kubeaware-cloudpool-proxy's mode), then lets a scale-down in progress stop at a safe point.
+func serveProxy(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig, pol policy.Options,
+	stderr io.Writer, getenv func(string) string) error {
+	if cfg.CloudPool.URL == "" && !o.demo {
+		return &ops.UsageError{Problem: "--proxy needs the backend cloudpool it sits in front of",
+			Hint: "set [cloudpool] url in config.toml (e.g. http://cloudpool:9010)"}
+	}
+	m, stop, err := serveMetrics(o.metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	wo := o.wire()
+	wo.Holder = "drainctl-proxy" // stable across restarts of the proxy's pod: it resumes its own work
+	cl, err := wire.Connect(ctx, wo, cfg, legacy, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	pr := plain.NewPrinter(stderr, nil)
+	p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: cfg.CloudPool.BackendTimeout.D(),
+		Run:  ops.RunOptions{Policy: pol, Why: firstOf(o.reason, "scale-down")},
+		Emit: func(ev ops.Event) { m.Observe(ev); pr.Emit(ev) },
+		Logf: func(format string, a ...any) { fmt.Fprintf(stderr, "drainctl: proxy: "+format+"\n", a...) }})
+	if err != nil {
+		return err
+	}
+	addr := firstOf(o.listen, ":8080")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --listen %s: %v", addr, err)}
+	}
+	srv := &http.Server{Handler: p.Handler(), ReadTimeout: cfg.CloudPool.ClientTimeout.D(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+	m.SetReady(true)
+	fmt.Fprintf(stderr, "drainctl: cloudpool proxy on %s in front of %s\n", ln.Addr(), cl.PoolURL)
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown) //nolint:errcheck // stopping anyway
+	p.Wait()
+	return nil
+}
+
+// serveMetrics serves /metrics, /healthz and /readyz on addr ("" serves nothing, the
+// metrics are still counted).
+func serveMetrics(addr string) (*metrics.Metrics, func(), error) {
+	m := metrics.New()
+	if addr == "" {
+		return m, func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --metrics-addr %s: %v", addr, err)}
+	}
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+	return m, func() { srv.Shutdown(context.Background()) }, nil //nolint:errcheck // stopping anyway
 }
 
 // policyOptions combines config.toml's policy with the command line's overrides.

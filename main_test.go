@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,5 +253,65 @@ func TestSimServe(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("sim serve exit %d", code)
+	}
+}
+
+// --proxy on the demo: the cloudpool API in front of the demo's simulated pool, a
+// scale-down by one through it, and a clean stop on the signal.
+func TestProxyDemo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	pr, pw := io.Pipe()
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--demo", "--demo-scale", "50", "--proxy", "--listen", addr}, io.Discard, pw, os.Getenv)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "cloudpool proxy on "+addr) {
+	}
+	var log strings.Builder
+	logged := make(chan struct{})
+	go func() {
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+		}
+		close(logged)
+	}()
+	size := func() (s struct{ DesiredSize, Active int }) {
+		resp, err := http.Get("http://" + addr + "/pool/size")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(&s)
+		return s
+	}
+	before := size()
+	if before.Active < 2 {
+		t.Fatalf("the demo pool: %+v", before)
+	}
+	body := fmt.Sprintf(`{"desiredSize": %d}`, before.Active-1)
+	resp, err := http.Post("http://"+addr+"/pool/size", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if after := size(); resp.StatusCode != 200 || after.Active != before.Active-1 || after.DesiredSize != before.DesiredSize-1 {
+		t.Errorf("scale-down by one: %d, pool %+v then %+v", resp.StatusCode, before, after)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("proxy exit %d", code)
+	}
+	<-logged
+	if !strings.Contains(log.String(), "terminate done") {
+		t.Errorf("progress lines:\n%s", log.String())
+	}
+	if r := drainctl(t, map[string]string{}, "--proxy", "--kubeconfig", "/nonexistent"); r.code != 2 || !strings.Contains(r.stderr, "[cloudpool] url") {
+		t.Errorf("--proxy without a backend: exit %d %s", r.code, r.stderr)
 	}
 }

@@ -28,6 +28,8 @@ const (
 	HeldByOther       ReasonCode = "HeldByOther"       // another actor holds the node's maintenance lease
 	DisabledByOther   ReasonCode = "DisabledByOther"   // nova-compute was disabled by someone else
 	ScaleDownDisabled ReasonCode = "ScaleDownDisabled" // cluster-autoscaler scale-down-disabled
+	// MachineNotEvictable: the cloudpool protects the node's machine (evictable=false).
+	MachineNotEvictable ReasonCode = "MachineNotEvictable"
 )
 
 // Severity says what a reason does to an operation.

@@ -92,6 +92,9 @@ func DefaultHolder() string {
 	return fmt.Sprintf("drainctl/%s@%s", name, host)
 }
 
+// Holder is the engine's identity in leases, journals and disabled reasons.
+func (e *Engine) Holder() string { return e.o.Holder }
+
 // Inventory is the engine's view of the cluster.
 func (e *Engine) Inventory() *Inventory { return e.inv }
 

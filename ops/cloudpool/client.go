@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,14 +17,42 @@ import (
 
 // Machine is a cloudpool machine.
 type Machine struct {
-	ID               string `json:"id"`
-	MachineState     string `json:"machineState"`
-	MembershipStatus struct {
-		Active    bool `json:"active"`
-		Evictable bool `json:"evictable"`
-	} `json:"membershipStatus"`
-	ServiceState string `json:"serviceState,omitempty"`
+	ID               string           `json:"id"`
+	MachineState     string           `json:"machineState"`
+	MembershipStatus MembershipStatus `json:"membershipStatus"`
+	ServiceState     string           `json:"serviceState,omitempty"`
 }
+
+// MembershipStatus says whether a machine counts towards the pool's size (active) and
+// whether it may be picked for termination (evictable; false "blesses" it).
+type MembershipStatus struct {
+	Active    bool `json:"active"`
+	Evictable bool `json:"evictable"`
+}
+
+// UnmarshalJSON applies the API's default: a machine without a membershipStatus is active
+// and evictable.
+func (m *Machine) UnmarshalJSON(b []byte) error {
+	type plain Machine
+	p := plain{MembershipStatus: MembershipStatus{Active: true, Evictable: true}}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*m = Machine(p)
+	return nil
+}
+
+// Allocated reports whether the machine is requested, pending or running.
+func (m Machine) Allocated() bool {
+	switch m.MachineState {
+	case "REQUESTED", "PENDING", "RUNNING":
+		return true
+	}
+	return false
+}
+
+// Active reports whether the machine counts towards the pool's active size.
+func (m Machine) Active() bool { return m.Allocated() && m.MembershipStatus.Active }
 
 // Client talks to one cloudpool.
 type Client struct {
@@ -35,6 +64,9 @@ type Client struct {
 func New(base string, timeout time.Duration) *Client {
 	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: timeout}}
 }
+
+// ErrUnreachable is a pool that did not answer (connection refused, timeout).
+var ErrUnreachable = errors.New("cloudpool unreachable")
 
 // Error is the API's error message.
 type Error struct {
@@ -64,7 +96,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("cloudpool at %s: %w", c.base, err)
+		return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.base, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)

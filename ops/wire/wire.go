@@ -28,6 +28,16 @@ type Options struct {
 	DemoSeed            int64
 	DemoScale           float64
 	DemoFault           string
+	Holder              string // identity in leases and journals (default drainctl/user@host)
+}
+
+// Cluster is what Connect built.
+type Cluster struct {
+	Engine *ops.Engine
+	Kube   *kube.Client
+	// PoolURL is the cloudpool in front of the nodes' machines: [cloudpool] url, or with
+	// --demo a simulated pool holding every worker's machine; "" when there is none.
+	PoolURL string
 }
 
 // Connect builds the engine: the Kubernetes informers (synced) and, when configured,
@@ -35,17 +45,18 @@ type Options struct {
 // silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
 // reached through the same clients.
 func Connect(ctx context.Context, o Options, cfg model.Config, legacy *model.OpenStackConfig,
-	stderr io.Writer, getenv func(string) string) (*ops.Engine, *kube.Client, error) {
+	stderr io.Writer, getenv func(string) string) (*Cluster, error) {
 	var cs kubernetes.Interface
 	apiHost := "the simulated cluster"
+	poolURL := cfg.CloudPool.URL
 	if o.Demo {
 		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		context.AfterFunc(ctx, demo.Close)
 		if err := demo.World.ApplyFaultSpec(o.DemoFault); err != nil {
-			return nil, nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
+			return nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
 		}
 		cs = demo.Kube.Clientset
 		env := envMap(demo.Nova.Env())
@@ -55,21 +66,21 @@ func Connect(ctx context.Context, o Options, cfg model.Config, legacy *model.Ope
 			Context: firstOf(o.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
 		restCfg, err := kube.RESTConfig(kubeOpts)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if cs, err = kube.NewClientset(restCfg); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		apiHost = "Kubernetes at " + restCfg.Host
 	}
 	creds, err := nova.ResolveCredentials(legacy, cfg.OpenStack, getenv)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	kinv := kube.NewInventory(cs)
 	// A large cluster's first LIST takes a while; a dead API server should not take forever.
 	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
-		return nil, nil, unreachable(apiHost, err)
+		return nil, unreachable(apiHost, err)
 	}
 	var nc ops.Nova
 	if creds == nil {
@@ -77,17 +88,31 @@ func Connect(ctx context.Context, o Options, cfg model.Config, legacy *model.Ope
 	} else {
 		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D()})
 		if err != nil {
-			return nil, nil, unreachable("OpenStack", err)
+			return nil, unreachable("OpenStack", err)
 		}
 		nc = c
 	}
-	eo := ops.EngineOptions{Poll: cfg.Timeouts.Poll.D(), StallAfter: cfg.Policy.StallAfter.D(),
+	if o.Demo && poolURL == "" {
+		var machines []string
+		for _, n := range kinv.Snapshot().Nodes {
+			if !n.IsControlPlane() {
+				machines = append(machines, n.Name)
+			}
+		}
+		pool, err := sim.ServeCloudPool(machines...)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, pool.Close)
+		poolURL = pool.URL
+	}
+	eo := ops.EngineOptions{Holder: o.Holder, Poll: cfg.Timeouts.Poll.D(), StallAfter: cfg.Policy.StallAfter.D(),
 		OnStall: cfg.Policy.OnStall, Attempts: cfg.Policy.MigrationAttempts}
 	if o.Demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
 	}
 	kc := kube.NewClient(cs, kinv)
-	return ops.NewEngine(kc, nc, cfg, eo), kc, nil
+	return &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL}, nil
 }
 
 // unreachableError is a cluster drainctl was configured for but could not use: exit 2.

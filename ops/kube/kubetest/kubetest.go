@@ -135,6 +135,9 @@ func Role(role string) NodeOption {
 // Cordoned creates the node unschedulable.
 func Cordoned() NodeOption { return func(n *corev1.Node) { n.Spec.Unschedulable = true } }
 
+// ProviderID sets spec.providerID (the cloud machine under the node).
+func ProviderID(id string) NodeOption { return func(n *corev1.Node) { n.Spec.ProviderID = id } }
+
 // Label adds a label.
 func Label(k, v string) NodeOption { return func(n *corev1.Node) { n.Labels[k] = v } }
 
@@ -158,6 +161,20 @@ func Node(t testing.TB, cs kubernetes.Interface, name string, opts ...NodeOption
 	created, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The TaintNodesByCondition admission plugin taints every new node not-ready:NoSchedule;
+	// the node-lifecycle controller lifts it once the node is Ready. Play that controller.
+	var kept []corev1.Taint
+	for _, taint := range created.Spec.Taints {
+		if taint.Key != corev1.TaintNodeNotReady {
+			kept = append(kept, taint)
+		}
+	}
+	if len(kept) != len(created.Spec.Taints) {
+		created.Spec.Taints = kept
+		if created, err = cs.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return created
 }
