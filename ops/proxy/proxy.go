@@ -36,7 +36,7 @@ type Options struct {
 	Backend        string        // the backend cloudpool's base URL ([cloudpool] url)
 	BackendTimeout time.Duration // per backend request ([cloudpool] backend_timeout, default 300 s)
 	Run            ops.RunOptions
-	Emit           func(ops.Event)              // progress of the scale-downs (logs, metrics)
+	Emit           func(ops.Event)               // progress of the scale-downs (logs, metrics)
 	Logf           func(format string, a ...any) // what the proxy decides, one line each
 }
 

@@ -218,10 +218,10 @@ func TestForwardsAsIs(t *testing.T) {
 		{"GET", "/config", ""},
 		{"POST", "/pool/" + e.name("w1") + "/serviceState", `{"serviceState": "OUT_OF_SERVICE"}`},
 		{"POST", "/pool/" + e.name("w1") + "/membershipStatus", `{"membershipStatus": {"active": true, "evictable": true}}`},
-		{"POST", "/pool/nope/detach", `{"decrementDesiredSize": false}`},              // the backend's 404
+		{"POST", "/pool/nope/detach", `{"decrementDesiredSize": false}`},                   // the backend's 404
 		{"POST", "/pool/" + e.name("w0") + "/serviceState", `{"serviceState": "ON_FIRE"}`}, // the backend's 400
-		{"POST", "/pool/size", `{"desiredSize": 5}`},                                   // a scale-up
-		{"POST", "/pool/size", `{"desiredSize": 3}`},                                   // no change
+		{"POST", "/pool/size", `{"desiredSize": 5}`},                                       // a scale-up
+		{"POST", "/pool/size", `{"desiredSize": 3}`},                                       // no change
 	} {
 		n := len(e.pool.Requests())
 		viaProxy := do(t, ctx, tc.method, e.url+tc.path, tc.body, "X-Request-Id", "r-42", "Content-Type", "application/json")
