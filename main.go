@@ -397,8 +397,9 @@ func serveMetrics(addr string) (*metrics.Metrics, func(), error) {
 		return nil, nil, &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --metrics-addr %s: %v", addr, err)}
 	}
 	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)                                             //nolint:errcheck // ends with Shutdown
-	return m, func() { srv.Shutdown(context.Background()) }, nil //nolint:errcheck // stopping anyway
+	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+	stop := func() { _ = srv.Shutdown(context.Background()) }
+	return m, stop, nil
 }
 
 // policyOptions combines config.toml's policy with the command line's overrides.
