@@ -43,6 +43,8 @@ Usage:
                                         live-migrate VMs off cordoned nodes, re-enable after
   drainctl --proxy [--listen ADDR]      serve the cloudpool API in front of [cloudpool] url:
                                         scale-downs empty and delete a safe node first
+  drainctl --controller                 reconcile NodeMaintenance resources (leader-elected):
+                                        created, empty the node; deleted, put it back
 
 Verbs (--auto):
   list                 nodes with their hypervisor, VMs and pods (-o json for JSON)
@@ -95,7 +97,7 @@ Flags:
   --log-file PATH      write client logs here (default: nowhere)
   --readonly           TUI: hide every key that changes the cluster
   --node NODE          daemon: only this node (default NODE_NAME; unset: every node, leader-elected)
-  --metrics-addr ADDR  daemon, proxy: serve /metrics, /healthz and /readyz here (e.g. :9090)
+  --metrics-addr ADDR  daemon, proxy, controller: serve /metrics, /healthz and /readyz here (e.g. :9090)
   --version            print the version and exit
 
 OpenStack credentials: -config-path, else OS_CLOUD + clouds.yaml, else OS_* variables,
@@ -125,7 +127,7 @@ type options struct {
 	maxParallel                                                      int
 	to, reason                                                       string
 	readonly                                                         bool
-	daemon, proxy                                                    bool
+	daemon, proxy, controller                                        bool
 	count                                                            int
 	node, metricsAddr                                                string
 }
@@ -204,6 +206,7 @@ func parseArgs(args []string) (options, error) {
 	fs.BoolVar(&o.readonly, "readonly", false, "")
 	fs.BoolVar(&o.daemon, "daemon", false, "")
 	fs.BoolVar(&o.proxy, "proxy", false, "")
+	fs.BoolVar(&o.controller, "controller", false, "")
 	fs.IntVar(&o.count, "count", 0, "")
 	fs.StringVar(&o.node, "node", "", "")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
@@ -266,8 +269,13 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 	if o.proxy {
 		return serveProxy(ctx, o, cfg, legacy, pol, stderr, getenv)
 	}
+	if o.controller {
+		return controller(ctx, o, cfg, legacy, pol, stderr, getenv)
+	}
 	if !o.auto {
-		cl, err := wire.Connect(ctx, o.wire(), cfg, legacy, io.Discard, getenv)
+		wo := o.wire()
+		wo.Maintenances = true
+		cl, err := wire.Connect(ctx, wo, cfg, legacy, io.Discard, getenv)
 		if err != nil {
 			return err
 		}
@@ -276,7 +284,8 @@ func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv f
 		if o.demo {
 			title = fmt.Sprintf("demo (%d nodes, simulated)", o.demoNodes)
 		}
-		return ui.Run(ctx, eng, ui.Options{Policy: pol, Refresh: cfg.RefreshInterval.D(), ReadOnly: o.readonly, Title: title})
+		return ui.Run(ctx, eng, ui.Options{Policy: pol, Refresh: cfg.RefreshInterval.D(), ReadOnly: o.readonly, Title: title,
+			Maintenances: cl.Maintenances})
 	}
 	verb, args := "evacuate", []string(nil)
 	if len(o.args) > 0 {
@@ -334,7 +343,40 @@ func daemon(ctx context.Context, o options, cfg model.Config, legacy *model.Open
 		return d.Serve(ctx) // returns nil once ctx ends, after the operations stopped safely
 	}
 	fmt.Fprintln(stderr, "drainctl: daemon following every node (leader-elected)")
-	err = kube.RunAsLeader(ctx, kc.Clientset(), ops.DefaultHolder(), func(ctx context.Context) { _ = d.Serve(ctx) })
+	err = kube.RunAsLeader(ctx, kc.Clientset(), "drainctl-daemon", ops.DefaultHolder(), func(ctx context.Context) { _ = d.Serve(ctx) })
+	if ctx.Err() != nil {
+		return nil // stopped by a signal: the operations recorded where they stopped
+	}
+	return err
+}
+
+// controller reconciles NodeMaintenance resources (node-maintenance-operator's mode) until
+// stopped; one instance acts at a time (leader election).
+func controller(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig, pol policy.Options,
+	stderr io.Writer, getenv func(string) string) error {
+	m, stop, err := serveMetrics(o.metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	wo := o.wire()
+	wo.Holder, wo.Maintenances = "drainctl-controller", true // stable: a new pod resumes the old one's work
+	cl, err := wire.Connect(ctx, wo, cfg, legacy, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	if cl.MaintenancesErr != nil {
+		return &ops.UsageError{Problem: cl.MaintenancesErr.Error()}
+	}
+	pr := plain.NewPrinter(stderr, nil)
+	mc := &ops.MaintenanceController{Engine: cl.Engine, Store: cl.Maintenances, Run: ops.RunOptions{Policy: pol, Why: o.reason},
+		Events: cl.Kube, Emit: func(ev ops.Event) { m.Observe(ev); pr.Emit(ev) }}
+	m.SetReady(true)
+	if o.demo {
+		return mc.Serve(ctx)
+	}
+	fmt.Fprintln(stderr, "drainctl: NodeMaintenance controller (leader-elected)")
+	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), "drainctl-controller", ops.DefaultHolder(), func(ctx context.Context) { _ = mc.Serve(ctx) })
 	if ctx.Err() != nil {
 		return nil // stopped by a signal: the operations recorded where they stopped
 	}

@@ -315,3 +315,11 @@ func TestProxyDemo(t *testing.T) {
 		t.Errorf("--proxy without a backend: exit %d %s", r.code, r.stderr)
 	}
 }
+
+// --controller on a cluster without the CRD says what to install, exit 2.
+func TestControllerWithoutCRD(t *testing.T) {
+	r := drainctl(t, map[string]string{}, "--controller", "--kubeconfig", kubetest.Kubeconfig(t))
+	if r.code != 2 || !strings.Contains(r.stderr, "kubectl apply -f deploy/crd-nodemaintenance.yaml") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+}

@@ -146,3 +146,28 @@ func line(screen, prefix string) string {
 	}
 	return ""
 }
+
+// TestTUINodeMaintenance: on the demo (which runs the controller, as a cluster would), n
+// creates a NodeMaintenance after showing what the controller will do; the row follows its
+// status to "in maintenance"; N deletes it and the node comes back.
+func TestTUINodeMaintenance(t *testing.T) {
+	bin := binary(t)
+	tm := startTmux(t, 140, 40, "HOME="+t.TempDir()+" "+bin+" --demo --demo-scale 20")
+	tm.waitFor(20*time.Second, "compute-3", "cp-0")
+	tm.keys("j", "j", "j") // compute-3: nothing on it blocks
+	tm.keys("n")
+	tm.waitFor(10*time.Second, "Create a NodeMaintenance for compute-3? The controller will:", "migrate-vms", "y run it")
+	tm.keys("y")
+	tm.waitFor(5*time.Second, "NodeMaintenance compute-3 created")
+	tm.waitForRow(60*time.Second, "compute-3", ",SD", "disabled/up", "NM in maintenance")
+	tm.keys("Enter")
+	tm.waitFor(10*time.Second, "NodeMaintenance compute-3: in maintenance", "VMs 4/4 migrated")
+	tm.keys("N")
+	tm.waitFor(10*time.Second, "Delete NodeMaintenance compute-3? The controller will put compute-3 back:", "enable-compute")
+	tm.keys("y")
+	tm.keys("Escape")
+	tm.waitForRow(30*time.Second, "compute-3", "Ready ", "enabled/up")
+	if row := line(tm.screen(), "compute-3"); strings.Contains(row, "NM ") {
+		t.Errorf("the row still shows a NodeMaintenance: %q", row)
+	}
+}

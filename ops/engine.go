@@ -111,6 +111,9 @@ type RunOptions struct {
 	// VMsOnly: the Nova half only (disable nova-compute, migrate the VMs). The daemon uses it
 	// when someone else cordoned the node: their drain owns the pods.
 	VMsOnly bool
+	// KeepLease: an evacuation keeps the node's lease when it ends, as a cordon does, until
+	// uncordon releases it (a NodeMaintenance holds the node for as long as it exists).
+	KeepLease bool
 }
 
 // RefusedError is a plan refused by policy: nothing was changed.

@@ -18,6 +18,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -113,10 +114,13 @@ func newCluster(t *testing.T, scale float64) *cluster {
 }
 
 func (c *cluster) kubeClient() *kube.Client {
-	cfg := kube.Tune(kubetest.Config(c.t), kube.Options{QPS: 200, Burst: 400, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+	return c.kubeClientFor(kube.Tune(kubetest.Config(c.t), kube.Options{QPS: 200, Burst: 400, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 		c.muts.next = rt
 		return c.muts
-	}})
+	}}))
+}
+
+func (c *cluster) kubeClientFor(cfg *rest.Config) *kube.Client {
 	cs, err := kube.NewClientset(cfg)
 	if err != nil {
 		c.t.Fatal(err)

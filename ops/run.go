@@ -79,7 +79,7 @@ func (r *runner) run(ctx context.Context) error {
 		stop := r.renewLease(ctx)
 		defer func() {
 			stop()
-			if p.Op == model.OpCordon {
+			if p.Op == model.OpCordon || r.ro.KeepLease {
 				return // a cordoned node keeps its lease until uncordon
 			}
 			rctx, c := context.WithTimeout(context.Background(), 10*time.Second)

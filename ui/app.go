@@ -33,6 +33,9 @@ type Options struct {
 	ReadOnly bool
 	Title    string // e.g. "demo"
 	Now      func() time.Time
+	// Maintenances are the cluster's NodeMaintenance resources; nil when the CRD is not
+	// installed (the keys then say so).
+	Maintenances ops.Maintenances
 }
 
 // Model is the root model. Panes render from its state; Update only records messages and
@@ -57,8 +60,9 @@ type Model struct {
 	nameWidth int   // the longest node name (+1 for the mismatch mark), set per inventory
 	totalVMs  int
 	totalPods int
-	victims   []policy.Victim // scale-down ranking, from the same read as inv
-	rank      map[string]int  // node -> rank (0: not a candidate)
+	maint     map[string]model.NodeMaintenance // node -> the NodeMaintenance on it
+	victims   []policy.Victim                  // scale-down ranking, from the same read as inv
+	rank      map[string]int                   // node -> rank (0: not a candidate)
 	vicCursor int
 	cursor    int
 	filter    textinput.Model
@@ -84,7 +88,16 @@ type pending struct {
 	ro      ops.RunOptions
 	plans   []model.Plan
 	err     error
+	// maintenance: confirming a NodeMaintenance to create or delete (the plan shows what
+	// the controller will do) instead of running the plan here.
+	maintenance string
 }
+
+// NodeMaintenance actions.
+const (
+	maintainCreate = "create"
+	maintainDelete = "delete"
+)
 
 // New builds the model. eng may be nil in tests that only render.
 func New(ctx context.Context, eng *ops.Engine, o Options) Model {
@@ -110,18 +123,21 @@ type (
 	inventoryMsg struct {
 		inv     model.Inventory
 		victims []policy.Victim
+		maint   []model.NodeMaintenance
 		err     error
 	}
-	tickMsg  struct{}
-	planMsg  pending
-	runDone  struct{ node string }
-	kubeMsg  struct{}
-	errorMsg struct{ err error }
+	maintMsg  []model.NodeMaintenance
+	statusMsg string
+	tickMsg   struct{}
+	planMsg   pending
+	runDone   struct{ node string }
+	kubeMsg   struct{}
+	errorMsg  struct{ err error }
 )
 
 // Init loads the inventory and starts listening to the engine and to Kubernetes.
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(m.load(true), m.bus.wait(), m.tick(), m.watchKube())
+	return tea.Batch(m.load(true), m.bus.wait(), m.tick(), m.watchKube(), m.watchMaintenances())
 }
 
 // load reads the inventory and ranks it in a Cmd, off the UI path. fresh reads Nova again;
@@ -130,10 +146,37 @@ func (m Model) load(fresh bool) tea.Cmd {
 	if m.eng == nil {
 		return nil
 	}
-	eng, ctx, pol := m.eng, m.ctx, m.opts.Policy
+	eng, ctx, pol, store := m.eng, m.ctx, m.opts.Policy, m.opts.Maintenances
 	return func() tea.Msg {
 		victims, inv, err := eng.Recommend(ctx, pol, fresh)
-		return inventoryMsg{inv, victims, err}
+		msg := inventoryMsg{inv: inv, victims: victims, err: err}
+		if store != nil {
+			msg.maint = store.List()
+		}
+		return msg
+	}
+}
+
+// watchMaintenances follows the NodeMaintenance resources (their status moves on while the
+// controller works), at most four times a second.
+func (m Model) watchMaintenances() tea.Cmd {
+	store, ctx := m.opts.Maintenances, m.ctx
+	if store == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		ch, cancel := store.Subscribe()
+		defer cancel()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return maintMsg(store.List())
 	}
 }
 
@@ -181,6 +224,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, next
 		}
 		m.inv, m.invErr, m.loaded = msg.inv, nil, true
+		if msg.maint != nil || m.opts.Maintenances == nil {
+			m.setMaintenances(msg.maint)
+		}
 		m.victims, m.rank = msg.victims, make(map[string]int, len(msg.victims))
 		for _, v := range msg.victims {
 			m.rank[v.Node] = v.Rank
@@ -212,6 +258,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case runDone:
 		return m, m.refresh(true)
+	case maintMsg:
+		m.setMaintenances(msg)
+		return m, m.watchMaintenances()
+	case statusMsg:
+		m.setStatus(string(msg), false)
+		return m, nil
 	case errorMsg:
 		m.setStatus(msg.err.Error(), true)
 		return m, nil
@@ -231,6 +283,13 @@ func (m *Model) refresh(fresh bool) tea.Cmd {
 }
 
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
+
+func (m *Model) setMaintenances(list []model.NodeMaintenance) {
+	m.maint = make(map[string]model.NodeMaintenance, len(list))
+	for _, nm := range list {
+		m.maint[nm.NodeName] = nm
+	}
+}
 
 // applyFilter recomputes the visible rows; only here, not on every frame.
 func (m *Model) applyFilter() {

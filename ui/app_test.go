@@ -15,6 +15,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/sim"
 )
 
 func init() { lipgloss.SetColorProfile(termenv.Ascii) } // goldens without colour codes
@@ -317,4 +318,78 @@ func TestFreshRefreshIsNotDropped(t *testing.T) {
 	if cmd == nil || !m.loading || m.wantFresh {
 		t.Errorf("the remembered refresh must start when the load lands: cmd=%v loading=%v", cmd != nil, m.loading)
 	}
+}
+
+// NodeMaintenance keys: without the CRD they say so; with it, n asks (showing what the
+// controller will do) then creates; the row and the detail show its state; N deletes it.
+func TestNodeMaintenanceKeys(t *testing.T) {
+	m := newModel(t, 3, 120, 30)
+	m = press(m, "n")
+	if !strings.Contains(m.status, "install deploy/crd-nodemaintenance.yaml") || m.screen != nodesScreen {
+		t.Errorf("without the CRD: %q", m.status)
+	}
+	store := sim.NewMaintenances()
+	m.opts.Maintenances = store
+	m = press(m, "N")
+	if m.status != "compute-0 has no NodeMaintenance" {
+		t.Errorf("N without one: %q", m.status)
+	}
+	// n plans the evacuation in a Cmd; the plan comes back as a planMsg for confirmation.
+	node, _ := m.inv.Node("compute-0")
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", VMs: node.VMs, Steps: []model.Step{{Kind: model.StepCordon}}}
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-0"}, plans: []model.Plan{plan}, maintenance: maintainCreate})
+	m = next.(Model)
+	if v := m.View(); m.screen != confirmScreen || !strings.Contains(v, "Create a NodeMaintenance for compute-0? The controller will:") ||
+		strings.Contains(v, "toggle --force") {
+		t.Fatalf("confirm:\n%s", v)
+	}
+	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
+	m = next.(Model)
+	next, _ = m.Update(cmd())
+	m = next.(Model)
+	list := store.List()
+	if len(list) != 1 || list[0].NodeName != "compute-0" || !strings.HasPrefix(list[0].Reason, "requested in drainctl by ") {
+		t.Fatalf("store: %+v", list)
+	}
+	if !strings.Contains(m.status, "NodeMaintenance compute-0 created") {
+		t.Errorf("status %q", m.status)
+	}
+	// The controller reports progress; the row and the detail follow it.
+	store.UpdateStatus(context.Background(), "compute-0", model.MaintenanceStatus{Phase: model.MaintenanceRunning, DrainProgress: 50,
+		EvictionPods: 2, PendingPods: []string{"shop/web-compute-0"}, TotalVMs: 2, MigratedVMs: 1, PendingVMs: []string{"vm-0001"}})
+	next, _ = m.Update(maintMsg(store.List()))
+	m = next.(Model)
+	if row := m.View(); !strings.Contains(row, "NM Running 50%") {
+		t.Errorf("row:\n%s", row)
+	}
+	if d := press(m, "enter").View(); !strings.Contains(d, "NodeMaintenance compute-0: Running 50% · pods 1/2 evicted · VMs 1/2 migrated") {
+		t.Errorf("detail:\n%s", d)
+	}
+	m = press(m, "n")
+	if !strings.Contains(m.status, "already under NodeMaintenance compute-0 (Running 50%)") {
+		t.Errorf("n twice: %q", m.status)
+	}
+	// N: the restore's plan, then the deletion (no finalizer in this store: it goes at once).
+	next, _ = m.Update(planMsg{op: model.OpUncordon, targets: []string{"compute-0"}, plans: []model.Plan{{Op: model.OpUncordon, Node: "compute-0"}}, maintenance: maintainDelete})
+	m = next.(Model)
+	if v := m.View(); !strings.Contains(v, "Delete NodeMaintenance compute-0? The controller will put compute-0 back:") {
+		t.Fatalf("confirm delete:\n%s", v)
+	}
+	next, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
+	m = next.(Model)
+	m.Update(cmd())
+	if len(store.List()) != 0 {
+		t.Errorf("not deleted: %+v", store.List())
+	}
+}
+
+func TestGoldenMaintenanceConfirm(t *testing.T) {
+	m := newModel(t, 3, 100, 24)
+	m.opts.Maintenances = sim.NewMaintenances()
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1",
+		Steps: []model.Step{{Kind: model.StepLease, Detail: "take the maintenance lease"}, {Kind: model.StepCordon, Detail: "unschedulable + taint"},
+			{Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},
+		Reasons: []model.Reason{{Code: model.BarePod, Severity: model.Blocks, Object: "shop/debug-shell", Message: "no controller", Override: "--force"}}}
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, plans: []model.Plan{plan}, maintenance: maintainCreate})
+	golden(t, next.(Model), 100, 24)
 }

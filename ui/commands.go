@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -29,6 +30,59 @@ func (m Model) propose(op model.OpKind, targets []string) (tea.Model, tea.Cmd) {
 		ro = m.pending.ro // keep the overrides toggled so far
 	}
 	return m, m.plan(op, targets, ro)
+}
+
+// proposeMaintenance shows what creating (or deleting) the node's NodeMaintenance will make
+// the controller do, for confirmation: the evacuation's plan, or the restore's.
+func (m Model) proposeMaintenance(action string, node string) (tea.Model, tea.Cmd) {
+	if m.opts.Maintenances == nil {
+		m.setStatus("NodeMaintenance is not available: install deploy/crd-nodemaintenance.yaml and run drainctl --controller", true)
+		return m, nil
+	}
+	nm, exists := m.maint[node]
+	switch {
+	case node == "":
+		m.setStatus("nothing selected", true)
+		return m, nil
+	case action == maintainCreate && exists:
+		m.setStatus(fmt.Sprintf("%s is already under NodeMaintenance %s (%s)", node, nm.Name, maintenanceState(nm)), true)
+		return m, nil
+	case action == maintainDelete && !exists:
+		m.setStatus(node+" has no NodeMaintenance", true)
+		return m, nil
+	case action == maintainDelete && nm.Deleting:
+		m.setStatus(fmt.Sprintf("NodeMaintenance %s is already being deleted: the node is being restored", nm.Name), true)
+		return m, nil
+	}
+	op := model.OpEvacuate
+	if action == maintainDelete {
+		op = model.OpUncordon
+	}
+	plan := m.plan(op, []string{node}, ops.RunOptions{Policy: m.opts.Policy})
+	return m, func() tea.Msg {
+		p := plan().(planMsg)
+		p.maintenance = action
+		return p
+	}
+}
+
+// maintain creates or deletes the NodeMaintenance; the controller does the rest.
+func (m Model) maintain(p *pending) tea.Cmd {
+	store, ctx, node := m.opts.Maintenances, m.ctx, p.targets[0]
+	nm := m.maint[node]
+	return func() tea.Msg {
+		if p.maintenance == maintainCreate {
+			name, err := store.Create(ctx, node, "requested in drainctl by "+ops.DefaultHolder())
+			if err != nil {
+				return errorMsg{err}
+			}
+			return statusMsg("NodeMaintenance " + name + " created: the controller empties " + node)
+		}
+		if err := store.Delete(ctx, nm.Name); err != nil {
+			return errorMsg{err}
+		}
+		return statusMsg("NodeMaintenance " + nm.Name + " deleted: the controller restores " + node)
+	}
 }
 
 // cannot says why an operation makes no sense on these targets, or "".

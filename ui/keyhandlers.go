@@ -148,6 +148,13 @@ func (m Model) nodesKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.propose(model.OpAbort, m.targets()[:min(1, len(m.targets()))])
 	case matches(msg, k.Rollback):
 		return m.propose(model.OpRollback, m.targets()[:min(1, len(m.targets()))])
+	case matches(msg, k.Maintain), matches(msg, k.EndMaintain):
+		action := maintainCreate
+		if matches(msg, k.EndMaintain) {
+			action = maintainDelete
+		}
+		n, _ := m.current()
+		return m.proposeMaintenance(action, n.Name)
 	}
 	return m, nil
 }
@@ -189,6 +196,10 @@ func (m Model) detailKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.propose(model.OpEvacuate, []string{n.Name})
 	case matches(msg, k.Uncordon):
 		return m.propose(model.OpUncordon, []string{n.Name})
+	case matches(msg, k.Maintain):
+		return m.proposeMaintenance(maintainCreate, n.Name)
+	case matches(msg, k.EndMaintain):
+		return m.proposeMaintenance(maintainDelete, n.Name)
 	}
 	return m, nil
 }
@@ -234,6 +245,16 @@ func (m Model) opKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 func (m Model) confirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	p := m.pending
+	if p.maintenance != "" { // the controller's policy applies: nothing to toggle here
+		switch {
+		case matches(msg, k.Back), msg.String() == "n", msg.String() == "q":
+			m.screen, m.pending = m.back, nil
+		case matches(msg, k.Confirm):
+			m.screen, m.pending = m.back, nil
+			return m, m.maintain(p)
+		}
+		return m, nil
+	}
 	toggle := func(f func(*policy.Options)) (tea.Model, tea.Cmd) {
 		ro := p.ro
 		f(&ro.Policy)

@@ -16,6 +16,7 @@ type KeyMap struct {
 	Filter, Enter, Back, Select             Binding
 	Cordon, Uncordon, Evacuate, Migrate     Binding
 	Abort, Rollback, ForceComplete          Binding
+	Maintain, EndMaintain                   Binding
 	Operations, Victims, Refresh, Help      Binding
 	Quit                                    Binding
 	Confirm, ToggleForce, ToggleEmptyDir    Binding
@@ -47,6 +48,8 @@ func DefaultKeys() KeyMap {
 		Abort:          bind(true, "x", "abort", "x"),
 		Rollback:       bind(true, "R", "rollback", "R"),
 		ForceComplete:  bind(true, "f", "force-complete", "f"),
+		Maintain:       bind(true, "n", "NodeMaintenance: create", "n"),
+		EndMaintain:    bind(true, "N", "NodeMaintenance: delete (restore)", "N"),
 		Operations:     bind(false, "o", "operations", "o"),
 		Victims:        bind(false, "s", "scale-down ranking", "s"),
 		Refresh:        bind(false, "r", "refresh", "r"),
@@ -63,7 +66,7 @@ func DefaultKeys() KeyMap {
 
 // WithoutDangerous disables the destructive keys (--readonly).
 func (k KeyMap) WithoutDangerous() KeyMap {
-	for _, b := range []*Binding{&k.Cordon, &k.Uncordon, &k.Evacuate, &k.Migrate, &k.Abort, &k.Rollback,
+	for _, b := range []*Binding{&k.Cordon, &k.Uncordon, &k.Evacuate, &k.Migrate, &k.Abort, &k.Rollback, &k.Maintain, &k.EndMaintain,
 		&k.ForceComplete, &k.Confirm, &k.ToggleForce, &k.ToggleEmptyDir, &k.ToggleEviction, &k.ToggleLastNode, &k.Target} {
 		b.SetEnabled(false)
 	}
@@ -88,7 +91,7 @@ func matches(msg any, b Binding) bool {
 func (k KeyMap) groups() [][]Binding {
 	return [][]Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
-		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete},
+		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain},
 		{k.Operations, k.Victims, k.Refresh, k.Help, k.Quit},
 		{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target},
 	}

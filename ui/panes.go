@@ -26,6 +26,9 @@ func (m Model) detailView() string {
 	for _, mm := range n.Mismatches(m.inv.NovaConfigured) {
 		head += "\n" + m.st.Warn.Render("! "+mm.Message)
 	}
+	if nm, ok := m.maint[n.Name]; ok {
+		head += "\n" + m.maintenanceLine(nm)
+	}
 	wide := m.width >= 140
 	colW := m.width
 	if wide {
@@ -280,8 +283,19 @@ func (m Model) confirmView() string {
 		return b.String()
 	}
 	blocked := false
+	if p.maintenance != "" {
+		node := p.targets[0]
+		q := fmt.Sprintf("Create a NodeMaintenance for %s? The controller will:", node)
+		if p.maintenance == maintainDelete {
+			q = fmt.Sprintf("Delete NodeMaintenance %s? The controller will put %s back:", m.maint[node].Name, node)
+		}
+		b.WriteString(m.st.Title.Render(truncate(q, m.width)) + "\n")
+	}
 	for _, pl := range p.plans {
 		question := strings.ToUpper(pl.Summary()[:1]) + pl.Summary()[1:] + "?"
+		if p.maintenance != "" {
+			question = pl.Summary()
+		}
 		b.WriteString(m.st.Title.Render(truncate(question, m.width)) + "\n")
 		for i, s := range pl.Steps {
 			mark := "[ ]"
@@ -314,7 +328,10 @@ func (m Model) confirmView() string {
 	if len(on) > 0 {
 		b.WriteString(m.st.Danger.Render("overrides: "+strings.Join(on, " ")) + "\n")
 	}
-	if blocked {
+	switch {
+	case blocked && p.maintenance == maintainCreate:
+		b.WriteString(m.st.Warn.Render("The NodeMaintenance will be Failed, retried, until every blocker is resolved.") + "\n")
+	case blocked && p.maintenance == "":
 		b.WriteString(m.st.Warn.Render("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides).") + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
@@ -352,4 +369,33 @@ func (m Model) quitView() string {
 		"  w  wait for it (go back)\n" +
 		"  a  abort it (abort its migrations), then quit\n" +
 		"  l  leave it: stop at a safe point, recorded on the node; the same command resumes it\n"
+}
+
+// maintenanceLine is a NodeMaintenance in one line: its state, its counts, its last error.
+func (m Model) maintenanceLine(nm model.NodeMaintenance) string {
+	st := nm.Status
+	line := fmt.Sprintf("NodeMaintenance %s: %s · pods %d/%d evicted · VMs %d/%d migrated", nm.Name, maintenanceState(nm),
+		st.EvictionPods-len(st.PendingPods), st.EvictionPods, st.MigratedVMs, st.TotalVMs)
+	if nm.Reason != "" {
+		line += " · " + nm.Reason
+	}
+	style := m.st.Accent
+	if st.LastError != "" {
+		line += "\n  last error: " + st.LastError
+		style = m.st.Warn
+	}
+	return style.Render(truncate(line, m.width*2))
+}
+
+// maintenanceState is a NodeMaintenance's state in a few words.
+func maintenanceState(nm model.NodeMaintenance) string {
+	switch {
+	case nm.Deleting:
+		return "deleted, restoring the node"
+	case nm.Status.Phase == "":
+		return "waiting for the controller"
+	case nm.Status.Phase == model.MaintenanceSucceeded:
+		return "in maintenance"
+	}
+	return fmt.Sprintf("%s %d%%", nm.Status.Phase, nm.Status.DrainProgress)
 }

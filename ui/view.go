@@ -76,7 +76,10 @@ func (m Model) footer() string {
 		keys = []Binding{k.Up, k.ForceComplete, k.Abort, k.Rollback, k.Select, k.Back, k.Help}
 	case confirmScreen:
 		keys = []Binding{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Back}
-		if m.pending != nil && m.pending.op == model.OpMigrate {
+		switch {
+		case m.pending != nil && m.pending.maintenance != "":
+			keys = []Binding{k.Confirm, k.Back}
+		case m.pending != nil && m.pending.op == model.OpMigrate:
 			keys = []Binding{k.Confirm, k.Target, k.Back}
 		}
 	default:
@@ -289,7 +292,10 @@ func (m Model) notes(n model.Node, mism []model.Mismatch) string {
 	if op, ok := m.ops[n.Name]; ok && op.report != nil && op.report.Result != "done" {
 		return fmt.Sprintf("%s %s", op.plan.Op, op.report.Result)
 	}
-	var notes []string // who disabled a service and why matters most: it comes first
+	var notes []string // a NodeMaintenance, then who disabled a service and why: they matter most
+	if nm, ok := m.maint[n.Name]; ok {
+		notes = append(notes, "NM "+maintenanceState(nm))
+	}
 	if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" {
 		notes = append(notes, "disabled: "+n.Compute.DisabledReason)
 	}

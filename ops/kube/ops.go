@@ -335,15 +335,15 @@ func (c *Client) NodeEvent(ctx context.Context, node, eventType, reason, message
 	}, metav1.CreateOptions{})
 }
 
-// RunAsLeader runs fn while this process holds the leader lease kube-system/drainctl-daemon;
+// RunAsLeader runs fn while this process holds the leader lease kube-system/lockName;
 // fn's context ends when leadership is lost.
-func RunAsLeader(ctx context.Context, cs kubernetes.Interface, identity string, fn func(context.Context)) error {
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, "drainctl-daemon",
+func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identity string, fn func(context.Context)) error {
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, lockName,
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return err
 	}
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{Lock: lock, ReleaseOnCancel: true, Name: "drainctl-daemon",
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{Lock: lock, ReleaseOnCancel: true, Name: lockName,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: fn, OnStoppedLeading: func() {}}})
 	return ctx.Err()

@@ -11,12 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
@@ -29,6 +31,9 @@ type Options struct {
 	DemoScale           float64
 	DemoFault           string
 	Holder              string // identity in leases and journals (default drainctl/user@host)
+	// Maintenances: also watch NodeMaintenance resources (the TUI, the controller). With
+	// --demo the simulated cluster runs the controller too.
+	Maintenances bool
 }
 
 // Cluster is what Connect built.
@@ -38,6 +43,10 @@ type Cluster struct {
 	// PoolURL is the cloudpool in front of the nodes' machines: [cloudpool] url, or with
 	// --demo a simulated pool holding every worker's machine; "" when there is none.
 	PoolURL string
+	// Maintenances are the NodeMaintenance resources, when asked for and the CRD is
+	// installed (else nil, and MaintenancesErr says why).
+	Maintenances    ops.Maintenances
+	MaintenancesErr error
 }
 
 // Connect builds the engine: the Kubernetes informers (synced) and, when configured,
@@ -47,6 +56,8 @@ type Cluster struct {
 func Connect(ctx context.Context, o Options, cfg model.Config, legacy *model.OpenStackConfig,
 	stderr io.Writer, getenv func(string) string) (*Cluster, error) {
 	var cs kubernetes.Interface
+	var dyn dynamic.Interface
+	var demoStore *sim.Maintenances
 	apiHost := "the simulated cluster"
 	poolURL := cfg.CloudPool.URL
 	if o.Demo {
@@ -59,6 +70,7 @@ func Connect(ctx context.Context, o Options, cfg model.Config, legacy *model.Ope
 			return nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
 		}
 		cs = demo.Kube.Clientset
+		demoStore = sim.NewMaintenances()
 		env := envMap(demo.Nova.Env())
 		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
 	} else {
@@ -69,6 +81,9 @@ func Connect(ctx context.Context, o Options, cfg model.Config, legacy *model.Ope
 			return nil, err
 		}
 		if cs, err = kube.NewClientset(restCfg); err != nil {
+			return nil, err
+		}
+		if dyn, err = dynamic.NewForConfig(restCfg); err != nil {
 			return nil, err
 		}
 		apiHost = "Kubernetes at " + restCfg.Host
@@ -112,7 +127,27 @@ func Connect(ctx context.Context, o Options, cfg model.Config, legacy *model.Ope
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
 	}
 	kc := kube.NewClient(cs, kinv)
-	return &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL}, nil
+	cl := &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL}
+	switch {
+	case !o.Maintenances:
+	case demoStore != nil:
+		// The simulated cluster runs what a real one would: the NodeMaintenance controller.
+		cl.Maintenances = demoStore
+		ceo := eo
+		ceo.Holder = "drainctl-controller"
+		pol, _ := policy.FromConfig(cfg.Policy)
+		mc := &ops.MaintenanceController{Engine: ops.NewEngine(kc, nc, cfg, ceo), Store: demoStore,
+			Run: ops.RunOptions{Policy: pol}, Resync: 5 * time.Second, Events: kc}
+		go mc.Serve(ctx) //nolint:errcheck // ends with ctx
+	default:
+		store := kube.NewMaintenances(dyn)
+		if err := store.Start(ctx, max(cfg.Timeouts.API.D(), time.Minute)); err != nil {
+			cl.MaintenancesErr = err
+		} else {
+			cl.Maintenances = store
+		}
+	}
+	return cl, nil
 }
 
 // unreachableError is a cluster drainctl was configured for but could not use: exit 2.

@@ -332,3 +332,12 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// InstallCRDs installs the CustomResourceDefinitions in the files (created or updated) and
+// waits until the API server serves them.
+func InstallCRDs(t testing.TB, paths ...string) {
+	t.Helper()
+	if _, err := envtest.InstallCRDs(Config(t), envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,376 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// MaintenanceFinalizer holds a NodeMaintenance until the node is put back.
+const MaintenanceFinalizer = "maintenance.drainctl.io/restore-node"
+
+// Maintenances is the store of NodeMaintenance resources (ops/kube.Maintenances).
+type Maintenances interface {
+	// List is every NodeMaintenance, from a watch-fed cache.
+	List() []model.NodeMaintenance
+	// Subscribe signals (coalesced) whenever a NodeMaintenance changes.
+	Subscribe() (changes <-chan struct{}, cancel func())
+	SetFinalizer(ctx context.Context, name string, on bool) error
+	UpdateStatus(ctx context.Context, name string, st model.MaintenanceStatus) error
+	Create(ctx context.Context, node, reason string) (name string, err error)
+	Delete(ctx context.Context, name string) error
+}
+
+// MaintenanceController reconciles NodeMaintenance resources (node-maintenance-operator's
+// controller, on the engine): created, the node is leased, tainted, cordoned, its
+// nova-compute disabled and everything on it moved (VMs live-migrated, pods evicted), with
+// the status kept current; deleted, the node is put back (compute enabled, uncordoned,
+// taint removed, lease released) before the finalizer lets the resource go. Errors are
+// retried with backoff and recorded in lastError. The reconcile is level-based, so a
+// restart resumes from what the cluster records.
+type MaintenanceController struct {
+	Engine *Engine
+	Store  Maintenances
+	Run    RunOptions
+	Resync time.Duration // full reconcile even without changes (default 30 s)
+	// LeaseTTL: how long the node's lease outlives a controller that stopped renewing it
+	// (default 1 h, as node-maintenance-operator's; renewed at every resync).
+	LeaseTTL time.Duration
+	Backoff  time.Duration // first retry delay after a failure (default 1 s, doubling to 5 min)
+	Emit     func(Event)
+	Events   NodeEvents // may be nil
+
+	mu      sync.Mutex
+	active  map[string]context.CancelFunc // NodeMaintenance name -> its running work
+	retry   map[string]retryState
+	wg      sync.WaitGroup
+	trigger chan struct{}
+}
+
+type retryState struct {
+	failures int
+	next     time.Time
+}
+
+// Serve reconciles until ctx ends, then waits for the work it started to stop at a safe
+// point (recorded on the node and in the status).
+func (c *MaintenanceController) Serve(ctx context.Context) error {
+	if c.Resync == 0 {
+		c.Resync = 30 * time.Second
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = time.Hour
+	}
+	if c.Backoff == 0 {
+		c.Backoff = time.Second
+	}
+	if c.Emit == nil {
+		c.Emit = func(Event) {}
+	}
+	c.active, c.retry, c.trigger = map[string]context.CancelFunc{}, map[string]retryState{}, make(chan struct{}, 1)
+	changes, cancel := c.Store.Subscribe()
+	defer cancel()
+	nodes, cancelNodes := c.Engine.kube.Subscribe()
+	defer cancelNodes()
+	defer c.wg.Wait()
+	t := time.NewTicker(c.Resync)
+	defer t.Stop()
+	for {
+		wait := c.reconcileAll(ctx)
+		var retry <-chan time.Time
+		if wait > 0 {
+			retry = time.After(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changes:
+		case <-nodes:
+		case <-c.trigger:
+		case <-t.C:
+		case <-retry:
+		}
+	}
+}
+
+// reconcileAll reconciles every resource and returns when the earliest retry is due (0: none).
+func (c *MaintenanceController) reconcileAll(ctx context.Context) time.Duration {
+	all := c.Store.List()
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	var wait time.Duration
+	for _, nm := range all {
+		if w := c.reconcile(ctx, nm); w > 0 && (wait == 0 || w < wait) {
+			wait = w
+		}
+	}
+	return wait
+}
+
+// reconcile starts what the resource calls for, unless its work already runs or its next
+// retry is not due; it returns how long until that retry.
+func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMaintenance) time.Duration {
+	c.mu.Lock()
+	if cancel, running := c.active[nm.Name]; running {
+		if nm.Deleting {
+			cancel() // deleted mid-evacuation: stop it at a safe point, then restore
+		}
+		c.mu.Unlock()
+		return 0
+	}
+	if r := c.retry[nm.Name]; !r.next.IsZero() && time.Now().Before(r.next) && !nm.Deleting {
+		c.mu.Unlock()
+		return time.Until(r.next)
+	}
+	c.mu.Unlock()
+	switch {
+	case nm.Deleting && !nm.Guarded:
+		return 0 // someone else's finalizer holds it: not ours to restore
+	case nm.Deleting:
+		c.start(ctx, nm, c.restore)
+	case !nm.Guarded:
+		if err := c.Store.SetFinalizer(ctx, nm.Name, true); err != nil {
+			c.failed(ctx, nm, nm.Status, fmt.Errorf("adding the finalizer: %w", err))
+		}
+		// The update comes back through the watch and reconciles again.
+	case nm.Status.Phase == model.MaintenanceSucceeded:
+		// Held out of service: keep the lease alive for as long as the resource exists.
+		if err := c.Engine.kube.AcquireLease(ctx, nm.NodeName, c.Engine.o.Holder, c.LeaseTTL); err != nil {
+			c.failed(ctx, nm, nm.Status, fmt.Errorf("renewing the node's lease: %w", err))
+		}
+	default:
+		c.start(ctx, nm, c.maintain)
+	}
+	return 0
+}
+
+// start runs work for the resource in the background, one piece of work per resource.
+func (c *MaintenanceController) start(ctx context.Context, nm model.NodeMaintenance, work func(context.Context, model.NodeMaintenance) error) {
+	wctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.active[nm.Name] = cancel
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		err := work(wctx, nm)
+		cancel()
+		c.mu.Lock()
+		delete(c.active, nm.Name)
+		if err == nil {
+			delete(c.retry, nm.Name)
+		}
+		c.mu.Unlock()
+		select { // reconcile again: a deletion may have come while this ran
+		case c.trigger <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// maintain empties the node, keeping the status current.
+func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaintenance) error {
+	st := nm.Status
+	k, ok := c.Engine.kube.Node(nm.NodeName)
+	if !ok {
+		return c.failed(ctx, nm, st, fmt.Errorf("no node named %q", nm.NodeName))
+	}
+	ro := c.Run
+	ro.KeepLease = true
+	ro.Why = firstNonEmpty(nm.Reason, ro.Why)
+	plan, err := c.Engine.Plan(ctx, model.OpEvacuate, nm.NodeName, ro)
+	if err != nil {
+		return c.failed(ctx, nm, st, err)
+	}
+	if b := plan.Blockers(); len(b) > 0 {
+		return c.failed(ctx, nm, st, &RefusedError{Reasons: b}) // nothing began: nothing counted
+	}
+	counted := st.TotalPods > 0 || st.EvictionPods > 0 || st.TotalVMs > 0
+	st.Phase, st.LastUpdate = model.MaintenanceRunning, c.Engine.now()
+	if !counted { // the totals are counted once, when the maintenance begins
+		st.TotalPods = len(c.Engine.kube.PodsOn(nm.NodeName))
+		st.EvictionPods = len(plan.Pods) + len(plan.Carriers)
+		st.TotalVMs = len(plan.VMs)
+		c.event(ctx, k.Name, "Normal", "MaintenanceStarted", fmt.Sprintf("NodeMaintenance %s: %s", nm.Name, firstNonEmpty(nm.Reason, "no reason given")))
+	}
+	st.PendingPods, st.PendingVMs = []string{}, []string{}
+	for _, p := range append(plan.Pods, plan.Carriers...) {
+		st.PendingPods = append(st.PendingPods, p.Key())
+	}
+	for _, vm := range plan.VMs {
+		st.PendingVMs = append(st.PendingVMs, vm.Name)
+	}
+	st.Progress()
+	w := c.statusWriter(ctx, nm.Name, st)
+	_, err = c.Engine.Run(ctx, plan, ro, func(ev Event) { w.observe(ev); c.Emit(ev) })
+	st = w.stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped (shutdown, or deleted mid-way): the journal records where; the status
+			// says so for whoever looks before the next reconcile.
+			st.LastError = "interrupted: " + err.Error()
+			c.write(nm.Name, st)
+			return nil
+		}
+		return c.failed(ctx, nm, st, err)
+	}
+	st.Phase, st.LastError, st.PendingPods, st.PendingVMs = model.MaintenanceSucceeded, "", []string{}, []string{}
+	st.Progress()
+	c.write(nm.Name, st)
+	c.event(ctx, k.Name, "Normal", "MaintenanceSucceeded", fmt.Sprintf("NodeMaintenance %s: %d pod(s) evicted, %d VM(s) migrated", nm.Name, st.EvictionPods, st.MigratedVMs))
+	return nil
+}
+
+// restore puts the node back and lets the resource go.
+func (c *MaintenanceController) restore(ctx context.Context, nm model.NodeMaintenance) error {
+	if _, ok := c.Engine.kube.Node(nm.NodeName); ok {
+		plan, err := c.Engine.Plan(ctx, model.OpUncordon, nm.NodeName, c.Run)
+		if err == nil {
+			_, err = c.Engine.Run(ctx, plan, c.Run, c.Emit)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return c.failed(ctx, nm, nm.Status, fmt.Errorf("restoring the node: %w", err))
+		}
+		// The lease was the maintenance's (renewed while it lasted), released with it.
+		if err := c.Engine.kube.ReleaseLease(ctx, nm.NodeName, c.Engine.o.Holder); err != nil {
+			return c.failed(ctx, nm, nm.Status, fmt.Errorf("releasing the node's lease: %w", err))
+		}
+		c.event(ctx, nm.NodeName, "Normal", "MaintenanceEnded", fmt.Sprintf("NodeMaintenance %s deleted: node restored", nm.Name))
+	}
+	if err := c.Store.SetFinalizer(ctx, nm.Name, false); err != nil {
+		return c.failed(ctx, nm, nm.Status, fmt.Errorf("removing the finalizer: %w", err))
+	}
+	return nil
+}
+
+// failed records the error, schedules the retry with backoff and returns the error.
+func (c *MaintenanceController) failed(ctx context.Context, nm model.NodeMaintenance, st model.MaintenanceStatus, err error) error {
+	c.mu.Lock()
+	r := c.retry[nm.Name]
+	delay := min(c.Backoff<<min(r.failures, 16), 5*time.Minute)
+	r.failures++
+	r.next = time.Now().Add(delay)
+	c.retry[nm.Name] = r
+	c.mu.Unlock()
+	if st.Phase == "" || errors.As(err, new(*RefusedError)) {
+		st.Phase = model.MaintenanceFailed // refused by policy: it waits for someone to lift a blocker
+	}
+	if nm.Deleting {
+		st.Phase = model.MaintenanceFailed
+	}
+	st.LastError = fmt.Sprintf("%v (attempt %d, next in %s)", err, r.failures, delay.Round(time.Second))
+	st.LastUpdate = c.Engine.now()
+	c.write(nm.Name, st)
+	if r.failures == 1 && nm.NodeName != "" {
+		c.event(ctx, nm.NodeName, "Warning", "MaintenanceFailed", fmt.Sprintf("NodeMaintenance %s: %v", nm.Name, err))
+	}
+	return err
+}
+
+// write sends a status; it outlives a cancelled operation so the last word is recorded.
+func (c *MaintenanceController) write(name string, st model.MaintenanceStatus) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = c.Store.UpdateStatus(ctx, name, st) // the next reconcile writes again
+}
+
+func (c *MaintenanceController) event(ctx context.Context, node, typ, reason, msg string) {
+	if c.Events != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		c.Events.NodeEvent(ctx, node, typ, reason, msg)
+	}
+}
+
+// statusWriter follows an operation's events and writes the status when it changed, at
+// most every 250 ms: a node of 110 pods is not 110 writes.
+type statusWriter struct {
+	mu    sync.Mutex
+	st    model.MaintenanceStatus
+	dirty chan struct{}
+	done  chan struct{}
+	c     *MaintenanceController
+	name  string
+}
+
+func (c *MaintenanceController) statusWriter(ctx context.Context, name string, st model.MaintenanceStatus) *statusWriter {
+	w := &statusWriter{st: st, dirty: make(chan struct{}, 1), done: make(chan struct{}), c: c, name: name}
+	c.write(name, st)
+	go func() {
+		defer close(w.done)
+		for range w.dirty {
+			w.mu.Lock()
+			st := w.st
+			w.mu.Unlock()
+			c.write(name, st)
+			select {
+			case <-time.After(250 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+	}()
+	return w
+}
+
+func (w *statusWriter) observe(ev Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changed := false
+	switch ev := ev.(type) {
+	case PodEvent:
+		if ev.State == PodGone && slices.Contains(w.st.PendingPods, ev.Pod) {
+			w.st.PendingPods, changed = without(w.st.PendingPods, ev.Pod), true
+		}
+	case MigrationEvent:
+		if ev.State == MigCompleted && slices.Contains(w.st.PendingVMs, ev.VM) {
+			w.st.PendingVMs, changed = without(w.st.PendingVMs, ev.VM), true
+			w.st.MigratedVMs++
+		}
+	case StepEvent:
+		changed = ev.State == StepDone || ev.State == StepFailed
+	}
+	if changed {
+		w.st.LastUpdate = w.c.Engine.now()
+		w.st.Progress()
+		select {
+		case w.dirty <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// stop ends the writer and returns the status as the events left it.
+func (w *statusWriter) stop() model.MaintenanceStatus {
+	close(w.dirty)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.st
+}
+
+func without(s []string, v string) []string {
+	out := make([]string, 0, len(s))
+	for _, x := range s {
+		if x != v {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
