@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
@@ -22,9 +23,19 @@ func (c *cluster) setUnschedulable(node string, on bool) {
 	}
 }
 
+// startDaemon runs the daemon with its ServiceAccount's permissions only
+// (deploy/daemon-rbac.yaml): what it does proves that RBAC is enough.
 func (c *cluster) startDaemon(node string) (stop func()) {
-	d := &ops.Daemon{Engine: c.engine("daemon@"+node, nil), Node: node, Run: ops.RunOptions{Policy: defaults()},
-		Resync: 200 * time.Millisecond, Events: c.kube}
+	for _, err := range kubetest.Apply(c.t, false, "../deploy/namespace.yaml", "../deploy/leases-role.yaml", "../deploy/daemon-rbac.yaml") {
+		c.t.Fatal(err)
+	}
+	cfg := kube.Tune(kubetest.Config(c.t), kube.Options{QPS: 200, Burst: 400})
+	cfg.Impersonate.UserName = "system:serviceaccount:drainctl:drainctl-daemon"
+	kc := c.kubeClientFor(cfg)
+	eng := ops.NewEngine(kc, c.nova, c.cfg, ops.EngineOptions{Holder: "daemon@" + node, Poll: 5 * time.Millisecond,
+		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	d := &ops.Daemon{Engine: eng, Node: node, Run: ops.RunOptions{Policy: defaults()},
+		Resync: 200 * time.Millisecond, Events: kc}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { d.Serve(ctx); close(done) }()

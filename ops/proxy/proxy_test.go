@@ -98,7 +98,13 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kube.NewClientset(kube.Tune(kubetest.Config(t), kube.Options{QPS: 200, Burst: 400}))
+	// The proxy runs with its ServiceAccount's permissions only (deploy/proxy-rbac.yaml).
+	for _, err := range kubetest.Apply(t, false, "../../deploy/namespace.yaml", "../../deploy/leases-role.yaml", "../../deploy/proxy-rbac.yaml") {
+		t.Fatal(err)
+	}
+	restCfg := kube.Tune(kubetest.Config(t), kube.Options{QPS: 200, Burst: 400})
+	restCfg.Impersonate.UserName = "system:serviceaccount:drainctl:drainctl-proxy"
+	cs, err := kube.NewClientset(restCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
