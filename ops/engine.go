@@ -26,6 +26,9 @@ type Engine struct {
 	inflight map[string]int // destination host -> migrations this engine has in flight to it
 	mu       sync.Mutex
 	running  map[string]*tracked // node -> its running operation, to stop it in-process
+
+	rankMu sync.Mutex
+	ranker policy.Ranker // keeps the last ranking: each one judges again only what changed
 }
 
 // EngineOptions tune the mechanism; zero values take defaults.
@@ -202,18 +205,14 @@ func (e *Engine) ForceComplete(ctx context.Context, vmID string) error {
 // with every reason they cannot go.
 // With fresh false it re-joins with the last Nova read instead of reading Nova again.
 func (e *Engine) Recommend(ctx context.Context, o policy.Options, fresh bool) ([]policy.Victim, model.Inventory, error) {
-	read := e.inv.Rejoin
-	if fresh {
-		read = e.inv.Read
-	}
-	inv, err := read(ctx)
+	e.rankMu.Lock()
+	defer e.rankMu.Unlock()
+	inv, changed, all, err := e.inv.ReadChanged(ctx, fresh)
 	if err != nil {
+		e.ranker = policy.Ranker{} // the changes taken are lost with the read: rank everything next time
 		return nil, inv, err
 	}
-	sd := e.cfg.ScaleDown
-	w := policy.DefaultWeights()
-	w.PerPod, w.PerVMGiB, w.PerUtilPoint, w.CPURatio = sd.PodCost, sd.VMGiBCost, sd.CPUPointCost, sd.CPUAllocationRatio
-	return policy.Rank(inv, o, w), inv, nil
+	return e.ranker.Rank(inv, changed, all, o, policy.WeightsFromConfig(e.cfg.ScaleDown)), inv, nil
 }
 
 // ScaleDown empties a node (the evacuation, refused on the same blockers), deletes its Node

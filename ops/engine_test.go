@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -645,4 +646,54 @@ func TestRejoinSeesKubernetesWithoutCallingNova(t *testing.T) {
 	if after := c.world.Stats().Requests; after != before {
 		t.Errorf("re-joins made %d Nova requests", after-before)
 	}
+}
+
+// Recommend re-ranks incrementally as the cluster changes (a pod in Kubernetes, a service
+// in Nova), and what it returns is what a full ranking of the same inventory says.
+func TestRecommendFollowsChanges(t *testing.T) {
+	c := newCluster(t, 20)
+	e := c.engine("rank@test", nil)
+	ctx := kubetest.Ctx(t)
+	w := policy.WeightsFromConfig(c.cfg.ScaleDown)
+	c1, c2 := c.name("c1"), c.name("c2")
+	if _, _, err := e.Recommend(ctx, defaults(), true); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Pod(t, c.cs, c.ns, "shell-c1", c1, kubetest.Grace(1))
+	c.world.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) {
+		h[c2].Enabled, h[c2].DisabledReason = false, "ticket 42"
+	})
+	var victims []policy.Victim
+	var inv model.Inventory
+	kubetest.Eventually(t, 10*time.Second, "both changes ranked", func() bool {
+		var err error
+		victims, inv, err = e.Recommend(ctx, defaults(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hasCode(victims, c1, model.BarePod) && hasCode(victims, c2, model.HeldByOther)
+	})
+	if want := policy.Rank(inv, defaults(), w); !reflect.DeepEqual(strip(victims), strip(want)) {
+		t.Errorf("incremental ranking differs from the full one:\n%+v\n%+v", victims, want)
+	}
+}
+
+func hasCode(vs []policy.Victim, node string, code model.ReasonCode) bool {
+	for _, v := range vs {
+		for _, r := range v.Reasons {
+			if v.Node == node && r.Code == code {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// strip keeps what Victim shows (its placement is compared by the policy's own tests).
+func strip(vs []policy.Victim) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("%s %v %d %.3f %d %d %v", v.Node, v.Candidate, v.Rank, v.Cost, v.Pods, v.VMs, v.Reasons)
+	}
+	return out
 }

@@ -13,6 +13,9 @@ type KubeSource interface {
 	Snapshot() model.KubeSnapshot
 	// Subscribe signals changes (coalesced) until cancel is called.
 	Subscribe() (changes <-chan struct{}, cancel func())
+	// TakeChanged returns the nodes whose Node object or pods changed since the last call
+	// (all: any may have) and starts counting afresh. One consumer: the ranking.
+	TakeChanged() (nodes map[string]bool, all bool)
 }
 
 // NovaSource is the Nova side of the inventory (ops/nova.Client).
@@ -56,6 +59,21 @@ func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {
 		i.mu.Unlock()
 	}
 	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
+}
+
+// ReadChanged reads (fresh) or re-joins, and says which nodes' Kubernetes side changed
+// since the last ReadChanged (all: unknown), for an incremental ranking.
+func (i *Inventory) ReadChanged(ctx context.Context, fresh bool) (model.Inventory, map[string]bool, bool, error) {
+	changed, all := i.kube.TakeChanged() // before the snapshot: a change after it is counted again, never lost
+	read := i.Rejoin
+	if fresh {
+		read = i.Read
+	}
+	inv, err := read(ctx)
+	if err != nil {
+		return inv, nil, true, err
+	}
+	return inv, changed, all, nil
 }
 
 // Rejoin joins the Kubernetes cache with the last Nova read, without calling Nova: for

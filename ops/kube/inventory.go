@@ -36,6 +36,8 @@ type Inventory struct {
 	mu          sync.Mutex
 	selectors   map[string]pdbSelector // by namespace/name, reused while the PDB is unchanged
 	subscribers map[chan struct{}]struct{}
+	changed     map[string]bool // nodes whose Node object or pods changed since TakeChanged
+	changedAll  bool            // a change that may touch any node (a PDB's selector), or not asked yet
 }
 
 type pdbSelector struct {
@@ -54,6 +56,8 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		rs:          f.Apps().V1().ReplicaSets().Informer(),
 		selectors:   map[string]pdbSelector{},
 		subscribers: map[chan struct{}]struct{}{},
+		changed:     map[string]bool{},
+		changedAll:  true,
 	}
 	_ = inv.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -61,15 +65,73 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		}
 		return nil, nil
 	}})
-	notify := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { inv.notify() },
-		UpdateFunc: func(any, any) { inv.notify() },
-		DeleteFunc: func(any) { inv.notify() },
+	// Every change notifies subscribers and records which nodes it touched, so that a
+	// ranking can judge only those again.
+	handler := func(touched func(obj any) (nodes []string, all bool)) cache.ResourceEventHandlerFuncs {
+		mark := func(objs ...any) {
+			inv.mu.Lock()
+			for _, o := range objs {
+				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+					o = d.Obj
+				}
+				nodes, all := touched(o)
+				inv.changedAll = inv.changedAll || all
+				for _, n := range nodes {
+					inv.changed[n] = true
+				}
+			}
+			inv.mu.Unlock()
+			inv.notify()
+		}
+		return cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { mark(o) }, UpdateFunc: func(o, n any) { mark(o, n) },
+			DeleteFunc: func(o any) { mark(o) }}
 	}
-	for _, i := range []cache.SharedIndexInformer{inv.nodes, inv.pods, inv.pdbs} {
-		_, _ = i.AddEventHandler(notify)
-	}
+	_, _ = inv.nodes.AddEventHandler(handler(func(o any) ([]string, bool) {
+		if n, ok := o.(*corev1.Node); ok {
+			return []string{n.Name}, false
+		}
+		return nil, true
+	}))
+	_, _ = inv.pods.AddEventHandler(handler(func(o any) ([]string, bool) {
+		if p, ok := o.(*corev1.Pod); ok {
+			return []string{p.Spec.NodeName}, false
+		}
+		return nil, true
+	}))
+	// A PDB's status changes often and touches no node's own inputs (the ranking compares
+	// budgets itself); a PDB that appears, goes or selects other pods can touch any node.
+	_, _ = inv.pdbs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { inv.markAll() },
+		DeleteFunc: func(any) { inv.markAll() },
+		UpdateFunc: func(o, n any) {
+			ob, ok1 := o.(*policyv1.PodDisruptionBudget)
+			nb, ok2 := n.(*policyv1.PodDisruptionBudget)
+			if !ok1 || !ok2 || metav1.FormatLabelSelector(ob.Spec.Selector) != metav1.FormatLabelSelector(nb.Spec.Selector) {
+				inv.markAll()
+				return
+			}
+			inv.notify()
+		},
+	})
 	return inv
+}
+
+func (inv *Inventory) markAll() {
+	inv.mu.Lock()
+	inv.changedAll = true
+	inv.mu.Unlock()
+	inv.notify()
+}
+
+// TakeChanged returns the nodes whose Node object or pods changed since the last call, and
+// starts counting afresh; all is true when any node may have changed (the first call, a
+// PodDisruptionBudget selecting other pods).
+func (inv *Inventory) TakeChanged() (nodes map[string]bool, all bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	nodes, all = inv.changed, inv.changedAll
+	inv.changed, inv.changedAll = map[string]bool{}, false
+	return nodes, all
 }
 
 func (inv *Inventory) notify() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +175,53 @@ func waitChange(t *testing.T, inv *kube.Inventory, changed <-chan struct{}, cond
 			t.Fatal("the inventory never saw the change")
 		}
 	}
+}
+
+// TakeChanged names the nodes a change touched, as the watch delivers them: a pod names its
+// node, a Node names itself, a PDB's status names none, a PDB's selector may touch any node.
+func TestTakeChanged(t *testing.T) {
+	cs := kubetest.Client(t)
+	px := kubetest.Prefix(t)
+	ns := kubetest.Namespace(t, cs, px)
+	a, b := px+"-a", px+"-b"
+	kubetest.Node(t, cs, a)
+	kubetest.Node(t, cs, b)
+	kubetest.PDB(t, cs, ns, "web-pdb", "web", 1)
+	inv, _ := startInventory(t)
+	if _, all := inv.TakeChanged(); !all {
+		t.Error("the first call must say: anything may have changed")
+	}
+	// Changes since the first call, taken until they show up (the watch is asynchronous).
+	take := func(what string, want func(map[string]bool, bool) bool) {
+		t.Helper()
+		got, gotAll := map[string]bool{}, false
+		kubetest.Eventually(t, 10*time.Second, what, func() bool {
+			nodes, all := inv.TakeChanged()
+			for n := range nodes {
+				if strings.HasPrefix(n, px) {
+					got[n] = true
+				}
+			}
+			gotAll = gotAll || all
+			return want(got, gotAll)
+		})
+	}
+	kubetest.Pod(t, cs, ns, "p", a)
+	take("pod p on a", func(got map[string]bool, all bool) bool { return got[a] && !got[b] && !all })
+	cordon(t, cs, b)
+	take("b cordoned", func(got map[string]bool, all bool) bool { return got[b] && !got[a] && !all })
+	kubetest.SetPDBStatus(t, cs, ns, "web-pdb", 0, 1, 1, 1)
+	time.Sleep(300 * time.Millisecond) // let the status update arrive
+	if nodes, all := inv.TakeChanged(); all || nodes[a] || nodes[b] {
+		t.Errorf("a PDB's status touched nodes: %v, all %v", nodes, all)
+	}
+	pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(kubetest.Ctx(t), "web-pdb", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb.Spec.Selector.MatchLabels = map[string]string{"app": "api"}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Update(kubetest.Ctx(t), pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	take("all, after the PDB selects other pods", func(_ map[string]bool, all bool) bool { return all })
 }

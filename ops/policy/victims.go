@@ -30,6 +30,13 @@ func DefaultWeights() Weights {
 	return Weights{PerPod: 1, PerVMGiB: 2, PerUtilPoint: 0.2, CPURatio: 4, PlacementPool: 64}
 }
 
+// WeightsFromConfig reads the configured costs (config.toml [scale_down]).
+func WeightsFromConfig(sd model.ScaleDownConfig) Weights {
+	w := DefaultWeights()
+	w.PerPod, w.PerVMGiB, w.PerUtilPoint, w.CPURatio = sd.PodCost, sd.VMGiBCost, sd.CPUPointCost, sd.CPUAllocationRatio
+	return w
+}
+
 // Victim is one node's standing: a candidate with its cost, or every reason it cannot go.
 type Victim struct {
 	Node      string         `json:"node"`
@@ -71,12 +78,7 @@ func Rank(inv model.Inventory, o Options, w Weights) []Victim {
 		pdbs[b.Namespace+"/"+b.Name] = b
 	}
 	podRooms, vmRooms := freeRooms(inv, w)
-	workers := 0 // Ready, schedulable workers, counted once (not once per node)
-	for _, n := range inv.Nodes {
-		if k := n.Kube; k != nil && k.Ready && k.Schedulable && !k.IsControlPlane() {
-			workers++
-		}
-	}
+	workers := countWorkers(inv)
 	out := make([]Victim, 0, len(inv.Nodes))
 	scratch := make([]room, 0, w.PlacementPool) // one placement pool buffer, reused per node
 	for _, n := range inv.Nodes {
@@ -85,6 +87,24 @@ func Rank(inv model.Inventory, o Options, w Weights) []Victim {
 		}
 		out = append(out, judge(n, workers, pdbs, podRooms, vmRooms, scratch, o, w))
 	}
+	order(out)
+	return out
+}
+
+// countWorkers counts the Ready, schedulable workers once (not once per node).
+func countWorkers(inv model.Inventory) int {
+	workers := 0
+	for _, n := range inv.Nodes {
+		if k := n.Kube; k != nil && k.Ready && k.Schedulable && !k.IsControlPlane() {
+			workers++
+		}
+	}
+	return workers
+}
+
+// order sorts candidates first, cheapest first (ties by name), then the others by name,
+// and numbers the candidates' ranks.
+func order(out []Victim) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Candidate != b.Candidate {
@@ -97,12 +117,12 @@ func Rank(inv model.Inventory, o Options, w Weights) []Victim {
 	})
 	r := 0
 	for i := range out {
+		out[i].Rank = 0
 		if out[i].Candidate {
 			r++
 			out[i].Rank = r
 		}
 	}
-	return out
 }
 
 // freeRooms lists the schedulable Ready workers and the enabled, up compute hosts with their

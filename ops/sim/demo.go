@@ -24,6 +24,8 @@ type DemoOptions struct {
 	// (benchmarks: 30 and 10 make 150,000 pods and 50,000 VMs at 5,000 nodes).
 	PodsPerNode int
 	VMsPerNode  int
+	// MigrationsPerSource is Nova's max_concurrent_live_migrations (default 1).
+	MigrationsPerSource int
 }
 
 // Demo is a running simulated cluster: Nova and Keystone on a local port, Kubernetes behind
@@ -66,7 +68,7 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 		o.Scale = 1
 	}
 	rng := rand.New(rand.NewSource(o.Seed))
-	w := NewWorld(Options{Seed: o.Seed, Scale: o.Scale})
+	w := NewWorld(Options{Seed: o.Seed, Scale: o.Scale, MaxConcurrentLiveMigrations: o.MigrationsPerSource})
 	d := &Demo{World: w}
 
 	ncp := 3
