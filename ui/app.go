@@ -160,12 +160,19 @@ func (m Model) load(fresh bool) tea.Cmd {
 // watchMaintenances follows the NodeMaintenance resources (their status moves on while the
 // controller works), at most four times a second.
 func (m Model) watchMaintenances() tea.Cmd {
-	store, ctx := m.opts.Maintenances, m.ctx
+	store := m.opts.Maintenances
 	if store == nil {
 		return nil
 	}
+	return m.watch(store.Subscribe, 250*time.Millisecond, func() tea.Msg { return maintMsg(store.List()) })
+}
+
+// watch waits for a change, then for quiet (at most one message per quiet period), and
+// reports it as msg.
+func (m Model) watch(subscribe func() (<-chan struct{}, func()), quiet time.Duration, msg func() tea.Msg) tea.Cmd {
+	ctx := m.ctx
 	return func() tea.Msg {
-		ch, cancel := store.Subscribe()
+		ch, cancel := subscribe()
 		defer cancel()
 		select {
 		case <-ch:
@@ -173,10 +180,10 @@ func (m Model) watchMaintenances() tea.Cmd {
 			return nil
 		}
 		select {
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(quiet):
 		case <-ctx.Done():
 		}
-		return maintMsg(store.List())
+		return msg()
 	}
 }
 
@@ -189,21 +196,7 @@ func (m Model) watchKube() tea.Cmd {
 	if m.eng == nil {
 		return nil
 	}
-	eng, ctx := m.eng, m.ctx
-	return func() tea.Msg {
-		ch, cancel := eng.Inventory().Subscribe()
-		defer cancel()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil
-		}
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
-		}
-		return kubeMsg{}
-	}
+	return m.watch(m.eng.Inventory().Subscribe, time.Second, func() tea.Msg { return kubeMsg{} })
 }
 
 // Update records a message and returns what to do next.

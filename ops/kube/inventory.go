@@ -19,6 +19,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 )
 
 const byNodeIndex = "spec.nodeName"
@@ -33,11 +34,11 @@ type Inventory struct {
 	pdbs    cache.SharedIndexInformer
 	rs      cache.SharedIndexInformer
 
-	mu          sync.Mutex
-	selectors   map[string]pdbSelector // by namespace/name, reused while the PDB is unchanged
-	subscribers map[chan struct{}]struct{}
-	changed     map[string]bool // nodes whose Node object or pods changed since TakeChanged
-	changedAll  bool            // a change that may touch any node (a PDB's selector), or not asked yet
+	mu         sync.Mutex
+	selectors  map[string]pdbSelector // by namespace/name, reused while the PDB is unchanged
+	signal     ops.Signal
+	changed    map[string]bool // nodes whose Node object or pods changed since TakeChanged
+	changedAll bool            // a change that may touch any node (a PDB's selector), or not asked yet
 }
 
 type pdbSelector struct {
@@ -49,15 +50,14 @@ type pdbSelector struct {
 func NewInventory(cs kubernetes.Interface) *Inventory {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(strip))
 	inv := &Inventory{
-		factory:     f,
-		nodes:       f.Core().V1().Nodes().Informer(),
-		pods:        f.Core().V1().Pods().Informer(),
-		pdbs:        f.Policy().V1().PodDisruptionBudgets().Informer(),
-		rs:          f.Apps().V1().ReplicaSets().Informer(),
-		selectors:   map[string]pdbSelector{},
-		subscribers: map[chan struct{}]struct{}{},
-		changed:     map[string]bool{},
-		changedAll:  true,
+		factory:    f,
+		nodes:      f.Core().V1().Nodes().Informer(),
+		pods:       f.Core().V1().Pods().Informer(),
+		pdbs:       f.Policy().V1().PodDisruptionBudgets().Informer(),
+		rs:         f.Apps().V1().ReplicaSets().Informer(),
+		selectors:  map[string]pdbSelector{},
+		changed:    map[string]bool{},
+		changedAll: true,
 	}
 	_ = inv.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -134,30 +134,11 @@ func (inv *Inventory) TakeChanged() (nodes map[string]bool, all bool) {
 	return nodes, all
 }
 
-func (inv *Inventory) notify() {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	for ch := range inv.subscribers {
-		select {
-		case ch <- struct{}{}:
-		default: // a notification is already pending: changes coalesce
-		}
-	}
-}
+func (inv *Inventory) notify() { inv.signal.Notify() }
 
 // Subscribe delivers a value after any change to nodes, pods or PDBs (bursts coalesce)
 // until cancel is called.
-func (inv *Inventory) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	inv.mu.Lock()
-	inv.subscribers[ch] = struct{}{}
-	inv.mu.Unlock()
-	return ch, func() {
-		inv.mu.Lock()
-		delete(inv.subscribers, ch)
-		inv.mu.Unlock()
-	}
-}
+func (inv *Inventory) Subscribe() (<-chan struct{}, func()) { return inv.signal.Subscribe() }
 
 // Start runs the informers until ctx ends and waits up to syncTimeout for the first full sync.
 func (inv *Inventory) Start(ctx context.Context, syncTimeout time.Duration) error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,8 +34,7 @@ type Maintenances struct {
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
 
-	mu          sync.Mutex
-	subscribers map[chan struct{}]struct{}
+	signal ops.Signal
 }
 
 var _ ops.Maintenances = (*Maintenances)(nil)
@@ -44,11 +42,10 @@ var _ ops.Maintenances = (*Maintenances)(nil)
 // NewMaintenances makes the store; Start fills its cache.
 func NewMaintenances(dyn dynamic.Interface) *Maintenances {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	m := &Maintenances{res: dyn.Resource(MaintenanceGVR), factory: f, informer: f.ForResource(MaintenanceGVR).Informer(),
-		subscribers: map[chan struct{}]struct{}{}}
-	notify := func(any) { m.notify() }
+	m := &Maintenances{res: dyn.Resource(MaintenanceGVR), factory: f, informer: f.ForResource(MaintenanceGVR).Informer()}
+	notify := func(any) { m.signal.Notify() }
 	_, _ = m.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: notify, DeleteFunc: notify,
-		UpdateFunc: func(any, any) { m.notify() }})
+		UpdateFunc: func(any, any) { m.signal.Notify() }})
 	return m
 }
 
@@ -72,29 +69,8 @@ func (m *Maintenances) Start(ctx context.Context, syncTimeout time.Duration) err
 // Shutdown stops the watch (after ctx is cancelled) and waits for it.
 func (m *Maintenances) Shutdown() { m.factory.Shutdown() }
 
-func (m *Maintenances) notify() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for ch := range m.subscribers {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // Subscribe signals after any change to a NodeMaintenance (bursts coalesce).
-func (m *Maintenances) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	m.subscribers[ch] = struct{}{}
-	m.mu.Unlock()
-	return ch, func() {
-		m.mu.Lock()
-		delete(m.subscribers, ch)
-		m.mu.Unlock()
-	}
-}
+func (m *Maintenances) Subscribe() (<-chan struct{}, func()) { return m.signal.Subscribe() }
 
 // List is every NodeMaintenance in the cache.
 func (m *Maintenances) List() []model.NodeMaintenance {

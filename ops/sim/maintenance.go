@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 )
 
 // Maintenances is the demo's NodeMaintenance store, with the API server's semantics the
@@ -15,9 +16,9 @@ import (
 // the last finalizer is removed; nodeName cannot change. (Tests of the real thing run the
 // CRD on a real API server.)
 type Maintenances struct {
-	mu          sync.Mutex
-	items       map[string]*storedMaintenance
-	subscribers map[chan struct{}]struct{}
+	mu     sync.Mutex
+	items  map[string]*storedMaintenance
+	signal ops.Signal
 }
 
 type storedMaintenance struct {
@@ -27,30 +28,13 @@ type storedMaintenance struct {
 
 // NewMaintenances makes an empty store.
 func NewMaintenances() *Maintenances {
-	return &Maintenances{items: map[string]*storedMaintenance{}, subscribers: map[chan struct{}]struct{}{}}
+	return &Maintenances{items: map[string]*storedMaintenance{}}
 }
 
-func (m *Maintenances) changed() { // with m.mu held
-	for ch := range m.subscribers {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
+func (m *Maintenances) changed() { m.signal.Notify() }
 
 // Subscribe signals after any change (bursts coalesce).
-func (m *Maintenances) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	m.subscribers[ch] = struct{}{}
-	m.mu.Unlock()
-	return ch, func() {
-		m.mu.Lock()
-		delete(m.subscribers, ch)
-		m.mu.Unlock()
-	}
-}
+func (m *Maintenances) Subscribe() (<-chan struct{}, func()) { return m.signal.Subscribe() }
 
 // List is every NodeMaintenance.
 func (m *Maintenances) List() []model.NodeMaintenance {
