@@ -47,10 +47,17 @@ type MaintenanceController struct {
 	Events   NodeEvents // may be nil
 
 	mu      sync.Mutex
-	active  map[string]context.CancelFunc // NodeMaintenance name -> its running work
-	retry   map[string]retryState
+	active   map[string]work // NodeMaintenance name -> its running work
+	retry    map[string]retryState
+	restored map[string]bool // restored and let go, until the watch shows it gone
 	wg      sync.WaitGroup
 	trigger chan struct{}
+}
+
+// work is what runs for a NodeMaintenance: its evacuation, or its restore.
+type work struct {
+	cancel    context.CancelFunc
+	restoring bool
 }
 
 type retryState struct {
@@ -73,7 +80,7 @@ func (c *MaintenanceController) Serve(ctx context.Context) error {
 	if c.Emit == nil {
 		c.Emit = func(Event) {}
 	}
-	c.active, c.retry, c.trigger = map[string]context.CancelFunc{}, map[string]retryState{}, make(chan struct{}, 1)
+	c.active, c.retry, c.restored, c.trigger = map[string]work{}, map[string]retryState{}, map[string]bool{}, make(chan struct{}, 1)
 	changes, cancel := c.Store.Subscribe()
 	defer cancel()
 	nodes, cancelNodes := c.Engine.kube.Subscribe()
@@ -103,6 +110,13 @@ func (c *MaintenanceController) Serve(ctx context.Context) error {
 func (c *MaintenanceController) reconcileAll(ctx context.Context) time.Duration {
 	all := c.Store.List()
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	c.mu.Lock()
+	for name := range c.restored {
+		if !slices.ContainsFunc(all, func(nm model.NodeMaintenance) bool { return nm.Name == name }) {
+			delete(c.restored, name)
+		}
+	}
+	c.mu.Unlock()
 	var wait time.Duration
 	for _, nm := range all {
 		if w := c.reconcile(ctx, nm); w > 0 && (wait == 0 || w < wait) {
@@ -116,9 +130,9 @@ func (c *MaintenanceController) reconcileAll(ctx context.Context) time.Duration 
 // retry is not due; it returns how long until that retry.
 func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMaintenance) time.Duration {
 	c.mu.Lock()
-	if cancel, running := c.active[nm.Name]; running {
-		if nm.Deleting {
-			cancel() // deleted mid-evacuation: stop it at a safe point, then restore
+	if w, running := c.active[nm.Name]; running {
+		if nm.Deleting && !w.restoring {
+			w.cancel() // deleted mid-evacuation: stop it at a safe point, then restore
 		}
 		c.mu.Unlock()
 		return 0
@@ -127,12 +141,16 @@ func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMain
 		c.mu.Unlock()
 		return time.Until(r.next)
 	}
+	if c.restored[nm.Name] { // done; the watch has not shown it gone yet
+		c.mu.Unlock()
+		return 0
+	}
 	c.mu.Unlock()
 	switch {
 	case nm.Deleting && !nm.Guarded:
 		return 0 // someone else's finalizer holds it: not ours to restore
 	case nm.Deleting:
-		c.start(ctx, nm, c.restore)
+		c.start(ctx, nm, true, c.restore)
 	case !nm.Guarded:
 		if err := c.Store.SetFinalizer(ctx, nm.Name, true); err != nil {
 			c.failed(ctx, nm, nm.Status, fmt.Errorf("adding the finalizer: %w", err))
@@ -144,26 +162,27 @@ func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMain
 			c.failed(ctx, nm, nm.Status, fmt.Errorf("renewing the node's lease: %w", err))
 		}
 	default:
-		c.start(ctx, nm, c.maintain)
+		c.start(ctx, nm, false, c.maintain)
 	}
 	return 0
 }
 
 // start runs work for the resource in the background, one piece of work per resource.
-func (c *MaintenanceController) start(ctx context.Context, nm model.NodeMaintenance, work func(context.Context, model.NodeMaintenance) error) {
+func (c *MaintenanceController) start(ctx context.Context, nm model.NodeMaintenance, restoring bool, do func(context.Context, model.NodeMaintenance) error) {
 	wctx, cancel := context.WithCancel(ctx)
 	c.mu.Lock()
-	c.active[nm.Name] = cancel
+	c.active[nm.Name] = work{cancel: cancel, restoring: restoring}
 	c.mu.Unlock()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		err := work(wctx, nm)
+		err := do(wctx, nm)
 		cancel()
 		c.mu.Lock()
 		delete(c.active, nm.Name)
 		if err == nil {
 			delete(c.retry, nm.Name)
+			c.restored[nm.Name] = restoring
 		}
 		c.mu.Unlock()
 		select { // reconcile again: a deletion may have come while this ran
@@ -239,7 +258,8 @@ func (c *MaintenanceController) restore(ctx context.Context, nm model.NodeMainte
 			}
 			return c.failed(ctx, nm, nm.Status, fmt.Errorf("restoring the node: %w", err))
 		}
-		// The lease was the maintenance's (renewed while it lasted), released with it.
+		// The lease was the maintenance's (renewed while it lasted): released with it, even
+		// when the node's journal is gone and the plan has nothing to release.
 		if err := c.Engine.kube.ReleaseLease(ctx, nm.NodeName, c.Engine.o.Holder); err != nil {
 			return c.failed(ctx, nm, nm.Status, fmt.Errorf("releasing the node's lease: %w", err))
 		}

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,9 @@ func (c *cluster) maintenances(user string) (*kube.Maintenances, dynamic.Interfa
 
 // startController runs the controller with the ServiceAccount's permissions only: what it
 // does proves the RBAC it ships with is enough.
-func (c *cluster) startController() (stop func()) {
+func (c *cluster) startController() (stop func()) { return c.startControllerRecording(&recorder{}) }
+
+func (c *cluster) startControllerRecording(rec *recorder) (stop func()) {
 	store, _ := c.maintenances(controllerUser)
 	cfg := kube.Tune(kubetest.Config(c.t), kube.Options{QPS: 200, Burst: 400})
 	cfg.Impersonate.UserName = controllerUser
@@ -55,7 +58,7 @@ func (c *cluster) startController() (stop func()) {
 	eng := ops.NewEngine(kc, c.nova, c.cfg, ops.EngineOptions{Holder: "controller@test", Poll: 5 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
 	mc := &ops.MaintenanceController{Engine: eng, Store: store, Run: ops.RunOptions{Policy: defaults()},
-		Resync: 200 * time.Millisecond, Backoff: 50 * time.Millisecond, Events: kc}
+		Resync: 200 * time.Millisecond, Backoff: 50 * time.Millisecond, Events: kc, Emit: rec.emit}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { mc.Serve(ctx); close(done) }()
@@ -88,7 +91,8 @@ func (c *cluster) leaseHolder(node string) string {
 func TestNodeMaintenanceLifecycle(t *testing.T) {
 	c := newCluster(t, 50)
 	store, dyn := c.maintenances("")
-	stop := c.startController()
+	rec := &recorder{}
+	stop := c.startControllerRecording(rec)
 	defer func() { stop() }()
 	c0 := c.name("c0")
 	ctx := kubetest.Ctx(t)
@@ -154,6 +158,19 @@ func TestNodeMaintenanceLifecycle(t *testing.T) {
 	}
 	if got := c.leaseHolder(c0); got != "" {
 		t.Errorf("lease still held by %q", got)
+	}
+	// Nothing was interrupted: the restore ran once, to the end, not stopped by the deletion
+	// that started it.
+	rec.mu.Lock()
+	var runs []string
+	for _, e := range rec.events {
+		if d, ok := e.(ops.RunDone); ok {
+			runs = append(runs, string(d.Report.Op)+" "+d.Report.Result)
+		}
+	}
+	rec.mu.Unlock()
+	if want := []string{"evacuate done", "uncordon done"}; !slices.Equal(runs, want) {
+		t.Errorf("the controller's runs: %q, want %q", runs, want)
 	}
 	kubetest.Eventually(t, 10*time.Second, "MaintenanceSucceeded and MaintenanceEnded events", func() bool {
 		events, _ := c.cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{})

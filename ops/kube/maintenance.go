@@ -106,6 +106,9 @@ func maintenanceModel(u *unstructured.Unstructured) model.NodeMaintenance {
 // resourceVersion: a concurrent change is a conflict, retried by the next reconcile).
 func (m *Maintenances) SetFinalizer(ctx context.Context, name string, on bool) error {
 	u, err := m.res.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && !on {
+		return nil // gone already: nothing left to hold
+	}
 	if err != nil {
 		return err
 	}

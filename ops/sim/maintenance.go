@@ -57,6 +57,9 @@ func (m *Maintenances) SetFinalizer(_ context.Context, name string, on bool) err
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	it, ok := m.items[name]
+	if !ok && !on {
+		return nil // gone already: nothing left to hold
+	}
 	if !ok {
 		return fmt.Errorf("nodemaintenances %q not found", name)
 	}
