@@ -46,12 +46,12 @@ type MaintenanceController struct {
 	Emit     func(Event)
 	Events   NodeEvents // may be nil
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	active   map[string]work // NodeMaintenance name -> its running work
 	retry    map[string]retryState
 	restored map[string]bool // restored and let go, until the watch shows it gone
-	wg      sync.WaitGroup
-	trigger chan struct{}
+	wg       sync.WaitGroup
+	trigger  chan struct{}
 }
 
 // work is what runs for a NodeMaintenance: its evacuation, or its restore.
