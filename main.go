@@ -418,7 +418,7 @@ func serveProxy(ctx context.Context, o options, cfg model.Config, legacy *model.
 	srv := &http.Server{Handler: p.Handler(), ReadTimeout: cfg.CloudPool.ClientTimeout.D(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
 	m.SetReady(true)
-	fmt.Fprintf(stderr, "drainctl: cloudpool proxy on %s in front of %s\n", ln.Addr(), cl.PoolURL)
+	fmt.Fprintf(stderr, "drainctl: cloudpool proxy on %s in front of %s\n", ln.Addr(), cloudpool.Redacted(cl.PoolURL))
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -56,13 +56,24 @@ func (m Machine) Active() bool { return m.Allocated() && m.MembershipStatus.Acti
 
 // Client talks to one cloudpool.
 type Client struct {
-	base string
-	http *http.Client
+	base  string
+	shown string // base without a password, for messages
+	http  *http.Client
 }
 
 // New makes a client for the pool at base (e.g. http://pool:9010).
 func New(base string, timeout time.Duration) *Client {
-	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: timeout}}
+	base = strings.TrimRight(base, "/")
+	return &Client{base: base, shown: Redacted(base), http: &http.Client{Timeout: timeout}}
+}
+
+// Redacted is a pool URL fit for logs: a password in it is replaced by xxxxx.
+func Redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // ErrUnreachable is a pool that did not answer (connection refused, timeout).
@@ -96,7 +107,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.base, err)
+		return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.shown, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
@@ -155,7 +166,7 @@ func (c *Client) TerminateNode(ctx context.Context, node, providerID string) (st
 	}
 	m, ok := MachineFor(ms, node, providerID)
 	if !ok {
-		return "", fmt.Errorf("cloudpool at %s has no machine for node %s (providerID %q)", c.base, node, providerID)
+		return "", fmt.Errorf("cloudpool at %s has no machine for node %s (providerID %q)", c.shown, node, providerID)
 	}
 	return m.ID, c.Terminate(ctx, m.ID, true)
 }

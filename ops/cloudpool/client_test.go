@@ -1,6 +1,11 @@
 package cloudpool
 
-import "testing"
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestMachineFor(t *testing.T) {
 	ms := []Machine{{ID: "openstack:///abc-1"}, {ID: "def-2"}, {ID: "node-3"}}
@@ -14,5 +19,14 @@ func TestMachineFor(t *testing.T) {
 		if (tc.want == "") == ok || m.ID != tc.want {
 			t.Errorf("%s/%s: got %q %v, want %q", tc.node, tc.provider, m.ID, ok, tc.want)
 		}
+	}
+}
+
+// A password in the pool's URL never reaches a message.
+func TestSecretsStayOutOfMessages(t *testing.T) {
+	c := New("http://autoscaler:s3cret@127.0.0.1:1", time.Second)
+	_, err := c.Machines(context.Background())
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "autoscaler:xxxxx@") {
+		t.Errorf("error: %v", err)
 	}
 }

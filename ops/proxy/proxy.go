@@ -58,7 +58,7 @@ type Proxy struct {
 func New(life context.Context, engine *ops.Engine, o Options) (*Proxy, error) {
 	target, err := url.Parse(o.Backend)
 	if err != nil || target.Scheme == "" || target.Host == "" {
-		return nil, &ops.UsageError{Problem: fmt.Sprintf("[cloudpool] url %q is not an http(s) URL", o.Backend),
+		return nil, &ops.UsageError{Problem: fmt.Sprintf("[cloudpool] url %q is not an http(s) URL", cloudpool.Redacted(o.Backend)),
 			Hint: "set [cloudpool] url in config.toml to the backend pool, e.g. http://cloudpool:9010"}
 	}
 	if o.BackendTimeout == 0 {
