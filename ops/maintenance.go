@@ -117,18 +117,43 @@ func (c *MaintenanceController) reconcileAll(ctx context.Context) time.Duration 
 		}
 	}
 	c.mu.Unlock()
+	owners := ownersOf(all)
 	var wait time.Duration
 	for _, nm := range all {
-		if w := c.reconcile(ctx, nm); w > 0 && (wait == 0 || w < wait) {
+		if w := c.reconcile(ctx, nm, owners[nm.NodeName]); w > 0 && (wait == 0 || w < wait) {
 			wait = w
 		}
 	}
 	return wait
 }
 
+// ownersOf picks, for each node, the one NodeMaintenance that acts on it among those not
+// being deleted: the one already acting (it carries the finalizer), else the oldest. A
+// second resource for the same node is told so and does nothing; deleting it must not put
+// back a node that the first still holds.
+func ownersOf(all []model.NodeMaintenance) map[string]string {
+	best := map[string]model.NodeMaintenance{}
+	for _, nm := range all {
+		if nm.Deleting {
+			continue
+		}
+		b, ok := best[nm.NodeName]
+		if !ok || (nm.Guarded && !b.Guarded) || (nm.Guarded == b.Guarded && (nm.Created.Before(b.Created) ||
+			nm.Created.Equal(b.Created) && nm.Name < b.Name)) {
+			best[nm.NodeName] = nm
+		}
+	}
+	owners := make(map[string]string, len(best))
+	for node, nm := range best {
+		owners[node] = nm.Name
+	}
+	return owners
+}
+
 // reconcile starts what the resource calls for, unless its work already runs or its next
-// retry is not due; it returns how long until that retry.
-func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMaintenance) time.Duration {
+// retry is not due; it returns how long until that retry. owner is the resource acting on
+// its node ("" when none but deleted ones).
+func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMaintenance, owner string) time.Duration {
 	c.mu.Lock()
 	if w, running := c.active[nm.Name]; running {
 		if nm.Deleting && !w.restoring {
@@ -149,8 +174,19 @@ func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMain
 	switch {
 	case nm.Deleting && !nm.Guarded:
 		return 0 // someone else's finalizer holds it: not ours to restore
+	case nm.Deleting && owner != "":
+		// Another NodeMaintenance holds the node: it stays in maintenance, this one just goes.
+		if err := c.Store.SetFinalizer(ctx, nm.Name, false); err != nil {
+			c.failed(ctx, nm, nm.Status, fmt.Errorf("removing the finalizer: %w", err))
+		}
 	case nm.Deleting:
 		c.start(ctx, nm, true, c.restore)
+	case owner != nm.Name:
+		msg := fmt.Sprintf("node %s is already under NodeMaintenance %s: this one does nothing", nm.NodeName, owner)
+		if nm.Status.Phase != model.MaintenanceFailed || nm.Status.LastError != msg {
+			c.write(nm.Name, model.MaintenanceStatus{Phase: model.MaintenanceFailed, LastError: msg, LastUpdate: c.Engine.now(),
+				PendingPods: []string{}, PendingVMs: []string{}})
+		}
 	case !nm.Guarded:
 		if err := c.Store.SetFinalizer(ctx, nm.Name, true); err != nil {
 			c.failed(ctx, nm, nm.Status, fmt.Errorf("adding the finalizer: %w", err))

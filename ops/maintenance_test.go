@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
@@ -142,6 +143,25 @@ func TestNodeMaintenanceLifecycle(t *testing.T) {
 	}
 	if got := c.leaseHolder(c0); got != "controller@test" {
 		t.Errorf("lease held by %q during the maintenance", got)
+	}
+
+	// A second NodeMaintenance for the same node is told so, and deleting it leaves the
+	// node in the first one's maintenance.
+	dup := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "maintenance.drainctl.io/v1beta1", "kind": "NodeMaintenance",
+		"metadata": map[string]any{"name": c0 + "-again"}, "spec": map[string]any{"nodeName": c0}}}
+	if _, err := dyn.Resource(kube.MaintenanceGVR).Create(ctx, dup, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "the duplicate Failed, naming the first", func() bool {
+		nm, _ := maintenanceOf(store, c0+"-again")
+		return nm.Status.Phase == model.MaintenanceFailed && strings.Contains(nm.Status.LastError, "already under NodeMaintenance "+c0)
+	})
+	if err := store.Delete(ctx, c0+"-again"); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "the duplicate gone", func() bool { _, ok := maintenanceOf(store, c0+"-again"); return !ok })
+	if n := c.node(c0); n.Schedulable || c.leaseHolder(c0) != "controller@test" {
+		t.Fatalf("deleting the duplicate touched the node: %+v", n)
 	}
 
 	if err := store.Delete(ctx, c0); err != nil {
