@@ -312,7 +312,11 @@ func (m Model) confirmView() string {
 			case model.Waits:
 				style = m.st.Warn
 			}
-			b.WriteString(style.Render(truncate(fmt.Sprintf("  %-6s %s", r.Severity, r.String()), m.width)) + "\n")
+			what := r.String()
+			if p.maintenance != "" {
+				what = r.Object + ": " + r.Message // the controller's policy decides, not this view's toggles
+			}
+			b.WriteString(style.Render(truncate(fmt.Sprintf("  %-6s %s", r.Severity, what), m.width)) + "\n")
 		}
 	}
 	var on []string
