@@ -121,19 +121,7 @@ func (c *cluster) kubeClient() *kube.Client {
 	}}))
 }
 
-func (c *cluster) kubeClientFor(cfg *rest.Config) *kube.Client {
-	cs, err := kube.NewClientset(cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	inv := kube.NewInventory(cs)
-	ctx, cancel := context.WithCancel(context.Background())
-	c.t.Cleanup(func() { cancel(); inv.Shutdown() })
-	if err := inv.Start(ctx, 30*time.Second); err != nil {
-		c.t.Fatal(err)
-	}
-	return kube.NewClient(cs, inv)
-}
+func (c *cluster) kubeClientFor(cfg *rest.Config) *kube.Client { return kubetest.KubeClient(c.t, cfg) }
 
 func (c *cluster) engine(holder string, mod func(*ops.EngineOptions)) *ops.Engine {
 	o := ops.EngineOptions{Holder: holder, Poll: 5 * time.Millisecond, StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond}

@@ -112,13 +112,8 @@ func (p *Proxy) setSize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	want := *msg.DesiredSize
-	if !p.begin(w, fmt.Sprintf("setting the desired size to %d", want)) {
-		return
-	}
-	pairs, err := p.pairs(r.Context())
-	if err != nil {
-		p.end()
-		writeFailure(w, err)
+	pairs, ok := p.begin(w, r, fmt.Sprintf("setting the desired size to %d", want))
+	if !ok {
 		return
 	}
 	active := countActive(pairs)
@@ -151,13 +146,8 @@ func (p *Proxy) terminate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	id := r.PathValue("id")
-	if !p.begin(w, "terminating machine "+id) {
-		return
-	}
-	pairs, err := p.pairs(r.Context())
-	if err != nil {
-		p.end()
-		writeFailure(w, err)
+	pairs, ok := p.begin(w, r, "terminating machine "+id)
+	if !ok {
 		return
 	}
 	var pr *pair
@@ -185,17 +175,26 @@ func (p *Proxy) terminate(w http.ResponseWriter, r *http.Request) {
 	p.detach(w, r, func(ctx context.Context) error { return p.remove(ctx, *pr, msg.Decrement, "") })
 }
 
-// begin claims the one scale-down slot, or answers 503 with what holds it.
-func (p *Proxy) begin(w http.ResponseWriter, what string) bool {
+// begin claims the one scale-down slot (or answers 503 with what holds it) and reads the
+// pool and the ranking. On false the request is answered and the slot free.
+func (p *Proxy) begin(w http.ResponseWriter, r *http.Request, what string) ([]pair, bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.busy != "" {
+		busy := p.busy
+		p.mu.Unlock()
 		w.Header().Set("Retry-After", "30")
-		writeError(w, http.StatusServiceUnavailable, "a scale-down is in progress: try again when it ends", p.busy)
-		return false
+		writeError(w, http.StatusServiceUnavailable, "a scale-down is in progress: try again when it ends", busy)
+		return nil, false
 	}
 	p.busy = what
-	return true
+	p.mu.Unlock()
+	pairs, err := p.pairs(r.Context())
+	if err != nil {
+		p.end()
+		writeFailure(w, err)
+		return nil, false
+	}
+	return pairs, true
 }
 
 func (p *Proxy) status(what string) {

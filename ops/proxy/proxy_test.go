@@ -104,19 +104,9 @@ func newEnv(t *testing.T) *env {
 	}
 	restCfg := kube.Tune(kubetest.Config(t), kube.Options{QPS: 200, Burst: 400})
 	restCfg.Impersonate.UserName = "system:serviceaccount:drainctl:drainctl-proxy"
-	cs, err := kube.NewClientset(restCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv := kube.NewInventory(cs)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); inv.Shutdown() })
-	if err := inv.Start(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	cfg := model.DefaultConfig()
 	cfg.Timeouts.Eviction = model.Duration(20 * time.Second)
-	e.eng = ops.NewEngine(kube.NewClient(cs, inv), nc, cfg, ops.EngineOptions{Holder: "proxy@test",
+	e.eng = ops.NewEngine(kubetest.KubeClient(t, restCfg), nc, cfg, ops.EngineOptions{Holder: "proxy@test",
 		Poll: 5 * time.Millisecond, StallAfter: time.Minute, Backoff: 20 * time.Millisecond})
 	if e.pool, err = sim.ServeCloudPool(machines...); err != nil {
 		t.Fatal(err)
