@@ -39,6 +39,8 @@ type Inventory struct {
 	signal     ops.Signal
 	changed    map[string]bool // nodes whose Node object or pods changed since TakeChanged
 	changedAll bool            // a change that may touch any node (a PDB's selector), or not asked yet
+	// seenSelectors: each PDB's selector as last seen, to tell a new selector from a status.
+	seenSelectors map[string]string
 }
 
 type pdbSelector struct {
@@ -48,79 +50,59 @@ type pdbSelector struct {
 
 // NewInventory prepares the informers; Start runs them.
 func NewInventory(cs kubernetes.Interface) *Inventory {
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(strip))
-	inv := &Inventory{
-		factory:    f,
-		nodes:      f.Core().V1().Nodes().Informer(),
-		pods:       f.Core().V1().Pods().Informer(),
-		pdbs:       f.Policy().V1().PodDisruptionBudgets().Informer(),
-		rs:         f.Apps().V1().ReplicaSets().Informer(),
-		selectors:  map[string]pdbSelector{},
-		changed:    map[string]bool{},
-		changedAll: true,
-	}
+	inv := &Inventory{selectors: map[string]pdbSelector{}, changed: map[string]bool{}, changedAll: true,
+		seenSelectors: map[string]string{}}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(func(obj any) (any, error) {
+		inv.recordChange(obj)
+		return strip(obj)
+	}))
+	inv.factory = f
+	inv.nodes = f.Core().V1().Nodes().Informer()
+	inv.pods = f.Core().V1().Pods().Informer()
+	inv.pdbs = f.Policy().V1().PodDisruptionBudgets().Informer()
+	inv.rs = f.Apps().V1().ReplicaSets().Informer()
 	_ = inv.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
 			return []string{p.Spec.NodeName}, nil
 		}
 		return nil, nil
 	}})
-	// Every change notifies subscribers and records which nodes it touched, so that a
-	// ranking can judge only those again.
-	handler := func(touched func(obj any) (nodes []string, all bool)) cache.ResourceEventHandlerFuncs {
-		mark := func(objs ...any) {
-			inv.mu.Lock()
-			for _, o := range objs {
-				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-					o = d.Obj
-				}
-				nodes, all := touched(o)
-				inv.changedAll = inv.changedAll || all
-				for _, n := range nodes {
-					inv.changed[n] = true
-				}
-			}
-			inv.mu.Unlock()
-			inv.notify()
-		}
-		return cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { mark(o) }, UpdateFunc: func(o, n any) { mark(o, n) },
-			DeleteFunc: func(o any) { mark(o) }}
-	}
-	_, _ = inv.nodes.AddEventHandler(handler(func(o any) ([]string, bool) {
-		if n, ok := o.(*corev1.Node); ok {
-			return []string{n.Name}, false
-		}
-		return nil, true
-	}))
-	_, _ = inv.pods.AddEventHandler(handler(func(o any) ([]string, bool) {
-		if p, ok := o.(*corev1.Pod); ok {
-			return []string{p.Spec.NodeName}, false
-		}
-		return nil, true
-	}))
-	// A PDB's status changes often and touches no node's own inputs (the ranking compares
-	// budgets itself); a PDB that appears, goes or selects other pods can touch any node.
-	_, _ = inv.pdbs.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { inv.markAll() },
-		DeleteFunc: func(any) { inv.markAll() },
-		UpdateFunc: func(o, n any) {
-			ob, ok1 := o.(*policyv1.PodDisruptionBudget)
-			nb, ok2 := n.(*policyv1.PodDisruptionBudget)
-			if !ok1 || !ok2 || metav1.FormatLabelSelector(ob.Spec.Selector) != metav1.FormatLabelSelector(nb.Spec.Selector) {
-				inv.markAll()
-				return
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { inv.notify() },
+		UpdateFunc: func(any, any) { inv.notify() },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				inv.recordChange(d.Obj) // a deletion seen only on a relist skips the transform
 			}
 			inv.notify()
 		},
-	})
+	}
+	for _, i := range []cache.SharedIndexInformer{inv.nodes, inv.pods, inv.pdbs} {
+		_, _ = i.AddEventHandler(notify)
+	}
 	return inv
 }
 
-func (inv *Inventory) markAll() {
+// recordChange notes which nodes a change touches, for an incremental ranking. It runs in
+// the informers' transform, before the change reaches the cache: a snapshot that shows a
+// change has it recorded already. A pod touches its node, a Node itself; a PDB's status
+// touches none (the ranking compares budgets), but a new PDB or a new selector can touch any
+// node (a PDB that goes is the ranking's to see: it knows which nodes it covered).
+func (inv *Inventory) recordChange(obj any) {
 	inv.mu.Lock()
-	inv.changedAll = true
-	inv.mu.Unlock()
-	inv.notify()
+	defer inv.mu.Unlock()
+	switch o := obj.(type) {
+	case *corev1.Node:
+		inv.changed[o.Name] = true
+	case *corev1.Pod:
+		inv.changed[o.Spec.NodeName] = true
+	case *policyv1.PodDisruptionBudget:
+		key, sel := o.Namespace+"/"+o.Name, metav1.FormatLabelSelector(o.Spec.Selector)
+		if prev, seen := inv.seenSelectors[key]; !seen || prev != sel {
+			inv.seenSelectors[key] = sel
+			inv.changedAll = true
+		}
+	}
 }
 
 // TakeChanged returns the nodes whose Node object or pods changed since the last call, and

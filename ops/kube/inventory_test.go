@@ -181,6 +181,8 @@ func TestTakeChanged(t *testing.T) {
 	if _, all := inv.TakeChanged(); !all {
 		t.Error("the first call must say: anything may have changed")
 	}
+	time.Sleep(500 * time.Millisecond) // the informers' initial adds are handled after the sync returns
+	inv.TakeChanged()
 	// Changes since the first call, taken until they show up (the watch is asynchronous).
 	take := func(what string, want func(map[string]bool, bool) bool) {
 		t.Helper()
