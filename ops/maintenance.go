@@ -294,12 +294,12 @@ func (c *MaintenanceController) restore(ctx context.Context, nm model.NodeMainte
 			}
 			return c.failed(ctx, nm, nm.Status, fmt.Errorf("restoring the node: %w", err))
 		}
-		// The lease was the maintenance's (renewed while it lasted): released with it, even
-		// when the node's journal is gone and the plan has nothing to release.
-		if err := c.Engine.kube.ReleaseLease(ctx, nm.NodeName, c.Engine.o.Holder); err != nil {
-			return c.failed(ctx, nm, nm.Status, fmt.Errorf("releasing the node's lease: %w", err))
-		}
 		c.event(ctx, nm.NodeName, "Normal", "MaintenanceEnded", fmt.Sprintf("NodeMaintenance %s deleted: node restored", nm.Name))
+	}
+	// The lease was the maintenance's (renewed while it lasted): released with it, even when
+	// the node (or its journal) is gone and the plan had nothing to release.
+	if err := c.Engine.kube.ReleaseLease(ctx, nm.NodeName, c.Engine.o.Holder); err != nil {
+		return c.failed(ctx, nm, nm.Status, fmt.Errorf("releasing the node's lease: %w", err))
 	}
 	if err := c.Store.SetFinalizer(ctx, nm.Name, false); err != nil {
 		return c.failed(ctx, nm, nm.Status, fmt.Errorf("removing the finalizer: %w", err))
