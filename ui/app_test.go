@@ -330,6 +330,7 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 	}
 	store := sim.NewMaintenances()
 	m.opts.Maintenances = store
+	m.eng = &ops.Engine{} // only checked for presence on these paths
 	m = press(m, "N")
 	if m.status != "compute-0 has no NodeMaintenance" {
 		t.Errorf("N without one: %q", m.status)

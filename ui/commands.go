@@ -41,6 +41,9 @@ func (m Model) proposeMaintenance(action string, node string) (tea.Model, tea.Cm
 	}
 	nm, exists := m.maint[node]
 	switch {
+	case m.eng == nil:
+		m.setStatus("no cluster", true)
+		return m, nil
 	case node == "":
 		m.setStatus("nothing selected", true)
 		return m, nil
