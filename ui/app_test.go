@@ -366,6 +366,12 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 	if d := press(m, "enter").View(); !strings.Contains(d, "NodeMaintenance compute-0: Running 50% · pods 1/2 evicted · VMs 1/2 migrated") {
 		t.Errorf("detail:\n%s", d)
 	}
+	store.UpdateStatus(context.Background(), "compute-0", model.MaintenanceStatus{Phase: model.MaintenanceFailed,
+		LastError: "refused: shop/debug-shell: no controller (attempt 2, next in 2s)"})
+	next, _ = m.Update(maintMsg(store.List()))
+	if row := next.(Model).View(); !strings.Contains(row, "NM Failed, retrying: refused: shop/debug-shell") {
+		t.Errorf("row when Failed:\n%s", row)
+	}
 	m = press(m, "n")
 	if !strings.Contains(m.status, "already under NodeMaintenance compute-0 (Running 50%)") {
 		t.Errorf("n twice: %q", m.status)

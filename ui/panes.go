@@ -400,6 +400,8 @@ func maintenanceState(nm model.NodeMaintenance) string {
 		return "waiting for the controller"
 	case nm.Status.Phase == model.MaintenanceSucceeded:
 		return "in maintenance"
+	case nm.Status.Phase == model.MaintenanceFailed:
+		return "Failed, retrying"
 	}
 	return fmt.Sprintf("%s %d%%", nm.Status.Phase, nm.Status.DrainProgress)
 }

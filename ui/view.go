@@ -294,7 +294,11 @@ func (m Model) notes(n model.Node, mism []model.Mismatch) string {
 	}
 	var notes []string // a NodeMaintenance, then who disabled a service and why: they matter most
 	if nm, ok := m.maint[n.Name]; ok {
-		notes = append(notes, "NM "+maintenanceState(nm))
+		note := "NM " + maintenanceState(nm)
+		if nm.Status.Phase == model.MaintenanceFailed && nm.Status.LastError != "" {
+			note += ": " + firstLine(nm.Status.LastError)
+		}
+		notes = append(notes, note)
 	}
 	if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" {
 		notes = append(notes, "disabled: "+n.Compute.DisabledReason)
