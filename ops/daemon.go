@@ -11,11 +11,6 @@ import (
 	"github.com/drainctl/drainctl/model"
 )
 
-// NodeEvents records Kubernetes Events on a Node (ops/kube.Client does).
-type NodeEvents interface {
-	NodeEvent(ctx context.Context, node, eventType, reason, message string)
-}
-
 // Daemon reacts to cordon and uncordon, whoever does them (kubectl, an autoscaler, an
 // upgrade): a node becoming unschedulable gets its nova-compute disabled and its VMs
 // live-migrated away; schedulable again, its nova-compute is re-enabled if drainctl disabled
@@ -121,7 +116,7 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 			what = "schedulable again: re-enabling nova-compute"
 		}
 		d.event(ctx, k.Name, "Normal", "DrainctlStarted", what)
-		rep, err := d.Engine.Run(ctx, plan, ro, d.Emit)
+		rep, err := d.Engine.Run(ctx, plan, ro, recordSteps(ctx, d.Events, d.Emit))
 		switch {
 		case errors.As(err, new(*LeaseHeldError)):
 			// Another actor (a drainctl evacuate, node-maintenance) works this node: theirs.

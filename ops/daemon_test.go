@@ -80,14 +80,15 @@ func TestDaemonFollowsCordonAndUncordon(t *testing.T) {
 	if pods := c.kube.PodsOn(c0); len(pods) != 4 {
 		t.Errorf("the daemon must leave the pods to whoever cordoned: %d left", len(pods))
 	}
-	kubetest.Eventually(t, 10*time.Second, "a DrainctlDone event on the node", func() bool {
+	kubetest.Eventually(t, 10*time.Second, "DrainctlDone, and the steps' Events, on the node", func() bool {
 		events, _ := c.cs.CoreV1().Events("default").List(kubetest.Ctx(t), metav1.ListOptions{})
+		seen := map[string]int{}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == c0 && e.Reason == "DrainctlDone" && strings.Contains(e.Message, "2 VM(s) migrated") {
-				return true
+			if e.InvolvedObject.Name == c0 && (e.Reason != "DrainctlDone" || strings.Contains(e.Message, "2 VM(s) migrated")) {
+				seen[e.Reason]++
 			}
 		}
-		return false
+		return seen["DrainctlDone"] == 1 && seen["DrainctlDisableCompute"] == 1 && seen["DrainctlVMMigrated"] == 2
 	})
 
 	c.setUnschedulable(c0, false) // kubectl uncordon

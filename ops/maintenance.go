@@ -262,7 +262,7 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 	}
 	st.Progress()
 	w := c.statusWriter(ctx, nm.Name, st)
-	_, err = c.Engine.Run(ctx, plan, ro, func(ev Event) { w.observe(ev); c.Emit(ev) })
+	_, err = c.Engine.Run(ctx, plan, ro, recordSteps(ctx, c.Events, func(ev Event) { w.observe(ev); c.Emit(ev) }))
 	st = w.stop()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -286,7 +286,7 @@ func (c *MaintenanceController) restore(ctx context.Context, nm model.NodeMainte
 	if _, ok := c.Engine.kube.Node(nm.NodeName); ok {
 		plan, err := c.Engine.Plan(ctx, model.OpUncordon, nm.NodeName, c.Run)
 		if err == nil {
-			_, err = c.Engine.Run(ctx, plan, c.Run, c.Emit)
+			_, err = c.Engine.Run(ctx, plan, c.Run, recordSteps(ctx, c.Events, c.Emit))
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -192,7 +192,7 @@ func TestNodeMaintenanceLifecycle(t *testing.T) {
 	if want := []string{"evacuate done", "uncordon done"}; !slices.Equal(runs, want) {
 		t.Errorf("the controller's runs: %q, want %q", runs, want)
 	}
-	kubetest.Eventually(t, 10*time.Second, "MaintenanceSucceeded and MaintenanceEnded events", func() bool {
+	kubetest.Eventually(t, 10*time.Second, "the maintenance's Events and its steps' on the node", func() bool {
 		events, _ := c.cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		seen := map[string]bool{}
 		for _, e := range events.Items {
@@ -200,7 +200,8 @@ func TestNodeMaintenanceLifecycle(t *testing.T) {
 				seen[e.Reason] = true
 			}
 		}
-		return seen["MaintenanceFailed"] && seen["MaintenanceSucceeded"] && seen["MaintenanceEnded"]
+		return seen["MaintenanceFailed"] && seen["MaintenanceSucceeded"] && seen["MaintenanceEnded"] &&
+			seen["DrainctlCordon"] && seen["DrainctlDisableCompute"] && seen["DrainctlVMMigrated"] && seen["DrainctlUncordon"]
 	})
 }
 
