@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -237,7 +238,7 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 	}
 	ro := c.Run
 	ro.KeepLease = true
-	ro.Why = firstNonEmpty(nm.Reason, ro.Why)
+	ro.Why = cmp.Or(nm.Reason, ro.Why)
 	plan, err := c.Engine.Plan(ctx, model.OpEvacuate, nm.NodeName, ro)
 	if err != nil {
 		return c.failed(ctx, nm, st, err)
@@ -251,7 +252,7 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 		st.TotalPods = len(c.Engine.kube.PodsOn(nm.NodeName))
 		st.EvictionPods = len(plan.Pods) + len(plan.Carriers)
 		st.TotalVMs = len(plan.VMs)
-		c.event(ctx, k.Name, "Normal", "MaintenanceStarted", fmt.Sprintf("NodeMaintenance %s: %s", nm.Name, firstNonEmpty(nm.Reason, "no reason given")))
+		c.event(ctx, k.Name, "Normal", "MaintenanceStarted", fmt.Sprintf("NodeMaintenance %s: %s", nm.Name, cmp.Or(nm.Reason, "no reason given")))
 	}
 	st.PendingPods, st.PendingVMs = []string{}, []string{}
 	for _, p := range append(plan.Pods, plan.Carriers...) {
@@ -412,6 +413,7 @@ func (w *statusWriter) stop() model.MaintenanceStatus {
 	return w.st
 }
 
+// without is s less v, in a new slice: the writer may be marshalling the old one.
 func without(s []string, v string) []string {
 	out := make([]string, 0, len(s))
 	for _, x := range s {
@@ -420,13 +422,4 @@ func without(s []string, v string) []string {
 		}
 	}
 	return out
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
