@@ -7,24 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
-	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/internal/app"
 	"github.com/drainctl/drainctl/ops"
-	"github.com/drainctl/drainctl/ops/cloudpool"
-	"github.com/drainctl/drainctl/ops/kube"
-	"github.com/drainctl/drainctl/ops/metrics"
-	"github.com/drainctl/drainctl/ops/policy"
-	"github.com/drainctl/drainctl/ops/proxy"
-	"github.com/drainctl/drainctl/ops/wire"
-	"github.com/drainctl/drainctl/ui"
-	"github.com/drainctl/drainctl/ui/plain"
+	"github.com/drainctl/drainctl/ui/auto"
 )
 
 // Set by the linker: -X main.version=... -X main.commit=... -X main.date=...
@@ -107,31 +96,6 @@ Exit codes: 0 done, 1 failed, 2 usage or configuration error, 3 refused by polic
 4 interrupted (a rerun resumes).
 `
 
-// options are the parsed command line.
-type options struct {
-	help, version, auto  bool
-	config, legacyConfig string
-	kubeconfig, context  string
-	output, logFile      string
-	args                 []string // the verb and its arguments
-
-	demo              bool
-	demoNodes         int
-	demoSeed          int64
-	demoScale         float64
-	demoFault, listen string
-
-	dryRun, force, disableEviction, deleteEmptyDir, ignoreDaemonSets bool
-	allowControlPlane, allowLastNode                                 bool
-	timeout                                                          time.Duration
-	maxParallel                                                      int
-	to, reason                                                       string
-	readonly                                                         bool
-	daemon, proxy, controller                                        bool
-	count                                                            int
-	node, metricsAddr                                                string
-}
-
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	signals := make(chan os.Signal, 2)
@@ -141,7 +105,7 @@ func main() {
 		cancel() // first signal: stop at the next safe point
 		<-signals
 		fmt.Fprintln(os.Stderr, "drainctl: second signal, exiting at once")
-		os.Exit(ops.ExitInterrupted)
+		os.Exit(app.ExitInterrupted)
 	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	cancel()
@@ -150,349 +114,93 @@ func main() {
 
 // run is the whole program; it returns the exit code so that deferred calls run first.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	opts, err := parseArgs(args)
-	if err == nil && opts.help {
+	opts, cmd, err := parseArgs(args)
+	switch {
+	case err == nil && cmd == cmdHelp:
 		fmt.Fprint(stdout, usage)
-		return ops.ExitOK
-	}
-	if err == nil && opts.version {
+		return app.ExitOK
+	case err == nil && cmd == cmdVersion:
 		fmt.Fprintf(stdout, "drainctl %s (commit %s, built %s)\n", version, commit, date)
-		return ops.ExitOK
-	}
-	if err == nil {
-		err = dispatch(ctx, opts, stdout, stderr, getenv)
+		return app.ExitOK
+	case err == nil:
+		err = app.Run(ctx, opts, stdout, stderr, getenv)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "drainctl: error: %v\n", err)
-		if hint := ops.HintOf(err); hint != "" {
+		if hint := app.HintOf(err); hint != "" {
 			fmt.Fprintf(stderr, "drainctl: hint: %s\n", hint)
 		}
 	}
-	return ops.ExitCodeOf(err)
+	return app.ExitCodeOf(err)
 }
 
-func parseArgs(args []string) (options, error) {
-	var o options
+// What the command line asks for besides a mode.
+const (
+	cmdRun = iota
+	cmdHelp
+	cmdVersion
+)
+
+// parseArgs reads the flags; they may come before or after the verb.
+func parseArgs(args []string) (app.Options, int, error) {
+	var o app.Options
+	var help, showVersion bool
 	fs := flag.NewFlagSet("drainctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.BoolVar(&o.help, "help", false, "")
-	fs.BoolVar(&o.help, "h", false, "")
-	fs.BoolVar(&o.version, "version", false, "")
-	fs.BoolVar(&o.auto, "auto", false, "")
-	fs.StringVar(&o.config, "config", "", "")
-	fs.StringVar(&o.legacyConfig, "config-path", "", "")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "")
-	fs.StringVar(&o.context, "context", "", "")
-	fs.StringVar(&o.output, "output", plain.FormatTable, "")
-	fs.StringVar(&o.output, "o", plain.FormatTable, "")
-	fs.StringVar(&o.logFile, "log-file", "", "")
-	fs.BoolVar(&o.demo, "demo", false, "")
-	fs.IntVar(&o.demoNodes, "demo-nodes", 12, "")
-	fs.Int64Var(&o.demoSeed, "demo-seed", 1, "")
-	fs.Float64Var(&o.demoScale, "demo-scale", 1, "")
-	fs.StringVar(&o.demoFault, "demo-fault", "", "")
-	fs.StringVar(&o.listen, "listen", "", "")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "")
-	fs.BoolVar(&o.force, "force", false, "")
-	fs.BoolVar(&o.disableEviction, "disable-eviction", false, "")
-	fs.BoolVar(&o.deleteEmptyDir, "delete-emptydir-data", false, "")
-	fs.BoolVar(&o.ignoreDaemonSets, "ignore-daemonsets", true, "")
-	fs.BoolVar(&o.allowControlPlane, "allow-control-plane", false, "")
-	fs.BoolVar(&o.allowLastNode, "allow-last-node", false, "")
-	fs.DurationVar(&o.timeout, "timeout", 0, "")
-	fs.IntVar(&o.maxParallel, "max-parallel", 0, "")
-	fs.StringVar(&o.to, "to", "", "")
-	fs.StringVar(&o.reason, "reason", "", "")
-	fs.BoolVar(&o.readonly, "readonly", false, "")
-	fs.BoolVar(&o.daemon, "daemon", false, "")
-	fs.BoolVar(&o.proxy, "proxy", false, "")
-	fs.BoolVar(&o.controller, "controller", false, "")
-	fs.IntVar(&o.count, "count", 0, "")
-	fs.StringVar(&o.node, "node", "", "")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
+	fs.BoolVar(&help, "help", false, "")
+	fs.BoolVar(&help, "h", false, "")
+	fs.BoolVar(&showVersion, "version", false, "")
+	fs.BoolVar(&o.Auto, "auto", false, "")
+	fs.StringVar(&o.Config, "config", "", "")
+	fs.StringVar(&o.LegacyConfig, "config-path", "", "")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "")
+	fs.StringVar(&o.Context, "context", "", "")
+	fs.StringVar(&o.Output, "output", auto.FormatTable, "")
+	fs.StringVar(&o.Output, "o", auto.FormatTable, "")
+	fs.StringVar(&o.LogFile, "log-file", "", "")
+	fs.BoolVar(&o.Demo, "demo", false, "")
+	fs.IntVar(&o.DemoNodes, "demo-nodes", 12, "")
+	fs.Int64Var(&o.DemoSeed, "demo-seed", 1, "")
+	fs.Float64Var(&o.DemoScale, "demo-scale", 1, "")
+	fs.StringVar(&o.DemoFault, "demo-fault", "", "")
+	fs.StringVar(&o.Listen, "listen", "", "")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "")
+	fs.BoolVar(&o.Force, "force", false, "")
+	fs.BoolVar(&o.DisableEviction, "disable-eviction", false, "")
+	fs.BoolVar(&o.DeleteEmptyDir, "delete-emptydir-data", false, "")
+	fs.BoolVar(&o.IgnoreDaemonSets, "ignore-daemonsets", true, "")
+	fs.BoolVar(&o.AllowControlPlane, "allow-control-plane", false, "")
+	fs.BoolVar(&o.AllowLastNode, "allow-last-node", false, "")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "")
+	fs.IntVar(&o.MaxParallel, "max-parallel", 0, "")
+	fs.StringVar(&o.To, "to", "", "")
+	fs.StringVar(&o.Reason, "reason", "", "")
+	fs.BoolVar(&o.ReadOnly, "readonly", false, "")
+	fs.BoolVar(&o.Daemon, "daemon", false, "")
+	fs.BoolVar(&o.Proxy, "proxy", false, "")
+	fs.BoolVar(&o.Controller, "controller", false, "")
+	fs.IntVar(&o.Count, "count", 0, "")
+	fs.StringVar(&o.Node, "node", "", "")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "")
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
 	for {
 		if err := fs.Parse(args); err != nil {
-			return o, &ops.UsageError{Problem: err.Error(), Hint: "run drainctl --help for the flags"}
+			return o, cmdRun, &ops.UsageError{Problem: err.Error(), Hint: "run drainctl --help for the flags"}
 		}
 		if fs.NArg() == 0 {
 			break
 		}
-		o.args = append(o.args, fs.Arg(0))
+		o.Args = append(o.Args, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if o.output != plain.FormatTable && o.output != plain.FormatJSON {
-		return o, &ops.UsageError{Problem: fmt.Sprintf("unknown output format %q", o.output), Hint: "use -o table or -o json"}
+	if o.Output != auto.FormatTable && o.Output != auto.FormatJSON {
+		return o, cmdRun, &ops.UsageError{Problem: fmt.Sprintf("unknown output format %q", o.Output), Hint: "use -o table or -o json"}
 	}
-	return o, nil
-}
-
-func dispatch(ctx context.Context, o options, stdout, stderr io.Writer, getenv func(string) string) error {
-	path, explicit := o.config, o.config != ""
-	if !explicit {
-		path = ops.DefaultConfigPath()
+	switch {
+	case help:
+		return o, cmdHelp, nil
+	case showVersion:
+		return o, cmdVersion, nil
 	}
-	cfg, err := ops.LoadConfig(path, explicit)
-	if err != nil {
-		return err
-	}
-	var legacy *model.OpenStackConfig
-	if o.legacyConfig != "" {
-		l, err := ops.LoadLegacyConfig(o.legacyConfig)
-		if err != nil {
-			return err
-		}
-		legacy = &l
-	}
-	if err := redirectLogs(o.logFile); err != nil {
-		return err
-	}
-	if len(o.args) == 2 && o.args[0] == "sim" && o.args[1] == "serve" {
-		return wire.SimServe(ctx, o.wire(), firstOf(o.listen, "127.0.0.1:0"), stdout)
-	}
-	if o.demo && (o.demoNodes < 5 || o.demoNodes > 5000) {
-		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.demoNodes), Hint: "use 5 to 5000 nodes"}
-	}
-	if o.timeout > 0 {
-		cfg.Timeouts.Operation = model.Duration(o.timeout)
-	}
-	if o.maxParallel > 0 {
-		cfg.Concurrency.Nodes = o.maxParallel
-	}
-	pol, err := policyOptions(cfg, o)
-	if err != nil {
-		return err
-	}
-	if o.daemon {
-		return daemon(ctx, o, cfg, legacy, pol, stderr, getenv)
-	}
-	if o.proxy {
-		return serveProxy(ctx, o, cfg, legacy, pol, stderr, getenv)
-	}
-	if o.controller {
-		return controller(ctx, o, cfg, legacy, pol, stderr, getenv)
-	}
-	if !o.auto {
-		wo := o.wire()
-		wo.Maintenances = true
-		cl, err := wire.Connect(ctx, wo, cfg, legacy, io.Discard, getenv)
-		if err != nil {
-			return err
-		}
-		eng := cl.Engine
-		title := ""
-		if o.demo {
-			title = fmt.Sprintf("demo (%d nodes, simulated)", o.demoNodes)
-		}
-		return ui.Run(ctx, eng, ui.Options{Policy: pol, Refresh: cfg.RefreshInterval.D(), ReadOnly: o.readonly, Title: title,
-			Maintenances: cl.Maintenances})
-	}
-	verb, args := "evacuate", []string(nil)
-	if len(o.args) > 0 {
-		verb, args = o.args[0], o.args[1:]
-	} else {
-		args = []string{firstOf(getenv("NODE_NAME"), hostname())}
-	}
-	if verb != "list" && verb != "doctor" && verb != "plan" && verb != "recommend" && verb != "scale-down" && !knownVerb(verb) {
-		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + plain.Verbs}
-	}
-	cl, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
-	if err != nil {
-		return err
-	}
-	eng := cl.Engine
-	if verb == "list" {
-		snapshot, err := eng.Inventory().Read(ctx)
-		if err != nil {
-			return err
-		}
-		return plain.WriteInventory(stdout, snapshot, o.output)
-	}
-	auto := &plain.Auto{Engine: eng, DryRun: o.dryRun, JSON: o.output == plain.FormatJSON,
-		MaxParallel: cfg.Concurrency.Nodes, Stdout: stdout, Stderr: stderr, Count: o.count,
-		Run: ops.RunOptions{Policy: pol, Why: o.reason, To: o.to, ForceCompute: o.force}}
-	if cl.PoolURL != "" {
-		auto.Pool = cloudpool.New(cl.PoolURL, cfg.CloudPool.BackendTimeout.D())
-	}
-	return auto.Do(ctx, verb, args)
-}
-
-// daemon follows cordon and uncordon (nova-kubernetes-drain's daemon mode) until stopped.
-func daemon(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig, pol policy.Options,
-	stderr io.Writer, getenv func(string) string) error {
-	node := firstOf(o.node, getenv("NODE_NAME"))
-	m, stop, err := serveMetrics(o.metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	cl, err := wire.Connect(ctx, o.wire(), cfg, legacy, stderr, getenv)
-	if err != nil {
-		return err
-	}
-	eng, kc := cl.Engine, cl.Kube
-	if !eng.NovaConfigured() {
-		return &ops.UsageError{Problem: "the daemon moves VMs: it needs OpenStack credentials", Hint: "set OS_CLOUD or OS_* (see --help)"}
-	}
-	pr := plain.NewPrinter(stderr, nil)
-	d := &ops.Daemon{Engine: eng, Node: node, Run: ops.RunOptions{Policy: pol, Why: o.reason}, Events: kc,
-		Emit: func(ev ops.Event) { m.Observe(ev); pr.Emit(ev) }}
-	m.SetReady(true)
-	if node != "" {
-		fmt.Fprintf(stderr, "drainctl: daemon following node %s\n", node)
-		return d.Serve(ctx) // returns nil once ctx ends, after the operations stopped safely
-	}
-	fmt.Fprintln(stderr, "drainctl: daemon following every node (leader-elected)")
-	err = kube.RunAsLeader(ctx, kc.Clientset(), "drainctl-daemon", ops.DefaultHolder(), func(ctx context.Context) { _ = d.Serve(ctx) })
-	if ctx.Err() != nil {
-		return nil // stopped by a signal: the operations recorded where they stopped
-	}
-	return err
-}
-
-// controller reconciles NodeMaintenance resources (node-maintenance-operator's mode) until
-// stopped; one instance acts at a time (leader election).
-func controller(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig, pol policy.Options,
-	stderr io.Writer, getenv func(string) string) error {
-	m, stop, err := serveMetrics(o.metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	wo := o.wire()
-	wo.Holder, wo.Maintenances = "drainctl-controller", true // stable: a new pod resumes the old one's work
-	cl, err := wire.Connect(ctx, wo, cfg, legacy, stderr, getenv)
-	if err != nil {
-		return err
-	}
-	if cl.MaintenancesErr != nil {
-		return &ops.UsageError{Problem: cl.MaintenancesErr.Error()}
-	}
-	pr := plain.NewPrinter(stderr, nil)
-	mc := &ops.MaintenanceController{Engine: cl.Engine, Store: cl.Maintenances, Run: ops.RunOptions{Policy: pol, Why: o.reason},
-		Events: cl.Kube, Emit: func(ev ops.Event) { m.Observe(ev); pr.Emit(ev) }}
-	m.SetReady(true)
-	if o.demo {
-		return mc.Serve(ctx)
-	}
-	fmt.Fprintln(stderr, "drainctl: NodeMaintenance controller (leader-elected)")
-	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), "drainctl-controller", ops.DefaultHolder(), func(ctx context.Context) { _ = mc.Serve(ctx) })
-	if ctx.Err() != nil {
-		return nil // stopped by a signal: the operations recorded where they stopped
-	}
-	return err
-}
-
-// serveProxy serves the cloudpool API in front of the backend pool until stopped
-// (kubeaware-cloudpool-proxy's mode), then lets a scale-down in progress stop at a safe point.
-func serveProxy(ctx context.Context, o options, cfg model.Config, legacy *model.OpenStackConfig, pol policy.Options,
-	stderr io.Writer, getenv func(string) string) error {
-	if cfg.CloudPool.URL == "" && !o.demo {
-		return &ops.UsageError{Problem: "--proxy needs the backend cloudpool it sits in front of",
-			Hint: "set [cloudpool] url in config.toml (e.g. http://cloudpool:9010)"}
-	}
-	m, stop, err := serveMetrics(o.metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	wo := o.wire()
-	wo.Holder = "drainctl-proxy" // stable across restarts of the proxy's pod: it resumes its own work
-	cl, err := wire.Connect(ctx, wo, cfg, legacy, stderr, getenv)
-	if err != nil {
-		return err
-	}
-	pr := plain.NewPrinter(stderr, nil)
-	p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: cfg.CloudPool.BackendTimeout.D(),
-		Run:  ops.RunOptions{Policy: pol, Why: firstOf(o.reason, "scale-down")},
-		Emit: func(ev ops.Event) { m.Observe(ev); pr.Emit(ev) },
-		Logf: func(format string, a ...any) { fmt.Fprintf(stderr, "drainctl: proxy: "+format+"\n", a...) }})
-	if err != nil {
-		return err
-	}
-	addr := firstOf(o.listen, ":8080")
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --listen %s: %v", addr, err)}
-	}
-	srv := &http.Server{Handler: p.Handler(), ReadTimeout: cfg.CloudPool.ClientTimeout.D(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
-	m.SetReady(true)
-	fmt.Fprintf(stderr, "drainctl: cloudpool proxy on %s in front of %s\n", ln.Addr(), cloudpool.Redacted(cl.PoolURL))
-	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv.Shutdown(shutdown) //nolint:errcheck // stopping anyway
-	p.Wait()
-	return nil
-}
-
-// serveMetrics serves /metrics, /healthz and /readyz on addr ("" serves nothing, the
-// metrics are still counted).
-func serveMetrics(addr string) (*metrics.Metrics, func(), error) {
-	m := metrics.New()
-	if addr == "" {
-		return m, func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --metrics-addr %s: %v", addr, err)}
-	}
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
-	stop := func() { _ = srv.Shutdown(context.Background()) }
-	return m, stop, nil
-}
-
-// policyOptions combines config.toml's policy with the command line's overrides.
-func policyOptions(cfg model.Config, o options) (policy.Options, error) {
-	p, err := policy.FromConfig(cfg.Policy)
-	if err != nil {
-		return p, &ops.UsageError{Problem: "config: " + err.Error()}
-	}
-	p.Force, p.DisableEviction = o.force, o.disableEviction
-	p.IgnoreDaemonSets = p.IgnoreDaemonSets && o.ignoreDaemonSets
-	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.deleteEmptyDir
-	p.AllowControlPlane, p.AllowLastNode = o.allowControlPlane, o.allowLastNode
-	return p, nil
-}
-
-func (o options) wire() wire.Options {
-	return wire.Options{Kubeconfig: o.kubeconfig, Context: o.context, Demo: o.demo, DemoNodes: o.demoNodes,
-		DemoSeed: o.demoSeed, DemoScale: o.demoScale, DemoFault: o.demoFault}
-}
-
-func knownVerb(v string) bool {
-	switch v {
-	case "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback":
-		return true
-	}
-	return false
-}
-
-func hostname() string {
-	h, _ := os.Hostname()
-	return h
-}
-
-func redirectLogs(path string) error {
-	if path == "" {
-		kube.RedirectLogs(io.Discard)
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return &ops.UsageError{Problem: fmt.Sprintf("cannot open --log-file: %v", err)}
-	}
-	kube.RedirectLogs(f)
-	return nil
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if strings.TrimSpace(v) != "" {
-			return v
-		}
-	}
-	return ""
+	return o, cmdRun, nil
 }

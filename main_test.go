@@ -22,16 +22,45 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
 
-// The UI and the model must not depend on the Kubernetes or OpenStack clients, even
-// indirectly: model <- ops <- ui <- main.
-func TestDependencyDirection(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "./ui/...", "./model/...", "./ops").CombinedOutput()
+// The drawing of the house, from its own imports: model <- ops <- (controllers, ui) <- app
+// <- main. The UI and the model never reach the Kubernetes or OpenStack clients, even
+// indirectly; only the composition root (and test helpers) know the simulator; the
+// controllers use the engine, never the other way; the adapters and the simulator do not
+// import the engine's internals (the simulator not even its ports).
+func TestHouseDrawing(t *testing.T) {
+	const mod = "github.com/drainctl/drainctl/"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		imports[strings.TrimPrefix(f[0], mod)] = f[1:]
+	}
+	under := func(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
+	for pkg, deps := range imports {
+		for _, dep := range deps {
+			d := strings.TrimPrefix(dep, mod)
+			switch {
+			case d == "ops/sim" && pkg != "internal/app" && !under(pkg, "ops/sim"):
+				t.Errorf("%s imports the simulator: only the composition root (internal/app) may", pkg)
+			case under(pkg, "ops") && under(d, "internal"):
+				t.Errorf("%s imports %s: the engine must not know the controllers or the root", pkg, d)
+			case pkg == "ops/sim" && d == "ops":
+				t.Errorf("the simulator imports the engine")
+			case (under(pkg, "ui") || under(pkg, "model")) && under(d, "internal"):
+				t.Errorf("%s imports %s", pkg, d)
+			}
+		}
+	}
+	out, err = exec.Command("go", "list", "-deps", "./ui/...", "./model/...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.HasPrefix(dep, "k8s.io/client-go") || strings.Contains(dep, "gophercloud") {
-			t.Errorf("ui/, model/ or ops depend on %s", dep)
+			t.Errorf("ui/ or model/ depend on %s", dep)
 		}
 	}
 }

@@ -78,3 +78,13 @@ type Hypervisor struct {
 	// ServerIDs are the instances Nova places on this hypervisor (with_servers).
 	ServerIDs []string `json:"serverIDs,omitempty"`
 }
+
+// HasTaint reports whether the node carries a taint with this key.
+func (n KubeNode) HasTaint(key string) bool {
+	for _, t := range n.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}

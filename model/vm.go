@@ -28,13 +28,13 @@ func (v VM) ShortID() string {
 
 // Migration is a Nova migration record (os-migrations or a server's migrations).
 type Migration struct {
-	ID            int64  `json:"id"`
-	UUID          string `json:"uuid,omitempty"`
-	InstanceID    string `json:"instanceID"`
-	Type          string `json:"type"`
-	Status        string `json:"status"`
-	SourceCompute string `json:"sourceCompute"`
-	DestCompute   string `json:"destCompute,omitempty"`
+	ID            int64           `json:"id"`
+	UUID          string          `json:"uuid,omitempty"`
+	InstanceID    string          `json:"instanceID"`
+	Type          string          `json:"type"`
+	Status        MigrationStatus `json:"status"`
+	SourceCompute string          `json:"sourceCompute"`
+	DestCompute   string          `json:"destCompute,omitempty"`
 	// Byte counters are nil while Nova does not know them (null in the API), never zero.
 	MemoryTotal     *int64    `json:"memoryTotalBytes,omitempty"`
 	MemoryProcessed *int64    `json:"memoryProcessedBytes,omitempty"`
@@ -54,10 +54,30 @@ func (m Migration) Stuck(now time.Time) bool {
 }
 
 // InProgress reports whether the migration has not reached a final state.
-func (m Migration) InProgress() bool {
-	switch m.Status {
-	case "completed", "error", "failed", "cancelled", "done", "finished", "confirmed", "reverted":
-		return false
+func (m Migration) InProgress() bool { return !m.Status.Final() }
+
+// MigrationStatus is a Nova migration's status, mapped once from Nova's strings (ops/nova):
+// its several words for "finished" are one status here, and so are its words for failure.
+type MigrationStatus string
+
+// The statuses of a live migration, in order, then its ends.
+const (
+	MigrationAccepted      MigrationStatus = "accepted"
+	MigrationQueued        MigrationStatus = "queued"
+	MigrationPreparing     MigrationStatus = "preparing"
+	MigrationRunning       MigrationStatus = "running"
+	MigrationPostMigrating MigrationStatus = "post-migrating"
+	MigrationCompleted     MigrationStatus = "completed" // Nova: completed, done, finished, confirmed
+	MigrationFailed        MigrationStatus = "failed"    // Nova: error, failed
+	MigrationCancelled     MigrationStatus = "cancelled" // aborted by a user
+	MigrationReverted      MigrationStatus = "reverted"
+)
+
+// Final reports whether the migration has ended (any way).
+func (s MigrationStatus) Final() bool {
+	switch s {
+	case MigrationCompleted, MigrationFailed, MigrationCancelled, MigrationReverted:
+		return true
 	}
-	return true
+	return false
 }

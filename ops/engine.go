@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"sort"
 	"sync"
 	"time"
 
@@ -119,35 +120,6 @@ type RunOptions struct {
 	KeepLease bool
 }
 
-// RefusedError is a plan refused by policy: nothing was changed.
-type RefusedError struct{ Reasons []model.Reason }
-
-func (e *RefusedError) Error() string {
-	if len(e.Reasons) == 1 {
-		return "refused: " + e.Reasons[0].String()
-	}
-	return fmt.Sprintf("refused: %d blockers, first: %s", len(e.Reasons), e.Reasons[0].String())
-}
-
-// ExitCode: refused by policy before anything changed.
-func (e *RefusedError) ExitCode() int { return ExitRefused }
-
-// Interrupted is an operation stopped at a safe point; the journal says where.
-type Interrupted struct {
-	Node  string
-	Phase string
-	Cause error
-}
-
-func (e *Interrupted) Error() string {
-	return fmt.Sprintf("%s: interrupted during %s; run the same command again to resume", e.Node, e.Phase)
-}
-func (e *Interrupted) Unwrap() error { return e.Cause }
-func (e *Interrupted) ExitCode() int { return ExitInterrupted }
-func (e *Interrupted) HintText() string {
-	return "the node records where it stopped (annotation " + JournalAnnotation + ")"
-}
-
 type tracked struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -180,9 +152,10 @@ func (e *Engine) track(node string, cancel context.CancelFunc) func() {
 	}
 }
 
-func (e *Engine) now() time.Time { return e.o.Now() }
+// Now is the engine's clock (injected in tests).
+func (e *Engine) Now() time.Time { return e.o.Now() }
 
-func (e *Engine) base(node string) Base { return Base{At: e.now(), Node: node} }
+func (e *Engine) now() time.Time { return e.o.Now() }
 
 // ForceComplete asks the VM's running live migration to finish now (the TUI's key).
 func (e *Engine) ForceComplete(ctx context.Context, vmID string) error {
@@ -231,8 +204,8 @@ func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool
 	if err != nil {
 		return rep, err
 	}
-	step := func(kind model.StepKind, state, detail string) {
-		emit(StepEvent{Base: e.base(node), Step: kind, State: state, Detail: detail})
+	step := func(kind model.StepKind, state StepState, detail string) {
+		emit(NewStepEvent(e.now(), node, kind, state, detail))
 	}
 	step(model.StepDeleteNode, StepStarted, "delete the Node object")
 	if err := e.kube.DeleteNode(ctx, node); err != nil {
@@ -252,4 +225,37 @@ func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool
 	}
 	step(model.StepTerminate, StepDone, "machine "+id+" terminated")
 	return rep, nil
+}
+
+// The controllers' view of the cluster: what they watch and the leases they keep, always
+// through the engine (the same cache and identity as its operations).
+
+// Subscribe signals Kubernetes changes (coalesced) until cancel is called.
+func (e *Engine) Subscribe() (<-chan struct{}, func()) { return e.kube.Subscribe() }
+
+// KubeNode is the node as the informer cache has it.
+func (e *Engine) KubeNode(name string) (model.KubeNode, bool) { return e.kube.Node(name) }
+
+// KubeNodeNames is every node's name, sorted.
+func (e *Engine) KubeNodeNames() []string {
+	nodes := e.kube.Snapshot().Nodes
+	names := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// PodsOn is the node's pods as the informer cache has them.
+func (e *Engine) PodsOn(node string) []model.Pod { return e.kube.PodsOn(node) }
+
+// HoldLease takes or renews the node's maintenance lease for this engine's holder.
+func (e *Engine) HoldLease(ctx context.Context, node string, ttl time.Duration) error {
+	return e.kube.AcquireLease(ctx, node, e.o.Holder, ttl)
+}
+
+// ReleaseLease gives the node's lease back, if this engine's holder has it.
+func (e *Engine) ReleaseLease(ctx context.Context, node string) error {
+	return e.kube.ReleaseLease(ctx, node, e.o.Holder)
 }

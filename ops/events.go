@@ -6,84 +6,130 @@ import (
 	"github.com/drainctl/drainctl/model"
 )
 
-// Event is everything the engine reports. The set is sealed: the TUI and the plain printer
-// each switch over it once. Events are values; none points into engine state.
+// Event is everything the engine reports. The set is sealed: only this package makes
+// events (the header is unexported; other packages use the New… constructors), and every
+// type switch over events names every type (TestEventSwitchesAreExhaustive). Events are
+// values; none points into engine state.
 type Event interface {
-	event()
+	isEvent()
 	Time() time.Time
 	NodeName() string
 }
 
-// Base carries what every event has.
-type Base struct {
+// header is what every event carries. Its fields are promoted, so JSON shows them inline.
+type header struct {
 	At   time.Time `json:"at"`
 	Node string    `json:"node,omitempty"`
 }
 
-func (b Base) event()           {}
-func (b Base) Time() time.Time  { return b.At }
-func (b Base) NodeName() string { return b.Node }
+func (h header) isEvent()         {}
+func (h header) Time() time.Time  { return h.At }
+func (h header) NodeName() string { return h.Node }
 
-// PlanReady: the plan the operation is about to run.
-type PlanReady struct {
-	Base
-	Plan model.Plan `json:"plan"`
-}
+// StepState is where a plan step stands.
+type StepState string
 
 // Step states.
 const (
-	StepStarted = "started"
-	StepDone    = "done"
-	StepSkipped = "skipped" // already as it should be
-	StepFailed  = "failed"
-	StepStopped = "stopped" // interrupted at a safe point
+	StepStarted StepState = "started"
+	StepDone    StepState = "done"
+	StepSkipped StepState = "skipped" // already as it should be
+	StepFailed  StepState = "failed"
+	StepStopped StepState = "stopped" // interrupted at a safe point
 )
 
-// StepEvent: a plan step changed state.
-type StepEvent struct {
-	Base
-	Step   model.StepKind `json:"step"`
-	State  string         `json:"state"`
-	Detail string         `json:"detail,omitempty"`
-}
+// PodState is where one pod's eviction stands.
+type PodState string
 
 // Pod eviction states.
 const (
-	PodEvicting = "evicting" // eviction requested
-	PodBlocked  = "blocked"  // refused by a PDB; will retry
-	PodEvicted  = "evicted"  // accepted; terminating
-	PodGone     = "gone"     // no longer on the node
-	PodFailed   = "failed"
+	PodEvicting    PodState = "evicting" // eviction requested
+	PodBlocked     PodState = "blocked"  // refused by a PDB; will retry
+	PodEvicted     PodState = "evicted"  // accepted; terminating
+	PodGone        PodState = "gone"     // no longer on the node
+	PodFailed      PodState = "failed"
+	PodInterrupted PodState = "interrupted" // the operation stopped first
 )
+
+// MigState is where one VM's live migration stands: Nova's own statuses while it runs
+// (model.MigrationStatus, converted with MigStateOf), and the engine's decisions.
+type MigState string
+
+// Migration states decided by the engine.
+const (
+	MigRequested   MigState = "requested"
+	MigAdopted     MigState = "adopted" // already migrating when the engine came: followed
+	MigCompleted   MigState = "completed"
+	MigFailed      MigState = "failed"
+	MigAborted     MigState = "aborted"
+	MigForced      MigState = "force-complete"
+	MigRetrying    MigState = "retrying"
+	MigSkipped     MigState = "skipped"
+	MigStalled     MigState = "stalled"
+	MigInterrupted MigState = "interrupted" // left migrating in Nova when the operation stopped
+	MigRunning     MigState = MigState(model.MigrationRunning)
+)
+
+// MigStateOf is Nova's status as a migration state.
+func MigStateOf(s model.MigrationStatus) MigState { return MigState(s) }
+
+// Result is how an operation ended.
+type Result string
+
+// Results.
+const (
+	ResultDone        Result = "done"
+	ResultFailed      Result = "failed"
+	ResultRefused     Result = "refused"
+	ResultInterrupted Result = "interrupted"
+)
+
+// PlanReady: the plan the operation is about to run.
+type PlanReady struct {
+	header
+	Plan model.Plan `json:"plan"`
+}
+
+// NewPlanReady announces a plan.
+func NewPlanReady(at time.Time, p model.Plan) PlanReady {
+	return PlanReady{header: header{At: at, Node: p.Node}, Plan: p}
+}
+
+// StepEvent: a plan step changed state.
+type StepEvent struct {
+	header
+	Step   model.StepKind `json:"step"`
+	State  StepState      `json:"state"`
+	Detail string         `json:"detail,omitempty"`
+}
+
+// NewStepEvent reports a step's state.
+func NewStepEvent(at time.Time, node string, step model.StepKind, state StepState, detail string) StepEvent {
+	return StepEvent{header: header{At: at, Node: node}, Step: step, State: state, Detail: detail}
+}
 
 // PodEvent: one pod's eviction moved on.
 type PodEvent struct {
-	Base
-	Pod     string `json:"pod"`
-	State   string `json:"state"`
-	PDB     string `json:"pdb,omitempty"`
-	Attempt int    `json:"attempt"`
-	Message string `json:"message,omitempty"`
+	header
+	Pod     string   `json:"pod"`
+	State   PodState `json:"state"`
+	PDB     string   `json:"pdb,omitempty"`
+	Attempt int      `json:"attempt"`
+	Message string   `json:"message,omitempty"`
 }
 
-// Migration states, beyond Nova's own (queued, preparing, running, post-migrating).
-const (
-	MigRequested = "requested"
-	MigCompleted = "completed"
-	MigFailed    = "failed"
-	MigAborted   = "aborted"
-	MigForced    = "force-complete"
-	MigRetrying  = "retrying"
-	MigSkipped   = "skipped"
-)
+// NewPodEvent reports a pod's eviction state.
+func NewPodEvent(at time.Time, node, pod string, state PodState, pdb string, attempt int, msg string) PodEvent {
+	return PodEvent{header: header{At: at, Node: node}, Pod: pod, State: state, PDB: pdb, Attempt: attempt, Message: msg}
+}
 
 // MigrationEvent: a VM's live migration moved on, or made progress. Progress events are
 // coalesced per VM by consumers that fall behind; transitions never are.
 type MigrationEvent struct {
-	Base
+	header
 	VM        string        `json:"vm"`
 	VMID      string        `json:"vmID"`
-	State     string        `json:"state"`
+	State     MigState      `json:"state"`
 	Source    string        `json:"source"`
 	Dest      string        `json:"dest,omitempty"`
 	Attempt   int           `json:"attempt"`
@@ -96,34 +142,43 @@ type MigrationEvent struct {
 	Message   string        `json:"message,omitempty"`
 }
 
+// NewMigrationEvent stamps a migration's payload (every field but the header) with its
+// time and node.
+func NewMigrationEvent(at time.Time, node string, payload MigrationEvent) MigrationEvent {
+	payload.header = header{At: at, Node: node}
+	return payload
+}
+
 // Progress reports whether the event is a progress sample rather than a transition.
-func (m MigrationEvent) Progress() bool { return m.State == "running" && m.Total > 0 }
+func (m MigrationEvent) Progress() bool { return m.State == MigRunning && m.Total > 0 }
 
 // NodeChanged: the engine changed the node's state (cordoned, compute disabled…).
 type NodeChanged struct {
-	Base
+	header
 	What string `json:"what"`
+}
+
+// NewNodeChanged reports a change the engine made to a node.
+func NewNodeChanged(at time.Time, node, what string) NodeChanged {
+	return NodeChanged{header: header{At: at, Node: node}, What: what}
 }
 
 // RunDone: the operation ended; the report says what happened to each pod and VM.
 type RunDone struct {
-	Base
+	header
 	Report Report `json:"report"`
 }
 
-// Results.
-const (
-	ResultDone        = "done"
-	ResultFailed      = "failed"
-	ResultRefused     = "refused"
-	ResultInterrupted = "interrupted"
-)
+// NewRunDone ends an operation with its report.
+func NewRunDone(at time.Time, r Report) RunDone {
+	return RunDone{header: header{At: at, Node: r.Node}, Report: r}
+}
 
 // Report is the final account of an operation.
 type Report struct {
 	Op       model.OpKind   `json:"op"`
 	Node     string         `json:"node,omitempty"`
-	Result   string         `json:"result"`
+	Result   Result         `json:"result"`
 	Error    string         `json:"error,omitempty"`
 	Started  time.Time      `json:"started"`
 	Finished time.Time      `json:"finished"`
@@ -135,7 +190,7 @@ type Report struct {
 // PodReport is one pod's eviction.
 type PodReport struct {
 	Pod      string        `json:"pod"`
-	Result   string        `json:"result"` // gone, failed, interrupted
+	Result   PodState      `json:"result"` // gone, failed, interrupted
 	Attempts int           `json:"attempts"`
 	Blocked  int           `json:"blockedByPDB"` // 429s received
 	Duration time.Duration `json:"durationNs"`
@@ -146,7 +201,7 @@ type PodReport struct {
 type VMReport struct {
 	VM       string        `json:"vm"`
 	VMID     string        `json:"vmID"`
-	Result   string        `json:"result"` // completed, failed, aborted, skipped, interrupted
+	Result   MigState      `json:"result"` // completed, failed, aborted, skipped, interrupted
 	Source   string        `json:"source"`
 	Dest     string        `json:"dest,omitempty"`
 	Attempts int           `json:"attempts"`

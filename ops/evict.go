@@ -93,8 +93,8 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 	defer cancel()
 	changes, unsubscribe := e.kube.Subscribe()
 	defer unsubscribe()
-	emit := func(state, pdb, msg string) {
-		r.emit(PodEvent{Base: e.base(r.plan.Node), Pod: pod.Key(), State: state, PDB: pdb, Attempt: rep.Attempts, Message: msg})
+	emit := func(state PodState, pdb, msg string) {
+		r.emit(NewPodEvent(e.now(), r.plan.Node, pod.Key(), state, pdb, rep.Attempts, msg))
 	}
 	fail := func(msg string) PodReport {
 		rep.Result, rep.Message, rep.Duration = PodFailed, msg, e.now().Sub(start)
@@ -105,7 +105,7 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 	// ended reports how the pod's wait ended once ctx is done.
 	ended := func(what string) PodReport {
 		if parent.Err() != nil {
-			rep.Result, rep.Message = ResultInterrupted, "interrupted "+what
+			rep.Result, rep.Message = PodInterrupted, "interrupted "+what
 			return rep
 		}
 		if lastPDB != "" {

@@ -8,21 +8,6 @@ import (
 	"github.com/drainctl/drainctl/model"
 )
 
-// KubeSource is the Kubernetes side of the inventory (ops/kube.Inventory).
-type KubeSource interface {
-	Snapshot() model.KubeSnapshot
-	// Subscribe signals changes (coalesced) until cancel is called.
-	Subscribe() (changes <-chan struct{}, cancel func())
-	// TakeChanged returns the nodes whose Node object or pods changed since the last call
-	// (all: any may have) and starts counting afresh. One consumer: the ranking.
-	TakeChanged() (nodes map[string]bool, all bool)
-}
-
-// NovaSource is the Nova side of the inventory (ops/nova.Client).
-type NovaSource interface {
-	Snapshot(ctx context.Context) (model.NovaSnapshot, error)
-}
-
 // Inventory joins both sides into the model the views show.
 type Inventory struct {
 	kube   KubeSource

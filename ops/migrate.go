@@ -16,7 +16,7 @@ import (
 type vmRun struct {
 	vm        model.VM
 	attempt   int
-	state     string
+	state     MigState
 	dest      string
 	mid       int64
 	started   time.Time
@@ -63,7 +63,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 	for _, vm := range vms {
 		run := &vmRun{vm: vm}
 		if vm.TaskState == "migrating" {
-			run.adopted, run.attempt, run.started, run.state = true, 1, e.now(), "adopted"
+			run.adopted, run.attempt, run.started, run.state = true, 1, e.now(), MigAdopted
 			running[vm.ID] = run
 			select { // already running in Nova: counted if there is room, followed either way
 			case e.migSlots <- struct{}{}:
@@ -79,7 +79,6 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		}
 		pending = append(pending, run)
 	}
-	perSource := e.cfg.Concurrency.MigrationsPerSource
 	dests := r.destinations(ctx)
 	var failed []string
 	done := 0
@@ -91,43 +90,11 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 	for len(pending)+len(running) > 0 {
 		if ctx.Err() != nil {
 			for _, run := range running { // left to finish in Nova; the rerun follows them
-				r.report.VMs = append(r.report.VMs, r.vmReport(run, ResultInterrupted, "left migrating in Nova"))
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigInterrupted, "left migrating in Nova"))
 			}
 			return "", ctx.Err()
 		}
-		// Start what the caps allow.
-		for len(pending) > 0 && len(running) < perSource && e.now().After(pending[0].notBefore) {
-			select {
-			case e.migSlots <- struct{}{}:
-			default:
-				goto poll // the cluster-wide cap is reached
-			}
-			run := pending[0]
-			dest, ok := r.pickDestination(run.vm, dests)
-			if !ok {
-				<-e.migSlots
-				goto poll // every destination is at its cap: wait for one to finish
-			}
-			pending = pending[1:]
-			run.slot = true
-			run.attempt++
-			run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
-			run.progress = model.MigrationProgress{}
-			e.claim(run, +1)
-			if err := e.nova.LiveMigrate(ctx, run.vm.ID, dest); err != nil {
-				e.claim(run, -1)
-				e.releaseSlot(run)
-				if r.retry(run, err.Error(), &pending) {
-					continue
-				}
-				failed = append(failed, run.vm.Name+": "+err.Error())
-				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, err.Error()))
-				continue
-			}
-			r.emitVM(run, MigRequested, "")
-			running[run.vm.ID] = run
-		}
-	poll:
+		failed = append(failed, r.startAllowed(ctx, &pending, running, dests)...)
 		if !sleep(ctx, e.o.Poll) {
 			continue // the top of the loop records the interruption
 		}
@@ -168,6 +135,45 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%d VM(s) not migrated: %s", len(failed), strings.Join(failed, "; "))
 	}
 	return fmt.Sprintf("%d VM(s) migrated", done), nil
+}
+
+// startAllowed starts pending migrations while the caps allow: the per-source cap, the
+// cluster-wide slots, a destination under its cap. It stops at the first cap reached and
+// returns the VMs whose request failed for good.
+func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running map[string]*vmRun, dests []*destRoom) (failed []string) {
+	e := r.e
+	for len(*pending) > 0 && len(running) < e.cfg.Concurrency.MigrationsPerSource && e.now().After((*pending)[0].notBefore) {
+		select {
+		case e.migSlots <- struct{}{}:
+		default:
+			return failed // the cluster-wide cap is reached
+		}
+		run := (*pending)[0]
+		dest, ok := r.pickDestination(run.vm, dests)
+		if !ok {
+			<-e.migSlots
+			return failed // every destination is at its cap: wait for one to finish
+		}
+		*pending = (*pending)[1:]
+		run.slot = true
+		run.attempt++
+		run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
+		run.progress = model.MigrationProgress{}
+		e.claim(run, +1)
+		if err := e.nova.LiveMigrate(ctx, run.vm.ID, dest); err != nil {
+			e.claim(run, -1)
+			e.releaseSlot(run)
+			if r.retry(run, err.Error(), pending) {
+				continue
+			}
+			failed = append(failed, run.vm.Name+": "+err.Error())
+			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, err.Error()))
+			continue
+		}
+		r.emitVM(run, MigRequested, "")
+		running[run.vm.ID] = run
+	}
+	return failed
 }
 
 // claim counts (or uncounts) a migration against its destination's cap.
@@ -280,7 +286,7 @@ func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
 
 // pollOne reads one running migration. It returns an outcome (completed, failed, aborted)
 // once the migration has ended, "" while it runs.
-func (r *runner) pollOne(ctx context.Context, run *vmRun) (string, string, error) {
+func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, error) {
 	e := r.e
 	ms, err := e.nova.ServerMigrations(ctx, run.vm.ID)
 	if err != nil {
@@ -292,15 +298,15 @@ func (r *runner) pollOne(ctx context.Context, run *vmRun) (string, string, error
 		if m.DestCompute != "" {
 			run.dest = m.DestCompute
 		}
-		if m.Status != run.state {
-			run.state = m.Status
-			r.emitVM(run, m.Status, "")
+		if st := MigStateOf(m.Status); st != run.state {
+			run.state = st
+			r.emitVM(run, st, "")
 		}
 		if m.MemoryTotal != nil {
 			run.total = *m.MemoryTotal
 		}
 		run.progress.Add(m, e.now())
-		if m.Status == "running" {
+		if m.Status == model.MigrationRunning {
 			r.emitProgress(run)
 			r.watchdog(ctx, run)
 		}
@@ -324,7 +330,7 @@ func (r *runner) pollOne(ctx context.Context, run *vmRun) (string, string, error
 		run.dest = m.DestCompute
 	}
 	switch m.Status {
-	case "completed", "done", "finished", "confirmed":
+	case model.MigrationCompleted:
 		vm, err := e.nova.Server(ctx, run.vm.ID)
 		if err != nil {
 			return "", "", err
@@ -334,18 +340,18 @@ func (r *runner) pollOne(ctx context.Context, run *vmRun) (string, string, error
 		}
 		run.dest = vm.Host
 		return MigCompleted, "", nil
-	case "error", "failed":
+	case model.MigrationFailed:
 		msg, err := e.nova.LastActionError(ctx, run.vm.ID, "live-migration")
 		if err != nil || msg == "" {
-			msg = "migration " + m.Status
+			msg = "migration failed"
 		}
 		return MigFailed, msg, nil
-	case "cancelled":
+	case model.MigrationCancelled, model.MigrationReverted:
 		return MigAborted, "aborted", nil
 	}
-	if m.Status != run.state {
-		run.state = m.Status
-		r.emitVM(run, m.Status, "")
+	if st := MigStateOf(m.Status); st != run.state {
+		run.state = st
+		r.emitVM(run, st, "")
 	}
 	return "", "", nil
 }
@@ -364,16 +370,16 @@ func (r *runner) watchdog(ctx context.Context, run *vmRun) {
 		}
 	case StallAbort:
 		if err := e.nova.AbortMigration(ctx, run.vm.ID, run.mid); err == nil {
-			r.emitVM(run, "stalled", fmt.Sprintf("stalled for %s: aborting", e.o.StallAfter))
+			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s: aborting", e.o.StallAfter))
 		}
 	default:
-		r.emitVM(run, "stalled", fmt.Sprintf("no progress for %s; waiting (policy)", e.o.StallAfter))
+		r.emitVM(run, MigStalled, fmt.Sprintf("no progress for %s; waiting (policy)", e.o.StallAfter))
 	}
 }
 
-func (r *runner) emitVM(run *vmRun, state, msg string) {
-	r.emit(MigrationEvent{Base: r.e.base(r.plan.Node), VM: run.vm.Name, VMID: run.vm.ID, State: state,
-		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total})
+func (r *runner) emitVM(run *vmRun, state MigState, msg string) {
+	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, State: state,
+		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total}))
 }
 
 func (r *runner) emitProgress(run *vmRun) {
@@ -381,13 +387,13 @@ func (r *runner) emitProgress(run *vmRun) {
 	if !ok {
 		return
 	}
-	r.emit(MigrationEvent{Base: r.e.base(r.plan.Node), VM: run.vm.Name, VMID: run.vm.ID, State: "running",
+	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, State: MigRunning,
 		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Total: s.Total, Processed: s.Processed,
 		Remaining: s.Remaining, Rate: run.progress.CopyRate(), ETA: run.progress.ETA(),
-		Stalled: run.progress.Stalled(r.e.o.StallAfter)})
+		Stalled: run.progress.Stalled(r.e.o.StallAfter)}))
 }
 
-func (r *runner) vmReport(run *vmRun, result, msg string) VMReport {
+func (r *runner) vmReport(run *vmRun, result MigState, msg string) VMReport {
 	var bytes int64
 	if s, ok := run.progress.Last(); ok {
 		bytes = s.Processed
@@ -415,8 +421,8 @@ func (r *runner) abortMigrations(ctx context.Context) (string, error) {
 		if vm, err := e.nova.Server(ctx, m.InstanceID); err == nil {
 			name = vm.Name
 		}
-		r.emit(MigrationEvent{Base: e.base(p.Node), VMID: m.InstanceID, VM: name, State: MigAborted,
-			Source: m.SourceCompute, Dest: m.DestCompute})
+		r.emit(NewMigrationEvent(e.now(), p.Node, MigrationEvent{VMID: m.InstanceID, VM: name, State: MigAborted,
+			Source: m.SourceCompute, Dest: m.DestCompute}))
 	}
 	if len(errs) > 0 {
 		return "", errors.Join(errs...)

@@ -29,7 +29,7 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 		leaving[n] = true
 	}
 	k := node.Kube
-	cordoned := !k.Schedulable && hasTaint(*k, e.cfg.Policy.TaintKey)
+	cordoned := !k.Schedulable && k.HasTaint(e.cfg.Policy.TaintKey)
 	computeDone := node.Compute == nil || !node.Compute.Enabled
 	_, journaled := ReadJournal(*k)
 	step := func(kind model.StepKind, done bool, detail string) {
@@ -71,7 +71,7 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 	case model.OpUncordon:
 		enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !ro.ForceCompute)
 		step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
-		step(model.StepUncordon, k.Schedulable && !hasTaint(*k, e.cfg.Policy.TaintKey), "schedulable, taint removed")
+		step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
 		step(model.StepRelease, !journaled, "clear the journal, release the lease")
 	case model.OpAbort, model.OpRollback:
 		inflight := 0
@@ -86,7 +86,7 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 			enableDone := node.Compute == nil || node.Compute.Enabled || !DisabledByDrainctl(*node.Compute)
 			step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
 			wasCordoned := journaled && !j.WasSchedulable
-			step(model.StepUncordon, (k.Schedulable || wasCordoned) && !hasTaint(*k, e.cfg.Policy.TaintKey), "back to how it was before")
+			step(model.StepUncordon, (k.Schedulable || wasCordoned) && !k.HasTaint(e.cfg.Policy.TaintKey), "back to how it was before")
 			step(model.StepRelease, !journaled, "clear the journal, release the lease")
 		}
 	default:
@@ -125,15 +125,6 @@ func computeDetail(n model.Node) string {
 		return "nova-compute already disabled"
 	}
 	return "disable nova-compute on " + n.Host
-}
-
-func hasTaint(k model.KubeNode, key string) bool {
-	for _, t := range k.Taints {
-		if t.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 // planEvacuation adds the VMs and, unless ro.VMsOnly, the pods, with their reasons and steps.

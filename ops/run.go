@@ -3,13 +3,10 @@ package ops
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ops/policy"
 )
 
 // Run carries out a plan, reporting through emit (which must not block for long: the TUI's
@@ -20,7 +17,7 @@ import (
 func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit func(Event)) (Report, error) {
 	r := &runner{e: e, plan: plan, ro: ro, emit: emit,
 		report: Report{Op: plan.Op, Node: plan.Node, Started: e.now(), Pods: []PodReport{}, VMs: []VMReport{}}}
-	emit(PlanReady{Base: e.base(plan.Node), Plan: plan})
+	emit(NewPlanReady(e.now(), plan))
 	err := r.run(ctx)
 	r.report.Finished = e.now()
 	switch {
@@ -36,7 +33,7 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 	if err != nil {
 		r.report.Error = err.Error()
 	}
-	emit(RunDone{Base: e.base(plan.Node), Report: r.report})
+	emit(NewRunDone(e.now(), r.report))
 	return r.report, err
 }
 
@@ -124,8 +121,8 @@ func needsLease(op model.OpKind) bool {
 	return op == model.OpCordon || op == model.OpEvacuate
 }
 
-func (r *runner) step(kind model.StepKind, state, detail string) {
-	r.emit(StepEvent{Base: r.e.base(r.plan.Node), Step: kind, State: state, Detail: detail})
+func (r *runner) step(kind model.StepKind, state StepState, detail string) {
+	r.emit(NewStepEvent(r.e.now(), r.plan.Node, kind, state, detail))
 }
 
 func (r *runner) interrupted(cause error) error {
@@ -177,150 +174,6 @@ func (r *runner) journal(phase, errMsg string) {
 	}
 	j.Phase, j.Updated, j.Error = phase, r.e.now(), errMsg
 	if err := r.e.kube.SetAnnotation(ctx, r.plan.Node, JournalAnnotation, j.encode()); err == nil {
-		r.emit(NodeChanged{Base: r.e.base(r.plan.Node), What: "journal: " + phase})
+		r.emit(NewNodeChanged(r.e.now(), r.plan.Node, "journal: "+phase))
 	}
-}
-
-// do runs one step; it re-reads the cluster so that a step another actor already did is a
-// no-op, and returns a line for the report.
-func (r *runner) do(ctx context.Context, kind model.StepKind) (string, error) {
-	e, p := r.e, r.plan
-	switch kind {
-	case model.StepCordon:
-		r.journal(PhaseCordoned, "")
-		k, _ := e.kube.Node(p.Node)
-		if !k.Schedulable && hasTaint(k, e.cfg.Policy.TaintKey) {
-			return "already cordoned", nil
-		}
-		if err := e.kube.Cordon(ctx, p.Node, model.Taint{Key: e.cfg.Policy.TaintKey, Value: "drainctl", Effect: "NoSchedule"}); err != nil {
-			return "", err
-		}
-		r.emit(NodeChanged{Base: e.base(p.Node), What: "cordoned"})
-		return "unschedulable, tainted " + e.cfg.Policy.TaintKey, nil
-
-	case model.StepDisableCompute:
-		if e.nova == nil || p.Host == "" {
-			return "no compute service", nil
-		}
-		svcs, err := e.nova.ComputeServices(ctx, p.Host)
-		if err != nil {
-			return "", err
-		}
-		if len(svcs) == 0 || !svcs[0].Enabled {
-			return "already disabled", nil
-		}
-		reason := ComputeReason(p.Op, e.o.Holder, r.ro.Why, e.now())
-		if _, err := e.nova.SetServiceEnabled(ctx, p.Host, false, reason); err != nil {
-			return "", err
-		}
-		r.emit(NodeChanged{Base: e.base(p.Node), What: "nova-compute disabled: " + reason})
-		return reason, nil
-
-	case model.StepMigrateVMs:
-		if e.nova == nil || p.Host == "" {
-			return "no VMs: no compute service", nil
-		}
-		r.journal(PhaseMigrating, "")
-		return r.migrate(ctx)
-
-	case model.StepEvictPods, model.StepEvictCarriers:
-		r.journal(PhaseEvicting, "")
-		return r.evict(ctx, kind == model.StepEvictCarriers)
-
-	case model.StepVerify:
-		return r.verify(ctx)
-
-	case model.StepAbort:
-		// An operation of this process stops at its next safe point and records it.
-		if done := e.Cancel(p.Node); done != nil {
-			select {
-			case <-done:
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-		}
-		if e.nova == nil || p.Host == "" {
-			return "no migrations", nil
-		}
-		return r.abortMigrations(ctx)
-
-	case model.StepEnableCompute:
-		if e.nova == nil || p.Host == "" {
-			return "no compute service", nil
-		}
-		svcs, err := e.nova.ComputeServices(ctx, p.Host)
-		if err != nil {
-			return "", err
-		}
-		if len(svcs) == 0 || svcs[0].Enabled {
-			return "already enabled", nil
-		}
-		if !DisabledByDrainctl(svcs[0]) && !r.ro.ForceCompute {
-			return fmt.Sprintf("left disabled: someone else disabled it (%q); --force re-enables", svcs[0].DisabledReason), nil
-		}
-		if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
-			return "", err
-		}
-		r.emit(NodeChanged{Base: e.base(p.Node), What: "nova-compute enabled"})
-		return "enabled", nil
-
-	case model.StepUncordon:
-		k, _ := e.kube.Node(p.Node)
-		if j, ok := ReadJournal(k); ok && p.Op == model.OpRollback && !j.WasSchedulable {
-			// The node was cordoned before drainctl came: only the taint goes.
-			if !hasTaint(k, e.cfg.Policy.TaintKey) {
-				return "was cordoned before: left cordoned", nil
-			}
-		}
-		if k.Schedulable && !hasTaint(k, e.cfg.Policy.TaintKey) {
-			return "already schedulable", nil
-		}
-		if err := e.kube.Uncordon(ctx, p.Node, e.cfg.Policy.TaintKey); err != nil {
-			return "", err
-		}
-		r.emit(NodeChanged{Base: e.base(p.Node), What: "uncordoned"})
-		return "schedulable", nil
-
-	case model.StepRelease:
-		if err := e.kube.SetAnnotation(ctx, p.Node, JournalAnnotation, ""); err != nil {
-			return "", err
-		}
-		if err := e.kube.ReleaseLease(ctx, p.Node, e.o.Holder); err != nil {
-			return "", err
-		}
-		return "journal cleared, lease released", nil
-	}
-	return "", fmt.Errorf("step %s is not implemented", kind)
-}
-
-// verify checks that nothing that had to go is left on the node.
-func (r *runner) verify(ctx context.Context) (string, error) {
-	e, p := r.e, r.plan
-	var left []string
-	if e.nova != nil && p.Host != "" {
-		vms, err := e.nova.Servers(ctx, p.Host)
-		if err != nil {
-			return "", err
-		}
-		skipped := map[string]bool{}
-		for _, v := range r.report.VMs {
-			if v.Result == MigSkipped {
-				skipped[v.VMID] = true
-			}
-		}
-		for _, vm := range vms {
-			if !skipped[vm.ID] {
-				left = append(left, "VM "+vm.Name)
-			}
-		}
-	}
-	for _, pod := range e.kube.PodsOn(p.Node) {
-		if v, _ := policy.ClassifyPod(pod, r.ro.Policy); v == policy.Evict || v == policy.Later {
-			left = append(left, "pod "+pod.Key())
-		}
-	}
-	if len(left) > 0 {
-		return "", fmt.Errorf("still on %s: %s", p.Node, strings.Join(left, ", "))
-	}
-	return "empty of everything that had to go", nil
 }

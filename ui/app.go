@@ -2,8 +2,7 @@ package ui
 
 import (
 	"context"
-	"sort"
-	"strings"
+	"errors"
 	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -38,66 +37,48 @@ type Options struct {
 	Maintenances ops.Maintenances
 }
 
-// Model is the root model. Panes render from its state; Update only records messages and
-// starts Cmds, it never waits on the cluster.
-type Model struct {
-	eng  *ops.Engine
-	ctx  context.Context
-	opts Options
-	keys KeyMap
-	st   Styles
-	bus  *eventBus
-
+// shared is what every pane reads; the root owns it and passes it down.
+type shared struct {
+	opts          Options
+	keys          KeyMap
+	st            Styles
 	width, height int
-	screen, back  screen
 
 	inv       model.Inventory
 	invErr    error
 	loaded    bool
-	loading   bool
-	wantFresh bool  // a Nova read was asked for while another load ran: do it next
-	rows      []int // indexes into inv.Nodes that pass the filter
-	nameWidth int   // the longest node name (+1 for the mismatch mark), set per inventory
+	nameWidth int // the longest node name (+1 for the mismatch mark), set per inventory
 	totalVMs  int
 	totalPods int
 	maint     map[string]model.NodeMaintenance // node -> the NodeMaintenance on it
 	victims   []policy.Victim                  // scale-down ranking, from the same read as inv
 	rank      map[string]int                   // node -> rank (0: not a candidate)
-	vicCursor int
-	cursor    int
-	filter    textinput.Model
-	editing   bool
-	selected  map[string]bool
-
-	detail    string // node shown in detail
-	vmCursor  int
-	vmChosen  map[string]bool
-	opCursor  int // VM cursor in the operation view
-	ops       map[string]*opView
-	opOrder   []string
-	shownOp   string
-	pending   *pending
-	status    string
-	statusBad bool
+	ops       *operations                      // the operations started here, running or ended
 }
 
-// pending is a plan waiting for confirmation.
-type pending struct {
-	op      model.OpKind
-	targets []string
-	ro      ops.RunOptions
-	plans   []model.Plan
-	err     error
-	// maintenance: confirming a NodeMaintenance to create or delete (the plan shows what
-	// the controller will do) instead of running the plan here.
-	maintenance string
-}
+func (s *shared) pageSize() int { return max(1, s.height-6) }
 
-// NodeMaintenance actions.
-const (
-	maintainCreate = "create"
-	maintainDelete = "delete"
-)
+// Model is the root model: it routes messages, handles the global keys, owns the running
+// operations (and waits for them on quit), and leaves each pane its own state, keys and
+// drawing. Update only records messages and starts Cmds; it never waits on the cluster.
+type Model struct {
+	eng *ops.Engine
+	ctx context.Context
+	bus *eventBus
+	s   shared
+
+	screen, back screen
+	loading      bool
+	wantFresh    bool // a Nova read was asked for while another load ran: do it next
+	status       string
+	statusBad    bool
+
+	nodes   nodesPane
+	detail  detailPane
+	op      opPane
+	confirm confirmPane
+	victims victimsPane
+}
 
 // New builds the model. eng may be nil in tests that only render.
 func New(ctx context.Context, eng *ops.Engine, o Options) Model {
@@ -114,143 +95,86 @@ func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 	if o.ReadOnly {
 		keys = keys.WithoutDangerous()
 	}
-	return Model{eng: eng, ctx: ctx, opts: o, keys: keys, st: DefaultStyles(), bus: newEventBus(), filter: ti,
-		selected: map[string]bool{}, vmChosen: map[string]bool{}, ops: map[string]*opView{}, width: 80, height: 24}
+	return Model{eng: eng, ctx: ctx, bus: newEventBus(),
+		s:     shared{opts: o, keys: keys, st: DefaultStyles(), width: 80, height: 24, ops: newOperations()},
+		nodes: nodesPane{filter: ti, selected: map[string]bool{}}, detail: detailPane{chosen: map[string]bool{}}}
 }
 
-// Messages.
-type (
-	inventoryMsg struct {
-		inv     model.Inventory
-		victims []policy.Victim
-		maint   []model.NodeMaintenance
-		err     error
+// Run shows the TUI until the operator quits. However it ends (q, ctrl-c, a signal), the
+// operations it started stop at a safe point and record it on their nodes before Run
+// returns, unless they take longer than a minute.
+func Run(ctx context.Context, eng *ops.Engine, o Options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := New(ctx, eng, o)
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
+	_, err := p.Run()
+	m.stop(cancel, time.Minute)
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
 	}
-	maintMsg  []model.NodeMaintenance
-	statusMsg string
-	tickMsg   struct{}
-	planMsg   pending
-	runDone   struct{ node string }
-	kubeMsg   struct{}
-	errorMsg  struct{ err error }
-)
+	return err
+}
+
+// stop ends the view's operations: cancel makes each stop at its next safe point, and stop
+// returns once they have recorded where they stopped on their nodes (or after timeout).
+func (m Model) stop(cancel context.CancelFunc, timeout time.Duration) {
+	cancel()
+	m.s.ops.wait(timeout)
+}
 
 // Init loads the inventory and starts listening to the engine and to Kubernetes.
 func (m Model) Init() tea.Cmd {
 	return tea.Batch(m.load(true), m.bus.wait(), m.tick(), m.watchKube(), m.watchMaintenances())
 }
 
-// load reads the inventory and ranks it in a Cmd, off the UI path. fresh reads Nova again;
-// otherwise the Kubernetes cache is re-joined with the last Nova read.
-func (m Model) load(fresh bool) tea.Cmd {
-	if m.eng == nil {
-		return nil
-	}
-	eng, ctx, pol, store := m.eng, m.ctx, m.opts.Policy, m.opts.Maintenances
-	return func() tea.Msg {
-		victims, inv, err := eng.Recommend(ctx, pol, fresh)
-		msg := inventoryMsg{inv: inv, victims: victims, err: err}
-		if store != nil {
-			msg.maint = store.List()
-		}
-		return msg
-	}
-}
-
-// watchMaintenances follows the NodeMaintenance resources (their status moves on while the
-// controller works), at most four times a second.
-func (m Model) watchMaintenances() tea.Cmd {
-	store := m.opts.Maintenances
-	if store == nil {
-		return nil
-	}
-	return m.watch(store.Subscribe, 250*time.Millisecond, func() tea.Msg { return maintMsg(store.List()) })
-}
-
-// watch waits for a change, then for quiet (at most one message per quiet period), and
-// reports it as msg.
-func (m Model) watch(subscribe func() (<-chan struct{}, func()), quiet time.Duration, msg func() tea.Msg) tea.Cmd {
-	ctx := m.ctx
-	return func() tea.Msg {
-		ch, cancel := subscribe()
-		defer cancel()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil
-		}
-		select {
-		case <-time.After(quiet):
-		case <-ctx.Done():
-		}
-		return msg()
-	}
-}
-
-func (m Model) tick() tea.Cmd {
-	return tea.Tick(m.opts.Refresh, func(time.Time) tea.Msg { return tickMsg{} })
-}
-
-// watchKube turns informer changes into refreshes, at most one a second.
-func (m Model) watchKube() tea.Cmd {
-	if m.eng == nil {
-		return nil
-	}
-	return m.watch(m.eng.Inventory().Subscribe, time.Second, func() tea.Msg { return kubeMsg{} })
-}
-
 // Update records a message and returns what to do next.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
+		m.s.width, m.s.height = msg.Width, msg.Height
 		return m, nil
 	case inventoryMsg:
-		m.loading = false
-		var next tea.Cmd
-		if m.wantFresh {
-			m.wantFresh = false
-			next = m.refresh(true)
-		}
-		if msg.err != nil {
-			m.invErr = msg.err
-			return m, next
-		}
-		m.inv, m.invErr, m.loaded = msg.inv, nil, true
-		if msg.maint != nil || m.opts.Maintenances == nil {
-			m.setMaintenances(msg.maint)
-		}
-		m.victims, m.rank = msg.victims, make(map[string]int, len(msg.victims))
-		for _, v := range msg.victims {
-			m.rank[v.Node] = v.Rank
-		}
-		m.nameWidth, m.totalVMs, m.totalPods = 8, 0, 0
-		for _, n := range m.inv.Nodes {
-			m.nameWidth = min(32, max(m.nameWidth, len(n.Name)+1))
-			m.totalVMs += len(n.VMs)
-			m.totalPods += len(n.Pods)
-		}
-		m.applyFilter()
-		return m, next
+		return m.inventoryLoaded(msg)
 	case tickMsg:
 		return m, tea.Batch(m.refresh(true), m.tick())
 	case kubeMsg:
 		return m, tea.Batch(m.refresh(false), m.watchKube())
 	case eventsMsg:
+		ended := false
 		for _, ev := range msg {
-			m.record(ev)
+			ended = m.s.ops.record(ev) || ended
 		}
-		return m, m.bus.wait()
+		cmd := m.bus.wait()
+		if ended { // an operation ended: show the cluster as it left it
+			cmd = tea.Batch(cmd, m.refresh(true))
+		}
+		return m, cmd
 	case planMsg:
 		p := pending(msg)
-		m.pending = &p
+		m.confirm.pending = &p
 		if m.screen != confirmScreen {
 			m.back = m.screen
 		}
 		m.screen = confirmScreen
 		return m, nil
-	case runDone:
+	case batchDone:
+		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) {
+			m.setStatus(firstLine(msg.err.Error()), true)
+		}
 		return m, m.refresh(true)
+	case abortPlanned:
+		cmd := m.runBatch(msg.b, "abort")
+		return m, cmd
+	case abortedForQuit:
+		if msg.err != nil {
+			m.screen = opScreen
+			m.setStatus("abort failed, not quitting: "+firstLine(msg.err.Error()), true)
+			return m, nil
+		}
+		return m, tea.Quit
+	case stoppedMsg:
+		return m, tea.Quit
 	case maintMsg:
 		m.setMaintenances(msg)
 		return m, m.watchMaintenances()
@@ -266,68 +190,130 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *Model) refresh(fresh bool) tea.Cmd {
-	if m.loading {
-		m.wantFresh = m.wantFresh || fresh
-		return nil
+func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
+	m.loading = false
+	var next tea.Cmd
+	if m.wantFresh {
+		m.wantFresh = false
+		next = m.refresh(true)
 	}
-	m.loading = true
-	return m.load(fresh)
+	if msg.err != nil {
+		m.s.invErr = msg.err
+		return m, next
+	}
+	s := &m.s
+	s.inv, s.invErr, s.loaded = msg.inv, nil, true
+	if msg.maint != nil || s.opts.Maintenances == nil {
+		m.setMaintenances(msg.maint)
+	}
+	s.victims, s.rank = msg.victims, make(map[string]int, len(msg.victims))
+	for _, v := range msg.victims {
+		s.rank[v.Node] = v.Rank
+	}
+	s.nameWidth, s.totalVMs, s.totalPods = 8, 0, 0
+	for _, n := range s.inv.Nodes {
+		s.nameWidth = min(32, max(s.nameWidth, len(n.Name)+1))
+		s.totalVMs += len(n.VMs)
+		s.totalPods += len(n.Pods)
+	}
+	m.nodes.applyFilter(s)
+	return m, next
+}
+
+// key: the keys typed together come one by one, the filter takes its keys, the dialogs
+// theirs, then the global keys, then the pane on screen.
+func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	// Keys typed fast (or pasted) arrive as one message of several runes: take them one by one.
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !m.nodes.editing && !msg.Paste {
+		var cmds []tea.Cmd
+		var next tea.Model = m
+		for _, r := range msg.Runes {
+			var cmd tea.Cmd
+			next, cmd = next.(Model).key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+			cmds = append(cmds, cmd)
+		}
+		return next, tea.Batch(cmds...)
+	}
+	k := m.s.keys
+	if matches(msg, k.Interrupt) && m.screen != quitScreen {
+		return m.askQuit()
+	}
+	if m.nodes.editing {
+		cmd := m.nodes.edit(msg, &m.s)
+		return m, cmd
+	}
+	var in intent
+	switch m.screen {
+	case helpScreen:
+		return m.goTo(m.back), nil
+	case confirmScreen:
+		in = m.confirm.update(msg, &m.s)
+		return m.apply(in)
+	case quitScreen:
+		return m.apply(quitKey(msg, &m.s))
+	}
+	switch {
+	case matches(msg, k.Quit):
+		return m.askQuit()
+	case matches(msg, k.Help):
+		m.back, m.screen = m.screen, helpScreen
+		return m, nil
+	case matches(msg, k.Refresh):
+		m.setStatus("refreshing…", false)
+		return m, m.refresh(true)
+	case matches(msg, k.Victims):
+		m.victims.cursor = 0
+		return m.goTo(victimsScreen), nil
+	case matches(msg, k.Operations):
+		if len(m.s.ops.order) == 0 {
+			m.setStatus("no operation has run yet", true)
+			return m, nil
+		}
+		if m.op.shown == "" {
+			m.op.shown = m.s.ops.order[len(m.s.ops.order)-1]
+		}
+		return m.goTo(opScreen), nil
+	}
+	switch m.screen {
+	case nodesScreen:
+		in = m.nodes.update(msg, &m.s)
+	case detailScreen:
+		in = m.detail.update(msg, &m.s)
+	case opScreen:
+		in = m.op.update(msg, &m.s)
+	case victimsScreen:
+		in = m.victims.update(msg, &m.s)
+	}
+	return m.apply(in)
+}
+
+func (m Model) goTo(s screen) Model {
+	m.screen = s
+	return m
 }
 
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
 
 func (m *Model) setMaintenances(list []model.NodeMaintenance) {
-	m.maint = make(map[string]model.NodeMaintenance, len(list))
+	m.s.maint = make(map[string]model.NodeMaintenance, len(list))
 	for _, nm := range list {
-		m.maint[nm.NodeName] = nm
+		m.s.maint[nm.NodeName] = nm
 	}
 }
 
-// applyFilter recomputes the visible rows; only here, not on every frame.
-func (m *Model) applyFilter() {
-	q := strings.ToLower(strings.TrimSpace(m.filter.Value()))
-	m.rows = m.rows[:0]
-	for i, n := range m.inv.Nodes {
-		if q == "" || strings.Contains(strings.ToLower(n.Name+" "+n.Host+" "+rolesOf(n)), q) {
-			m.rows = append(m.rows, i)
-		}
-	}
-	if m.cursor >= len(m.rows) {
-		m.cursor = max(0, len(m.rows)-1)
-	}
-}
-
-func rolesOf(n model.Node) string {
-	if n.Kube == nil {
-		return ""
-	}
-	return strings.Join(n.Kube.Roles, ",")
-}
-
-func (m Model) current() (model.Node, bool) {
-	if m.cursor < 0 || m.cursor >= len(m.rows) {
-		return model.Node{}, false
-	}
-	return m.inv.Nodes[m.rows[m.cursor]], true
-}
-
-func (m Model) node(name string) (model.Node, bool) { return m.inv.Node(name) }
+// current is the node under the nodes pane's cursor.
+func (m Model) current() (model.Node, bool) { return m.nodes.current(&m.s) }
 
 // targets are the selected nodes, or the one under the cursor.
-func (m Model) targets() []string {
-	if len(m.selected) > 0 {
-		out := make([]string, 0, len(m.selected))
-		for n := range m.selected {
-			out = append(out, n)
-		}
-		sort.Strings(out)
-		return out
-	}
-	if n, ok := m.current(); ok {
-		return []string{n.Name}
-	}
-	return nil
-}
+func (m Model) targets() []string { return m.nodes.targets(&m.s) }
 
-func (m Model) pageSize() int { return max(1, m.height-6) }
+func (m Model) running(node string) bool { return m.s.ops.running(node) }
+
+// askQuit quits at once when nothing runs, else asks what to do with what runs.
+func (m Model) askQuit() (tea.Model, tea.Cmd) {
+	if len(m.s.ops.runningKeys()) > 0 {
+		m.back, m.screen = m.screen, quitScreen
+		return m, nil
+	}
+	return m, tea.Quit
+}

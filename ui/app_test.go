@@ -63,7 +63,7 @@ func newModel(t testing.TB, n int, w, h int) Model {
 	m := New(context.Background(), nil, Options{Policy: policy.Options{IgnoreDaemonSets: true, HypervisorPods: hp[0]}, Title: "test", Now: func() time.Time { return t0 }})
 	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	inv := inventory(n)
-	next, _ = next.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.opts.Policy, policy.DefaultWeights())})
+	next, _ = next.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.s.opts.Policy, policy.DefaultWeights())})
 	return next.(Model)
 }
 
@@ -90,31 +90,31 @@ func press(m Model, keys ...string) Model {
 
 func TestNavigationFilterSelection(t *testing.T) {
 	m := newModel(t, 5, 100, 30)
-	if len(m.rows) != 7 {
-		t.Fatalf("rows %d", len(m.rows))
+	if len(m.nodes.rows) != 7 {
+		t.Fatalf("rows %d", len(m.nodes.rows))
 	}
 	m = press(m, "jj", "G", "g", "j") // "jj": two keys that arrived in one read
 	if n, _ := m.current(); n.Name != "compute-1" {
 		t.Errorf("cursor on %s", n.Name)
 	}
 	m = press(m, "/", "c", "p", "enter")
-	if len(m.rows) != 1 || m.inv.Nodes[m.rows[0]].Name != "cp-0" {
-		t.Errorf("filter cp: %v", m.rows)
+	if len(m.nodes.rows) != 1 || m.s.inv.Nodes[m.nodes.rows[0]].Name != "cp-0" {
+		t.Errorf("filter cp: %v", m.nodes.rows)
 	}
 	m = press(m, "esc") // clears the filter
-	if len(m.rows) != 7 {
-		t.Errorf("after esc: %d rows", len(m.rows))
+	if len(m.nodes.rows) != 7 {
+		t.Errorf("after esc: %d rows", len(m.nodes.rows))
 	}
 	m = press(m, "g", "space", "space")
-	if len(m.selected) != 2 || !m.selected["compute-0"] || !m.selected["compute-1"] {
-		t.Errorf("selection %v", m.selected)
+	if len(m.nodes.selected) != 2 || !m.nodes.selected["compute-0"] || !m.nodes.selected["compute-1"] {
+		t.Errorf("selection %v", m.nodes.selected)
 	}
 	if got := m.targets(); strings.Join(got, ",") != "compute-0,compute-1" {
 		t.Errorf("targets %v", got)
 	}
 	m = press(m, "enter")
-	if m.screen != detailScreen || m.detail != "compute-2" {
-		t.Errorf("enter: screen %v detail %s", m.screen, m.detail)
+	if m.screen != detailScreen || m.detail.node != "compute-2" {
+		t.Errorf("enter: screen %v detail %s", m.screen, m.detail.node)
 	}
 	m = press(m, "esc", "?")
 	if m.screen != helpScreen || !strings.Contains(m.View(), "force-complete") {
@@ -138,7 +138,7 @@ func TestKeysThatCannotActSayWhy(t *testing.T) {
 		t.Errorf("uncordon a schedulable node: %q", m.status)
 	}
 	ro := newModel(t, 3, 100, 30)
-	ro.opts.ReadOnly, ro.keys = true, DefaultKeys().WithoutDangerous()
+	ro.s.opts.ReadOnly, ro.s.keys = true, DefaultKeys().WithoutDangerous()
 	ro = press(ro, "e")
 	if ro.screen != nodesScreen || ro.status != "" {
 		t.Errorf("read-only evacuate acted: %v %q", ro.screen, ro.status)
@@ -160,30 +160,31 @@ func feed(m Model, key string, evs ...ops.Event) Model {
 
 func opModel(t testing.TB, w, h int) Model {
 	m := newModel(t, 3, w, h)
-	node, _ := m.inv.Node("compute-0")
+	node, _ := m.s.inv.Node("compute-0")
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Host: "compute-0", VMs: node.VMs, Pods: node.Pods[1:]}
-	m.ops["compute-0"] = newOpView("compute-0", plan, t0)
-	m.opOrder, m.shownOp, m.screen = []string{"compute-0"}, "compute-0", opScreen
-	b := func(s int) ops.Base { return ops.Base{At: t0.Add(time.Duration(s) * time.Second), Node: "compute-0"} }
+	m.s.ops.add("compute-0", plan, t0, func() {})
+	m.op.shown, m.screen = "compute-0", opScreen
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	vm0, vm1 := node.VMs[0], node.VMs[1]
 	return feed(m, "compute-0",
-		ops.StepEvent{Base: b(0), Step: model.StepCordon, State: ops.StepDone, Detail: "unschedulable"},
-		ops.StepEvent{Base: b(1), Step: model.StepMigrateVMs, State: ops.StepStarted, Detail: "live-migrate 2 VM(s)"},
-		ops.MigrationEvent{Base: b(2), VM: vm0.Name, VMID: vm0.ID, State: ops.MigRequested, Source: "compute-0"},
-		ops.MigrationEvent{Base: b(5), VM: vm0.Name, VMID: vm0.ID, State: "running", Source: "compute-0", Dest: "compute-1",
-			Total: 8 << 30, Processed: 6 << 30, Remaining: 3 << 30, Rate: 1 << 30, ETA: 3 * time.Second},
-		ops.MigrationEvent{Base: b(6), VM: vm0.Name, VMID: vm0.ID, State: "running", Source: "compute-0", Dest: "compute-1",
-			Total: 8 << 30, Processed: 7 << 30, Remaining: 2 << 30, Rate: 1 << 30, ETA: 2 * time.Second, Stalled: true},
-		ops.MigrationEvent{Base: b(6), VM: vm1.Name, VMID: vm1.ID, State: "queued", Source: "compute-0", Dest: "compute-2"},
-		ops.PodEvent{Base: b(7), Pod: "shop/web-compute-0", State: ops.PodBlocked, PDB: "web-pdb", Attempt: 2},
+		ops.NewPlanReady(at(0), plan),
+		ops.NewStepEvent(at(0), "compute-0", model.StepCordon, ops.StepDone, "unschedulable"),
+		ops.NewStepEvent(at(1), "compute-0", model.StepMigrateVMs, ops.StepStarted, "live-migrate 2 VM(s)"),
+		ops.NewMigrationEvent(at(2), "compute-0", ops.MigrationEvent{VM: vm0.Name, VMID: vm0.ID, State: ops.MigRequested, Source: "compute-0"}),
+		ops.NewMigrationEvent(at(5), "compute-0", ops.MigrationEvent{VM: vm0.Name, VMID: vm0.ID, State: ops.MigRunning, Source: "compute-0", Dest: "compute-1",
+			Total: 8 << 30, Processed: 6 << 30, Remaining: 3 << 30, Rate: 1 << 30, ETA: 3 * time.Second}),
+		ops.NewMigrationEvent(at(6), "compute-0", ops.MigrationEvent{VM: vm0.Name, VMID: vm0.ID, State: ops.MigRunning, Source: "compute-0", Dest: "compute-1",
+			Total: 8 << 30, Processed: 7 << 30, Remaining: 2 << 30, Rate: 1 << 30, ETA: 2 * time.Second, Stalled: true}),
+		ops.NewMigrationEvent(at(6), "compute-0", ops.MigrationEvent{VM: vm1.Name, VMID: vm1.ID, State: ops.MigState(model.MigrationQueued), Source: "compute-0", Dest: "compute-2"}),
+		ops.NewPodEvent(at(7), "compute-0", "shop/web-compute-0", ops.PodBlocked, "web-pdb", 2, ""),
 	)
 }
 
 func TestOperationEventsUpdatePanes(t *testing.T) {
 	m := opModel(t, 120, 30)
-	op := m.ops["compute-0"]
+	op := m.s.ops.views["compute-0"]
 	vm := op.vms[op.vmOrder[0]]
-	if vm.state != "running" || vm.remaining != 2<<30 || !vm.stalled || vm.dest != "compute-1" {
+	if vm.state != ops.MigRunning || vm.remaining != 2<<30 || !vm.stalled || vm.dest != "compute-1" {
 		t.Errorf("vm pane %+v", vm)
 	}
 	if p := op.pods["shop/web-compute-0"]; p.state != ops.PodBlocked || p.pdb != "web-pdb" {
@@ -194,7 +195,7 @@ func TestOperationEventsUpdatePanes(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "evacuating: 0/2 VMs, 0/1 pods") {
 		t.Errorf("row:\n%s", v)
 	}
-	m = feed(m, "compute-0", ops.RunDone{Base: ops.Base{At: t0.Add(time.Minute), Node: "compute-0"}, Report: ops.Report{Op: model.OpEvacuate, Result: ops.ResultDone}})
+	m = feed(m, "compute-0", ops.NewRunDone(t0.Add(time.Minute), ops.Report{Op: model.OpEvacuate, Node: "compute-0", Result: ops.ResultDone}))
 	if !op.finished() || m.running("compute-0") {
 		t.Error("RunDone did not finish the view")
 	}
@@ -203,7 +204,7 @@ func TestOperationEventsUpdatePanes(t *testing.T) {
 func TestQuitWhileRunningAsks(t *testing.T) {
 	m := opModel(t, 100, 30)
 	cancelled := false
-	m.ops["compute-0"].cancel = func() { cancelled = true }
+	m.s.ops.views["compute-0"].cancel = func() { cancelled = true }
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
 	m = next.(Model)
 	if m.screen != quitScreen || cmd != nil || !strings.Contains(m.View(), "Still running: evacuate compute-0") {
@@ -235,9 +236,9 @@ func TestGoldenNodes140x30(t *testing.T) {
 }
 func TestGoldenDetail(t *testing.T) {
 	m := newModel(t, 3, 120, 24)
-	n := &m.inv.Nodes[1] // a VM of compute-1 is migrating
+	n := &m.s.inv.Nodes[1] // a VM of compute-1 is migrating
 	n.VMs[0].Status, n.VMs[0].TaskState = "MIGRATING", "migrating"
-	n.Migrations = []model.Migration{{ID: 7, InstanceID: n.VMs[0].ID, Status: "running", SourceCompute: "compute-1", DestCompute: "compute-0"}}
+	n.Migrations = []model.Migration{{ID: 7, InstanceID: n.VMs[0].ID, Status: model.MigrationRunning, SourceCompute: "compute-1", DestCompute: "compute-0"}}
 	golden(t, press(m, "j", "enter"), 120, 24)
 }
 func TestGoldenHelp(t *testing.T) { golden(t, press(newModel(t, 3, 100, 40), "?"), 100, 40) }
@@ -248,13 +249,13 @@ func TestGoldenVictims(t *testing.T) {
 
 func TestGoldenOperation(t *testing.T) {
 	m := opModel(t, 100, 24)
-	m.ops["compute-0"].report = &ops.Report{Result: ops.ResultDone} // so that ctrl+c quits
+	m.s.ops.views["compute-0"].report = &ops.Report{Result: ops.ResultDone} // so that ctrl+c quits
 	golden(t, m, 100, 24)
 }
 
 func TestGoldenConfirm(t *testing.T) {
 	m := newModel(t, 3, 100, 24)
-	node, _ := m.inv.Node("compute-1")
+	node, _ := m.s.inv.Node("compute-1")
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", VMs: node.VMs, Pods: node.Pods[1:],
 		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},
 		Reasons: []model.Reason{
@@ -329,14 +330,14 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 		t.Errorf("without the CRD: %q", m.status)
 	}
 	store := sim.NewMaintenances()
-	m.opts.Maintenances = store
+	m.s.opts.Maintenances = store
 	m.eng = &ops.Engine{} // only checked for presence on these paths
 	m = press(m, "N")
 	if m.status != "compute-0 has no NodeMaintenance" {
 		t.Errorf("N without one: %q", m.status)
 	}
 	// n plans the evacuation in a Cmd; the plan comes back as a planMsg for confirmation.
-	node, _ := m.inv.Node("compute-0")
+	node, _ := m.s.inv.Node("compute-0")
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", VMs: node.VMs, Steps: []model.Step{{Kind: model.StepCordon}}}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-0"}, plans: []model.Plan{plan}, maintenance: maintainCreate})
 	m = next.(Model)
@@ -392,7 +393,7 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 
 func TestGoldenMaintenanceConfirm(t *testing.T) {
 	m := newModel(t, 3, 100, 24)
-	m.opts.Maintenances = sim.NewMaintenances()
+	m.s.opts.Maintenances = sim.NewMaintenances()
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1",
 		Steps: []model.Step{{Kind: model.StepLease, Detail: "take the maintenance lease"}, {Kind: model.StepCordon, Detail: "unschedulable + taint"},
 			{Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},

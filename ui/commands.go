@@ -12,7 +12,102 @@ import (
 	"github.com/drainctl/drainctl/ops"
 )
 
-// Commands: what the keys start. Every call to the engine runs in a tea.Cmd, never in Update.
+// intent is what a pane's key asks the root to do: panes change their own state, the root
+// does what reaches beyond a pane (another screen, the engine).
+type intent interface{}
+
+type (
+	goTo    struct{ screen screen }
+	goBack  struct{}
+	propose struct {
+		op      model.OpKind
+		targets []string
+	}
+	proposeMaint struct{ action, node string }
+	replan       struct{ p *pending }
+	runPending   struct{ p *pending }
+	maintain     struct{ p *pending }
+	forceVM      struct{ vmID string }
+	runCmd       struct{ cmd tea.Cmd }
+	showStatus   struct {
+		text string
+		bad  bool
+	}
+	quitWait  struct{}
+	quitLeave struct{}
+	quitAbort struct{}
+	quitNow   struct{}
+)
+
+// pending is a plan waiting for confirmation.
+type pending struct {
+	op      model.OpKind
+	targets []string
+	ro      ops.RunOptions
+	batch   ops.Batch
+	plans   []model.Plan
+	err     error
+	// maintenance: confirming a NodeMaintenance to create or delete (the plan shows what
+	// the controller will do) instead of running the plan here.
+	maintenance string
+}
+
+// NodeMaintenance actions.
+const (
+	maintainCreate = "create"
+	maintainDelete = "delete"
+)
+
+// apply carries out a pane's intent.
+func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
+	switch in := in.(type) {
+	case nil:
+		return m, nil
+	case goTo:
+		if in.screen == detailScreen {
+			m.detail.open(m.nodes.cursorNode(&m.s))
+		}
+		return m.goTo(in.screen), nil
+	case goBack:
+		m.screen, m.confirm.pending = m.back, nil
+		return m, nil
+	case propose:
+		return m.propose(in.op, in.targets)
+	case proposeMaint:
+		return m.proposeMaintenance(in.action, in.node)
+	case replan:
+		return m, m.plan(in.p.op, in.p.targets, in.p.ro)
+	case pickTarget:
+		ro := in.p.ro
+		ro.To = m.nextTarget(in.p.ro.To, in.p.plans)
+		return m, m.plan(in.p.op, in.p.targets, ro)
+	case runPending:
+		return m.start(in.p)
+	case maintain:
+		m.screen, m.confirm.pending = m.back, nil
+		return m, m.maintain(in.p)
+	case runCmd:
+		return m, in.cmd
+	case forceVM:
+		return m, m.forceComplete(in.vmID)
+	case showStatus:
+		m.setStatus(in.text, in.bad)
+		return m, nil
+	case quitWait:
+		m.screen = m.back
+		m.setStatus("waiting: quit again when the operations are done", false)
+		return m, nil
+	case quitLeave:
+		m.s.ops.cancelAll() // each stops at a safe point and records it on its node
+		m.setStatus("stopping at a safe point; the nodes record where", false)
+		return m, m.waitStopped()
+	case quitAbort:
+		return m.abortForQuit()
+	case quitNow:
+		return m, tea.Quit
+	}
+	panic(fmt.Sprintf("ui: unhandled intent %T", in))
+}
 
 // propose asks the engine for plans (in a Cmd) and then shows them for confirmation. Keys
 // that cannot act say why instead of doing nothing.
@@ -25,9 +120,9 @@ func (m Model) propose(op model.OpKind, targets []string) (tea.Model, tea.Cmd) {
 		m.setStatus(why, true)
 		return m, nil
 	}
-	ro := ops.RunOptions{Policy: m.opts.Policy}
-	if m.pending != nil && m.pending.op == op && strings.Join(m.pending.targets, ",") == strings.Join(targets, ",") {
-		ro = m.pending.ro // keep the overrides toggled so far
+	ro := ops.RunOptions{Policy: m.s.opts.Policy}
+	if p := m.confirm.pending; p != nil && p.op == op && strings.Join(p.targets, ",") == strings.Join(targets, ",") {
+		ro = p.ro // keep the overrides toggled so far
 	}
 	return m, m.plan(op, targets, ro)
 }
@@ -35,11 +130,11 @@ func (m Model) propose(op model.OpKind, targets []string) (tea.Model, tea.Cmd) {
 // proposeMaintenance shows what creating (or deleting) the node's NodeMaintenance will make
 // the controller do, for confirmation: the evacuation's plan, or the restore's.
 func (m Model) proposeMaintenance(action string, node string) (tea.Model, tea.Cmd) {
-	if m.opts.Maintenances == nil {
+	if m.s.opts.Maintenances == nil {
 		m.setStatus("NodeMaintenance is not available: install deploy/crd-nodemaintenance.yaml and run drainctl --controller", true)
 		return m, nil
 	}
-	nm, exists := m.maint[node]
+	nm, exists := m.s.maint[node]
 	switch {
 	case m.eng == nil:
 		m.setStatus("no cluster", true)
@@ -61,7 +156,7 @@ func (m Model) proposeMaintenance(action string, node string) (tea.Model, tea.Cm
 	if action == maintainDelete {
 		op = model.OpUncordon
 	}
-	plan := m.plan(op, []string{node}, ops.RunOptions{Policy: m.opts.Policy})
+	plan := m.plan(op, []string{node}, ops.RunOptions{Policy: m.s.opts.Policy})
 	return m, func() tea.Msg {
 		p := plan().(planMsg)
 		p.maintenance = action
@@ -71,8 +166,8 @@ func (m Model) proposeMaintenance(action string, node string) (tea.Model, tea.Cm
 
 // maintain creates or deletes the NodeMaintenance; the controller does the rest.
 func (m Model) maintain(p *pending) tea.Cmd {
-	store, ctx, node := m.opts.Maintenances, m.ctx, p.targets[0]
-	nm := m.maint[node]
+	store, ctx, node := m.s.opts.Maintenances, m.ctx, p.targets[0]
+	nm := m.s.maint[node]
 	return func() tea.Msg {
 		if p.maintenance == maintainCreate {
 			name, err := store.Create(ctx, node, "requested in drainctl by "+ops.DefaultHolder())
@@ -93,14 +188,14 @@ func (m Model) cannot(op model.OpKind, targets []string) string {
 	if m.eng == nil {
 		return "no cluster"
 	}
-	if op == model.OpMigrate && !m.inv.NovaConfigured {
+	if op == model.OpMigrate && !m.s.inv.NovaConfigured {
 		return "Nova is not configured: there are no VMs"
 	}
 	for _, t := range targets {
 		if op == model.OpMigrate {
 			continue
 		}
-		n, ok := m.node(t)
+		n, ok := m.s.inv.Node(t)
 		if !ok || n.Kube == nil {
 			return t + " is no Kubernetes node"
 		}
@@ -114,78 +209,54 @@ func (m Model) cannot(op model.OpKind, targets []string) string {
 	return ""
 }
 
-func (m Model) running(node string) bool {
-	op, ok := m.ops[node]
-	return ok && op.report == nil
-}
-
+// plan plans the batch in a Cmd: the engine's batch rules (an evacuation counts the other
+// targets as leaving).
 func (m Model) plan(op model.OpKind, targets []string, ro ops.RunOptions) tea.Cmd {
 	eng, ctx := m.eng, m.ctx
 	return func() tea.Msg {
 		p := pending{op: op, targets: targets, ro: ro}
-		if op == model.OpEvacuate {
-			p.ro.Leaving = targets
-		}
-		for _, t := range targets {
-			plan, err := eng.Plan(ctx, op, t, p.ro)
-			if err != nil {
-				p.err = err
-				break
-			}
-			p.plans = append(p.plans, plan)
-		}
+		p.batch, p.err = eng.PlanBatch(ctx, op, targets, ro)
+		p.plans = p.batch.Plans
 		return planMsg(p)
 	}
 }
 
-// nextTarget cycles the migrate destination: the scheduler's choice, then each enabled,
-// up compute host that is not a source of these VMs.
-func (m Model) nextTarget(current string, plans []model.Plan) string {
-	sources := map[string]bool{}
-	for _, p := range plans {
-		sources[p.Host] = true
-	}
-	hosts := []string{""}
-	for _, n := range m.inv.Nodes {
-		if c := n.Compute; c != nil && c.Enabled && c.Up && !sources[n.Host] {
-			hosts = append(hosts, n.Host)
-		}
-	}
-	for i, h := range hosts {
-		if h == current {
-			return hosts[(i+1)%len(hosts)]
-		}
-	}
-	return ""
+// start runs the confirmed batch in the background through the engine's RunBatch, which
+// holds concurrency.nodes: plans beyond it wait their turn, shown as queued.
+func (m Model) start(p *pending) (tea.Model, tea.Cmd) {
+	m.confirm.pending, m.screen, m.op.cursor = nil, opScreen, 0
+	m.setStatus("", false)
+	return m, m.runBatch(ops.Batch{Op: p.op, Run: p.batch.Run, Plans: p.plans}, "")
 }
 
-// start runs the confirmed plans in the background; the engine owns their contexts.
-func (m Model) start(p *pending) (tea.Model, tea.Cmd) {
-	var cmds []tea.Cmd
-	for _, pl := range p.plans {
-		node := pl.Node
-		if pl.Op == model.OpMigrate {
-			node = pl.Node + "/" + pl.VM
-		}
-		ctx, cancel := context.WithCancel(m.ctx)
-		view := newOpView(node, pl, m.opts.Now())
-		view.cancel = cancel
-		if _, seen := m.ops[node]; !seen {
-			m.opOrder = append(m.opOrder, node)
-		}
-		m.ops[node] = view
-		m.shownOp = node
-		eng, ro, plan, bus := m.eng, p.ro, pl, m.bus
-		cmds = append(cmds, func() tea.Msg {
-			emit := func(ev ops.Event) { bus.Emit(tagged{ev, node}) }
-			_, _ = eng.Run(ctx, plan, ro, emit)
-			cancel()
-			return runDone{node}
-		})
+// runBatch shows each plan of the batch as an operation and runs the batch; the Cmd ends
+// with the batch, after every plan recorded where it stands.
+func (m *Model) runBatch(b ops.Batch, label string) tea.Cmd {
+	ctx, cancel := context.WithCancel(m.ctx)
+	for _, pl := range b.Plans {
+		key := opKey(pl)
+		m.s.ops.add(key, pl, m.s.opts.Now(), cancel)
+		m.op.shown = key
 	}
-	m.pending, m.screen, m.opCursor = nil, opScreen, 0
-	m.setStatus("", false)
-	return m, tea.Batch(cmds...)
+	eng, bus := m.eng, m.bus
+	done := m.s.ops.begin()
+	return func() tea.Msg {
+		defer done()
+		defer cancel()
+		_, err := eng.RunBatch(ctx, b, func(pl model.Plan) func(ops.Event) { return bus.emitFor(opKey(pl)) })
+		if label == "abort" {
+			return abortedForQuit{err}
+		}
+		return batchDone{err}
+	}
+}
+
+// opKey names an operation: its node, or node/VM for a migration.
+func opKey(p model.Plan) string {
+	if p.Op == model.OpMigrate {
+		return p.Node + "/" + p.VM
+	}
+	return p.Node
 }
 
 func (m Model) forceComplete(vmID string) tea.Cmd {
@@ -198,54 +269,57 @@ func (m Model) forceComplete(vmID string) tea.Cmd {
 	}
 }
 
-func (m Model) askQuit() (tea.Model, tea.Cmd) {
-	for _, n := range m.opOrder {
-		if m.running(n) {
-			m.back, m.screen = m.screen, quitScreen
-			return m, nil
+// abortForQuit aborts what runs, as x does (the plan, its events in the operation view,
+// its errors), then quits; a failed abort stays on screen instead of quitting.
+func (m Model) abortForQuit() (tea.Model, tea.Cmd) {
+	var nodes []string
+	for _, k := range m.s.ops.runningKeys() {
+		if v := m.s.ops.views[k]; v.plan.Op != model.OpMigrate {
+			nodes = append(nodes, v.plan.Node)
 		}
 	}
-	return m, tea.Quit
-}
-
-// waitStopped returns once no operation of this model is running (bounded).
-func (m Model) waitStopped() tea.Cmd {
-	views := make([]*opView, 0, len(m.ops))
-	for _, v := range m.ops {
-		views = append(views, v)
-	}
-	return func() tea.Msg {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			busy := false
-			for _, v := range views {
-				if !v.finished() {
-					busy = true
-				}
-			}
-			if !busy {
-				return nil
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return nil
-	}
-}
-
-func (m Model) runNow(op model.OpKind, node string) tea.Cmd {
+	m.screen = opScreen
+	m.setStatus("aborting, then quitting", false)
 	eng, ctx := m.eng, m.ctx
-	return func() tea.Msg {
-		p, err := eng.Plan(ctx, op, node, ops.RunOptions{})
+	plan := func() tea.Msg {
+		b, err := eng.PlanBatch(ctx, model.OpAbort, nodes, ops.RunOptions{Policy: m.s.opts.Policy})
 		if err != nil {
-			return errorMsg{err}
+			return abortedForQuit{err}
 		}
-		_, _ = eng.Run(ctx, p, ops.RunOptions{}, func(ops.Event) {})
-		return nil
+		return abortPlanned{b}
+	}
+	return m, plan
+}
+
+// abortPlanned: the quit dialog's abort is planned; run it like any batch.
+type abortPlanned struct{ b ops.Batch }
+
+// waitStopped returns once no operation of this view is running (bounded).
+func (m Model) waitStopped() tea.Cmd {
+	tracker := m.s.ops
+	return func() tea.Msg {
+		tracker.wait(30 * time.Second)
+		return stoppedMsg{}
 	}
 }
 
-// tagged routes an event to the operation view that started it (gh-dash's envelope).
-type tagged struct {
-	ops.Event
-	key string
+// nextTarget cycles the migrate destination: the scheduler's choice, then each enabled,
+// up compute host that is not a source of these VMs.
+func (m Model) nextTarget(current string, plans []model.Plan) string {
+	sources := map[string]bool{}
+	for _, p := range plans {
+		sources[p.Host] = true
+	}
+	hosts := []string{""}
+	for _, n := range m.s.inv.Nodes {
+		if c := n.Compute; c != nil && c.Enabled && c.Up && !sources[n.Host] {
+			hosts = append(hosts, n.Host)
+		}
+	}
+	for i, h := range hosts {
+		if h == current {
+			return hosts[(i+1)%len(hosts)]
+		}
+	}
+	return ""
 }

@@ -2,7 +2,11 @@
 // stream. It never calls the Kubernetes or OpenStack client libraries; everything goes through ops.Engine.
 package ui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"reflect"
+
+	"github.com/charmbracelet/bubbles/key"
+)
 
 // Binding is a key binding that may be destructive (hidden in --readonly, confirmed first).
 type Binding struct {
@@ -19,9 +23,13 @@ type KeyMap struct {
 	Maintain, EndMaintain                   Binding
 	Operations, Victims, Refresh, Help      Binding
 	Quit                                    Binding
-	Confirm, ToggleForce, ToggleEmptyDir    Binding
-	ToggleEviction, ToggleLastNode          Binding
-	Target                                  Binding
+	Interrupt                               Binding
+	// In a confirmation.
+	Confirm, Cancel, ToggleForce, ToggleEmptyDir Binding
+	ToggleEviction, ToggleLastNode               Binding
+	Target                                       Binding
+	// In the quit dialog, while operations run.
+	QuitWait, QuitAbort, QuitLeave Binding
 }
 
 func bind(dangerous bool, help, desc string, keys ...string) Binding {
@@ -54,23 +62,42 @@ func DefaultKeys() KeyMap {
 		Victims:        bind(false, "s", "scale-down ranking", "s"),
 		Refresh:        bind(false, "r", "refresh", "r"),
 		Help:           bind(false, "?", "help", "?"),
-		Quit:           bind(false, "q", "quit", "q", "ctrl+c"),
+		Quit:           bind(false, "q", "quit", "q"),
+		Interrupt:      bind(false, "ctrl+c", "quit (in the quit dialog: at once, operations recorded)", "ctrl+c"),
 		Confirm:        bind(true, "y", "run it", "y", "enter"),
+		Cancel:         bind(false, "n/esc", "cancel", "n", "esc", "q"),
 		ToggleForce:    bind(true, "F", "toggle --force", "F"),
 		ToggleEmptyDir: bind(true, "D", "toggle --delete-emptydir-data", "D"),
 		ToggleEviction: bind(true, "E", "toggle --disable-eviction", "E"),
 		ToggleLastNode: bind(true, "L", "toggle --allow-last-node", "L"),
 		Target:         bind(true, "t", "migrate: next target host", "t"),
+		QuitWait:       bind(false, "w", "wait for them (go back)", "w", "esc"),
+		QuitAbort:      bind(true, "a", "abort them (as x does), then quit", "a"),
+		QuitLeave:      bind(false, "l", "leave them: stop at a safe point, recorded; rerun resumes", "l"),
 	}
 }
 
-// WithoutDangerous disables the destructive keys (--readonly).
+// WithoutDangerous disables every key marked Dangerous (--readonly): the flag on the binding
+// is the only list.
 func (k KeyMap) WithoutDangerous() KeyMap {
-	for _, b := range []*Binding{&k.Cordon, &k.Uncordon, &k.Evacuate, &k.Migrate, &k.Abort, &k.Rollback, &k.Maintain, &k.EndMaintain,
-		&k.ForceComplete, &k.Confirm, &k.ToggleForce, &k.ToggleEmptyDir, &k.ToggleEviction, &k.ToggleLastNode, &k.Target} {
-		b.SetEnabled(false)
+	for _, b := range k.all() {
+		if b.Dangerous {
+			b.SetEnabled(false)
+		}
 	}
 	return k
+}
+
+// all is every binding of the map, by reflection so that a new key cannot be forgotten.
+func (k *KeyMap) all() []*Binding {
+	v := reflect.ValueOf(k).Elem()
+	out := make([]*Binding, 0, v.NumField())
+	for i := 0; i < v.NumField(); i++ {
+		if b, ok := v.Field(i).Addr().Interface().(*Binding); ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // matches reports whether msg is one of the binding's keys (and the binding is enabled).
@@ -92,7 +119,8 @@ func (k KeyMap) groups() [][]Binding {
 	return [][]Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain},
-		{k.Operations, k.Victims, k.Refresh, k.Help, k.Quit},
-		{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target},
+		{k.Operations, k.Victims, k.Refresh, k.Help, k.Quit, k.Interrupt},
+		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target},
+		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}
 }

@@ -31,7 +31,6 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("Kubernetes configuration: %v; drainctl looked at --kubeconfig, then KUBECONFIG, then ~/.kube/config, then the in-cluster service account", e.Err)
 }
 func (e *ConfigError) Unwrap() error { return e.Err }
-func (e *ConfigError) ExitCode() int { return 2 }
 
 // RESTConfig resolves the client configuration.
 func RESTConfig(o Options) (*rest.Config, error) {

@@ -19,7 +19,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/notify"
 )
 
 const byNodeIndex = "spec.nodeName"
@@ -36,7 +36,7 @@ type Inventory struct {
 
 	mu         sync.Mutex
 	selectors  map[string]pdbSelector // by namespace/name, reused while the PDB is unchanged
-	signal     ops.Signal
+	signal     notify.Signal
 	changed    map[string]bool // nodes whose Node object or pods changed since TakeChanged
 	changedAll bool            // a change that may touch any node (a PDB's selector), or not asked yet
 	// seenSelectors: each PDB's selector as last seen, to tell a new selector from a status.

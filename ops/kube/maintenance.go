@@ -19,6 +19,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/notify"
 )
 
 // MaintenanceGVR is the NodeMaintenance resource (deploy/crd-nodemaintenance.yaml).
@@ -34,7 +35,7 @@ type Maintenances struct {
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
 
-	signal ops.Signal
+	signal notify.Signal
 }
 
 var _ ops.Maintenances = (*Maintenances)(nil)

@@ -42,9 +42,6 @@ func (e *CredentialError) Error() string {
 	return s
 }
 
-// ExitCode marks the error as a configuration error.
-func (e *CredentialError) ExitCode() int { return 2 }
-
 // ResolveCredentials picks the credential source, first match wins: the legacy config.yaml
 // (given explicitly), OS_CLOUD + clouds.yaml, OS_AUTH_URL + OS_*, the [openstack] table.
 // It returns nil, nil when nothing is configured: drainctl then runs on Kubernetes alone.

@@ -1,6 +1,7 @@
 package nova
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,8 +108,8 @@ func TestResolveCredentials(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.errSub) {
 					t.Fatalf("got %v, want an error containing %q", err, tc.errSub)
 				}
-				if ec, ok := err.(interface{ ExitCode() int }); !ok || ec.ExitCode() != 2 {
-					t.Errorf("credential errors are configuration errors (exit 2)")
+				if !errors.As(err, new(*CredentialError)) {
+					t.Errorf("credential errors are CredentialErrors (configuration: exit 2): %T", err)
 				}
 				for _, secret := range []string{"from-file", "env-pw", "cloud-pw"} {
 					if strings.Contains(err.Error(), secret) {

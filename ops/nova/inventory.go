@@ -204,7 +204,7 @@ func (w wireMigration) model() model.Migration {
 	if typ == "" {
 		typ = "live-migration" // server migrations are always live
 	}
-	m := model.Migration{ID: w.ID, UUID: w.UUID, InstanceID: inst, Type: typ, Status: w.Status,
+	m := model.Migration{ID: w.ID, UUID: w.UUID, InstanceID: inst, Type: typ, Status: MigrationStatus(w.Status),
 		SourceCompute: w.SourceCompute, DestCompute: w.DestCompute,
 		MemoryTotal: w.MemoryTotal, MemoryProcessed: w.MemoryProcessed, MemoryRemaining: w.MemoryRemaining,
 		DiskTotal: w.DiskTotal, DiskProcessed: w.DiskProcessed, DiskRemaining: w.DiskRemaining,
@@ -257,4 +257,20 @@ func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Mig
 		}
 		q.Set("marker", last.UUID)
 	}
+}
+
+// MigrationStatus maps Nova's status words to the one typed status the engine and the views
+// use: Nova says "completed", "done", "finished" or "confirmed" for a finished migration, and
+// "error" or "failed" for one that failed. Any other word is kept as it is (an in-progress
+// phase of a newer Nova).
+func MigrationStatus(s string) model.MigrationStatus {
+	switch s {
+	case "completed", "done", "finished", "confirmed":
+		return model.MigrationCompleted
+	case "error", "failed":
+		return model.MigrationFailed
+	case "cancelled", "aborted":
+		return model.MigrationCancelled
+	}
+	return model.MigrationStatus(s)
 }

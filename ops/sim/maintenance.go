@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/notify"
 )
 
 // Maintenances is the demo's NodeMaintenance store, with the API server's semantics the
@@ -18,7 +18,7 @@ import (
 type Maintenances struct {
 	mu     sync.Mutex
 	items  map[string]*storedMaintenance
-	signal ops.Signal
+	signal notify.Signal
 }
 
 type storedMaintenance struct {

@@ -1,0 +1,197 @@
+// Package app is drainctl's composition root: it turns the parsed command line into a mode
+// (the TUI, --auto, a daemon, the controller, the proxy, the simulator), connects the engine
+// to a cluster (a real one, or the simulated one of --demo: only this package knows the
+// simulator), and decides exit codes. main.go parses flags; everything else starts here.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/drainctl/drainctl/internal/controllers/cloudpool"
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/config"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ui"
+	"github.com/drainctl/drainctl/ui/auto"
+)
+
+// Options are the parsed command line.
+type Options struct {
+	Auto                 bool
+	Config, LegacyConfig string
+	Kubeconfig, Context  string
+	Output, LogFile      string
+	Args                 []string // the verb and its arguments
+
+	Demo              bool
+	DemoNodes         int
+	DemoSeed          int64
+	DemoScale         float64
+	DemoFault, Listen string
+
+	DryRun, Force, DisableEviction, DeleteEmptyDir, IgnoreDaemonSets bool
+	AllowControlPlane, AllowLastNode                                 bool
+	Timeout                                                          time.Duration
+	MaxParallel                                                      int
+	To, Reason                                                       string
+	ReadOnly                                                         bool
+	Daemon, Proxy, Controller                                        bool
+	Count                                                            int
+	Node, MetricsAddr                                                string
+}
+
+// Run runs the mode the options ask for until it ends or ctx is cancelled. The error
+// carries the exit code (ExitCodeOf).
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(string) string) error {
+	path, explicit := o.Config, o.Config != ""
+	if !explicit {
+		path = config.DefaultPath()
+	}
+	cfg, err := config.Load(path, explicit)
+	if err != nil {
+		return err
+	}
+	var legacy *model.OpenStackConfig
+	if o.LegacyConfig != "" {
+		l, err := config.LoadLegacy(o.LegacyConfig)
+		if err != nil {
+			return err
+		}
+		legacy = &l
+	}
+	if err := redirectLogs(o.LogFile); err != nil {
+		return err
+	}
+	if len(o.Args) == 2 && o.Args[0] == "sim" && o.Args[1] == "serve" {
+		return SimServe(ctx, o, cmp(o.Listen, "127.0.0.1:0"), stdout)
+	}
+	if o.Demo && (o.DemoNodes < 5 || o.DemoNodes > 5000) {
+		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.DemoNodes), Hint: "use 5 to 5000 nodes"}
+	}
+	if o.Timeout > 0 {
+		cfg.Timeouts.Operation = model.Duration(o.Timeout)
+	}
+	if o.MaxParallel > 0 {
+		cfg.Concurrency.Nodes = o.MaxParallel
+	}
+	pol, err := policyOptions(cfg, o)
+	if err != nil {
+		return err
+	}
+	env := env{o: o, cfg: cfg, legacy: legacy, pol: pol, stdout: stdout, stderr: stderr, getenv: getenv}
+	switch {
+	case o.Daemon:
+		return serve(ctx, env, daemonMode)
+	case o.Proxy:
+		return serve(ctx, env, proxyMode)
+	case o.Controller:
+		return serve(ctx, env, controllerMode)
+	case !o.Auto:
+		return runTUI(ctx, env)
+	}
+	return runAuto(ctx, env)
+}
+
+// env is what every mode starts from.
+type env struct {
+	o      Options
+	cfg    model.Config
+	legacy *model.OpenStackConfig
+	pol    policy.Options
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+func (e env) connect(ctx context.Context, progress io.Writer, mod func(*ConnectOptions)) (*Cluster, error) {
+	co := ConnectOptions{Kubeconfig: e.o.Kubeconfig, Context: e.o.Context, Demo: e.o.Demo, DemoNodes: e.o.DemoNodes,
+		DemoSeed: e.o.DemoSeed, DemoScale: e.o.DemoScale, DemoFault: e.o.DemoFault}
+	if mod != nil {
+		mod(&co)
+	}
+	return Connect(ctx, co, e.cfg, e.legacy, progress, e.getenv)
+}
+
+func runTUI(ctx context.Context, e env) error {
+	cl, err := e.connect(ctx, io.Discard, func(co *ConnectOptions) { co.Maintenances = true })
+	if err != nil {
+		return err
+	}
+	title := ""
+	if e.o.Demo {
+		title = fmt.Sprintf("demo (%d nodes, simulated)", e.o.DemoNodes)
+	}
+	return ui.Run(ctx, cl.Engine, ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly, Title: title,
+		Maintenances: cl.Maintenances})
+}
+
+func runAuto(ctx context.Context, e env) error {
+	verb, args := "evacuate", []string(nil)
+	if len(e.o.Args) > 0 {
+		verb, args = e.o.Args[0], e.o.Args[1:]
+	} else {
+		args = []string{cmp(e.getenv("NODE_NAME"), hostname())}
+	}
+	if !auto.KnownVerb(verb) {
+		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + auto.Verbs}
+	}
+	cl, err := e.connect(ctx, e.stderr, nil)
+	if err != nil {
+		return err
+	}
+	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.DryRun, JSON: e.o.Output == auto.FormatJSON,
+		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
+		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force}}
+	if cl.PoolURL != "" {
+		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
+	}
+	return a.Do(ctx, verb, args)
+}
+
+// policyOptions combines config.toml's policy with the command line's overrides.
+func policyOptions(cfg model.Config, o Options) (policy.Options, error) {
+	p, err := policy.FromConfig(cfg.Policy)
+	if err != nil {
+		return p, &ops.UsageError{Problem: "config: " + err.Error()}
+	}
+	p.Force, p.DisableEviction = o.Force, o.DisableEviction
+	p.IgnoreDaemonSets = p.IgnoreDaemonSets && o.IgnoreDaemonSets
+	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.DeleteEmptyDir
+	p.AllowControlPlane, p.AllowLastNode = o.AllowControlPlane, o.AllowLastNode
+	return p, nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+func redirectLogs(path string) error {
+	if path == "" {
+		kube.RedirectLogs(io.Discard)
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return &ops.UsageError{Problem: fmt.Sprintf("cannot open --log-file: %v", err)}
+	}
+	kube.RedirectLogs(f)
+	return nil
+}
+
+// cmp is the first non-blank string.
+func cmp(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}

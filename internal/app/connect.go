@@ -1,0 +1,195 @@
+package app
+
+// Connect: the engine on a real cluster (kubeconfig, OpenStack credentials, in that order of
+// trust) or on the simulated one of --demo, through the same clients.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// ConnectOptions select the cluster.
+type ConnectOptions struct {
+	Kubeconfig, Context string
+	Demo                bool
+	DemoNodes           int
+	DemoSeed            int64
+	DemoScale           float64
+	DemoFault           string
+	Holder              string // identity in leases and journals (default drainctl/user@host)
+	// Maintenances: also watch NodeMaintenance resources (the TUI, the controller). With
+	// --demo the simulated cluster runs the controller too.
+	Maintenances bool
+}
+
+// Cluster is what Connect built.
+type Cluster struct {
+	Engine *ops.Engine
+	Kube   *kube.Client
+	// PoolURL is the cloudpool in front of the nodes' machines: [cloudpool] url, or with
+	// --demo a simulated pool holding every worker's machine; "" when there is none.
+	PoolURL string
+	// Maintenances are the NodeMaintenance resources, when asked for and the CRD is
+	// installed (else nil, and MaintenancesErr says why).
+	Maintenances    ops.Maintenances
+	MaintenancesErr error
+}
+
+// Connect builds the engine: the Kubernetes informers (synced) and, when configured,
+// an authenticated Nova client. OpenStack configured but unreachable is an error, never a
+// silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
+// reached through the same clients.
+func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *model.OpenStackConfig,
+	stderr io.Writer, getenv func(string) string) (*Cluster, error) {
+	var cs kubernetes.Interface
+	var dyn dynamic.Interface
+	var demoStore *sim.Maintenances
+	apiHost := "the simulated cluster"
+	poolURL := cfg.CloudPool.URL
+	if o.Demo {
+		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, demo.Close)
+		if err := demo.World.ApplyFaultSpec(o.DemoFault); err != nil {
+			return nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
+		}
+		cs = demo.Kube.Clientset
+		demoStore = sim.NewMaintenances()
+		env := envMap(demo.Nova.Env())
+		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
+	} else {
+		kubeOpts := kube.Options{Kubeconfig: cmp(o.Kubeconfig, cfg.Kubernetes.Kubeconfig),
+			Context: cmp(o.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
+		restCfg, err := kube.RESTConfig(kubeOpts)
+		if err != nil {
+			return nil, err
+		}
+		if cs, err = kube.NewClientset(restCfg); err != nil {
+			return nil, err
+		}
+		if dyn, err = dynamic.NewForConfig(restCfg); err != nil {
+			return nil, err
+		}
+		apiHost = "Kubernetes at " + restCfg.Host
+	}
+	creds, err := nova.ResolveCredentials(legacy, cfg.OpenStack, getenv)
+	if err != nil {
+		return nil, err
+	}
+	kinv := kube.NewInventory(cs)
+	// A large cluster's first LIST takes a while; a dead API server should not take forever.
+	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
+		return nil, unreachable(apiHost, err)
+	}
+	var nc ops.Nova
+	if creds == nil {
+		fmt.Fprintln(stderr, "drainctl: OpenStack is not configured: working on Kubernetes alone (no VMs)")
+	} else {
+		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D()})
+		if err != nil {
+			return nil, unreachable("OpenStack", err)
+		}
+		nc = c
+	}
+	if o.Demo && poolURL == "" {
+		var machines []string
+		for _, n := range kinv.Snapshot().Nodes {
+			if !n.IsControlPlane() {
+				machines = append(machines, n.Name)
+			}
+		}
+		pool, err := sim.ServeCloudPool(machines...)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, pool.Close)
+		poolURL = pool.URL
+	}
+	eo := ops.EngineOptions{Holder: o.Holder, Poll: cfg.Timeouts.Poll.D(), StallAfter: cfg.Policy.StallAfter.D(),
+		OnStall: cfg.Policy.OnStall, Attempts: cfg.Policy.MigrationAttempts}
+	if o.Demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
+		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
+	}
+	kc := kube.NewClient(cs, kinv)
+	cl := &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL}
+	switch {
+	case !o.Maintenances:
+	case demoStore != nil:
+		// The simulated cluster runs what a real one would: the NodeMaintenance controller.
+		cl.Maintenances = demoStore
+		ceo := eo
+		ceo.Holder = "drainctl-controller"
+		pol, _ := policy.FromConfig(cfg.Policy)
+		mc := &controllers.MaintenanceController{Engine: ops.NewEngine(kc, nc, cfg, ceo), Store: demoStore,
+			Run: ops.RunOptions{Policy: pol}, Resync: 5 * time.Second, Events: kc}
+		go mc.Serve(ctx) //nolint:errcheck // ends with ctx
+	default:
+		store := kube.NewMaintenances(dyn)
+		if err := store.Start(ctx, max(cfg.Timeouts.API.D(), time.Minute)); err != nil {
+			cl.MaintenancesErr = err
+		} else {
+			cl.Maintenances = store
+		}
+	}
+	return cl, nil
+}
+
+// unreachableError is a cluster drainctl was configured for but could not use: exit 2.
+type unreachableError struct {
+	what string
+	err  error
+}
+
+func (e *unreachableError) Error() string { return fmt.Sprintf("cannot reach %s: %v", e.what, e.err) }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+func unreachable(what string, err error) error { return &unreachableError{what, err} }
+
+// SimServe runs the simulated Nova and Keystone alone, for the openstack CLI or any
+// gophercloud program, until interrupted.
+func SimServe(ctx context.Context, o Options, listen string, stdout io.Writer) error {
+	demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
+	if err != nil {
+		return err
+	}
+	demo.Close() // the generated world without its first server: serve it where asked
+	srv, err := sim.Serve(demo.World, listen)
+	if err != nil {
+		return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on %s: %v", listen, err)}
+	}
+	defer srv.Close()
+	if err := demo.World.ApplyFaultSpec(o.DemoFault); err != nil {
+		return &ops.UsageError{Problem: err.Error()}
+	}
+	fmt.Fprintf(stdout, "# simulated Nova + Keystone with %d compute hosts; interrupt to stop\n", len(demo.Computes))
+	for _, kv := range srv.Env() {
+		fmt.Fprintf(stdout, "export %s\n", kv)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func envMap(kvs []string) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}

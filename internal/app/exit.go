@@ -1,0 +1,56 @@
+package app
+
+import (
+	"context"
+	"errors"
+
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/config"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/nova"
+)
+
+// Exit codes, the same for every mode and documented in the README. They are decided here
+// only, from the typed errors the engine and the clients return.
+const (
+	ExitOK          = 0 // done
+	ExitFailed      = 1 // an operation failed
+	ExitUsage       = 2 // bad usage or configuration, or a configured cluster unreachable
+	ExitRefused     = 3 // refused by policy before anything changed
+	ExitInterrupted = 4 // interrupted or timed out; the cluster records where it stopped
+)
+
+// ExitCodeOf maps an error to the process exit code.
+func ExitCodeOf(err error) int {
+	var unreachable *unreachableError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &unreachable):
+		if errors.Is(err, context.Canceled) {
+			return ExitInterrupted // stopped while connecting
+		}
+		return ExitUsage
+	case errors.As(err, new(*ops.UsageError)), errors.As(err, new(*config.Error)),
+		errors.As(err, new(*kube.ConfigError)), errors.As(err, new(*nova.CredentialError)):
+		return ExitUsage
+	case errors.As(err, new(*ops.RefusedError)), errors.As(err, new(*ops.LeaseHeldError)):
+		return ExitRefused
+	case errors.As(err, new(*ops.Interrupted)), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return ExitInterrupted
+	}
+	return ExitFailed
+}
+
+// HintOf returns the hint an error carries, if any.
+func HintOf(err error) string {
+	var hinted interface{ HintText() string }
+	if errors.As(err, &hinted) {
+		return hinted.HintText()
+	}
+	var ue *ops.UsageError
+	if errors.As(err, &ue) {
+		return ue.Hint
+	}
+	return ""
+}

@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/drainctl/drainctl/internal/app/metrics"
+	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/internal/controllers/cloudpool"
+	"github.com/drainctl/drainctl/internal/controllers/proxy"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ui/auto"
+)
+
+// mode is one in-cluster mode for the serve skeleton: how it connects, and what it serves.
+type mode struct {
+	// holder: a stable lease holder, so a new pod resumes the old one's work ("" is the
+	// per-process default). maintenances: watch NodeMaintenance resources too.
+	holder       string
+	maintenances bool
+	// check refuses bad options before connecting to anything.
+	check func(e env) error
+	// start prepares the mode on the connected cluster; the returned serve runs until ctx
+	// ends and then lets its operations stop at a safe point. election names the leader
+	// lease when only one instance may serve at a time ("" serves at once).
+	start func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (serve func(context.Context) error, election string, err error)
+}
+
+// serve is the skeleton every in-cluster mode runs in: metrics and health on --metrics-addr,
+// the cluster connection, progress lines on stderr, leader election when asked, and a stop
+// on the first signal that waits for the operations to record where they stopped.
+func serve(ctx context.Context, e env, m mode) error {
+	if m.check != nil {
+		if err := m.check(e); err != nil {
+			return err
+		}
+	}
+	met, stop, err := serveMetrics(e.o.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cl, err := e.connect(ctx, e.stderr, func(co *ConnectOptions) { co.Holder, co.Maintenances = m.holder, m.maintenances })
+	if err != nil {
+		return err
+	}
+	pr := auto.NewPrinter(e.stderr, nil)
+	run, election, err := m.start(ctx, e, cl, func(ev ops.Event) { met.Observe(ev); pr.Emit(ev) })
+	if err != nil {
+		return err
+	}
+	met.SetReady(true)
+	if election == "" {
+		return run(ctx)
+	}
+	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), election, ops.DefaultHolder(), func(ctx context.Context) { _ = run(ctx) })
+	if ctx.Err() != nil {
+		return nil // stopped by a signal: the operations recorded where they stopped
+	}
+	return err
+}
+
+// daemonMode follows cordon and uncordon (nova-kubernetes-drain's daemon mode): one node
+// (--node or NODE_NAME, as in the DaemonSet), or every node, leader-elected.
+var daemonMode = mode{start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
+	if !cl.Engine.NovaConfigured() {
+		return nil, "", &ops.UsageError{Problem: "the daemon moves VMs: it needs OpenStack credentials", Hint: "set OS_CLOUD or OS_* (see --help)"}
+	}
+	node := cmp(e.o.Node, e.getenv("NODE_NAME"))
+	d := &controllers.Daemon{Engine: cl.Engine, Node: node, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason}, Events: cl.Kube, Emit: emit}
+	if node != "" {
+		fmt.Fprintf(e.stderr, "drainctl: daemon following node %s\n", node)
+		return d.Serve, "", nil
+	}
+	fmt.Fprintln(e.stderr, "drainctl: daemon following every node (leader-elected)")
+	return d.Serve, "drainctl-daemon", nil
+}}
+
+// controllerMode reconciles NodeMaintenance resources (node-maintenance-operator's mode),
+// leader-elected; the holder is stable so a new pod resumes the old one's work.
+var controllerMode = mode{holder: "drainctl-controller", maintenances: true,
+	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
+		if cl.MaintenancesErr != nil {
+			return nil, "", &ops.UsageError{Problem: cl.MaintenancesErr.Error()}
+		}
+		mc := &controllers.MaintenanceController{Engine: cl.Engine, Store: cl.Maintenances, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason},
+			Events: cl.Kube, Emit: emit}
+		if e.o.Demo {
+			return mc.Serve, "", nil
+		}
+		fmt.Fprintln(e.stderr, "drainctl: NodeMaintenance controller (leader-elected)")
+		return mc.Serve, "drainctl-controller", nil
+	}}
+
+// proxyMode serves the cloudpool API in front of the backend pool
+// (kubeaware-cloudpool-proxy's mode); the holder is stable across restarts of its pod.
+var proxyMode = mode{holder: "drainctl-proxy",
+	check: func(e env) error {
+		if e.cfg.CloudPool.URL == "" && !e.o.Demo {
+			return &ops.UsageError{Problem: "--proxy needs the backend cloudpool it sits in front of",
+				Hint: "set [cloudpool] url in config.toml (e.g. http://cloudpool:9010)"}
+		}
+		return nil
+	},
+	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
+		p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: e.cfg.CloudPool.BackendTimeout.D(),
+			Run:  ops.RunOptions{Policy: e.pol, Why: cmp(e.o.Reason, "scale-down")},
+			Emit: emit,
+			Logf: func(format string, a ...any) { fmt.Fprintf(e.stderr, "drainctl: proxy: "+format+"\n", a...) }})
+		if err != nil {
+			return nil, "", err
+		}
+		addr := cmp(e.o.Listen, ":8080")
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, "", &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --listen %s: %v", addr, err)}
+		}
+		srv := &http.Server{Handler: p.Handler(), ReadTimeout: e.cfg.CloudPool.ClientTimeout.D(), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+		fmt.Fprintf(e.stderr, "drainctl: cloudpool proxy on %s in front of %s\n", ln.Addr(), cloudpool.Redacted(cl.PoolURL))
+		return func(ctx context.Context) error {
+			<-ctx.Done()
+			shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			srv.Shutdown(shutdown) //nolint:errcheck // stopping anyway
+			p.Wait()               // a scale-down in progress stops at a safe point
+			return nil
+		}, "", nil
+	}}
+
+// serveMetrics serves /metrics, /healthz and /readyz on addr ("" serves nothing, the
+// metrics are still counted).
+func serveMetrics(addr string) (*metrics.Metrics, func(), error) {
+	m := metrics.New()
+	if addr == "" {
+		return m, func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --metrics-addr %s: %v", addr, err)}
+	}
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+	stop := func() { _ = srv.Shutdown(context.Background()) }
+	return m, stop, nil
+}

@@ -1,0 +1,144 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+)
+
+// Daemon reacts to cordon and uncordon, whoever does them (kubectl, an autoscaler, an
+// upgrade): a node becoming unschedulable gets its nova-compute disabled and its VMs
+// live-migrated away; schedulable again, its nova-compute is re-enabled if drainctl disabled
+// it. This is nova-kubernetes-drain's daemon mode, on the engine: caps, watchdog, journal,
+// lease. A restart resumes from what the cluster records: the reconcile is level-based.
+type Daemon struct {
+	Engine *ops.Engine
+	Node   string          // only this node (a DaemonSet pod's own); "" for every node
+	Run    ops.RunOptions  // policy for the migrations
+	Resync time.Duration   // full reconcile even without changes (default 30 s)
+	Emit   func(ops.Event) // progress (logs, metrics)
+	Events NodeEvents      // Kubernetes Events on the Node; may be nil
+
+	mu     sync.Mutex
+	active map[string]bool
+	wg     sync.WaitGroup
+}
+
+// Serve reconciles until ctx ends, then waits for the operations it started to stop at a
+// safe point (recording where).
+func (d *Daemon) Serve(ctx context.Context) error {
+	if d.Resync == 0 {
+		d.Resync = 30 * time.Second
+	}
+	if d.Emit == nil {
+		d.Emit = func(ops.Event) {}
+	}
+	d.active = map[string]bool{}
+	changes, cancel := d.Engine.Subscribe()
+	defer cancel()
+	defer d.wg.Wait()
+	t := time.NewTicker(d.Resync)
+	defer t.Stop()
+	for {
+		d.reconcileAll(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changes:
+		case <-t.C:
+		}
+	}
+}
+
+func (d *Daemon) reconcileAll(ctx context.Context) {
+	names := []string{d.Node}
+	if d.Node == "" {
+		names = d.Engine.KubeNodeNames()
+	}
+	for _, name := range names {
+		k, ok := d.Engine.KubeNode(name)
+		if !ok {
+			continue
+		}
+		d.reconcile(ctx, k)
+	}
+}
+
+// reconcile starts what the node's state calls for, unless something already runs on it.
+func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
+	d.mu.Lock()
+	if d.active[k.Name] {
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	op := model.OpEvacuate
+	if k.Schedulable {
+		op = model.OpUncordon
+	}
+	ro := d.Run
+	ro.VMsOnly = true
+	plan, err := d.Engine.Plan(ctx, op, k.Name, ro)
+	if err != nil || !plan.Pending() {
+		return
+	}
+	if op == model.OpUncordon {
+		// Only the Nova half: the node is schedulable already, someone else uncordoned it.
+		var steps []model.Step
+		for _, s := range plan.Steps {
+			if s.Kind == model.StepEnableCompute && !s.Done {
+				steps = append(steps, s)
+			}
+		}
+		if len(steps) == 0 {
+			return
+		}
+		plan.Steps = steps
+	}
+	d.mu.Lock()
+	d.active[k.Name] = true
+	d.mu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer func() { d.mu.Lock(); delete(d.active, k.Name); d.mu.Unlock() }()
+		what := "cordoned: disabling nova-compute and live-migrating its VMs"
+		if op == model.OpUncordon {
+			what = "schedulable again: re-enabling nova-compute"
+		}
+		d.event(ctx, k.Name, "Normal", "DrainctlStarted", what)
+		rep, err := d.Engine.Run(ctx, plan, ro, recordSteps(ctx, d.Events, d.Emit))
+		switch {
+		case errors.As(err, new(*ops.LeaseHeldError)):
+			// Another actor (a drainctl evacuate, node-maintenance) works this node: theirs.
+		case err == nil:
+			d.event(ctx, k.Name, "Normal", "DrainctlDone", fmt.Sprintf("%s: %d VM(s) migrated", op, countResult(rep, ops.MigCompleted)))
+		case ctx.Err() != nil:
+		default:
+			d.event(ctx, k.Name, "Warning", "DrainctlFailed", err.Error())
+		}
+	}()
+}
+
+func (d *Daemon) event(ctx context.Context, node, typ, reason, msg string) {
+	if d.Events != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		d.Events.NodeEvent(ctx, node, typ, reason, msg)
+	}
+}
+
+func countResult(r ops.Report, result ops.MigState) int {
+	n := 0
+	for _, v := range r.VMs {
+		if v.Result == result {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,103 @@
+package controllers_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+// cluster is the shared test world, with the controllers' own helpers.
+type cluster struct{ *simtest.Cluster }
+
+func newCluster(t *testing.T, scale float64) *cluster { return &cluster{simtest.NewCluster(t, scale)} }
+
+func defaults() policy.Options { return simtest.Defaults() }
+
+// startDaemon runs the daemon with its ServiceAccount's permissions only
+// (deploy/daemon-rbac.yaml): what it does proves that RBAC is enough.
+func (c *cluster) startDaemon(node string) (stop func()) {
+	for _, err := range kubetest.Apply(c.T, false, "../../deploy/namespace.yaml", "../../deploy/leases-role.yaml", "../../deploy/daemon-rbac.yaml") {
+		c.T.Fatal(err)
+	}
+	cfg := kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400})
+	cfg.Impersonate.UserName = "system:serviceaccount:drainctl:drainctl-daemon"
+	kc := c.KubeClientFor(cfg)
+	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: "daemon@" + node, Poll: 5 * time.Millisecond,
+		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	d := &controllers.Daemon{Engine: eng, Node: node, Run: ops.RunOptions{Policy: defaults()},
+		Resync: 200 * time.Millisecond, Events: kc}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Serve(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+func TestDaemonFollowsCordonAndUncordon(t *testing.T) {
+	c := newCluster(t, 20)
+	c0 := c.Name("c0")
+	vmA, _ := c.World.ServerByName("vm-a")
+	// vm-a converges slowly, so the daemon can be restarted while it migrates.
+	c.World.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0.9 * (1 << 30) })
+	stop := c.startDaemon(c0)
+
+	c.SetUnschedulable(c0, true) // as kubectl cordon does
+	kubetest.Eventually(t, 20*time.Second, "vm-a migrating", func() bool {
+		vm, _ := c.World.ServerByName("vm-a")
+		return vm.TaskState == "migrating"
+	})
+	stop() // the daemon restarts mid-migration
+	if j, _ := ops.ReadJournal(c.Node(c0)); j.Phase != ops.PhaseInterrupted {
+		t.Errorf("journal after the stop: %+v", j)
+	}
+	c.World.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0 })
+	stop = c.startDaemon(c0)
+	defer func() { stop() }()
+	kubetest.Eventually(t, 30*time.Second, "both VMs off "+c0, func() bool {
+		a, _ := c.World.ServerByName("vm-a")
+		b, _ := c.World.ServerByName("vm-b")
+		return a.Host != c0 && b.Host != c0 && a.Status == "ACTIVE" && b.Status == "ACTIVE"
+	})
+	for _, name := range []string{"vm-a", "vm-b"} {
+		vm, _ := c.World.ServerByName(name)
+		if n := len(c.World.MigrationStatuses(vm.ID)); n != 1 {
+			t.Errorf("%s migrated %d times", name, n)
+		}
+	}
+	h, _ := c.World.Host(c0)
+	if h.Enabled || !strings.HasPrefix(h.DisabledReason, "drainctl: evacuate by daemon@") {
+		t.Errorf("compute: %+v", h)
+	}
+	if pods := c.Kube.PodsOn(c0); len(pods) != 4 {
+		t.Errorf("the daemon must leave the pods to whoever cordoned: %d left", len(pods))
+	}
+	kubetest.Eventually(t, 10*time.Second, "DrainctlDone, and the steps' Events, on the node", func() bool {
+		events, _ := c.CS.CoreV1().Events("default").List(kubetest.Ctx(t), metav1.ListOptions{})
+		seen := map[string]int{}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == c0 && (e.Reason != "DrainctlDone" || strings.Contains(e.Message, "2 VM(s) migrated")) {
+				seen[e.Reason]++
+			}
+		}
+		return seen["DrainctlDone"] == 1 && seen["DrainctlDisableCompute"] == 1 && seen["DrainctlVMMigrated"] == 2
+	})
+
+	c.SetUnschedulable(c0, false) // kubectl uncordon
+	kubetest.Eventually(t, 20*time.Second, "compute re-enabled", func() bool {
+		h, _ := c.World.Host(c0)
+		return h.Enabled
+	})
+}

@@ -1,0 +1,61 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+)
+
+// NodeEvents records Kubernetes Events on a Node (ops/kube.Client does).
+type NodeEvents interface {
+	NodeEvent(ctx context.Context, node, eventType, reason, message string)
+}
+
+// recordSteps returns an emit that also records, as Events on the node (what `kubectl
+// describe node` shows), each step that finished or failed and each VM that moved or could
+// not: the in-cluster modes' account of what they did. Progress samples are not recorded.
+func recordSteps(ctx context.Context, events NodeEvents, emit func(ops.Event)) func(ops.Event) {
+	if events == nil {
+		return emit
+	}
+	record := func(node, typ, reason, msg string) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		events.NodeEvent(ctx, node, typ, reason, msg)
+	}
+	return func(ev ops.Event) {
+		emit(ev)
+		switch ev := ev.(type) {
+		case ops.StepEvent:
+			switch ev.State {
+			case ops.StepDone:
+				record(ev.Node, "Normal", "Drainctl"+camel(ev.Step), ev.Detail)
+			case ops.StepFailed:
+				record(ev.Node, "Warning", "Drainctl"+camel(ev.Step)+"Failed", ev.Detail)
+			}
+		case ops.MigrationEvent:
+			switch ev.State {
+			case ops.MigCompleted:
+				record(ev.Node, "Normal", "DrainctlVMMigrated", fmt.Sprintf("VM %s live-migrated from %s to %s", ev.VM, ev.Source, ev.Dest))
+			case ops.MigFailed, ops.MigAborted:
+				record(ev.Node, "Warning", "DrainctlVMNotMigrated", fmt.Sprintf("VM %s: %s: %s", ev.VM, ev.State, ev.Message))
+			}
+		case ops.PlanReady, ops.PodEvent, ops.NodeChanged, ops.RunDone: // the daemon's account is steps and VMs
+		}
+	}
+}
+
+// camel turns a step's name into an Event reason: "disable-compute" -> "DisableCompute".
+func camel(k model.StepKind) string {
+	var b strings.Builder
+	for _, part := range strings.Split(string(k), "-") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,129 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		desc, toml string
+		want       string // the whole error message
+	}{
+		{"unknown key with suggestion", "refresh_interval = \"5s\"\n\n[policy]\ntaint_key = \"x\"\n    grace_perod = \"30s\"\n",
+			`config.toml:5:5: unknown key "policy.grace_perod"; did you mean grace_period?`},
+		{"unknown key far from any", "[kubernetes]\nwibble = 1\n",
+			`config.toml:2:1: unknown key "kubernetes.wibble"; see config.toml.example for every key`},
+		{"unknown table", "[polcy]\ngrace_period = \"1s\"\n",
+			`config.toml:1:1: unknown key "polcy"; did you mean policy?`},
+		{"wrong type", "[concurrency]\nevictions = \"ten\"\n",
+			`config.toml:2:1: concurrency.evictions: incompatible types: TOML value has type string; destination has type integer; see config.toml.example for the type of each key`},
+		{"bad duration", "[timeouts]\nmigration = \"30x\"\n",
+			`config.toml:2:14: timeouts.migration: invalid duration "30x": use a number with a unit, such as "30s", "5m" or "1h"`},
+		{"syntax", "[timeouts\n",
+			`config.toml:2:10: expected '.' or ']' to end table name, but got '\n' instead`},
+		{"range", "\n[concurrency]\nnodes = 0\n",
+			`config.toml:3:1: concurrency.nodes must be at least 1, got 0; remove the key to use the default`},
+		{"mapping needs label", "[mapping]\nmode = \"label\"\n",
+			`config.toml: mapping.label is required when mapping.mode = "label"; name the node label that holds the compute host`},
+		{"unknown mapping mode", "[mapping]\nmode = \"guess\"\n",
+			`config.toml:2:1: mapping.mode unknown mode "guess"; use one of "name", "label", "annotation", "strip-domain"`},
+		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
+			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Parse("config.toml", []byte(tc.toml))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a *Error", err)
+			}
+			if got := err.Error(); got != tc.want {
+				t.Errorf("\ngot  %s\nwant %s", got, tc.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Error("the error shows the password")
+			}
+		})
+	}
+}
+
+func TestParseConfigValues(t *testing.T) {
+	cfg, err := Parse("c.toml", []byte(`
+refresh_interval = "2s"
+[mapping]
+mode = "strip-domain"
+[mapping.hosts]
+"odd-node" = "compute-9"
+[policy]
+grace_period = "45s"
+protected_pods = ["app=db"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RefreshInterval.D() != 2*time.Second || cfg.Policy.GracePeriod.D() != 45*time.Second {
+		t.Errorf("durations: %v %v", cfg.RefreshInterval, cfg.Policy.GracePeriod)
+	}
+	if cfg.Mapping.Hosts["odd-node"] != "compute-9" || cfg.Policy.ProtectedPods[0] != "app=db" {
+		t.Errorf("tables: %+v %+v", cfg.Mapping, cfg.Policy)
+	}
+	// Untouched keys keep their defaults.
+	if cfg.Concurrency != model.DefaultConfig().Concurrency {
+		t.Errorf("defaults lost: %+v", cfg.Concurrency)
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.toml"), false); err != nil {
+		t.Errorf("a missing default file must be fine, got %v", err)
+	}
+	_, err := Load(filepath.Join(t.TempDir(), "none.toml"), true)
+	if err == nil || !strings.Contains(err.Error(), "cannot read the configuration file: no such file or directory; check the path given to --config") {
+		t.Errorf("a missing explicit file: got %v", err)
+	}
+}
+
+// The example file must parse and must name every key, so it cannot drift from the code.
+func TestConfigExampleIsComplete(t *testing.T) {
+	data, err := os.ReadFile("../../config.toml.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncommented := strings.NewReplacer("\n# ", "\n", "\n#", "\n").Replace("\n" + string(data))
+	if _, err := Parse("config.toml.example", data); err != nil {
+		t.Fatalf("example as shipped: %v", err)
+	}
+	for _, k := range knownKeys(reflectConfigType(), "") {
+		parts := strings.Split(k, ".")
+		if line, _ := locateKey([]byte(uncommented), toKey(parts)); line == 0 {
+			t.Errorf("config.toml.example does not show key %q", k)
+		}
+	}
+}
+
+func TestLegacyConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "config.yaml")
+	os.WriteFile(good, []byte("IdentityEndpoint: \"http://keystone-api:5000/v3/\"\nUsername: \"admin\"\nPassword: \"mysupersecretpassword\"\nTenantName: \"admin\"\nDomainID: \"default\"\n"), 0o600)
+	o, err := LoadLegacy(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.AuthURL != "http://keystone-api:5000/v3/" || o.Username != "admin" || o.ProjectName != "admin" ||
+		o.UserDomainID != "default" || o.Password.Reveal() != "mysupersecretpassword" {
+		t.Errorf("got %+v", o)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("IdentityEndpoint: x\nPasword: \"mysupersecretpassword\"\n"), 0o600)
+	_, err = LoadLegacy(bad)
+	want := bad + `:2: field Pasword is not a known key; the keys are IdentityEndpoint, Username, Password, TenantName and DomainID`
+	if err == nil || err.Error() != want {
+		t.Errorf("\ngot  %v\nwant %s", err, want)
+	}
+}

@@ -1,0 +1,118 @@
+package ops
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// eventTypes is the sealed set (events.go).
+var eventTypes = []string{"PlanReady", "StepEvent", "PodEvent", "MigrationEvent", "NodeChanged", "RunDone"}
+
+// Every type switch over events, anywhere in the program (tests aside), names every event type (an
+// empty case where nothing is to be done): a new event cannot be forgotten by a consumer.
+func TestEventSwitchesAreExhaustive(t *testing.T) {
+	isEvent := map[string]bool{}
+	for _, e := range eventTypes {
+		isEvent[e] = true
+	}
+	found := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".envtest" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		inOps := f.Name.Name == "ops"
+		ast.Inspect(f, func(n ast.Node) bool {
+			sw, ok := n.(*ast.TypeSwitchStmt)
+			if !ok {
+				return true
+			}
+			named := map[string]bool{}
+			for _, c := range sw.Body.List {
+				for _, e := range c.(*ast.CaseClause).List {
+					switch x := e.(type) {
+					case *ast.SelectorExpr:
+						if id, ok := x.X.(*ast.Ident); ok && id.Name == "ops" && isEvent[x.Sel.Name] {
+							named[x.Sel.Name] = true
+						}
+					case *ast.Ident:
+						if inOps && isEvent[x.Name] {
+							named[x.Name] = true
+						}
+					}
+				}
+			}
+			if len(named) == 0 {
+				return true
+			}
+			found++
+			for _, e := range eventTypes {
+				if !named[e] {
+					t.Errorf("%s: a switch over events does not name %s", path, e)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 5 { // the printer, the TUI, metrics, node events, the NodeMaintenance status…
+		t.Errorf("found only %d switches over events: is the search broken?", found)
+	}
+}
+
+// Every step kind a plan can hold has its function in the table, except the ones the run
+// itself does (the lease) and those only scale-down does.
+func TestEveryStepKindHasAFunction(t *testing.T) {
+	src, err := os.ReadFile("../model/plan.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "plan.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := map[model.StepKind]bool{model.StepLease: true, model.StepDeleteNode: true, model.StepTerminate: true}
+	n := 0
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "StepKind" {
+				continue
+			}
+			for _, v := range vs.Values {
+				kind := model.StepKind(strings.Trim(v.(*ast.BasicLit).Value, `"`))
+				n++
+				if _, ok := steps[kind]; !ok && !elsewhere[kind] {
+					t.Errorf("step %q has no function in steps", kind)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("found %d step kinds: is the search broken?", n)
+	}
+}

@@ -1,0 +1,158 @@
+package ops
+
+// Ports: what the engine needs from the world (Kubernetes, Nova, a machine pool, the
+// NodeMaintenance store), as small consumer-side interfaces that ops/kube, ops/nova,
+// internal/controllers/cloudpool and the stores implement, and the typed errors they and the engine return.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// KubeSource is the Kubernetes side of the inventory (ops/kube.Inventory).
+type KubeSource interface {
+	Snapshot() model.KubeSnapshot
+	// Subscribe signals changes (coalesced) until cancel is called.
+	Subscribe() (changes <-chan struct{}, cancel func())
+	// TakeChanged returns the nodes whose Node object or pods changed since the last call
+	// (all: any may have) and starts counting afresh. One consumer: the ranking.
+	TakeChanged() (nodes map[string]bool, all bool)
+}
+
+// NovaSource is the Nova side of the inventory (ops/nova.Client).
+type NovaSource interface {
+	Snapshot(ctx context.Context) (model.NovaSnapshot, error)
+}
+
+// Kube is what the engine needs from Kubernetes (ops/kube.Client). Reads come from the
+// informer cache; every write is idempotent at the call site (the engine checks first).
+type Kube interface {
+	KubeSource
+	// Node and PodsOn read the cache.
+	Node(name string) (model.KubeNode, bool)
+	PodsOn(node string) []model.Pod
+	PDB(namespace, name string) (model.PDB, bool)
+	PodUID(namespace, name string) (string, bool)
+
+	// Cordon makes the node unschedulable and adds the taint; Uncordon undoes both.
+	Cordon(ctx context.Context, node string, taint model.Taint) error
+	Uncordon(ctx context.Context, node string, taintKey string) error
+	// SetAnnotation sets a node annotation; an empty value removes it.
+	SetAnnotation(ctx context.Context, node, key, value string) error
+	// Evict asks the Eviction API (or deletes, with useDelete) to remove the pod with that UID.
+	// A PDB refusal is a *BudgetError; a pod already gone is nil.
+	Evict(ctx context.Context, pod model.Pod, grace *int64, useDelete bool) error
+	// PodsForDeletion asks kubectl's drain filters which pods of the node to remove; refusals
+	// come back as errors in kubectl's words.
+	PodsForDeletion(ctx context.Context, node string, o DrainFilterOptions, extra func(model.Pod) (keep bool)) ([]model.Pod, []error, error)
+
+	// AcquireLease takes the node's maintenance lease for holder; held by another live
+	// holder, it fails with *LeaseHeldError.
+	AcquireLease(ctx context.Context, node, holder string, ttl time.Duration) error
+	ReleaseLease(ctx context.Context, node, holder string) error
+	// DeleteNode deletes the Node object (scale-down).
+	DeleteNode(ctx context.Context, node string) error
+}
+
+// MachinePool terminates the machine under a node (internal/controllers/cloudpool.Client).
+type MachinePool interface {
+	TerminateNode(ctx context.Context, node, providerID string) (machineID string, err error)
+}
+
+// DrainFilterOptions are kubectl drain's own options.
+type DrainFilterOptions struct {
+	Force, IgnoreDaemonSets, DeleteEmptyDirData bool
+}
+
+// Nova is what the engine needs from Nova (ops/nova.Client).
+type Nova interface {
+	NovaSource
+	ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error)
+	Hypervisors(ctx context.Context) ([]model.Hypervisor, error)
+	SetServiceEnabled(ctx context.Context, host string, enabled bool, reason string) (model.ComputeService, error)
+	Servers(ctx context.Context, host string) ([]model.VM, error)
+	Server(ctx context.Context, id string) (model.VM, error)
+	LiveMigrate(ctx context.Context, id, host string) error
+	ServerMigrations(ctx context.Context, id string) ([]model.Migration, error)
+	MigrationsOf(ctx context.Context, id string) ([]model.Migration, error)
+	InProgressFrom(ctx context.Context, host string) ([]model.Migration, error)
+	ForceComplete(ctx context.Context, id string, migrationID int64) error
+	AbortMigration(ctx context.Context, id string, migrationID int64) error
+	LastActionError(ctx context.Context, id, action string) (string, error)
+}
+
+// BudgetError is an eviction refused because a PodDisruptionBudget allows no disruption.
+type BudgetError struct {
+	Pod     string
+	PDB     string // "" when the API did not say which
+	Message string
+}
+
+func (e *BudgetError) Error() string {
+	if e.PDB != "" {
+		return fmt.Sprintf("evicting %s would violate PodDisruptionBudget %s: %s", e.Pod, e.PDB, e.Message)
+	}
+	return fmt.Sprintf("evicting %s would violate its PodDisruptionBudget: %s", e.Pod, e.Message)
+}
+
+// LeaseHeldError means another actor is working on the node.
+type LeaseHeldError struct {
+	Node, Holder string
+	Until        time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("node %s is held by %s (lease valid until %s)", e.Node, e.Holder, e.Until.Format(time.RFC3339))
+}
+
+// RefusedError is a plan refused by policy: nothing was changed.
+type RefusedError struct{ Reasons []model.Reason }
+
+func (e *RefusedError) Error() string {
+	if len(e.Reasons) == 1 {
+		return "refused: " + e.Reasons[0].String()
+	}
+	return fmt.Sprintf("refused: %d blockers, first: %s", len(e.Reasons), e.Reasons[0].String())
+}
+
+// Interrupted is an operation stopped at a safe point; the journal says where.
+type Interrupted struct {
+	Node  string
+	Phase string
+	Cause error
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("%s: interrupted during %s; run the same command again to resume", e.Node, e.Phase)
+}
+func (e *Interrupted) Unwrap() error { return e.Cause }
+func (e *Interrupted) HintText() string {
+	return "the node records where it stopped (annotation " + JournalAnnotation + ")"
+}
+
+// UsageError is a request that cannot be carried out as asked (an unknown node or VM, a
+// verb without its target), with a hint on how to fix it.
+type UsageError struct {
+	Problem string
+	Hint    string
+}
+
+func (e *UsageError) Error() string { return e.Problem }
+
+// MaintenanceFinalizer holds a NodeMaintenance until the node is put back.
+const MaintenanceFinalizer = "maintenance.drainctl.io/restore-node"
+
+// Maintenances is the store of NodeMaintenance resources (ops/kube.Maintenances).
+type Maintenances interface {
+	// List is every NodeMaintenance, from a watch-fed cache.
+	List() []model.NodeMaintenance
+	// Subscribe signals (coalesced) whenever a NodeMaintenance changes.
+	Subscribe() (changes <-chan struct{}, cancel func())
+	SetFinalizer(ctx context.Context, name string, on bool) error
+	UpdateStatus(ctx context.Context, name string, st model.MaintenanceStatus) error
+	Create(ctx context.Context, node, reason string) (name string, err error)
+	Delete(ctx context.Context, name string) error
+}

@@ -1,0 +1,162 @@
+package sim
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ---- servers ----
+
+func (c *call) serverJSON(s *VM, detail bool) map[string]any {
+	self := c.s.URL + "/compute/v2.1/servers/" + s.ID
+	links := []map[string]any{{"href": self, "rel": "self"}, {"href": c.s.URL + "/compute/servers/" + s.ID, "rel": "bookmark"}}
+	out := map[string]any{"id": s.ID, "name": s.Name, "links": links}
+	if !detail {
+		return out
+	}
+	var flavor any
+	if c.mv.atLeast(47) {
+		flavor = map[string]any{"original_name": s.Flavor.Name, "ram": s.Flavor.RAMMB, "vcpus": s.Flavor.VCPUs,
+			"disk": s.Flavor.DiskGB, "ephemeral": 0, "swap": 0, "extra_specs": map[string]any{}}
+	} else {
+		flavor = map[string]any{"id": s.Flavor.Name, "links": []any{}}
+	}
+	hostStatus := "UP"
+	if h := c.w.hosts[s.Host]; h != nil && (!h.Up || h.ForcedDown) {
+		hostStatus = "DOWN"
+	}
+	for k, v := range map[string]any{
+		"OS-DCF:diskConfig": "MANUAL", "OS-EXT-AZ:availability_zone": "nova",
+		"OS-EXT-SRV-ATTR:host": s.Host, "OS-EXT-SRV-ATTR:hostname": s.Name,
+		"OS-EXT-SRV-ATTR:hypervisor_hostname": s.Host, "OS-EXT-SRV-ATTR:instance_name": s.Instance,
+		"OS-EXT-SRV-ATTR:kernel_id": "", "OS-EXT-SRV-ATTR:launch_index": 0, "OS-EXT-SRV-ATTR:ramdisk_id": "",
+		"OS-EXT-SRV-ATTR:reservation_id": "r-" + s.ID[:8], "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
+		"OS-EXT-SRV-ATTR:user_data": nil, "OS-EXT-STS:power_state": 1, "OS-EXT-STS:task_state": nullIfEmpty(s.TaskState),
+		"OS-EXT-STS:vm_state": s.VMState, "OS-SRV-USG:launched_at": novaTime(s.Created), "OS-SRV-USG:terminated_at": nil,
+		"accessIPv4": "", "accessIPv6": "", "addresses": map[string]any{}, "config_drive": "",
+		"created": s.Created.UTC().Format(time.RFC3339), "description": nil, "flavor": flavor,
+		"hostId": "198079a0853eafad4b0dfb53c43fcb02c98090562e912589dc082afd", "host_status": hostStatus,
+		"image": map[string]any{"id": "11111111-2222-3333-4444-555555555555"}, "key_name": nil,
+		"metadata": map[string]any{}, "os-extended-volumes:volumes_attached": []any{}, "progress": 0,
+		"status": s.Status, "tags": []any{}, "tenant_id": s.ProjectID,
+		"trusted_image_certificates": nil, "updated": s.Updated.UTC().Format(time.RFC3339), "user_id": s.UserID,
+	} {
+		out[k] = v
+	}
+	if c.mv.atLeast(9) {
+		out["locked"] = s.Locked
+	}
+	if c.mv.atLeast(73) {
+		out["locked_reason"] = nil
+	}
+	return out
+}
+
+func listServers(detail bool) route {
+	return func(c *call) (int, any) {
+		q := c.r.URL.Query()
+		// all_tenants matters to a real Nova; the simulated cloud has one project.
+		host := q.Get("host")
+		list := []*VM{}
+		for _, s := range c.w.sortedServers() {
+			if host == "" || s.Host == host {
+				list = append(list, s)
+			}
+		}
+		page, next, fault := paginate(c, len(list), func(i int) string { return list[i].ID }, func(i int) string { return list[i].ID })
+		if fault != "" {
+			return 400, fault
+		}
+		out := make([]map[string]any, 0, len(page))
+		for _, i := range page {
+			out = append(out, c.serverJSON(list[i], detail))
+		}
+		body := map[string]any{"servers": out}
+		if next != "" {
+			body["servers_links"] = []map[string]any{{"href": next, "rel": "next"}}
+		}
+		return 200, body
+	}
+}
+
+func (c *call) server() (*VM, novaFault) {
+	s := c.w.servers[c.r.PathValue("id")]
+	if s == nil {
+		return nil, faultf("Instance %s could not be found.", c.r.PathValue("id"))
+	}
+	return s, ""
+}
+
+func showServer(c *call) (int, any) {
+	s, f := c.server()
+	if f != "" {
+		return 404, f
+	}
+	out := c.serverJSON(s, true)
+	if c.mv.atLeast(71) { // only GET /servers/{id} shows server_groups
+		out["server_groups"] = []any{}
+	}
+	return 200, map[string]any{"server": out}
+}
+
+func serverAction(c *call) (int, any) {
+	s, f := c.server()
+	if f != "" {
+		return 404, f
+	}
+	var body map[string]json.RawMessage
+	if err := json.NewDecoder(c.r.Body).Decode(&body); err != nil {
+		return 400, faultf("Malformed request body")
+	}
+	raw, ok := body["os-migrateLive"]
+	if !ok {
+		return 400, faultf("There is no such action: %v", keys(body))
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return 400, faultf("Invalid input for field/attribute os-migrateLive.")
+	}
+	if _, ok := req["block_migration"]; !ok && c.mv.atLeast(25) {
+		return 400, faultf("Invalid input for field/attribute os-migrateLive. Value: %s. 'block_migration' is a required property", raw)
+	}
+	if _, ok := req["disk_over_commit"]; ok && c.mv.atLeast(25) {
+		return 400, faultf("Invalid input for field/attribute os-migrateLive. Value: %s. Additional properties are not allowed ('disk_over_commit' was unexpected)", raw)
+	}
+	var host string
+	if h, ok := req["host"]; ok && string(h) != "null" {
+		if json.Unmarshal(h, &host) != nil {
+			return 400, faultf("Invalid input for field/attribute host.")
+		}
+	}
+	if s.Locked {
+		return 409, faultf("Instance %s is locked", s.ID)
+	}
+	if s.TaskState != "" {
+		return 409, faultf("Cannot 'os-migrateLive' instance %s while it is in task_state %s", s.ID, s.TaskState)
+	}
+	if s.VMState != "active" && s.VMState != "paused" {
+		return 409, faultf("Cannot 'os-migrateLive' instance %s while it is in vm_state %s", s.ID, s.VMState)
+	}
+	if host != "" {
+		h := c.w.hosts[host]
+		if h == nil {
+			return 400, faultf("Compute host %s could not be found.", host)
+		}
+		if host == s.Host {
+			return 400, faultf("Unable to migrate instance (%s) to current host (%s).", s.ID, host)
+		}
+		if !h.Up || h.ForcedDown {
+			return 400, faultf("Compute service of %s is unavailable at this time.", host)
+		}
+	}
+	c.w.startMigration(s, host, c.now)
+	return 202, nil
+}
+
+func keys(m map[string]json.RawMessage) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,190 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// stepFunc carries out one kind of plan step. Each re-reads the cluster first, so a step
+// another actor already did is a no-op, and returns a line for the report.
+type stepFunc func(r *runner, ctx context.Context) (string, error)
+
+// steps is every step kind the engine knows; a plan step without an entry is a bug that
+// TestEveryStepKindHasAFunction catches.
+var steps = map[model.StepKind]stepFunc{
+	model.StepCordon:         (*runner).cordon,
+	model.StepDisableCompute: (*runner).disableCompute,
+	model.StepMigrateVMs:     (*runner).migrateVMs,
+	model.StepEvictPods:      func(r *runner, ctx context.Context) (string, error) { return r.evictStep(ctx, false) },
+	model.StepEvictCarriers:  func(r *runner, ctx context.Context) (string, error) { return r.evictStep(ctx, true) },
+	model.StepVerify:         (*runner).verify,
+	model.StepAbort:          (*runner).abort,
+	model.StepEnableCompute:  (*runner).enableCompute,
+	model.StepUncordon:       (*runner).uncordon,
+	model.StepRelease:        (*runner).release,
+}
+
+// do runs one step.
+func (r *runner) do(ctx context.Context, kind model.StepKind) (string, error) {
+	f, ok := steps[kind]
+	if !ok {
+		return "", fmt.Errorf("step %s is not implemented", kind)
+	}
+	return f(r, ctx)
+}
+
+func (r *runner) cordon(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	r.journal(PhaseCordoned, "")
+	k, _ := e.kube.Node(p.Node)
+	if !k.Schedulable && k.HasTaint(e.cfg.Policy.TaintKey) {
+		return "already cordoned", nil
+	}
+	if err := e.kube.Cordon(ctx, p.Node, model.Taint{Key: e.cfg.Policy.TaintKey, Value: "drainctl", Effect: "NoSchedule"}); err != nil {
+		return "", err
+	}
+	r.nodeChanged("cordoned")
+	return "unschedulable, tainted " + e.cfg.Policy.TaintKey, nil
+}
+
+func (r *runner) disableCompute(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	if e.nova == nil || p.Host == "" {
+		return "no compute service", nil
+	}
+	svcs, err := e.nova.ComputeServices(ctx, p.Host)
+	if err != nil {
+		return "", err
+	}
+	if len(svcs) == 0 || !svcs[0].Enabled {
+		return "already disabled", nil
+	}
+	reason := ComputeReason(p.Op, e.o.Holder, r.ro.Why, e.now())
+	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, false, reason); err != nil {
+		return "", err
+	}
+	r.nodeChanged("nova-compute disabled: " + reason)
+	return reason, nil
+}
+
+func (r *runner) migrateVMs(ctx context.Context) (string, error) {
+	if r.e.nova == nil || r.plan.Host == "" {
+		return "no VMs: no compute service", nil
+	}
+	r.journal(PhaseMigrating, "")
+	return r.migrate(ctx)
+}
+
+func (r *runner) evictStep(ctx context.Context, carriers bool) (string, error) {
+	r.journal(PhaseEvicting, "")
+	return r.evict(ctx, carriers)
+}
+
+// abort stops an operation of this process at its next safe point (it records that), then
+// aborts the migrations leaving the node's host.
+func (r *runner) abort(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	if done := e.Cancel(p.Node); done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if e.nova == nil || p.Host == "" {
+		return "no migrations", nil
+	}
+	return r.abortMigrations(ctx)
+}
+
+func (r *runner) enableCompute(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	if e.nova == nil || p.Host == "" {
+		return "no compute service", nil
+	}
+	svcs, err := e.nova.ComputeServices(ctx, p.Host)
+	if err != nil {
+		return "", err
+	}
+	if len(svcs) == 0 || svcs[0].Enabled {
+		return "already enabled", nil
+	}
+	if !DisabledByDrainctl(svcs[0]) && !r.ro.ForceCompute {
+		return fmt.Sprintf("left disabled: someone else disabled it (%q); --force re-enables", svcs[0].DisabledReason), nil
+	}
+	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
+		return "", err
+	}
+	r.nodeChanged("nova-compute enabled")
+	return "enabled", nil
+}
+
+func (r *runner) uncordon(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	k, _ := e.kube.Node(p.Node)
+	if j, ok := ReadJournal(k); ok && p.Op == model.OpRollback && !j.WasSchedulable {
+		// The node was cordoned before drainctl came: only the taint goes.
+		if !k.HasTaint(e.cfg.Policy.TaintKey) {
+			return "was cordoned before: left cordoned", nil
+		}
+	}
+	if k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey) {
+		return "already schedulable", nil
+	}
+	if err := e.kube.Uncordon(ctx, p.Node, e.cfg.Policy.TaintKey); err != nil {
+		return "", err
+	}
+	r.nodeChanged("uncordoned")
+	return "schedulable", nil
+}
+
+func (r *runner) release(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	if err := e.kube.SetAnnotation(ctx, p.Node, JournalAnnotation, ""); err != nil {
+		return "", err
+	}
+	if err := e.kube.ReleaseLease(ctx, p.Node, e.o.Holder); err != nil {
+		return "", err
+	}
+	return "journal cleared, lease released", nil
+}
+
+func (r *runner) nodeChanged(what string) {
+	r.emit(NewNodeChanged(r.e.now(), r.plan.Node, what))
+}
+
+// verify checks that nothing that had to go is left on the node.
+func (r *runner) verify(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	var left []string
+	if e.nova != nil && p.Host != "" {
+		vms, err := e.nova.Servers(ctx, p.Host)
+		if err != nil {
+			return "", err
+		}
+		skipped := map[string]bool{}
+		for _, v := range r.report.VMs {
+			if v.Result == MigSkipped {
+				skipped[v.VMID] = true
+			}
+		}
+		for _, vm := range vms {
+			if !skipped[vm.ID] {
+				left = append(left, "VM "+vm.Name)
+			}
+		}
+	}
+	for _, pod := range e.kube.PodsOn(p.Node) {
+		if v, _ := policy.ClassifyPod(pod, r.ro.Policy); v == policy.Evict || v == policy.Later {
+			left = append(left, "pod "+pod.Key())
+		}
+	}
+	if len(left) > 0 {
+		return "", fmt.Errorf("still on %s: %s", p.Node, strings.Join(left, ", "))
+	}
+	return "empty of everything that had to go", nil
+}

@@ -1,0 +1,229 @@
+package auto
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// Auto is a headless run of one verb.
+type Auto struct {
+	Engine *ops.Engine
+	Run    ops.RunOptions
+	DryRun bool
+	JSON   bool
+	Count  int             // recommend, scale-down: how many candidates (0: all; scale-down: 1)
+	Pool   ops.MachinePool // scale-down: the cloudpool, nil when none is configured
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Verbs lists the verbs --auto knows, for usage errors.
+const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, doctor, recommend, scale-down"
+
+// KnownVerb reports whether --auto knows the verb.
+func KnownVerb(v string) bool {
+	switch v {
+	case "list", "plan", "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback", "doctor", "recommend", "scale-down":
+		return true
+	}
+	return false
+}
+
+// Do runs verb on its arguments. The error carries the exit code (ops.ExitCodeOf).
+func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
+	switch verb {
+	case "list":
+		inv, err := a.Engine.Inventory().Read(ctx)
+		if err != nil {
+			return err
+		}
+		return WriteInventory(a.Stdout, inv, map[bool]string{true: FormatJSON, false: FormatTable}[a.JSON])
+	case "plan":
+		if len(args) < 2 {
+			return &ops.UsageError{Problem: "plan needs a verb and its targets", Hint: "e.g. drainctl --auto plan evacuate compute-3"}
+		}
+		a.DryRun = true
+		return a.Do(ctx, args[0], args[1:])
+	case "cordon", "evacuate", "uncordon", "abort", "rollback", "migrate":
+		if len(args) == 0 {
+			what := "NODE"
+			if verb == "migrate" {
+				what = "VM"
+			}
+			return &ops.UsageError{Problem: verb + " needs at least one " + what, Hint: "drainctl --auto list shows them"}
+		}
+		if (verb == "abort" || verb == "rollback") && len(args) > 1 {
+			return &ops.UsageError{Problem: verb + " takes one node"}
+		}
+		return a.operate(ctx, model.OpKind(verb), args)
+	case "doctor":
+		return a.doctor(ctx)
+	case "recommend":
+		return a.recommend(ctx)
+	case "scale-down":
+		return a.scaleDown(ctx, args)
+	}
+	return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + Verbs}
+}
+
+// operate plans every target, refuses the whole batch if any plan is blocked (exit 3,
+// nothing changed), then runs it: the engine's batch rules (concurrency.nodes) apply.
+func (a *Auto) operate(ctx context.Context, op model.OpKind, targets []string) error {
+	b, err := a.Engine.PlanBatch(ctx, op, targets, a.Run)
+	if err != nil {
+		return err
+	}
+	refusals := b.Blockers()
+	if a.DryRun || len(refusals) > 0 {
+		for _, p := range b.Plans {
+			if a.JSON {
+				a.printer(nil).Emit(ops.NewPlanReady(a.Engine.Now(), p))
+			} else {
+				WritePlan(a.Stdout, p)
+			}
+		}
+		if len(refusals) > 0 {
+			return &ops.RefusedError{Reasons: refusals}
+		}
+		return nil
+	}
+	pr := a.printer(a.Stderr)
+	_, err = a.Engine.RunBatch(ctx, b, func(model.Plan) func(ops.Event) { return pr.Emit })
+	return err
+}
+
+func (a *Auto) printer(progress io.Writer) *Printer {
+	if progress == nil {
+		progress = io.Discard
+	}
+	var j io.Writer
+	if a.JSON {
+		j = a.Stdout
+	}
+	return NewPrinter(progress, j)
+}
+
+// doctor prints where Kubernetes and Nova disagree; exit 0 when they all agree.
+func (a *Auto) doctor(ctx context.Context) error {
+	inv, err := a.Engine.Inventory().Read(ctx)
+	if err != nil {
+		return err
+	}
+	var found []string
+	for _, n := range inv.Nodes {
+		for _, m := range n.Mismatches(inv.NovaConfigured) {
+			if m.Code == model.NoComputeService || m.Code == model.NoHypervisor {
+				continue // expected on control-plane and storage nodes
+			}
+			found = append(found, fmt.Sprintf("%s: %s", m.Code, m.Message))
+		}
+		for _, m := range n.Migrations {
+			if m.SourceCompute == n.Host && m.Stuck(inv.At) {
+				found = append(found, fmt.Sprintf("MigrationStuck: migration %d of %s has been %s since %s", m.ID, m.InstanceID, m.Status, m.UpdatedAt.Format("15:04:05")))
+			}
+		}
+	}
+	for _, vm := range inv.UnplacedVMs {
+		found = append(found, fmt.Sprintf("VMOnUnknownHost: VM %s (%s) is on host %q, which no Kubernetes node or compute service matches", vm.Name, vm.ShortID(), vm.Host))
+	}
+	if !inv.NovaConfigured {
+		fmt.Fprintln(a.Stdout, "Nova is not configured: only Kubernetes was checked")
+	}
+	for _, f := range found {
+		fmt.Fprintln(a.Stdout, f)
+	}
+	if len(found) > 0 {
+		return &disagreement{n: len(found)}
+	}
+	fmt.Fprintln(a.Stdout, "Kubernetes and Nova agree")
+	return nil
+}
+
+type disagreement struct{ n int }
+
+func (d *disagreement) Error() string {
+	return fmt.Sprintf("%d disagreement(s) between Kubernetes and Nova", d.n)
+}
+
+// recommend prints the scale-down victims, cheapest first, and every other node's reasons.
+func (a *Auto) recommend(ctx context.Context) error {
+	victims, _, err := a.Engine.Recommend(ctx, a.Run.Policy, true)
+	if err != nil {
+		return err
+	}
+	shown := victims[:0:0]
+	n := 0
+	for _, v := range victims {
+		if v.Candidate {
+			n++
+			if a.Count > 0 && n > a.Count {
+				continue
+			}
+		}
+		shown = append(shown, v)
+	}
+	if a.JSON {
+		enc := json.NewEncoder(a.Stdout)
+		return enc.Encode(map[string]any{"victims": shown})
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tNODE\tCOST\tPODS\tVMS\tVM MEMORY\tCPU\tWHY NOT")
+	for _, v := range shown {
+		rank := "-"
+		if v.Candidate {
+			rank = fmt.Sprint(v.Rank)
+		}
+		why := ""
+		if len(v.Reasons) > 0 {
+			why = v.Reasons[0].String()
+			if len(v.Reasons) > 1 {
+				why += fmt.Sprintf(" (+%d more)", len(v.Reasons)-1)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%d\t%s\t%.0f%%\t%s\n", rank, v.Node, v.Cost, v.Pods, v.VMs,
+			text.Bytes(v.VMMemory<<20), v.CPUUtil*100, why)
+	}
+	return tw.Flush()
+}
+
+// scaleDown empties, deletes and (with a cloudpool) terminates the named nodes, or the
+// top-ranked candidates (--count, default 1). Nodes go one after the other: each removal
+// changes what the next one's pods and VMs can fit into.
+func (a *Auto) scaleDown(ctx context.Context, nodes []string) error {
+	if len(nodes) == 0 {
+		victims, _, err := a.Engine.Recommend(ctx, a.Run.Policy, true)
+		if err != nil {
+			return err
+		}
+		want := max(1, a.Count)
+		for _, v := range victims {
+			if v.Candidate && len(nodes) < want {
+				nodes = append(nodes, v.Node)
+			}
+		}
+		if len(nodes) == 0 {
+			var reasons []model.Reason
+			for _, v := range victims {
+				reasons = append(reasons, v.Reasons...)
+			}
+			if len(reasons) == 0 {
+				return &ops.UsageError{Problem: "no node to scale down"}
+			}
+			return &ops.RefusedError{Reasons: reasons}
+		}
+	}
+	pr := a.printer(a.Stderr)
+	for _, n := range nodes {
+		if _, err := a.Engine.ScaleDown(ctx, n, a.Run, a.Pool, pr.Emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+// Package plain is drainctl's headless view: tables and NDJSON for --auto, with no
+// terminal control codes, so scripts and CI logs read it as they read any tool's output.
+package auto
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// Formats for -o.
+const (
+	FormatTable = "table"
+	FormatJSON  = "json"
+)
+
+// nodeJSON is a node as `list -o json` writes it: the joined model plus its mismatches.
+type nodeJSON struct {
+	model.Node
+	Mismatches []model.Mismatch `json:"mismatches,omitempty"`
+}
+
+type inventoryJSON struct {
+	model.Inventory
+	Nodes []nodeJSON `json:"nodes"`
+}
+
+// WriteInventory prints the joined inventory as a table or as one JSON document.
+func WriteInventory(w io.Writer, inv model.Inventory, format string) error {
+	if format == FormatJSON {
+		out := inventoryJSON{Inventory: inv, Nodes: make([]nodeJSON, 0, len(inv.Nodes))}
+		for _, n := range inv.Nodes {
+			out.Nodes = append(out.Nodes, nodeJSON{n, n.Mismatches(inv.NovaConfigured)})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLES\tSTATUS\tCOMPUTE\tVCPU\tRAM\tVMS\tPODS\tNOTES")
+	for _, n := range inv.Nodes {
+		var notes []string
+		reasonShown := false
+		for _, m := range n.Mismatches(inv.NovaConfigured) {
+			notes = append(notes, m.Message)
+			reasonShown = reasonShown || m.Code == model.DisabledButSchedulable
+		}
+		if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" && !reasonShown {
+			notes = append(notes, fmt.Sprintf("disabled: %q", n.Compute.DisabledReason))
+		}
+		for _, m := range n.Migrations {
+			notes = append(notes, fmt.Sprintf("migration %s %s→%s", m.Status, m.SourceCompute, orDash(m.DestCompute)))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, text.Roles(n), text.KubeState(n),
+			text.Compute(n, inv.NovaConfigured), text.VCPU(n), text.RAM(n), text.VMs(n, inv.NovaConfigured),
+			text.Pods(n), strings.Join(notes, "; "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(inv.UnplacedVMs) > 0 {
+		fmt.Fprintf(w, "\n%d VM(s) on hosts that are no known compute service:\n", len(inv.UnplacedVMs))
+		for _, vm := range inv.UnplacedVMs {
+			fmt.Fprintf(w, "  %s %s host=%q %s\n", vm.ShortID(), vm.Name, vm.Host, vm.Status)
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,173 @@
+package auto
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// Printer turns the engine's events into lines: progress for people on one writer (stderr),
+// and with JSON, one event per line (NDJSON) on another (stdout). It is safe for concurrent
+// use: several nodes may be worked at once.
+type Printer struct {
+	progress io.Writer
+	json     io.Writer // nil: no JSON
+	// ProgressEvery limits migration progress to one line per VM per interval.
+	ProgressEvery time.Duration
+	now           func() time.Time
+
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// NewPrinter writes progress lines to progress and, if jsonOut is not nil, NDJSON to it.
+func NewPrinter(progress, jsonOut io.Writer) *Printer {
+	return &Printer{progress: progress, json: jsonOut, ProgressEvery: 3 * time.Second, now: time.Now, last: map[string]time.Time{}}
+}
+
+// Emit prints one event.
+func (p *Printer) Emit(ev ops.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json != nil {
+		p.writeJSON(ev)
+	}
+	if line := p.line(ev); line != "" {
+		fmt.Fprintf(p.progress, "%s %s\n", ev.Time().Format("15:04:05"), line)
+	}
+}
+
+// eventType names an event in JSON.
+func eventType(ev ops.Event) string {
+	switch ev.(type) {
+	case ops.PlanReady:
+		return "plan"
+	case ops.StepEvent:
+		return "step"
+	case ops.PodEvent:
+		return "pod"
+	case ops.MigrationEvent:
+		return "migration"
+	case ops.NodeChanged:
+		return "node"
+	case ops.RunDone:
+		return "done"
+	}
+	return "event"
+}
+
+func (p *Printer) writeJSON(ev ops.Event) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	// {"type": "...", <the event's fields>}
+	fmt.Fprintf(p.json, "{\"type\":%q,%s\n", eventType(ev), b[1:])
+}
+
+func (p *Printer) line(ev ops.Event) string {
+	switch e := ev.(type) {
+	case ops.PlanReady:
+		return e.Node + " plan: " + e.Plan.Summary()
+	case ops.StepEvent:
+		if e.State == ops.StepStarted {
+			return fmt.Sprintf("%s %s: %s", e.Node, e.Step, e.Detail)
+		}
+		if e.Detail != "" {
+			return fmt.Sprintf("%s %s %s: %s", e.Node, e.Step, e.State, e.Detail)
+		}
+		return fmt.Sprintf("%s %s %s", e.Node, e.Step, e.State)
+	case ops.PodEvent:
+		switch e.State {
+		case ops.PodBlocked:
+			return fmt.Sprintf("%s pod %s blocked by PDB %s (attempt %d), retrying when it allows", e.Node, e.Pod, orDash(e.PDB), e.Attempt)
+		case ops.PodFailed:
+			return fmt.Sprintf("%s pod %s failed: %s", e.Node, e.Pod, e.Message)
+		case ops.PodGone:
+			return fmt.Sprintf("%s pod %s gone", e.Node, e.Pod)
+		}
+		return "" // evicting/evicted: the gone line says it
+	case ops.MigrationEvent:
+		if e.Progress() {
+			if t, ok := p.last[e.VMID]; ok && p.now().Sub(t) < p.ProgressEvery {
+				return ""
+			}
+			p.last[e.VMID] = p.now()
+			pct := 0.0
+			if e.Total > 0 {
+				pct = 100 * float64(e.Total-e.Remaining) / float64(e.Total)
+			}
+			s := fmt.Sprintf("%s vm %s %s→%s %3.0f%%, %s of %s left, %s, eta %s", e.Node, e.VM, e.Source, orDash(e.Dest), pct,
+				text.Bytes(e.Remaining), text.Bytes(e.Total), text.Rate(e.Rate), text.Duration(e.ETA))
+			if e.Stalled {
+				s += " STALLED"
+			}
+			return s
+		}
+		s := fmt.Sprintf("%s vm %s %s", e.Node, e.VM, e.State)
+		if e.Dest != "" && (e.State == ops.MigCompleted || e.State == "queued" || e.State == "preparing") {
+			s += fmt.Sprintf(" %s→%s", e.Source, e.Dest)
+		}
+		if e.Message != "" {
+			s += ": " + e.Message
+		}
+		return s
+	case ops.NodeChanged:
+		return fmt.Sprintf("%s %s", e.Node, e.What)
+	case ops.RunDone:
+		return summary(e.Report)
+	}
+	return ""
+}
+
+// summary is the closing line of an operation.
+func summary(r ops.Report) string {
+	counts := map[string]int{}
+	for _, v := range r.VMs {
+		counts["vm "+string(v.Result)]++
+	}
+	for _, pd := range r.Pods {
+		counts["pod "+string(pd.Result)]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	s := fmt.Sprintf("%s %s %s in %s", r.Node, r.Op, r.Result, text.Duration(r.Finished.Sub(r.Started)))
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if r.Error != "" {
+		s += ": " + r.Error
+	}
+	return s
+}
+
+// WritePlan prints a plan for --dry-run and for refusals: steps, then every reason with
+// the override that lifts it.
+func WritePlan(w io.Writer, p model.Plan) {
+	fmt.Fprintf(w, "plan: %s\n", p.Summary())
+	for i, s := range p.Steps {
+		mark := " "
+		if s.Done {
+			mark = "✓"
+		}
+		fmt.Fprintf(w, "  %d. [%s] %-16s %s\n", i+1, mark, s.Kind, s.Detail)
+	}
+	for _, r := range p.Reasons {
+		fmt.Fprintf(w, "  %-6s %s\n", r.Severity, r.String())
+	}
+}

@@ -1,0 +1,230 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// detailPane is one node: its VMs (a cursor and a choice, for migrate) and its pods.
+type detailPane struct {
+	node   string
+	cursor int
+	chosen map[string]bool // VM names chosen for migrate
+}
+
+func (p *detailPane) open(node string) {
+	p.node, p.cursor, p.chosen = node, 0, map[string]bool{}
+}
+
+func (p *detailPane) update(msg tea.KeyMsg, s *shared) intent {
+	k := s.keys
+	n, _ := s.inv.Node(p.node)
+	switch {
+	case matches(msg, k.Back):
+		return goTo{nodesScreen}
+	case matches(msg, k.Up):
+		p.cursor = max(0, p.cursor-1)
+	case matches(msg, k.Down):
+		p.cursor = min(len(n.VMs)-1, p.cursor+1)
+	case matches(msg, k.Select):
+		if p.cursor < len(n.VMs) {
+			id := n.VMs[p.cursor].Name
+			p.chosen[id] = !p.chosen[id]
+			p.cursor = min(len(n.VMs)-1, p.cursor+1)
+		}
+	case matches(msg, k.Migrate):
+		var vms []string
+		for _, vm := range n.VMs {
+			if p.chosen[vm.Name] {
+				vms = append(vms, vm.Name)
+			}
+		}
+		if len(vms) == 0 && p.cursor < len(n.VMs) {
+			vms = []string{n.VMs[p.cursor].Name}
+		}
+		if len(vms) == 0 {
+			return showStatus{n.Name + " has no VMs to migrate", true}
+		}
+		return propose{model.OpMigrate, vms}
+	case matches(msg, k.Cordon):
+		return propose{model.OpCordon, []string{n.Name}}
+	case matches(msg, k.Evacuate):
+		return propose{model.OpEvacuate, []string{n.Name}}
+	case matches(msg, k.Uncordon):
+		return propose{model.OpUncordon, []string{n.Name}}
+	case matches(msg, k.Maintain):
+		return proposeMaint{maintainCreate, n.Name}
+	case matches(msg, k.EndMaintain):
+		return proposeMaint{maintainDelete, n.Name}
+	}
+	return nil
+}
+
+// view: the node's VMs and its pods, side by side when wide, stacked otherwise.
+func (p *detailPane) view(s *shared) string {
+	st := s.st
+	n, ok := s.inv.Node(p.node)
+	if !ok {
+		return st.Warn.Render(p.node + " is gone from the inventory")
+	}
+	head := st.Title.Render(n.Name) + st.Muted.Render(fmt.Sprintf("  %s · %s · compute %s",
+		text.Roles(n), text.KubeState(n), text.Compute(n, s.inv.NovaConfigured)))
+	if n.Compute != nil && n.Compute.DisabledReason != "" {
+		head += "\n" + st.Muted.Render("disabled reason: "+n.Compute.DisabledReason)
+	}
+	for _, mm := range n.Mismatches(s.inv.NovaConfigured) {
+		head += "\n" + st.Warn.Render("! "+mm.Message)
+	}
+	if nm, ok := s.maint[n.Name]; ok {
+		head += "\n" + maintenanceLine(s, nm)
+	}
+	wide := s.width >= 140
+	colW := s.width
+	if wide {
+		colW = s.width/2 - 1
+	}
+	rows := max(3, s.height-8-strings.Count(head, "\n"))
+	vmRows, podRows := rows, rows
+	if !wide {
+		vmRows = max(2, min(len(n.VMs)+1, rows/2))
+		podRows = rows - vmRows - 1
+	}
+	vms := p.vmTable(s, n, colW, vmRows)
+	pods := podTable(s, n, colW, podRows)
+	if wide {
+		return head + "\n" + joinColumns(vms, pods, colW)
+	}
+	return head + "\n" + vms + "\n" + pods
+}
+
+func joinColumns(a, b string, w int) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < max(len(la), len(lb)); i++ {
+		var l, r string
+		if i < len(la) {
+			l = la[i]
+		}
+		if i < len(lb) {
+			r = lb[i]
+		}
+		out = append(out, pad(l, w)+"  "+r)
+	}
+	return strings.Join(out, "\n")
+}
+
+func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
+	st := s.st
+	if !s.inv.NovaConfigured {
+		return st.Muted.Render("VMs: Nova is not configured")
+	}
+	lines := []string{st.Header.Render(pad(fmt.Sprintf("  VMS (%d)  NAME          ID        FLAVOR      RAM    STATUS              MIGRATION", len(n.VMs)), w))}
+	migrating := map[string]string{} // VM id -> its live migration's state and route
+	for _, mg := range n.Migrations {
+		migrating[mg.InstanceID] = fmt.Sprintf("%s %s→%s", mg.Status, mg.SourceCompute, orDash(mg.DestCompute))
+	}
+	start := 0
+	if p.cursor >= rows-1 {
+		start = p.cursor - rows + 2
+	}
+	for i := start; i < len(n.VMs) && len(lines) < rows; i++ {
+		vm := n.VMs[i]
+		mark := "  "
+		if p.chosen[vm.Name] {
+			mark = "● "
+		}
+		state := vm.Status
+		if vm.TaskState != "" {
+			state += "/" + vm.TaskState
+		}
+		if vm.Locked {
+			state += " locked"
+		}
+		mig := migrating[vm.ID]
+		if mig == "" {
+			mig = "-"
+		}
+		line := pad(fmt.Sprintf("%s%-13s %-9s %-11s %-6s %-19s %s", mark, truncate(vm.Name, 13), vm.ShortID(), truncate(vm.Flavor, 11),
+			text.Bytes(vm.RAMMB<<20), truncate(state, 19), mig), w)
+		if i == p.cursor {
+			line = st.Cursor.Render(line)
+		}
+		lines = append(lines, line)
+	}
+	if len(n.VMs) == 0 {
+		lines = append(lines, st.Muted.Render("  no VMs"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func podTable(s *shared, n model.Node, w, rows int) string {
+	st := s.st
+	lines := []string{st.Header.Render(pad(fmt.Sprintf("PODS (%d)  NAMESPACE/NAME                 OWNER        PHASE     DRAIN", len(n.Pods)), w))}
+	pdbs := map[string]model.PDB{}
+	for _, b := range s.inv.PDBs {
+		pdbs[b.Namespace+"/"+b.Name] = b
+	}
+	for _, p := range n.Pods {
+		if len(lines) >= rows {
+			lines = append(lines, st.Muted.Render(fmt.Sprintf("  … %d more", len(n.Pods)-len(lines)+1)))
+			break
+		}
+		owner := p.OwnerKind
+		if owner == "" {
+			owner = "(bare)"
+		}
+		drain, style := "evict", st.Muted
+		switch v, r := policy.ClassifyPod(p, s.opts.Policy); v {
+		case policy.Block:
+			drain, style = "blocks: "+string(r.Code), st.Warn
+		case policy.Stay:
+			drain = "stays"
+		case policy.Later:
+			drain = "after VMs"
+		default:
+			if r := policy.PDBReason(p, pdbs, s.opts.Policy); r != nil {
+				drain, style = "waits: PDB "+r.Message, st.Warn
+			}
+		}
+		line := fmt.Sprintf("  %-38s %-12s %-9s ", truncate(p.Key(), 38), truncate(owner, 12), p.Phase)
+		lines = append(lines, pad(line+style.Render(drain), w))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// maintenanceLine is a NodeMaintenance in one line: its state, its counts, its last error.
+func maintenanceLine(s *shared, nm model.NodeMaintenance) string {
+	st := nm.Status
+	line := fmt.Sprintf("NodeMaintenance %s: %s · pods %d/%d evicted · VMs %d/%d migrated", nm.Name, maintenanceState(nm),
+		st.EvictionPods-len(st.PendingPods), st.EvictionPods, st.MigratedVMs, st.TotalVMs)
+	if nm.Reason != "" {
+		line += " · " + nm.Reason
+	}
+	style := s.st.Accent
+	if st.LastError != "" {
+		line += "\n  last error: " + st.LastError
+		style = s.st.Warn
+	}
+	return style.Render(truncate(line, s.width*2))
+}
+
+// maintenanceState is a NodeMaintenance's state in a few words.
+func maintenanceState(nm model.NodeMaintenance) string {
+	switch {
+	case nm.Deleting:
+		return "deleted, restoring the node"
+	case nm.Status.Phase == "":
+		return "waiting for the controller"
+	case nm.Status.Phase == model.MaintenanceSucceeded:
+		return "in maintenance"
+	case nm.Status.Phase == model.MaintenanceFailed:
+		return "Failed, retrying"
+	}
+	return fmt.Sprintf("%s %d%%", nm.Status.Phase, nm.Status.DrainProgress)
+}

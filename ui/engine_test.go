@@ -1,0 +1,170 @@
+package ui
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+// The view on a real engine: a real API server and the simulated Nova, the keys an operator
+// types, and the engine's events as the program would deliver them.
+type live struct {
+	t      *testing.T
+	m      Model
+	cancel context.CancelFunc
+	events []tagged
+}
+
+func newLive(t *testing.T, c *simtest.Cluster, e *ops.Engine) *live {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	l := &live{t: t, m: New(ctx, e, Options{Policy: simtest.Defaults()}), cancel: cancel}
+	l.send(tea.WindowSizeMsg{Width: 160, Height: 45})
+	l.send(l.m.load(true)())
+	return l
+}
+
+// send updates the model and runs the Cmds a key starts (plans, not the long-running
+// batch, which is started in the background as the program would).
+func (l *live) send(msg tea.Msg) {
+	next, cmd := l.m.Update(msg)
+	l.m = next.(Model)
+	if cmd == nil {
+		return
+	}
+	switch msg.(type) {
+	case tea.KeyMsg:
+		if l.m.screen == opScreen { // y started the batch
+			go cmd()
+			return
+		}
+		if out := cmd(); out != nil {
+			l.send(out)
+		}
+	}
+}
+
+func (l *live) keys(keys ...string) {
+	for _, k := range keys {
+		msg := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		switch k {
+		case "space":
+			msg = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+		case "ctrl+c":
+			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
+		}
+		l.send(msg)
+	}
+}
+
+// drain takes the events the engine sent until cond holds.
+func (l *live) drain(what string, cond func() bool) {
+	l.t.Helper()
+	deadline := time.After(60 * time.Second)
+	for !cond() {
+		got := make(chan tea.Msg, 1)
+		go func() { got <- l.m.bus.wait()() }()
+		select {
+		case msg := <-got:
+			l.events = append(l.events, msg.(eventsMsg)...)
+			next, _ := l.m.Update(msg)
+			l.m = next.(Model)
+		case <-deadline:
+			l.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func (l *live) selectNodes(names ...string) {
+	for _, n := range names {
+		for i, row := range l.m.nodes.rows {
+			if l.m.s.inv.Nodes[row].Name == n {
+				l.m.nodes.cursor = i
+				l.keys("space")
+			}
+		}
+	}
+}
+
+// concurrency.nodes = 1: two selected nodes are worked one after the other, the second
+// shown as queued until the first has ended.
+func TestTUIBatchHonoursConcurrencyNodes(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.Cfg.Concurrency.Nodes = 1
+	c1, c2 := c.Name("c1"), c.Name("c2")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.selectNodes(c1, c2)
+	l.keys("c")
+	if l.m.screen != confirmScreen || len(l.m.confirm.pending.plans) != 2 {
+		t.Fatalf("cordon two nodes: screen %v, status %q", l.m.screen, l.m.status)
+	}
+	l.keys("y")
+	l.drain("both cordons to end", func() bool {
+		return !l.m.s.ops.running(c1) && !l.m.s.ops.running(c2) && len(l.m.s.ops.order) == 2
+	})
+	var order []string
+	for _, ev := range l.events {
+		switch e := ev.Event.(type) {
+		case ops.PlanReady:
+			order = append(order, "start "+ev.key)
+		case ops.RunDone:
+			order = append(order, "end "+ev.key)
+			if e.Report.Result != ops.ResultDone {
+				t.Errorf("%s: %s %s", ev.key, e.Report.Result, e.Report.Error)
+			}
+		}
+	}
+	want := []string{"start " + c1, "end " + c1, "start " + c2, "end " + c2}
+	if len(order) != 4 || order[0] != want[0] || order[1] != want[1] || order[2] != want[2] || order[3] != want[3] {
+		t.Errorf("order %v, want %v", order, want)
+	}
+}
+
+// Quitting mid-operation (ctrl-c twice: the quit dialog, then at once) leaves the node's
+// journal at "interrupted" before the view returns: the operation stopped at a safe point.
+func TestTUIQuitMidOperationRecordsInterrupted(t *testing.T) {
+	c := simtest.NewCluster(t, 1)
+	c0 := c.Name("c0")
+	vmA, _ := c.World.ServerByName("vm-a")
+	// vm-a converges slowly, so the quit lands while it migrates.
+	c.World.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0.9 * (1 << 30) })
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.selectNodes(c0)
+	l.keys("e", "F") // the bare pod needs --force
+	if l.m.screen != confirmScreen {
+		t.Fatalf("evacuate: screen %v, status %q", l.m.screen, l.m.status)
+	}
+	l.keys("y")
+	l.drain("vm-a migrating", func() bool {
+		v := l.m.s.ops.views[c0]
+		return v != nil && v.vms[vmA.ID] != nil && v.vms[vmA.ID].state == ops.MigRunning
+	})
+	l.keys("ctrl+c")
+	if l.m.screen != quitScreen {
+		t.Fatalf("ctrl-c while running must ask, screen %v", l.m.screen)
+	}
+	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyCtrlC})
+	l.m = next.(Model)
+	if cmd == nil {
+		t.Fatal("ctrl-c in the quit dialog must quit")
+	}
+	l.m.stop(l.cancel, time.Minute) // what Run does once the program has ended
+	j, ok := ops.ReadJournal(c.Node(c0))
+	if !ok || j.Phase != ops.PhaseInterrupted {
+		t.Errorf("journal after quitting: %+v (ok %v)", j, ok)
+	}
+	if j.Op != model.OpEvacuate {
+		t.Errorf("journal op %q", j.Op)
+	}
+}

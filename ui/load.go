@@ -1,0 +1,77 @@
+package ui
+
+import (
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// Reading the cluster: every call runs in a Cmd, off the UI path.
+
+// load reads the inventory and ranks it. fresh reads Nova again; otherwise the Kubernetes
+// cache is re-joined with the last Nova read.
+func (m Model) load(fresh bool) tea.Cmd {
+	if m.eng == nil {
+		return nil
+	}
+	eng, ctx, pol, store := m.eng, m.ctx, m.s.opts.Policy, m.s.opts.Maintenances
+	return func() tea.Msg {
+		victims, inv, err := eng.Recommend(ctx, pol, fresh)
+		msg := inventoryMsg{inv: inv, victims: victims, err: err}
+		if store != nil {
+			msg.maint = store.List()
+		}
+		return msg
+	}
+}
+
+func (m *Model) refresh(fresh bool) tea.Cmd {
+	if m.loading {
+		m.wantFresh = m.wantFresh || fresh
+		return nil
+	}
+	m.loading = true
+	return m.load(fresh)
+}
+
+// watchMaintenances follows the NodeMaintenance resources (their status moves on while the
+// controller works), at most four times a second.
+func (m Model) watchMaintenances() tea.Cmd {
+	store := m.s.opts.Maintenances
+	if store == nil {
+		return nil
+	}
+	return m.watch(store.Subscribe, 250*time.Millisecond, func() tea.Msg { return maintMsg(store.List()) })
+}
+
+// watch waits for a change, then for quiet (at most one message per quiet period), and
+// reports it as msg.
+func (m Model) watch(subscribe func() (<-chan struct{}, func()), quiet time.Duration, msg func() tea.Msg) tea.Cmd {
+	ctx := m.ctx
+	return func() tea.Msg {
+		ch, cancel := subscribe()
+		defer cancel()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
+		select {
+		case <-time.After(quiet):
+		case <-ctx.Done():
+		}
+		return msg()
+	}
+}
+
+func (m Model) tick() tea.Cmd {
+	return tea.Tick(m.s.opts.Refresh, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// watchKube turns informer changes into refreshes, at most one a second.
+func (m Model) watchKube() tea.Cmd {
+	if m.eng == nil {
+		return nil
+	}
+	return m.watch(m.eng.Inventory().Subscribe, time.Second, func() tea.Msg { return kubeMsg{} })
+}

@@ -1,0 +1,95 @@
+package ui
+
+import (
+	"sync"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// Every message the view receives besides bubbletea's own (keys, window size).
+type (
+	// inventoryMsg: a load finished (the inventory, its ranking and the NodeMaintenances).
+	inventoryMsg struct {
+		inv     model.Inventory
+		victims []policy.Victim
+		maint   []model.NodeMaintenance
+		err     error
+	}
+	// maintMsg: the NodeMaintenance resources changed.
+	maintMsg []model.NodeMaintenance
+	// kubeMsg: the informers saw a change; tickMsg: time to read Nova again.
+	kubeMsg struct{}
+	tickMsg struct{}
+	// planMsg: plans are ready for confirmation.
+	planMsg pending
+	// batchDone: a batch of operations started from this view has ended.
+	batchDone struct{ err error }
+	// abortedForQuit: the quit dialog's aborts have ended; quit unless one failed.
+	abortedForQuit struct{ err error }
+	// stoppedMsg: every operation of this view has stopped (after "leave").
+	stoppedMsg struct{}
+	statusMsg  string
+	errorMsg   struct{ err error }
+	// eventsMsg is a batch of engine events, in order, each tagged with its operation.
+	eventsMsg []tagged
+)
+
+// tagged routes an event to the operation view that started it (gh-dash's envelope).
+type tagged struct {
+	ops.Event
+	key string
+}
+
+// eventBus carries engine events to the view without ever blocking the engine: transitions
+// queue, progress samples are coalesced per VM (the latest wins), and one wake-up covers
+// any number of events.
+type eventBus struct {
+	mu       sync.Mutex
+	queue    []tagged
+	progress map[string]int // VMID -> index in queue of its pending progress event
+	wake     chan struct{}
+}
+
+func newEventBus() *eventBus {
+	return &eventBus{progress: map[string]int{}, wake: make(chan struct{}, 1)}
+}
+
+// emitFor is the engine's emit for the operation shown under key.
+func (b *eventBus) emitFor(key string) func(ops.Event) {
+	return func(ev ops.Event) { b.push(tagged{ev, key}) }
+}
+
+func (b *eventBus) push(ev tagged) {
+	b.mu.Lock()
+	if m, ok := ev.Event.(ops.MigrationEvent); ok && m.Progress() {
+		if i, ok := b.progress[m.VMID]; ok {
+			b.queue[i] = ev // coalesce: replace the pending sample
+			b.mu.Unlock()
+			return
+		}
+		b.progress[m.VMID] = len(b.queue)
+	}
+	b.queue = append(b.queue, ev)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns a Cmd that delivers the next batch; Update re-arms it after each batch.
+func (b *eventBus) wait() tea.Cmd {
+	return func() tea.Msg {
+		<-b.wake
+		b.mu.Lock()
+		batch := b.queue
+		b.queue = nil
+		b.progress = map[string]int{}
+		b.mu.Unlock()
+		return eventsMsg(batch)
+	}
+}

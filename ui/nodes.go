@@ -1,0 +1,303 @@
+package ui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// nodesPane is the node list: cursor, filter and selection.
+type nodesPane struct {
+	rows     []int // indexes into inv.Nodes that pass the filter
+	cursor   int
+	filter   textinput.Model
+	editing  bool
+	selected map[string]bool
+}
+
+func (p *nodesPane) update(msg tea.KeyMsg, s *shared) intent {
+	k := s.keys
+	switch {
+	case matches(msg, k.Up):
+		p.cursor = max(0, p.cursor-1)
+	case matches(msg, k.Down):
+		p.cursor = min(len(p.rows)-1, p.cursor+1)
+	case matches(msg, k.Top):
+		p.cursor = 0
+	case matches(msg, k.Bottom):
+		p.cursor = len(p.rows) - 1
+	case matches(msg, k.PageUp):
+		p.cursor = max(0, p.cursor-s.pageSize())
+	case matches(msg, k.PageDown):
+		p.cursor = min(len(p.rows)-1, p.cursor+s.pageSize())
+	case matches(msg, k.Filter):
+		p.editing = true
+		p.filter.Focus()
+		return runCmd{textinput.Blink}
+	case matches(msg, k.Back):
+		if len(p.selected) > 0 {
+			p.selected = map[string]bool{}
+		} else if p.filter.Value() != "" {
+			p.filter.SetValue("")
+			p.applyFilter(s)
+		}
+	case matches(msg, k.Select):
+		if n, ok := p.current(s); ok {
+			if p.selected[n.Name] {
+				delete(p.selected, n.Name)
+			} else {
+				p.selected[n.Name] = true
+			}
+			p.cursor = min(len(p.rows)-1, p.cursor+1)
+		}
+	case matches(msg, k.Enter):
+		if _, ok := p.current(s); ok {
+			return goTo{detailScreen}
+		}
+	case matches(msg, k.Cordon):
+		return propose{model.OpCordon, p.targets(s)}
+	case matches(msg, k.Evacuate):
+		return propose{model.OpEvacuate, p.targets(s)}
+	case matches(msg, k.Uncordon):
+		return propose{model.OpUncordon, p.targets(s)}
+	case matches(msg, k.Abort):
+		return propose{model.OpAbort, p.targets(s)[:min(1, len(p.targets(s)))]}
+	case matches(msg, k.Rollback):
+		return propose{model.OpRollback, p.targets(s)[:min(1, len(p.targets(s)))]}
+	case matches(msg, k.Maintain), matches(msg, k.EndMaintain):
+		action := maintainCreate
+		if matches(msg, k.EndMaintain) {
+			action = maintainDelete
+		}
+		n, _ := p.current(s)
+		return proposeMaint{action, n.Name}
+	}
+	return nil
+}
+
+// edit takes a key while the filter is being typed.
+func (p *nodesPane) edit(msg tea.KeyMsg, s *shared) tea.Cmd {
+	switch msg.String() {
+	case "enter", "esc":
+		p.editing = false
+		if msg.String() == "esc" {
+			p.filter.SetValue("")
+		}
+		p.filter.Blur()
+		p.applyFilter(s)
+		return nil
+	}
+	var cmd tea.Cmd
+	p.filter, cmd = p.filter.Update(msg)
+	p.applyFilter(s)
+	return cmd
+}
+
+// applyFilter recomputes the visible rows; only here, not on every frame.
+func (p *nodesPane) applyFilter(s *shared) {
+	q := strings.ToLower(strings.TrimSpace(p.filter.Value()))
+	p.rows = p.rows[:0]
+	for i, n := range s.inv.Nodes {
+		if q == "" || strings.Contains(strings.ToLower(n.Name+" "+n.Host+" "+rolesOf(n)), q) {
+			p.rows = append(p.rows, i)
+		}
+	}
+	if p.cursor >= len(p.rows) {
+		p.cursor = max(0, len(p.rows)-1)
+	}
+}
+
+func rolesOf(n model.Node) string {
+	if n.Kube == nil {
+		return ""
+	}
+	return strings.Join(n.Kube.Roles, ",")
+}
+
+func (p *nodesPane) current(s *shared) (model.Node, bool) {
+	if p.cursor < 0 || p.cursor >= len(p.rows) {
+		return model.Node{}, false
+	}
+	return s.inv.Nodes[p.rows[p.cursor]], true
+}
+
+func (p *nodesPane) cursorNode(s *shared) string {
+	n, _ := p.current(s)
+	return n.Name
+}
+
+// targets are the selected nodes, or the one under the cursor.
+func (p *nodesPane) targets(s *shared) []string {
+	if len(p.selected) > 0 {
+		out := make([]string, 0, len(p.selected))
+		for n := range p.selected {
+			out = append(out, n)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if n, ok := p.current(s); ok {
+		return []string{n.Name}
+	}
+	return nil
+}
+
+// column is a table column: a title and a width.
+type column struct {
+	title string
+	width int
+}
+
+func nodeColumns(s *shared) []column {
+	cols := []column{{"NAME", s.nameWidth}, {"ROLES", 13}, {"K8S", 9}, {"COMPUTE", 12}, {"VCPU", 7}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}, {"RANK", 4}}
+	if s.width < 120 { // narrow terminals: the roles go first
+		cols = append(cols[:1], cols[2:]...)
+	}
+	used := 2
+	for _, c := range cols {
+		used += c.width + 1
+	}
+	return append(cols, column{"OPERATION / NOTES", max(10, s.width-used)})
+}
+
+// view renders only the rows on screen.
+func (p *nodesPane) view(s *shared) string {
+	st := s.st
+	if !s.loaded && s.invErr == nil {
+		return st.Muted.Render("reading the cluster…")
+	}
+	cols := nodeColumns(s)
+	var b strings.Builder
+	var head []string
+	for _, c := range cols {
+		head = append(head, pad(c.title, c.width))
+	}
+	b.WriteString(st.Header.Render("  " + strings.Join(head, " ")))
+	b.WriteString("\n")
+	height := s.pageSize()
+	start := 0
+	if p.cursor >= height {
+		start = p.cursor - height + 1
+	}
+	end := min(len(p.rows), start+height)
+	for i := start; i < end; i++ {
+		n := s.inv.Nodes[p.rows[i]]
+		b.WriteString(p.row(s, n, cols, i == p.cursor))
+		b.WriteString("\n")
+	}
+	if len(p.rows) == 0 {
+		b.WriteString(st.Muted.Render("  no node matches the filter"))
+		b.WriteString("\n")
+	}
+	for i := end - start; i < height; i++ {
+		b.WriteString("\n")
+	}
+	pos := fmt.Sprintf("%d/%d", min(p.cursor+1, len(p.rows)), len(p.rows))
+	if len(p.selected) > 0 {
+		pos += fmt.Sprintf(" · %d selected", len(p.selected))
+	}
+	if v := p.filter.Value(); v != "" {
+		pos += " · filter: " + v
+	}
+	b.WriteString(st.Muted.Render(pos))
+	return b.String()
+}
+
+func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) string {
+	mark := "  "
+	if p.selected[n.Name] {
+		mark = "● "
+	}
+	mism := n.Mismatches(s.inv.NovaConfigured)
+	name := n.Name
+	if len(mism) > 0 {
+		name = "!" + name
+	}
+	cells := map[string]string{
+		"NAME": name, "ROLES": text.Roles(n), "K8S": kubeShort(n), "COMPUTE": text.Compute(n, s.inv.NovaConfigured),
+		"VCPU": text.VCPU(n), "RAM": text.RAM(n), "VMS": text.VMs(n, s.inv.NovaConfigured), "PODS": text.Pods(n),
+		"OPERATION / NOTES": notes(s, n, mism), "RANK": rankText(s.rank[n.Name]),
+	}
+	parts := make([]string, 0, len(cols))
+	for _, c := range cols {
+		parts = append(parts, pad(cells[c.title], c.width))
+	}
+	row := mark + strings.Join(parts, " ")
+	switch {
+	case cursor:
+		return s.st.Cursor.Render(row)
+	case p.selected[n.Name]:
+		return s.st.Selected.Render(row)
+	case s.ops.running(n.Name):
+		return s.st.Accent.Render(row)
+	case len(mism) > 0:
+		return s.st.Warn.Render(row)
+	}
+	return row
+}
+
+// shortMismatch is a mismatch in a few words, for a row (the detail screen has the sentence).
+var shortMismatch = map[model.MismatchCode]string{
+	model.CordonedButEnabled:     "cordoned, compute enabled",
+	model.DisabledButSchedulable: "compute disabled, schedulable",
+	model.ReadyButComputeDown:    "Ready, compute down",
+	model.NoComputeService:       "no compute service",
+	model.NoKubeNode:             "no Kubernetes node",
+	model.NoHypervisor:           "no hypervisor",
+}
+
+var progressive = map[model.OpKind]string{model.OpCordon: "cordoning", model.OpEvacuate: "evacuating",
+	model.OpMigrate: "migrating", model.OpUncordon: "uncordoning", model.OpAbort: "aborting", model.OpRollback: "rolling back"}
+
+func rankText(r int) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprint(r)
+}
+
+// kubeShort is KubeState with SchedulingDisabled shortened to fit a column.
+func kubeShort(n model.Node) string {
+	return strings.Replace(text.KubeState(n), ",SchedulingDisabled", ",SD", 1)
+}
+
+// notes is the inline operation ("evacuating: 3/7 VMs, 12/40 pods") or what is odd.
+func notes(s *shared, n model.Node, mism []model.Mismatch) string {
+	if op, ok := s.ops.views[n.Name]; ok && !op.finished() {
+		if op.queued {
+			return string(op.plan.Op) + " queued"
+		}
+		vd, vt, pd, pt := op.counts()
+		return fmt.Sprintf("%s: %d/%d VMs, %d/%d pods", progressive[op.plan.Op], vd, vt, pd, pt)
+	}
+	if op, ok := s.ops.views[n.Name]; ok && op.report != nil && op.report.Result != "done" {
+		return fmt.Sprintf("%s %s", op.plan.Op, op.report.Result)
+	}
+	var notes []string // a NodeMaintenance, then who disabled a service and why: they matter most
+	if nm, ok := s.maint[n.Name]; ok {
+		note := "NM " + maintenanceState(nm)
+		if nm.Status.Phase == model.MaintenanceFailed && nm.Status.LastError != "" {
+			note += ": " + firstLine(nm.Status.LastError)
+		}
+		notes = append(notes, note)
+	}
+	if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" {
+		notes = append(notes, "disabled: "+n.Compute.DisabledReason)
+	}
+	for _, mm := range mism {
+		notes = append(notes, shortMismatch[mm.Code])
+	}
+	if len(notes) > 0 {
+		return strings.Join(notes, "; ")
+	}
+	if len(n.Migrations) > 0 {
+		return fmt.Sprintf("%d migration(s) in progress", len(n.Migrations))
+	}
+	return ""
+}

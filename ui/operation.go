@@ -1,0 +1,417 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/bubbles/progress"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// operations are the operations started from this view: each one's view, built from its
+// events, and the batches still running, which quitting waits for.
+type operations struct {
+	views   map[string]*opView
+	order   []string
+	batches sync.WaitGroup
+}
+
+func newOperations() *operations { return &operations{views: map[string]*opView{}} }
+
+// add shows a plan as an operation (queued until the engine starts it).
+func (o *operations) add(key string, p model.Plan, now time.Time, cancel context.CancelFunc) {
+	if _, seen := o.views[key]; !seen {
+		o.order = append(o.order, key)
+	}
+	v := newOpView(key, p, now)
+	v.cancel = cancel
+	o.views[key] = v
+}
+
+// begin counts a running batch; the returned func says it ended.
+func (o *operations) begin() func() {
+	o.batches.Add(1)
+	return o.batches.Done
+}
+
+// wait returns once every batch has ended, or after timeout.
+func (o *operations) wait(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { o.batches.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+}
+
+func (o *operations) running(key string) bool {
+	v, ok := o.views[key]
+	return ok && v.report == nil
+}
+
+func (o *operations) runningKeys() []string {
+	var out []string
+	for _, k := range o.order {
+		if o.running(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// cancelAll stops every running operation at its next safe point.
+func (o *operations) cancelAll() {
+	for _, k := range o.runningKeys() {
+		o.views[k].cancel()
+	}
+}
+
+// record applies one engine event to the operation it belongs to; true when it ended one.
+func (o *operations) record(t tagged) bool {
+	v, ok := o.views[t.key]
+	if !ok {
+		return false
+	}
+	v.record(t.Event)
+	_, ended := t.Event.(ops.RunDone)
+	return ended
+}
+
+// opView is what the operation screen shows of one operation, built from its events.
+type opView struct {
+	key     string
+	plan    model.Plan
+	started time.Time
+	queued  bool // waiting for a slot under concurrency.nodes
+	cancel  context.CancelFunc
+	step    model.StepKind
+	steps   map[model.StepKind]ops.StepState
+	vms     map[string]*vmView
+	vmOrder []string
+	pods    map[string]*podView
+	podKeys []string
+	log     []logLine
+	report  *ops.Report
+}
+
+type vmView struct {
+	id, name, source, dest, msg string
+	state                       ops.MigState
+	total, processed, remaining int64
+	rate                        float64
+	eta                         time.Duration
+	stalled                     bool
+	attempt                     int
+}
+
+type podView struct {
+	key, pdb string
+	state    ops.PodState
+	attempts int
+}
+
+type logLine struct {
+	at   time.Time
+	text string
+	bad  bool
+}
+
+func newOpView(key string, p model.Plan, now time.Time) *opView {
+	v := &opView{key: key, plan: p, started: now, queued: true, steps: map[model.StepKind]ops.StepState{}, vms: map[string]*vmView{}, pods: map[string]*podView{}}
+	for _, vm := range p.VMs {
+		v.vm(vm.ID, vm.Name).source = vm.Host
+	}
+	return v
+}
+
+func (v *opView) finished() bool { return v.report != nil }
+
+func (v *opView) vm(id, name string) *vmView {
+	if vm, ok := v.vms[id]; ok {
+		return vm
+	}
+	vm := &vmView{id: id, name: name, state: "pending"}
+	v.vms[id] = vm
+	v.vmOrder = append(v.vmOrder, id)
+	return vm
+}
+
+func (v *opView) logf(at time.Time, bad bool, format string, a ...any) {
+	v.log = append(v.log, logLine{at, fmt.Sprintf(format, a...), bad})
+	if len(v.log) > 200 {
+		v.log = v.log[len(v.log)-200:]
+	}
+}
+
+// counts are done/total for the row's inline status.
+func (v *opView) counts() (vmsDone, vms, podsDone, pods int) {
+	for _, vm := range v.vms {
+		vms++
+		if vm.state == ops.MigCompleted || vm.state == ops.MigSkipped {
+			vmsDone++
+		}
+	}
+	pods = len(v.plan.Pods) + len(v.plan.Carriers)
+	for _, p := range v.pods {
+		if p.state == ops.PodGone {
+			podsDone++
+		}
+	}
+	return
+}
+
+// record applies one of the operation's events.
+func (v *opView) record(ev ops.Event) {
+	at := ev.Time()
+	switch e := ev.(type) {
+	case ops.PlanReady:
+		v.plan, v.queued = e.Plan, false
+	case ops.StepEvent:
+		v.steps[e.Step] = e.State
+		if e.State == ops.StepStarted {
+			v.step = e.Step
+		}
+		bad := e.State == ops.StepFailed
+		if e.Detail != "" {
+			v.logf(at, bad, "%s %s: %s", e.Step, e.State, e.Detail)
+		} else {
+			v.logf(at, bad, "%s %s", e.Step, e.State)
+		}
+	case ops.PodEvent:
+		p, ok := v.pods[e.Pod]
+		if !ok {
+			p = &podView{key: e.Pod}
+			v.pods[e.Pod] = p
+			v.podKeys = append(v.podKeys, e.Pod)
+		}
+		p.state, p.attempts = e.State, e.Attempt
+		if e.PDB != "" {
+			p.pdb = e.PDB
+		}
+		switch e.State {
+		case ops.PodBlocked:
+			v.logf(at, false, "pod %s blocked by PDB %s (attempt %d)", e.Pod, e.PDB, e.Attempt)
+		case ops.PodFailed:
+			v.logf(at, true, "pod %s failed: %s", e.Pod, e.Message)
+		case ops.PodGone:
+			v.logf(at, false, "pod %s gone", e.Pod)
+		}
+	case ops.MigrationEvent:
+		vm := v.vm(e.VMID, e.VM)
+		vm.attempt = e.Attempt
+		if e.Source != "" {
+			vm.source = e.Source
+		}
+		if e.Dest != "" {
+			vm.dest = e.Dest
+		}
+		if e.Progress() {
+			vm.total, vm.processed, vm.remaining, vm.rate, vm.eta, vm.stalled = e.Total, e.Processed, e.Remaining, e.Rate, e.ETA, e.Stalled
+			vm.state = ops.MigRunning
+			return
+		}
+		if vm.state != e.State {
+			vm.state = e.State
+			if e.Message != "" {
+				vm.msg = e.Message
+			}
+			bad := e.State == ops.MigFailed || e.State == ops.MigAborted
+			if e.Message != "" {
+				v.logf(at, bad, "vm %s %s: %s", e.VM, e.State, e.Message)
+			} else {
+				v.logf(at, bad, "vm %s %s", e.VM, e.State)
+			}
+		}
+		if e.State == ops.MigCompleted {
+			vm.remaining = 0
+		}
+	case ops.NodeChanged:
+		v.logf(at, false, "%s", e.What)
+	case ops.RunDone:
+		r := e.Report
+		v.report, v.queued = &r, false
+		v.logf(at, r.Result != ops.ResultDone, "%s %s %s", r.Op, r.Result, r.Error)
+	}
+}
+
+// opPane shows one operation: a progress pane per VM, the pods, the log.
+type opPane struct {
+	shown  string // the operation's key
+	cursor int    // VM under the cursor
+}
+
+func (p *opPane) update(msg tea.KeyMsg, s *shared) intent {
+	k := s.keys
+	v := s.ops.views[p.shown]
+	switch {
+	case matches(msg, k.Back):
+		return goTo{nodesScreen}
+	case matches(msg, k.Up):
+		p.cursor = max(0, p.cursor-1)
+	case matches(msg, k.Down):
+		if v != nil {
+			p.cursor = min(len(v.vmOrder)-1, p.cursor+1)
+		}
+	case matches(msg, k.Select): // cycle through the operations
+		for i, n := range s.ops.order {
+			if n == p.shown {
+				p.shown = s.ops.order[(i+1)%len(s.ops.order)]
+				break
+			}
+		}
+	case matches(msg, k.Abort):
+		return propose{model.OpAbort, []string{p.shown}}
+	case matches(msg, k.Rollback):
+		return propose{model.OpRollback, []string{p.shown}}
+	case matches(msg, k.ForceComplete):
+		if v == nil || p.cursor >= len(v.vmOrder) {
+			return showStatus{"no migration under the cursor", true}
+		}
+		vm := v.vms[v.vmOrder[p.cursor]]
+		if vm.state != ops.MigRunning {
+			return showStatus{fmt.Sprintf("%s is %s: only a running migration can be force-completed", vm.name, vm.state), true}
+		}
+		return forceVM{vm.id}
+	}
+	return nil
+}
+
+func (p *opPane) view(s *shared) string {
+	st, width := s.st, s.width
+	v, ok := s.ops.views[p.shown]
+	if !ok {
+		return st.Muted.Render("no operation")
+	}
+	state := "running: " + string(v.step)
+	switch {
+	case v.report != nil:
+		state = string(v.report.Result)
+		if v.report.Error != "" {
+			state += ": " + v.report.Error
+		}
+	case v.queued:
+		state = "queued: waiting for a slot (concurrency.nodes)"
+	}
+	var b strings.Builder
+	title := fmt.Sprintf("%s %s", v.plan.Op, v.key)
+	if len(s.ops.order) > 1 {
+		title += st.Muted.Render(fmt.Sprintf("  (%d operations, space for the next)", len(s.ops.order)))
+	}
+	b.WriteString(st.Title.Render(title) + "  " + resultStyle(s, v).Render(truncate(state, max(10, width-len(title)-2))) + "\n")
+	budget := s.height - 6
+	vmLines := 0
+	barW := max(10, min(40, width-50))
+	bar := progress.New(progress.WithWidth(barW), progress.WithoutPercentage(), progress.WithSolidFill("#5fafff"))
+	for i, id := range v.vmOrder {
+		if vmLines+2 > budget*2/3 {
+			b.WriteString(st.Muted.Render(fmt.Sprintf("  … %d more VMs\n", len(v.vmOrder)-i)))
+			break
+		}
+		vm := v.vms[id]
+		cursor := "  "
+		if i == p.cursor {
+			cursor = "▸ "
+		}
+		pct := 0.0
+		if vm.total > 0 {
+			pct = float64(vm.total-vm.remaining) / float64(vm.total)
+		}
+		if vm.state == ops.MigCompleted {
+			pct = 1
+		}
+		route := vm.source + " → " + orDash(vm.dest)
+		line1 := fmt.Sprintf("%s%-14s %-15s %s", cursor, truncate(vm.name, 14), vmStateStyle(s, vm).Render(truncate(string(vm.state), 15)), truncate(route, max(10, width-34)))
+		detail := ""
+		if vm.total > 0 && vm.state == ops.MigRunning {
+			detail = fmt.Sprintf("%s/%s  %s left  %s  eta %s", text.Bytes(vm.processed), text.Bytes(vm.total),
+				text.Bytes(vm.remaining), text.Rate(vm.rate), text.Duration(vm.eta))
+			if vm.stalled {
+				detail += "  " + st.Error.Render("STALLED")
+			}
+		} else if vm.msg != "" {
+			detail = vm.msg
+		}
+		line2 := fmt.Sprintf("  %s %3.0f%%  %s", bar.ViewAs(pct), pct*100, detail)
+		b.WriteString(truncate(line1, width) + "\n" + truncate(line2, width) + "\n")
+		vmLines += 2
+	}
+	if len(v.vmOrder) == 0 {
+		b.WriteString(st.Muted.Render("  no VMs to move") + "\n")
+		vmLines++
+	}
+	b.WriteString(truncate(podSummary(v), width) + "\n")
+	logRows := max(1, budget-vmLines-1)
+	start := max(0, len(v.log)-logRows)
+	for _, l := range v.log[start:] {
+		line := l.at.Format("15:04:05") + " " + l.text
+		if l.bad {
+			b.WriteString(st.Error.Render(truncate(line, width)) + "\n")
+		} else {
+			b.WriteString(st.Muted.Render(truncate(line, width)) + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func podSummary(v *opView) string {
+	states := map[ops.PodState]int{}
+	var blocked []string
+	for _, k := range v.podKeys {
+		p := v.pods[k]
+		states[p.state]++
+		if p.state == ops.PodBlocked {
+			blocked = append(blocked, fmt.Sprintf("%s (PDB %s)", k, p.pdb))
+		}
+	}
+	_, _, done, total := v.counts()
+	s := fmt.Sprintf("pods: %d/%d gone", done, total)
+	if n := states[ops.PodEvicting] + states[ops.PodEvicted]; n > 0 {
+		s += fmt.Sprintf(", %d terminating", n)
+	}
+	if n := states[ops.PodFailed]; n > 0 {
+		s += fmt.Sprintf(", %d failed", n)
+	}
+	if len(blocked) > 0 {
+		s += ", waiting: " + strings.Join(blocked, ", ")
+	}
+	return s
+}
+
+func resultStyle(s *shared, v *opView) lipglossStyle {
+	switch {
+	case v.report == nil:
+		return s.st.Accent
+	case v.report.Result == ops.ResultDone:
+		return s.st.OK
+	case v.report.Result == ops.ResultInterrupted:
+		return s.st.Warn
+	}
+	return s.st.Error
+}
+
+func vmStateStyle(s *shared, vm *vmView) lipglossStyle {
+	switch vm.state {
+	case ops.MigCompleted:
+		return s.st.OK
+	case ops.MigFailed, ops.MigAborted:
+		return s.st.Error
+	case ops.MigRunning, ops.MigState(model.MigrationPreparing), ops.MigState(model.MigrationQueued), ops.MigRequested,
+		ops.MigState(model.MigrationPostMigrating), ops.MigForced:
+		return s.st.Accent
+	}
+	return s.st.Muted
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}

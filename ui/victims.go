@@ -1,0 +1,71 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// victimsPane is the scale-down ranking, cheapest first, with every reason of the node
+// under the cursor.
+type victimsPane struct {
+	cursor int
+}
+
+func (p *victimsPane) update(msg tea.KeyMsg, s *shared) intent {
+	k := s.keys
+	switch {
+	case matches(msg, k.Back):
+		return goTo{nodesScreen}
+	case matches(msg, k.Up):
+		p.cursor = max(0, p.cursor-1)
+	case matches(msg, k.Down):
+		p.cursor = min(len(s.victims)-1, p.cursor+1)
+	case matches(msg, k.Evacuate) && p.cursor < len(s.victims):
+		return propose{model.OpEvacuate, []string{s.victims[p.cursor].Node}}
+	}
+	return nil
+}
+
+func (p *victimsPane) view(s *shared) string {
+	st := s.st
+	var b strings.Builder
+	b.WriteString(st.Header.Render(pad("  RANK NODE", 7+s.nameWidth)+"   COST  PODS  VMS  VM MEMORY   WHY NOT") + "\n")
+	rows := max(3, s.height-12)
+	start := 0
+	if p.cursor >= rows {
+		start = p.cursor - rows + 1
+	}
+	for i := start; i < min(len(s.victims), start+rows); i++ {
+		v := s.victims[i]
+		why := ""
+		if len(v.Reasons) > 0 {
+			why = v.Reasons[0].Message
+		}
+		line := fmt.Sprintf("  %4s %s %6.1f  %4d  %3d  %9s   %s", rankText(v.Rank), pad(v.Node, s.nameWidth), v.Cost, v.Pods, v.VMs, text.Bytes(v.VMMemory<<20), why)
+		line = truncate(line, s.width)
+		switch {
+		case i == p.cursor:
+			line = st.Cursor.Render(pad(line, s.width))
+		case !v.Candidate:
+			line = st.Muted.Render(line)
+		}
+		b.WriteString(line + "\n")
+	}
+	if p.cursor < len(s.victims) {
+		v := s.victims[p.cursor]
+		if v.Candidate {
+			b.WriteString(st.OK.Render(fmt.Sprintf("%s can go: its pods and VMs fit elsewhere (rank %d); e evacuates it", v.Node, v.Rank)))
+		} else {
+			b.WriteString(st.Warn.Render(v.Node+" cannot go:") + "\n")
+			for _, r := range v.Reasons {
+				b.WriteString(truncate("  "+r.String(), s.width) + "\n")
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
