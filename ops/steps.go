@@ -51,16 +51,27 @@ func (r *runner) cordon(ctx context.Context) (string, error) {
 	return "unschedulable, tainted " + e.cfg.Policy.TaintKey, nil
 }
 
+// computeService re-reads the node's nova-compute service; false when it has none.
+func (r *runner) computeService(ctx context.Context) (model.ComputeService, bool, error) {
+	if r.e.nova == nil || r.plan.Host == "" {
+		return model.ComputeService{}, false, nil
+	}
+	svcs, err := r.e.nova.ComputeServices(ctx, r.plan.Host)
+	if err != nil || len(svcs) == 0 {
+		return model.ComputeService{}, false, err
+	}
+	return svcs[0], true, nil
+}
+
 func (r *runner) disableCompute(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
-	if e.nova == nil || p.Host == "" {
-		return "no compute service", nil
-	}
-	svcs, err := e.nova.ComputeServices(ctx, p.Host)
-	if err != nil {
+	svc, ok, err := r.computeService(ctx)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if len(svcs) == 0 || !svcs[0].Enabled {
+	case !ok && (e.nova == nil || p.Host == ""):
+		return "no compute service", nil
+	case !ok || !svc.Enabled:
 		return "already disabled", nil
 	}
 	reason := ComputeReason(p.Op, e.o.Holder, r.ro.Why, e.now())
@@ -103,18 +114,16 @@ func (r *runner) abort(ctx context.Context) (string, error) {
 
 func (r *runner) enableCompute(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
-	if e.nova == nil || p.Host == "" {
-		return "no compute service", nil
-	}
-	svcs, err := e.nova.ComputeServices(ctx, p.Host)
-	if err != nil {
+	svc, ok, err := r.computeService(ctx)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if len(svcs) == 0 || svcs[0].Enabled {
+	case !ok && (e.nova == nil || p.Host == ""):
+		return "no compute service", nil
+	case !ok || svc.Enabled:
 		return "already enabled", nil
-	}
-	if !DisabledByDrainctl(svcs[0]) && !r.ro.ForceCompute {
-		return fmt.Sprintf("left disabled: someone else disabled it (%q); --force re-enables", svcs[0].DisabledReason), nil
+	case !DisabledByDrainctl(svc) && !r.ro.ForceCompute:
+		return fmt.Sprintf("left disabled: someone else disabled it (%q); --force re-enables", svc.DisabledReason), nil
 	}
 	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
 		return "", err

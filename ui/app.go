@@ -164,7 +164,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, m.refresh(true)
 	case abortPlanned:
-		cmd := m.runBatch(msg.b, "abort")
+		cmd := m.runBatch(msg.b, func(err error) tea.Msg { return abortedForQuit{err} })
 		return m, cmd
 	case abortedForQuit:
 		if msg.err != nil {

@@ -261,7 +261,7 @@ func TestGoldenConfirm(t *testing.T) {
 		Reasons: []model.Reason{
 			{Code: model.BarePod, Severity: model.Blocks, Object: "shop/debug-shell", Message: "no controller", Override: "--force"},
 			{Code: model.PDBExhausted, Severity: model.Waits, Object: "shop/web-compute-1", Message: "web-pdb", Override: "--disable-eviction"}}}
-	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, plans: []model.Plan{plan}})
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, batch: ops.Batch{Plans: []model.Plan{plan}}})
 	golden(t, next.(Model), 100, 24)
 }
 
@@ -339,7 +339,7 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 	// n plans the evacuation in a Cmd; the plan comes back as a planMsg for confirmation.
 	node, _ := m.s.inv.Node("compute-0")
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", VMs: node.VMs, Steps: []model.Step{{Kind: model.StepCordon}}}
-	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-0"}, plans: []model.Plan{plan}, maintenance: maintainCreate})
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{plan}}, maintenance: maintainCreate})
 	m = next.(Model)
 	if v := m.View(); m.screen != confirmScreen || !strings.Contains(v, "Create a NodeMaintenance for compute-0? The controller will:") ||
 		strings.Contains(v, "toggle --force") {
@@ -378,7 +378,7 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 		t.Errorf("n twice: %q", m.status)
 	}
 	// N: the restore's plan, then the deletion (no finalizer in this store: it goes at once).
-	next, _ = m.Update(planMsg{op: model.OpUncordon, targets: []string{"compute-0"}, plans: []model.Plan{{Op: model.OpUncordon, Node: "compute-0"}}, maintenance: maintainDelete})
+	next, _ = m.Update(planMsg{op: model.OpUncordon, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{{Op: model.OpUncordon, Node: "compute-0"}}}, maintenance: maintainDelete})
 	m = next.(Model)
 	if v := m.View(); !strings.Contains(v, "Delete NodeMaintenance compute-0? The controller will put compute-0 back:") {
 		t.Fatalf("confirm delete:\n%s", v)
@@ -398,6 +398,6 @@ func TestGoldenMaintenanceConfirm(t *testing.T) {
 		Steps: []model.Step{{Kind: model.StepLease, Detail: "take the maintenance lease"}, {Kind: model.StepCordon, Detail: "unschedulable + taint"},
 			{Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},
 		Reasons: []model.Reason{{Code: model.BarePod, Severity: model.Blocks, Object: "shop/debug-shell", Message: "no controller", Override: "--force"}}}
-	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, plans: []model.Plan{plan}, maintenance: maintainCreate})
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, batch: ops.Batch{Plans: []model.Plan{plan}}, maintenance: maintainCreate})
 	golden(t, next.(Model), 100, 24)
 }

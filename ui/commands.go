@@ -44,8 +44,7 @@ type pending struct {
 	op      model.OpKind
 	targets []string
 	ro      ops.RunOptions
-	batch   ops.Batch
-	plans   []model.Plan
+	batch   ops.Batch // the plans, as the engine's PlanBatch made them
 	err     error
 	// maintenance: confirming a NodeMaintenance to create or delete (the plan shows what
 	// the controller will do) instead of running the plan here.
@@ -79,7 +78,7 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m, m.plan(in.p.op, in.p.targets, in.p.ro)
 	case pickTarget:
 		ro := in.p.ro
-		ro.To = m.nextTarget(in.p.ro.To, in.p.plans)
+		ro.To = m.nextTarget(in.p.ro.To, in.p.batch.Plans)
 		return m, m.plan(in.p.op, in.p.targets, ro)
 	case runPending:
 		return m.start(in.p)
@@ -216,7 +215,6 @@ func (m Model) plan(op model.OpKind, targets []string, ro ops.RunOptions) tea.Cm
 	return func() tea.Msg {
 		p := pending{op: op, targets: targets, ro: ro}
 		p.batch, p.err = eng.PlanBatch(ctx, op, targets, ro)
-		p.plans = p.batch.Plans
 		return planMsg(p)
 	}
 }
@@ -226,12 +224,12 @@ func (m Model) plan(op model.OpKind, targets []string, ro ops.RunOptions) tea.Cm
 func (m Model) start(p *pending) (tea.Model, tea.Cmd) {
 	m.confirm.pending, m.screen, m.op.cursor = nil, opScreen, 0
 	m.setStatus("", false)
-	return m, m.runBatch(ops.Batch{Op: p.op, Run: p.batch.Run, Plans: p.plans}, "")
+	return m, m.runBatch(p.batch, func(err error) tea.Msg { return batchDone{err} })
 }
 
 // runBatch shows each plan of the batch as an operation and runs the batch; the Cmd ends
-// with the batch, after every plan recorded where it stands.
-func (m *Model) runBatch(b ops.Batch, label string) tea.Cmd {
+// with the batch, after every plan recorded where it stands, with done's message.
+func (m *Model) runBatch(b ops.Batch, done func(error) tea.Msg) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
 	for _, pl := range b.Plans {
 		key := opKey(pl)
@@ -239,15 +237,12 @@ func (m *Model) runBatch(b ops.Batch, label string) tea.Cmd {
 		m.op.shown = key
 	}
 	eng, bus := m.eng, m.bus
-	done := m.s.ops.begin()
+	ended := m.s.ops.begin()
 	return func() tea.Msg {
-		defer done()
+		defer ended()
 		defer cancel()
 		_, err := eng.RunBatch(ctx, b, func(pl model.Plan) func(ops.Event) { return bus.emitFor(opKey(pl)) })
-		if label == "abort" {
-			return abortedForQuit{err}
-		}
-		return batchDone{err}
+		return done(err)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
@@ -49,7 +48,7 @@ func (p *confirmPane) update(msg tea.KeyMsg, s *shared) intent {
 		if pd.err != nil {
 			return nil
 		}
-		if len((ops.Batch{Plans: pd.plans}).Blockers()) > 0 {
+		if len(pd.batch.Blockers()) > 0 {
 			return showStatus{"refused: resolve the blockers or toggle their overrides first", true}
 		}
 		return runPending{pd}
@@ -81,7 +80,7 @@ func (p *confirmPane) view(s *shared) string {
 		}
 		b.WriteString(st.Title.Render(truncate(q, width)) + "\n")
 	}
-	for _, pl := range pd.plans {
+	for _, pl := range pd.batch.Plans {
 		question := strings.ToUpper(pl.Summary()[:1]) + pl.Summary()[1:] + "?"
 		if pd.maintenance != "" {
 			question = pl.Summary()

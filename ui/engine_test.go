@@ -106,7 +106,7 @@ func TestTUIBatchHonoursConcurrencyNodes(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@test", nil))
 	l.selectNodes(c1, c2)
 	l.keys("c")
-	if l.m.screen != confirmScreen || len(l.m.confirm.pending.plans) != 2 {
+	if l.m.screen != confirmScreen || len(l.m.confirm.pending.batch.Plans) != 2 {
 		t.Fatalf("cordon two nodes: screen %v, status %q", l.m.screen, l.m.status)
 	}
 	l.keys("y")

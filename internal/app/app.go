@@ -70,7 +70,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(s
 		return err
 	}
 	if len(o.Args) == 2 && o.Args[0] == "sim" && o.Args[1] == "serve" {
-		return SimServe(ctx, o, cmp(o.Listen, "127.0.0.1:0"), stdout)
+		return SimServe(ctx, o, firstNonBlank(o.Listen, "127.0.0.1:0"), stdout)
 	}
 	if o.Demo && (o.DemoNodes < 5 || o.DemoNodes > 5000) {
 		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.DemoNodes), Hint: "use 5 to 5000 nodes"}
@@ -137,7 +137,7 @@ func runAuto(ctx context.Context, e env) error {
 	if len(e.o.Args) > 0 {
 		verb, args = e.o.Args[0], e.o.Args[1:]
 	} else {
-		args = []string{cmp(e.getenv("NODE_NAME"), hostname())}
+		args = []string{firstNonBlank(e.getenv("NODE_NAME"), hostname())}
 	}
 	if !auto.KnownVerb(verb) {
 		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + auto.Verbs}
@@ -186,8 +186,8 @@ func redirectLogs(path string) error {
 	return nil
 }
 
-// cmp is the first non-blank string.
-func cmp(s ...string) string {
+// firstNonBlank is the first string that is not empty or spaces (a NODE_NAME of " " is unset).
+func firstNonBlank(s ...string) string {
 	for _, v := range s {
 		if strings.TrimSpace(v) != "" {
 			return v

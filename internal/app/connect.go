@@ -74,8 +74,8 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		env := envMap(demo.Nova.Env())
 		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
 	} else {
-		kubeOpts := kube.Options{Kubeconfig: cmp(o.Kubeconfig, cfg.Kubernetes.Kubeconfig),
-			Context: cmp(o.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
+		kubeOpts := kube.Options{Kubeconfig: firstNonBlank(o.Kubeconfig, cfg.Kubernetes.Kubeconfig),
+			Context: firstNonBlank(o.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
 		restCfg, err := kube.RESTConfig(kubeOpts)
 		if err != nil {
 			return nil, err

@@ -70,7 +70,7 @@ var daemonMode = mode{start: func(ctx context.Context, e env, cl *Cluster, emit 
 	if !cl.Engine.NovaConfigured() {
 		return nil, "", &ops.UsageError{Problem: "the daemon moves VMs: it needs OpenStack credentials", Hint: "set OS_CLOUD or OS_* (see --help)"}
 	}
-	node := cmp(e.o.Node, e.getenv("NODE_NAME"))
+	node := firstNonBlank(e.o.Node, e.getenv("NODE_NAME"))
 	d := &controllers.Daemon{Engine: cl.Engine, Node: node, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason}, Events: cl.Kube, Emit: emit}
 	if node != "" {
 		fmt.Fprintf(e.stderr, "drainctl: daemon following node %s\n", node)
@@ -108,13 +108,13 @@ var proxyMode = mode{holder: "drainctl-proxy",
 	},
 	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
 		p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: e.cfg.CloudPool.BackendTimeout.D(),
-			Run:  ops.RunOptions{Policy: e.pol, Why: cmp(e.o.Reason, "scale-down")},
+			Run:  ops.RunOptions{Policy: e.pol, Why: firstNonBlank(e.o.Reason, "scale-down")},
 			Emit: emit,
 			Logf: func(format string, a ...any) { fmt.Fprintf(e.stderr, "drainctl: proxy: "+format+"\n", a...) }})
 		if err != nil {
 			return nil, "", err
 		}
-		addr := cmp(e.o.Listen, ":8080")
+		addr := firstNonBlank(e.o.Listen, ":8080")
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return nil, "", &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --listen %s: %v", addr, err)}

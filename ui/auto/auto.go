@@ -44,7 +44,11 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return WriteInventory(a.Stdout, inv, map[bool]string{true: FormatJSON, false: FormatTable}[a.JSON])
+		format := FormatTable
+		if a.JSON {
+			format = FormatJSON
+		}
+		return WriteInventory(a.Stdout, inv, format)
 	case "plan":
 		if len(args) < 2 {
 			return &ops.UsageError{Problem: "plan needs a verb and its targets", Hint: "e.g. drainctl --auto plan evacuate compute-3"}
