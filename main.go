@@ -14,6 +14,7 @@ import (
 	"github.com/drainctl/drainctl/internal/app"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ui/auto"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // Set by the linker: -X main.version=... -X main.commit=... -X main.date=...
@@ -126,9 +127,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = app.Run(ctx, opts, stdout, stderr, getenv)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "drainctl: error: %v\n", err)
+		text.Fprintf(stderr, "drainctl: error: %v\n", err)
 		if hint := app.HintOf(err); hint != "" {
-			fmt.Fprintf(stderr, "drainctl: hint: %s\n", hint)
+			text.Fprintf(stderr, "drainctl: hint: %s\n", hint)
 		}
 	}
 	return app.ExitCodeOf(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 type screen int
@@ -292,7 +293,8 @@ func (m Model) goTo(s screen) Model {
 	return m
 }
 
-func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
+// setStatus shows a line under the pane; statuses quote names and errors, so it is made Safe.
+func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = text.Safe(s), bad }
 
 func (m *Model) setMaintenances(list []model.NodeMaintenance) {
 	m.s.maint = make(map[string]model.NodeMaintenance, len(list))

@@ -1,13 +1,13 @@
 package ui
 
 import (
-	"fmt"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // confirmPane is a plan waiting for y: its steps, every blocker, the overrides toggled.
@@ -68,22 +68,23 @@ func (p *confirmPane) view(s *shared) string {
 	}
 	var b strings.Builder
 	if pd.err != nil {
-		b.WriteString(st.Error.Render("cannot plan: "+pd.err.Error()) + "\n")
+		b.WriteString(st.Error.Render("cannot plan: "+text.SafeErr(pd.err)) + "\n")
 		return b.String()
 	}
 	blocked := false
 	if pd.maintenance != "" {
 		node := pd.targets[0]
-		q := fmt.Sprintf("Create a NodeMaintenance for %s? The controller will:", node)
+		q := text.Sprintf("Create a NodeMaintenance for %s? The controller will:", node)
 		if pd.maintenance == maintainDelete {
-			q = fmt.Sprintf("Delete NodeMaintenance %s? The controller will put %s back:", s.maint[node].Name, node)
+			q = text.Sprintf("Delete NodeMaintenance %s? The controller will put %s back:", s.maint[node].Name, node)
 		}
 		b.WriteString(st.Title.Render(truncate(q, width)) + "\n")
 	}
 	for _, pl := range pd.batch.Plans {
-		question := strings.ToUpper(pl.Summary()[:1]) + pl.Summary()[1:] + "?"
+		summary := text.Safe(pl.Summary())
+		question := strings.ToUpper(summary[:1]) + summary[1:] + "?"
 		if pd.maintenance != "" {
-			question = pl.Summary()
+			question = summary
 		}
 		b.WriteString(st.Title.Render(truncate(question, width)) + "\n")
 		for i, step := range pl.Steps {
@@ -91,7 +92,7 @@ func (p *confirmPane) view(s *shared) string {
 			if step.Done {
 				mark = "[✓]"
 			}
-			b.WriteString(truncate(fmt.Sprintf("  %d. %s %-16s %s", i+1, mark, step.Kind, step.Detail), width) + "\n")
+			b.WriteString(truncate(text.Sprintf("  %d. %s %-16s %s", i+1, mark, step.Kind, step.Detail), width) + "\n")
 		}
 		for _, r := range pl.Reasons {
 			style := st.Muted
@@ -105,7 +106,7 @@ func (p *confirmPane) view(s *shared) string {
 			if pd.maintenance != "" {
 				what = r.Object + ": " + r.Message // the controller's policy decides, not this view's toggles
 			}
-			b.WriteString(style.Render(truncate(fmt.Sprintf("  %-6s %s", r.Severity, what), width)) + "\n")
+			b.WriteString(style.Render(truncate(text.Sprintf("  %-6s %s", r.Severity, what), width)) + "\n")
 		}
 	}
 	var on []string

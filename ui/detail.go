@@ -71,15 +71,15 @@ func (p *detailPane) view(s *shared) string {
 	st := s.st
 	n, ok := s.inv.Node(p.node)
 	if !ok {
-		return st.Warn.Render(p.node + " is gone from the inventory")
+		return st.Warn.Render(text.Safe(p.node) + " is gone from the inventory")
 	}
-	head := st.Title.Render(n.Name) + st.Muted.Render(fmt.Sprintf("  %s · %s · compute %s",
+	head := st.Title.Render(text.Safe(n.Name)) + st.Muted.Render(text.Sprintf("  %s · %s · compute %s",
 		text.Roles(n), text.KubeState(n), text.Compute(n, s.inv.NovaConfigured)))
 	if n.Compute != nil && n.Compute.DisabledReason != "" {
-		head += "\n" + st.Muted.Render("disabled reason: "+n.Compute.DisabledReason)
+		head += "\n" + st.Muted.Render("disabled reason: "+text.Safe(n.Compute.DisabledReason))
 	}
 	for _, mm := range n.Mismatches(s.inv.NovaConfigured) {
-		head += "\n" + st.Warn.Render("! "+mm.Message)
+		head += "\n" + st.Warn.Render("! "+text.Safe(mm.Message))
 	}
 	if nm, ok := s.maint[n.Name]; ok {
 		head += "\n" + maintenanceLine(s, nm)
@@ -127,7 +127,7 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 	lines := []string{st.Header.Render(pad(fmt.Sprintf("  VMS (%d)  NAME          ID        FLAVOR      RAM    STATUS              MIGRATION", len(n.VMs)), w))}
 	migrating := map[string]string{} // VM id -> its live migration's state and route
 	for _, mg := range n.Migrations {
-		migrating[mg.InstanceID] = fmt.Sprintf("%s %s→%s", mg.Status, mg.SourceCompute, orDash(mg.DestCompute))
+		migrating[mg.InstanceID] = text.Sprintf("%s %s→%s", mg.Status, mg.SourceCompute, orDash(mg.DestCompute))
 	}
 	start := 0
 	if p.cursor >= rows-1 {
@@ -150,8 +150,8 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 		if mig == "" {
 			mig = "-"
 		}
-		line := pad(fmt.Sprintf("%s%-13s %-9s %-11s %-6s %-19s %s", mark, truncate(vm.Name, 13), vm.ShortID(), truncate(vm.Flavor, 11),
-			text.Bytes(vm.RAMMB<<20), truncate(state, 19), mig), w)
+		line := pad(text.Sprintf("%s%-13s %-9s %-11s %-6s %-19s %s", mark, fit(vm.Name, 13), fit(vm.ShortID(), 9), fit(vm.Flavor, 11),
+			text.Bytes(vm.RAMMB<<20), fit(state, 19), mig), w)
 		if i == p.cursor {
 			line = st.Cursor.Render(line)
 		}
@@ -192,8 +192,8 @@ func podTable(s *shared, n model.Node, w, rows int) string {
 				drain, style = "waits: PDB "+r.Message, st.Warn
 			}
 		}
-		line := fmt.Sprintf("  %-38s %-12s %-9s ", truncate(p.Key(), 38), truncate(owner, 12), p.Phase)
-		lines = append(lines, pad(line+style.Render(drain), w))
+		line := text.Sprintf("  %-38s %-12s %-9s ", fit(p.Key(), 38), fit(owner, 12), p.Phase)
+		lines = append(lines, pad(line+style.Render(text.Safe(drain)), w))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -201,14 +201,14 @@ func podTable(s *shared, n model.Node, w, rows int) string {
 // maintenanceLine is a NodeMaintenance in one line: its state, its counts, its last error.
 func maintenanceLine(s *shared, nm model.NodeMaintenance) string {
 	st := nm.Status
-	line := fmt.Sprintf("NodeMaintenance %s: %s · pods %d/%d evicted · VMs %d/%d migrated", nm.Name, maintenanceState(nm),
+	line := text.Sprintf("NodeMaintenance %s: %s · pods %d/%d evicted · VMs %d/%d migrated", nm.Name, maintenanceState(nm),
 		st.EvictionPods-len(st.PendingPods), st.EvictionPods, st.MigratedVMs, st.TotalVMs)
 	if nm.Reason != "" {
-		line += " · " + nm.Reason
+		line += " · " + text.Safe(nm.Reason)
 	}
 	style := s.st.Accent
 	if st.LastError != "" {
-		line += "\n  last error: " + st.LastError
+		line += "\n  last error: " + text.Safe(st.LastError)
 		style = s.st.Warn
 	}
 	return style.Render(truncate(line, s.width*2))

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // The help and quit screens: panes without state of their own.
@@ -49,7 +50,7 @@ func quitKey(msg tea.KeyMsg, s *shared) intent {
 func quitView(s *shared) string {
 	var running []string
 	for _, n := range s.ops.runningKeys() {
-		running = append(running, string(s.ops.views[n].plan.Op)+" "+n)
+		running = append(running, string(s.ops.views[n].plan.Op)+" "+text.Safe(n))
 	}
 	k := s.keys
 	var b strings.Builder

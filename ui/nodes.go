@@ -226,7 +226,7 @@ func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) str
 	}
 	parts := make([]string, 0, len(cols))
 	for _, c := range cols {
-		parts = append(parts, pad(cells[c.title], c.width))
+		parts = append(parts, pad(text.Safe(cells[c.title]), c.width))
 	}
 	row := mark + strings.Join(parts, " ")
 	switch {

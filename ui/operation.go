@@ -144,7 +144,7 @@ func (v *opView) vm(id, name string) *vmView {
 }
 
 func (v *opView) logf(at time.Time, bad bool, format string, a ...any) {
-	v.log = append(v.log, logLine{at, fmt.Sprintf(format, a...), bad})
+	v.log = append(v.log, logLine{at, text.Sprintf(format, a...), bad})
 	if len(v.log) > 200 {
 		v.log = v.log[len(v.log)-200:]
 	}
@@ -276,7 +276,7 @@ func (p *opPane) update(msg tea.KeyMsg, s *shared) intent {
 		}
 		vm := v.vms[v.vmOrder[p.cursor]]
 		if vm.state != ops.MigRunning {
-			return showStatus{fmt.Sprintf("%s is %s: only a running migration can be force-completed", vm.name, vm.state), true}
+			return showStatus{text.Sprintf("%s is %s: only a running migration can be force-completed", vm.name, vm.state), true}
 		}
 		return forceVM{vm.id}
 	}
@@ -294,13 +294,13 @@ func (p *opPane) view(s *shared) string {
 	case v.report != nil:
 		state = string(v.report.Result)
 		if v.report.Error != "" {
-			state += ": " + v.report.Error
+			state += ": " + text.Safe(v.report.Error)
 		}
 	case v.queued:
 		state = "queued: waiting for a slot (concurrency.nodes)"
 	}
 	var b strings.Builder
-	title := fmt.Sprintf("%s %s", v.plan.Op, v.key)
+	title := text.Sprintf("%s %s", v.plan.Op, v.key)
 	if len(s.ops.order) > 1 {
 		title += st.Muted.Render(fmt.Sprintf("  (%d operations, space for the next)", len(s.ops.order)))
 	}
@@ -326,8 +326,8 @@ func (p *opPane) view(s *shared) string {
 		if vm.state == ops.MigCompleted {
 			pct = 1
 		}
-		route := vm.source + " → " + orDash(vm.dest)
-		line1 := fmt.Sprintf("%s%-14s %-15s %s", cursor, truncate(vm.name, 14), vmStateStyle(s, vm).Render(truncate(string(vm.state), 15)), truncate(route, max(10, width-34)))
+		route := text.Safe(vm.source + " → " + orDash(vm.dest))
+		line1 := fmt.Sprintf("%s%-14s %-15s %s", cursor, fit(vm.name, 14), vmStateStyle(s, vm).Render(fit(string(vm.state), 15)), truncate(route, max(10, width-34)))
 		detail := ""
 		if vm.total > 0 && vm.state == ops.MigRunning {
 			detail = fmt.Sprintf("%s/%s  %s left  %s  eta %s", text.Bytes(vm.processed), text.Bytes(vm.total),
@@ -336,7 +336,7 @@ func (p *opPane) view(s *shared) string {
 				detail += "  " + st.Error.Render("STALLED")
 			}
 		} else if vm.msg != "" {
-			detail = vm.msg
+			detail = text.Safe(vm.msg)
 		}
 		line2 := fmt.Sprintf("  %s %3.0f%%  %s", bar.ViewAs(pct), pct*100, detail)
 		b.WriteString(truncate(line1, width) + "\n" + truncate(line2, width) + "\n")
@@ -367,7 +367,7 @@ func podSummary(v *opView) string {
 		p := v.pods[k]
 		states[p.state]++
 		if p.state == ops.PodBlocked {
-			blocked = append(blocked, fmt.Sprintf("%s (PDB %s)", k, p.pdb))
+			blocked = append(blocked, text.Sprintf("%s (PDB %s)", k, p.pdb))
 		}
 	}
 	_, _, done, total := v.counts()

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -46,7 +45,7 @@ func (p *victimsPane) view(s *shared) string {
 		if len(v.Reasons) > 0 {
 			why = v.Reasons[0].Message
 		}
-		line := fmt.Sprintf("  %4s %s %6.1f  %4d  %3d  %9s   %s", rankText(v.Rank), pad(v.Node, s.nameWidth), v.Cost, v.Pods, v.VMs, text.Bytes(v.VMMemory<<20), why)
+		line := text.Sprintf("  %4s %s %6.1f  %4d  %3d  %9s   %s", rankText(v.Rank), pad(text.Safe(v.Node), s.nameWidth), v.Cost, v.Pods, v.VMs, text.Bytes(v.VMMemory<<20), why)
 		line = truncate(line, s.width)
 		switch {
 		case i == p.cursor:
@@ -59,11 +58,11 @@ func (p *victimsPane) view(s *shared) string {
 	if p.cursor < len(s.victims) {
 		v := s.victims[p.cursor]
 		if v.Candidate {
-			b.WriteString(st.OK.Render(fmt.Sprintf("%s can go: its pods and VMs fit elsewhere (rank %d); e evacuates it", v.Node, v.Rank)))
+			b.WriteString(st.OK.Render(text.Sprintf("%s can go: its pods and VMs fit elsewhere (rank %d); e evacuates it", v.Node, v.Rank)))
 		} else {
-			b.WriteString(st.Warn.Render(v.Node+" cannot go:") + "\n")
+			b.WriteString(st.Warn.Render(text.Safe(v.Node)+" cannot go:") + "\n")
 			for _, r := range v.Reasons {
-				b.WriteString(truncate("  "+r.String(), s.width) + "\n")
+				b.WriteString(fit("  "+r.String(), s.width) + "\n")
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // View renders the current screen: the header, the pane on screen, the footer. It only
@@ -48,7 +49,7 @@ func (m Model) header() string {
 	}
 	switch {
 	case s.invErr != nil:
-		info += " · " + s.st.Error.Render("refresh failed: "+firstLine(s.invErr.Error()))
+		info += " · " + s.st.Error.Render("refresh failed: "+firstLine(text.SafeErr(s.invErr)))
 	case !s.loaded:
 		info += " · loading…"
 	}
@@ -108,6 +109,10 @@ func pad(s string, w int) string {
 	}
 	return s
 }
+
+// fit is cluster text made Safe, then cut to w columns: the width is measured on what the
+// terminal will show.
+func fit(s string, w int) string { return truncate(text.Safe(s), w) }
 
 func truncate(s string, w int) string {
 	if w <= 0 {

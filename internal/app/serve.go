@@ -14,6 +14,7 @@ import (
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ui/auto"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // mode is one in-cluster mode for the serve skeleton: how it connects, and what it serves.
@@ -110,7 +111,7 @@ var proxyMode = mode{holder: "drainctl-proxy",
 		p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: e.cfg.CloudPool.BackendTimeout.D(),
 			Run:  ops.RunOptions{Policy: e.pol, Why: firstNonBlank(e.o.Reason, "scale-down")},
 			Emit: emit,
-			Logf: func(format string, a ...any) { fmt.Fprintf(e.stderr, "drainctl: proxy: "+format+"\n", a...) }})
+			Logf: func(format string, a ...any) { text.Fprintf(e.stderr, "drainctl: proxy: "+format+"\n", a...) }})
 		if err != nil {
 			return nil, "", err
 		}

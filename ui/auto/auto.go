@@ -74,7 +74,7 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 	case "scale-down":
 		return a.scaleDown(ctx, args)
 	}
-	return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + Verbs}
+	return &ops.UsageError{Problem: text.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + Verbs}
 }
 
 // operate plans every target, refuses the whole batch if any plan is blocked (exit 3,
@@ -126,22 +126,22 @@ func (a *Auto) doctor(ctx context.Context) error {
 			if m.Code == model.NoComputeService || m.Code == model.NoHypervisor {
 				continue // expected on control-plane and storage nodes
 			}
-			found = append(found, fmt.Sprintf("%s: %s", m.Code, m.Message))
+			found = append(found, text.Sprintf("%s: %s", m.Code, m.Message))
 		}
 		for _, m := range n.Migrations {
 			if m.SourceCompute == n.Host && m.Stuck(inv.At) {
-				found = append(found, fmt.Sprintf("MigrationStuck: migration %d of %s has been %s since %s", m.ID, m.InstanceID, m.Status, m.UpdatedAt.Format("15:04:05")))
+				found = append(found, text.Sprintf("MigrationStuck: migration %d of %s has been %s since %s", m.ID, m.InstanceID, m.Status, m.UpdatedAt.Format("15:04:05")))
 			}
 		}
 	}
 	for _, vm := range inv.UnplacedVMs {
-		found = append(found, fmt.Sprintf("VMOnUnknownHost: VM %s (%s) is on host %q, which no Kubernetes node or compute service matches", vm.Name, vm.ShortID(), vm.Host))
+		found = append(found, text.Sprintf("VMOnUnknownHost: VM %s (%s) is on host \"%s\", which no Kubernetes node or compute service matches", vm.Name, vm.ShortID(), vm.Host))
 	}
 	if !inv.NovaConfigured {
 		fmt.Fprintln(a.Stdout, "Nova is not configured: only Kubernetes was checked")
 	}
 	for _, f := range found {
-		fmt.Fprintln(a.Stdout, f)
+		text.Fprintln(a.Stdout, f)
 	}
 	if len(found) > 0 {
 		return &disagreement{n: len(found)}
@@ -153,7 +153,7 @@ func (a *Auto) doctor(ctx context.Context) error {
 type disagreement struct{ n int }
 
 func (d *disagreement) Error() string {
-	return fmt.Sprintf("%d disagreement(s) between Kubernetes and Nova", d.n)
+	return text.Sprintf("%d disagreement(s) between Kubernetes and Nova", d.n)
 }
 
 // recommend prints the scale-down victims, cheapest first, and every other node's reasons.
@@ -188,10 +188,10 @@ func (a *Auto) recommend(ctx context.Context) error {
 		if len(v.Reasons) > 0 {
 			why = v.Reasons[0].String()
 			if len(v.Reasons) > 1 {
-				why += fmt.Sprintf(" (+%d more)", len(v.Reasons)-1)
+				why += text.Sprintf(" (+%d more)", len(v.Reasons)-1)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%d\t%s\t%.0f%%\t%s\n", rank, v.Node, v.Cost, v.Pods, v.VMs,
+		text.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%d\t%s\t%.0f%%\t%s\n", rank, v.Node, v.Cost, v.Pods, v.VMs,
 			text.Bytes(v.VMMemory<<20), v.CPUUtil*100, why)
 	}
 	return tw.Flush()

@@ -51,12 +51,12 @@ func WriteInventory(w io.Writer, inv model.Inventory, format string) error {
 			reasonShown = reasonShown || m.Code == model.DisabledButSchedulable
 		}
 		if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" && !reasonShown {
-			notes = append(notes, fmt.Sprintf("disabled: %q", n.Compute.DisabledReason))
+			notes = append(notes, text.Sprintf("disabled: \"%s\"", n.Compute.DisabledReason))
 		}
 		for _, m := range n.Migrations {
-			notes = append(notes, fmt.Sprintf("migration %s %s→%s", m.Status, m.SourceCompute, orDash(m.DestCompute)))
+			notes = append(notes, text.Sprintf("migration %s %s→%s", m.Status, m.SourceCompute, orDash(m.DestCompute)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, text.Roles(n), text.KubeState(n),
+		text.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, text.Roles(n), text.KubeState(n),
 			text.Compute(n, inv.NovaConfigured), text.VCPU(n), text.RAM(n), text.VMs(n, inv.NovaConfigured),
 			text.Pods(n), strings.Join(notes, "; "))
 	}
@@ -64,9 +64,9 @@ func WriteInventory(w io.Writer, inv model.Inventory, format string) error {
 		return err
 	}
 	if len(inv.UnplacedVMs) > 0 {
-		fmt.Fprintf(w, "\n%d VM(s) on hosts that are no known compute service:\n", len(inv.UnplacedVMs))
+		text.Fprintf(w, "\n%d VM(s) on hosts that are no known compute service:\n", len(inv.UnplacedVMs))
 		for _, vm := range inv.UnplacedVMs {
-			fmt.Fprintf(w, "  %s %s host=%q %s\n", vm.ShortID(), vm.Name, vm.Host, vm.Status)
+			text.Fprintf(w, "  %s %s host=\"%s\" %s\n", vm.ShortID(), vm.Name, vm.Host, vm.Status)
 		}
 	}
 	return nil

@@ -41,7 +41,7 @@ func (p *Printer) Emit(ev ops.Event) {
 		p.writeJSON(ev)
 	}
 	if line := p.line(ev); line != "" {
-		fmt.Fprintf(p.progress, "%s %s\n", ev.Time().Format("15:04:05"), line)
+		text.Fprintf(p.progress, "%s %s\n", ev.Time().Format("15:04:05"), line)
 	}
 }
 
@@ -70,6 +70,7 @@ func (p *Printer) writeJSON(ev ops.Event) {
 		return
 	}
 	// {"type": "...", <the event's fields>}
+	// JSON escapes the values itself (a raw ESC never reaches the terminal); a consumer gets them as they are.
 	fmt.Fprintf(p.json, "{\"type\":%q,%s\n", eventType(ev), b[1:])
 }
 
@@ -79,20 +80,20 @@ func (p *Printer) line(ev ops.Event) string {
 		return e.Node + " plan: " + e.Plan.Summary()
 	case ops.StepEvent:
 		if e.State == ops.StepStarted {
-			return fmt.Sprintf("%s %s: %s", e.Node, e.Step, e.Detail)
+			return text.Sprintf("%s %s: %s", e.Node, e.Step, e.Detail)
 		}
 		if e.Detail != "" {
-			return fmt.Sprintf("%s %s %s: %s", e.Node, e.Step, e.State, e.Detail)
+			return text.Sprintf("%s %s %s: %s", e.Node, e.Step, e.State, e.Detail)
 		}
-		return fmt.Sprintf("%s %s %s", e.Node, e.Step, e.State)
+		return text.Sprintf("%s %s %s", e.Node, e.Step, e.State)
 	case ops.PodEvent:
 		switch e.State {
 		case ops.PodBlocked:
-			return fmt.Sprintf("%s pod %s blocked by PDB %s (attempt %d), retrying when it allows", e.Node, e.Pod, orDash(e.PDB), e.Attempt)
+			return text.Sprintf("%s pod %s blocked by PDB %s (attempt %d), retrying when it allows", e.Node, e.Pod, orDash(e.PDB), e.Attempt)
 		case ops.PodFailed:
-			return fmt.Sprintf("%s pod %s failed: %s", e.Node, e.Pod, e.Message)
+			return text.Sprintf("%s pod %s failed: %s", e.Node, e.Pod, e.Message)
 		case ops.PodGone:
-			return fmt.Sprintf("%s pod %s gone", e.Node, e.Pod)
+			return text.Sprintf("%s pod %s gone", e.Node, e.Pod)
 		}
 		return "" // evicting/evicted: the gone line says it
 	case ops.MigrationEvent:
@@ -105,23 +106,23 @@ func (p *Printer) line(ev ops.Event) string {
 			if e.Total > 0 {
 				pct = 100 * float64(e.Total-e.Remaining) / float64(e.Total)
 			}
-			s := fmt.Sprintf("%s vm %s %s→%s %3.0f%%, %s of %s left, %s, eta %s", e.Node, e.VM, e.Source, orDash(e.Dest), pct,
+			s := text.Sprintf("%s vm %s %s→%s %3.0f%%, %s of %s left, %s, eta %s", e.Node, e.VM, e.Source, orDash(e.Dest), pct,
 				text.Bytes(e.Remaining), text.Bytes(e.Total), text.Rate(e.Rate), text.Duration(e.ETA))
 			if e.Stalled {
 				s += " STALLED"
 			}
 			return s
 		}
-		s := fmt.Sprintf("%s vm %s %s", e.Node, e.VM, e.State)
+		s := text.Sprintf("%s vm %s %s", e.Node, e.VM, e.State)
 		if e.Dest != "" && (e.State == ops.MigCompleted || e.State == "queued" || e.State == "preparing") {
-			s += fmt.Sprintf(" %s→%s", e.Source, e.Dest)
+			s += text.Sprintf(" %s→%s", e.Source, e.Dest)
 		}
 		if e.Message != "" {
 			s += ": " + e.Message
 		}
 		return s
 	case ops.NodeChanged:
-		return fmt.Sprintf("%s %s", e.Node, e.What)
+		return text.Sprintf("%s %s", e.Node, e.What)
 	case ops.RunDone:
 		return summary(e.Report)
 	}
@@ -144,9 +145,9 @@ func summary(r ops.Report) string {
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+		parts = append(parts, text.Sprintf("%d %s", counts[k], k))
 	}
-	s := fmt.Sprintf("%s %s %s in %s", r.Node, r.Op, r.Result, text.Duration(r.Finished.Sub(r.Started)))
+	s := text.Sprintf("%s %s %s in %s", r.Node, r.Op, r.Result, text.Duration(r.Finished.Sub(r.Started)))
 	if len(parts) > 0 {
 		s += " (" + strings.Join(parts, ", ") + ")"
 	}
@@ -159,15 +160,15 @@ func summary(r ops.Report) string {
 // WritePlan prints a plan for --dry-run and for refusals: steps, then every reason with
 // the override that lifts it.
 func WritePlan(w io.Writer, p model.Plan) {
-	fmt.Fprintf(w, "plan: %s\n", p.Summary())
+	text.Fprintf(w, "plan: %s\n", p.Summary())
 	for i, s := range p.Steps {
 		mark := " "
 		if s.Done {
 			mark = "✓"
 		}
-		fmt.Fprintf(w, "  %d. [%s] %-16s %s\n", i+1, mark, s.Kind, s.Detail)
+		text.Fprintf(w, "  %d. [%s] %-16s %s\n", i+1, mark, s.Kind, s.Detail)
 	}
 	for _, r := range p.Reasons {
-		fmt.Fprintf(w, "  %-6s %s\n", r.Severity, r.String())
+		text.Fprintf(w, "  %-6s %s\n", r.Severity, r.String())
 	}
 }
