@@ -6,8 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	tea "github.com/charmbracelet/bubbletea"
-
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -94,7 +92,7 @@ func TestHostileTextIsShownEscapedInEveryPane(t *testing.T) {
 	}
 }
 
-func TestGoldenHostileNodes(t *testing.T)  { golden(t, hostileModel(t, 160, 20), 160, 20) }
-func TestGoldenHostileDetail(t *testing.T) { golden(t, press(hostileModel(t, 160, 24), "enter"), 160, 24) }
-
-var _ = tea.KeyMsg{}
+func TestGoldenHostileNodes(t *testing.T) { golden(t, hostileModel(t, 160, 20), 160, 20) }
+func TestGoldenHostileDetail(t *testing.T) {
+	golden(t, press(hostileModel(t, 160, 24), "enter"), 160, 24)
+}
