@@ -2,12 +2,21 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 )
@@ -29,5 +38,83 @@ func TestManifestsDryRun(t *testing.T) {
 	dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(kubetest.Ctx(t), ns, metav1.CreateOptions{})
 	for _, err := range kubetest.Apply(t, true, files...) {
 		t.Error(err)
+	}
+}
+
+// asServiceAccount is a clientset acting as one of deploy/'s ServiceAccounts (impersonated),
+// with the pod-bound token's node name when node is set.
+func asServiceAccount(t *testing.T, sa, node string) kubernetes.Interface {
+	cfg := kubetest.Config(t)
+	cfg.Impersonate.UserName = "system:serviceaccount:drainctl:" + sa
+	if node != "" {
+		cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// The shipped RBAC keeps every mode to drainctl's own leases (namespace drainctl) and Events
+// in default: none of them can take the scheduler's leader lease, or write Events elsewhere.
+func TestServiceAccountsCannotTouchOthersLeases(t *testing.T) {
+	admin := kubetest.Client(t)
+	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/leases-role.yaml", "deploy/daemon-rbac.yaml",
+		"deploy/daemon-cluster.yaml", "deploy/controller-rbac.yaml", "deploy/proxy-rbac.yaml") {
+		t.Fatal(err)
+	}
+	holder := "kube-scheduler-x"
+	sched := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: "kube-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	if _, err := admin.CoordinationV1().Leases("kube-system").Create(kubetest.Ctx(t), sched, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, sa := range []string{"drainctl-daemon", "drainctl-daemon-cluster", "drainctl-controller", "drainctl-proxy"} {
+		cs := asServiceAccount(t, sa, "")
+		l, err := cs.CoordinationV1().Leases("kube-system").Get(kubetest.Ctx(t), "kube-scheduler", metav1.GetOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s reads the scheduler's lease: %v", sa, err)
+		}
+		mine := "drainctl/" + sa
+		l = sched.DeepCopy()
+		l.Spec.HolderIdentity = &mine
+		if _, err := cs.CoordinationV1().Leases("kube-system").Update(kubetest.Ctx(t), l, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("%s may update kube-system/kube-scheduler: %v", sa, err)
+		}
+		own := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "drainctl-rbac-" + sa, Namespace: "drainctl"}}
+		if _, err := cs.CoordinationV1().Leases("drainctl").Create(kubetest.Ctx(t), own, metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s cannot create its own lease: %v", sa, err)
+		}
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "x.", Namespace: "kube-system"}, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "x"}}
+		if _, err := cs.CoreV1().Events("kube-system").Create(kubetest.Ctx(t), ev, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("%s may write Events in kube-system: %v", sa, err)
+		}
+	}
+}
+
+// daemon-policy.yaml: the per-node daemon's ServiceAccount may change its own Node only.
+func TestDaemonMayChangeOnlyItsOwnNode(t *testing.T) {
+	admin := kubetest.Client(t)
+	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/leases-role.yaml", "deploy/daemon-rbac.yaml", "deploy/daemon-policy.yaml") {
+		t.Fatal(err)
+	}
+	px := kubetest.Prefix(t)
+	mine, other := px+"-mine", px+"-other"
+	kubetest.Node(t, admin, mine)
+	kubetest.Node(t, admin, other)
+	daemon := asServiceAccount(t, "drainctl-daemon", mine)
+	patch := []byte(`{"metadata":{"annotations":{"drainctl.io/test":"x"}}}`)
+	// The policy takes effect once the API server has loaded it.
+	kubetest.Eventually(t, 20*time.Second, "the policy denying another node", func() bool {
+		_, err := daemon.CoreV1().Nodes().Patch(kubetest.Ctx(t), other, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err != nil && strings.Contains(err.Error(), "only the Node its pod runs on")
+	})
+	if _, err := daemon.CoreV1().Nodes().Patch(kubetest.Ctx(t), mine, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Errorf("the daemon cannot patch its own node: %v", err)
+	}
+	// Without a node in its token (not a pod's token), it may change none.
+	if _, err := asServiceAccount(t, "drainctl-daemon", "").CoreV1().Nodes().Patch(kubetest.Ctx(t), mine, types.MergePatchType, patch, metav1.PatchOptions{}); err == nil {
+		t.Error("a token without a node may patch a node")
 	}
 }

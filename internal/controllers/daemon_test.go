@@ -30,11 +30,14 @@ func defaults() policy.Options { return simtest.Defaults() }
 // startDaemon runs the daemon with its ServiceAccount's permissions only
 // (deploy/daemon-rbac.yaml): what it does proves that RBAC is enough.
 func (c *cluster) startDaemon(node string) (stop func()) {
-	for _, err := range kubetest.Apply(c.T, false, "../../deploy/namespace.yaml", "../../deploy/leases-role.yaml", "../../deploy/daemon-rbac.yaml") {
+	for _, err := range kubetest.Apply(c.T, false, "../../deploy/namespace.yaml", "../../deploy/leases-role.yaml", "../../deploy/daemon-rbac.yaml",
+		"../../deploy/daemon-policy.yaml") {
 		c.T.Fatal(err)
 	}
 	cfg := kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400})
+	// As the DaemonSet's pod on that node: its token names the node (daemon-policy.yaml).
 	cfg.Impersonate.UserName = "system:serviceaccount:drainctl:drainctl-daemon"
+	cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}
 	kc := c.KubeClientFor(cfg)
 	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: "daemon@" + node, Poll: 5 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})

@@ -27,8 +27,14 @@ import (
 	"github.com/drainctl/drainctl/ops"
 )
 
-// LeaseNamespace holds drainctl's per-node maintenance leases.
-const LeaseNamespace = "kube-system"
+// LeaseNamespace holds drainctl's per-node maintenance leases and its leader leases: a
+// namespace of its own, so that its RBAC grants no access to anyone else's leases (the
+// scheduler's and the controller-manager's are in kube-system). EventNamespace is where the
+// Events drainctl records on Nodes go (cluster-scoped objects' Events live in "default").
+const (
+	LeaseNamespace = "drainctl"
+	EventNamespace = "default"
+)
 
 // Client is the engine's Kubernetes side: the inventory's cache for reads, the clientset
 // for writes.
@@ -280,6 +286,12 @@ func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time
 		if apierrors.IsAlreadyExists(err) {
 			return c.AcquireLease(ctx, node, holder, ttl)
 		}
+		if apierrors.IsNotFound(err) && c.ensureLeaseNamespace(ctx) == nil {
+			return c.AcquireLease(ctx, node, holder, ttl)
+		}
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s, where drainctl keeps its leases, does not exist and cannot be created: kubectl apply -f deploy/namespace.yaml", LeaseNamespace)
+		}
 		return err
 	}
 	if err != nil {
@@ -302,6 +314,16 @@ func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time
 		return err
 	}
 	return nil
+}
+
+// ensureLeaseNamespace creates the leases' namespace on a cluster drainctl has not been
+// installed on (an operator's first evacuation from a laptop).
+func (c *Client) ensureLeaseNamespace(ctx context.Context) error {
+	_, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 // ReleaseLease gives the lease back if holder still holds it.
@@ -327,15 +349,15 @@ func (c *Client) ReleaseLease(ctx context.Context, node, holder string) error {
 // NodeEvent records a Kubernetes Event on the node (kubectl describe node shows it).
 func (c *Client) NodeEvent(ctx context.Context, node, eventType, reason, message string) {
 	now := metav1.NewTime(time.Now())
-	_, _ = c.cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{GenerateName: node + ".", Namespace: "default"},
+	_, _ = c.cs.CoreV1().Events(EventNamespace).Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: node + ".", Namespace: EventNamespace},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node), APIVersion: "v1"},
 		Reason:         reason, Message: message, Type: eventType, Count: 1,
 		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "drainctl"},
 	}, metav1.CreateOptions{})
 }
 
-// RunAsLeader runs fn while this process holds the leader lease kube-system/lockName;
+// RunAsLeader runs fn while this process holds the leader lease LeaseNamespace/lockName;
 // fn's context ends when leadership is lost.
 func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identity string, fn func(context.Context)) error {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, lockName,

@@ -1,13 +1,16 @@
 package nova
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/sim"
 )
 
 func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -123,5 +126,39 @@ func TestResolveCredentials(t *testing.T) {
 			}
 			tc.check(t, c)
 		})
+	}
+}
+
+// A Keystone application credential (the restricted identity deploy/README.md recommends)
+// authenticates on its own, through gophercloud, and a wrong secret is refused without
+// the secret appearing in the error.
+func TestApplicationCredential(t *testing.T) {
+	w := sim.NewWorld(sim.Options{Users: []sim.User{{Name: "drainctl-ops", Project: "admin", AppCredID: "ac-1f2e", AppCredSecret: "ac-secret-value"}}})
+	w.AddHost("compute-0", 32, 65536, 1000)
+	srv, err := sim.Serve(w, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	env := map[string]string{"OS_AUTH_URL": srv.IdentityURL(), "OS_AUTH_TYPE": "v3applicationcredential",
+		"OS_APPLICATION_CREDENTIAL_ID": "ac-1f2e", "OS_APPLICATION_CREDENTIAL_SECRET": "ac-secret-value", "OS_REGION_NAME": "RegionOne"}
+	creds, err := ResolveCredentials(nil, model.OpenStackConfig{}, getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, creds, Options{})
+	if err != nil {
+		t.Fatalf("connect with an application credential: %v", err)
+	}
+	if svcs, err := c.ComputeServices(ctx, ""); err != nil || len(svcs) != 1 {
+		t.Errorf("services %v %v", svcs, err)
+	}
+	env["OS_APPLICATION_CREDENTIAL_SECRET"] = "wrong-secret-value"
+	creds, _ = ResolveCredentials(nil, model.OpenStackConfig{}, getenv(env))
+	_, err = Connect(ctx, creds, Options{})
+	if err == nil || strings.Contains(err.Error(), "wrong-secret-value") {
+		t.Errorf("a wrong secret: %v", err)
 	}
 }
