@@ -3,8 +3,6 @@ package ops
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/user"
 	"sort"
 	"sync"
 	"time"
@@ -34,7 +32,9 @@ type Engine struct {
 
 // EngineOptions tune the mechanism; zero values take defaults.
 type EngineOptions struct {
-	Holder     string        // identity in leases and reasons (default drainctl/user@host)
+	Holder     string        // identity in leases and reasons (default: DefaultHolder, unique per process)
+	Successor  string        // a holder with this prefix is a previous instance of ours: take its leases over
+	CancelWait time.Duration // abort/rollback: how long the node's holder has to stop (default 2 min)
 	Poll       time.Duration // migration poll interval (default 2 s)
 	StallAfter time.Duration // no fall in memory remaining for this long is a stall (default 60 s)
 	OnStall    string        // wait, force-complete (default) or abort
@@ -71,6 +71,9 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 	if o.LeaseTTL == 0 {
 		o.LeaseTTL = time.Minute
 	}
+	if o.CancelWait == 0 {
+		o.CancelWait = 2 * time.Minute
+	}
 	if o.Backoff == 0 {
 		o.Backoff = time.Second
 	}
@@ -83,17 +86,6 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 	}
 	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
 		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, inflight: map[string]int{}}
-}
-
-// DefaultHolder is drainctl/user@host: the same operator on the same machine resumes its own
-// operations; anyone else is refused while the lease lives.
-func DefaultHolder() string {
-	name := "unknown"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("drainctl/%s@%s", name, host)
 }
 
 // Holder is the engine's identity in leases, journals and disabled reasons.
@@ -252,7 +244,7 @@ func (e *Engine) PodsOn(node string) []model.Pod { return e.kube.PodsOn(node) }
 
 // HoldLease takes or renews the node's maintenance lease for this engine's holder.
 func (e *Engine) HoldLease(ctx context.Context, node string, ttl time.Duration) error {
-	return e.kube.AcquireLease(ctx, node, e.o.Holder, ttl)
+	return e.kube.AcquireLease(ctx, node, e.o.Holder, ttl, e.mayReplace)
 }
 
 // ReleaseLease gives the node's lease back, if this engine's holder has it.

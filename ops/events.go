@@ -48,6 +48,7 @@ const (
 	PodEvicted     PodState = "evicted"  // accepted; terminating
 	PodGone        PodState = "gone"     // no longer on the node
 	PodFailed      PodState = "failed"
+	PodRetrying    PodState = "retrying"    // the API server failed the request; tried again
 	PodInterrupted PodState = "interrupted" // the operation stopped first
 )
 

@@ -161,6 +161,13 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 			}
 			backoff = min(backoff*2, 30*time.Second)
 			continue
+		case errors.As(err, new(*TransientError)):
+			emit(PodRetrying, "", err.Error())
+			if !sleep(ctx, backoff) {
+				return ended("while retrying its eviction")
+			}
+			backoff = min(backoff*2, 30*time.Second)
+			continue
 		default:
 			if ctx.Err() != nil {
 				return ended("while evicting")

@@ -149,6 +149,10 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			return failed // the cluster-wide cap is reached
 		}
 		run := (*pending)[0]
+		if r.movedMeanwhile(ctx, run, pending, running) {
+			<-e.migSlots
+			continue
+		}
 		dest, ok := r.pickDestination(run.vm, dests)
 		if !ok {
 			<-e.migSlots
@@ -174,6 +178,33 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 		running[run.vm.ID] = run
 	}
 	return failed
+}
+
+// movedMeanwhile re-reads the VM before its migration is requested: the list was taken at
+// the start, and someone may have moved it since. A VM no longer on the node left by itself
+// and is skipped; one already migrating (someone else's migration) is followed, not asked
+// again. It takes the VM off pending in both cases.
+func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmRun, running map[string]*vmRun) bool {
+	e := r.e
+	cur, err := e.nova.Server(ctx, run.vm.ID)
+	switch {
+	case err != nil: // the request itself will say what is wrong
+		return false
+	case cur.Host != run.vm.Host:
+		*pending = (*pending)[1:]
+		msg := "left the node by itself (now on " + cur.Host + ")"
+		run.dest, run.started = cur.Host, e.now()
+		r.report.VMs = append(r.report.VMs, r.vmReport(run, MigSkipped, msg))
+		r.emitVM(run, MigSkipped, msg)
+		return true
+	case cur.TaskState == "migrating":
+		*pending = (*pending)[1:]
+		run.adopted, run.attempt, run.started, run.state = true, max(run.attempt, 1), e.now(), MigAdopted
+		r.emitVM(run, MigAdopted, "already migrating (someone else's request): followed")
+		running[run.vm.ID] = run
+		return true
+	}
+	return false
 }
 
 // claim counts (or uncounts) a migration against its destination's cap.

@@ -6,6 +6,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,9 +50,12 @@ type Kube interface {
 	// come back as errors in kubectl's words.
 	PodsForDeletion(ctx context.Context, node string, o DrainFilterOptions, extra func(model.Pod) (keep bool)) ([]model.Pod, []error, error)
 
-	// AcquireLease takes the node's maintenance lease for holder; held by another live
-	// holder, it fails with *LeaseHeldError.
-	AcquireLease(ctx context.Context, node, holder string, ttl time.Duration) error
+	// AcquireLease takes or renews the node's maintenance lease for holder. Held by another
+	// holder whose lease has not expired, it fails with *LeaseHeldError, unless mayReplace
+	// (may be nil) says that holder is gone: then it is taken over, atomically.
+	AcquireLease(ctx context.Context, node, holder string, ttl time.Duration, mayReplace func(current string) bool) error
+	// LeaseHolder is who holds the node's lease, and until when ("" when nobody or expired).
+	LeaseHolder(ctx context.Context, node string) (holder string, until time.Time, err error)
 	ReleaseLease(ctx context.Context, node, holder string) error
 	// DeleteNode deletes the Node object (scale-down).
 	DeleteNode(ctx context.Context, node string) error
@@ -98,14 +102,30 @@ func (e *BudgetError) Error() string {
 	return fmt.Sprintf("evicting %s would violate its PodDisruptionBudget: %s", e.Pod, e.Message)
 }
 
+// TransientError is a failure a retry may not meet (the API server restarting, a 5xx, a
+// timeout): the engine retries it with backoff within the operation's bounds.
+type TransientError struct{ Err error }
+
+func (e *TransientError) Error() string { return "transient: " + e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
 // LeaseHeldError means another actor is working on the node.
 type LeaseHeldError struct {
 	Node, Holder string
-	Until        time.Time
+	Since, Until time.Time // Since is zero when unknown
+	Reason       string    // why it is refused, when more than "held"
 }
 
 func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("node %s is held by %s (lease valid until %s)", e.Node, e.Holder, e.Until.Format(time.RFC3339))
+	msg := fmt.Sprintf("node %s is held by %s", e.Node, e.Holder)
+	if !e.Since.IsZero() {
+		msg += " since " + e.Since.Format(time.RFC3339)
+	}
+	msg += " (lease valid until " + e.Until.Format(time.RFC3339) + ")"
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
 }
 
 // RefusedError is a plan refused by policy: nothing was changed.
@@ -126,7 +146,15 @@ type Interrupted struct {
 }
 
 func (e *Interrupted) Error() string {
-	return fmt.Sprintf("%s: interrupted during %s; run the same command again to resume", e.Node, e.Phase)
+	why := ""
+	var req *CancelRequest
+	switch {
+	case errors.Is(e.Cause, ErrLeaseLost):
+		why = " (" + e.Cause.Error() + ")"
+	case errors.As(e.Cause, &req):
+		why = " (" + req.Error() + ")"
+	}
+	return fmt.Sprintf("%s: interrupted%s during %s; run the same command again to resume", e.Node, why, e.Phase)
 }
 func (e *Interrupted) Unwrap() error { return e.Cause }
 func (e *Interrupted) HintText() string {

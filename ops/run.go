@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -46,6 +47,10 @@ type runner struct {
 	emit   func(Event)
 	report Report
 	phase  string
+	// holding: this run took the node's lease (and releases it at the end unless it keeps
+	// it). stop ends the run with a cause: a cancel request, a lost lease.
+	holding bool
+	stop    context.CancelCauseFunc
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -62,27 +67,26 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeouts.Operation.D())
 	defer cancel()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	r.stop = stop
 	if needsLease(p.Op) { // the operations that abort and rollback stop
-		defer e.track(p.Node, cancel)()
+		defer e.track(p.Node, func() { stop(nil) })()
 	}
-	// Abort and rollback take the lease from the operation they stop; everything else
-	// holds it for its whole run and renews it.
+	// Cordon and evacuate hold the lease for their whole run; rollback takes it once the
+	// operation it stops has stopped (its abort step).
+	defer func() {
+		if !r.holding || p.Op == model.OpCordon || r.ro.KeepLease {
+			return // a cordoned node keeps its lease until uncordon
+		}
+		rctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		_ = e.kube.ReleaseLease(rctx, p.Node, e.o.Holder)
+	}()
 	if needsLease(p.Op) {
-		if err := e.kube.AcquireLease(ctx, p.Node, e.o.Holder, e.o.LeaseTTL); err != nil {
-			r.step(model.StepLease, StepFailed, err.Error())
+		if err := r.holdLease(ctx, stop); err != nil {
 			return err
 		}
-		r.step(model.StepLease, StepDone, "held by "+e.o.Holder)
-		stop := r.renewLease(ctx)
-		defer func() {
-			stop()
-			if p.Op == model.OpCordon || r.ro.KeepLease {
-				return // a cordoned node keeps its lease until uncordon
-			}
-			rctx, c := context.WithTimeout(context.Background(), 10*time.Second)
-			defer c()
-			_ = e.kube.ReleaseLease(rctx, p.Node, e.o.Holder)
-		}()
 	}
 	for _, s := range p.Steps {
 		if s.Kind == model.StepLease {
@@ -92,15 +96,15 @@ func (r *runner) run(ctx context.Context) error {
 			r.step(s.Kind, StepSkipped, "already done")
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return r.interrupted(err)
+		if ctx.Err() != nil {
+			return r.interrupted(ctx)
 		}
 		r.step(s.Kind, StepStarted, s.Detail)
 		detail, err := r.do(ctx, s.Kind)
 		if err != nil {
 			if ctx.Err() != nil {
 				r.step(s.Kind, StepStopped, "interrupted")
-				return r.interrupted(ctx.Err())
+				return r.interrupted(ctx)
 			}
 			r.step(s.Kind, StepFailed, err.Error())
 			r.journal(PhaseFailed, err.Error())
@@ -125,31 +129,30 @@ func (r *runner) step(kind model.StepKind, state StepState, detail string) {
 	r.emit(NewStepEvent(r.e.now(), r.plan.Node, kind, state, detail))
 }
 
-func (r *runner) interrupted(cause error) error {
+// interrupted records on the node that the operation stopped at a safe point, and why when
+// it was not the operator's own interruption (a cancel request, a lost lease).
+func (r *runner) interrupted(ctx context.Context) error {
 	during := r.phase
 	if during == "" {
 		during = "start"
 	}
-	r.journal(PhaseInterrupted, "")
-	return &Interrupted{Node: r.plan.Node, Phase: during, Cause: cause}
-}
-
-// renewLease keeps the lease alive during a long operation.
-func (r *runner) renewLease(ctx context.Context) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		t := time.NewTicker(r.e.o.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				_ = r.e.kube.AcquireLease(ctx, r.plan.Node, r.e.o.Holder, r.e.o.LeaseTTL)
+	cause := context.Cause(ctx)
+	why := ""
+	var req *CancelRequest
+	switch {
+	case errors.Is(cause, ErrLeaseLost):
+		why = "lease lost"
+		// Someone else may hold the node now: their journal is theirs to write.
+		if k, ok := r.e.kube.Node(r.plan.Node); ok {
+			if j, ok := ReadJournal(k); ok && j.Holder != r.e.o.Holder {
+				return &Interrupted{Node: r.plan.Node, Phase: during, Cause: cause}
 			}
 		}
-	}()
-	return cancel
+	case errors.As(cause, &req):
+		why = req.Error()
+	}
+	r.journal(PhaseInterrupted, why)
+	return &Interrupted{Node: r.plan.Node, Phase: during, Cause: cause}
 }
 
 // journal records the phase on the node. It is written with a background context so that
@@ -167,13 +170,23 @@ func (r *runner) journal(phase, errMsg string) {
 	}
 	j, had := ReadJournal(k)
 	if !had {
-		j = Journal{Op: r.plan.Op, Holder: r.e.o.Holder, Started: r.e.now(), WasSchedulable: k.Schedulable}
+		j = Journal{Op: r.plan.Op, Started: r.e.now(), WasSchedulable: k.Schedulable}
 	}
+	j.Holder = r.e.o.Holder // who wrote it last: the holder working the node
 	if r.plan.Op == model.OpEvacuate || r.plan.Op == model.OpCordon {
 		j.Op = r.plan.Op
 	}
 	j.Phase, j.Updated, j.Error = phase, r.e.now(), errMsg
-	if err := r.e.kube.SetAnnotation(ctx, r.plan.Node, JournalAnnotation, j.encode()); err == nil {
-		r.emit(NewNodeChanged(r.e.now(), r.plan.Node, "journal: "+phase))
+	// Retried (an API server restarting): a node must not be left with a stale phase.
+	var err error
+	for wait := 100 * time.Millisecond; ; wait *= 2 {
+		if err = r.e.kube.SetAnnotation(ctx, r.plan.Node, JournalAnnotation, j.encode()); err == nil {
+			r.emit(NewNodeChanged(r.e.now(), r.plan.Node, "journal: "+phase))
+			return
+		}
+		if !sleep(ctx, wait) {
+			break
+		}
 	}
+	r.emit(NewNodeChanged(r.e.now(), r.plan.Node, fmt.Sprintf("journal NOT written (%s): %v", phase, err)))
 }

@@ -97,6 +97,10 @@ func (r *runner) evictStep(ctx context.Context, carriers bool) (string, error) {
 
 // abort stops an operation of this process at its next safe point (it records that), then
 // aborts the migrations leaving the node's host.
+// abort stops the operation working the node, wherever it runs: one of this process stops
+// at once; another process is asked (a request on the node) and waited for. Then its
+// migrations in progress are aborted, and a rollback takes the node's lease for the steps
+// that put it back.
 func (r *runner) abort(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	if done := e.Cancel(p.Node); done != nil {
@@ -106,6 +110,15 @@ func (r *runner) abort(ctx context.Context) (string, error) {
 			return "", ctx.Err()
 		}
 	}
+	if err := r.stopHolder(ctx); err != nil {
+		return "", err
+	}
+	if p.Op == model.OpRollback {
+		if err := r.holdLease(ctx, r.stop); err != nil {
+			return "", err
+		}
+	}
+	defer r.clearCancel(context.WithoutCancel(ctx))
 	if e.nova == nil || p.Host == "" {
 		return "no migrations", nil
 	}
@@ -153,6 +166,7 @@ func (r *runner) uncordon(ctx context.Context) (string, error) {
 
 func (r *runner) release(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
+	r.clearCancel(ctx)
 	if err := e.kube.SetAnnotation(ctx, p.Node, JournalAnnotation, ""); err != nil {
 		return "", err
 	}

@@ -30,7 +30,10 @@ type ConnectOptions struct {
 	DemoSeed            int64
 	DemoScale           float64
 	DemoFault           string
-	Holder              string // identity in leases and journals (default drainctl/user@host)
+	// Role: a mode that runs once per cluster (drainctl-controller, drainctl-proxy). Its
+	// engine's holder is role/instance and it takes over the leases of the role's previous
+	// instance; without one, every process is a holder of its own (ops.DefaultHolder).
+	Role string
 	// Maintenances: also watch NodeMaintenance resources (the TUI, the controller). With
 	// --demo the simulated cluster runs the controller too.
 	Maintenances bool
@@ -121,8 +124,11 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		context.AfterFunc(ctx, pool.Close)
 		poolURL = pool.URL
 	}
-	eo := ops.EngineOptions{Holder: o.Holder, Poll: cfg.Timeouts.Poll.D(), StallAfter: cfg.Policy.StallAfter.D(),
+	eo := ops.EngineOptions{Poll: cfg.Timeouts.Poll.D(), StallAfter: cfg.Policy.StallAfter.D(),
 		OnStall: cfg.Policy.OnStall, Attempts: cfg.Policy.MigrationAttempts}
+	if o.Role != "" {
+		eo.Holder, eo.Successor = ops.SingletonHolder(o.Role)
+	}
 	if o.Demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
 	}
@@ -134,7 +140,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		// The simulated cluster runs what a real one would: the NodeMaintenance controller.
 		cl.Maintenances = demoStore
 		ceo := eo
-		ceo.Holder = "drainctl-controller"
+		ceo.Holder, ceo.Successor = ops.SingletonHolder("drainctl-controller")
 		pol, _ := policy.FromConfig(cfg.Policy)
 		mc := &controllers.MaintenanceController{Engine: ops.NewEngine(kc, nc, cfg, ceo), Store: demoStore,
 			Run: ops.RunOptions{Policy: pol}, Resync: 5 * time.Second, Events: kc}

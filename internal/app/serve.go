@@ -19,9 +19,10 @@ import (
 
 // mode is one in-cluster mode for the serve skeleton: how it connects, and what it serves.
 type mode struct {
-	// holder: a stable lease holder, so a new pod resumes the old one's work ("" is the
-	// per-process default). maintenances: watch NodeMaintenance resources too.
-	holder       string
+	// role: a mode that runs once per cluster; a new pod takes its predecessor's leases over
+	// and resumes its work ("" : every process is a holder of its own). maintenances: watch
+	// NodeMaintenance resources too.
+	role         string
 	maintenances bool
 	// check refuses bad options before connecting to anything.
 	check func(e env) error
@@ -45,7 +46,7 @@ func serve(ctx context.Context, e env, m mode) error {
 		return err
 	}
 	defer stop()
-	cl, err := e.connect(ctx, e.stderr, func(co *ConnectOptions) { co.Holder, co.Maintenances = m.holder, m.maintenances })
+	cl, err := e.connect(ctx, e.stderr, func(co *ConnectOptions) { co.Role, co.Maintenances = m.role, m.maintenances })
 	if err != nil {
 		return err
 	}
@@ -82,8 +83,8 @@ var daemonMode = mode{start: func(ctx context.Context, e env, cl *Cluster, emit 
 }}
 
 // controllerMode reconciles NodeMaintenance resources (node-maintenance-operator's mode),
-// leader-elected; the holder is stable so a new pod resumes the old one's work.
-var controllerMode = mode{holder: "drainctl-controller", maintenances: true,
+// leader-elected; a new pod takes its predecessor's leases over and resumes its work.
+var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
 		if cl.MaintenancesErr != nil {
 			return nil, "", &ops.UsageError{Problem: cl.MaintenancesErr.Error()}
@@ -98,8 +99,8 @@ var controllerMode = mode{holder: "drainctl-controller", maintenances: true,
 	}}
 
 // proxyMode serves the cloudpool API in front of the backend pool
-// (kubeaware-cloudpool-proxy's mode); the holder is stable across restarts of its pod.
-var proxyMode = mode{holder: "drainctl-proxy",
+// (kubeaware-cloudpool-proxy's mode); a new pod takes its predecessor's leases over.
+var proxyMode = mode{role: "drainctl-proxy",
 	check: func(e env) error {
 		if e.cfg.CloudPool.URL == "" && !e.o.Demo {
 			return &ops.UsageError{Problem: "--proxy needs the backend cloudpool it sits in front of",

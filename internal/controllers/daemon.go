@@ -88,10 +88,12 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 		return
 	}
 	if op == model.OpUncordon {
-		// Only the Nova half: the node is schedulable already, someone else uncordoned it.
+		// Only the Nova half, then the journal closed: the node is schedulable already,
+		// someone else uncordoned it, and a node left with its journal at "done" would count
+		// as under maintenance for the ranking and the proxy forever.
 		var steps []model.Step
 		for _, s := range plan.Steps {
-			if s.Kind == model.StepEnableCompute && !s.Done {
+			if (s.Kind == model.StepEnableCompute || s.Kind == model.StepRelease) && !s.Done {
 				steps = append(steps, s)
 			}
 		}

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -203,6 +206,8 @@ func (c *Client) Evict(ctx context.Context, pod model.Pod, grace *int64, useDele
 		return nil // the UID precondition failed: a new pod of the same name, ours is gone
 	case apierrors.IsTooManyRequests(err):
 		return &ops.BudgetError{Pod: pod.Key(), PDB: budgetName(err), Message: statusMessage(err)}
+	case transient(err):
+		return &ops.TransientError{Err: err}
 	}
 	return fmt.Errorf("evicting %s: %w", pod.Key(), err)
 }
@@ -275,7 +280,7 @@ func leaseName(node string) string { return "drainctl-" + node }
 
 // AcquireLease creates or takes over the node's lease. A lease held by another holder and
 // renewed within its duration is refused.
-func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time.Duration) error {
+func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time.Duration, mayReplace func(string) bool) error {
 	leases := c.cs.CoordinationV1().Leases(LeaseNamespace)
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(ttl.Seconds())
@@ -284,10 +289,10 @@ func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time
 		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: LeaseNamespace},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			return c.AcquireLease(ctx, node, holder, ttl)
+			return c.AcquireLease(ctx, node, holder, ttl, mayReplace)
 		}
 		if apierrors.IsNotFound(err) && c.ensureLeaseNamespace(ctx) == nil {
-			return c.AcquireLease(ctx, node, holder, ttl)
+			return c.AcquireLease(ctx, node, holder, ttl, mayReplace)
 		}
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %s, where drainctl keeps its leases, does not exist and cannot be created: kubectl apply -f deploy/namespace.yaml", LeaseNamespace)
@@ -299,8 +304,12 @@ func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time
 	}
 	if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" && h != holder && l.Spec.RenewTime != nil {
 		until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
-		if time.Now().Before(until) {
-			return &ops.LeaseHeldError{Node: node, Holder: h, Until: until}
+		if time.Now().Before(until) && (mayReplace == nil || !mayReplace(h)) {
+			var since time.Time
+			if l.Spec.AcquireTime != nil {
+				since = l.Spec.AcquireTime.Time
+			}
+			return &ops.LeaseHeldError{Node: node, Holder: h, Since: since, Until: until}
 		}
 	}
 	if ptr.Deref(l.Spec.HolderIdentity, "") != holder {
@@ -314,6 +323,22 @@ func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time
 		return err
 	}
 	return nil
+}
+
+// LeaseHolder reads who holds the node's lease; "" when nobody does or it has expired.
+func (c *Client) LeaseHolder(ctx context.Context, node string) (string, time.Time, error) {
+	l, err := c.cs.CoordinationV1().Leases(LeaseNamespace).Get(ctx, leaseName(node), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", time.Time{}, nil
+	}
+	if err != nil || l.Spec.RenewTime == nil {
+		return "", time.Time{}, err
+	}
+	until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
+	if !time.Now().Before(until) {
+		return "", until, nil
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, ""), until, nil
 }
 
 // ensureLeaseNamespace creates the leases' namespace on a cluster drainctl has not been
@@ -378,4 +403,22 @@ func (c *Client) DeleteNode(ctx context.Context, node string) error {
 		return fmt.Errorf("deleting node %s: %w", node, err)
 	}
 	return nil
+}
+
+// transient: errors that a retry a moment later may not meet: the API server restarting or
+// overloaded (5xx, timeouts, connection refused or reset).
+func transient(err error) bool {
+	switch {
+	case apierrors.IsInternalError(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
+		return true
+	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code >= 500 {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -1,0 +1,214 @@
+package ops
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Leases and cancellation across processes. Every running engine has its own holder
+// identity; the node's lease (on the cluster, where every process sees it) says which one
+// works the node. Another engine takes a live lease over only when its holder is provably
+// gone; it asks a live holder to stop by a request on the node, which the holder obeys at
+// its next safe point.
+
+// CancelAnnotation is where abort and rollback ask the node's holder to stop.
+const CancelAnnotation = "drainctl.io/cancel"
+
+// DefaultHolder is a new identity for this process's engine: drainctl/user@host/pid-random.
+// Two terminals of one operator are two holders; the host and pid let a rerun on the same
+// machine see that a holder's process has died.
+func DefaultHolder() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("drainctl/%s@%s/%s", name, host, instance())
+}
+
+// SingletonHolder is the identity of one instance of a role that runs once in a cluster
+// (the leader-elected controller, the proxy): role/pid-random, and the prefix of the
+// holders it succeeds. A new instance takes its predecessor's work over without waiting
+// for the lease to expire: while it runs, the previous instance is gone.
+func SingletonHolder(role string) (holder, successorOf string) {
+	return role + "/" + instance(), role + "/"
+}
+
+func instance() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(b))
+}
+
+// provablyGone: a holder of this machine whose process no longer exists.
+func provablyGone(holder string) bool {
+	parts := strings.Split(holder, "/")
+	if len(parts) != 3 || parts[0] != "drainctl" {
+		return false
+	}
+	_, host, ok := strings.Cut(parts[1], "@")
+	me, _ := os.Hostname()
+	if !ok || host != me {
+		return false
+	}
+	pidText, _, _ := strings.Cut(parts[2], "-")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// mayReplace says whether this engine may take over a lease that holder still holds.
+func (e *Engine) mayReplace(holder string) bool {
+	if e.o.Successor != "" && strings.HasPrefix(holder, e.o.Successor) {
+		return true
+	}
+	return provablyGone(holder)
+}
+
+// ErrLeaseLost stops an operation whose lease could not be renewed before it expired:
+// another engine may hold the node now.
+var ErrLeaseLost = errors.New("lease lost")
+
+// CancelRequest is what abort and rollback write on the node for the holder to obey.
+type CancelRequest struct {
+	Op     model.OpKind `json:"op"`     // abort or rollback
+	By     string       `json:"by"`     // who asks
+	Holder string       `json:"holder"` // whom: the lease's holder when asked
+	At     time.Time    `json:"at"`
+}
+
+func (c *CancelRequest) Error() string { return fmt.Sprintf("%s requested by %s", c.Op, c.By) }
+
+func readCancel(n model.KubeNode) (CancelRequest, bool) {
+	raw, ok := n.Annotations[CancelAnnotation]
+	if !ok {
+		return CancelRequest{}, false
+	}
+	var c CancelRequest
+	if json.Unmarshal([]byte(raw), &c) != nil {
+		return CancelRequest{}, false
+	}
+	return c, true
+}
+
+// holdLease takes the node's lease (taking over only from a holder that is gone), then keeps
+// it: renewed every third of its TTL; when it cannot be renewed before it expires, or
+// someone else has it, or a cancel request names this holder, stop is called with the
+// cause and the operation stops at its next safe point.
+func (r *runner) holdLease(ctx context.Context, stop context.CancelCauseFunc) error {
+	e, node := r.e, r.plan.Node
+	if err := e.kube.AcquireLease(ctx, node, e.o.Holder, e.o.LeaseTTL, e.mayReplace); err != nil {
+		r.step(model.StepLease, StepFailed, err.Error())
+		return err
+	}
+	r.holding = true
+	r.step(model.StepLease, StepDone, "held by "+e.o.Holder)
+	go r.renew(ctx, stop)
+	go r.watchCancel(ctx, stop)
+	return nil
+}
+
+func (r *runner) renew(ctx context.Context, stop context.CancelCauseFunc) {
+	e := r.e
+	last := time.Now()
+	t := time.NewTicker(e.o.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := e.kube.AcquireLease(ctx, r.plan.Node, e.o.Holder, e.o.LeaseTTL, nil)
+		var held *LeaseHeldError
+		switch {
+		case err == nil:
+			last = time.Now()
+		case errors.As(err, &held):
+			stop(fmt.Errorf("%w: now held by %s", ErrLeaseLost, held.Holder))
+			return
+		case time.Since(last) > e.o.LeaseTTL*2/3:
+			// The next attempt would come after the lease expired: stop while it is ours.
+			stop(fmt.Errorf("%w: not renewed for %s: %v", ErrLeaseLost, time.Since(last).Round(time.Millisecond), err))
+			return
+		}
+	}
+}
+
+// watchCancel obeys a cancel request that names this holder.
+func (r *runner) watchCancel(ctx context.Context, stop context.CancelCauseFunc) {
+	changes, unsubscribe := r.e.kube.Subscribe()
+	defer unsubscribe()
+	for {
+		if k, ok := r.e.kube.Node(r.plan.Node); ok {
+			if c, ok := readCancel(k); ok && c.Holder == r.e.o.Holder {
+				stop(&c)
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		}
+	}
+}
+
+// stopHolder asks the live holder of the node's lease, if another, to stop, and waits
+// (bounded) until it has: its lease released or expired, or its journal saying it stopped.
+// A holder that is provably gone needs no asking.
+func (r *runner) stopHolder(ctx context.Context) error {
+	e, node := r.e, r.plan.Node
+	holder, until, err := e.kube.LeaseHolder(ctx, node)
+	if err != nil || holder == "" || holder == e.o.Holder || e.mayReplace(holder) {
+		return err
+	}
+	req := CancelRequest{Op: r.plan.Op, By: e.o.Holder, Holder: holder, At: e.now()}
+	b, _ := json.Marshal(req)
+	if err := e.kube.SetAnnotation(ctx, node, CancelAnnotation, string(b)); err != nil {
+		return err
+	}
+	r.nodeChanged(fmt.Sprintf("asked %s to stop (%s)", holder, r.plan.Op))
+	deadline := time.Now().Add(e.o.CancelWait)
+	for {
+		h, _, err := e.kube.LeaseHolder(ctx, node)
+		if err == nil && h != holder {
+			return nil
+		}
+		if k, ok := e.kube.Node(node); ok {
+			if j, ok := ReadJournal(k); ok && j.Holder == holder && j.Phase == PhaseInterrupted && !j.Updated.Before(req.At.Add(-time.Minute)) {
+				return nil // stopped; it keeps its lease (a NodeMaintenance's)
+			}
+		}
+		if time.Now().After(deadline) {
+			return &LeaseHeldError{Node: node, Holder: holder, Until: until,
+				Reason: fmt.Sprintf("it did not stop within %s of the %s request; nothing was changed", e.o.CancelWait, r.plan.Op)}
+		}
+		if !sleep(ctx, e.o.Poll) {
+			return ctx.Err()
+		}
+	}
+}
+
+// clearCancel removes this engine's own cancel request once it has been served.
+func (r *runner) clearCancel(ctx context.Context) {
+	if k, ok := r.e.kube.Node(r.plan.Node); ok {
+		if c, ok := readCancel(k); ok && c.By == r.e.o.Holder {
+			_ = r.e.kube.SetAnnotation(ctx, r.plan.Node, CancelAnnotation, "")
+		}
+	}
+}
