@@ -22,7 +22,8 @@ type Engine struct {
 
 	migSlots chan struct{} // the cluster-wide cap on live migrations
 	destMu   sync.Mutex
-	inflight map[string]int // destination host -> migrations this engine has in flight to it
+	inflight map[string]int  // destination host -> migrations this engine has in flight to it
+	mine     map[string]bool // VMs this engine has asked to migrate, still in flight
 	mu       sync.Mutex
 	running  map[string]*tracked // node -> its running operation, to stop it in-process
 
@@ -85,7 +86,7 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		ns = nova
 	}
 	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
-		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, inflight: map[string]int{}}
+		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, inflight: map[string]int{}, mine: map[string]bool{}}
 }
 
 // Holder is the engine's identity in leases, journals and disabled reasons.

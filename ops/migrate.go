@@ -158,13 +158,20 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			<-e.migSlots
 			return failed // every destination is at its cap: wait for one to finish
 		}
+		unlock, ok := r.clusterRoom(ctx, dest)
+		if !ok {
+			<-e.migSlots
+			return failed // the cluster is at its caps (other drainctl processes count): wait
+		}
 		*pending = (*pending)[1:]
 		run.slot = true
 		run.attempt++
 		run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)
-		if err := e.nova.LiveMigrate(ctx, run.vm.ID, dest); err != nil {
+		err := e.nova.LiveMigrate(ctx, run.vm.ID, dest)
+		unlock(run.vm.ID, err == nil)
+		if err != nil {
 			e.claim(run, -1)
 			e.releaseSlot(run)
 			if r.retry(run, err.Error(), pending) {
@@ -211,6 +218,11 @@ func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmR
 func (e *Engine) claim(run *vmRun, delta int) {
 	e.destMu.Lock()
 	defer e.destMu.Unlock()
+	if delta > 0 {
+		e.mine[run.vm.ID] = true
+	} else {
+		delete(e.mine, run.vm.ID)
+	}
 	switch {
 	case delta > 0 && run.dest != "":
 		run.claimed = run.dest

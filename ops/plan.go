@@ -80,7 +80,17 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 				inflight++
 			}
 		}
-		step(model.StepAbort, inflight == 0 && !e.isRunning(node.Name), fmt.Sprintf("abort %d migration(s) in progress, stop evictions", inflight))
+		// Another process working the node is stopped too: it holds the node's lease.
+		holder, _, err := e.kube.LeaseHolder(ctx, node.Name)
+		if err != nil {
+			return p, err
+		}
+		elsewhere := holder != "" && holder != e.o.Holder && !e.mayReplace(holder)
+		detail := fmt.Sprintf("abort %d migration(s) in progress, stop evictions", inflight)
+		if elsewhere {
+			detail += "; ask " + holder + " to stop"
+		}
+		step(model.StepAbort, inflight == 0 && !e.isRunning(node.Name) && !elsewhere, detail)
 		if op == model.OpRollback {
 			j, _ := ReadJournal(*k)
 			enableDone := node.Compute == nil || node.Compute.Enabled || !DisabledByDrainctl(*node.Compute)

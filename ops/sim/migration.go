@@ -97,6 +97,13 @@ func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
 	s.Updated = now
 	w.migrations = append(w.migrations, m)
 	w.recordAction(s, "live-migration", m.requestID, now)
+	active := 0
+	for _, o := range w.migrations {
+		if o.active() {
+			active++
+		}
+	}
+	w.stats.MaxConcurrentMigrations = max(w.stats.MaxConcurrentMigrations, active)
 	return m
 }
 

@@ -112,6 +112,9 @@ type Stats struct {
 	Requests  int
 	ByRoute   map[string]int
 	Mutations int
+	// MaxConcurrentMigrations is the most live migrations ever unfinished at once (a cap
+	// across every client is measured here, where all of them meet).
+	MaxConcurrentMigrations int
 }
 
 // NewWorld makes an empty world.

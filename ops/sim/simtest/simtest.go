@@ -6,6 +6,8 @@ package simtest
 import (
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,15 +33,40 @@ import (
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
-// Mutations counts the Kubernetes requests that change something.
+// Mutations counts the Kubernetes requests that change something, and plays the faults a
+// real API server cannot be steered into: an outage (Down: every request refused, as a
+// restarting API server does), and a number of 503s on evictions or node patches.
 type Mutations struct {
-	N    atomic.Int64
-	next http.RoundTripper
+	N               atomic.Int64
+	Down            atomic.Bool
+	FailEvictions   atomic.Int32
+	FailNodePatches atomic.Int32
+	next            http.RoundTripper
 }
 
 func (m *Mutations) RoundTrip(r *http.Request) (*http.Response, error) {
+	if m.Down.Load() {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
 	if r.Method != http.MethodGet {
 		m.N.Add(1)
+	}
+	fail := func(n *atomic.Int32) bool {
+		for {
+			v := n.Load()
+			if v <= 0 {
+				return false
+			}
+			if n.CompareAndSwap(v, v-1) {
+				return true
+			}
+		}
+	}
+	if (r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/eviction") && fail(&m.FailEvictions)) ||
+		(r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/api/v1/nodes/") && fail(&m.FailNodePatches)) {
+		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is currently unable to handle the request","reason":"ServiceUnavailable","code":503}`
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
 	}
 	return m.next.RoundTrip(r)
 }
@@ -67,10 +95,17 @@ func (c *Cluster) Name(s string) string { return c.Px + "-" + s }
 // scale is the simulator's simulated seconds per real second.
 func NewCluster(t *testing.T, scale float64) *Cluster {
 	t.Helper()
+	return NewClusterWith(t, sim.Options{Scale: scale, Seed: 7})
+}
+
+// NewClusterWith is NewCluster with the simulator's options (e.g. two live migrations per
+// source host).
+func NewClusterWith(t *testing.T, opts sim.Options) *Cluster {
+	t.Helper()
 	c := &Cluster{T: t, CS: kubetest.Client(t), Px: kubetest.Prefix(t), Muts: &Mutations{}}
 	c.NS = kubetest.Namespace(t, c.CS, c.Px)
 	kubetest.Node(t, c.CS, c.Name("cp"), kubetest.Role("control-plane"))
-	c.World = sim.NewWorld(sim.Options{Scale: scale, Seed: 7})
+	c.World = sim.NewWorld(opts)
 	for _, n := range []string{"c0", "c1", "c2"} {
 		kubetest.Node(t, c.CS, c.Name(n))
 		c.World.AddHost(c.Name(n), 64, 262144, 2000)

@@ -1,0 +1,356 @@
+package ops_test
+
+// More than one actor on one node: other engines (their own identities, one API server),
+// someone moving a VM by hand, an API server that goes away. Each test fails on an engine
+// that trusts its own view of the world.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
+)
+
+func forced() ops.RunOptions {
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	return ro
+}
+
+// slow makes vm-a converge slowly (until fast is called), so that things can happen while
+// it migrates.
+func slow(c *simtest.Cluster) (fast func()) {
+	vmA, _ := c.World.ServerByName("vm-a")
+	c.World.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0.9 * (1 << 30) })
+	return func() {
+		c.World.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0 })
+	}
+}
+
+// runAsync runs op in the background; the channel gets its error.
+func runAsync(t *testing.T, e *ops.Engine, op model.OpKind, node string, ro ops.RunOptions, rec *simtest.Recorder) <-chan error {
+	t.Helper()
+	plan, err := e.Plan(kubetest.Ctx(t), op, node, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(kubetest.Ctx(t), plan, ro, rec.Emit)
+		done <- err
+	}()
+	return done
+}
+
+func migratingNow(c *simtest.Cluster, name string) func() bool {
+	return func() bool {
+		vm, _ := c.World.ServerByName(name)
+		return vm.TaskState == "migrating"
+	}
+}
+
+func migrations(c *simtest.Cluster, name string) int {
+	vm, _ := c.World.ServerByName(name)
+	return len(c.World.MigrationStatuses(vm.ID))
+}
+
+func setLease(t *testing.T, c *simtest.Cluster, node, holder string, ttl time.Duration) {
+	now := metav1.NewMicroTime(time.Now())
+	secs := int32(ttl.Seconds())
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "drainctl-" + node, Namespace: kube.LeaseNamespace},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}
+	c.CS.CoreV1().Namespaces() // the namespace is created by the engines; make sure of it here too
+	kubetest.Namespace(t, c.CS, kube.LeaseNamespace)
+	if _, err := c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Create(kubetest.Ctx(t), l, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Item 1: every process is its own holder; a second one is refused, told who and since when;
+// a holder whose process is gone (same machine, dead pid) is taken over at once, a live one
+// of another machine is not.
+func TestHoldersAreUniqueAndTakeoverIsExplicit(t *testing.T) {
+	a, b := ops.DefaultHolder(), ops.DefaultHolder()
+	if a == b || !strings.HasPrefix(a, "drainctl/") {
+		t.Fatalf("two engines of one process share an identity: %q %q", a, b)
+	}
+	c := newCluster(t, 20)
+	fast := slow(c)
+	c0 := c.Name("c0")
+	ea, eb := c.Engine(a, nil), c.Engine(b, nil)
+	done := runAsync(t, ea, model.OpEvacuate, c0, forced(), &simtest.Recorder{})
+	kubetest.Eventually(t, 20*time.Second, "vm-a migrating", migratingNow(c, "vm-a"))
+	_, _, err := run(t, eb, model.OpEvacuate, c0, forced())
+	var held *ops.LeaseHeldError
+	if !errors.As(err, &held) || held.Holder != a || held.Since.IsZero() || !strings.Contains(err.Error(), "since") {
+		t.Fatalf("second engine on the same node: %v", err)
+	}
+	fast()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := migrations(c, "vm-a") + migrations(c, "vm-b"); n != 2 {
+		t.Errorf("%d migrations for 2 VMs", n)
+	}
+
+	// A dead holder of this machine: its lease is taken over without waiting for it to expire.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	c1, c2 := c.Name("c1"), c.Name("c2")
+	setLease(t, c, c1, fmt.Sprintf("drainctl/someone@%s/%d-abcdef", host, dead.Process.Pid), time.Hour)
+	if _, _, err := run(t, eb, model.OpCordon, c1, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Errorf("a dead holder's lease is not taken over: %v", err)
+	}
+	// A holder on another machine is alive as far as anyone can prove: refused.
+	setLease(t, c, c2, "drainctl/someone@elsewhere/1-abcdef", time.Hour)
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.AllowLastNode = true // c0 and c1 are cordoned: the lease is what is tested
+	if _, _, err := run(t, eb, model.OpCordon, c2, ro); !errors.As(err, &held) {
+		t.Errorf("a live holder's lease was taken: %v", err)
+	}
+}
+
+// Item 2: abort and rollback from another engine stop the running evacuation at its next
+// safe point, through a request on the node; nothing is done by two holders.
+func TestAbortAndRollbackFromAnotherEngine(t *testing.T) {
+	for _, op := range []model.OpKind{model.OpAbort, model.OpRollback} {
+		t.Run(string(op), func(t *testing.T) {
+			c := newCluster(t, 20)
+			slow(c)
+			c0 := c.Name("c0")
+			a, b := ops.DefaultHolder(), ops.DefaultHolder()
+			ea, eb := c.Engine(a, nil), c.Engine(b, nil)
+			rec := &simtest.Recorder{}
+			done := runAsync(t, ea, model.OpEvacuate, c0, forced(), rec)
+			kubetest.Eventually(t, 20*time.Second, "vm-a migrating", migratingNow(c, "vm-a"))
+			_, rep, err := run(t, eb, op, c0, ops.RunOptions{Policy: defaults()})
+			if err != nil {
+				t.Fatalf("%s from another engine: %v", op, err)
+			}
+			// The evacuation has stopped before the abort went on, and says why.
+			errA := <-done
+			var intr *ops.Interrupted
+			var req *ops.CancelRequest
+			if !errors.As(errA, &intr) || !errors.As(errA, &req) || req.By != b {
+				t.Fatalf("the running evacuation: %v", errA)
+			}
+			if rep.Result != ops.ResultDone {
+				t.Errorf("%s: %+v", op, rep)
+			}
+			if n := migrations(c, "vm-b"); n != 0 {
+				t.Errorf("vm-b was migrated %d times after the %s", n, op)
+			}
+			vmA, _ := c.World.ServerByName("vm-a")
+			if vmA.Host != c0 || vmA.TaskState != "" {
+				t.Errorf("vm-a's migration was not aborted: %+v", vmA)
+			}
+			n := c.Node(c0)
+			if op == model.OpRollback {
+				h, _ := c.World.Host(c0)
+				if !n.Schedulable || n.HasTaint(c.Cfg.Policy.TaintKey) || !h.Enabled {
+					t.Errorf("rollback left the node %+v, compute %+v", n, h)
+				}
+				if _, j := ops.ReadJournal(n); j {
+					t.Error("rollback left a journal")
+				}
+			} else if j, _ := ops.ReadJournal(n); j.Phase != ops.PhaseAborted {
+				t.Errorf("journal after abort: %+v", j)
+			}
+			if _, ok := n.Annotations[ops.CancelAnnotation]; ok {
+				t.Error("the cancel request was left on the node")
+			}
+			if holder, _, _ := c.Kube.LeaseHolder(kubetest.Ctx(t), c0); holder != "" {
+				t.Errorf("lease still held by %s", holder)
+			}
+		})
+	}
+}
+
+// Item 2: a holder that does not answer (another machine, lease renewed) is waited for, a
+// bounded time, then the abort is refused: nothing changed, its lease untouched.
+func TestAbortWaitsBoundedForAHolderThatDoesNotStop(t *testing.T) {
+	c := newCluster(t, 20)
+	c1 := c.Name("c1")
+	other := "drainctl/someone@elsewhere/1-abcdef"
+	setLease(t, c, c1, other, time.Hour)
+	e := c.Engine(ops.DefaultHolder(), func(o *ops.EngineOptions) { o.CancelWait = 500 * time.Millisecond })
+	_, _, err := run(t, e, model.OpRollback, c1, ops.RunOptions{Policy: defaults()})
+	var held *ops.LeaseHeldError
+	if !errors.As(err, &held) || held.Holder != other || !strings.Contains(err.Error(), "did not stop within") {
+		t.Fatalf("rollback against a live holder: %v", err)
+	}
+	if holder, _, _ := c.Kube.LeaseHolder(kubetest.Ctx(t), c1); holder != other {
+		t.Errorf("the holder's lease was released or taken: %q", holder)
+	}
+	if n := c.Node(c1); !n.Schedulable || n.HasTaint(c.Cfg.Policy.TaintKey) {
+		t.Errorf("the node was changed: %+v", n)
+	}
+}
+
+// Item 3: an API outage longer than the lease's TTL: the holder cannot renew, stops at its
+// next safe point and records "interrupted (lease lost)"; it starts no migration after.
+func TestLeaseLossStopsTheRun(t *testing.T) {
+	c := newCluster(t, 20)
+	slow(c)
+	c0 := c.Name("c0")
+	e := c.Engine(ops.DefaultHolder(), func(o *ops.EngineOptions) { o.LeaseTTL = time.Second }) // leases count whole seconds
+	done := runAsync(t, e, model.OpEvacuate, c0, forced(), &simtest.Recorder{})
+	kubetest.Eventually(t, 20*time.Second, "vm-a migrating", migratingNow(c, "vm-a"))
+	c.Muts.Down.Store(true) // the API server goes away for longer than the TTL
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Second):
+		c.Muts.Down.Store(false)
+		err = <-done
+	}
+	c.Muts.Down.Store(false)
+	var intr *ops.Interrupted
+	if !errors.As(err, &intr) || !errors.Is(err, ops.ErrLeaseLost) || !strings.Contains(err.Error(), "lease lost") {
+		t.Fatalf("want an interruption for the lost lease, got %v", err)
+	}
+	kubetest.Eventually(t, 15*time.Second, "the journal saying why", func() bool {
+		j, _ := ops.ReadJournal(c.Node(c0))
+		return j.Phase == ops.PhaseInterrupted && j.Error == "lease lost"
+	})
+	if n := migrations(c, "vm-b"); n != 0 {
+		t.Errorf("vm-b migrated %d times after the lease was lost", n)
+	}
+}
+
+// Item 4: a VM moved by someone else while the evacuation ran is not migrated again: it
+// left by itself, and the report says so with its real place.
+func TestVMMovedBySomeoneElseIsSkipped(t *testing.T) {
+	// Nova runs two live migrations per host, drainctl asks for one at a time: an operator's
+	// own migration of vm-b can finish while drainctl's of vm-a runs.
+	c := simtest.NewClusterWith(t, sim.Options{Scale: 20, Seed: 7, MaxConcurrentLiveMigrations: 2})
+	fast := slow(c)
+	c0, c2 := c.Name("c0"), c.Name("c2")
+	e := c.Engine(ops.DefaultHolder(), nil)
+	rec := &simtest.Recorder{}
+	var rep ops.Report
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, forced())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		rep, err = e.Run(kubetest.Ctx(t), plan, forced(), rec.Emit)
+		done <- err
+	}()
+	kubetest.Eventually(t, 20*time.Second, "vm-a migrating", migratingNow(c, "vm-a"))
+	vmB, _ := c.World.ServerByName("vm-b")
+	if err := c.Nova.LiveMigrate(kubetest.Ctx(t), vmB.ID, c2); err != nil { // an operator, by hand
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 20*time.Second, "vm-b moved by hand", func() bool {
+		vm, _ := c.World.ServerByName("vm-b")
+		return vm.Host == c2 && vm.TaskState == ""
+	})
+	fast()
+	if err := <-done; err != nil {
+		t.Fatalf("%v\n%s", err, rec.Transcript(c.Px))
+	}
+	if n := migrations(c, "vm-b"); n != 1 {
+		t.Errorf("vm-b migrated %d times", n)
+	}
+	for _, v := range rep.VMs {
+		if v.VM == "vm-b" && (v.Result != ops.MigSkipped || !strings.Contains(v.Message, "left the node by itself (now on "+c2+")")) {
+			t.Errorf("vm-b's report: %+v", v)
+		}
+	}
+}
+
+// Item 5: migrations_per_cluster = 1 holds across three engines working three nodes at once:
+// counted in Nova, not per process.
+func TestClusterCapAcrossEngines(t *testing.T) {
+	c := newCluster(t, 50)
+	c.Cfg.Concurrency.MigrationsPerCluster = 1
+	c1, c2 := c.Name("c1"), c.Name("c2")
+	c.World.AddServer("vm-c", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.AddServer("vm-d", c2, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.AddHost(c.Name("spare"), 64, 262144, 2000) // where they go: every node is emptied
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, node := range []string{"c0", "c1", "c2"} {
+		e := c.Engine(ops.DefaultHolder(), nil)
+		ro := ops.RunOptions{Policy: defaults(), VMsOnly: true, Leaving: []string{c.Name("c0"), c1, c2}}
+		plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c.Name(node), ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = e.Run(kubetest.Ctx(t), plan, ro, func(ops.Event) {})
+		}()
+	}
+	wg.Wait()
+	if got := c.World.Stats().MaxConcurrentMigrations; got != 1 {
+		t.Errorf("at most %d migrations ran at once under migrations_per_cluster = 1", got)
+	}
+	for _, name := range []string{"vm-a", "vm-b", "vm-c", "vm-d"} {
+		if n := migrations(c, name); n > 1 {
+			t.Errorf("%s migrated %d times", name, n)
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("engine %d: %v", i, err)
+		}
+	}
+}
+
+// Item 7: an API server failing evictions (503) and journal writes for a moment: retried
+// with backoff, the evacuation finishes, and the journal is right.
+func TestTransientAPIErrorsAreRetried(t *testing.T) {
+	c := newCluster(t, 50)
+	c0 := c.Name("c0")
+	e := c.Engine(ops.DefaultHolder(), nil)
+	c.Muts.FailEvictions.Store(3)
+	c.Muts.FailNodePatches.Store(2)
+	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rec.Transcript(c.Px))
+	}
+	if c.Muts.FailEvictions.Load() != 0 || c.Muts.FailNodePatches.Load() != 0 {
+		t.Fatal("the faults were not played")
+	}
+	retried := 0
+	for _, ev := range rec.Events() {
+		if p, ok := ev.(ops.PodEvent); ok && p.State == ops.PodRetrying {
+			retried++
+		}
+	}
+	if retried != 3 {
+		t.Errorf("%d retries reported for 3 failed evictions", retried)
+	}
+	for _, p := range rep.Pods {
+		if p.Result != ops.PodGone {
+			t.Errorf("pod %+v", p)
+		}
+	}
+	if j, _ := ops.ReadJournal(c.Node(c0)); j.Phase != ops.PhaseDone {
+		t.Errorf("journal %+v", j)
+	}
+	_ = context.Background
+}
