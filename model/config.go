@@ -29,6 +29,9 @@ type CloudPoolConfig struct {
 	URL            string   `toml:"url"`
 	ClientTimeout  Duration `toml:"client_timeout"`
 	BackendTimeout Duration `toml:"backend_timeout"`
+	// MinSize and MaxSize bound the desired sizes the proxy accepts (0: no maximum).
+	MinSize int `toml:"min_size"`
+	MaxSize int `toml:"max_size"`
 }
 
 // ScaleDownConfig prices what emptying a node costs, to rank scale-down victims.
@@ -224,7 +227,13 @@ func (c Config) Validate() error {
 	if c.Policy.GracePeriod < 0 {
 		return &FieldError{"policy.grace_period", "must not be negative", `leave it empty to keep each pod's own grace period`}
 	}
-	if c.Kubernetes.QPS < 0 || c.Kubernetes.Burst < 0 {
+	if c.CloudPool.MinSize < 0 || c.CloudPool.MaxSize < 0 {
+		return &FieldError{"cloudpool.min_size", "min_size and max_size must not be negative", "0 leaves max_size open"}
+	}
+	if c.CloudPool.MaxSize > 0 && c.CloudPool.MaxSize < c.CloudPool.MinSize {
+		return &FieldError{"cloudpool.max_size", fmt.Sprintf("%d is below min_size %d", c.CloudPool.MaxSize, c.CloudPool.MinSize), ""}
+	}
+		if c.Kubernetes.QPS < 0 || c.Kubernetes.Burst < 0 {
 		return &FieldError{"kubernetes.qps", "qps and burst must not be negative", ""}
 	}
 	switch c.Policy.OnStall {

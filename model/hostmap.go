@@ -31,3 +31,20 @@ func (m HostMapper) Host(n KubeNode) string {
 		return n.Name
 	}
 }
+
+// Explicit reports whether the node itself names its compute host: an entry in [mapping]
+// hosts, or the mapping's label or annotation present on it.
+func (m HostMapper) Explicit(n KubeNode) bool {
+	if _, ok := m.cfg.Hosts[n.Name]; ok {
+		return true
+	}
+	switch m.cfg.Mode {
+	case MapByLabel:
+		_, ok := n.Labels[m.cfg.Label]
+		return ok
+	case MapByAnnotation:
+		_, ok := n.Annotations[m.cfg.Annotation]
+		return ok
+	}
+	return false
+}

@@ -33,6 +33,12 @@ type Node struct {
 	VMs        []VM            `json:"vms"`
 	Pods       []Pod           `json:"pods"`
 	Migrations []Migration     `json:"migrations,omitempty"` // in progress, from or to this host
+	// HostExplicit: the node names its compute host itself ([mapping] hosts, or the
+	// mapping's label or annotation on it): it is meant to be a hypervisor.
+	HostExplicit bool `json:"hostExplicit,omitempty"`
+	// HostSharedWith names the other Kubernetes nodes mapped to the same compute host;
+	// neither is joined with it (which one runs it cannot be told).
+	HostSharedWith []string `json:"hostSharedWith,omitempty"`
 }
 
 // Inventory is the joined view of the cluster.
@@ -67,6 +73,7 @@ func Join(k KubeSnapshot, n *NovaSnapshot, m HostMapper, at time.Time) Inventory
 	byName := make(map[string]*Node, len(k.Nodes))
 	byHost := map[string]*Node{}
 	nodes := make([]*Node, 0, len(k.Nodes))
+	mappedTo := map[string][]*Node{} // compute host -> the Kubernetes nodes mapped to it
 	for i := range k.Nodes {
 		kn := k.Nodes[i]
 		node := &Node{Name: kn.Name, Kube: &kn, VMs: []VM{}, Pods: []Pod{}}
@@ -74,9 +81,23 @@ func Join(k KubeSnapshot, n *NovaSnapshot, m HostMapper, at time.Time) Inventory
 		nodes = append(nodes, node)
 		if n != nil {
 			if h := m.Host(kn); h != "" {
-				node.Host = h
-				byHost[h] = node
+				node.Host, node.HostExplicit = h, m.Explicit(kn)
+				mappedTo[h] = append(mappedTo[h], node)
 			}
+		}
+	}
+	for h, ns := range mappedTo {
+		if len(ns) == 1 {
+			byHost[h] = ns[0]
+			continue
+		}
+		for _, a := range ns { // two nodes, one host: the join would depend on their order
+			for _, b := range ns {
+				if a != b {
+					a.HostSharedWith = append(a.HostSharedWith, b.Name)
+				}
+			}
+			sort.Strings(a.HostSharedWith)
 		}
 	}
 	for _, p := range k.Pods {

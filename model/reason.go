@@ -25,6 +25,8 @@ const (
 	ControlPlane      ReasonCode = "ControlPlane"
 	ProtectedNode     ReasonCode = "ProtectedNode"
 	NodeNotFound      ReasonCode = "NodeNotFound"
+	NoNovaHost        ReasonCode = "NoNovaHost"        // a hypervisor node that maps to no compute service
+	HostConflict      ReasonCode = "HostConflict"      // two nodes map to one compute host
 	HeldByOther       ReasonCode = "HeldByOther"       // another actor holds the node's maintenance lease
 	DisabledByOther   ReasonCode = "DisabledByOther"   // nova-compute was disabled by someone else
 	ScaleDownDisabled ReasonCode = "ScaleDownDisabled" // cluster-autoscaler scale-down-disabled

@@ -354,3 +354,41 @@ func TestTransientAPIErrorsAreRetried(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// Item 6: a node that runs the hypervisor pods but maps to no Nova host is not evacuated as
+// if it had no VMs; two nodes mapped to one host are refused too (the join would depend on
+// their order).
+func TestUnmappedOrSharedHostIsABlocker(t *testing.T) {
+	c := newCluster(t, 50)
+	w9, w7, c1 := c.Name("w9"), c.Name("w7"), c.Name("c1")
+	kubetest.Node(t, c.CS, w9)
+	kubetest.Node(t, c.CS, w7)
+	ds := kubetest.DaemonSet(t, c.CS, c.NS, "libvirt-w9")
+	kubetest.Pod(t, c.CS, c.NS, "libvirt-w9", w9, kubetest.Owned("DaemonSet", "libvirt-w9", ds), kubetest.Labels("application", "libvirt"))
+	c.Cfg.Mapping.Hosts = map[string]string{w7: c1} // a typo in [mapping]: w7 claims c1's host
+	e := c.Engine(ops.DefaultHolder(), nil)
+	kubetest.Eventually(t, 10*time.Second, "the new nodes and pod in the cache", func() bool {
+		return len(c.Kube.PodsOn(w9)) == 1 && func() bool { _, ok := c.Kube.Node(w7); return ok }()
+	})
+	for node, code := range map[string]model.ReasonCode{w9: model.NoNovaHost, w7: model.HostConflict, c1: model.HostConflict} {
+		plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, node, forced())
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, r := range plan.Blockers() {
+			found = found || r.Code == code
+		}
+		if !found {
+			t.Errorf("%s: want a %s blocker, got %+v", node, code, plan.Reasons)
+		}
+	}
+	_, _, err := run(t, e, model.OpEvacuate, w9, forced())
+	var refused *ops.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "no Nova host matches node "+w9) {
+		t.Errorf("evacuating the unmapped hypervisor: %v", err)
+	}
+	if n := c.Node(w9); !n.Schedulable {
+		t.Error("the refused node was changed")
+	}
+}

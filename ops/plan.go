@@ -42,6 +42,9 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 
 	switch op {
 	case model.OpEvacuate:
+		if r := policy.HostReason(node, inv, ro.Policy); r != nil {
+			p.Reasons = append(p.Reasons, *r)
+		}
 		if ro.VMsOnly {
 			step(model.StepLease, false, "take the maintenance lease")
 			step(model.StepDisableCompute, computeDone, computeDetail(node))
@@ -53,6 +56,9 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 		}
 		fallthrough
 	case model.OpCordon:
+		if r := policy.HostReason(node, inv, ro.Policy); r != nil && op == model.OpCordon {
+			p.Reasons = append(p.Reasons, *r) // (an evacuation has it already)
+		}
 		for _, r := range policy.NodeReasons(node, inv, leaving, ro.Policy) {
 			if op == model.OpCordon && r.Code == model.ControlPlane {
 				continue // cordoning a control-plane node empties nothing

@@ -110,6 +110,7 @@ var proxyMode = mode{role: "drainctl-proxy",
 	},
 	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
 		p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: e.cfg.CloudPool.BackendTimeout.D(),
+			MinSize: e.cfg.CloudPool.MinSize, MaxSize: e.cfg.CloudPool.MaxSize,
 			Run:  ops.RunOptions{Policy: e.pol, Why: firstNonBlank(e.o.Reason, "scale-down")},
 			Emit: emit,
 			Logf: func(format string, a ...any) { text.Fprintf(e.stderr, "drainctl: proxy: "+format+"\n", a...) }})

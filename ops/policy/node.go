@@ -34,6 +34,37 @@ func NodeReasons(node model.Node, inv model.Inventory, leaving map[string]bool, 
 	return out
 }
 
+// HostReason refuses to work a node whose compute host cannot be told: one that looks like
+// a hypervisor (it runs the hypervisor pods, or names its host through [mapping]) but maps to
+// no Nova compute service, or one that maps to a host another node maps to too. Without it,
+// such a node would be "evacuated" as if it had no VMs, leaving them there.
+func HostReason(node model.Node, inv model.Inventory, o Options) *model.Reason {
+	if !inv.NovaConfigured || node.Kube == nil {
+		return nil
+	}
+	if len(node.HostSharedWith) > 0 {
+		return &model.Reason{Code: model.HostConflict, Severity: model.Blocks, Object: node.Name,
+			Message: fmt.Sprintf("maps to Nova host %q as %s does too: check [mapping] in config.toml", node.Host, strings.Join(node.HostSharedWith, ", "))}
+	}
+	if node.Compute != nil || !(node.HostExplicit || runsHypervisorPods(node, o)) {
+		return nil
+	}
+	return &model.Reason{Code: model.NoNovaHost, Severity: model.Blocks, Object: node.Name,
+		Message: fmt.Sprintf("no Nova host matches node %s (looked for %q): check [mapping] in config.toml", node.Name, node.Host)}
+}
+
+func runsHypervisorPods(node model.Node, o Options) bool {
+	if o.HypervisorPods == nil || o.HypervisorPods.Empty() {
+		return false
+	}
+	for _, p := range node.Pods {
+		if o.HypervisorPods.Matches(labels.Set(p.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
 func otherWorkerRemains(name string, inv model.Inventory, leaving map[string]bool) bool {
 	for _, n := range inv.Nodes {
 		if n.Name == name || leaving[n.Name] || n.Kube == nil {

@@ -75,6 +75,17 @@ func ServeCloudPool(ids ...string) (*CloudPool, error) {
 	return p, nil
 }
 
+// Boot adds a machine the pool has just launched: PENDING, active, no node yet; the desired
+// size grows with it.
+func (p *CloudPool) Boot(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now().UTC()
+	p.order = append(p.order, id)
+	p.machines[id] = &poolMachine{state: "PENDING", service: "IN_SERVICE", active: true, evictable: true, launched: now, requests: now}
+	p.desired++
+}
+
 // Close stops the pool.
 func (p *CloudPool) Close() { p.srv.Close() }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ui/text"
 )
 
@@ -122,6 +123,9 @@ func (a *Auto) doctor(ctx context.Context) error {
 	}
 	var found []string
 	for _, n := range inv.Nodes {
+		if r := policy.HostReason(n, inv, a.Run.Policy); r != nil {
+			found = append(found, text.Sprintf("%s: %s %s", r.Code, r.Object, r.Message))
+		}
 		for _, m := range n.Mismatches(inv.NovaConfigured) {
 			if m.Code == model.NoComputeService || m.Code == model.NoHypervisor {
 				continue // expected on control-plane and storage nodes

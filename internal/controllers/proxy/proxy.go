@@ -36,6 +36,9 @@ type Options struct {
 	Backend        string        // the backend cloudpool's base URL ([cloudpool] url)
 	BackendTimeout time.Duration // per backend request ([cloudpool] backend_timeout, default 300 s)
 	Run            ops.RunOptions
+	// MinSize and MaxSize bound the desired size a client may ask for ([cloudpool] min_size,
+	// max_size; 0 leaves MaxSize unbounded): beyond them the request is a 400.
+	MinSize, MaxSize int
 	Emit           func(ops.Event)               // progress of the scale-downs (logs, metrics)
 	Logf           func(format string, a ...any) // what the proxy decides, one line each
 }
@@ -112,20 +115,32 @@ func (p *Proxy) setSize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	want := *msg.DesiredSize
-	pairs, ok := p.begin(w, r, fmt.Sprintf("setting the desired size to %d", want))
-	if !ok {
+	if want < p.o.MinSize || (p.o.MaxSize > 0 && want > p.o.MaxSize) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("desired size %d is outside the pool's limits", want),
+			fmt.Sprintf("[cloudpool] min_size = %d, max_size = %d (0: no maximum)", p.o.MinSize, p.o.MaxSize))
 		return
 	}
-	active := countActive(pairs)
+	if _, ok := p.begin(w, r, fmt.Sprintf("setting the desired size to %d", want)); !ok {
+		return
+	}
+	// Every active machine counts, with a node or not (one still booting): a shrink below
+	// them would let the backend choose which to terminate, perhaps a hypervisor full of VMs.
+	// drainctl chooses and empties the victims instead, among the machines with a node.
+	active, err := p.activeMachines(r.Context())
+	if err != nil {
+		p.end()
+		writeFailure(w, err)
+		return
+	}
 	if want >= active {
 		defer p.end()
-		p.o.Logf("desired size %d >= %d active machines with a node: forwarded", want, active)
+		p.o.Logf("desired size %d >= %d active machines: forwarded", want, active)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		p.forward.ServeHTTP(w, r)
 		return
 	}
 	excess := active - want
-	p.o.Logf("desired size %d < %d active machines with a node: removing %d node(s)", want, active, excess)
+	p.o.Logf("desired size %d < %d active machines: removing %d node(s)", want, active, excess)
 	p.detach(w, r, func(ctx context.Context) error { return p.scaleDown(ctx, excess) })
 }
 
@@ -398,14 +413,19 @@ func pick(pairs []pair, holder string) (pair, bool) {
 	return *best, true
 }
 
-func countActive(pairs []pair) int {
+// activeMachines counts the pool's active machines, with a node or without.
+func (p *Proxy) activeMachines(ctx context.Context) (int, error) {
+	machines, err := p.pool.Machines(ctx)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, pr := range pairs {
-		if pr.machine.Active() {
+	for _, m := range machines {
+		if m.Active() {
 			n++
 		}
 	}
-	return n
+	return n, nil
 }
 
 // describe lists every node's reasons, one node per line.

@@ -117,11 +117,19 @@ func newEnv(t *testing.T) *env {
 }
 
 // start runs a proxy in front of backend.
-func (e *env) start(backend string) {
+func (e *env) start(backend string) { e.startWith(backend, proxy.Options{}) }
+
+// restart stops the proxy and runs another in front of the same pool with o's limits.
+func (e *env) restart(o proxy.Options) {
+	e.stop()
+	e.startWith(e.pool.URL, o)
+}
+
+func (e *env) startWith(backend string, o proxy.Options) {
 	pol, _ := policy.FromConfig(model.DefaultConfig().Policy)
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := proxy.New(ctx, e.eng, proxy.Options{Backend: backend, BackendTimeout: 10 * time.Second,
-		Run: ops.RunOptions{Policy: pol}, Logf: e.logs.add})
+		Run: ops.RunOptions{Policy: pol}, Logf: e.logs.add, MinSize: o.MinSize, MaxSize: o.MaxSize})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -447,5 +455,41 @@ func TestRestartResumesTheSameNode(t *testing.T) {
 	}
 	if e.nodeExists(e.name("w2")) {
 		t.Error("w2 is still there")
+	}
+}
+
+// A machine still booting (no node yet) counts: asked to shrink by one, the proxy empties
+// and removes a node it chose instead of letting the backend pick any machine.
+func TestShrinkCountsMachinesWithoutANode(t *testing.T) {
+	e := newEnv(t)
+	e.pool.Boot(e.name("booting"))
+	r := do(t, kubetest.Ctx(t), "POST", e.url+"/pool/size", `{"desiredSize": 3}`)
+	if r.status != 200 {
+		t.Fatalf("scale-down: %d %q\n%s", r.status, r.body, e.logs)
+	}
+	w2 := e.name("w2")
+	if got := e.terminations(); len(got) != 1 || got[0] != "/pool/"+w2+"/terminate "+`{"decrementDesiredSize":true}` {
+		t.Errorf("terminations: %q\n%s", got, e.logs)
+	}
+	if e.pool.State(e.name("booting")) != "PENDING" || e.pool.Desired() != 3 {
+		t.Errorf("pool: booting %s, desired %d", e.pool.State(e.name("booting")), e.pool.Desired())
+	}
+	if vm, _ := e.world.ServerByName("vm-c"); vm.Host == w2 {
+		t.Error("vm-c was left on the removed node")
+	}
+}
+
+// Sizes outside the configured limits are the client's mistake: 400, nothing forwarded.
+func TestDesiredSizeOutsideLimitsIs400(t *testing.T) {
+	e := newEnv(t)
+	e.restart(proxy.Options{MinSize: 2, MaxSize: 5})
+	for _, size := range []string{"1", "6"} {
+		r := do(t, kubetest.Ctx(t), "POST", e.url+"/pool/size", `{"desiredSize": `+size+`}`)
+		if msg, _ := r.apiError(t); r.status != 400 || !strings.Contains(msg, "outside the pool's limits") {
+			t.Errorf("desiredSize %s: %d %q", size, r.status, r.body)
+		}
+	}
+	if e.pool.Desired() != 3 || len(e.terminations()) != 0 {
+		t.Errorf("the pool was changed: desired %d", e.pool.Desired())
 	}
 }
