@@ -233,7 +233,7 @@ func (c Config) Validate() error {
 	if c.CloudPool.MaxSize > 0 && c.CloudPool.MaxSize < c.CloudPool.MinSize {
 		return &FieldError{"cloudpool.max_size", fmt.Sprintf("%d is below min_size %d", c.CloudPool.MaxSize, c.CloudPool.MinSize), ""}
 	}
-		if c.Kubernetes.QPS < 0 || c.Kubernetes.Burst < 0 {
+	if c.Kubernetes.QPS < 0 || c.Kubernetes.Burst < 0 {
 		return &FieldError{"kubernetes.qps", "qps and burst must not be negative", ""}
 	}
 	switch c.Policy.OnStall {

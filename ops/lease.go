@@ -111,7 +111,8 @@ func readCancel(n model.KubeNode) (CancelRequest, bool) {
 // cause and the operation stops at its next safe point.
 func (r *runner) holdLease(ctx context.Context, stop context.CancelCauseFunc) error {
 	e, node := r.e, r.plan.Node
-	if err := e.kube.AcquireLease(ctx, node, e.o.Holder, e.o.LeaseTTL, e.mayReplace); err != nil {
+	mayReplace := func(h string) bool { return h == r.stopped || e.mayReplace(h) }
+	if err := e.kube.AcquireLease(ctx, node, e.o.Holder, e.o.LeaseTTL, mayReplace); err != nil {
 		r.step(model.StepLease, StepFailed, err.Error())
 		return err
 	}
@@ -169,8 +170,9 @@ func (r *runner) watchCancel(ctx context.Context, stop context.CancelCauseFunc) 
 }
 
 // stopHolder asks the live holder of the node's lease, if another, to stop, and waits
-// (bounded) until it has: its lease released or expired, or its journal saying it stopped.
-// A holder that is provably gone needs no asking.
+// (bounded) until it has: its lease released or expired, or its journal saying it stopped
+// (then r.stopped names it: its lease, if it kept it, may be taken over). A holder that is
+// provably gone needs no asking.
 func (r *runner) stopHolder(ctx context.Context) error {
 	e, node := r.e, r.plan.Node
 	holder, until, err := e.kube.LeaseHolder(ctx, node)
@@ -191,7 +193,8 @@ func (r *runner) stopHolder(ctx context.Context) error {
 		}
 		if k, ok := e.kube.Node(node); ok {
 			if j, ok := ReadJournal(k); ok && j.Holder == holder && j.Phase == PhaseInterrupted && !j.Updated.Before(req.At.Add(-time.Minute)) {
-				return nil // stopped; it keeps its lease (a NodeMaintenance's)
+				r.stopped = holder // stopped; it may not have released its lease yet, or keeps it
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {

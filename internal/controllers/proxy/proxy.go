@@ -39,8 +39,8 @@ type Options struct {
 	// MinSize and MaxSize bound the desired size a client may ask for ([cloudpool] min_size,
 	// max_size; 0 leaves MaxSize unbounded): beyond them the request is a 400.
 	MinSize, MaxSize int
-	Emit           func(ops.Event)               // progress of the scale-downs (logs, metrics)
-	Logf           func(format string, a ...any) // what the proxy decides, one line each
+	Emit             func(ops.Event)               // progress of the scale-downs (logs, metrics)
+	Logf             func(format string, a ...any) // what the proxy decides, one line each
 }
 
 // Proxy serves the cloudpool API in front of a backend pool.
