@@ -5,6 +5,8 @@ package ops_test
 // that trusts its own view of the world.
 
 import (
+	"bytes"
+
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drainctl/drainctl/ui/auto"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -390,5 +394,11 @@ func TestUnmappedOrSharedHostIsABlocker(t *testing.T) {
 	}
 	if n := c.Node(w9); !n.Schedulable {
 		t.Error("the refused node was changed")
+	}
+	// doctor lists both findings.
+	var out bytes.Buffer
+	err = (&auto.Auto{Engine: e, Run: forced(), Stdout: &out, Stderr: &out}).Do(kubetest.Ctx(t), "doctor", nil)
+	if err == nil || !strings.Contains(out.String(), "NoNovaHost: "+w9) || !strings.Contains(out.String(), "HostConflict: "+w7) {
+		t.Errorf("doctor: %v\n%s", err, out.String())
 	}
 }
