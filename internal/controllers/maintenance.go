@@ -235,7 +235,12 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 	counted := st.TotalPods > 0 || st.EvictionPods > 0 || st.TotalVMs > 0
 	st.Phase, st.LastUpdate = model.MaintenanceRunning, c.Engine.Now()
 	if !counted { // the totals are counted once, when the maintenance begins
-		st.TotalPods = len(c.Engine.PodsOn(nm.NodeName))
+		st.TotalPods = 0
+		for _, p := range c.Engine.PodsOn(nm.NodeName) {
+			if !p.Terminating { // one already leaving (deleted by someone) is not the maintenance's
+				st.TotalPods++
+			}
+		}
 		st.EvictionPods = len(plan.Pods) + len(plan.Carriers)
 		st.TotalVMs = len(plan.VMs)
 		c.event(ctx, k.Name, "Normal", "MaintenanceStarted", fmt.Sprintf("NodeMaintenance %s: %s", nm.Name, cmp.Or(nm.Reason, "no reason given")))

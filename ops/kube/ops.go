@@ -281,6 +281,12 @@ func leaseName(node string) string { return "drainctl-" + node }
 // AcquireLease creates or takes over the node's lease. A lease held by another holder and
 // renewed within its duration is refused.
 func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time.Duration, mayReplace func(string) bool) error {
+	return c.acquire(ctx, node, holder, ttl, mayReplace, 3)
+}
+
+// acquire is AcquireLease with a bound on the re-reads after a race (a lease created or
+// changed between our read and our write).
+func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Duration, mayReplace func(string) bool, tries int) error {
 	leases := c.cs.CoordinationV1().Leases(LeaseNamespace)
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(ttl.Seconds())
@@ -288,11 +294,11 @@ func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: LeaseNamespace},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return c.AcquireLease(ctx, node, holder, ttl, mayReplace)
+		if apierrors.IsAlreadyExists(err) && tries > 0 {
+			return c.acquire(ctx, node, holder, ttl, mayReplace, tries-1)
 		}
-		if apierrors.IsNotFound(err) && c.ensureLeaseNamespace(ctx) == nil {
-			return c.AcquireLease(ctx, node, holder, ttl, mayReplace)
+		if apierrors.IsNotFound(err) && tries > 0 && c.ensureLeaseNamespace(ctx) == nil {
+			return c.acquire(ctx, node, holder, ttl, mayReplace, tries-1)
 		}
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %s, where drainctl keeps its leases, does not exist and cannot be created: kubectl apply -f deploy/namespace.yaml", LeaseNamespace)
@@ -318,6 +324,11 @@ func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &secs, &now
 	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
+			// Changed between our read and our write (its holder renewed or released it):
+			// read it again and decide on what it is now.
+			if tries > 0 {
+				return c.acquire(ctx, node, holder, ttl, mayReplace, tries-1)
+			}
 			return &ops.LeaseHeldError{Node: node, Holder: "another actor (lease changed under us)", Until: time.Now()}
 		}
 		return err
