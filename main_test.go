@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
@@ -124,8 +125,9 @@ func TestAutoListJoinsKubernetesAndNova(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		c0:             {"<none>", "Ready", "enabled/up", "8/64", "16.5G/256G", " 2 ", " 2 "},
-		c1:             {"Ready,SchedulingDisabled", "enabled/up", "0/64", "cordoned but nova-compute on " + c1 + " is enabled"},
+		// Placement's figures: 64 vCPUs × 4, 256 GiB less the 512 MiB reserved.
+		c0:             {"<none>", "Ready", "enabled/up", "8/256", "16G/256G", " 2 ", " 2 "},
+		c1:             {"Ready,SchedulingDisabled", "enabled/up", "0/256", "cordoned but nova-compute on " + c1 + " is enabled"},
 		cp:             {"control-plane", "Ready", " - "},
 		px + "-orphan": {"no node", "compute host " + px + "-orphan has no Kubernetes node"},
 	}
@@ -153,6 +155,9 @@ func TestAutoListJoinsKubernetesAndNova(t *testing.T) {
 			Pods []struct {
 				Name string `json:"name"`
 			} `json:"pods"`
+			Hypervisor *struct {
+				Capacity *model.Capacity `json:"capacity"`
+			} `json:"hypervisor"`
 		} `json:"nodes"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
@@ -162,6 +167,13 @@ func TestAutoListJoinsKubernetesAndNova(t *testing.T) {
 		if n.Name == c0 && (len(n.VMs) != 2 || len(n.Pods) != 2) {
 			t.Errorf("%s in JSON: %+v", c0, n)
 		}
+		if n.Name == c0 {
+			c := n.Hypervisor.Capacity
+			if c == nil || c.Source != model.CapacityPlacement || c.VCPU.Capacity != 256 || c.VCPU.Used != 8 ||
+				c.MemoryMB.Capacity != 261632 || c.MemoryMB.Used != 16384 || c.DiskGB.Capacity != 2000 || c.DiskGB.Used != 160 {
+				t.Errorf("%s's capacity in JSON: %+v", c0, c)
+			}
+		}
 	}
 	if !doc.NovaConfigured {
 		t.Error("novaConfigured false")
@@ -170,6 +182,25 @@ func TestAutoListJoinsKubernetesAndNova(t *testing.T) {
 		if strings.Contains(out, env["OS_PASSWORD"]) {
 			t.Error("the password appears in the output")
 		}
+	}
+}
+
+// Without Placement in the catalog, drainctl says so once and takes os-hypervisors' figures.
+func TestAutoListWithoutPlacement(t *testing.T) {
+	cs := kubetest.Client(t)
+	px := kubetest.Prefix(t)
+	kubetest.Node(t, cs, px+"-c0")
+	w := sim.NewWorld(sim.Options{NoPlacement: true})
+	w.AddHost(px+"-c0", 64, 262144, 2000)
+	srv, err := sim.Serve(w, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	r := drainctl(t, simEnv(srv), "--auto", "list", "-o", "json", "--kubeconfig", kubetest.Kubeconfig(t))
+	if r.code != 0 || strings.Count(r.stderr, "Placement is not in the Keystone catalog") != 1 ||
+		!strings.Contains(r.stdout, `"source": "hypervisors"`) {
+		t.Errorf("exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
 }
 

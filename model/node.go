@@ -77,6 +77,55 @@ type Hypervisor struct {
 	RunningVMs    int   `json:"runningVMs"`
 	// ServerIDs are the instances Nova places on this hypervisor (with_servers).
 	ServerIDs []string `json:"serverIDs,omitempty"`
+	// Capacity is the host's room as Nova's scheduler sees it: from Placement when it
+	// answers, else from the figures above (os-hypervisors, up to microversion 2.87).
+	Capacity *Capacity `json:"capacity,omitempty"`
+}
+
+// Where capacity figures come from.
+const (
+	CapacityPlacement   = "placement"
+	CapacityHypervisors = "hypervisors"
+)
+
+// Capacity is a host's vCPU, RAM and disk: capacity and use, as the scheduler counts them.
+type Capacity struct {
+	Source   string   `json:"source"`
+	VCPU     Resource `json:"vcpu"`
+	MemoryMB Resource `json:"memoryMB"`
+	DiskGB   Resource `json:"diskGB"`
+}
+
+// Resource is one resource class of a host: Placement's inventory and usage.
+type Resource struct {
+	Total           int64   `json:"total"`
+	Reserved        int64   `json:"reserved"`
+	AllocationRatio float64 `json:"allocationRatio"`
+	Capacity        float64 `json:"capacity"` // (total - reserved) × allocation ratio
+	Used            int64   `json:"used"`
+}
+
+// NewResource computes the capacity the scheduler allows: (total − reserved) × ratio.
+func NewResource(total, reserved int64, ratio float64, used int64) Resource {
+	return Resource{Total: total, Reserved: reserved, AllocationRatio: ratio, Capacity: float64(total-reserved) * ratio, Used: used}
+}
+
+// Free is what is left to allocate.
+func (r Resource) Free() float64 { return r.Capacity - float64(r.Used) }
+
+// Room is the host's capacity: Placement's when read, else derived from the os-hypervisors
+// figures with the configured vCPU allocation ratio; false when neither is known.
+func (h Hypervisor) Room(cpuRatio float64) (Capacity, bool) {
+	if h.Capacity != nil {
+		return *h.Capacity, true
+	}
+	if !h.CapacityKnown {
+		return Capacity{}, false
+	}
+	return Capacity{Source: CapacityHypervisors,
+		VCPU:     NewResource(int64(h.VCPUs), 0, cpuRatio, int64(h.VCPUsUsed)),
+		MemoryMB: NewResource(h.MemoryMB, 0, 1, h.MemoryMBUsed),
+		DiskGB:   NewResource(h.LocalGB, 0, 1, h.LocalGBUsed)}, true
 }
 
 // HasTaint reports whether the node carries a taint with this key.

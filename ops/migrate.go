@@ -268,11 +268,12 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 	}
 	var out []*destRoom
 	for _, h := range hvs {
-		if !h.CapacityKnown {
+		c, ok := h.Room(e.cpuRatio())
+		if !ok {
 			return nil
 		}
 		if usable[h.Host] && !leaving[h.Host] {
-			out = append(out, &destRoom{host: h.Host, ramMB: h.MemoryMB - h.MemoryMBUsed, vcpus: float64(h.VCPUs)*e.cpuRatio() - float64(h.VCPUsUsed)})
+			out = append(out, &destRoom{host: h.Host, ramMB: int64(c.MemoryMB.Free()), vcpus: c.VCPU.Free()})
 		}
 	}
 	return out

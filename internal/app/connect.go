@@ -104,9 +104,13 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	if creds == nil {
 		fmt.Fprintln(stderr, "drainctl: OpenStack is not configured: working on Kubernetes alone (no VMs)")
 	} else {
-		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D()})
+		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D(), CPUAllocationRatio: cfg.ScaleDown.CPUAllocationRatio})
 		if err != nil {
 			return nil, unreachable("OpenStack", err)
+		}
+		if c.PlacementMissing() {
+			fmt.Fprintf(stderr, "drainctl: Placement is not in the Keystone catalog: capacity comes from os-hypervisors "+
+				"(microversion %s; it may lag the scheduler's)\n", c.Microversion())
 		}
 		nc = c
 	}

@@ -18,17 +18,19 @@ import (
 const (
 	// MinMicroversion: UUID service and hypervisor ids, PUT /os-services/{uuid}, with_servers.
 	MinMicroversion = "2.53"
-	// MaxMicroversion: the highest that still reports hypervisor capacity (2.88 removes it).
-	// Everything drainctl needs above 2.53 (os-migrations paging 2.59, abort of queued
-	// migrations 2.65, user/project filters 2.80) is below it.
-	MaxMicroversion = "2.87"
+	// LastWithHypervisorCapacity: from 2.88 os-hypervisors no longer reports capacity. With
+	// Placement in the catalog drainctl reads capacity there and negotiates as high as Nova
+	// offers; without, it stays at this one to keep the os-hypervisors figures.
+	LastWithHypervisorCapacity = "2.87"
 )
 
 // Client talks to Nova for one drainctl process. It is safe for concurrent use.
 type Client struct {
 	compute      *gophercloud.ServiceClient
+	placement    *gophercloud.ServiceClient // nil: not in the catalog
 	microversion string
 	pageSize     int
+	cpuRatio     float64 // for capacity from os-hypervisors
 }
 
 // Options tune a connection.
@@ -39,6 +41,9 @@ type Options struct {
 	Transport http.RoundTripper
 	// PageSize is the limit sent on paginated lists; 0 lets Nova choose (osapi_max_limit).
 	PageSize int
+	// CPUAllocationRatio applies to os-hypervisors' vCPUs when Placement is absent (Placement
+	// carries the real ratios).
+	CPUAllocationRatio float64
 }
 
 // Connect authenticates once (the token is reused and renewed by gophercloud's reauth) and
@@ -65,26 +70,46 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 		return nil, fmt.Errorf("finding the compute endpoint in the Keystone catalog (region %q, interface %s): %w",
 			creds.Region, creds.Interface, err)
 	}
-	mv, err := negotiate(ctx, compute)
+	// Placement is what the scheduler consults; an old or restricted catalog may lack it.
+	placement, err := openstack.NewPlacementV1(provider, gophercloud.EndpointOpts{Region: creds.Region, Availability: creds.Interface})
+	if err != nil {
+		placement = nil
+	}
+	ceiling := ""
+	if placement == nil {
+		ceiling = LastWithHypervisorCapacity
+	}
+	mv, err := negotiate(ctx, compute, ceiling)
 	if err != nil {
 		return nil, err
 	}
 	compute.Microversion = mv
-	return &Client{compute: compute, microversion: mv, pageSize: opts.PageSize}, nil
+	ratio := opts.CPUAllocationRatio
+	if ratio <= 0 {
+		ratio = 1
+	}
+	return &Client{compute: compute, placement: placement, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio}, nil
 }
+
+// PlacementMissing reports whether capacity comes from os-hypervisors: Placement is not in
+// the catalog.
+func (c *Client) PlacementMissing() bool { return c.placement == nil }
 
 // Microversion is the compute API microversion every request carries.
 func (c *Client) Microversion() string { return c.microversion }
 
-// negotiate picks the highest microversion in [MinMicroversion, MaxMicroversion] that Nova supports.
-func negotiate(ctx context.Context, compute *gophercloud.ServiceClient) (string, error) {
+// negotiate picks the highest microversion Nova supports, at most ceiling ("" : none), and
+// at least MinMicroversion.
+func negotiate(ctx context.Context, compute *gophercloud.ServiceClient, ceiling string) (string, error) {
 	sv, err := utils.GetSupportedMicroversions(ctx, compute)
 	if err != nil {
 		return "", fmt.Errorf("reading Nova's supported microversions from %s: %w", compute.Endpoint, describe(err))
 	}
-	maxMajor, maxMinor := parseMV(MaxMicroversion)
-	if sv.MaxMajor < maxMajor || (sv.MaxMajor == maxMajor && sv.MaxMinor < maxMinor) {
-		maxMajor, maxMinor = sv.MaxMajor, sv.MaxMinor
+	maxMajor, maxMinor := sv.MaxMajor, sv.MaxMinor
+	if ceiling != "" {
+		if cMajor, cMinor := parseMV(ceiling); cMajor < maxMajor || (cMajor == maxMajor && cMinor < maxMinor) {
+			maxMajor, maxMinor = cMajor, cMinor
+		}
 	}
 	minMajor, minMinor := parseMV(MinMicroversion)
 	if maxMajor < minMajor || (maxMajor == minMajor && maxMinor < minMinor) {

@@ -28,11 +28,15 @@ func (c *Client) Snapshot(ctx context.Context) (model.NovaSnapshot, error) {
 	if snap.Services, err = c.ComputeServices(ctx, ""); err != nil {
 		return snap, err
 	}
-	if snap.Hypervisors, err = c.Hypervisors(ctx); err != nil {
+	var allocs map[string]map[string]int
+	if snap.Hypervisors, allocs, err = c.hypervisors(ctx); err != nil {
 		return snap, err
 	}
 	if snap.VMs, err = c.Servers(ctx, ""); err != nil {
 		return snap, err
+	}
+	for i := range snap.VMs {
+		allocated(&snap.VMs[i], allocs[snap.VMs[i].ID])
 	}
 	for _, st := range inProgressStatuses {
 		migs, err := c.Migrations(ctx, MigrationFilter{Status: st, Type: "live-migration"})
@@ -69,8 +73,23 @@ func serviceModel(s services.Service) model.ComputeService {
 	}
 }
 
-// Hypervisors lists hypervisors with their servers, following Nova's pagination links.
+// Hypervisors lists hypervisors with their servers and their capacity (Placement's, else
+// os-hypervisors'), following Nova's pagination links.
 func (c *Client) Hypervisors(ctx context.Context) ([]model.Hypervisor, error) {
+	hvs, _, err := c.hypervisors(ctx)
+	return hvs, err
+}
+
+func (c *Client) hypervisors(ctx context.Context) ([]model.Hypervisor, map[string]map[string]int, error) {
+	hvs, err := c.listHypervisors(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	allocs, err := c.withCapacity(ctx, hvs)
+	return hvs, allocs, err
+}
+
+func (c *Client) listHypervisors(ctx context.Context) ([]model.Hypervisor, error) {
 	withServers := true
 	opts := hypervisors.ListOpts{WithServers: &withServers}
 	if c.pageSize > 0 {

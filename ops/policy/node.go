@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -77,14 +78,23 @@ func otherWorkerRemains(name string, inv model.Inventory, leaving map[string]boo
 	return false
 }
 
-// CapacityReason checks that the other enabled, up compute hosts can hold the VMs, by RAM
-// and vCPU in a first-fit-decreasing placement. It returns nil when they fit or when the
+// diskFree is the disk left, or unbounded when the host reports none (shared or volume
+// storage: Placement then has no DISK_GB inventory).
+func diskFree(c model.Capacity) float64 {
+	if c.DiskGB.Total == 0 {
+		return math.Inf(1)
+	}
+	return c.DiskGB.Free()
+}
+
+// CapacityReason checks that the other enabled, up compute hosts can hold the VMs, by RAM,
+// vCPU and disk (the scheduler's own figures and ratios) in a first-fit-decreasing placement. It returns nil when they fit or when the
 // capacity is unknown (2.88+), leaving the decision to Nova's scheduler.
 func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leaving map[string]bool, cpuRatio float64, o Options) *model.Reason {
 	if len(vms) == 0 {
 		return nil
 	}
-	type room struct{ ram, cpu float64 }
+	type room struct{ ram, cpu, disk float64 }
 	var hosts []*room
 	for _, n := range inv.Nodes {
 		if n.Name == node.Name || leaving[n.Name] || n.Compute == nil || n.Hypervisor == nil {
@@ -93,11 +103,11 @@ func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leavin
 		if !n.Compute.Enabled || !n.Compute.Up || n.Compute.ForcedDown {
 			continue
 		}
-		h := n.Hypervisor
-		if !h.CapacityKnown {
+		c, ok := n.Hypervisor.Room(cpuRatio)
+		if !ok {
 			return nil
 		}
-		hosts = append(hosts, &room{ram: float64(h.MemoryMB - h.MemoryMBUsed), cpu: float64(h.VCPUs)*cpuRatio - float64(h.VCPUsUsed)})
+		hosts = append(hosts, &room{ram: c.MemoryMB.Free(), cpu: c.VCPU.Free(), disk: diskFree(c)})
 	}
 	sorted := append([]model.VM(nil), vms...)
 	for i := 1; i < len(sorted); i++ { // largest first
@@ -109,9 +119,10 @@ func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leavin
 	for _, vm := range sorted {
 		placed := false
 		for _, h := range hosts {
-			if h.ram >= float64(vm.RAMMB) && h.cpu >= float64(vm.VCPUs) {
+			if h.ram >= float64(vm.RAMMB) && h.cpu >= float64(vm.VCPUs) && h.disk >= float64(vm.DiskGB) {
 				h.ram -= float64(vm.RAMMB)
 				h.cpu -= float64(vm.VCPUs)
+				h.disk -= float64(vm.DiskGB)
 				placed = true
 				break
 			}

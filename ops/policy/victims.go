@@ -138,8 +138,12 @@ func freeRooms(inv model.Inventory, w Weights) (pods, vms []room) {
 			}
 			pods = append(pods, r)
 		}
-		if c, h := n.Compute, n.Hypervisor; c != nil && h != nil && c.Enabled && c.Up && !c.ForcedDown && h.CapacityKnown {
-			vms = append(vms, room{name: n.Name, ram: h.MemoryMB - h.MemoryMBUsed, vcpu: float64(h.VCPUs)*w.CPURatio - float64(h.VCPUsUsed)})
+		if c, h := n.Compute, n.Hypervisor; c != nil && h != nil && c.Enabled && c.Up && !c.ForcedDown {
+			cap, ok := h.Room(w.CPURatio)
+			if !ok {
+				continue
+			}
+			vms = append(vms, room{name: n.Name, ram: int64(cap.MemoryMB.Free()), vcpu: cap.VCPU.Free()})
 		}
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].cpu > pods[j].cpu })

@@ -73,6 +73,7 @@ func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	compute := s.URL + "/compute/v2.1"
 	identity := s.URL + "/identity/v3"
+	placement := s.URL + "/placement"
 	body := map[string]any{"token": map[string]any{
 		"methods":    id.Methods,
 		"expires_at": exp.UTC().Format("2006-01-02T15:04:05.000000Z"),
@@ -87,6 +88,11 @@ func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
 				endpoint("public", identity), endpoint("internal", identity), endpoint("admin", identity)}},
 		},
 	}}
+	if !s.world.opts.NoPlacement {
+		catalog := body["token"].(map[string]any)
+		catalog["catalog"] = append(catalog["catalog"].([]map[string]any), map[string]any{"type": "placement", "name": "placement",
+			"id": "placement", "endpoints": []map[string]any{endpoint("public", placement), endpoint("internal", placement), endpoint("admin", placement)}})
+	}
 	w.Header().Set("X-Subject-Token", tok)
 	writeJSON(w, http.StatusCreated, body)
 }

@@ -63,6 +63,9 @@ func (s *Server) routes() http.Handler {
 	})
 	mux.HandleFunc("POST /identity/v3/auth/tokens", s.handleTokens)
 	mux.Handle("/compute/", http.StripPrefix("/compute", s.novaRoutes()))
+	if !s.world.opts.NoPlacement {
+		mux.Handle("/placement/", http.StripPrefix("/placement", s.placementRoutes()))
+	}
 	return mux
 }
 

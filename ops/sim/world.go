@@ -69,6 +69,9 @@ type Options struct {
 	RAMAllocationRatio float64
 	// ReservedHostMemoryMB is held back on every hypervisor (Nova's default 512).
 	ReservedHostMemoryMB int64
+	// NoPlacement leaves the Placement API out of the catalog (an old cloud, a restricted
+	// catalog): clients fall back to os-hypervisors.
+	NoPlacement bool
 	// TokenTTL is how long a Keystone token lives, in real time (default 1h).
 	TokenTTL time.Duration
 	// Users are the Keystone users; default: admin/secret in project admin.

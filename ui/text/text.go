@@ -102,24 +102,29 @@ func Compute(n model.Node, novaConfigured bool) string {
 	return s + "/down"
 }
 
-// VCPU is hypervisor vCPUs used/total.
+// VCPU is the host's vCPUs used/capacity (with the allocation ratio, from Placement when it
+// answers).
 func VCPU(n model.Node) string {
 	h := n.Hypervisor
 	switch {
 	case h == nil:
 		return "-"
+	case h.Capacity != nil:
+		return fmt.Sprintf("%d/%.0f", h.Capacity.VCPU.Used, h.Capacity.VCPU.Capacity)
 	case !h.CapacityKnown:
 		return "?"
 	}
 	return fmt.Sprintf("%d/%d", h.VCPUsUsed, h.VCPUs)
 }
 
-// RAM is hypervisor memory used/total.
+// RAM is the host's memory used/capacity.
 func RAM(n model.Node) string {
 	h := n.Hypervisor
 	switch {
 	case h == nil:
 		return "-"
+	case h.Capacity != nil:
+		return Bytes(h.Capacity.MemoryMB.Used<<20) + "/" + Bytes(int64(h.Capacity.MemoryMB.Capacity)<<20)
 	case !h.CapacityKnown:
 		return "?"
 	}

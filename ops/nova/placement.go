@@ -1,0 +1,138 @@
+package nova
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/placement/v1/resourceproviders"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Capacity from Placement, what Nova's scheduler consults: per compute node (resource
+// provider), inventories with their reserved amounts and allocation ratios, and the
+// allocations of every consumer on it (usage is their sum). Placement has no call that
+// returns inventories or allocations for many providers at once, so a refresh lists the
+// providers once and reads each one's inventories and allocations, several at a time.
+
+// placementWorkers bounds the requests in flight to Placement.
+const placementWorkers = 16
+
+// providerRoom is one provider's capacity and the allocations on it, by consumer.
+type providerRoom struct {
+	capacity model.Capacity
+	allocs   map[string]map[string]int
+}
+
+// placementRooms reads every provider: keyed by provider uuid (the hypervisor's id) and by
+// name (the hypervisor hostname).
+func (c *Client) placementRooms(ctx context.Context) (map[string]*providerRoom, error) {
+	pages, err := resourceproviders.List(c.placement, resourceproviders.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing Placement's resource providers: %w", describe(err))
+	}
+	rps, err := resourceproviders.ExtractResourceProviders(pages)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*providerRoom, 2*len(rps))
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, placementWorkers)
+	var wg sync.WaitGroup
+	for _, rp := range rps {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			room, err := c.providerRoom(ctx, rp.UUID)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			out[rp.UUID], out[rp.Name] = room, room
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
+func (c *Client) providerRoom(ctx context.Context, uuid string) (*providerRoom, error) {
+	inv, err := resourceproviders.GetInventories(ctx, c.placement, uuid).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("reading the inventories of resource provider %s: %w", uuid, describe(err))
+	}
+	allocs, err := resourceproviders.GetAllocations(ctx, c.placement, uuid).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("reading the allocations of resource provider %s: %w", uuid, describe(err))
+	}
+	used := map[string]int64{}
+	room := &providerRoom{allocs: make(map[string]map[string]int, len(allocs.Allocations))}
+	for consumer, a := range allocs.Allocations {
+		room.allocs[consumer] = a.Resources
+		for class, n := range a.Resources {
+			used[class] += int64(n)
+		}
+	}
+	res := func(class string) model.Resource {
+		i := inv.Inventories[class]
+		return model.NewResource(int64(i.Total), int64(i.Reserved), float64(i.AllocationRatio), used[class])
+	}
+	room.capacity = model.Capacity{Source: model.CapacityPlacement, VCPU: res("VCPU"), MemoryMB: res("MEMORY_MB"), DiskGB: res("DISK_GB")}
+	return room, nil
+}
+
+// withCapacity sets each hypervisor's capacity: Placement's provider (by uuid, else by
+// hostname) when Placement answers, else os-hypervisors' figures with the configured ratio.
+// It returns the allocations by consumer (server uuid), for the VMs' real sizes.
+func (c *Client) withCapacity(ctx context.Context, hvs []model.Hypervisor) (map[string]map[string]int, error) {
+	if c.placement == nil {
+		for i := range hvs {
+			if room, ok := hvs[i].Room(c.cpuRatio); ok {
+				hvs[i].Capacity = &room
+			}
+		}
+		return nil, nil
+	}
+	rooms, err := c.placementRooms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	allocs := map[string]map[string]int{}
+	for i := range hvs {
+		room := rooms[hvs[i].ID]
+		if room == nil {
+			room = rooms[hvs[i].Hostname]
+		}
+		if room == nil {
+			continue
+		}
+		capacity := room.capacity
+		hvs[i].Capacity = &capacity
+		for consumer, a := range room.allocs {
+			allocs[consumer] = a
+		}
+	}
+	return allocs, nil
+}
+
+// allocated sets a VM's size to what it holds in Placement, when that differs from its
+// flavor (a volume-backed VM holds no disk; a resize in progress holds both).
+func allocated(vm *model.VM, a map[string]int) {
+	if a == nil {
+		return
+	}
+	if v, ok := a["VCPU"]; ok {
+		vm.VCPUs = v
+	}
+	if v, ok := a["MEMORY_MB"]; ok {
+		vm.RAMMB = int64(v)
+	}
+	vm.DiskGB = int64(a["DISK_GB"])
+}

@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"hash/fnv"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// The Placement API, as Nova's scheduler keeps it: one resource provider per compute node
+// (its uuid is the hypervisor's id, its name the hypervisor hostname), inventories of VCPU,
+// MEMORY_MB and DISK_GB with Nova's allocation ratios and reserved memory, and allocations
+// per consumer. A server's allocation is on its host; while it live-migrates, the migration
+// (consumer: the migration's uuid) holds the source's share and the server the
+// destination's, as Nova moves them; the end of the migration drops one of the two.
+
+// placementMax is the highest Placement microversion served.
+const placementMax = "1.39"
+
+func (s *Server) placementRoutes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"versions": []map[string]any{{"id": "v1.0", "min_version": "1.0",
+			"max_version": placementMax, "status": "CURRENT", "links": []map[string]any{{"rel": "self", "href": ""}}}}})
+	})
+	handle := func(pattern string, f func(c *call) (int, any)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { s.servePlacement(w, r, pattern, f) })
+	}
+	handle("GET /resource_providers", listProviders)
+	handle("GET /resource_providers/{uuid}", showProvider)
+	handle("GET /resource_providers/{uuid}/inventories", providerInventories)
+	handle("GET /resource_providers/{uuid}/usages", providerUsages)
+	handle("GET /resource_providers/{uuid}/allocations", providerAllocations)
+	return mux
+}
+
+func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, pattern string, f func(c *call) (int, any)) {
+	world := s.world
+	world.mu.Lock()
+	world.stats.Requests++
+	world.stats.ByRoute["placement "+pattern]++
+	if !s.authorized(r) {
+		world.mu.Unlock()
+		placementError(w, http.StatusUnauthorized, "The request you have made requires authentication.")
+		return
+	}
+	now := world.clock.Now()
+	world.advance(now)
+	w.Header().Set("OpenStack-API-Version", "placement 1.0")
+	status, body := f(&call{r: r, now: now, w: world, s: s})
+	world.mu.Unlock()
+	if msg, ok := body.(novaFault); ok {
+		placementError(w, status, string(msg))
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+func placementError(w http.ResponseWriter, code int, detail string) {
+	writeJSON(w, code, map[string]any{"errors": []map[string]any{{"status": code, "title": http.StatusText(code), "detail": detail}}})
+}
+
+func (c *call) provider() (*Host, bool) {
+	id := c.r.PathValue("uuid")
+	for _, h := range c.w.hosts {
+		if h.HypervisorID == id {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+func providerJSON(h *Host, generation int) map[string]any {
+	return map[string]any{"uuid": h.HypervisorID, "name": h.Name, "generation": generation,
+		"parent_provider_uuid": nil, "root_provider_uuid": h.HypervisorID,
+		"links": []map[string]any{{"rel": "self", "href": "/resource_providers/" + h.HypervisorID}}}
+}
+
+func listProviders(c *call) (int, any) {
+	name := c.r.URL.Query().Get("name")
+	out := []map[string]any{}
+	for _, hn := range c.w.hostOrder {
+		h := c.w.hosts[hn]
+		if name != "" && h.Name != name {
+			continue
+		}
+		out = append(out, providerJSON(h, c.w.generation(h)))
+	}
+	return 200, map[string]any{"resource_providers": out}
+}
+
+func showProvider(c *call) (int, any) {
+	h, ok := c.provider()
+	if !ok {
+		return 404, faultf("No resource provider with uuid %s found", c.r.PathValue("uuid"))
+	}
+	return 200, providerJSON(h, c.w.generation(h))
+}
+
+func providerInventories(c *call) (int, any) {
+	h, ok := c.provider()
+	if !ok {
+		return 404, faultf("No resource provider with uuid %s found", c.r.PathValue("uuid"))
+	}
+	o := c.w.opts
+	inv := func(total, reserved int64, ratio float64) map[string]any {
+		return map[string]any{"total": total, "reserved": reserved, "min_unit": 1, "max_unit": total, "step_size": 1, "allocation_ratio": ratio}
+	}
+	return 200, map[string]any{"resource_provider_generation": c.w.generation(h), "inventories": map[string]any{
+		"VCPU":      inv(int64(h.VCPUs), 0, o.CPUAllocationRatio),
+		"MEMORY_MB": inv(h.MemoryMB, o.ReservedHostMemoryMB, o.RAMAllocationRatio),
+		"DISK_GB":   inv(h.DiskGB, 0, 1.0),
+	}}
+}
+
+func providerUsages(c *call) (int, any) {
+	h, ok := c.provider()
+	if !ok {
+		return 404, faultf("No resource provider with uuid %s found", c.r.PathValue("uuid"))
+	}
+	usage := map[string]int64{"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
+	for _, a := range c.w.allocationsOn(h.Name) {
+		for k, v := range a {
+			usage[k] += v
+		}
+	}
+	return 200, map[string]any{"resource_provider_generation": c.w.generation(h), "usages": usage}
+}
+
+func providerAllocations(c *call) (int, any) {
+	h, ok := c.provider()
+	if !ok {
+		return 404, faultf("No resource provider with uuid %s found", c.r.PathValue("uuid"))
+	}
+	out := map[string]any{}
+	for consumer, res := range c.w.allocationsOn(h.Name) {
+		out[consumer] = map[string]any{"resources": res}
+	}
+	return 200, map[string]any{"resource_provider_generation": c.w.generation(h), "allocations": out}
+}
+
+// allocationsOn is every consumer's allocation on the host's provider.
+func (w *World) allocationsOn(host string) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	res := func(s *VM) map[string]int64 {
+		return map[string]int64{"VCPU": int64(s.Flavor.VCPUs), "MEMORY_MB": s.Flavor.RAMMB, "DISK_GB": s.Flavor.DiskGB}
+	}
+	migrating := map[string]*migration{}
+	for _, m := range w.migrations {
+		if m.active() && m.dest != "" && m.server.Host != m.dest {
+			migrating[m.server.ID] = m
+		}
+	}
+	for _, s := range w.servers {
+		m := migrating[s.ID]
+		switch {
+		case m == nil && s.Host == host:
+			out[s.ID] = res(s)
+		case m != nil && s.Host == host: // the source's share, held by the migration
+			out[m.uuid] = res(s)
+		case m != nil && m.dest == host: // the destination's, held by the server
+			out[s.ID] = res(s)
+		}
+	}
+	return out
+}
+
+// generation changes whenever the provider's allocations do (a consistent view marker).
+func (w *World) generation(h *Host) int {
+	keys := make([]string, 0)
+	for k := range w.allocationsOn(h.Name) {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	f := fnv.New32a()
+	f.Write([]byte(strings.Join(keys, ",")))
+	return int(f.Sum32() % 100000)
+}
