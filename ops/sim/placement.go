@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // The Placement API, as Nova's scheduler keeps it: one resource provider per compute node
@@ -141,9 +142,35 @@ func providerAllocations(c *call) (int, any) {
 
 // allocationsOn is every consumer's allocation on the host's provider.
 func (w *World) allocationsOn(host string) map[string]map[string]int64 {
-	out := map[string]map[string]int64{}
-	res := func(s *VM) map[string]int64 {
-		return map[string]int64{"VCPU": int64(s.Flavor.VCPUs), "MEMORY_MB": s.Flavor.RAMMB, "DISK_GB": s.Flavor.DiskGB}
+	return w.allocations().byHost[host]
+}
+
+// allocIndex is every provider's allocations, built in one pass over the servers and kept
+// until the world changes (a refresh reads every provider: a pass per request would be
+// quadratic at thousands of hosts).
+type allocIndex struct {
+	key    allocKey
+	byHost map[string]map[string]map[string]int64
+}
+
+type allocKey struct {
+	lastEvent  time.Time
+	migrations int
+	changes    int
+	mutations  int
+}
+
+func (w *World) allocations() *allocIndex {
+	key := allocKey{w.lastEvent, len(w.migrations), w.changes, w.stats.Mutations}
+	if w.alloc != nil && w.alloc.key == key {
+		return w.alloc
+	}
+	idx := &allocIndex{key: key, byHost: map[string]map[string]map[string]int64{}}
+	add := func(host, consumer string, s *VM) {
+		if idx.byHost[host] == nil {
+			idx.byHost[host] = map[string]map[string]int64{}
+		}
+		idx.byHost[host][consumer] = map[string]int64{"VCPU": int64(s.Flavor.VCPUs), "MEMORY_MB": s.Flavor.RAMMB, "DISK_GB": s.Flavor.DiskGB}
 	}
 	migrating := map[string]*migration{}
 	for _, m := range w.migrations {
@@ -152,17 +179,15 @@ func (w *World) allocationsOn(host string) map[string]map[string]int64 {
 		}
 	}
 	for _, s := range w.servers {
-		m := migrating[s.ID]
-		switch {
-		case m == nil && s.Host == host:
-			out[s.ID] = res(s)
-		case m != nil && s.Host == host: // the source's share, held by the migration
-			out[m.uuid] = res(s)
-		case m != nil && m.dest == host: // the destination's, held by the server
-			out[s.ID] = res(s)
+		if m := migrating[s.ID]; m != nil {
+			add(s.Host, m.uuid, s) // the source's share, held by the migration
+			add(m.dest, s.ID, s)   // the destination's, held by the server
+			continue
 		}
+		add(s.Host, s.ID, s)
 	}
-	return out
+	w.alloc = idx
+	return idx
 }
 
 // generation changes whenever the provider's allocations do (a consistent view marker).

@@ -103,6 +103,10 @@ type World struct {
 	nextMigID   int64
 	nextInst    int
 	lastEvent   time.Time
+	// changes counts edits made outside the migration machinery (hosts and servers added,
+	// Update); with lastEvent and the migrations it keys the allocations' index.
+	changes int
+	alloc   *allocIndex
 	faults      []*Fault
 	noValidHost bool
 
@@ -181,6 +185,7 @@ func (w *World) AddHost(name string, vcpus int, memoryMB, diskGB int64) *Host {
 		VCPUs: vcpus, MemoryMB: memoryMB, DiskGB: diskGB, updated: w.clock.Now(), index: len(w.hostOrder) + 3}
 	w.hosts[name] = h
 	w.hostOrder = append(w.hostOrder, name)
+	w.changes++
 	return h
 }
 
@@ -194,6 +199,7 @@ func (w *World) AddServer(name, host string, f Flavor) *VM {
 		UserID: "af0b6723cc4a4ab18203d089bc34dd16", Created: now, Updated: now}
 	w.nextInst++
 	w.servers[s.ID] = s
+	w.changes++
 	return s
 }
 
@@ -205,6 +211,7 @@ func (w *World) Update(f func(hosts map[string]*Host, servers map[string]*VM)) {
 	now := w.clock.Now()
 	w.advance(now)
 	f(w.hosts, w.servers)
+	w.changes++
 	// A guest whose dirty rate changed mid-copy converges (or not) from now on.
 	for _, m := range w.migrations {
 		if m.status == "running" && m.dirty != m.server.DirtyBytesPerSec {
