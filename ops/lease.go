@@ -118,8 +118,9 @@ func (r *runner) holdLease(ctx context.Context, stop context.CancelCauseFunc) er
 	}
 	r.holding = true
 	r.step(model.StepLease, StepDone, "held by "+e.o.Holder)
-	go r.renew(ctx, stop)
-	go r.watchCancel(ctx, stop)
+	r.keepers.Add(2)
+	go func() { defer r.keepers.Done(); r.renew(ctx, stop) }()
+	go func() { defer r.keepers.Done(); r.watchCancel(ctx, stop) }()
 	return nil
 }
 

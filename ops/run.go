@@ -52,6 +52,7 @@ type runner struct {
 	holding bool
 	stop    context.CancelCauseFunc
 	stopped string // the holder an abort or rollback stopped: its lease may be taken over
+	keepers sync.WaitGroup // the lease's renewal and cancel watch
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -77,6 +78,9 @@ func (r *runner) run(ctx context.Context) error {
 	// Cordon and evacuate hold the lease for their whole run; rollback takes it once the
 	// operation it stops has stopped (its abort step).
 	defer func() {
+		// The renewal stops before the release: a renewal after it would take the lease again.
+		stop(nil)
+		r.keepers.Wait()
 		if !r.holding || p.Op == model.OpCordon || r.ro.KeepLease {
 			return // a cordoned node keeps its lease until uncordon
 		}
