@@ -15,17 +15,22 @@ import (
 const migrationLockNode = "migrations.lock"
 
 // clusterRoom takes the start lock and counts what is in flight: this engine's own
-// migrations, and every other live migration Nova lists as unfinished. ok when one more
-// fits under migrations_per_cluster and, for a chosen destination, under
-// migrations_per_destination. unlock must be called once the request is made: after a
-// request that succeeded it waits (briefly) until Nova lists the new migration, so the next
-// process counts it.
-func (r *runner) clusterRoom(ctx context.Context, dest string) (unlock func(vmID string, requested bool), ok bool) {
+// migrations, and every other live migration Nova lists as unfinished (toDest: the others'
+// by destination, for migrations_per_destination). ok when one more fits under
+// migrations_per_cluster. unlock must be called once the request is made (or given up):
+// after a request that succeeded it waits (briefly) until Nova lists the new migration, so
+// the next process counts it.
+type cluster struct {
+	toDest map[string]int
+	unlock func(vmID string, requested bool)
+}
+
+func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 	e := r.e
 	if err := e.kube.AcquireLease(ctx, migrationLockNode, e.o.Holder, 15*time.Second, e.mayReplace); err != nil {
-		return nil, false // another process is starting one: try again at the next poll
+		return cluster{}, false // another process is starting one: try again at the next poll
 	}
-	unlock = func(vmID string, requested bool) {
+	unlock := func(vmID string, requested bool) {
 		if requested {
 			deadline := time.Now().Add(5 * time.Second)
 			for time.Now().Before(deadline) {
@@ -44,24 +49,24 @@ func (r *runner) clusterRoom(ctx context.Context, dest string) (unlock func(vmID
 	inNova, err := e.nova.InProgressFrom(ctx, "")
 	if err != nil {
 		unlock("", false)
-		return nil, false
+		return cluster{}, false
 	}
+	c := cluster{toDest: map[string]int{}, unlock: unlock}
 	e.destMu.Lock()
-	total, toDest := len(e.mine), e.inflight[dest]
+	total := len(e.mine)
 	for _, m := range inNova {
 		if e.mine[m.InstanceID] {
 			continue // counted already
 		}
 		total++
-		if dest != "" && m.DestCompute == dest {
-			toDest++
+		if m.DestCompute != "" {
+			c.toDest[m.DestCompute]++
 		}
 	}
 	e.destMu.Unlock()
-	c := e.cfg.Concurrency
-	if total >= c.MigrationsPerCluster || (dest != "" && toDest >= c.MigrationsPerDestination) {
+	if total >= e.cfg.Concurrency.MigrationsPerCluster {
 		unlock("", false)
-		return nil, false
+		return cluster{}, false
 	}
-	return unlock, true
+	return c, true
 }

@@ -153,15 +153,16 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			<-e.migSlots
 			continue
 		}
-		dest, ok := r.pickDestination(run.vm, dests)
+		room, ok := r.clusterRoom(ctx)
 		if !ok {
+			<-e.migSlots
+			return failed // the cluster is at its cap (other drainctl processes count): wait
+		}
+		dest, ok := r.pickDestination(run.vm, dests, room.toDest)
+		if !ok {
+			room.unlock("", false)
 			<-e.migSlots
 			return failed // every destination is at its cap: wait for one to finish
-		}
-		unlock, ok := r.clusterRoom(ctx, dest)
-		if !ok {
-			<-e.migSlots
-			return failed // the cluster is at its caps (other drainctl processes count): wait
 		}
 		*pending = (*pending)[1:]
 		run.slot = true
@@ -170,7 +171,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)
 		err := e.nova.LiveMigrate(ctx, run.vm.ID, dest)
-		unlock(run.vm.ID, err == nil)
+		room.unlock(run.vm.ID, err == nil)
 		if err != nil {
 			e.claim(run, -1)
 			e.releaseSlot(run)
@@ -280,11 +281,12 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 }
 
 // pickDestination chooses where a VM goes: the explicit target, or the host with the most
-// free RAM that fits it and is under migrations_per_destination. With no capacity figures
+// free RAM that fits it and is under migrations_per_destination (counting others' in
+// flight to it). With no capacity figures
 // it returns "" (Nova's scheduler chooses). false: every fitting host is at its cap now.
-func (r *runner) pickDestination(vm model.VM, dests []*destRoom) (string, bool) {
+func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[string]int) (string, bool) {
 	if r.ro.To != "" {
-		return r.ro.To, r.under(r.ro.To)
+		return r.ro.To, r.under(r.ro.To, others)
 	}
 	if dests == nil {
 		return "", true
@@ -296,7 +298,7 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom) (string, bool) 
 			continue
 		}
 		fits = true
-		if r.under(d.host) && (best == nil || d.ramMB > best.ramMB) {
+		if r.under(d.host, others) && (best == nil || d.ramMB > best.ramMB) {
 			best = d
 		}
 	}
@@ -311,10 +313,12 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom) (string, bool) 
 	return "", false
 }
 
-func (r *runner) under(host string) bool {
+// under: the host's migrations in flight, this engine's and others' (Nova's list), are
+// below migrations_per_destination.
+func (r *runner) under(host string, others map[string]int) bool {
 	r.e.destMu.Lock()
 	defer r.e.destMu.Unlock()
-	return r.e.inflight[host] < r.e.cfg.Concurrency.MigrationsPerDestination
+	return r.e.inflight[host]+others[host] < r.e.cfg.Concurrency.MigrationsPerDestination
 }
 
 // retry puts a failed VM back in the queue if it has attempts left.
