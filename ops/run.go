@@ -51,7 +51,7 @@ type runner struct {
 	// it). stop ends the run with a cause: a cancel request, a lost lease.
 	holding bool
 	stop    context.CancelCauseFunc
-	stopped string // the holder an abort or rollback stopped: its lease may be taken over
+	stopped string         // the holder an abort or rollback stopped: its lease may be taken over
 	keepers sync.WaitGroup // the lease's renewal and cancel watch
 }
 

@@ -95,18 +95,18 @@ type World struct {
 	clock *Clock
 	rng   *rand.Rand
 
-	hosts       map[string]*Host
-	hostOrder   []string
-	servers     map[string]*VM
-	migrations  []*migration // in creation order
-	actions     map[string][]*action
-	nextMigID   int64
-	nextInst    int
-	lastEvent   time.Time
+	hosts      map[string]*Host
+	hostOrder  []string
+	servers    map[string]*VM
+	migrations []*migration // in creation order
+	actions    map[string][]*action
+	nextMigID  int64
+	nextInst   int
+	lastEvent  time.Time
 	// changes counts edits made outside the migration machinery (hosts and servers added,
 	// Update); with lastEvent and the migrations it keys the allocations' index.
-	changes int
-	alloc   *allocIndex
+	changes     int
+	alloc       *allocIndex
 	faults      []*Fault
 	noValidHost bool
 
