@@ -168,3 +168,57 @@ func TestTUIQuitMidOperationRecordsInterrupted(t *testing.T) {
 		t.Errorf("journal op %q", j.Op)
 	}
 }
+
+// The quit dialog's abort goes the way x does: an abort plan run by the engine (its events
+// in the operation view), and only then quit. The node ends aborted, its migration too.
+func TestTUIQuitDialogAbortsLikeX(t *testing.T) {
+	c := simtest.NewCluster(t, 1)
+	c0 := c.Name("c0")
+	vmA, _ := c.World.ServerByName("vm-a")
+	c.World.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0.9 * (1 << 30) })
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.selectNodes(c0)
+	l.keys("e", "F")
+	l.keys("y")
+	l.drain("vm-a migrating", func() bool {
+		v := l.m.s.ops.views[c0]
+		return v != nil && v.vms[vmA.ID] != nil && v.vms[vmA.ID].state == ops.MigRunning
+	})
+	l.keys("q")
+	if l.m.screen != quitScreen {
+		t.Fatalf("q while running must ask, screen %v", l.m.screen)
+	}
+	// a: the abort is planned, then run as a batch, then the view quits.
+	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a")})
+	l.m = next.(Model)
+	planned := cmd()
+	next, cmd = l.m.Update(planned)
+	l.m = next.(Model)
+	if _, ok := planned.(abortPlanned); !ok || cmd == nil {
+		t.Fatalf("the abort was not planned: %#v", planned)
+	}
+	ended := cmd()
+	next, cmd = l.m.Update(ended)
+	l.m = next.(Model)
+	if res, ok := ended.(abortedForQuit); !ok || res.err != nil {
+		t.Fatalf("the abort batch: %#v", ended)
+	}
+	if cmd == nil || cmd() != tea.Quit() {
+		t.Error("the view must quit once the abort has run")
+	}
+	l.drain("the abort's report", func() bool {
+		for _, k := range l.m.s.ops.order {
+			if v := l.m.s.ops.views[k]; v.plan.Op == model.OpAbort && v.report != nil {
+				return true
+			}
+		}
+		return false
+	})
+	l.m.stop(l.cancel, time.Minute)
+	if j, _ := ops.ReadJournal(c.Node(c0)); j.Phase != ops.PhaseAborted {
+		t.Errorf("journal %+v", j)
+	}
+	if vm, _ := c.World.ServerByName("vm-a"); vm.Host != c0 || vm.TaskState != "" {
+		t.Errorf("vm-a's migration was not aborted: %+v", vm)
+	}
+}
