@@ -36,7 +36,7 @@ type MaintenanceController struct {
 	mu       sync.Mutex
 	active   map[string]work // NodeMaintenance name -> its running work
 	retry    map[string]retryState
-	restored map[string]bool // restored and let go, until the watch shows it gone
+	restored map[string]bool // done and not yet seen by the watch: true restored (until gone), false maintained (until Succeeded shows)
 	wg       sync.WaitGroup
 	trigger  chan struct{}
 }
@@ -156,6 +156,15 @@ func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMain
 	if c.restored[nm.Name] { // done; the watch has not shown it gone yet
 		c.mu.Unlock()
 		return 0
+	}
+	if _, maintained := c.restored[nm.Name]; maintained && !nm.Deleting {
+		// Emptied by this controller: until the watch shows the Succeeded it wrote, a
+		// "Running" seen here is its own past, not work to start again.
+		if nm.Status.Phase == model.MaintenanceRunning {
+			c.mu.Unlock()
+			return 0
+		}
+		delete(c.restored, nm.Name)
 	}
 	c.mu.Unlock()
 	switch {
