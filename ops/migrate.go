@@ -457,10 +457,16 @@ func (r *runner) abortMigrations(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	aborted := 0
+	aborted, ended := 0, 0
 	var errs []error
 	for _, m := range ms {
 		if err := e.nova.AbortMigration(ctx, m.InstanceID, m.ID); err != nil {
+			// Another actor (the holder that was asked to stop, an operator) may have ended
+			// it between our read and our request: Nova then refuses (400). Read it again.
+			if !e.stillInProgress(ctx, m) {
+				ended++
+				continue
+			}
 			errs = append(errs, err)
 			continue
 		}
@@ -475,7 +481,25 @@ func (r *runner) abortMigrations(ctx context.Context) (string, error) {
 	if len(errs) > 0 {
 		return "", errors.Join(errs...)
 	}
+	if ended > 0 {
+		return fmt.Sprintf("%d migration(s) aborted, %d ended meanwhile", aborted, ended), nil
+	}
 	return fmt.Sprintf("%d migration(s) aborted", aborted), nil
+}
+
+// stillInProgress reads the server's migrations again: false when m is no longer among the
+// ones in progress (or the read fails in a way that says the server is gone).
+func (e *Engine) stillInProgress(ctx context.Context, m model.Migration) bool {
+	ms, err := e.nova.ServerMigrations(ctx, m.InstanceID)
+	if err != nil {
+		return true // unknown: keep the abort's error
+	}
+	for _, x := range ms {
+		if x.ID == m.ID && x.InProgress() {
+			return true
+		}
+	}
+	return false
 }
 
 // sleep waits d or until ctx ends; false means ctx ended.
