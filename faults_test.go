@@ -166,18 +166,20 @@ func (c *autoCluster) migratedOnceOff(t *testing.T, node string, names ...string
 
 // process is a drainctl running in the background, its stderr collected.
 type process struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	buf  strings.Builder
-	line chan string
-	done chan struct{}
-	code int
+	cmd    *exec.Cmd
+	stdout strings.Builder // read once the process has ended
+	mu     sync.Mutex
+	buf    strings.Builder
+	line   chan string
+	done   chan struct{}
+	code   int
 }
 
 func (c *autoCluster) startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
 	p := &process{cmd: exec.Command(binary(t), args...), line: make(chan string, 1024), done: make(chan struct{})}
 	p.cmd.Env = c.env
+	p.cmd.Stdout = &p.stdout
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -204,6 +206,9 @@ func (c *autoCluster) startProcess(t *testing.T, args ...string) *process {
 	}()
 	return p
 }
+
+// stdoutText is what the process printed on stdout (call after wait).
+func (p *process) stdoutText() string { return p.stdout.String() }
 
 func (p *process) out() string {
 	p.mu.Lock()

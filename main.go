@@ -50,6 +50,9 @@ Verbs (--auto):
                        every other node cannot go
   scale-down [NODE... | --count N]   evacuate, delete the Node and (with [cloudpool] url)
                        terminate its machine; without NODE the top-ranked candidates
+  roll NODE... | --selector L=V   rolling maintenance, one campaign: for each node, check
+                       the rest can absorb it, evacuate, run the step, uncordon, verify it
+                       takes work again; recorded on the cluster, a rerun resumes
   (no verb)            evacuate the node drainctl runs on (NODE_NAME, else the hostname)
 
 Operation flags:
@@ -65,6 +68,14 @@ Operation flags:
   --allow-last-node    allow emptying the last schedulable worker
   --timeout DURATION   bound the whole operation (default timeouts.operation, 2h)
   --max-parallel N     nodes worked at once (default concurrency.nodes, 1)
+
+Campaign flags (roll):
+  -l, --selector L=V   the nodes: those the label selector matches (instead of NODE...)
+  --parallel N         nodes worked at once (default 1)
+  --exec 'CMD {node}'  run on each emptied node ({node}: its name; env DRAINCTL_NODE, DRAINCTL_HOST)
+  --wait-ready         wait for the node to reboot and come back Ready with nova-compute up
+  --on-failure MODE    stop (default): stop at the failed node; skip: roll it back, go on
+  --campaign NAME      the campaign's name (default: derived from the nodes or selector)
 
 Simulated cluster (no cluster needed):
   drainctl --demo [--auto VERB]         run on a generated cluster (Kubernetes + Nova)
@@ -183,6 +194,13 @@ func parseArgs(args []string) (app.Options, int, error) {
 	fs.IntVar(&o.Count, "count", 0, "")
 	fs.StringVar(&o.Node, "node", "", "")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "")
+	fs.StringVar(&o.Selector, "selector", "", "")
+	fs.StringVar(&o.Selector, "l", "", "")
+	fs.IntVar(&o.Parallel, "parallel", 1, "")
+	fs.StringVar(&o.Exec, "exec", "", "")
+	fs.BoolVar(&o.WaitReady, "wait-ready", false, "")
+	fs.StringVar(&o.OnFailure, "on-failure", "stop", "")
+	fs.StringVar(&o.Campaign, "campaign", "", "")
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -21,6 +21,27 @@ type Config struct {
 	Policy      PolicyConfig      `toml:"policy"`
 	ScaleDown   ScaleDownConfig   `toml:"scale_down"`
 	CloudPool   CloudPoolConfig   `toml:"cloudpool"`
+	Drain       DrainConfig       `toml:"drain"`
+}
+
+// DrainOrderLabel on a pod puts it in an eviction order group ("10", "-5") or, with "skip",
+// leaves it on the node like a DaemonSet pod. It wins over the [[drain.order]] rules.
+const DrainOrderLabel = "drainctl.io/drain-order"
+
+// DrainConfig orders an evacuation's evictions (Cluster API's MachineDrainRule, for pods):
+// pods are evicted in ascending order groups, each group gone before the next starts.
+type DrainConfig struct {
+	Order []DrainRule `toml:"order"`
+}
+
+// DrainRule is one [[drain.order]] table: the pods its selector (and namespace, when set)
+// match go in group Order, or stay on the node when Skip. The first matching rule wins;
+// a pod no rule matches is in group 0.
+type DrainRule struct {
+	Selector  string `toml:"selector"`
+	Namespace string `toml:"namespace"`
+	Order     int    `toml:"order"`
+	Skip      bool   `toml:"skip"`
 }
 
 // CloudPoolConfig is the backend cloudpool that owns the nodes' machines (scale-down

@@ -28,6 +28,7 @@ type KubeNode struct {
 	ProviderID  string            `json:"providerID,omitempty"`
 	Roles       []string          `json:"roles,omitempty"`
 	Ready       bool              `json:"ready"`
+	BootID      string            `json:"bootID,omitempty"` // changes when the machine reboots
 	Schedulable bool              `json:"schedulable"`
 	Taints      []Taint           `json:"taints,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`

@@ -15,6 +15,8 @@ const (
 	SafeToEvictFalse ReasonCode = "SafeToEvictFalse" // cluster-autoscaler.kubernetes.io/safe-to-evict: "false"
 	DoNotDisrupt     ReasonCode = "DoNotDisrupt"     // karpenter.sh/do-not-disrupt: "true"
 	ProtectedPod     ReasonCode = "ProtectedPod"     // matches policy.protected_pods
+	DrainSkip        ReasonCode = "DrainSkip"        // a skip rule or label: stays on the node
+	BadDrainOrder    ReasonCode = "BadDrainOrder"    // a drain-order label that is not a number
 	// VMs.
 	VMNotActive      ReasonCode = "VMNotActive"      // only ACTIVE and PAUSED servers live-migrate
 	VMTaskInProgress ReasonCode = "VMTaskInProgress" // a task (resize, snapshot…) is running on it

@@ -210,3 +210,24 @@ type VMReport struct {
 	Duration time.Duration `json:"durationNs"`
 	Message  string        `json:"message,omitempty"`
 }
+
+// CampaignEvent: a rolling maintenance moved on: a node changed phase (Node set), the
+// campaign changed state, or the operator's step printed a line (Message).
+type CampaignEvent struct {
+	header
+	Campaign   string              `json:"campaign"`
+	State      model.CampaignState `json:"state"`
+	Phase      model.NodePhase     `json:"phase,omitempty"`
+	Done       int                 `json:"done"`
+	InProgress int                 `json:"inProgress"`
+	Left       int                 `json:"left"`
+	ETA        time.Duration       `json:"etaNs,omitempty"`
+	Message    string              `json:"message,omitempty"`
+}
+
+// NewCampaignEvent reports the campaign c as it stands, about node (may be "").
+func NewCampaignEvent(at time.Time, c model.Campaign, node string, phase model.NodePhase, msg string) CampaignEvent {
+	done, inProgress, left := c.Count()
+	return CampaignEvent{header: header{At: at, Node: node}, Campaign: c.Name, State: c.State, Phase: phase,
+		Done: done, InProgress: inProgress, Left: left, ETA: c.ETA(), Message: msg}
+}

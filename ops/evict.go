@@ -52,6 +52,32 @@ func (r *runner) evict(ctx context.Context, carriers bool) (string, error) {
 	// its grace period to stop holds no slot while it does.
 	slots := make(chan struct{}, e.cfg.Concurrency.Evictions)
 	r.gates = map[string]*sync.Mutex{}
+	// Order groups (drain-order labels, [[drain.order]]): each group is gone before the
+	// next starts; a group with a pod left stops the step there.
+	gone := 0
+	groups := policy.GroupByOrder(pods, pol)
+	for gi, g := range groups {
+		n, failed := r.evictGroup(ctx, g.Pods, grace, slots)
+		gone += n
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if len(failed) > 0 {
+			where := ""
+			if len(groups) > 1 {
+				where = fmt.Sprintf(" in order group %d (%d of %d groups done)", g.Order, gi, len(groups))
+			}
+			return "", fmt.Errorf("%d of %d pods not evicted%s: %s", len(failed), len(g.Pods), where, strings.Join(failed, "; "))
+		}
+	}
+	if len(groups) > 1 {
+		return fmt.Sprintf("%d pod(s) gone, in %d order groups", gone, len(groups)), nil
+	}
+	return fmt.Sprintf("%d pod(s) gone", gone), nil
+}
+
+// evictGroup evicts pods together and waits until each is gone or failed.
+func (r *runner) evictGroup(ctx context.Context, pods []model.Pod, grace *int64, slots chan struct{}) (gone int, failed []string) {
 	results := make(chan PodReport, len(pods))
 	var wg sync.WaitGroup
 	for _, pod := range pods {
@@ -63,24 +89,15 @@ func (r *runner) evict(ctx context.Context, carriers bool) (string, error) {
 	}
 	wg.Wait()
 	close(results)
-	var failed []string
-	gone := 0
 	for res := range results {
 		r.report.Pods = append(r.report.Pods, res)
-		switch res.Result {
-		case PodGone:
+		if res.Result == PodGone {
 			gone++
-		default:
+		} else {
 			failed = append(failed, res.Pod+": "+res.Message)
 		}
 	}
-	if ctx.Err() != nil {
-		return "", ctx.Err()
-	}
-	if len(failed) > 0 {
-		return "", fmt.Errorf("%d of %d pods not evicted: %s", len(failed), len(pods), strings.Join(failed, "; "))
-	}
-	return fmt.Sprintf("%d pod(s) gone", gone), nil
+	return gone, failed
 }
 
 // evictOne evicts one pod and waits until it is gone.

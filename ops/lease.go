@@ -125,7 +125,13 @@ func (r *runner) holdLease(ctx context.Context, stop context.CancelCauseFunc) er
 }
 
 func (r *runner) renew(ctx context.Context, stop context.CancelCauseFunc) {
-	e := r.e
+	r.e.keepLease(ctx, r.plan.Node, stop)
+}
+
+// keepLease renews the lease named key (a node's, a campaign's) every third of its TTL
+// until ctx ends; when someone else has it, or it could not be renewed before it expires,
+// stop is called with the cause.
+func (e *Engine) keepLease(ctx context.Context, key string, stop context.CancelCauseFunc) {
 	last := time.Now()
 	t := time.NewTicker(e.o.LeaseTTL / 3)
 	defer t.Stop()
@@ -135,7 +141,7 @@ func (r *runner) renew(ctx context.Context, stop context.CancelCauseFunc) {
 			return
 		case <-t.C:
 		}
-		err := e.kube.AcquireLease(ctx, r.plan.Node, e.o.Holder, e.o.LeaseTTL, nil)
+		err := e.kube.AcquireLease(ctx, key, e.o.Holder, e.o.LeaseTTL, nil)
 		var held *LeaseHeldError
 		switch {
 		case err == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -169,6 +170,7 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 	if ro.VMsOnly {
 		return
 	}
+	skipped := 0
 	for _, pod := range node.Pods {
 		v, r := policy.ClassifyPod(pod, ro.Policy)
 		switch v {
@@ -179,15 +181,44 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 			if w := policy.PDBReason(pod, pdbs, ro.Policy); w != nil {
 				p.Reasons = append(p.Reasons, *w)
 			}
+			if _, _, bad := policy.DrainOrder(pod, ro.Policy); bad != nil {
+				p.Reasons = append(p.Reasons, *bad)
+			}
 		case policy.Later:
 			p.Carriers = append(p.Carriers, pod)
+		case policy.Stay:
+			if r != nil && r.Code == model.DrainSkip {
+				skipped++
+			}
 		}
+	}
+	// The pods in eviction order, so the plan lists them as they will go.
+	groups := policy.GroupByOrder(p.Pods, ro.Policy)
+	p.Pods = p.Pods[:0]
+	for _, g := range groups {
+		p.Pods = append(p.Pods, g.Pods...)
 	}
 	sort.SliceStable(p.Reasons, func(i, j int) bool { return severityRank(p.Reasons[i].Severity) < severityRank(p.Reasons[j].Severity) })
 	p.Steps = append(p.Steps,
-		model.Step{Kind: model.StepEvictPods, Done: len(p.Pods) == 0, Detail: fmt.Sprintf("evict %d pod(s)", len(p.Pods))},
+		model.Step{Kind: model.StepEvictPods, Done: len(p.Pods) == 0, Detail: evictDetail(groups, len(p.Pods), skipped)},
 		model.Step{Kind: model.StepEvictCarriers, Done: len(p.Carriers) == 0, Detail: fmt.Sprintf("then %d hypervisor pod(s)", len(p.Carriers))},
 		model.Step{Kind: model.StepVerify, Done: false, Detail: "nothing that had to go is left"})
+}
+
+// evictDetail says how many pods go, in which order groups, and how many skip rules keep.
+func evictDetail(groups []policy.PodGroup, pods, skipped int) string {
+	s := fmt.Sprintf("evict %d pod(s)", pods)
+	if len(groups) > 1 {
+		parts := make([]string, len(groups))
+		for i, g := range groups {
+			parts[i] = fmt.Sprintf("order %d: %d", g.Order, len(g.Pods))
+		}
+		s += " in " + fmt.Sprint(len(groups)) + " groups, each gone before the next (" + strings.Join(parts, ", ") + ")"
+	}
+	if skipped > 0 {
+		s += fmt.Sprintf("; %d pod(s) stay by drain skip rules", skipped)
+	}
+	return s
 }
 
 func severityRank(s model.Severity) int {

@@ -59,6 +59,11 @@ type Kube interface {
 	ReleaseLease(ctx context.Context, node, holder string) error
 	// DeleteNode deletes the Node object (scale-down).
 	DeleteNode(ctx context.Context, node string) error
+
+	// Record reads one of drainctl's own records on the cluster (a campaign's); found is
+	// false when there is none. SaveRecord writes it, creating it when missing.
+	Record(ctx context.Context, name string) (data []byte, found bool, err error)
+	SaveRecord(ctx context.Context, name string, data []byte) error
 }
 
 // MachinePool terminates the machine under a node (internal/controllers/cloudpool.Client).

@@ -24,6 +24,7 @@ const (
 	helpScreen
 	quitScreen
 	victimsScreen
+	campaignScreen
 )
 
 // Options configure the view.
@@ -74,11 +75,12 @@ type Model struct {
 	status       string
 	statusBad    bool
 
-	nodes   nodesPane
-	detail  detailPane
-	op      opPane
-	confirm confirmPane
-	victims victimsPane
+	nodes    nodesPane
+	detail   detailPane
+	op       opPane
+	confirm  confirmPane
+	victims  victimsPane
+	campaign campaignPane
 }
 
 // New builds the model. eng may be nil in tests that only render.
@@ -144,7 +146,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventsMsg:
 		ended := false
 		for _, ev := range msg {
-			ended = m.s.ops.record(ev) || ended
+			if ce, ok := ev.Event.(ops.CampaignEvent); ok {
+				m.campaign.record(ce)
+				continue
+			}
+			ended = m.s.ops.record(ev, m.s.opts.Now()) || ended
 		}
 		cmd := m.bus.wait()
 		if ended { // an operation ended: show the cluster as it left it
@@ -176,6 +182,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case stoppedMsg:
 		return m, tea.Quit
+	case rollReady:
+		return m.rollReady(msg)
+	case rollDone:
+		m.campaign.ended, m.campaign.err = true, msg.err
+		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) {
+			m.setStatus("campaign: "+firstLine(msg.err.Error()), true)
+		}
+		return m, m.refresh(true)
 	case maintMsg:
 		m.setMaintenances(msg)
 		return m, m.watchMaintenances()
@@ -284,6 +298,8 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		in = m.op.update(msg, &m.s)
 	case victimsScreen:
 		in = m.victims.update(msg, &m.s)
+	case campaignScreen:
+		in = m.campaign.update(msg, &m.s)
 	}
 	return m.apply(in)
 }

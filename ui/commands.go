@@ -37,6 +37,8 @@ type (
 	quitLeave struct{}
 	quitAbort struct{}
 	quitNow   struct{}
+	// proposeRoll: a campaign over the targets (C).
+	proposeRoll struct{ targets []string }
 )
 
 // pending is a plan waiting for confirmation.
@@ -104,6 +106,17 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m.abortForQuit()
 	case quitNow:
 		return m, tea.Quit
+	case proposeRoll:
+		return m.proposeRoll(in.targets)
+	case startRoll:
+		m.setStatus("", false)
+		return m.startRoll()
+	case dropRoll:
+		m.campaign = campaignPane{}
+		return m.goTo(m.back), nil
+	case showOp:
+		m.op.shown = in.key
+		return m.goTo(opScreen), nil
 	}
 	panic(fmt.Sprintf("ui: unhandled intent %T", in))
 }

@@ -45,7 +45,7 @@ func (l *live) send(msg tea.Msg) {
 	}
 	switch msg.(type) {
 	case tea.KeyMsg:
-		if l.m.screen == opScreen { // y started the batch
+		if l.m.screen == opScreen || (l.m.screen == campaignScreen && l.m.campaign.started) { // y started the batch
 			go cmd()
 			return
 		}

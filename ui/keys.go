@@ -20,7 +20,7 @@ type KeyMap struct {
 	Filter, Enter, Back, Select             Binding
 	Cordon, Uncordon, Evacuate, Migrate     Binding
 	Abort, Rollback, ForceComplete          Binding
-	Maintain, EndMaintain                   Binding
+	Maintain, EndMaintain, Roll, Pause      Binding
 	Operations, Victims, Refresh, Help      Binding
 	Quit                                    Binding
 	Interrupt                               Binding
@@ -58,6 +58,8 @@ func DefaultKeys() KeyMap {
 		ForceComplete:  bind(true, "f", "force-complete", "f"),
 		Maintain:       bind(true, "n", "NodeMaintenance: create", "n"),
 		EndMaintain:    bind(true, "N", "NodeMaintenance: delete (restore)", "N"),
+		Roll:           bind(true, "C", "campaign: roll the selected nodes one by one (shows the running one)", "C"),
+		Pause:          bind(false, "p", "campaign: pause after the current node / resume", "p"),
 		Operations:     bind(false, "o", "operations", "o"),
 		Victims:        bind(false, "s", "scale-down ranking", "s"),
 		Refresh:        bind(false, "r", "refresh", "r"),
@@ -118,7 +120,7 @@ func matches(msg any, b Binding) bool {
 func (k KeyMap) groups() [][]Binding {
 	return [][]Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
-		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain},
+		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause},
 		{k.Operations, k.Victims, k.Refresh, k.Help, k.Quit, k.Interrupt},
 		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},

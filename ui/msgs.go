@@ -41,7 +41,8 @@ type (
 // tagged routes an event to the operation view that started it (gh-dash's envelope).
 type tagged struct {
 	ops.Event
-	key string
+	key      string
+	campaign bool // a campaign's node operation: its view is made when its plan arrives
 }
 
 // eventBus carries engine events to the view without ever blocking the engine: transitions
@@ -60,7 +61,7 @@ func newEventBus() *eventBus {
 
 // emitFor is the engine's emit for the operation shown under key.
 func (b *eventBus) emitFor(key string) func(ops.Event) {
-	return func(ev ops.Event) { b.push(tagged{ev, key}) }
+	return func(ev ops.Event) { b.push(tagged{Event: ev, key: key}) }
 }
 
 func (b *eventBus) push(ev tagged) {

@@ -62,6 +62,8 @@ func (p *nodesPane) update(msg tea.KeyMsg, s *shared) intent {
 		}
 	case matches(msg, k.Cordon):
 		return propose{model.OpCordon, p.targets(s)}
+	case matches(msg, k.Roll):
+		return proposeRoll{p.targets(s)}
 	case matches(msg, k.Evacuate):
 		return propose{model.OpEvacuate, p.targets(s)}
 	case matches(msg, k.Uncordon):

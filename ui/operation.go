@@ -21,6 +21,8 @@ type operations struct {
 	views   map[string]*opView
 	order   []string
 	batches sync.WaitGroup
+	// campaignCancel stops the campaign's node operations (they run inside it).
+	campaignCancel context.CancelFunc
 }
 
 func newOperations() *operations { return &operations{views: map[string]*opView{}} }
@@ -74,7 +76,10 @@ func (o *operations) cancelAll() {
 }
 
 // record applies one engine event to the operation it belongs to; true when it ended one.
-func (o *operations) record(t tagged) bool {
+func (o *operations) record(t tagged, now time.Time) bool {
+	if pr, ok := t.Event.(ops.PlanReady); ok && t.campaign {
+		o.add(t.key, pr.Plan, now, o.campaignCancel)
+	}
 	v, ok := o.views[t.key]
 	if !ok {
 		return false
@@ -234,6 +239,12 @@ func (v *opView) record(ev ops.Event) {
 		}
 	case ops.NodeChanged:
 		v.logf(at, false, "%s", e.What)
+	case ops.CampaignEvent:
+		if e.Node != "" {
+			v.logf(at, e.Phase == model.PhaseFailed, "campaign %s: %s %s", e.Node, e.Phase, e.Message)
+		} else {
+			v.logf(at, e.State == model.CampaignFailed, "campaign %s %s", e.State, e.Message)
+		}
 	case ops.RunDone:
 		r := e.Report
 		v.report, v.queued = &r, false

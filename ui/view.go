@@ -28,6 +28,8 @@ func (m Model) View() string {
 		body = quitView(s)
 	case victimsScreen:
 		body = m.victims.view(s)
+	case campaignScreen:
+		body = m.campaign.view(s)
 	default:
 		body = m.nodes.view(s)
 	}
@@ -77,6 +79,11 @@ func (m Model) footer() string {
 		keys = []Binding{k.Up, k.Select, k.Migrate, k.Evacuate, k.Cordon, k.Back, k.Help}
 	case opScreen:
 		keys = []Binding{k.Up, k.ForceComplete, k.Abort, k.Rollback, k.Select, k.Back, k.Help}
+	case campaignScreen:
+		keys = []Binding{k.Pause, k.Enter, k.Back, k.Help}
+		if !m.campaign.started {
+			keys = []Binding{k.Confirm, k.Back}
+		}
 	case confirmScreen:
 		keys = []Binding{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Back}
 		switch p := m.confirm.pending; {

@@ -45,6 +45,10 @@ type Options struct {
 	Daemon, Proxy, Controller                                        bool
 	Count                                                            int
 	Node, MetricsAddr                                                string
+	// roll: the campaign's nodes and how it works them.
+	Selector, Exec, OnFailure, Campaign string
+	Parallel                            int
+	WaitReady                           bool
 }
 
 // Run runs the mode the options ask for until it ends or ctx is cancelled. The error
@@ -149,6 +153,8 @@ func runAuto(ctx context.Context, e env) error {
 	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.DryRun, JSON: e.o.Output == auto.FormatJSON,
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
 		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force}}
+	a.Roll = ops.RollOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, Exec: e.o.Exec,
+		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run}
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
 	}
@@ -157,7 +163,7 @@ func runAuto(ctx context.Context, e env) error {
 
 // policyOptions combines config.toml's policy with the command line's overrides.
 func policyOptions(cfg model.Config, o Options) (policy.Options, error) {
-	p, err := policy.FromConfig(cfg.Policy)
+	p, err := policy.FromConfig(cfg)
 	if err != nil {
 		return p, &ops.UsageError{Problem: "config: " + err.Error()}
 	}

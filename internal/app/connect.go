@@ -145,7 +145,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		cl.Maintenances = demoStore
 		ceo := eo
 		ceo.Holder, ceo.Successor = ops.SingletonHolder("drainctl-controller")
-		pol, _ := policy.FromConfig(cfg.Policy)
+		pol, _ := policy.FromConfig(cfg)
 		mc := &controllers.MaintenanceController{Engine: ops.NewEngine(kc, nc, cfg, ceo), Store: demoStore,
 			Run: ops.RunOptions{Policy: pol}, Resync: 5 * time.Second, Events: kc}
 		go mc.Serve(ctx) //nolint:errcheck // ends with ctx

@@ -393,7 +393,7 @@ func (w *statusWriter) observe(ev ops.Event) {
 		}
 	case ops.StepEvent:
 		changed = ev.State == ops.StepDone || ev.State == ops.StepFailed
-	case ops.PlanReady, ops.NodeChanged, ops.RunDone:
+	case ops.PlanReady, ops.NodeChanged, ops.RunDone, ops.CampaignEvent:
 	}
 	if changed {
 		w.st.LastUpdate = w.c.Engine.Now()

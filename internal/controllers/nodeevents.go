@@ -44,7 +44,7 @@ func recordSteps(ctx context.Context, events NodeEvents, emit func(ops.Event)) f
 			case ops.MigFailed, ops.MigAborted:
 				record(ev.Node, "Warning", "DrainctlVMNotMigrated", fmt.Sprintf("VM %s: %s: %s", ev.VM, ev.State, ev.Message))
 			}
-		case ops.PlanReady, ops.PodEvent, ops.NodeChanged, ops.RunDone: // the daemon's account is steps and VMs
+		case ops.PlanReady, ops.PodEvent, ops.NodeChanged, ops.RunDone, ops.CampaignEvent: // the daemon's account is steps and VMs
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
 )
 
 // Error is a problem in a configuration file, with where it is and how to fix it.
@@ -109,17 +110,54 @@ func Parse(name string, data []byte) (model.Config, error) {
 		}
 		return cfg, ce
 	}
-	if err := cfg.Validate(); err != nil {
+	err = cfg.Validate()
+	if err == nil {
+		_, err = policy.FromConfig(cfg) // the selectors and drain rules parse
+	}
+	if err != nil {
 		var fe *model.FieldError
 		if errors.As(err, &fe) {
-			parts := strings.Split(fe.Key, ".")
-			line, col := locateKey(data, toml.Key(parts))
+			line, col := locateField(data, fe.Key)
 			return cfg, &Error{File: name, Line: line, Col: col, Problem: fmt.Sprintf("%s %s", fe.Key, fe.Problem), Hint: fe.Fix, Err: err}
 		}
 		return cfg, &Error{File: name, Problem: err.Error(), Err: err}
 	}
 	return cfg, nil
 }
+
+// locateField finds a validated key: "a.b.c", or "a.b[N].c" for the N-th [[a.b]] table.
+func locateField(data []byte, key string) (line, col int) {
+	m := arrayField.FindStringSubmatch(key)
+	if m == nil {
+		return locateKey(data, toml.Key(strings.Split(key, ".")))
+	}
+	var n int
+	fmt.Sscan(m[2], &n)
+	seen := 0
+	lines := strings.Split(string(data), "\n")
+	for i, raw := range lines {
+		h := arrayHeader.FindStringSubmatch(raw)
+		if h == nil || strings.ReplaceAll(h[1], " ", "") != m[1] {
+			continue
+		}
+		if seen++; seen != n {
+			continue
+		}
+		for j := i + 1; j < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[j]), "["); j++ {
+			t := strings.TrimLeft(lines[j], " \t")
+			if eq := strings.Index(t, "="); eq > 0 && strings.Trim(strings.TrimSpace(t[:eq]), `"'`) == m[3] {
+				return j + 1, len(lines[j]) - len(t) + 1
+			}
+		}
+		return i + 1, strings.Index(raw, "[") + 1
+	}
+	return 0, 0
+}
+
+var (
+	arrayField  = regexp.MustCompile(`^([\w.]+)\[(\d+)\]\.(\w+)$`)
+	arrayHeader = regexp.MustCompile(`^\s*\[\[\s*([^\[\]]+?)\s*\]\]\s*(#.*)?$`)
+)
 
 // tomlProblem turns the decoder's message into one that names the key where it can.
 func tomlProblem(pe toml.ParseError) string {
@@ -146,6 +184,9 @@ func locateKey(data []byte, key toml.Key) (line, col int) {
 	}
 	table := ""
 	for i, raw := range strings.Split(string(data), "\n") {
+		if m := arrayHeader.FindStringSubmatch(raw); m != nil && strings.ReplaceAll(m[1], " ", "") == key.String() {
+			return i + 1, strings.Index(raw, "[") + 1
+		}
 		if m := tableHeader.FindStringSubmatch(raw); m != nil {
 			table = strings.ReplaceAll(m[1], " ", "")
 			if table == key.String() {

@@ -34,6 +34,12 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml: mapping.label is required when mapping.mode = "label"; name the node label that holds the compute host`},
 		{"unknown mapping mode", "[mapping]\nmode = \"guess\"\n",
 			`config.toml:2:1: mapping.mode unknown mode "guess"; use one of "name", "label", "annotation", "strip-domain"`},
+		{"bad drain rule selector", "[policy]\n\n[[drain.order]]\nselector = \"app=a\"\norder = 1\n\n[[drain.order]]\norder = 2\nselector = \"app in ((\"\n",
+			`config.toml:9:1: drain.order[2].selector bad selector "app in ((": unable to parse requirement: found '(', expected: ',', ')' or identifier; use the kubectl form, e.g. "app=db" or "tier in (db, cache)"`},
+		{"drain rule without selector", "[[drain.order]]\norder = 2\n",
+			`config.toml:1:1: drain.order[1].selector a rule needs a selector or a namespace; e.g. selector = "app=ingress", order = 10`},
+		{"bad protected selector", "[policy]\nprotected_pods = [\"a b\"]\n",
+			`config.toml:2:1: policy.protected_pods bad selector "a b": unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt; use the kubectl form, e.g. "app=db" or "tier in (db, cache)"`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {

@@ -258,7 +258,7 @@ func (inv *Inventory) selector(pdb *policyv1.PodDisruptionBudget) labels.Selecto
 func nodeModel(n *corev1.Node) model.KubeNode {
 	m := model.KubeNode{
 		Name: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID, Schedulable: !n.Spec.Unschedulable,
-		Labels: n.Labels, Annotations: n.Annotations, Created: n.CreationTimestamp.Time,
+		BootID: n.Status.NodeInfo.BootID, Labels: n.Labels, Annotations: n.Annotations, Created: n.CreationTimestamp.Time,
 		Allocatable: model.Resources{MilliCPU: n.Status.Allocatable.Cpu().MilliValue(),
 			MemoryBytes: n.Status.Allocatable.Memory().Value(), Pods: n.Status.Allocatable.Pods().Value()},
 	}

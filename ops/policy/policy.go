@@ -24,6 +24,7 @@ type Options struct {
 	ProtectedPods      []labels.Selector
 	ProtectedNodes     []labels.Selector
 	HypervisorPods     labels.Selector // carriers: evicted after the hypervisor is empty
+	DrainRules         []DrainRule     // config.toml [[drain.order]]
 }
 
 // ParseSelectors turns configured selectors into label selectors; the error names the bad one.
@@ -53,7 +54,7 @@ const (
 type PodRule func(p model.Pod, o Options) (v Verdict, r *model.Reason, decisive bool)
 
 // PodRules are the rules in order.
-var PodRules = []PodRule{finished, mirror, daemonSet, protected, safeToEvictFalse, doNotDisrupt, localStorage, bare, carrier}
+var PodRules = []PodRule{finished, mirror, daemonSet, drainSkip, protected, safeToEvictFalse, doNotDisrupt, localStorage, bare, carrier}
 
 // ClassifyPod applies the rules; a pod no rule decides is evicted.
 func ClassifyPod(p model.Pod, o Options) (Verdict, *model.Reason) {
@@ -183,9 +184,10 @@ func VMReason(vm model.VM, o Options) *model.Reason {
 	return nil
 }
 
-// FromConfig reads the configured policy (config.toml [policy]): its switches and selectors.
-// The command line's overrides go on top.
-func FromConfig(c model.PolicyConfig) (Options, error) {
+// FromConfig reads the configured policy (config.toml [policy] and [[drain.order]]): its
+// switches, selectors and drain rules. The command line's overrides go on top.
+func FromConfig(cfg model.Config) (Options, error) {
+	c := cfg.Policy
 	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData}
 	var err error
 	if o.ProtectedPods, err = ParseSelectors("policy.protected_pods", c.ProtectedPods); err != nil {
@@ -201,5 +203,6 @@ func FromConfig(c model.PolicyConfig) (Options, error) {
 		}
 		o.HypervisorPods = sel[0]
 	}
-	return o, nil
+	o.DrainRules, err = ParseDrainRules(cfg.Drain)
+	return o, err
 }

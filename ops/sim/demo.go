@@ -102,6 +102,7 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 		name := fmt.Sprintf("compute-%0*d", width, i)
 		d.Computes = append(d.Computes, name)
 		n := demoNode(name, created, "compute")
+		n.Labels["rack"] = fmt.Sprintf("r%d", i/4+1) // four to a rack: --auto roll --selector rack=r1
 		if i == ncompute-1 {
 			n.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] = "true"
 		}

@@ -21,17 +21,18 @@ type Auto struct {
 	JSON   bool
 	Count  int             // recommend, scale-down: how many candidates (0: all; scale-down: 1)
 	Pool   ops.MachinePool // scale-down: the cloudpool, nil when none is configured
+	Roll   ops.RollOptions // roll: the campaign's options (its nodes come from the arguments)
 	Stdout io.Writer
 	Stderr io.Writer
 }
 
 // Verbs lists the verbs --auto knows, for usage errors.
-const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, doctor, recommend, scale-down"
+const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, doctor, recommend, scale-down, roll"
 
 // KnownVerb reports whether --auto knows the verb.
 func KnownVerb(v string) bool {
 	switch v {
-	case "list", "plan", "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback", "doctor", "recommend", "scale-down":
+	case "list", "plan", "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback", "doctor", "recommend", "scale-down", "roll":
 		return true
 	}
 	return false
@@ -74,6 +75,8 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 		return a.recommend(ctx)
 	case "scale-down":
 		return a.scaleDown(ctx, args)
+	case "roll":
+		return a.roll(ctx, args)
 	}
 	return &ops.UsageError{Problem: text.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + Verbs}
 }
@@ -234,4 +237,31 @@ func (a *Auto) scaleDown(ctx context.Context, nodes []string) error {
 		}
 	}
 	return nil
+}
+
+// roll runs a rolling maintenance campaign over the nodes named or selected. --dry-run
+// prints the campaign and each node's evacuation plan as it would be checked first.
+func (a *Auto) roll(ctx context.Context, nodes []string) error {
+	o := a.Roll
+	o.Nodes = nodes
+	pr := a.printer(a.Stderr)
+	r, err := a.Engine.NewRoll(ctx, o, pr.Emit)
+	if err != nil {
+		return err
+	}
+	c := r.Record()
+	done, _, _ := c.Count()
+	verb := "starting"
+	if done > 0 || c.State != "" {
+		verb = "resuming"
+	}
+	text.Fprintf(a.Stderr, "campaign %s: %s, %d node(s), %d done, parallel %d; recorded in configmap drainctl/drainctl-campaign-%s\n",
+		c.Name, verb, len(c.Nodes), done, c.Parallel, c.Name)
+	if a.DryRun {
+		for _, n := range c.Nodes {
+			text.Fprintf(a.Stdout, "%s: %s\n", n.Name, n.Phase)
+		}
+		return nil
+	}
+	return r.Run(ctx)
 }

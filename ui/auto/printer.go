@@ -60,6 +60,8 @@ func eventType(ev ops.Event) string {
 		return "node"
 	case ops.RunDone:
 		return "done"
+	case ops.CampaignEvent:
+		return "campaign"
 	}
 	return "event"
 }
@@ -125,8 +127,32 @@ func (p *Printer) line(ev ops.Event) string {
 		return text.Sprintf("%s %s", e.Node, e.What)
 	case ops.RunDone:
 		return summary(e.Report)
+	case ops.CampaignEvent:
+		return campaignLine(e)
 	}
 	return ""
+}
+
+// campaignLine is a campaign's progress: a node's phase or a line of its step, or the
+// campaign's state, with the count and the ETA.
+func campaignLine(e ops.CampaignEvent) string {
+	count := text.Sprintf("[%d/%d", e.Done, e.Done+e.InProgress+e.Left)
+	if e.ETA > 0 {
+		count += ", eta " + text.Duration(e.ETA)
+	}
+	count += "]"
+	if e.Node != "" {
+		s := text.Sprintf("campaign %s %s %s %s", e.Campaign, count, e.Node, e.Phase)
+		if e.Message != "" {
+			s += ": " + text.Safe(e.Message)
+		}
+		return s
+	}
+	s := text.Sprintf("campaign %s %s %s", e.Campaign, count, e.State)
+	if e.Message != "" {
+		s += ": " + text.Safe(e.Message)
+	}
+	return s
 }
 
 // summary is the closing line of an operation.

@@ -61,7 +61,7 @@ func (m *Metrics) Observe(ev ops.Event) {
 				m.bytes.Add(float64(v.Bytes))
 			}
 		}
-	case ops.PlanReady, ops.StepEvent, ops.NodeChanged:
+	case ops.PlanReady, ops.StepEvent, ops.NodeChanged, ops.CampaignEvent:
 	}
 }
 

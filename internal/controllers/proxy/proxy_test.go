@@ -126,7 +126,7 @@ func (e *env) restart(o proxy.Options) {
 }
 
 func (e *env) startWith(backend string, o proxy.Options) {
-	pol, _ := policy.FromConfig(model.DefaultConfig().Policy)
+	pol, _ := policy.FromConfig(model.DefaultConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := proxy.New(ctx, e.eng, proxy.Options{Backend: backend, BackendTimeout: 10 * time.Second,
 		Run: ops.RunOptions{Policy: pol}, Logf: e.logs.add, MinSize: o.MinSize, MaxSize: o.MaxSize})

@@ -237,6 +237,10 @@ func (r *Recorder) Transcript(px string) string {
 				steps = append(steps, fmt.Sprintf("reason %s %s %s", r.Code, r.Object, r.Override))
 			}
 			steps = append(steps, "done "+string(e.Report.Result))
+		case ops.CampaignEvent:
+			if e.Node != "" && e.Message == "" {
+				steps = append(steps, "campaign "+e.Node+" "+string(e.Phase))
+			}
 		case ops.PlanReady, ops.NodeChanged:
 		}
 	}
@@ -284,6 +288,6 @@ func Run(t *testing.T, e *ops.Engine, op model.OpKind, target string, ro ops.Run
 
 // Defaults is the policy of the default configuration.
 func Defaults() policy.Options {
-	o, _ := policy.FromConfig(model.DefaultConfig().Policy)
+	o, _ := policy.FromConfig(model.DefaultConfig())
 	return o
 }

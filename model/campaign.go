@@ -1,0 +1,105 @@
+package model
+
+import "time"
+
+// A campaign is a rolling maintenance: many nodes emptied, worked on and returned one group
+// at a time (drainctl --auto roll). Its record lives on the cluster, so a rerun (or another
+// operator's) resumes where it stopped.
+
+// CampaignState is where a campaign stands as a whole.
+type CampaignState string
+
+// Campaign states.
+const (
+	CampaignRunning     CampaignState = "running"
+	CampaignPaused      CampaignState = "paused"      // waits after its current nodes
+	CampaignStopped     CampaignState = "stopped"     // a capacity check refused the next node
+	CampaignFailed      CampaignState = "failed"      // a node failed; it is left as its journal says
+	CampaignInterrupted CampaignState = "interrupted" // the process stopped; a rerun resumes
+	CampaignDone        CampaignState = "done"
+)
+
+// Resumable reports whether a rerun picks the campaign up rather than starting a new one.
+func (s CampaignState) Resumable() bool { return s != CampaignDone }
+
+// NodePhase is where one node of a campaign stands. The phases run in this order.
+type NodePhase string
+
+// Node phases.
+const (
+	PhasePending    NodePhase = "pending"
+	PhaseEvacuating NodePhase = "evacuating" // cordon, migrate the VMs, evict the pods
+	PhaseStep       NodePhase = "step"       // the operator's work: --exec, --wait-ready
+	PhaseReturning  NodePhase = "returning"  // uncordon, nova-compute enabled
+	PhaseVerifying  NodePhase = "verifying"  // schedulable, service enabled and up
+	PhaseDone       NodePhase = "done"
+	PhaseFailed     NodePhase = "failed"
+	PhaseSkipped    NodePhase = "skipped" // failed, rolled back, and the campaign went on
+)
+
+// Started reports whether the node has left pending.
+func (p NodePhase) Started() bool { return p != PhasePending }
+
+// Finished reports whether nothing more will happen to the node in this campaign.
+func (p NodePhase) Finished() bool { return p == PhaseDone || p == PhaseSkipped || p == PhaseFailed }
+
+// Campaign is the record of a rolling maintenance.
+type Campaign struct {
+	Name     string         `json:"name"`
+	Selector string         `json:"selector,omitempty"`
+	Nodes    []CampaignNode `json:"nodes"`
+	State    CampaignState  `json:"state"`
+	Message  string         `json:"message,omitempty"` // why it stopped or failed
+	Holder   string         `json:"holder"`            // the process that last ran it
+	Started  time.Time      `json:"started"`
+	Updated  time.Time      `json:"updated"`
+	// How it runs: the options of the run that last ran it.
+	Parallel  int    `json:"parallel"`
+	Exec      string `json:"exec,omitempty"`
+	WaitReady bool   `json:"waitReady,omitempty"`
+	OnFailure string `json:"onFailure"` // "stop" or "skip"
+}
+
+// CampaignNode is one node's progress in a campaign.
+type CampaignNode struct {
+	Name     string    `json:"name"`
+	Phase    NodePhase `json:"phase"`
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// Count returns how many nodes are finished, in progress and pending.
+func (c Campaign) Count() (finished, inProgress, pending int) {
+	for _, n := range c.Nodes {
+		switch {
+		case n.Phase.Finished():
+			finished++
+		case n.Phase.Started():
+			inProgress++
+		default:
+			pending++
+		}
+	}
+	return
+}
+
+// ETA estimates the time left from the nodes done so far: their mean duration times the
+// rounds of parallel nodes still to go. Zero when no node has finished yet.
+func (c Campaign) ETA() time.Duration {
+	var sum time.Duration
+	done := 0
+	for _, n := range c.Nodes {
+		if n.Phase == PhaseDone && !n.Started.IsZero() {
+			sum += n.Finished.Sub(n.Started)
+			done++
+		}
+	}
+	if done == 0 {
+		return 0
+	}
+	_, inProgress, pending := c.Count()
+	par := max(1, c.Parallel)
+	rounds := (inProgress + pending + par - 1) / par
+	return sum / time.Duration(done) * time.Duration(rounds)
+}

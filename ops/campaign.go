@@ -1,0 +1,370 @@
+package ops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// RollOptions say which nodes a campaign works and how.
+type RollOptions struct {
+	Name      string   // the record's name; "" derives one from the selector or the nodes
+	Selector  string   // label selector of the nodes (or Nodes)
+	Nodes     []string // in this order
+	Parallel  int      // nodes worked at once (default 1)
+	Exec      string   // a shell command run on each emptied node; {node} is its name
+	WaitReady bool     // wait for the node to reboot (NotReady or a new boot ID) and come back
+	OnFailure string   // "stop" (default): stop at the failed node; "skip": roll it back, go on
+	Run       RunOptions
+	// VerifyWithin bounds how long a returned node may take to take work again (default 5 min).
+	VerifyWithin time.Duration
+}
+
+// Roll is a campaign being run: Run works it; Pause and Resume may be called meanwhile
+// (the TUI's p). It is the only writer of its record while it holds the campaign's lease.
+type Roll struct {
+	e    *Engine
+	o    RollOptions
+	emit func(Event)
+
+	mu       sync.Mutex
+	rec      model.Campaign
+	paused   bool
+	wake     chan struct{} // closed and replaced when pause is lifted
+	stopping error         // a failure or refusal: no new node starts
+}
+
+// campaignKey is the lease and record key of a campaign.
+func campaignKey(name string) string { return "campaign-" + name }
+
+// NewRoll resolves the campaign's nodes and reads its record: an unfinished campaign of the
+// same name is resumed (its nodes, where each stopped), a finished one starts anew. It
+// changes nothing.
+func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (*Roll, error) {
+	if o.Parallel < 1 {
+		o.Parallel = 1
+	}
+	if o.OnFailure == "" {
+		o.OnFailure = "stop"
+	}
+	if o.OnFailure != "stop" && o.OnFailure != "skip" {
+		return nil, &UsageError{Problem: fmt.Sprintf("--on-failure %q", o.OnFailure), Hint: `use "stop" or "skip"`}
+	}
+	if o.VerifyWithin <= 0 {
+		o.VerifyWithin = 5 * time.Minute
+	}
+	nodes, err := e.rollNodes(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Name == "" {
+		o.Name = campaignName(o.Selector, nodes)
+	}
+	r := &Roll{e: e, o: o, emit: emit, wake: make(chan struct{})}
+	data, found, err := e.kube.Record(ctx, campaignKey(o.Name))
+	if err != nil {
+		return nil, err
+	}
+	var old model.Campaign
+	if found && json.Unmarshal(data, &old) == nil && old.State.Resumable() {
+		if o.Selector == "" && !sameNodes(old.Nodes, nodes) {
+			return nil, &UsageError{Problem: fmt.Sprintf("campaign %s is unfinished with other nodes (%s)", o.Name, nodeNames(old.Nodes)),
+				Hint: "rerun it with the same nodes to resume it, or give this one another --campaign name"}
+		}
+		r.rec = old // resume: its nodes and where each stopped; a selector is not re-read
+		r.rec.Message = ""
+	} else {
+		r.rec = model.Campaign{Name: o.Name, Selector: o.Selector, Started: e.now()}
+		for _, n := range nodes {
+			r.rec.Nodes = append(r.rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending})
+		}
+	}
+	r.rec.Holder, r.rec.Parallel, r.rec.Exec, r.rec.WaitReady, r.rec.OnFailure = e.o.Holder, o.Parallel, o.Exec, o.WaitReady, o.OnFailure
+	return r, nil
+}
+
+// rollNodes are the nodes named, or those the selector matches, by name.
+func (e *Engine) rollNodes(o RollOptions) ([]string, error) {
+	if (o.Selector == "") == (len(o.Nodes) == 0) {
+		return nil, &UsageError{Problem: "roll needs nodes or --selector, not both", Hint: "e.g. drainctl --auto roll --selector rack=r1"}
+	}
+	if o.Selector == "" {
+		for _, n := range o.Nodes {
+			if _, ok := e.kube.Node(n); !ok {
+				return nil, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", n), Hint: "drainctl --auto list shows the nodes"}
+			}
+		}
+		return o.Nodes, nil
+	}
+	sel, err := labels.Parse(o.Selector)
+	if err != nil {
+		return nil, &UsageError{Problem: fmt.Sprintf("bad --selector %q: %v", o.Selector, err), Hint: `use the kubectl form, e.g. "rack=r1"`}
+	}
+	var out []string
+	for _, n := range e.KubeNodeNames() {
+		if k, ok := e.kube.Node(n); ok && sel.Matches(labels.Set(k.Labels)) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &UsageError{Problem: fmt.Sprintf("no node matches --selector %q", o.Selector)}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// campaignName is stable for the same selector or set of nodes, so a rerun finds its record.
+func campaignName(selector string, nodes []string) string {
+	key := "selector:" + selector
+	if selector == "" {
+		sorted := slices.Clone(nodes)
+		sort.Strings(sorted)
+		key = "nodes:" + strings.Join(sorted, ",")
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "roll-" + hex.EncodeToString(sum[:])[:10]
+}
+
+func sameNodes(rec []model.CampaignNode, nodes []string) bool {
+	a := strings.Split(nodeNames(rec), ", ")
+	b := slices.Clone(nodes)
+	sort.Strings(a)
+	sort.Strings(b)
+	return slices.Equal(a, b)
+}
+
+func nodeNames(ns []model.CampaignNode) string {
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Record is the campaign as it stands.
+func (r *Roll) Record() model.Campaign {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.rec
+	c.Nodes = slices.Clone(r.rec.Nodes)
+	return c
+}
+
+// Pause asks the campaign to start no new node once its current ones are done.
+func (r *Roll) Pause() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.paused = true
+}
+
+// Resume lifts a pause.
+func (r *Roll) Resume() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.paused {
+		r.paused = false
+		close(r.wake)
+		r.wake = make(chan struct{})
+	}
+}
+
+// Paused reports whether a pause was asked for.
+func (r *Roll) Paused() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.paused
+}
+
+// Run works the campaign to its end: for each node, at most Parallel at once, in order: a
+// capacity check (the rest must absorb its pods and VMs, with the nodes in flight counted
+// as gone), the evacuation, the operator's step, uncordon, and a check that the node takes
+// work again. Each phase is recorded on the cluster before it starts. A refused capacity
+// check or a failed node stops new nodes from starting; the nodes in flight finish, so at
+// most the failed one is left half-done (its journal says where). Cancelling ctx stops at
+// the next safe point; a rerun resumes.
+func (r *Roll) Run(ctx context.Context) error {
+	e := r.e
+	key := campaignKey(r.o.Name)
+	if err := e.kube.AcquireLease(ctx, key, e.o.Holder, e.o.LeaseTTL, e.mayReplace); err != nil {
+		var held *LeaseHeldError
+		if errors.As(err, &held) {
+			held.Reason = "another drainctl runs campaign " + r.o.Name
+		}
+		return err
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var keeper sync.WaitGroup
+	keeper.Add(1)
+	go func() { defer keeper.Done(); e.keepLease(ctx, key, stop) }()
+	defer func() {
+		stop(nil)
+		keeper.Wait()
+		rctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		_ = e.kube.ReleaseLease(rctx, key, e.o.Holder)
+	}()
+
+	r.setState(ctx, model.CampaignRunning, "")
+	slots := make(chan struct{}, r.o.Parallel)
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.rec.Nodes))
+	for i, n := range r.Record().Nodes {
+		if n.Phase.Finished() {
+			continue
+		}
+		if !r.waitTurn(ctx, slots) {
+			break
+		}
+		plan, err := r.admit(ctx, i)
+		if err != nil {
+			<-slots
+			errs[i] = err
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			errs[i] = r.node(ctx, i, plan)
+		}()
+	}
+	wg.Wait()
+	err := Worst(errs)
+	if cause := context.Cause(ctx); err == nil && ctx.Err() != nil {
+		err = &Interrupted{Node: r.o.Name, Phase: "campaign", Cause: cause}
+	}
+	switch {
+	case err == nil:
+		r.setState(context.WithoutCancel(ctx), model.CampaignDone, "")
+	case errors.As(err, new(*RefusedError)):
+		r.setState(context.WithoutCancel(ctx), model.CampaignStopped, err.Error())
+	case errors.As(err, new(*Interrupted)), errors.Is(err, context.Canceled):
+		r.setState(context.WithoutCancel(ctx), model.CampaignInterrupted, err.Error())
+	default:
+		r.setState(context.WithoutCancel(ctx), model.CampaignFailed, err.Error())
+	}
+	return err
+}
+
+// waitTurn waits for a free slot and for no pause; false when the campaign must start no
+// new node (ctx ended, or a failure).
+func (r *Roll) waitTurn(ctx context.Context, slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	for {
+		r.mu.Lock()
+		paused, wake, stopping := r.paused, r.wake, r.stopping
+		r.mu.Unlock()
+		if stopping != nil || ctx.Err() != nil {
+			<-slots
+			return false
+		}
+		if !paused {
+			if r.Record().State == model.CampaignPaused {
+				r.setState(ctx, model.CampaignRunning, "")
+			}
+			return true
+		}
+		if r.Record().State != model.CampaignPaused {
+			r.setState(ctx, model.CampaignPaused, "paused: no new node starts until resumed")
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+		case <-time.After(time.Second): // a failure elsewhere also ends the wait
+		}
+	}
+}
+
+// admit checks, from a fresh read, that the rest of the cluster can absorb node i with the
+// nodes in flight gone too; it returns the evacuation plan (nil for a node already past
+// its evacuation). A refusal stops the campaign before anything changes on the node.
+func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
+	rec := r.Record()
+	n := rec.Nodes[i]
+	if n.Phase != model.PhasePending && n.Phase != model.PhaseEvacuating {
+		return nil, nil
+	}
+	leaving := []string{n.Name}
+	for _, o := range rec.Nodes {
+		if o.Phase.Started() && !o.Phase.Finished() && o.Name != n.Name {
+			leaving = append(leaving, o.Name)
+		}
+	}
+	ro := r.o.Run
+	ro.Leaving = leaving
+	plan, err := r.e.Plan(ctx, model.OpEvacuate, n.Name, ro)
+	if err != nil {
+		return nil, err
+	}
+	if b := plan.Blockers(); len(b) > 0 {
+		err := &RefusedError{Reasons: b}
+		r.mu.Lock()
+		r.stopping = err
+		r.mu.Unlock()
+		r.emit(NewPlanReady(r.e.now(), plan))
+		r.note(n.Name, n.Phase, "refused before anything changed on it: "+err.Error())
+		return nil, err
+	}
+	return &plan, nil
+}
+
+// setState records the campaign's state (and why) and reports it.
+func (r *Roll) setState(ctx context.Context, s model.CampaignState, msg string) {
+	r.mu.Lock()
+	r.rec.State, r.rec.Message = s, msg
+	r.mu.Unlock()
+	r.save(ctx)
+	r.emit(NewCampaignEvent(r.e.now(), r.Record(), "", "", msg))
+}
+
+// setPhase records node i's phase before the phase starts (or when it ends).
+func (r *Roll) setPhase(ctx context.Context, i int, ph model.NodePhase, errText string) {
+	now := r.e.now()
+	r.mu.Lock()
+	n := &r.rec.Nodes[i]
+	if !n.Phase.Started() && ph.Started() {
+		n.Started = now
+	}
+	if ph.Finished() {
+		n.Finished = now
+	}
+	n.Phase, n.Error = ph, errText
+	name := n.Name
+	r.mu.Unlock()
+	r.save(ctx)
+	r.emit(NewCampaignEvent(now, r.Record(), name, ph, errText))
+}
+
+// note reports a line about a node without changing the record.
+func (r *Roll) note(node string, ph model.NodePhase, msg string) {
+	r.emit(NewCampaignEvent(r.e.now(), r.Record(), node, ph, msg))
+}
+
+// save writes the record; a failed write is reported and retried at the next change (the
+// nodes' own journals still say where each stands).
+func (r *Roll) save(ctx context.Context) {
+	r.mu.Lock()
+	r.rec.Updated = r.e.now()
+	data, _ := json.Marshal(r.rec)
+	r.mu.Unlock()
+	if err := r.e.kube.SaveRecord(ctx, campaignKey(r.o.Name), data); err != nil && ctx.Err() == nil {
+		r.emit(NewCampaignEvent(r.e.now(), r.Record(), "", "", "could not record the campaign: "+err.Error()))
+	}
+}

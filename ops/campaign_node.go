@@ -1,0 +1,280 @@
+package ops
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// node works node i of the campaign from the phase its record shows: a rerun repeats the
+// phase it stopped in (each is idempotent: the evacuation and uncordon skip what is done;
+// the operator's step runs again).
+func (r *Roll) node(ctx context.Context, i int, plan *model.Plan) error {
+	e := r.e
+	name := r.Record().Nodes[i].Name
+	phase := r.Record().Nodes[i].Phase
+	emit := r.emit
+	if plan != nil { // pending or evacuating
+		r.setPhase(ctx, i, model.PhaseEvacuating, "")
+		ro := r.o.Run
+		ro.Leaving = nil
+		ro.KeepLease = true // the node stays ours through the step, until uncordon releases it
+		if _, err := e.Run(ctx, *plan, ro, emit); err != nil {
+			return r.failed(ctx, i, model.PhaseEvacuating, err)
+		}
+		phase = model.PhaseStep
+	}
+	if phase == model.PhaseStep {
+		r.setPhase(ctx, i, model.PhaseStep, "")
+		if err := r.step(ctx, i, name); err != nil {
+			return r.failed(ctx, i, model.PhaseStep, err)
+		}
+		phase = model.PhaseReturning
+	}
+	if phase == model.PhaseReturning {
+		r.setPhase(ctx, i, model.PhaseReturning, "")
+		ro := r.o.Run
+		ro.Leaving = nil
+		up, err := e.Plan(ctx, model.OpUncordon, name, ro)
+		if err == nil {
+			_, err = e.Run(ctx, up, ro, emit)
+		}
+		if err != nil {
+			return r.failed(ctx, i, model.PhaseReturning, err)
+		}
+		phase = model.PhaseVerifying
+	}
+	r.setPhase(ctx, i, model.PhaseVerifying, "")
+	if err := r.verifyReturned(ctx, name); err != nil {
+		return r.failed(ctx, i, model.PhaseVerifying, err)
+	}
+	r.setPhase(ctx, i, model.PhaseDone, "")
+	return nil
+}
+
+// failed handles a node that did not get through a phase. Interrupted: the record keeps
+// the phase, for a rerun. With on-failure skip, the node is rolled back (migrations
+// aborted, back to how it was) and the campaign goes on; otherwise, or when the rollback
+// fails too, the campaign starts no new node and this one stays as its journal says.
+func (r *Roll) failed(ctx context.Context, i int, ph model.NodePhase, err error) error {
+	name := r.Record().Nodes[i].Name
+	if ctx.Err() != nil || errors.As(err, new(*Interrupted)) {
+		r.note(name, ph, "interrupted: "+err.Error())
+		if errors.As(err, new(*Interrupted)) {
+			return err
+		}
+		return &Interrupted{Node: name, Phase: string(ph), Cause: context.Cause(ctx)}
+	}
+	if r.o.OnFailure == "skip" {
+		ro := r.o.Run
+		ro.Leaving = nil
+		back, perr := r.e.Plan(ctx, model.OpRollback, name, ro)
+		if perr == nil {
+			_, perr = r.e.Run(ctx, back, ro, r.emit)
+		}
+		if perr == nil {
+			r.setPhase(ctx, i, model.PhaseSkipped, fmt.Sprintf("%s failed (%v); rolled back", ph, err))
+			return nil
+		}
+		err = fmt.Errorf("%w; its rollback failed too: %v", err, perr)
+	}
+	r.mu.Lock()
+	if r.stopping == nil {
+		r.stopping = err
+	}
+	r.mu.Unlock()
+	r.setPhase(ctx, i, model.PhaseFailed, fmt.Sprintf("%s: %v", ph, err))
+	return fmt.Errorf("campaign %s stopped at %s (%s): %w", r.o.Name, name, ph, err)
+}
+
+// step is the operator's work on the emptied node: --exec, then --wait-ready. The node's
+// lease is renewed meanwhile, so nobody else starts on it; losing it stops the step.
+func (r *Roll) step(ctx context.Context, i int, node string) error {
+	e := r.e
+	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.Timeouts.Operation.D(), errors.New("timeouts.operation passed"))
+	defer cancel()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if err := e.kube.AcquireLease(ctx, node, e.o.Holder, e.o.LeaseTTL, e.mayReplace); err != nil {
+		return err
+	}
+	var keeper sync.WaitGroup
+	keeper.Add(1)
+	go func() { defer keeper.Done(); e.keepLease(ctx, node, stop) }()
+	defer func() { stop(nil); keeper.Wait() }()
+
+	k, _ := e.kube.Node(node)
+	bootBefore := k.BootID
+	if r.o.Exec == "" && !r.o.WaitReady {
+		r.note(node, model.PhaseStep, "no --exec or --wait-ready: nothing to do while empty")
+		return nil
+	}
+	if r.o.Exec != "" {
+		if err := r.runExec(ctx, node); err != nil {
+			return err
+		}
+	}
+	if r.o.WaitReady {
+		if err := r.waitRebooted(ctx, node, bootBefore); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return &Interrupted{Node: node, Phase: string(model.PhaseStep), Cause: context.Cause(ctx)}
+	}
+	return nil
+}
+
+// runExec runs the operator's command with {node} replaced by the node's name (quoted for
+// the shell) and DRAINCTL_NODE / DRAINCTL_HOST set; each line it prints is reported.
+func (r *Roll) runExec(ctx context.Context, node string) error {
+	host := ""
+	if inv, err := r.e.inv.Read(ctx); err == nil {
+		if n, ok := inv.Node(node); ok {
+			host = n.Host
+		}
+	}
+	line := strings.ReplaceAll(r.o.Exec, "{node}", shellQuote(node))
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
+	cmd.Env = append(os.Environ(), "DRAINCTL_NODE="+node, "DRAINCTL_HOST="+host)
+	out, w := io.Pipe()
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.WaitDelay = 5 * time.Second
+	r.note(node, model.PhaseStep, "exec: "+line)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("--exec: %w", err)
+	}
+	var last string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			last = sc.Text()
+			r.note(node, model.PhaseStep, "exec: "+last)
+		}
+	}()
+	err := cmd.Wait()
+	w.Close()
+	<-done
+	if err != nil {
+		if ctx.Err() != nil {
+			return &Interrupted{Node: node, Phase: "exec", Cause: context.Cause(ctx)}
+		}
+		if last != "" {
+			return fmt.Errorf("--exec %s: %w (last line: %s)", line, err, last)
+		}
+		return fmt.Errorf("--exec %s: %w", line, err)
+	}
+	return nil
+}
+
+// shellQuote quotes s for /bin/sh. Node names are DNS names, but the command line must not
+// depend on it.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// waitRebooted waits until the node has rebooted (seen NotReady, or its boot ID changed) and
+// is Ready again with its nova-compute service up.
+func (r *Roll) waitRebooted(ctx context.Context, node, bootBefore string) error {
+	r.note(node, model.PhaseStep, "waiting for the node to reboot and come back Ready")
+	rebooted := false
+	return r.waitFor(ctx, node, func(k model.KubeNode, svc *model.ComputeService) (bool, string) {
+		if !k.Ready || (bootBefore != "" && k.BootID != bootBefore) {
+			rebooted = true
+		}
+		switch {
+		case !rebooted:
+			return false, "not rebooted yet"
+		case !k.Ready:
+			return false, "NotReady"
+		case svc != nil && !svc.Up:
+			return false, "Ready; nova-compute not up yet"
+		}
+		return true, ""
+	})
+}
+
+// verifyReturned waits (VerifyWithin) until the node takes work again: Ready, schedulable,
+// without drainctl's taint, its nova-compute service enabled and up.
+func (r *Roll) verifyReturned(ctx context.Context, node string) error {
+	ctx, cancel := context.WithTimeout(ctx, r.o.VerifyWithin)
+	defer cancel()
+	taint := r.e.cfg.Policy.TaintKey
+	othersReason := ""
+	err := r.waitFor(ctx, node, func(k model.KubeNode, svc *model.ComputeService) (bool, string) {
+		switch {
+		case !k.Ready:
+			return false, "node NotReady"
+		case !k.Schedulable || k.HasTaint(taint):
+			return false, "node still cordoned"
+		case svc != nil && !svc.Enabled && !DisabledByDrainctl(*svc):
+			// Someone else disabled it (before the campaign, or since): not ours to enable,
+			// and no wait changes it. The node is back as drainctl found it.
+			othersReason = svc.DisabledReason
+			return true, ""
+		case svc != nil && !svc.Enabled:
+			return false, "nova-compute disabled"
+		case svc != nil && !svc.Up:
+			return false, "nova-compute down"
+		}
+		return true, ""
+	})
+	if err == nil && othersReason != "" {
+		r.note(node, model.PhaseVerifying, fmt.Sprintf("schedulable again; nova-compute stays disabled by someone else (%q): drainctl leaves it so", othersReason))
+	}
+	return err
+}
+
+// waitFor polls the node (on every Kubernetes change, and every timeouts.poll for Nova)
+// until ok says so; the error says what it last waited for.
+func (r *Roll) waitFor(ctx context.Context, node string, ok func(model.KubeNode, *model.ComputeService) (bool, string)) error {
+	e := r.e
+	changes, unsubscribe := e.kube.Subscribe()
+	defer unsubscribe()
+	host := ""
+	if inv, err := e.inv.Read(ctx); err == nil {
+		if n, found := inv.Node(node); found {
+			host = n.Host
+		}
+	}
+	tick := time.NewTicker(e.o.Poll)
+	defer tick.Stop()
+	why := "nothing read yet"
+	for {
+		k, found := e.kube.Node(node)
+		if !found {
+			return fmt.Errorf("node %s is gone from Kubernetes", node)
+		}
+		var svc *model.ComputeService
+		if e.nova != nil && host != "" {
+			if ss, err := e.nova.ComputeServices(ctx, host); err == nil && len(ss) > 0 {
+				svc = &ss[0]
+			} else if err != nil {
+				why = "reading nova-compute: " + err.Error()
+			}
+		}
+		done, w := ok(k, svc)
+		if done {
+			return nil
+		}
+		why = w
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("node %s did not come back in time (%v): %s", node, context.Cause(ctx), why)
+			}
+			return &Interrupted{Node: node, Phase: "wait", Cause: context.Cause(ctx)}
+		case <-changes:
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// rollCluster: envtest workers c0..c2 labelled rack=r1 (compute hosts in the simulator),
+// c3 outside the rack where the ReplicaSet controller puts replacements, VMs on c0 and c1,
+// three web pods (c0, c0, c1) under a PDB of minAvailable 2.
+type rollCluster struct {
+	*autoCluster
+	cs kubernetes.Interface
+}
+
+func newRollCluster(t *testing.T) *rollCluster {
+	cs := kubetest.Client(t)
+	c := &autoCluster{px: kubetest.Prefix(t)}
+	c.ns = kubetest.Namespace(t, cs, c.px)
+	c.kubeconfig = kubetest.Kubeconfig(t)
+	kubetest.Node(t, cs, c.px+"-cp", kubetest.Role("control-plane"))
+	c.world = sim.NewWorld(sim.Options{Scale: 50, Seed: 5})
+	for _, n := range []string{"c0", "c1", "c2"} {
+		kubetest.Node(t, cs, c.px+"-"+n, kubetest.Label("rack", c.px+"-r1"))
+		c.world.AddHost(c.px+"-"+n, 64, 262144, 2000)
+	}
+	kubetest.Node(t, cs, c.px+"-c3")
+	c.world.AddServer("db-1", c.px+"-c0", sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
+	c.world.AddServer("db-2", c.px+"-c0", sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.world.AddServer("app-1", c.px+"-c1", sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40})
+	rs, uid := kubetest.ReplicaSet(t, cs, c.ns, "web", 3)
+	for i, n := range []string{"c0", "c0", "c1"} {
+		kubetest.Pod(t, cs, c.ns, fmt.Sprintf("web-%d", i), c.px+"-"+n, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "web"), kubetest.Grace(1))
+	}
+	kubetest.PDB(t, cs, c.ns, "web-pdb", "web", 2)
+	(&kubetest.Controllers{DeleteAfter: 100 * time.Millisecond, ReplaceOn: c.px + "-c3", ReadyAfter: 300 * time.Millisecond}).Run(t, cs, c.ns)
+	srv, err := sim.Serve(c.world, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c.home = t.TempDir()
+	os.MkdirAll(filepath.Join(c.home, ".config", "drainctl"), 0o755)
+	os.WriteFile(filepath.Join(c.home, ".config", "drainctl", "config.toml"), []byte("[timeouts]\npoll = \"50ms\"\n"), 0o600)
+	c.env = append(srv.Env(), "KUBECONFIG="+c.kubeconfig, "HOME="+c.home, "XDG_CONFIG_HOME=", "PATH="+os.Getenv("PATH"))
+	return &rollCluster{autoCluster: c, cs: cs}
+}
+
+// campaign reads the campaign's record from the cluster.
+func (c *rollCluster) campaign(t *testing.T, name string) model.Campaign {
+	t.Helper()
+	cm, err := c.cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Get(kubetest.Ctx(t), kube.RecordName("campaign-"+name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec model.Campaign
+	if err := json.Unmarshal([]byte(cm.Data["record.json"]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// watchPDB fails the test if the budget's healthy pods ever fall below what it desires.
+func (c *rollCluster) watchPDB(t *testing.T) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			p, err := c.cs.PolicyV1().PodDisruptionBudgets(c.ns).Get(kubetest.Ctx(t), "web-pdb", metav1.GetOptions{})
+			if err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy < p.Status.DesiredHealthy {
+				t.Errorf("PDB violated: %d healthy, %d desired", p.Status.CurrentHealthy, p.Status.DesiredHealthy)
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// reboot plays a machine's reboot: the node NotReady and its nova-compute down, then back.
+func (c *rollCluster) reboot(t *testing.T, node string) {
+	setReady := func(ready corev1.ConditionStatus, boot string) {
+		n, err := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), node, metav1.GetOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i].Status = ready
+			}
+		}
+		n.Status.NodeInfo.BootID = boot
+		if _, err := c.cs.CoreV1().Nodes().UpdateStatus(kubetest.Ctx(t), n, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	setUp := func(up bool) {
+		c.world.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) { h[node].Up = up })
+	}
+	setReady(corev1.ConditionFalse, "")
+	setUp(false)
+	time.Sleep(200 * time.Millisecond)
+	setReady(corev1.ConditionTrue, "boot-2")
+	time.Sleep(200 * time.Millisecond) // the kubelet is back before nova-compute reports in
+	setUp(true)
+}
+
+// ndjson parses stdout: every line must be one JSON object.
+func ndjson(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("not one JSON object per line: %q: %v", sc.Text(), err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// A campaign over a rack of three compute nodes, one at a time, each rebooted by "someone
+// else" (the test) while empty: every node comes back, no PDB is violated, no VM is lost,
+// and each node is back before the next one is touched.
+func TestRollCampaign(t *testing.T) {
+	c := newRollCluster(t)
+	stopWatch := c.watchPDB(t)
+	marker := filepath.Join(t.TempDir(), "patched")
+	p := c.startProcess(t, "--auto", "roll", "--selector", "rack="+c.px+"-r1", "--wait-ready",
+		"--exec", "echo patched {node} >> "+marker, "-o", "json")
+	var wg sync.WaitGroup
+	for range 3 {
+		// The operator's reboot: when the campaign waits for it, the node goes down and comes back.
+		p.waitFor(t, "waiting for the node to reboot")
+		node := ""
+		for _, l := range strings.Split(p.out(), "\n") {
+			if strings.Contains(l, "waiting for the node to reboot") {
+				for _, f := range strings.Fields(l) {
+					if strings.HasPrefix(f, c.px+"-c") {
+						node = f
+					}
+				}
+			}
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.reboot(t, node) }()
+	}
+	code := p.wait(t)
+	wg.Wait()
+	stopWatch()
+	if code != 0 || t.Failed() {
+		t.Fatalf("roll: exit %d\n%s", code, p.out())
+	}
+	name := strings.Fields(p.out()[strings.Index(p.out(), "campaign "):])[1]
+	rec := c.campaign(t, strings.TrimSuffix(name, ":"))
+	if rec.State != model.CampaignDone || len(rec.Nodes) != 3 {
+		t.Fatalf("record: %+v", rec)
+	}
+	for i, n := range rec.Nodes {
+		if n.Phase != model.PhaseDone || n.Name != fmt.Sprintf("%s-c%d", c.px, i) {
+			t.Errorf("node %d: %+v", i, n)
+		}
+		if i > 0 && n.Started.Before(rec.Nodes[i-1].Finished) {
+			t.Errorf("%s started before %s was back", n.Name, rec.Nodes[i-1].Name)
+		}
+		k, _ := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), n.Name, metav1.GetOptions{})
+		h, _ := c.world.Host(n.Name)
+		if k.Spec.Unschedulable || len(k.Spec.Taints) != 0 || !h.Enabled || !h.Up {
+			t.Errorf("%s not returned: %+v, compute %+v", n.Name, k.Spec, h)
+		}
+	}
+	patched, _ := os.ReadFile(marker)
+	if got := strings.Count(string(patched), "patched "+c.px+"-c"); got != 3 {
+		t.Errorf("--exec ran %d times:\n%s", got, patched)
+	}
+	vms := 0
+	for _, name := range []string{"db-1", "db-2", "app-1"} {
+		if vm, ok := c.world.ServerByName(name); ok && vm.Status == "ACTIVE" {
+			vms++
+		}
+	}
+	if vms != 3 {
+		t.Errorf("%d of 3 VMs ACTIVE after the campaign", vms)
+	}
+	phases := 0
+	for _, ev := range ndjson(t, p.stdoutText()) {
+		if ev["type"] == "campaign" && ev["phase"] != nil {
+			phases++
+		}
+	}
+	if phases < 15 { // five phases for each of three nodes
+		t.Errorf("%d campaign phase events on stdout", phases)
+	}
+}
+
+// Killed mid-campaign (SIGKILL, no chance to clean up) while the second node's step runs, a
+// rerun of the same command resumes at that node: the first is not touched again.
+func TestRollResumesAfterKill(t *testing.T) {
+	c := newRollCluster(t)
+	c1 := c.px + "-c1"
+	gate := filepath.Join(t.TempDir(), "gate")
+	// The step waits on c1 until the gate file exists.
+	step := fmt.Sprintf(`if [ {node} = %s ]; then while [ ! -e %s ]; do sleep 0.05; done; fi; echo stepped {node}`, c1, gate)
+	args := []string{"--auto", "roll", c.px + "-c0", c1, "--exec", step}
+	p := c.startProcess(t, args...)
+	p.waitFor(t, c1+" step")
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+	os.WriteFile(gate, nil, 0o600)
+	migrations := func() (n int) {
+		for _, name := range []string{"db-1", "db-2", "app-1"} {
+			vm, _ := c.world.ServerByName(name)
+			n += len(c.world.MigrationStatuses(vm.ID))
+		}
+		return n
+	}
+	before := migrations()
+
+	r := c.drainctl(t, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("rerun: exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "resuming, 2 node(s), 1 done") {
+		t.Errorf("the rerun did not say it resumes:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, c.px+"-c0 evacuating") || !strings.Contains(r.stderr, c1+" step") {
+		t.Errorf("the rerun did not resume at %s:\n%s", c1, r.stderr)
+	}
+	if after := migrations(); after != before {
+		t.Errorf("the rerun migrated %d VM(s) again", after-before)
+	}
+	k, _ := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c1, metav1.GetOptions{})
+	if k.Spec.Unschedulable {
+		t.Errorf("%s still cordoned", c1)
+	}
+}
+
+// A capacity check that finds no room for the next node's VMs refuses it before anything
+// changes on it: exit 3, the node untouched, the record stopped.
+func TestRollRefusesWhatTheRestCannotAbsorb(t *testing.T) {
+	c := newRollCluster(t)
+	c.world.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) {
+		for _, n := range []string{"c1", "c2"} {
+			h[c.px+"-"+n].MemoryMB = 4096 // db-1 (8 GiB) fits nowhere else
+		}
+	})
+	r := c.drainctl(t, nil, "--auto", "roll", c.px+"-c0", c.px+"-c1")
+	if r.code != 3 || !strings.Contains(r.stderr, "no room for 1 VM(s): db-1") {
+		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
+	}
+	k, _ := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c.px+"-c0", metav1.GetOptions{})
+	h, _ := c.world.Host(c.px + "-c0")
+	if k.Spec.Unschedulable || !h.Enabled || c.world.Stats().Mutations != 0 {
+		t.Errorf("something changed: node %+v, compute %+v, %d Nova mutations", k.Spec, h, c.world.Stats().Mutations)
+	}
+	name := strings.Fields(r.stderr[strings.Index(r.stderr, "campaign "):])[1]
+	if rec := c.campaign(t, strings.TrimSuffix(name, ":")); rec.State != model.CampaignStopped || rec.Nodes[0].Phase != model.PhasePending {
+		t.Errorf("record: %+v", rec)
+	}
+}

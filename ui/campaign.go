@@ -1,0 +1,247 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// The campaign screen: a rolling maintenance of the selected nodes (--auto roll in the
+// TUI). C proposes it for the selected nodes; the screen shows what it will do (resuming an
+// unfinished campaign of the same nodes) until y starts it; then each node's phase, the
+// counts and the ETA, and the current node's operation log. p pauses after the current
+// node (and resumes); enter opens the current node's operation view.
+
+// campaignPane is the campaign proposed or running in this view (one at a time).
+type campaignPane struct {
+	roll    *ops.Roll
+	started bool
+	ended   bool
+	err     error
+	cancel  context.CancelFunc
+	log     []logLine
+}
+
+// Messages of the campaign.
+type (
+	rollReady struct {
+		roll *ops.Roll
+		err  error
+	}
+	rollDone struct{ err error }
+)
+
+const campaignKey = "campaign"
+
+// proposeRoll reads (or creates) the campaign of the targets in a Cmd; the screen then
+// shows it for confirmation.
+func (m Model) proposeRoll(targets []string) (tea.Model, tea.Cmd) {
+	switch {
+	case m.eng == nil:
+		m.setStatus("no cluster", true)
+		return m, nil
+	case m.campaign.roll != nil && m.campaign.started && !m.campaign.ended:
+		return m.goTo(campaignScreen), nil // one campaign at a time: show the running one
+	case len(targets) == 0:
+		m.setStatus("nothing selected", true)
+		return m, nil
+	}
+	eng, ctx, bus := m.eng, m.ctx, m.bus
+	o := ops.RollOptions{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}
+	return m, func() tea.Msg {
+		r, err := eng.NewRoll(ctx, o, func(ev ops.Event) { bus.push(rollTag(ev)) })
+		return rollReady{r, err}
+	}
+}
+
+// rollTag routes a campaign's events: its own to the campaign screen, each node operation's
+// to that node's operation view (created when its plan arrives).
+func rollTag(ev ops.Event) tagged {
+	if _, ok := ev.(ops.CampaignEvent); ok {
+		return tagged{Event: ev, key: campaignKey}
+	}
+	return tagged{Event: ev, key: ev.NodeName(), campaign: true}
+}
+
+func (m Model) rollReady(msg rollReady) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		m.setStatus("campaign: "+firstLine(msg.err.Error()), true)
+		return m, nil
+	}
+	m.campaign = campaignPane{roll: msg.roll}
+	m.back, m.screen = m.screen, campaignScreen
+	return m, nil
+}
+
+// startRoll runs the confirmed campaign in the background; quitting waits for it like for
+// any operation (it stops at a safe point and its record says where).
+func (m Model) startRoll() (tea.Model, tea.Cmd) {
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.campaign.started, m.campaign.cancel = true, cancel
+	m.s.ops.campaignCancel = cancel
+	r := m.campaign.roll
+	ended := m.s.ops.begin()
+	return m, func() tea.Msg {
+		defer ended()
+		defer cancel()
+		return rollDone{r.Run(ctx)}
+	}
+}
+
+// record keeps the campaign's own events as its log.
+func (p *campaignPane) record(ev ops.CampaignEvent) {
+	line := text.Sprintf("%s", ev.State)
+	bad := ev.State == model.CampaignFailed || ev.Phase == model.PhaseFailed
+	if ev.Node != "" {
+		line = text.Sprintf("%s %s", ev.Node, ev.Phase)
+	}
+	if ev.Message != "" {
+		line += ": " + text.Safe(ev.Message)
+	}
+	p.log = append(p.log, logLine{ev.At, line, bad})
+	if len(p.log) > 200 {
+		p.log = p.log[len(p.log)-200:]
+	}
+}
+
+// current is the node the campaign works now (the first in progress), or "".
+func (p *campaignPane) current() string {
+	if p.roll == nil {
+		return ""
+	}
+	for _, n := range p.roll.Record().Nodes {
+		if n.Phase.Started() && !n.Phase.Finished() {
+			return n.Name
+		}
+	}
+	return ""
+}
+
+func (p *campaignPane) update(msg tea.KeyMsg, s *shared) intent {
+	k := s.keys
+	switch {
+	case p.roll == nil:
+		return goTo{nodesScreen}
+	case matches(msg, k.Back):
+		if !p.started {
+			return dropRoll{}
+		}
+		return goTo{nodesScreen}
+	case !p.started && matches(msg, k.Confirm):
+		return startRoll{}
+	case p.started && !p.ended && matches(msg, k.Pause):
+		if p.roll.Paused() {
+			p.roll.Resume()
+			return showStatus{"campaign resumed", false}
+		}
+		p.roll.Pause()
+		return showStatus{"pausing: no new node starts after the current one", false}
+	case matches(msg, k.Enter):
+		if n := p.current(); n != "" {
+			return showOp{n}
+		}
+		return showStatus{"no node in progress", true}
+	}
+	return nil
+}
+
+// Intents of the campaign screen.
+type (
+	startRoll struct{}
+	dropRoll  struct{}
+	showOp    struct{ key string }
+)
+
+func (p *campaignPane) view(s *shared) string {
+	st, width := s.st, s.width
+	if p.roll == nil {
+		return st.Muted.Render("no campaign")
+	}
+	c := p.roll.Record()
+	done, inProgress, left := c.Count()
+	var b strings.Builder
+	state := string(c.State)
+	switch {
+	case !p.started && done > 0:
+		state = fmt.Sprintf("unfinished: %d of %d done. y resumes it, esc cancels", done, len(c.Nodes))
+	case !p.started:
+		state = "y starts it, esc cancels"
+	case p.ended && p.err != nil:
+		state += ": " + text.SafeErr(p.err)
+	case p.roll.Paused() && !p.ended:
+		state = "pausing after the current node (p resumes)"
+	case state == "":
+		state = "starting"
+	}
+	title := text.Sprintf("campaign %s", c.Name)
+	stateStyle := st.Muted
+	if c.State == model.CampaignFailed || c.State == model.CampaignStopped {
+		stateStyle = st.Error
+	}
+	b.WriteString(st.Title.Render(title) + "  " + stateStyle.Render(truncate(state, max(10, width-len(title)-2))) + "\n")
+	summary := fmt.Sprintf("%d done · %d in progress · %d left · one node at a time", done, inProgress, left)
+	if eta := c.ETA(); eta > 0 {
+		summary += " · eta " + text.Duration(eta)
+	}
+	b.WriteString(truncate(summary, width) + "\n")
+	if !p.started {
+		b.WriteString(truncate("each node: capacity check (the rest must absorb it) → evacuate → uncordon → verify it takes work again", width) + "\n")
+	}
+	rows := max(3, (s.height-8)/2)
+	cur := p.current()
+	first := 0
+	for i, n := range c.Nodes { // keep the current node in view
+		if n.Name == cur {
+			first = max(0, min(i-rows/2, len(c.Nodes)-rows))
+		}
+	}
+	for i := first; i < len(c.Nodes) && i < first+rows; i++ {
+		n := c.Nodes[i]
+		mark := "  "
+		if n.Name == cur {
+			mark = "▸ "
+		}
+		took := ""
+		switch {
+		case n.Phase.Finished() && !n.Started.IsZero():
+			took = text.Duration(n.Finished.Sub(n.Started))
+		case n.Phase.Started() && !n.Started.IsZero():
+			took = "since " + n.Started.Format("15:04:05")
+		}
+		line := fmt.Sprintf("%s%-*s %-11s %-10s %s", mark, s.nameWidth, fit(n.Name, s.nameWidth), n.Phase, took, text.Safe(n.Error))
+		style := st.Muted
+		switch n.Phase {
+		case model.PhaseFailed:
+			style = st.Error
+		case model.PhaseDone:
+			style = st.OK
+		}
+		if n.Name == cur {
+			style = st.Selected
+		}
+		b.WriteString(style.Render(truncate(line, width)) + "\n")
+	}
+	if len(c.Nodes) > rows {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("  (%d nodes)", len(c.Nodes))) + "\n")
+	}
+	logRows := max(1, s.height-6-strings.Count(b.String(), "\n"))
+	lines := p.log
+	if v, ok := s.ops.views[cur]; ok { // the current node's operation, under the campaign's own lines
+		lines = append(append([]logLine{}, lines...), v.log...)
+	}
+	for _, l := range lines[max(0, len(lines)-logRows):] {
+		line := l.at.Format("15:04:05") + " " + l.text
+		if l.bad {
+			b.WriteString(st.Error.Render(truncate(line, width)) + "\n")
+		} else {
+			b.WriteString(st.Muted.Render(truncate(line, width)) + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
