@@ -228,6 +228,10 @@ type CampaignEvent struct {
 // NewCampaignEvent reports the campaign c as it stands, about node (may be "").
 func NewCampaignEvent(at time.Time, c model.Campaign, node string, phase model.NodePhase, msg string) CampaignEvent {
 	done, inProgress, left := c.Count()
+	var eta time.Duration
+	if c.State == model.CampaignRunning || c.State == model.CampaignPaused {
+		eta = c.ETA()
+	}
 	return CampaignEvent{header: header{At: at, Node: node}, Campaign: c.Name, State: c.State, Phase: phase,
-		Done: done, InProgress: inProgress, Left: left, ETA: c.ETA(), Message: msg}
+		Done: done, InProgress: inProgress, Left: left, ETA: eta, Message: msg}
 }

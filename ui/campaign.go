@@ -174,6 +174,8 @@ func (p *campaignPane) view(s *shared) string {
 		state = "y starts it, esc cancels"
 	case p.ended && p.err != nil:
 		state += ": " + text.SafeErr(p.err)
+	case c.State == model.CampaignPaused && !p.ended:
+		state = "paused: no node in progress (p resumes)"
 	case p.roll.Paused() && !p.ended:
 		state = "pausing after the current node (p resumes)"
 	case state == "":
@@ -186,7 +188,7 @@ func (p *campaignPane) view(s *shared) string {
 	}
 	b.WriteString(st.Title.Render(title) + "  " + stateStyle.Render(truncate(state, max(10, width-len(title)-2))) + "\n")
 	summary := fmt.Sprintf("%d done · %d in progress · %d left · one node at a time", done, inProgress, left)
-	if eta := c.ETA(); eta > 0 {
+	if eta := c.ETA(); eta > 0 && p.started && !p.ended {
 		summary += " · eta " + text.Duration(eta)
 	}
 	b.WriteString(truncate(summary, width) + "\n")

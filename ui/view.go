@@ -80,9 +80,13 @@ func (m Model) footer() string {
 	case opScreen:
 		keys = []Binding{k.Up, k.ForceComplete, k.Abort, k.Rollback, k.Select, k.Back, k.Help}
 	case campaignScreen:
-		keys = []Binding{k.Pause, k.Enter, k.Back, k.Help}
-		if !m.campaign.started {
+		switch {
+		case !m.campaign.started:
 			keys = []Binding{k.Confirm, k.Back}
+		case m.campaign.ended:
+			keys = []Binding{k.Enter, k.Back, k.Help}
+		default:
+			keys = []Binding{k.Pause, k.Enter, k.Back, k.Help}
 		}
 	case confirmScreen:
 		keys = []Binding{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Back}
