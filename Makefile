@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.d
 # doubles the binary when cgo is on (shared/notes/libs.md).
 export CGO_ENABLED := 0
 
-.PHONY: build test envtest vet unit bench clean
+.PHONY: build test envtest vet tidy image unit bench clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o drainctl .
@@ -22,8 +22,19 @@ envtest:
 vet:
 	$(GO) vet ./...
 
-test: envtest vet
+test: envtest vet tidy
 	KUBEBUILDER_ASSETS=$(ENVTEST) $(GO) test -count=1 ./...
+
+# go.mod and go.sum as go mod tidy leaves them (direct requirements not marked indirect).
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod is not tidy: run go mod tidy"; exit 1; }
+	@cd hack/image && $(GO) mod tidy -diff || { echo "hack/image/go.mod is not tidy"; exit 1; }
+
+# The container image, without a Docker engine: an OCI archive of the static binary on an
+# empty base, named as deploy/IMAGE (podman load -i, or skopeo copy oci-archive:...).
+image:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/drainctl .
+	cd hack/image && $(GO) run . -binary ../../dist/drainctl -out ../../dist/drainctl-image.oci.tar
 
 # Benchmarks: prints markdown tables (figures only; nothing is asserted). Needs kubectl of
 # the API server's version for the kubectl drain comparison (built here, ~40 s once).

@@ -17,6 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
@@ -159,6 +160,20 @@ func TestAutoVerbsAndExitCodes(t *testing.T) {
 	if last["type"] != "done" || last["report"].(map[string]any)["result"] != "done" || types["migration"] == 0 || types["pod"] == 0 || types["step"] == 0 {
 		t.Errorf("events %v, last %v", types, last)
 	}
+	// The report's bytes are what was copied: its total is the sum of the VMs', and each VM
+	// copied at least its memory.
+	rep := last["report"].(map[string]any)
+	var sum float64
+	for _, v := range rep["vms"].([]any) {
+		vm := v.(map[string]any)
+		sum += vm["bytes"].(float64)
+		if min := map[string]float64{"db-1": 8 << 30, "db-2": 2 << 30}[vm["vm"].(string)]; vm["bytes"].(float64) < min {
+			t.Errorf("%s copied %v bytes, less than its memory", vm["vm"], vm["bytes"])
+		}
+	}
+	if total := rep["bytesCopied"].(float64); total != sum || total == 0 {
+		t.Errorf("report bytesCopied %v, sum of the VMs' %v", total, sum)
+	}
 	if !strings.Contains(r.stderr, c0+" evacuate done") {
 		t.Errorf("no summary line on stderr:\n%s", r.stderr)
 	}
@@ -171,8 +186,28 @@ func TestAutoVerbsAndExitCodes(t *testing.T) {
 	if _, err := cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), c1, "application/strategic-merge-patch+json", []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if r = c.drainctl(t, nil, "--auto", "doctor"); r.code != 1 || !strings.Contains(r.stdout, "CordonedButEnabled") {
+	if r = c.drainctl(t, nil, "--auto", "doctor"); r.code != 5 || !strings.Contains(r.stdout, "CordonedButEnabled") {
 		t.Errorf("doctor after a manual cordon: exit %d\n%s", r.code, r.stdout)
+	}
+	// -o json: one finding per line, then the summary.
+	r = c.drainctl(t, nil, "--auto", "doctor", "-o", "json")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var findings int
+	for i, line := range lines {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("doctor -o json: not one object per line: %q", line)
+		}
+		switch {
+		case f["type"] == "finding" && f["code"] == "CordonedButEnabled" && f["object"] == c1:
+			findings++
+		case f["type"] == "summary" && i == len(lines)-1 && f["findings"] == float64(findings):
+		default:
+			t.Errorf("doctor -o json line %d: %v", i, f)
+		}
+	}
+	if r.code != 5 || findings != 1 {
+		t.Errorf("doctor -o json: exit %d, %d findings\n%s", r.code, findings, r.stdout)
 	}
 	if r = c.drainctl(t, nil, "--auto", "uncordon", c0, c1); r.code != 0 {
 		t.Errorf("uncordon: exit %d\n%s", r.code, r.stderr)
@@ -264,9 +299,18 @@ func TestAutoScaleDown(t *testing.T) {
 	defer pool.Close()
 	cfg := filepath.Join(c.home, ".config", "drainctl", "config.toml")
 	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"50ms\"\n[cloudpool]\nurl = \""+pool.URL+"\"\n"), 0o600)
-	r := c.drainctl(t, nil, "--auto", "scale-down", c1)
+	r := c.drainctl(t, nil, "--auto", "scale-down", c1, "-o", "json")
 	if r.code != 0 || !strings.Contains(r.stderr, "terminate done: machine "+c1+" terminated") {
 		t.Fatalf("scale-down: exit %d\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var last struct {
+		Type   string     `json:"type"`
+		Report ops.Report `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Type != "done" ||
+		last.Report.Op != model.OpScaleDown || last.Report.Result != ops.ResultDone || len(last.Report.VMs) != 1 {
+		t.Errorf("scale-down's last event is not its report: %v\n%s", err, lines[len(lines)-1])
 	}
 	if _, err := kubetest.Client(t).CoreV1().Nodes().Get(kubetest.Ctx(t), c1, metav1.GetOptions{}); err == nil {
 		t.Error("the Node is still there")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,5 +117,30 @@ func TestDaemonMayChangeOnlyItsOwnNode(t *testing.T) {
 	// Without a node in its token (not a pod's token), it may change none.
 	if _, err := asServiceAccount(t, "drainctl-daemon", "").CoreV1().Nodes().Patch(kubetest.Ctx(t), mine, types.MergePatchType, patch, metav1.PatchOptions{}); err == nil {
 		t.Error("a token without a node may patch a node")
+	}
+}
+
+// Every manifest runs the image `make image` builds: the reference in deploy/IMAGE.
+func TestManifestsNameTheBuiltImage(t *testing.T) {
+	ref, err := os.ReadFile("deploy/IMAGE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(string(ref))
+	files, _ := filepath.Glob("deploy/*.yaml")
+	n := 0
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(data), "\n") {
+			if img, ok := strings.CutPrefix(strings.TrimSpace(line), "image: "); ok {
+				n++
+				if got, _, _ := strings.Cut(img, " "); got != want {
+					t.Errorf("%s runs %s, not %s (deploy/IMAGE)", f, got, want)
+				}
+			}
+		}
+	}
+	if n < 4 {
+		t.Errorf("found %d images in deploy/: is the search broken?", n)
 	}
 }

@@ -35,6 +35,9 @@ Usage:
                                         scale-downs empty and delete a safe node first
   drainctl --controller                 reconcile NodeMaintenance resources (leader-elected):
                                         created, empty the node; deleted, put it back
+  drainctl version                      the version (also --version)
+  drainctl completion bash|zsh|fish     a shell completion script
+  kubectl drainctl ...                  the same, as a kubectl plugin (kubectl-drainctl on PATH)
 
 Verbs (--auto):
   list                 nodes with their hypervisor, VMs and pods (-o json for JSON)
@@ -104,8 +107,8 @@ Flags:
 OpenStack credentials: -config-path, else OS_CLOUD + clouds.yaml, else OS_* variables,
 else the [openstack] table of config.toml. With none, drainctl works on Kubernetes alone.
 
-Exit codes: 0 done, 1 failed, 2 usage or configuration error, 3 refused by policy,
-4 interrupted (a rerun resumes).
+Exit codes: 0 done, 1 failed, 2 usage or configuration error or a cluster that cannot be
+reached, 3 refused by policy, 4 interrupted (a rerun resumes), 5 doctor found disagreements.
 `
 
 func main() {
@@ -134,6 +137,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case err == nil && cmd == cmdVersion:
 		fmt.Fprintf(stdout, "drainctl %s (commit %s, built %s)\n", version, commit, date)
 		return app.ExitOK
+	case err == nil && cmd == cmdCompletion:
+		if len(opts.Args) != 2 {
+			err = &ops.UsageError{Problem: "completion needs a shell", Hint: "drainctl completion bash|zsh|fish"}
+		} else if cerr := completion(stdout, opts.Args[1], flagSet(new(app.Options), new(bool), new(bool))); cerr != nil {
+			err = &ops.UsageError{Problem: cerr.Error()}
+		}
 	case err == nil:
 		err = app.Run(ctx, opts, stdout, stderr, getenv)
 	}
@@ -151,17 +160,46 @@ const (
 	cmdRun = iota
 	cmdHelp
 	cmdVersion
+	cmdCompletion
 )
 
 // parseArgs reads the flags; they may come before or after the verb.
 func parseArgs(args []string) (app.Options, int, error) {
 	var o app.Options
 	var help, showVersion bool
+	fs := flagSet(&o, &help, &showVersion)
+	// Flags may come before or after the verb: parse, take one positional, parse the rest.
+	for {
+		if err := fs.Parse(args); err != nil {
+			return o, cmdRun, &ops.UsageError{Problem: err.Error(), Hint: "run drainctl --help for the flags"}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		o.Args = append(o.Args, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if o.Output != auto.FormatTable && o.Output != auto.FormatJSON {
+		return o, cmdRun, &ops.UsageError{Problem: fmt.Sprintf("unknown output format %q", o.Output), Hint: "use -o table or -o json"}
+	}
+	switch {
+	case help:
+		return o, cmdHelp, nil
+	case showVersion, len(o.Args) == 1 && o.Args[0] == "version":
+		return o, cmdVersion, nil
+	case len(o.Args) > 0 && o.Args[0] == "completion":
+		return o, cmdCompletion, nil
+	}
+	return o, cmdRun, nil
+}
+
+// flagSet is drainctl's flags, parsed into o (and help, showVersion).
+func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("drainctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.BoolVar(&help, "help", false, "")
-	fs.BoolVar(&help, "h", false, "")
-	fs.BoolVar(&showVersion, "version", false, "")
+	fs.BoolVar(help, "help", false, "")
+	fs.BoolVar(help, "h", false, "")
+	fs.BoolVar(showVersion, "version", false, "")
 	fs.BoolVar(&o.Auto, "auto", false, "")
 	fs.StringVar(&o.Config, "config", "", "")
 	fs.StringVar(&o.LegacyConfig, "config-path", "", "")
@@ -201,25 +239,5 @@ func parseArgs(args []string) (app.Options, int, error) {
 	fs.BoolVar(&o.WaitReady, "wait-ready", false, "")
 	fs.StringVar(&o.OnFailure, "on-failure", "stop", "")
 	fs.StringVar(&o.Campaign, "campaign", "", "")
-	// Flags may come before or after the verb: parse, take one positional, parse the rest.
-	for {
-		if err := fs.Parse(args); err != nil {
-			return o, cmdRun, &ops.UsageError{Problem: err.Error(), Hint: "run drainctl --help for the flags"}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		o.Args = append(o.Args, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if o.Output != auto.FormatTable && o.Output != auto.FormatJSON {
-		return o, cmdRun, &ops.UsageError{Problem: fmt.Sprintf("unknown output format %q", o.Output), Hint: "use -o table or -o json"}
-	}
-	switch {
-	case help:
-		return o, cmdHelp, nil
-	case showVersion:
-		return o, cmdVersion, nil
-	}
-	return o, cmdRun, nil
+	return fs
 }

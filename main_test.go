@@ -145,23 +145,43 @@ func TestAutoListJoinsKubernetesAndNova(t *testing.T) {
 	}
 
 	r = drainctl(t, env, "--auto", "list", "-o", "json", "--kubeconfig", kubeconfig)
-	var doc struct {
-		NovaConfigured bool `json:"novaConfigured"`
-		Nodes          []struct {
+	type nodeLine struct {
+		Type           string `json:"type"`
+		NovaConfigured bool   `json:"novaConfigured"`
+		Name           string `json:"name"`
+		VMs            []struct {
 			Name string `json:"name"`
-			VMs  []struct {
-				Name string `json:"name"`
-			} `json:"vms"`
-			Pods []struct {
-				Name string `json:"name"`
-			} `json:"pods"`
-			Hypervisor *struct {
-				Capacity *model.Capacity `json:"capacity"`
-			} `json:"hypervisor"`
-		} `json:"nodes"`
+		} `json:"vms"`
+		Pods []struct {
+			Name string `json:"name"`
+		} `json:"pods"`
+		Hypervisor *struct {
+			Capacity *model.Capacity `json:"capacity"`
+		} `json:"hypervisor"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
-		t.Fatalf("json: %v (exit %d)\n%s", err, r.code, r.stdout)
+	var doc struct {
+		NovaConfigured bool
+		Nodes          []nodeLine
+	}
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") { // NDJSON: one node per line
+		var n nodeLine
+		if err := json.Unmarshal([]byte(line), &n); err != nil {
+			t.Fatalf("not one JSON object per line: %v\n%s", err, line)
+		}
+		if n.Type == "node" {
+			doc.Nodes = append(doc.Nodes, n)
+			doc.NovaConfigured = n.NovaConfigured
+		}
+	}
+	seen := false
+	for _, n := range doc.Nodes {
+		seen = seen || n.Name == c0
+	}
+	if !seen {
+		t.Errorf("no line for %s:\n%s", c0, r.stdout)
 	}
 	for _, n := range doc.Nodes {
 		if n.Name == c0 && (len(n.VMs) != 2 || len(n.Pods) != 2) {
@@ -199,7 +219,7 @@ func TestAutoListWithoutPlacement(t *testing.T) {
 	defer srv.Close()
 	r := drainctl(t, simEnv(srv), "--auto", "list", "-o", "json", "--kubeconfig", kubetest.Kubeconfig(t))
 	if r.code != 0 || strings.Count(r.stderr, "Placement is not in the Keystone catalog") != 1 ||
-		!strings.Contains(r.stdout, `"source": "hypervisors"`) {
+		!strings.Contains(r.stdout, `"source":"hypervisors"`) {
 		t.Errorf("exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
 }
@@ -283,6 +303,11 @@ func TestDemoList(t *testing.T) {
 	}
 	if r := drainctl(t, map[string]string{}, "--demo", "--demo-fault", "explode", "--auto", "list"); r.code != 2 || !strings.Contains(r.stderr, `unknown fault "explode"`) {
 		t.Errorf("bad fault: exit %d %s", r.code, r.stderr)
+	}
+	// Nova answering 503 before anything changed: a cluster that cannot be reached, exit 2.
+	r = drainctl(t, map[string]string{}, "--demo", "--demo-fault", "services-503", "--auto", "evacuate", "compute-4")
+	if r.code != 2 || !strings.Contains(r.stderr, "cannot reach Nova at http://") || !strings.Contains(r.stderr, "503") {
+		t.Errorf("Nova 503 before any change: exit %d %s", r.code, r.stderr)
 	}
 }
 
@@ -381,5 +406,60 @@ func TestControllerWithoutCRD(t *testing.T) {
 	r := drainctl(t, map[string]string{}, "--controller", "--kubeconfig", kubetest.Kubeconfig(t))
 	if r.code != 2 || !strings.Contains(r.stderr, "kubectl apply -f deploy/crd-nodemaintenance.yaml") {
 		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// `drainctl version` is --version; `completion bash` completes verbs and flags in a real bash.
+func TestVersionAndCompletion(t *testing.T) {
+	if r := drainctl(t, nil, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "drainctl dev") {
+		t.Errorf("version: %+v", r)
+	}
+	r := drainctl(t, nil, "completion", "bash")
+	if r.code != 0 {
+		t.Fatalf("completion bash: %+v", r)
+	}
+	script := filepath.Join(t.TempDir(), "drainctl.bash")
+	os.WriteFile(script, []byte(r.stdout), 0o600)
+	for word, want := range map[string]string{"ev": "evacuate", "--wait": "--wait-ready", "sc": "scale-down"} {
+		out, err := exec.Command("bash", "-c", `source "$1"; COMP_WORDS=(drainctl "$2"); COMP_CWORD=1; _drainctl; echo "${COMPREPLY[@]}"`, "_", script, word).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Errorf("completing %q: %q (%v), want %q", word, out, err, want)
+		}
+	}
+	for _, shell := range []string{"zsh", "fish"} {
+		if r := drainctl(t, nil, "completion", shell); r.code != 0 || !strings.Contains(r.stdout, "evacuate") || !strings.Contains(r.stdout, "wait-ready") {
+			t.Errorf("completion %s: %+v", shell, r)
+		}
+	}
+	if r := drainctl(t, nil, "completion", "tcsh"); r.code != 2 || !strings.Contains(r.stderr, "use bash, zsh or fish") {
+		t.Errorf("completion tcsh: %+v", r)
+	}
+}
+
+// A kubeconfig whose server is a closed port: exit 2 at once, naming the server (the
+// informers would otherwise retry silently until their sync deadline).
+func TestClosedPortKubeconfigFailsNamingTheServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // now closed: connections are refused
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://`+addr+`"}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+users: [{name: u, user: {token: t0ken-secret}}]
+`), 0o600)
+	for _, args := range [][]string{{"--auto", "list"}, {"--auto", "evacuate", "n1"}} {
+		r := drainctl(t, map[string]string{}, append(args, "--kubeconfig", kubeconfig)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "cannot reach Kubernetes at https://"+addr) || !strings.Contains(r.stderr, "connection refused") {
+			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, "t0ken-secret") {
+			t.Error("the token appears in the error")
+		}
 	}
 }

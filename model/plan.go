@@ -12,6 +12,9 @@ const (
 	OpUncordon OpKind = "uncordon"
 	OpAbort    OpKind = "abort"
 	OpRollback OpKind = "rollback"
+	// OpScaleDown names scale-down's final report (an evacuation, then delete and terminate);
+	// it is not planned by itself.
+	OpScaleDown OpKind = "scale-down"
 )
 
 // StepKind is one step of a plan. Every step is idempotent: it first checks whether the

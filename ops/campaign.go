@@ -311,6 +311,10 @@ func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
 	ro.Leaving = leaving
 	plan, err := r.e.Plan(ctx, model.OpEvacuate, n.Name, ro)
 	if err != nil {
+		if done, inFlight, _ := rec.Count(); done+inFlight > 0 {
+			// Nodes have changed already: an unreachable Nova now is a failure, not "nothing changed".
+			return nil, fmt.Errorf("checking %s: %s", n.Name, err.Error())
+		}
 		return nil, err
 	}
 	if b := plan.Blockers(); len(b) > 0 {

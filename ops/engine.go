@@ -184,7 +184,7 @@ func (e *Engine) Recommend(ctx context.Context, o policy.Options, fresh bool) ([
 // ScaleDown empties a node (the evacuation, refused on the same blockers), deletes its Node
 // object and, with a pool, terminates its machine, shrinking the pool. Each step is skipped
 // when already done, so a rerun resumes.
-func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool MachinePool, emit func(Event)) (Report, error) {
+func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool MachinePool, emit func(Event)) (rep Report, err error) {
 	k, ok := e.kube.Node(node)
 	if !ok {
 		return Report{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", node)}
@@ -193,10 +193,18 @@ func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool
 	if err != nil {
 		return Report{}, err
 	}
-	rep, err := e.Run(ctx, plan, ro, emit)
+	rep, err = e.Run(ctx, plan, ro, emit)
 	if err != nil {
 		return rep, err
 	}
+	// The last event is scale-down's own report: the evacuation's, ended by delete and terminate.
+	defer func() {
+		rep.Op, rep.Finished, rep.Result, rep.Error = model.OpScaleDown, e.now(), ResultDone, ""
+		if err != nil {
+			rep.Result, rep.Error = ResultFailed, err.Error()
+		}
+		emit(NewRunDone(e.now(), rep))
+	}()
 	step := func(kind model.StepKind, state StepState, detail string) {
 		emit(NewStepEvent(e.now(), node, kind, state, detail))
 	}

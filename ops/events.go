@@ -186,6 +186,9 @@ type Report struct {
 	Pods     []PodReport    `json:"pods"`
 	VMs      []VMReport     `json:"vms"`
 	Reasons  []model.Reason `json:"reasons,omitempty"`
+	// BytesCopied is the memory copied by every VM's live migrations, every attempt: the
+	// sum of the VMs' Bytes.
+	BytesCopied int64 `json:"bytesCopied"`
 }
 
 // PodReport is one pod's eviction.
@@ -206,7 +209,7 @@ type VMReport struct {
 	Source   string        `json:"source"`
 	Dest     string        `json:"dest,omitempty"`
 	Attempts int           `json:"attempts"`
-	Bytes    int64         `json:"bytes"`
+	Bytes    int64         `json:"bytes"` // copied, over all attempts
 	Duration time.Duration `json:"durationNs"`
 	Message  string        `json:"message,omitempty"`
 }

@@ -27,6 +27,21 @@ type vmRun struct {
 	slot      bool   // holds one of the cluster-wide migration slots
 	claimed   string // the destination counted against its cap
 	total     int64
+	copied    int64 // bytes copied by the earlier attempts
+}
+
+// attemptBytes is what the current attempt copied: the last sample's processed bytes; once
+// completed, at least the guest's memory (the last sample may predate the end, and a quick
+// migration may end between two reads: os-migrations does not carry the byte counts).
+func (run *vmRun) attemptBytes(completed bool) int64 {
+	var b int64
+	if s, ok := run.progress.Last(); ok {
+		b = s.Processed
+	}
+	if completed {
+		b = max(b, run.total, run.vm.RAMMB<<20)
+	}
+	return b
 }
 
 func (e *Engine) releaseSlot(run *vmRun) {
@@ -166,6 +181,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 		}
 		*pending = (*pending)[1:]
 		run.slot = true
+		run.copied += run.attemptBytes(false)
 		run.attempt++
 		run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
 		run.progress = model.MigrationProgress{}
@@ -441,11 +457,9 @@ func (r *runner) emitProgress(run *vmRun) {
 		Stalled: run.progress.Stalled(r.e.o.StallAfter)}))
 }
 
+// vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.
 func (r *runner) vmReport(run *vmRun, result MigState, msg string) VMReport {
-	var bytes int64
-	if s, ok := run.progress.Last(); ok {
-		bytes = s.Processed
-	}
+	bytes := run.copied + run.attemptBytes(result == MigCompleted)
 	return VMReport{VM: run.vm.Name, VMID: run.vm.ID, Result: result, Source: run.vm.Host, Dest: run.dest,
 		Attempts: run.attempt, Bytes: bytes, Duration: r.e.now().Sub(run.started), Message: msg}
 }

@@ -114,6 +114,18 @@ type TransientError struct{ Err error }
 func (e *TransientError) Error() string { return "transient: " + e.Err.Error() }
 func (e *TransientError) Unwrap() error { return e.Err }
 
+// UnreachableError: a service drainctl is configured for (Nova) could not be reached or could
+// not answer (5xx, timeout) while reading the cluster, before anything changed.
+type UnreachableError struct {
+	Service string
+	Err     error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach %s: %v", e.Service, e.Err)
+}
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // LeaseHeldError means another actor is working on the node.
 type LeaseHeldError struct {
 	Node, Holder string

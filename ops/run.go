@@ -21,6 +21,9 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 	emit(NewPlanReady(e.now(), plan))
 	err := r.run(ctx)
 	r.report.Finished = e.now()
+	for _, v := range r.report.VMs {
+		r.report.BytesCopied += v.Bytes
+	}
 	switch {
 	case err == nil:
 		r.report.Result = ResultDone

@@ -95,6 +95,11 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	if err != nil {
 		return nil, err
 	}
+	if !o.Demo {
+		if err := kube.Ping(ctx, cs, 10*time.Second); err != nil {
+			return nil, unreachable(apiHost, err)
+		}
+	}
 	kinv := kube.NewInventory(cs)
 	// A large cluster's first LIST takes a while; a dead API server should not take forever.
 	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/drainctl/drainctl/ops/config"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ui/auto"
 )
 
 // Exit codes, the same for every mode and documented in the README. They are decided here
@@ -18,6 +19,7 @@ const (
 	ExitUsage       = 2 // bad usage or configuration, or a configured cluster unreachable
 	ExitRefused     = 3 // refused by policy before anything changed
 	ExitInterrupted = 4 // interrupted or timed out; the cluster records where it stopped
+	ExitFindings    = 5 // doctor: Kubernetes and Nova disagree (the findings are printed)
 )
 
 // ExitCodeOf maps an error to the process exit code.
@@ -26,11 +28,15 @@ func ExitCodeOf(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, new(*auto.FindingsError)):
+		return ExitFindings
 	case errors.As(err, &unreachable):
 		if errors.Is(err, context.Canceled) {
 			return ExitInterrupted // stopped while connecting
 		}
 		return ExitUsage
+	case errors.As(err, new(*ops.UnreachableError)):
+		return ExitUsage // a configured cluster unreachable before anything changed
 	case errors.As(err, new(*ops.UsageError)), errors.As(err, new(*config.Error)),
 		errors.As(err, new(*kube.ConfigError)), errors.As(err, new(*nova.CredentialError)):
 		return ExitUsage

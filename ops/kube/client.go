@@ -3,10 +3,12 @@
 package kube
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -83,4 +85,17 @@ func RedirectLogs(w io.Writer) {
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(w)
 	klog.LogToStderr(false)
+}
+
+// Ping asks the API server for its version within timeout: a kubeconfig pointing at a
+// closed port or an unresolvable name fails in seconds, naming the server, instead of the
+// informers retrying silently until their sync deadline.
+func Ping(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("no answer within %s: %w", timeout, err)
+	}
+	return err
 }

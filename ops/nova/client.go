@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -157,6 +159,25 @@ func (e *APIError) Error() string {
 		msg = http.StatusText(e.Status)
 	}
 	return fmt.Sprintf("%s %s: %d %s", e.Method, e.URL, e.Status, msg)
+}
+
+// Unavailable reports whether err says Nova could not be reached or could not answer: a
+// 5xx, a timeout, a refused or reset connection (not an answer such as 403 or 404).
+func Unavailable(err error) bool {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500
+	}
+	var ue gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &ue) {
+		return ue.Actual >= 500
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // IsStatus reports whether err is an API answer with that HTTP status.

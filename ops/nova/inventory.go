@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 )
 
 // inProgressStatuses are the os-migrations statuses of a live migration not yet finished.
@@ -23,6 +24,14 @@ var inProgressStatuses = []string{"accepted", "queued", "preparing", "running", 
 // every server of every project, and the live migrations in progress. The number of calls
 // depends on the page size, never on the number of hosts.
 func (c *Client) Snapshot(ctx context.Context) (model.NovaSnapshot, error) {
+	snap, err := c.snapshot(ctx)
+	if err != nil && Unavailable(err) {
+		return snap, &ops.UnreachableError{Service: "Nova at " + c.compute.Endpoint, Err: err}
+	}
+	return snap, err
+}
+
+func (c *Client) snapshot(ctx context.Context) (model.NovaSnapshot, error) {
 	var snap model.NovaSnapshot
 	var err error
 	if snap.Services, err = c.ComputeServices(ctx, ""); err != nil {

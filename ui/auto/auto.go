@@ -2,7 +2,6 @@ package auto
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -118,49 +117,77 @@ func (a *Auto) printer(progress io.Writer) *Printer {
 	return NewPrinter(progress, j)
 }
 
-// doctor prints where Kubernetes and Nova disagree; exit 0 when they all agree.
+// finding is one disagreement doctor reports.
+type finding struct {
+	Code    string `json:"code"`
+	Object  string `json:"object"` // the node, VM or migration it is about
+	Message string `json:"message"`
+}
+
+// doctor prints where Kubernetes and Nova disagree, one finding per line (-o json: one
+// {"type":"finding"} object per line, then {"type":"summary"}); exit 0 when they agree, 5
+// (Findings) when they do not.
 func (a *Auto) doctor(ctx context.Context) error {
 	inv, err := a.Engine.Inventory().Read(ctx)
 	if err != nil {
 		return err
 	}
-	var found []string
+	var found []finding
 	for _, n := range inv.Nodes {
 		if r := policy.HostReason(n, inv, a.Run.Policy); r != nil {
-			found = append(found, text.Sprintf("%s: %s %s", r.Code, r.Object, r.Message))
+			found = append(found, finding{string(r.Code), r.Object, r.Object + " " + r.Message})
 		}
 		for _, m := range n.Mismatches(inv.NovaConfigured) {
 			if m.Code == model.NoComputeService || m.Code == model.NoHypervisor {
 				continue // expected on control-plane and storage nodes
 			}
-			found = append(found, text.Sprintf("%s: %s", m.Code, m.Message))
+			found = append(found, finding{string(m.Code), n.Name, m.Message})
 		}
 		for _, m := range n.Migrations {
 			if m.SourceCompute == n.Host && m.Stuck(inv.At) {
-				found = append(found, text.Sprintf("MigrationStuck: migration %d of %s has been %s since %s", m.ID, m.InstanceID, m.Status, m.UpdatedAt.Format("15:04:05")))
+				found = append(found, finding{"MigrationStuck", m.InstanceID,
+					fmt.Sprintf("migration %d of %s has been %s since %s", m.ID, m.InstanceID, m.Status, m.UpdatedAt.Format("15:04:05"))})
 			}
 		}
 	}
 	for _, vm := range inv.UnplacedVMs {
-		found = append(found, text.Sprintf("VMOnUnknownHost: VM %s (%s) is on host \"%s\", which no Kubernetes node or compute service matches", vm.Name, vm.ShortID(), vm.Host))
+		found = append(found, finding{"VMOnUnknownHost", vm.Name,
+			fmt.Sprintf("VM %s (%s) is on host \"%s\", which no Kubernetes node or compute service matches", vm.Name, vm.ShortID(), vm.Host)})
 	}
-	if !inv.NovaConfigured {
-		fmt.Fprintln(a.Stdout, "Nova is not configured: only Kubernetes was checked")
-	}
-	for _, f := range found {
-		text.Fprintln(a.Stdout, f)
+	if a.JSON {
+		for _, f := range found {
+			if err := writeLine(a.Stdout, "finding", f); err != nil {
+				return err
+			}
+		}
+		if err := writeLine(a.Stdout, "summary", struct {
+			Findings       int  `json:"findings"`
+			NovaConfigured bool `json:"novaConfigured"`
+		}{len(found), inv.NovaConfigured}); err != nil {
+			return err
+		}
+	} else {
+		if !inv.NovaConfigured {
+			fmt.Fprintln(a.Stdout, "Nova is not configured: only Kubernetes was checked")
+		}
+		for _, f := range found {
+			text.Fprintf(a.Stdout, "%s: %s\n", f.Code, f.Message)
+		}
+		if len(found) == 0 {
+			fmt.Fprintln(a.Stdout, "Kubernetes and Nova agree")
+		}
 	}
 	if len(found) > 0 {
-		return &disagreement{n: len(found)}
+		return &FindingsError{N: len(found)}
 	}
-	fmt.Fprintln(a.Stdout, "Kubernetes and Nova agree")
 	return nil
 }
 
-type disagreement struct{ n int }
+// FindingsError: doctor found disagreements (its own exit code, 5).
+type FindingsError struct{ N int }
 
-func (d *disagreement) Error() string {
-	return text.Sprintf("%d disagreement(s) between Kubernetes and Nova", d.n)
+func (d *FindingsError) Error() string {
+	return fmt.Sprintf("%d disagreement(s) between Kubernetes and Nova", d.N)
 }
 
 // recommend prints the scale-down victims, cheapest first, and every other node's reasons.
@@ -180,9 +207,13 @@ func (a *Auto) recommend(ctx context.Context) error {
 		}
 		shown = append(shown, v)
 	}
-	if a.JSON {
-		enc := json.NewEncoder(a.Stdout)
-		return enc.Encode(map[string]any{"victims": shown})
+	if a.JSON { // one victim per line, candidates first, cheapest first
+		for _, v := range shown {
+			if err := writeLine(a.Stdout, "victim", v); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RANK\tNODE\tCOST\tPODS\tVMS\tVM MEMORY\tCPU\tWHY NOT")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ui/text"
@@ -22,24 +23,31 @@ const (
 // nodeJSON is a node as `list -o json` writes it: the joined model plus its mismatches.
 type nodeJSON struct {
 	model.Node
-	Mismatches []model.Mismatch `json:"mismatches,omitempty"`
+	At             time.Time        `json:"at"`
+	NovaConfigured bool             `json:"novaConfigured"`
+	Mismatches     []model.Mismatch `json:"mismatches,omitempty"`
 }
 
-type inventoryJSON struct {
-	model.Inventory
-	Nodes []nodeJSON `json:"nodes"`
-}
-
-// WriteInventory prints the joined inventory as a table or as one JSON document.
+// WriteInventory prints the joined inventory as a table, or as NDJSON: one node per line
+// ({"type":"node",...}), then each VM on no known host ("unplacedVM") and each PDB ("pdb").
 func WriteInventory(w io.Writer, inv model.Inventory, format string) error {
 	if format == FormatJSON {
-		out := inventoryJSON{Inventory: inv, Nodes: make([]nodeJSON, 0, len(inv.Nodes))}
 		for _, n := range inv.Nodes {
-			out.Nodes = append(out.Nodes, nodeJSON{n, n.Mismatches(inv.NovaConfigured)})
+			if err := writeLine(w, "node", nodeJSON{n, inv.At, inv.NovaConfigured, n.Mismatches(inv.NovaConfigured)}); err != nil {
+				return err
+			}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		for _, vm := range inv.UnplacedVMs {
+			if err := writeLine(w, "unplacedVM", vm); err != nil {
+				return err
+			}
+		}
+		for _, p := range inv.PDBs {
+			if err := writeLine(w, "pdb", p); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLES\tSTATUS\tCOMPUTE\tVCPU\tRAM\tVMS\tPODS\tNOTES")
@@ -77,4 +85,22 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeLine writes v as one JSON line with its type first: {"type":typ, <v's fields>}.
+// JSON escapes the values itself: a raw ESC never reaches the terminal.
+func writeLine(w io.Writer, typ string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) < 2 || b[0] != '{' {
+		return fmt.Errorf("%s: not an object", typ)
+	}
+	sep := ","
+	if len(b) == 2 {
+		sep = ""
+	}
+	_, err = fmt.Fprintf(w, "{\"type\":%q%s%s\n", typ, sep, b[1:])
+	return err
 }

@@ -1,8 +1,6 @@
 package auto
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -66,15 +64,7 @@ func eventType(ev ops.Event) string {
 	return "event"
 }
 
-func (p *Printer) writeJSON(ev ops.Event) {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return
-	}
-	// {"type": "...", <the event's fields>}
-	// JSON escapes the values itself (a raw ESC never reaches the terminal); a consumer gets them as they are.
-	fmt.Fprintf(p.json, "{\"type\":%q,%s\n", eventType(ev), b[1:])
-}
+func (p *Printer) writeJSON(ev ops.Event) { _ = writeLine(p.json, eventType(ev), ev) }
 
 func (p *Printer) line(ev ops.Event) string {
 	switch e := ev.(type) {
