@@ -140,7 +140,7 @@ func (tm *tmux) waitForRow(timeout time.Duration, node string, want ...string) {
 
 func line(screen, prefix string) string {
 	for _, l := range strings.Split(screen, "\n") {
-		if strings.HasPrefix(strings.TrimLeft(l, " ●!"), prefix+" ") {
+		if strings.HasPrefix(strings.TrimLeft(l, " ●▸!"), prefix+" ") {
 			return l
 		}
 	}

@@ -41,6 +41,17 @@ type Node struct {
 	HostSharedWith []string `json:"hostSharedWith,omitempty"`
 }
 
+// Where says which cluster drainctl works on, for every screen's header: the operator must
+// always see what they are changing.
+type Where struct {
+	KubeContext string `json:"kubeContext,omitempty"`
+	KubeServer  string `json:"kubeServer,omitempty"`
+	Cloud       string `json:"cloud,omitempty"`    // clouds.yaml entry, when one was used
+	AuthHost    string `json:"authHost,omitempty"` // Keystone's host
+	Region      string `json:"region,omitempty"`
+	Demo        bool   `json:"demo,omitempty"`
+}
+
 // Inventory is the joined view of the cluster.
 type Inventory struct {
 	At    time.Time `json:"at"`

@@ -62,6 +62,17 @@ type Plan struct {
 // Blockers are the reasons that refuse the plan.
 func (p Plan) Blockers() []Reason { return p.withSeverity(Blocks) }
 
+// Losses are what the plan's overrides lose for good (a bare pod, a local volume's data).
+func (p Plan) Losses() []Reason {
+	var out []Reason
+	for _, r := range p.Reasons {
+		if r.Code == LostForGood {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Waits are the reasons the plan will wait on.
 func (p Plan) Waits() []Reason { return p.withSeverity(Waits) }
 

@@ -16,6 +16,7 @@ const (
 	DoNotDisrupt     ReasonCode = "DoNotDisrupt"     // karpenter.sh/do-not-disrupt: "true"
 	ProtectedPod     ReasonCode = "ProtectedPod"     // matches policy.protected_pods
 	DrainSkip        ReasonCode = "DrainSkip"        // a skip rule or label: stays on the node
+	LostForGood      ReasonCode = "LostForGood"      // an override evicts the last copy of something
 	BadDrainOrder    ReasonCode = "BadDrainOrder"    // a drain-order label that is not a number
 	// VMs.
 	VMNotActive      ReasonCode = "VMNotActive"      // only ACTIVE and PAUSED servers live-migrate

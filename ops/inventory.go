@@ -17,6 +17,7 @@ type Inventory struct {
 
 	mu       sync.Mutex
 	lastNova *model.NovaSnapshot // the last Nova read, for re-joins on Kubernetes changes
+	novaAt   time.Time           // when it was read
 }
 
 // NewInventory joins kube and nova (nova may be nil: Kubernetes alone).
@@ -40,7 +41,7 @@ func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {
 		}
 		ns = &s
 		i.mu.Lock()
-		i.lastNova = ns
+		i.lastNova, i.novaAt = ns, i.now()
 		i.mu.Unlock()
 	}
 	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
@@ -59,6 +60,16 @@ func (i *Inventory) ReadChanged(ctx context.Context, fresh bool) (model.Inventor
 		return inv, nil, true, err
 	}
 	return inv, changed, all, nil
+}
+
+// Cached joins the Kubernetes cache with the last Nova read, whatever it was (none: the
+// Kubernetes half alone), without calling anything: what a view shows while Nova fails.
+// novaAt is when Nova was last read (zero: never).
+func (i *Inventory) Cached() (inv model.Inventory, novaAt time.Time) {
+	i.mu.Lock()
+	ns, at := i.lastNova, i.novaAt
+	i.mu.Unlock()
+	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), at
 }
 
 // Rejoin joins the Kubernetes cache with the last Nova read, without calling Nova: for

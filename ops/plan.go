@@ -175,9 +175,10 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		v, r := policy.ClassifyPod(pod, ro.Policy)
 		switch v {
 		case policy.Block:
-			p.Reasons = append(p.Reasons, *r)
+			p.Reasons = append(p.Reasons, policy.PodBlocks(pod, ro.Policy)...)
 		case policy.Evict:
 			p.Pods = append(p.Pods, pod)
+			p.Reasons = append(p.Reasons, policy.Losses(pod, ro.Policy)...)
 			if w := policy.PDBReason(pod, pdbs, ro.Policy); w != nil {
 				p.Reasons = append(p.Reasons, *w)
 			}

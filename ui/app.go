@@ -3,6 +3,8 @@ package ui
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -25,6 +27,7 @@ const (
 	quitScreen
 	victimsScreen
 	campaignScreen
+	askScreen
 )
 
 // Options configure the view.
@@ -37,6 +40,11 @@ type Options struct {
 	// Maintenances are the cluster's NodeMaintenance resources; nil when the CRD is not
 	// installed (the keys then say so).
 	Maintenances ops.Maintenances
+	// Where is the cluster: every screen's header names it.
+	Where model.Where
+	// Summary, when set, receives after the TUI closes what its operations left and how to
+	// resume them.
+	Summary io.Writer
 }
 
 // shared is what every pane reads; the root owns it and passes it down.
@@ -48,6 +56,8 @@ type shared struct {
 
 	inv       model.Inventory
 	invErr    error
+	errSince  time.Time // when reading began to fail
+	novaAt    time.Time // when Nova was last read, while reads fail
 	loaded    bool
 	nameWidth int // the longest node name (+1 for the mismatch mark), set per inventory
 	totalVMs  int
@@ -58,7 +68,12 @@ type shared struct {
 	ops       *operations                      // the operations started here, running or ended
 }
 
-func (s *shared) pageSize() int { return max(1, s.height-6) }
+func (s *shared) pageSize() int {
+	if s.invErr != nil {
+		return max(1, s.height-7) // the banner takes a line
+	}
+	return max(1, s.height-6)
+}
 
 // Model is the root model: it routes messages, handles the global keys, owns the running
 // operations (and waits for them on quit), and leaves each pane its own state, keys and
@@ -74,6 +89,7 @@ type Model struct {
 	wantFresh    bool // a Nova read was asked for while another load ran: do it next
 	status       string
 	statusBad    bool
+	helpOffset   int
 
 	nodes    nodesPane
 	detail   detailPane
@@ -81,6 +97,7 @@ type Model struct {
 	confirm  confirmPane
 	victims  victimsPane
 	campaign campaignPane
+	ask      askPane
 }
 
 // New builds the model. eng may be nil in tests that only render.
@@ -111,8 +128,11 @@ func Run(ctx context.Context, eng *ops.Engine, o Options) error {
 	defer cancel()
 	m := New(ctx, eng, o)
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
-	_, err := p.Run()
+	final, err := p.Run()
 	m.stop(cancel, time.Minute)
+	if fm, ok := final.(Model); ok && o.Summary != nil {
+		fm.summary(o.Summary)
+	}
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil
 	}
@@ -159,7 +179,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case planMsg:
 		p := pending(msg)
+		if m.confirm.pending == nil || m.confirm.pending.op != p.op {
+			m.confirm.offset = 0
+		}
 		m.confirm.pending = &p
+		m.setStatus("", false) // a status about the previous plan no longer holds
 		if m.screen != confirmScreen {
 			m.back = m.screen
 		}
@@ -212,18 +236,26 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 		m.wantFresh = false
 		next = m.refresh(true)
 	}
-	if msg.err != nil {
-		m.s.invErr = msg.err
-		return m, next
-	}
 	s := &m.s
-	s.inv, s.invErr, s.loaded = msg.inv, nil, true
+	if msg.err != nil {
+		if s.invErr == nil {
+			s.errSince = s.opts.Now()
+		}
+		s.invErr, s.novaAt = msg.err, msg.novaAt
+		if !msg.stale {
+			return m, next
+		}
+		// The Kubernetes half stays on screen (the last Nova read, if any); the banner says what failed.
+		s.inv, s.loaded = msg.inv, true
+	} else {
+		s.inv, s.invErr, s.loaded = msg.inv, nil, true
+		s.victims, s.rank = msg.victims, make(map[string]int, len(msg.victims))
+		for _, v := range msg.victims {
+			s.rank[v.Node] = v.Rank
+		}
+	}
 	if msg.maint != nil || s.opts.Maintenances == nil {
 		m.setMaintenances(msg.maint)
-	}
-	s.victims, s.rank = msg.victims, make(map[string]int, len(msg.victims))
-	for _, v := range msg.victims {
-		s.rank[v.Node] = v.Rank
 	}
 	s.nameWidth, s.totalVMs, s.totalPods = 8, 0, 0
 	for _, n := range s.inv.Nodes {
@@ -260,12 +292,29 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	var in intent
 	switch m.screen {
 	case helpScreen:
-		return m.goTo(m.back), nil
+		switch {
+		case matches(msg, k.Down):
+			m.helpOffset = min(m.helpOffset+1, strings.Count(helpView(&m.s), "\n"))
+		case matches(msg, k.Up):
+			m.helpOffset = max(0, m.helpOffset-1)
+		case matches(msg, k.PageDown):
+			m.helpOffset = min(m.helpOffset+m.s.pageSize(), strings.Count(helpView(&m.s), "\n"))
+		case matches(msg, k.PageUp):
+			m.helpOffset = max(0, m.helpOffset-m.s.pageSize())
+		default:
+			m.helpOffset = 0
+			return m.goTo(m.back), nil
+		}
+		return m, nil
 	case confirmScreen:
 		in = m.confirm.update(msg, &m.s)
 		return m.apply(in)
 	case quitScreen:
 		return m.apply(quitKey(msg, &m.s))
+	case askScreen:
+		in = m.ask.update(msg, &m.s)
+		m.screen = m.back
+		return m.apply(in)
 	}
 	switch {
 	case matches(msg, k.Quit):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // intent is what a pane's key asks the root to do: panes change their own state, the root
@@ -27,7 +28,7 @@ type (
 	replan       struct{ p *pending }
 	runPending   struct{ p *pending }
 	maintain     struct{ p *pending }
-	forceVM      struct{ vmID string }
+	forceVM      struct{ vmID, name string }
 	runCmd       struct{ cmd tea.Cmd }
 	showStatus   struct {
 		text string
@@ -70,7 +71,10 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		}
 		return m.goTo(in.screen), nil
 	case goBack:
-		m.screen, m.confirm.pending = m.back, nil
+		if m.screen == confirmScreen {
+			m.confirm.pending = nil
+		}
+		m.screen = m.back
 		return m, nil
 	case propose:
 		return m.propose(in.op, in.targets)
@@ -90,7 +94,8 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	case runCmd:
 		return m, in.cmd
 	case forceVM:
-		return m, m.forceComplete(in.vmID)
+		m.setStatus(text.Sprintf("force-completing %s…", in.name), false)
+		return m, m.forceComplete(in.vmID, in.name)
 	case showStatus:
 		m.setStatus(in.text, in.bad)
 		return m, nil
@@ -106,6 +111,10 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m.abortForQuit()
 	case quitNow:
 		return m, tea.Quit
+	case asking:
+		m.ask = askPane{question: in.question, yes: in.yes}
+		m.back, m.screen = m.screen, askScreen
+		return m, nil
 	case proposeRoll:
 		return m.proposeRoll(in.targets)
 	case startRoll:
@@ -244,9 +253,11 @@ func (m Model) start(p *pending) (tea.Model, tea.Cmd) {
 // with the batch, after every plan recorded where it stands, with done's message.
 func (m *Model) runBatch(b ops.Batch, done func(error) tea.Msg) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
+	flags := strings.Join(overrideFlags(b.Run.Policy), " ")
 	for _, pl := range b.Plans {
 		key := opKey(pl)
 		m.s.ops.add(key, pl, m.s.opts.Now(), cancel)
+		m.s.ops.views[key].flags = flags
 		m.op.shown = key
 	}
 	eng, bus := m.eng, m.bus
@@ -267,13 +278,14 @@ func opKey(p model.Plan) string {
 	return p.Node
 }
 
-func (m Model) forceComplete(vmID string) tea.Cmd {
+// forceComplete asks Nova to finish the VM's migration and reports how that went.
+func (m Model) forceComplete(vmID, name string) tea.Cmd {
 	eng, ctx := m.eng, m.ctx
 	return func() tea.Msg {
 		if err := eng.ForceComplete(ctx, vmID); err != nil {
-			return errorMsg{err}
+			return errorMsg{fmt.Errorf("force-complete %s: %w", name, err)}
 		}
-		return nil
+		return statusMsg(text.Sprintf("force-complete of %s accepted: Nova pauses it to finish the copy", name))
 	}
 }
 

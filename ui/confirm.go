@@ -1,8 +1,10 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
@@ -13,13 +15,44 @@ import (
 // confirmPane is a plan waiting for y: its steps, every blocker, the overrides toggled.
 type confirmPane struct {
 	pending *pending
+	offset  int             // first line shown, when the plan is taller than the screen
+	why     textinput.Model // the reason being typed (w), for nova-compute's disabled reason
+	typing  bool
 }
 
 func (p *confirmPane) update(msg tea.KeyMsg, s *shared) intent {
 	k := s.keys
 	pd := p.pending
+	if p.typing {
+		switch msg.String() {
+		case "enter":
+			p.typing = false
+			pd.ro.Why = strings.TrimSpace(p.why.Value())
+			pd.batch.Run.Why = pd.ro.Why // the batch runs with the options it was planned with
+		case "esc":
+			p.typing = false
+		default:
+			p.why, _ = p.why.Update(msg)
+		}
+		return nil
+	}
 	if matches(msg, k.Cancel) {
 		return goBack{}
+	}
+	switch {
+	case matches(msg, k.Down):
+		p.offset++
+		return nil
+	case matches(msg, k.Up):
+		p.offset = max(0, p.offset-1)
+		return nil
+	case matches(msg, k.Why) && pd.maintenance == "":
+		p.why = textinput.New()
+		p.why.Prompt, p.why.CharLimit = "reason: ", 120
+		p.why.SetValue(pd.ro.Why)
+		p.why.Focus()
+		p.typing = true
+		return nil
 	}
 	if pd.maintenance != "" { // the controller's policy applies: nothing to toggle here
 		if matches(msg, k.Confirm) {
@@ -95,6 +128,9 @@ func (p *confirmPane) view(s *shared) string {
 			b.WriteString(truncate(text.Sprintf("  %d. %s %-16s %s", i+1, mark, step.Kind, step.Detail), width) + "\n")
 		}
 		for _, r := range pl.Reasons {
+			if r.Code == model.LostForGood {
+				continue // listed below, all together
+			}
 			style := st.Muted
 			switch r.Severity {
 			case model.Blocks:
@@ -109,8 +145,39 @@ func (p *confirmPane) view(s *shared) string {
 			b.WriteString(style.Render(truncate(text.Sprintf("  %-6s %s", r.Severity, what), width)) + "\n")
 		}
 	}
+	if on := overrideFlags(pd.ro.Policy); len(on) > 0 {
+		b.WriteString(st.Danger.Render("overrides: "+strings.Join(on, " ")) + "\n")
+	}
+	var losses []string
+	for _, pl := range pd.batch.Plans {
+		for _, r := range pl.Losses() {
+			losses = append(losses, text.Sprintf("  %s: %s", r.Object, r.Message))
+		}
+	}
+	if len(losses) > 0 {
+		b.WriteString(st.Danger.Render(fmt.Sprintf("LOST FOR GOOD if you run it (%d):", len(losses))) + "\n")
+		for _, l := range losses {
+			b.WriteString(st.Danger.Render(truncate(l, width)) + "\n")
+		}
+	}
+	switch {
+	case p.typing:
+		b.WriteString(p.why.View() + "\n")
+	case pd.ro.Why != "":
+		b.WriteString(truncate(text.Sprintf("reason: %s (goes into nova-compute's disabled reason)", pd.ro.Why), width) + "\n")
+	}
+	switch {
+	case blocked && pd.maintenance == maintainCreate:
+		b.WriteString(st.Warn.Render("The NodeMaintenance will be Failed, retried, until every blocker is resolved.") + "\n")
+	case blocked && pd.maintenance == "":
+		b.WriteString(st.Warn.Render("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides).") + "\n")
+	}
+	return scrolled(strings.TrimRight(b.String(), "\n"), &p.offset, max(3, s.height-4), st)
+}
+
+// overrideFlags are the command-line flags of the overrides toggled on.
+func overrideFlags(o policy.Options) []string {
 	var on []string
-	o := pd.ro.Policy
 	for _, f := range []struct {
 		on   bool
 		name string
@@ -119,14 +186,5 @@ func (p *confirmPane) view(s *shared) string {
 			on = append(on, f.name)
 		}
 	}
-	if len(on) > 0 {
-		b.WriteString(st.Danger.Render("overrides: "+strings.Join(on, " ")) + "\n")
-	}
-	switch {
-	case blocked && pd.maintenance == maintainCreate:
-		b.WriteString(st.Warn.Render("The NodeMaintenance will be Failed, retried, until every blocker is resolved.") + "\n")
-	case blocked && pd.maintenance == "":
-		b.WriteString(st.Warn.Render("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides).") + "\n")
-	}
-	return strings.TrimRight(b.String(), "\n")
+	return on
 }

@@ -92,8 +92,8 @@ func (p *detailPane) view(s *shared) string {
 	rows := max(3, s.height-8-strings.Count(head, "\n"))
 	vmRows, podRows := rows, rows
 	if !wide {
-		vmRows = max(2, min(len(n.VMs)+1, rows/2))
-		podRows = rows - vmRows - 1
+		vmRows = max(3, min(len(n.VMs)+2, rows/2)) // a title and the column headers, then the VMs
+		podRows = rows - vmRows
 	}
 	vms := p.vmTable(s, n, colW, vmRows)
 	pods := podTable(s, n, colW, podRows)
@@ -124,21 +124,19 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 	if !s.inv.NovaConfigured {
 		return st.Muted.Render("VMs: Nova is not configured")
 	}
-	lines := []string{st.Header.Render(pad(fmt.Sprintf("  VMS (%d)  NAME          ID        FLAVOR      RAM    STATUS              MIGRATION", len(n.VMs)), w))}
+	lines := []string{st.Title.Render(fmt.Sprintf("VMs (%d)", len(n.VMs))),
+		st.Header.Render(pad(fmt.Sprintf("  %-13s %-9s %-11s %-6s %-19s %s", "NAME", "ID", "FLAVOR", "RAM", "STATUS", "MIGRATION"), w))}
 	migrating := map[string]string{} // VM id -> its live migration's state and route
 	for _, mg := range n.Migrations {
 		migrating[mg.InstanceID] = text.Sprintf("%s %s→%s", mg.Status, mg.SourceCompute, orDash(mg.DestCompute))
 	}
-	start := 0
-	if p.cursor >= rows-1 {
-		start = p.cursor - rows + 2
+	start, fits := 0, max(1, rows-2) // two lines of title and column headers
+	if p.cursor >= fits {
+		start = p.cursor - fits + 1 // the cursor's VM (the one m acts on) stays in view
 	}
 	for i := start; i < len(n.VMs) && len(lines) < rows; i++ {
 		vm := n.VMs[i]
-		mark := "  "
-		if p.chosen[vm.Name] {
-			mark = "● "
-		}
+		mark := marks(i == p.cursor, p.chosen[vm.Name])
 		state := vm.Status
 		if vm.TaskState != "" {
 			state += "/" + vm.TaskState
@@ -165,14 +163,15 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 
 func podTable(s *shared, n model.Node, w, rows int) string {
 	st := s.st
-	lines := []string{st.Header.Render(pad(fmt.Sprintf("PODS (%d)  NAMESPACE/NAME                 OWNER        PHASE     DRAIN", len(n.Pods)), w))}
+	lines := []string{st.Title.Render(fmt.Sprintf("Pods (%d)", len(n.Pods))),
+		st.Header.Render(pad(fmt.Sprintf("  %-38s %-12s %-9s %s", "NAMESPACE/NAME", "OWNER", "PHASE", "DRAIN"), w))}
 	pdbs := map[string]model.PDB{}
 	for _, b := range s.inv.PDBs {
 		pdbs[b.Namespace+"/"+b.Name] = b
 	}
 	for _, p := range n.Pods {
 		if len(lines) >= rows {
-			lines = append(lines, st.Muted.Render(fmt.Sprintf("  … %d more", len(n.Pods)-len(lines)+1)))
+			lines = append(lines, st.Muted.Render(fmt.Sprintf("  … %d more", len(n.Pods)-(len(lines)-2))))
 			break
 		}
 		owner := p.OwnerKind

@@ -2,9 +2,12 @@ package ui
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ui/text"
 )
 
@@ -27,7 +30,7 @@ func helpView(s *shared) string {
 			b.WriteString(fmt.Sprintf("  %-8s %s\n", h.Key, desc))
 		}
 	}
-	b.WriteString(s.st.Muted.Render("any key to go back"))
+	b.WriteString(s.st.Muted.Render("j/k scroll · any other key goes back"))
 	return b.String()
 }
 
@@ -65,4 +68,79 @@ func quitView(s *shared) string {
 		}
 	}
 	return b.String()
+}
+
+// askPane is a yes/no question before one destructive action that has no plan of its own
+// (force-complete): the question says what will happen, y does it, anything else goes back.
+type askPane struct {
+	question string
+	yes      intent
+}
+
+// asking: show the question (an intent of a pane).
+type asking struct {
+	question string
+	yes      intent
+}
+
+func (p *askPane) update(msg tea.KeyMsg, s *shared) intent {
+	if matches(msg, s.keys.Confirm) {
+		return p.yes
+	}
+	return goBack{}
+}
+
+func (p *askPane) view(s *shared) string {
+	k := s.keys
+	return s.st.Warn.Width(s.width).Render(p.question) + "\n\n" + // wrapped: it must be read whole
+		fmt.Sprintf("  %s  yes, do it\n  %s  no, go back", k.Confirm.Keys()[0], k.Cancel.Keys()[0])
+}
+
+// summary prints, once the TUI has closed and its operations have stopped, each operation
+// that did not end done: where it stands and the command that resumes or undoes it.
+func (m Model) summary(w io.Writer) {
+	for _, ev := range m.bus.drain() { // what the operations reported while they stopped
+		m.s.ops.record(ev, m.s.opts.Now())
+	}
+	var lines []string
+	for _, key := range m.s.ops.order {
+		v := m.s.ops.views[key]
+		target := v.plan.Node
+		if v.plan.Op == model.OpMigrate {
+			target = v.plan.VM
+		}
+		resume := string(v.plan.Op) + " " + target
+		if v.flags != "" {
+			resume += " " + v.flags
+		}
+		switch {
+		case v.report == nil:
+			lines = append(lines, text.Sprintf("  %s %s: still stopping when drainctl exited (its journal on the node says where); "+
+				"resume: drainctl --auto %s", v.plan.Op, target, resume))
+		case v.report.Result == ops.ResultInterrupted:
+			lines = append(lines, text.Sprintf("  %s %s: interrupted at %s; resume: drainctl --auto %s, or undo: drainctl --auto rollback %s",
+				v.plan.Op, target, orDash(string(v.step)), resume, v.plan.Node))
+		case v.report.Result == ops.ResultFailed:
+			lines = append(lines, text.Sprintf("  %s %s: failed: %s; see drainctl --auto plan %s, or undo: drainctl --auto rollback %s",
+				v.plan.Op, target, firstLine(v.report.Error), resume, v.plan.Node))
+		}
+	}
+	if c := m.campaign; c.roll != nil && c.started {
+		if r := c.roll.Record(); r.State != model.CampaignDone {
+			done, _, _ := r.Count()
+			var nodes []string
+			for _, n := range r.Nodes {
+				nodes = append(nodes, n.Name)
+			}
+			lines = append(lines, text.Sprintf("  campaign %s: %s, %d of %d nodes done; resume: drainctl --auto roll %s",
+				r.Name, r.State, done, len(r.Nodes), strings.Join(nodes, " ")))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "drainctl: left unfinished:")
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
 }

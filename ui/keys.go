@@ -27,7 +27,7 @@ type KeyMap struct {
 	// In a confirmation.
 	Confirm, Cancel, ToggleForce, ToggleEmptyDir Binding
 	ToggleEviction, ToggleLastNode               Binding
-	Target                                       Binding
+	Target, Why                                  Binding
 	// In the quit dialog, while operations run.
 	QuitWait, QuitAbort, QuitLeave Binding
 }
@@ -73,6 +73,7 @@ func DefaultKeys() KeyMap {
 		ToggleEviction: bind(true, "E", "toggle --disable-eviction", "E"),
 		ToggleLastNode: bind(true, "L", "toggle --allow-last-node", "L"),
 		Target:         bind(true, "t", "migrate: next target host", "t"),
+		Why:            bind(false, "w", "type the reason (nova-compute's disabled reason, as --reason)", "w"),
 		QuitWait:       bind(false, "w", "wait for them (go back)", "w", "esc"),
 		QuitAbort:      bind(true, "a", "abort them (as x does), then quit", "a"),
 		QuitLeave:      bind(false, "l", "leave them: stop at a safe point, recorded; rerun resumes", "l"),
@@ -122,7 +123,7 @@ func (k KeyMap) groups() [][]Binding {
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause},
 		{k.Operations, k.Victims, k.Refresh, k.Help, k.Quit, k.Interrupt},
-		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target},
+		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target, k.Why},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}
 }

@@ -18,6 +18,10 @@ func (m Model) load(fresh bool) tea.Cmd {
 	return func() tea.Msg {
 		victims, inv, err := eng.Recommend(ctx, pol, fresh)
 		msg := inventoryMsg{inv: inv, victims: victims, err: err}
+		if err != nil {
+			msg.inv, msg.novaAt = eng.Inventory().Cached()
+			msg.stale = true
+		}
 		if store != nil {
 			msg.maint = store.List()
 		}

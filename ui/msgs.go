@@ -2,6 +2,7 @@ package ui
 
 import (
 	"sync"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -18,6 +19,10 @@ type (
 		victims []policy.Victim
 		maint   []model.NodeMaintenance
 		err     error
+		// stale: the read failed (err); inv is the Kubernetes cache joined with the last
+		// Nova read, made at novaAt (zero: never), so the Kubernetes half stays on screen.
+		stale  bool
+		novaAt time.Time
 	}
 	// maintMsg: the NodeMaintenance resources changed.
 	maintMsg []model.NodeMaintenance
@@ -80,6 +85,15 @@ func (b *eventBus) push(ev tagged) {
 	case b.wake <- struct{}{}:
 	default:
 	}
+}
+
+// drain takes every event still queued (after the program has ended).
+func (b *eventBus) drain() []tagged {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queue
+	b.queue, b.progress = nil, map[string]int{}
+	return q
 }
 
 // wait returns a Cmd that delivers the next batch; Update re-arms it after each batch.

@@ -165,7 +165,10 @@ func nodeColumns(s *shared) []column {
 	for _, c := range cols {
 		used += c.width + 1
 	}
-	return append(cols, column{"OPERATION / NOTES", max(10, s.width-used)})
+	if s.width-used < 4 {
+		return cols // no room for notes: the detail screen has them
+	}
+	return append(cols, column{"OPERATION / NOTES", s.width - used})
 }
 
 // view renders only the rows on screen.
@@ -180,7 +183,7 @@ func (p *nodesPane) view(s *shared) string {
 	for _, c := range cols {
 		head = append(head, pad(c.title, c.width))
 	}
-	b.WriteString(st.Header.Render("  " + strings.Join(head, " ")))
+	b.WriteString(st.Header.Render(truncate("  "+strings.Join(head, " "), s.width)))
 	b.WriteString("\n")
 	height := s.pageSize()
 	start := 0
@@ -212,10 +215,7 @@ func (p *nodesPane) view(s *shared) string {
 }
 
 func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) string {
-	mark := "  "
-	if p.selected[n.Name] {
-		mark = "● "
-	}
+	mark := marks(cursor, p.selected[n.Name])
 	mism := n.Mismatches(s.inv.NovaConfigured)
 	name := n.Name
 	if len(mism) > 0 {
@@ -230,7 +230,7 @@ func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) str
 	for _, c := range cols {
 		parts = append(parts, pad(text.Safe(cells[c.title]), c.width))
 	}
-	row := mark + strings.Join(parts, " ")
+	row := truncate(mark+strings.Join(parts, " "), s.width) // narrow terminals: cut with an ellipsis
 	switch {
 	case cursor:
 		return s.st.Cursor.Render(row)

@@ -104,6 +104,7 @@ type opView struct {
 	podKeys []string
 	log     []logLine
 	report  *ops.Report
+	flags   string // the overrides it runs with, as flags: a resume needs them too
 }
 
 type vmView struct {
@@ -289,7 +290,12 @@ func (p *opPane) update(msg tea.KeyMsg, s *shared) intent {
 		if vm.state != ops.MigRunning {
 			return showStatus{text.Sprintf("%s is %s: only a running migration can be force-completed", vm.name, vm.state), true}
 		}
-		return forceVM{vm.id}
+		left := ""
+		if vm.total > 0 {
+			left = text.Sprintf(", with %s of memory still to copy", text.Bytes(vm.remaining))
+		}
+		return asking{question: text.Sprintf("Force-complete the live migration of %s (%s → %s)%s? Nova pauses the guest "+
+			"until the copy ends: its workload stops for that time.", vm.name, vm.source, orDash(vm.dest), left), yes: forceVM{vm.id, vm.name}}
 	}
 	return nil
 }
@@ -320,16 +326,25 @@ func (p *opPane) view(s *shared) string {
 	vmLines := 0
 	barW := max(10, min(40, width-50))
 	bar := progress.New(progress.WithWidth(barW), progress.WithoutPercentage(), progress.WithSolidFill("#5fafff"))
-	for i, id := range v.vmOrder {
-		if vmLines+2 > budget*2/3 {
+	// The VMs that fit, scrolled so that the cursor's VM (the one f acts on) is among them.
+	shown := max(1, (budget*2/3)/2)
+	first := 0
+	if p.cursor >= shown {
+		first = p.cursor - shown + 1
+	}
+	if first > 0 {
+		b.WriteString(st.Muted.Render(fmt.Sprintf("  … %d VMs above\n", first)))
+		vmLines++
+	}
+	for i := first; i < len(v.vmOrder); i++ {
+		id := v.vmOrder[i]
+		if i-first >= shown {
 			b.WriteString(st.Muted.Render(fmt.Sprintf("  … %d more VMs\n", len(v.vmOrder)-i)))
+			vmLines++
 			break
 		}
 		vm := v.vms[id]
-		cursor := "  "
-		if i == p.cursor {
-			cursor = "▸ "
-		}
+		cursor := marks(i == p.cursor, false)
 		pct := 0.0
 		if vm.total > 0 {
 			pct = float64(vm.total-vm.remaining) / float64(vm.total)

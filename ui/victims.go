@@ -45,7 +45,7 @@ func (p *victimsPane) view(s *shared) string {
 		if len(v.Reasons) > 0 {
 			why = v.Reasons[0].Message
 		}
-		line := text.Sprintf("  %4s %s %6.1f  %4d  %3d  %9s   %s", rankText(v.Rank), pad(text.Safe(v.Node), s.nameWidth), v.Cost, v.Pods, v.VMs, text.Bytes(v.VMMemory<<20), why)
+		line := text.Sprintf("%s%4s %s %6.1f  %4d  %3d  %9s   %s", marks(i == p.cursor, false), rankText(v.Rank), pad(text.Safe(v.Node), s.nameWidth), v.Cost, v.Pods, v.VMs, text.Bytes(v.VMMemory<<20), why)
 		line = truncate(line, s.width)
 		switch {
 		case i == p.cursor:

@@ -23,39 +23,89 @@ func (m Model) View() string {
 	case confirmScreen:
 		body = m.confirm.view(s)
 	case helpScreen:
-		body = helpView(s)
+		off := m.helpOffset
+		body = scrolled(helpView(s), &off, max(3, s.height-3), s.st)
 	case quitScreen:
 		body = quitView(s)
 	case victimsScreen:
 		body = m.victims.view(s)
 	case campaignScreen:
 		body = m.campaign.view(s)
+	case askScreen:
+		body = m.ask.view(s)
 	default:
 		body = m.nodes.view(s)
 	}
-	return m.header() + "\n" + body + "\n" + m.footer()
+	head := m.header()
+	if b := m.banner(); b != "" {
+		head += "\n" + b
+	}
+	return head + "\n" + body + "\n" + m.footer()
 }
 
-func (m Model) header() string {
+// banner says, while reading the cluster fails, what failed and since when, and what the
+// screen shows instead (the Kubernetes half, with the last Nova read).
+func (m Model) banner() string {
 	s := &m.s
-	title := s.st.Title.Render("drainctl")
-	if s.opts.Title != "" {
-		title += s.st.Muted.Render(" · " + s.opts.Title)
+	if s.invErr == nil {
+		return ""
 	}
-	info := fmt.Sprintf(" · %d nodes · %d VMs · %d pods", len(s.inv.Nodes), s.totalVMs, s.totalPods)
-	if !s.inv.NovaConfigured && s.loaded {
-		info += " · Nova not configured"
+	shown := "Kubernetes only, Nova never read"
+	if !s.novaAt.IsZero() {
+		shown = "VMs and hosts as read at " + s.novaAt.Format("15:04:05")
+	}
+	line := fmt.Sprintf("⚠ reads failing since %s (showing %s): %s", s.errSince.Format("15:04:05"), shown, firstLine(text.SafeErr(s.invErr)))
+	return s.st.Error.Render(truncate(line, s.width))
+}
+
+// header names the cluster on every screen (context and server, cloud, region), and says
+// DEMO and READ-ONLY: the operator always sees what a key would change.
+func (m Model) header() string {
+	s, w := &m.s, m.s.opts.Where
+	parts := []string{s.st.Title.Render("drainctl")}
+	if w.Demo {
+		parts = append(parts, s.st.Warn.Render("DEMO"))
 	}
 	if s.opts.ReadOnly {
-		info += " · read-only"
+		parts = append(parts, s.st.Warn.Render("READ-ONLY"))
 	}
+	if w.KubeContext != "" || w.KubeServer != "" {
+		parts = append(parts, s.st.Header.Render("ctx "+text.Safe(orDash(w.KubeContext)))+s.st.Muted.Render(" "+serverHost(w.KubeServer)))
+	}
+	if w.AuthHost != "" || w.Cloud != "" {
+		cloud := "os " + text.Safe(firstNonEmpty(w.Cloud, w.AuthHost))
+		if w.Region != "" {
+			cloud += "/" + text.Safe(w.Region)
+		}
+		parts = append(parts, s.st.Header.Render(cloud))
+	}
+	if s.opts.Title != "" {
+		parts = append(parts, s.st.Muted.Render(s.opts.Title))
+	}
+	info := fmt.Sprintf("%d nodes · %d VMs · %d pods", len(s.inv.Nodes), s.totalVMs, s.totalPods)
 	switch {
-	case s.invErr != nil:
-		info += " · " + s.st.Error.Render("refresh failed: "+firstLine(text.SafeErr(s.invErr)))
-	case !s.loaded:
+	case !s.inv.NovaConfigured && s.loaded && s.invErr == nil:
+		info += " · Nova not configured"
+	case !s.loaded && s.invErr == nil:
 		info += " · loading…"
 	}
-	return truncate(title+s.st.Muted.Render(info), s.width)
+	parts = append(parts, s.st.Muted.Render(info))
+	return truncate(strings.Join(parts, s.st.Muted.Render(" · ")), s.width)
+}
+
+// serverHost is a server URL without its scheme.
+func serverHost(u string) string {
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		return text.Safe(rest)
+	}
+	return text.Safe(u)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func (m Model) footer() string {
@@ -111,6 +161,33 @@ func (m Model) footer() string {
 		return status + m.nodes.filter.View()
 	}
 	return status + truncate(strings.Join(parts, "  "), s.width)
+}
+
+// scrolled shows the lines of body from *offset that fit in rows (clamping *offset), with
+// a last line saying where it is when it does not all fit: long help, long plans.
+func scrolled(body string, offset *int, rows int, st Styles) string {
+	lines := strings.Split(body, "\n")
+	if len(lines) <= rows {
+		*offset = 0
+		return body
+	}
+	*offset = max(0, min(*offset, len(lines)-rows+1))
+	end := min(len(lines), *offset+rows-1)
+	return strings.Join(lines[*offset:end], "\n") + "\n" +
+		st.Muted.Render(fmt.Sprintf("lines %d-%d of %d · j/k, pgup/pgdn scroll", *offset+1, end, len(lines)))
+}
+
+// marks is a row's first two columns: ▸ under the cursor, ● when selected. The cursor and
+// the selection must show without colour (NO_COLOR, monochrome): never by style alone.
+func marks(cursor, selected bool) string {
+	m := []rune("  ")
+	if cursor {
+		m[0] = '▸'
+	}
+	if selected {
+		m[1] = '●'
+	}
+	return string(m)
 }
 
 func pad(s string, w int) string {

@@ -128,12 +128,8 @@ func runTUI(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
-	title := ""
-	if e.o.Demo {
-		title = fmt.Sprintf("demo (%d nodes, simulated)", e.o.DemoNodes)
-	}
-	return ui.Run(ctx, cl.Engine, ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly, Title: title,
-		Maintenances: cl.Maintenances})
+	return ui.Run(ctx, cl.Engine, ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
+		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr}) // the header says DEMO
 }
 
 func runAuto(ctx context.Context, e env) error {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -50,6 +51,8 @@ type Cluster struct {
 	// installed (else nil, and MaintenancesErr says why).
 	Maintenances    ops.Maintenances
 	MaintenancesErr error
+	// Where is the cluster, for the TUI's header.
+	Where model.Where
 }
 
 // Connect builds the engine: the Kubernetes informers (synced) and, when configured,
@@ -62,6 +65,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	var dyn dynamic.Interface
 	var demoStore *sim.Maintenances
 	apiHost := "the simulated cluster"
+	where := model.Where{Demo: o.Demo}
 	poolURL := cfg.CloudPool.URL
 	if o.Demo {
 		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
@@ -90,10 +94,17 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 			return nil, err
 		}
 		apiHost = "Kubernetes at " + restCfg.Host
+		where.KubeContext, where.KubeServer = kube.ContextName(kubeOpts), restCfg.Host
 	}
 	creds, err := nova.ResolveCredentials(legacy, cfg.OpenStack, getenv)
 	if err != nil {
 		return nil, err
+	}
+	if creds != nil {
+		where.Cloud, where.Region = creds.Cloud, creds.Region
+		if u, err := url.Parse(creds.Auth.IdentityEndpoint); err == nil {
+			where.AuthHost = u.Host
+		}
 	}
 	if !o.Demo {
 		if err := kube.Ping(ctx, cs, 10*time.Second); err != nil {
@@ -142,7 +153,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
 	}
 	kc := kube.NewClient(cs, kinv)
-	cl := &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL}
+	cl := &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL, Where: where}
 	switch {
 	case !o.Maintenances:
 	case demoStore != nil:

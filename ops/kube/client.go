@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -46,6 +47,40 @@ func RESTConfig(o Options) (*rest.Config, error) {
 		return nil, &ConfigError{err}
 	}
 	return Tune(cfg, o), nil
+}
+
+// ContextName is the kubeconfig context the options select ("" in-cluster or unknown).
+func ContextName(o Options) string {
+	if o.Context != "" {
+		return o.Context
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return ""
+	}
+	return raw.CurrentContext
+}
+
+// Contexts lists the kubeconfig's contexts, sorted.
+func Contexts(o Options) []string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(raw.Contexts))
+	for name := range raw.Contexts {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Tune applies rate limits, silences API warnings and wraps the transport.

@@ -25,6 +25,7 @@ type Credentials struct {
 	Interface gophercloud.Availability
 	TLS       *tls.Config
 	Source    string
+	Cloud     string // the clouds.yaml entry, when the credentials came from one
 }
 
 // CredentialError is a configuration problem with the OpenStack credentials: exit code 2.
@@ -180,7 +181,7 @@ func fromCloudsYAML(name, source string, getenv func(string) string) (*Credentia
 	if iface == "" {
 		iface = cloud.Interface
 	}
-	return &Credentials{Auth: *ao, Region: region, Interface: availability(iface), TLS: tlsCfg, Source: source}, nil
+	return &Credentials{Auth: *ao, Region: region, Interface: availability(iface), TLS: tlsCfg, Source: source, Cloud: name}, nil
 }
 
 // secretFrom returns the inline secret, else the file's first line, else the variable.

@@ -66,6 +66,36 @@ func ClassifyPod(p model.Pod, o Options) (Verdict, *model.Reason) {
 	return Evict, nil
 }
 
+// PodBlocks is every reason the pod blocks an evacuation (ClassifyPod stops at the first):
+// a plan shows them all at once, so an operator does not lift one override to meet the next.
+func PodBlocks(p model.Pod, o Options) []model.Reason {
+	var out []model.Reason
+	for _, rule := range PodRules {
+		v, r, ok := rule(p, o)
+		if !ok {
+			continue
+		}
+		if v != Block {
+			break
+		}
+		out = append(out, *r)
+	}
+	return out
+}
+
+// Losses are what evicting the pod under the overrides loses for good: a bare pod (nothing
+// recreates it), a local volume's data. Nil when nothing is.
+func Losses(p model.Pod, o Options) []model.Reason {
+	var out []model.Reason
+	if p.OwnerKind == "" && o.Force && !p.Mirror {
+		out = append(out, *reason(model.LostForGood, model.Notes, p.Key(), "", "bare pod: once evicted nothing recreates it (--force)"))
+	}
+	if p.LocalVolume != "" && o.DeleteEmptyDirData {
+		out = append(out, *reason(model.LostForGood, model.Notes, p.Key(), "", "the data of local volume %q is deleted (--delete-emptydir-data)", p.LocalVolume))
+	}
+	return out
+}
+
 func reason(code model.ReasonCode, sev model.Severity, obj, override, format string, a ...any) *model.Reason {
 	return &model.Reason{Code: code, Severity: sev, Object: obj, Message: fmt.Sprintf(format, a...), Override: override}
 }

@@ -185,6 +185,10 @@ func WritePlan(w io.Writer, p model.Plan) {
 		text.Fprintf(w, "  %d. [%s] %-16s %s\n", i+1, mark, s.Kind, s.Detail)
 	}
 	for _, r := range p.Reasons {
-		text.Fprintf(w, "  %-6s %s\n", r.Severity, r.String())
+		sev := string(r.Severity)
+		if r.Code == model.LostForGood {
+			sev = "LOST"
+		}
+		text.Fprintf(w, "  %-6s %s\n", sev, r.String())
 	}
 }

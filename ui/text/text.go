@@ -34,7 +34,16 @@ func Rate(bps float64) string {
 	if bps <= 0 {
 		return "-"
 	}
-	return Bytes(int64(bps)) + "/s"
+	units := []string{"B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"}
+	i := 0
+	for bps >= 1024 && i < len(units)-1 {
+		bps /= 1024
+		i++
+	}
+	if bps < 100 && i > 0 {
+		return fmt.Sprintf("%.1f %s", bps, units[i])
+	}
+	return fmt.Sprintf("%.0f %s", bps, units[i])
 }
 
 // Duration formats a duration for an ETA column: 45s, 3m20s, 1h05m.

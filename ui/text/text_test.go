@@ -22,3 +22,11 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestRateHasUnits(t *testing.T) {
+	for in, want := range map[float64]string{0: "-", 512: "512 B/s", 1536: "1.5 KiB/s", 1 << 30: "1.0 GiB/s", 350 << 20: "350 MiB/s", 12.5 * (1 << 20): "12.5 MiB/s"} {
+		if got := Rate(in); got != want {
+			t.Errorf("Rate(%v) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// where is a production-looking cluster for the header.
+var where = model.Where{KubeContext: "prod-eu-1", KubeServer: "https://10.20.0.1:6443", Cloud: "prod", AuthHost: "keystone.example.net:5000", Region: "RegionOne"}
+
+// Every pane at 80x24 and 160x45 (lipgloss renders without colour here, as under NO_COLOR:
+// the cursor and the selection must show by their marks alone).
+func TestGoldenPanes(t *testing.T) {
+	panes := map[string]func(w, h int) Model{
+		"nodes": func(w, h int) Model {
+			m := withWhere(newModel(t, 30, w, h))
+			return press(m, "j", "space", "j", "j")
+		},
+		"nova-down": func(w, h int) Model {
+			m := withWhere(newModel(t, 5, w, h))
+			next, _ := m.Update(inventoryMsg{inv: m.s.inv, err: errors.New(`cannot reach Nova at https://nova.example.net:8774/v2.1/: listing nova-compute services: 503 Service Unavailable`),
+				stale: true, novaAt: t0.Add(-90e9)})
+			return next.(Model)
+		},
+		"detail": func(w, h int) Model {
+			return press(withWhere(newModel(t, 3, w, h)), "j", "enter", "j")
+		},
+		"victims": func(w, h int) Model { return press(withWhere(newModel(t, 4, w, h)), "s", "j") },
+		"operation": func(w, h int) Model {
+			m := withWhere(opModel(t, w, h))
+			m.s.ops.views["compute-0"].report = &ops.Report{Result: ops.ResultDone}
+			return m
+		},
+		"confirm": func(w, h int) Model { return confirmModel(withWhere(newModel(t, 3, w, h))) },
+		"help":    func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "?") },
+		"ask": func(w, h int) Model {
+			m := withWhere(opModel(t, w, h))
+			return press(m, "f")
+		},
+	}
+	for name, build := range panes {
+		for _, size := range [][2]int{{80, 24}, {160, 45}} {
+			t.Run(fmt.Sprintf("%s-%dx%d", name, size[0], size[1]), func(t *testing.T) {
+				m := build(size[0], size[1])
+				checkFits(t, m.View(), size[0], size[1])
+				goldenView(t, m)
+			})
+		}
+	}
+}
+
+// With colour, the cursor is also reverse video; its mark does not depend on it.
+func TestGoldenNodesInColour(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.ANSI)
+	defer lipgloss.SetColorProfile(termenv.Ascii)
+	goldenView(t, press(withWhere(newModel(t, 3, 80, 24)), "j", "space"))
+}
+
+func withWhere(m Model) Model {
+	m.s.opts.Where = where
+	return m
+}
+
+// confirmModel: an evacuation plan with a blocker, a wait, what --force would lose, a reason.
+func confirmModel(m Model) Model {
+	node, _ := m.s.inv.Node("compute-1")
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", VMs: node.VMs, Pods: node.Pods[1:],
+		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},
+		Reasons: []model.Reason{
+			{Code: model.PDBExhausted, Severity: model.Waits, Object: "shop/web-compute-1", Message: "web-pdb", Override: "--disable-eviction"},
+			{Code: model.LostForGood, Severity: model.Notes, Object: "shop/debug-shell", Message: "bare pod: once evicted nothing recreates it (--force)"}}}
+	ro := ops.RunOptions{Policy: policy.Options{Force: true}, Why: "kernel 6.12 (CHG-2291)"}
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, ro: ro, batch: ops.Batch{Run: ro, Plans: []model.Plan{plan}}})
+	return next.(Model)
+}
+
+// goldenView compares the view with testdata/<test name>.golden (go test -update writes it).
+func goldenView(t *testing.T, m Model) {
+	t.Helper()
+	tm := m
+	next, _ := tm.Update(tea.WindowSizeMsg{Width: m.s.width, Height: m.s.height})
+	teatest.RequireEqualOutput(t, []byte(next.(Model).View()))
+}
+
+// checkFits: no line wider than the terminal, no more lines than it has.
+func checkFits(t *testing.T, view string, w, h int) {
+	t.Helper()
+	lines := strings.Split(view, "\n")
+	if len(lines) > h {
+		t.Errorf("%d lines on a %d-line terminal", len(lines), h)
+	}
+	for i, l := range lines {
+		if lw := lipgloss.Width(l); lw > w {
+			t.Errorf("line %d is %d wide on a %d-column terminal: %q", i+1, lw, w, l)
+		}
+	}
+}
+
+// f asks before it acts: n goes back and nothing is asked of Nova; y asks it (here with no
+// engine, the Cmd is the force-complete).
+func TestForceCompleteAsksFirst(t *testing.T) {
+	m := press(opModel(t, 100, 30), "f")
+	if m.screen != askScreen || !strings.Contains(m.View(), "Force-complete the live migration of vm-0000") {
+		t.Fatalf("f did not ask:\n%s", m.View())
+	}
+	back, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n")})
+	if back.(Model).screen != opScreen || cmd != nil {
+		t.Errorf("n: screen %v, cmd %v", back.(Model).screen, cmd != nil)
+	}
+	yes, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
+	if yes.(Model).screen != opScreen || cmd == nil || !strings.Contains(yes.(Model).status, "force-completing vm-0000") {
+		t.Errorf("y: screen %v, cmd %v, status %q", yes.(Model).screen, cmd != nil, yes.(Model).status)
+	}
+	if q := press(opModel(t, 100, 30), "j", "f"); q.screen != opScreen || !strings.Contains(q.status, "only a running migration") {
+		t.Errorf("f on a queued VM: %v %q", q.screen, q.status)
+	}
+}
+
+// Help scrolls at 80x24: its last group is reachable.
+func TestHelpScrolls(t *testing.T) {
+	m := press(newModel(t, 3, 80, 24), "?")
+	if strings.Contains(m.View(), "leave them") {
+		t.Fatal("the whole help fits: the test needs a longer one")
+	}
+	for range 40 {
+		m = press(m, "j")
+	}
+	if v := m.View(); !strings.Contains(v, "leave them") || m.screen != helpScreen {
+		t.Errorf("help scrolled to its end:\n%s", v)
+	}
+	if m = press(m, "x"); m.screen != nodesScreen {
+		t.Errorf("another key goes back: %v", m.screen)
+	}
+}
+
+// The quit summary names what was left and the command that resumes it, with its overrides.
+func TestQuitSummarySaysHowToResume(t *testing.T) {
+	m := opModel(t, 100, 30)
+	m.s.ops.views["compute-0"].flags = "--force"
+	m.s.ops.views["compute-0"].report = &ops.Report{Result: ops.ResultInterrupted}
+	var b strings.Builder
+	m.summary(&b)
+	want := "evacuate compute-0: interrupted at migrate-vms; resume: drainctl --auto evacuate compute-0 --force, or undo: drainctl --auto rollback compute-0"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary:\n%s\nwant a line with %q", b.String(), want)
+	}
+	m.s.ops.views["compute-0"].report = &ops.Report{Result: ops.ResultDone}
+	b.Reset()
+	m.summary(&b)
+	if b.Len() != 0 {
+		t.Errorf("nothing was left, yet: %s", b.String())
+	}
+}
