@@ -3,10 +3,14 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // tmux drives the real binary in a terminal: keys in, screens out.
@@ -170,4 +174,77 @@ func TestTUINodeMaintenance(t *testing.T) {
 	if row := line(tm.screen(), "compute-3"); strings.Contains(row, "NM ") {
 		t.Errorf("the row still shows a NodeMaintenance: %q", row)
 	}
+}
+
+// TestTUIConsole drives k9s habits on a real API server and the simulated Nova: > sorts by
+// VMs, d describes the node, :ctx switches the kube context (the header follows), and f
+// force-completes a migration that would not converge, after asking.
+func TestTUIConsole(t *testing.T) {
+	c := newAutoCluster(t)
+	c0 := c.px + "-c0"
+	kubeconfig := twoContexts(t, c.kubeconfig)
+	c.slow("db-1") // never converges by itself: only force-complete ends it
+	var env []string
+	for _, kv := range c.env {
+		if !strings.HasPrefix(kv, "KUBECONFIG=") {
+			env = append(env, strconv.Quote(kv))
+		}
+	}
+	tm := startTmux(t, 160, 45, "env "+strings.Join(env, " ")+" KUBECONFIG="+kubeconfig+" "+binary(t)+" --max-parallel 1")
+	tm.waitFor(20*time.Second, "ctx alpha", "NAME")
+	tm.keys("/", c.px, "Enter") // the API server holds other tests' nodes too
+	tm.waitFor(10*time.Second, c0)
+
+	tm.keys(">") // by VMs, the most first: c0 holds db-1 and db-2
+	s := tm.waitFor(5*time.Second, "sorted by vms")
+	if first := firstRow(s); !strings.HasPrefix(strings.TrimLeft(first, " ▸●!"), c0+" ") {
+		t.Errorf("sorted by VMs, the first row is %q:\n%s", first, s)
+	}
+	tm.keys("d")
+	tm.waitFor(5*time.Second, "describe node "+c0, "nova-compute on "+c0, "db-1")
+	tm.keys("Escape")
+
+	tm.keys(":")
+	tm.keys("ctx beta", "Enter")
+	tm.waitFor(20*time.Second, "now on context beta", "ctx beta", "NAME")
+	tm.keys("/", c.px, "Enter")
+	tm.waitFor(10*time.Second, c0, "sorted by vms") // the sort stays across the switch
+	tm.keys("e")                                    // on c0, first by VMs
+	tm.waitFor(10*time.Second, "Evacuate "+c0+":", "y run it")
+	tm.keys("y")
+	tm.waitFor(30*time.Second, "evacuate "+c0, "db-1", "running", " left ") // copying: f acts on it
+	tm.keys("f")
+	tm.waitFor(5*time.Second, "Force-complete the live migration of db-1", "yes, do it")
+	tm.keys("y")
+	tm.waitFor(10*time.Second, "force-complete of db-1 accepted")
+	tm.waitFor(60*time.Second, "evacuate "+c0+"  done")
+	tm.keys("q")
+}
+
+// twoContexts writes a kubeconfig with two contexts, alpha (current) and beta, both on the
+// test's API server.
+func twoContexts(t *testing.T, path string) string {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	cfg.Contexts = map[string]*clientcmdapi.Context{"alpha": cur, "beta": cur.DeepCopy()}
+	cfg.CurrentContext = "alpha"
+	out := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// firstRow is the first node row of the node list.
+func firstRow(screen string) string {
+	lines := strings.Split(screen, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "NAME") && strings.Contains(l, "K8S") && i+1 < len(lines) {
+			return lines[i+1]
+		}
+	}
+	return ""
 }

@@ -28,6 +28,8 @@ const (
 	victimsScreen
 	campaignScreen
 	askScreen
+	listScreen
+	describeScreen
 )
 
 // Options configure the view.
@@ -45,6 +47,9 @@ type Options struct {
 	// Summary, when set, receives after the TUI closes what its operations left and how to
 	// resume them.
 	Summary io.Writer
+	// Contexts are the kubeconfig's contexts and Switch connects to one (:ctx); nil: no switching.
+	Contexts []string
+	Switch   Switcher
 }
 
 // shared is what every pane reads; the root owns it and passes it down.
@@ -98,6 +103,11 @@ type Model struct {
 	victims  victimsPane
 	campaign campaignPane
 	ask      askPane
+	list     listPane
+	desc     describePane
+
+	cmdline    textinput.Model // command mode (:)
+	commanding bool
 }
 
 // New builds the model. eng may be nil in tests that only render.
@@ -117,7 +127,7 @@ func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 	}
 	return Model{eng: eng, ctx: ctx, bus: newEventBus(),
 		s:     shared{opts: o, keys: keys, st: DefaultStyles(), width: 80, height: 24, ops: newOperations()},
-		nodes: nodesPane{filter: ti, selected: map[string]bool{}}, detail: detailPane{chosen: map[string]bool{}}}
+		nodes: nodesPane{filter: ti, selected: map[string]bool{}}, detail: detailPane{chosen: map[string]bool{}}, cmdline: newCommandLine()}
 }
 
 // Run shows the TUI until the operator quits. However it ends (q, ctrl-c, a signal), the
@@ -208,6 +218,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case rollReady:
 		return m.rollReady(msg)
+	case ctxSwitched:
+		return m.switched(msg)
 	case rollDone:
 		m.campaign.ended, m.campaign.err = true, msg.err
 		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) {
@@ -264,6 +276,9 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 		s.totalPods += len(n.Pods)
 	}
 	m.nodes.applyFilter(s)
+	if m.screen == listScreen && m.list.pick == nil {
+		m.list.rebuild(s)
+	}
 	return m, next
 }
 
@@ -271,7 +286,7 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 // theirs, then the global keys, then the pane on screen.
 func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	// Keys typed fast (or pasted) arrive as one message of several runes: take them one by one.
-	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !m.nodes.editing && !msg.Paste {
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !m.nodes.editing && !m.commanding && !m.list.editing && !msg.Paste {
 		var cmds []tea.Cmd
 		var next tea.Model = m
 		for _, r := range msg.Runes {
@@ -288,6 +303,13 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.nodes.editing {
 		cmd := m.nodes.edit(msg, &m.s)
 		return m, cmd
+	}
+	if m.commanding {
+		return m.commandKey(msg)
+	}
+	if m.screen == listScreen && m.list.editing {
+		m.list.edit(msg)
+		return m, nil
 	}
 	var in intent
 	switch m.screen {
@@ -319,6 +341,11 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case matches(msg, k.Quit):
 		return m.askQuit()
+	case matches(msg, k.Command) && m.screen != confirmScreen:
+		m.commanding = true
+		m.cmdline.SetValue("")
+		m.cmdline.Focus()
+		return m, textinput.Blink
 	case matches(msg, k.Help):
 		m.back, m.screen = m.screen, helpScreen
 		return m, nil
@@ -329,14 +356,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.victims.cursor = 0
 		return m.goTo(victimsScreen), nil
 	case matches(msg, k.Operations):
-		if len(m.s.ops.order) == 0 {
-			m.setStatus("no operation has run yet", true)
-			return m, nil
-		}
-		if m.op.shown == "" {
-			m.op.shown = m.s.ops.order[len(m.s.ops.order)-1]
-		}
-		return m.goTo(opScreen), nil
+		return m.apply(showOps{})
 	}
 	switch m.screen {
 	case nodesScreen:
@@ -349,6 +369,10 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		in = m.victims.update(msg, &m.s)
 	case campaignScreen:
 		in = m.campaign.update(msg, &m.s)
+	case listScreen:
+		in = m.list.update(msg, &m.s)
+	case describeScreen:
+		in = m.desc.update(msg, &m.s)
 	}
 	return m.apply(in)
 }

@@ -287,18 +287,31 @@ func BenchmarkFrame(b *testing.B) {
 	}
 }
 
-func TestMigrateTargetCycles(t *testing.T) {
+// t in a migrate plan opens a filterable list of the hosts the VM may go to: the
+// scheduler's choice, then each enabled, up host that is not its source; enter plans again.
+func TestMigrateTargetPicker(t *testing.T) {
 	m := newModel(t, 3, 120, 30)
-	plans := []model.Plan{{Op: model.OpMigrate, Node: "compute-0", Host: "compute-0", VM: "vm-0000"}}
-	var seen []string
-	to := ""
-	for i := 0; i < 3; i++ {
-		to = m.nextTarget(to, plans)
-		seen = append(seen, to)
+	plan := model.Plan{Op: model.OpMigrate, Node: "compute-0", Host: "compute-0", VM: "vm-0000"}
+	next, _ := m.Update(planMsg{op: model.OpMigrate, targets: []string{"vm-0000"}, batch: ops.Batch{Plans: []model.Plan{plan}}})
+	m = press(next.(Model), "t")
+	if m.screen != listScreen || m.list.kind != hostPicker {
+		t.Fatalf("t: screen %v", m.screen)
 	}
-	// compute-2 is disabled, compute-0 is the source: compute-1, then back to the scheduler.
-	if strings.Join(seen, ",") != "compute-1,,compute-1" {
-		t.Errorf("targets %q", seen)
+	var hosts []string
+	for _, r := range m.list.rows {
+		hosts = append(hosts, r.key)
+	}
+	// compute-2 is disabled, compute-0 is the source.
+	if strings.Join(hosts, ",") != ",compute-1" {
+		t.Errorf("hosts %q", hosts)
+	}
+	m = press(m, "/", "c", "o", "m", "enter")
+	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	if next.(Model).screen != confirmScreen || cmd == nil {
+		t.Errorf("enter on compute-1: screen %v, cmd %v", next.(Model).screen, cmd != nil)
+	}
+	if r, _ := m.list.current(); r.key != "compute-1" {
+		t.Errorf("the filter left %q under the cursor", r.key)
 	}
 }
 

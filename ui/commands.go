@@ -83,9 +83,9 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	case replan:
 		return m, m.plan(in.p.op, in.p.targets, in.p.ro)
 	case pickTarget:
-		ro := in.p.ro
-		ro.To = m.nextTarget(in.p.ro.To, in.p.batch.Plans)
-		return m, m.plan(in.p.op, in.p.targets, ro)
+		m.list.openHostPicker(in.p, &m.s)
+		m.back, m.screen = confirmScreen, listScreen
+		return m, nil
 	case runPending:
 		return m.start(in.p)
 	case maintain:
@@ -111,6 +111,44 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m.abortForQuit()
 	case quitNow:
 		return m, tea.Quit
+	case showOps:
+		if len(m.s.ops.order) == 0 {
+			m.setStatus("no operation has run yet", true)
+			return m, nil
+		}
+		if m.op.shown == "" {
+			m.op.shown = m.s.ops.order[len(m.s.ops.order)-1]
+		}
+		return m.goTo(opScreen), nil
+	case switchContext:
+		return m.switchTo(in.name)
+	case openDetail:
+		m.detail.open(in.node)
+		return m.goTo(detailScreen), nil
+	case describe:
+		var d describePane
+		var ok bool
+		switch in.kind {
+		case "node":
+			var n model.Node
+			if n, ok = m.s.inv.Node(in.key); ok {
+				d = describeNode(n, &m.s)
+			}
+		case "vm":
+			d, ok = describeVM(in.key, &m.s)
+		case "pod":
+			d, ok = describePod(in.key, &m.s)
+		}
+		if !ok {
+			m.setStatus(in.kind+" "+in.key+" is gone", true)
+			return m, nil
+		}
+		m.desc = d
+		m.back, m.screen = m.screen, describeScreen
+		return m, nil
+	case replanTo:
+		m.screen = confirmScreen
+		return m, m.plan(in.p.op, in.p.targets, in.ro)
 	case asking:
 		m.ask = askPane{question: in.question, yes: in.yes}
 		m.back, m.screen = m.screen, askScreen
@@ -321,25 +359,4 @@ func (m Model) waitStopped() tea.Cmd {
 		tracker.wait(30 * time.Second)
 		return stoppedMsg{}
 	}
-}
-
-// nextTarget cycles the migrate destination: the scheduler's choice, then each enabled,
-// up compute host that is not a source of these VMs.
-func (m Model) nextTarget(current string, plans []model.Plan) string {
-	sources := map[string]bool{}
-	for _, p := range plans {
-		sources[p.Host] = true
-	}
-	hosts := []string{""}
-	for _, n := range m.s.inv.Nodes {
-		if c := n.Compute; c != nil && c.Enabled && c.Up && !sources[n.Host] {
-			hosts = append(hosts, n.Host)
-		}
-	}
-	for i, h := range hosts {
-		if h == current {
-			return hosts[(i+1)%len(hosts)]
-		}
-	}
-	return ""
 }

@@ -58,6 +58,8 @@ func (p *detailPane) update(msg tea.KeyMsg, s *shared) intent {
 		return propose{model.OpEvacuate, []string{n.Name}}
 	case matches(msg, k.Uncordon):
 		return propose{model.OpUncordon, []string{n.Name}}
+	case matches(msg, k.Describe):
+		return describe{kind: "node", key: n.Name}
 	case matches(msg, k.Maintain):
 		return proposeMaint{maintainCreate, n.Name}
 	case matches(msg, k.EndMaintain):

@@ -42,8 +42,11 @@ func TestGoldenPanes(t *testing.T) {
 			m.s.ops.views["compute-0"].report = &ops.Report{Result: ops.ResultDone}
 			return m
 		},
-		"confirm": func(w, h int) Model { return confirmModel(withWhere(newModel(t, 3, w, h))) },
-		"help":    func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "?") },
+		"confirm":  func(w, h int) Model { return confirmModel(withWhere(newModel(t, 3, w, h))) },
+		"help":     func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "?") },
+		"vms":      func(w, h int) Model { return command(withWhere(newModel(t, 6, w, h)), "vms") },
+		"pods":     func(w, h int) Model { return press(command(withWhere(newModel(t, 3, w, h)), "pods"), "j", "j") },
+		"describe": func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "j", "d") },
 		"ask": func(w, h int) Model {
 			m := withWhere(opModel(t, w, h))
 			return press(m, "f")
@@ -160,5 +163,60 @@ func TestQuitSummarySaysHowToResume(t *testing.T) {
 	m.summary(&b)
 	if b.Len() != 0 {
 		t.Errorf("nothing was left, yet: %s", b.String())
+	}
+}
+
+// command types a command line (":" line enter).
+func command(m Model, line string) Model {
+	m = press(m, ":")
+	for _, r := range line {
+		m = press(m, string(r))
+	}
+	next, _ := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	return next.(Model)
+}
+
+// Command mode: each list opens, a filter narrows it, a bad command says what exists.
+func TestCommandMode(t *testing.T) {
+	m := command(newModel(t, 3, 120, 30), "vms")
+	if m.screen != listScreen || m.list.kind != vmList || len(m.list.shown) != 6 {
+		t.Fatalf(":vms: screen %v, %d rows", m.screen, len(m.list.shown))
+	}
+	m = press(m, "/", "0", "0", "0", "3", "enter")
+	if r, _ := m.list.current(); len(m.list.shown) != 1 || r.node != "compute-1" {
+		t.Errorf("filter vm-0003: %d rows, on %q", len(m.list.shown), r.node)
+	}
+	if next := press(m, "enter"); next.screen != detailScreen || next.detail.node != "compute-1" {
+		t.Errorf("enter on a VM opens its node: %v %q", next.screen, next.detail.node)
+	}
+	if m = command(m, "pods"); m.list.kind != podList || len(m.list.shown) != 7 {
+		t.Errorf(":pods: %d rows", len(m.list.shown))
+	}
+	if m = command(m, "nodes"); m.screen != nodesScreen {
+		t.Errorf(":nodes: %v", m.screen)
+	}
+	if m = command(m, "bogus"); !strings.Contains(m.status, "unknown command :bogus") {
+		t.Errorf(":bogus: %q", m.status)
+	}
+	if m = command(m, "ctx"); !strings.Contains(m.status, "no kubeconfig contexts") {
+		t.Errorf(":ctx without contexts: %q", m.status)
+	}
+}
+
+// > and :sort order the node list, the most first; name order breaks ties.
+func TestSortNodes(t *testing.T) {
+	m := newModel(t, 3, 120, 30)
+	m.s.inv.Nodes[2].Pods = append(m.s.inv.Nodes[2].Pods, model.Pod{Namespace: "a", Name: "x"}, model.Pod{Namespace: "a", Name: "y"})
+	m = command(m, "sort pods")
+	first := m.s.inv.Nodes[m.nodes.rows[0]].Name
+	if first != "compute-2" || !strings.Contains(m.View(), "sorted by pods") {
+		t.Errorf("sorted by pods, first %s", first)
+	}
+	m = press(m, ">") // ram
+	if m.nodes.sortBy != "ram" {
+		t.Errorf("> after pods: %q", m.nodes.sortBy)
+	}
+	if m = command(m, "sort wibble"); !strings.Contains(m.status, "unknown sort") {
+		t.Errorf(":sort wibble: %q", m.status)
 	}
 }

@@ -22,6 +22,7 @@ type KeyMap struct {
 	Abort, Rollback, ForceComplete          Binding
 	Maintain, EndMaintain, Roll, Pause      Binding
 	Operations, Victims, Refresh, Help      Binding
+	Describe, Command, Sort                 Binding
 	Quit                                    Binding
 	Interrupt                               Binding
 	// In a confirmation.
@@ -61,6 +62,9 @@ func DefaultKeys() KeyMap {
 		Roll:           bind(true, "C", "campaign: roll the selected nodes one by one (shows the running one)", "C"),
 		Pause:          bind(false, "p", "campaign: pause after the current node / resume", "p"),
 		Operations:     bind(false, "o", "operations", "o"),
+		Describe:       bind(false, "d", "describe", "d"),
+		Command:        bind(false, ":", "command: :nodes :vms :pods :victims :ops :campaign :ctx :sort :q", ":"),
+		Sort:           bind(false, ">", "sort nodes by the next column (name, VMs, pods, RAM used, rank)", ">"),
 		Victims:        bind(false, "s", "scale-down ranking", "s"),
 		Refresh:        bind(false, "r", "refresh", "r"),
 		Help:           bind(false, "?", "help", "?"),
@@ -72,7 +76,7 @@ func DefaultKeys() KeyMap {
 		ToggleEmptyDir: bind(true, "D", "toggle --delete-emptydir-data", "D"),
 		ToggleEviction: bind(true, "E", "toggle --disable-eviction", "E"),
 		ToggleLastNode: bind(true, "L", "toggle --allow-last-node", "L"),
-		Target:         bind(true, "t", "migrate: next target host", "t"),
+		Target:         bind(true, "t", "migrate: pick the target host (a filterable list)", "t"),
 		Why:            bind(false, "w", "type the reason (nova-compute's disabled reason, as --reason)", "w"),
 		QuitWait:       bind(false, "w", "wait for them (go back)", "w", "esc"),
 		QuitAbort:      bind(true, "a", "abort them (as x does), then quit", "a"),
@@ -122,7 +126,7 @@ func (k KeyMap) groups() [][]Binding {
 	return [][]Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause},
-		{k.Operations, k.Victims, k.Refresh, k.Help, k.Quit, k.Interrupt},
+		{k.Operations, k.Victims, k.Describe, k.Command, k.Sort, k.Refresh, k.Help, k.Quit, k.Interrupt},
 		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target, k.Why},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}

@@ -19,6 +19,46 @@ type nodesPane struct {
 	filter   textinput.Model
 	editing  bool
 	selected map[string]bool
+	sortBy   string // "" (by name), "vms", "pods", "ram", "rank"
+}
+
+// sorts are the orders of the node list (> cycles, :sort picks): the most first.
+var sorts = []string{"", "vms", "pods", "ram", "rank"}
+
+// setSort orders the list by a column (its name, or a prefix of it).
+func (p *nodesPane) setSort(col string, s *shared) error {
+	col = strings.ToLower(strings.TrimSpace(col))
+	for _, c := range sorts {
+		if col == c || (col != "" && strings.HasPrefix(c, col)) || (c == "" && col == "name") {
+			p.sortBy = c
+			p.applyFilter(s)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown sort %q: use name, vms, pods, ram or rank", col)
+}
+
+// sortKey is the value a node sorts by (higher first); name order breaks ties.
+func sortKey(by string, n model.Node, s *shared) int64 {
+	switch by {
+	case "vms":
+		return int64(len(n.VMs))
+	case "pods":
+		return int64(len(n.Pods))
+	case "ram":
+		if h := n.Hypervisor; h != nil {
+			if c, ok := h.Room(1); ok {
+				return c.MemoryMB.Used
+			}
+		}
+		return -1
+	case "rank": // candidates by rank (1 first), the others after
+		if r := s.rank[n.Name]; r > 0 {
+			return -int64(r)
+		}
+		return -1 << 40
+	}
+	return 0
 }
 
 func (p *nodesPane) update(msg tea.KeyMsg, s *shared) intent {
@@ -60,6 +100,19 @@ func (p *nodesPane) update(msg tea.KeyMsg, s *shared) intent {
 		if _, ok := p.current(s); ok {
 			return goTo{detailScreen}
 		}
+	case matches(msg, k.Describe):
+		if n, ok := p.current(s); ok {
+			return describe{kind: "node", key: n.Name}
+		}
+	case matches(msg, k.Sort):
+		for i, c := range sorts {
+			if c == p.sortBy {
+				p.sortBy = sorts[(i+1)%len(sorts)]
+				break
+			}
+		}
+		p.applyFilter(s)
+		return showStatus{"sorted by " + sortNote(p.sortBy), false}
 	case matches(msg, k.Cordon):
 		return propose{model.OpCordon, p.targets(s)}
 	case matches(msg, k.Roll):
@@ -109,6 +162,11 @@ func (p *nodesPane) applyFilter(s *shared) {
 		if q == "" || strings.Contains(strings.ToLower(n.Name+" "+n.Host+" "+rolesOf(n)), q) {
 			p.rows = append(p.rows, i)
 		}
+	}
+	if p.sortBy != "" {
+		sort.SliceStable(p.rows, func(i, j int) bool {
+			return sortKey(p.sortBy, s.inv.Nodes[p.rows[i]], s) > sortKey(p.sortBy, s.inv.Nodes[p.rows[j]], s)
+		})
 	}
 	if p.cursor >= len(p.rows) {
 		p.cursor = max(0, len(p.rows)-1)
@@ -208,7 +266,10 @@ func (p *nodesPane) view(s *shared) string {
 		pos += fmt.Sprintf(" · %d selected", len(p.selected))
 	}
 	if v := p.filter.Value(); v != "" {
-		pos += " · filter: " + v
+		pos += " · filter: " + text.Safe(v)
+	}
+	if p.sortBy != "" {
+		pos += " · sorted by " + p.sortBy
 	}
 	b.WriteString(st.Muted.Render(pos))
 	return b.String()
@@ -302,4 +363,11 @@ func notes(s *shared, n model.Node, mism []model.Mismatch) string {
 		return fmt.Sprintf("%d migration(s) in progress", len(n.Migrations))
 	}
 	return ""
+}
+
+func sortNote(by string) string {
+	if by == "" {
+		return "name"
+	}
+	return by + " (most first; > for the next column)"
 }

@@ -24,6 +24,8 @@ func (p *victimsPane) update(msg tea.KeyMsg, s *shared) intent {
 		p.cursor = max(0, p.cursor-1)
 	case matches(msg, k.Down):
 		p.cursor = min(len(s.victims)-1, p.cursor+1)
+	case matches(msg, k.Describe) && p.cursor < len(s.victims):
+		return describe{kind: "node", key: s.victims[p.cursor].Node}
 	case matches(msg, k.Evacuate) && p.cursor < len(s.victims):
 		return propose{model.OpEvacuate, []string{s.victims[p.cursor].Node}}
 	}

@@ -33,6 +33,10 @@ func (m Model) View() string {
 		body = m.campaign.view(s)
 	case askScreen:
 		body = m.ask.view(s)
+	case listScreen:
+		body = m.list.view(s)
+	case describeScreen:
+		body = m.desc.view(s)
 	default:
 		body = m.nodes.view(s)
 	}
@@ -122,7 +126,16 @@ func (m Model) footer() string {
 	var keys []Binding
 	switch m.screen {
 	case nodesScreen:
-		keys = []Binding{k.Up, k.Enter, k.Filter, k.Select, k.Cordon, k.Evacuate, k.Uncordon, k.Victims, k.Operations, k.Help, k.Quit}
+		keys = []Binding{k.Up, k.Enter, k.Filter, k.Select, k.Cordon, k.Evacuate, k.Uncordon, k.Describe, k.Command, k.Help, k.Quit}
+	case listScreen:
+		keys = []Binding{k.Up, k.Enter, k.Filter, k.Back}
+		if m.list.kind == vmList {
+			keys = []Binding{k.Up, k.Enter, k.Filter, k.Migrate, k.Describe, k.Back}
+		} else if m.list.kind == podList {
+			keys = []Binding{k.Up, k.Enter, k.Filter, k.Describe, k.Back}
+		}
+	case describeScreen:
+		keys = []Binding{k.Up, k.Down, k.Back}
 	case victimsScreen:
 		keys = []Binding{k.Up, k.Evacuate, k.Back, k.Help}
 	case detailScreen:
@@ -157,8 +170,13 @@ func (m Model) footer() string {
 		h := b.Help()
 		parts = append(parts, s.st.Header.Render(h.Key)+" "+s.st.Muted.Render(h.Desc))
 	}
-	if m.nodes.editing {
+	switch {
+	case m.commanding:
+		return status + m.cmdline.View()
+	case m.nodes.editing:
 		return status + m.nodes.filter.View()
+	case m.screen == listScreen && m.list.editing:
+		return status + m.list.filter.View()
 	}
 	return status + truncate(strings.Join(parts, "  "), s.width)
 }

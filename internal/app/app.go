@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drainctl/drainctl/internal/controllers/cloudpool"
@@ -124,12 +125,36 @@ func (e env) connect(ctx context.Context, progress io.Writer, mod func(*ConnectO
 }
 
 func runTUI(ctx context.Context, e env) error {
-	cl, err := e.connect(ctx, io.Discard, func(co *ConnectOptions) { co.Maintenances = true })
+	// Each connection has its own context: switching kube contexts (:ctx) stops the old
+	// one's informers.
+	connCtx, stopConn := context.WithCancel(ctx)
+	var mu sync.Mutex // stopConn changes when a switch connects
+	defer func() { mu.Lock(); stopConn(); mu.Unlock() }()
+	cl, err := e.connect(connCtx, io.Discard, func(co *ConnectOptions) { co.Maintenances = true })
 	if err != nil {
 		return err
 	}
-	return ui.Run(ctx, cl.Engine, ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
-		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr}) // the header says DEMO
+	o := ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
+		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr} // the header says DEMO
+	if !e.o.Demo {
+		o.Contexts = kube.Contexts(kube.Options{Kubeconfig: firstNonBlank(e.o.Kubeconfig, e.cfg.Kubernetes.Kubeconfig)})
+		o.Switch = func(ctx context.Context, name string) (ui.Switched, error) {
+			next := e
+			next.o.Context = name
+			nextCtx, stop := context.WithCancel(ctx)
+			cl, err := next.connect(nextCtx, io.Discard, func(co *ConnectOptions) { co.Maintenances = true })
+			if err != nil {
+				stop()
+				return ui.Switched{}, err
+			}
+			mu.Lock()
+			stopConn()
+			stopConn = stop
+			mu.Unlock()
+			return ui.Switched{Engine: cl.Engine, Where: cl.Where, Maintenances: cl.Maintenances}, nil
+		}
+	}
+	return ui.Run(ctx, cl.Engine, o)
 }
 
 func runAuto(ctx context.Context, e env) error {

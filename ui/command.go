@@ -1,0 +1,151 @@
+package ui
+
+import (
+	"context"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+)
+
+// Command mode (k9s's ":"): :nodes, :vms, :pods, :victims, :ops, :campaign, :ctx [NAME],
+// :sort COLUMN, :help, :q. The line is typed in the footer; enter runs it, esc drops it.
+
+// Switcher connects to another kube context (the app builds the engine; the view only asks).
+type Switcher func(ctx context.Context, kubeContext string) (Switched, error)
+
+// Switched is a connection to another context.
+type Switched struct {
+	Engine       *ops.Engine
+	Where        model.Where
+	Maintenances ops.Maintenances
+}
+
+// Intents and messages of command mode.
+type (
+	switchContext struct{ name string }
+	ctxSwitched   struct {
+		to  Switched
+		err error
+	}
+)
+
+func newCommandLine() textinput.Model {
+	ti := textinput.New()
+	ti.Prompt, ti.CharLimit = ":", 80
+	return ti
+}
+
+// commandKey takes a key while the command line is typed.
+func (m Model) commandKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch msg.String() {
+	case "esc":
+		m.commanding = false
+		return m, nil
+	case "enter":
+		m.commanding = false
+		return m.runCommand(strings.TrimSpace(m.cmdline.Value()))
+	}
+	var cmd tea.Cmd
+	m.cmdline, cmd = m.cmdline.Update(msg)
+	return m, cmd
+}
+
+// runCommand carries out one command line.
+func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
+	verb, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	s := &m.s
+	switch verb {
+	case "nodes", "node", "no":
+		return m.goTo(nodesScreen), nil
+	case "vms", "vm", "servers":
+		m.list.open(vmList, s)
+		return m.goTo(listScreen), nil
+	case "pods", "pod", "po":
+		m.list.open(podList, s)
+		return m.goTo(listScreen), nil
+	case "victims", "scale-down", "sd":
+		return m.goTo(victimsScreen), nil
+	case "ops", "operations", "op":
+		return m.apply(showOps{})
+	case "campaign", "roll":
+		if m.campaign.roll == nil {
+			m.setStatus("no campaign: select nodes and press C", true)
+			return m, nil
+		}
+		return m.goTo(campaignScreen), nil
+	case "ctx", "context":
+		if arg == "" {
+			if len(s.opts.Contexts) == 0 {
+				m.setStatus("no kubeconfig contexts to switch to", true)
+				return m, nil
+			}
+			m.list.openContextPicker(s.opts.Contexts, s.opts.Where.KubeContext, s)
+			m.back = m.screen
+			return m.goTo(listScreen), nil
+		}
+		return m.apply(switchContext{arg})
+	case "sort":
+		if err := m.nodes.setSort(arg, s); err != nil {
+			m.setStatus(err.Error(), true)
+			return m, nil
+		}
+		return m.goTo(nodesScreen), nil
+	case "help", "?":
+		m.back, m.screen = m.screen, helpScreen
+		return m, nil
+	case "q", "quit", "q!":
+		return m.askQuit()
+	case "":
+		return m, nil
+	}
+	m.setStatus("unknown command :"+verb+" (try :nodes :vms :pods :victims :ops :campaign :ctx :sort :help :q)", true)
+	return m, nil
+}
+
+// switchTo connects to another context in a Cmd; operations running on this one must end
+// first (they belong to this cluster's engine).
+func (m Model) switchTo(name string) (tea.Model, tea.Cmd) {
+	switch {
+	case m.s.opts.Switch == nil:
+		m.setStatus("switching contexts is not available here", true)
+		return m, nil
+	case len(m.s.ops.runningKeys()) > 0 || (m.campaign.started && !m.campaign.ended):
+		m.setStatus("operations run on "+orDash(m.s.opts.Where.KubeContext)+": wait for them or stop them before switching", true)
+		return m, nil
+	case name == m.s.opts.Where.KubeContext:
+		m.setStatus("already on "+name, false)
+		return m.goTo(nodesScreen), nil
+	}
+	m.setStatus("connecting to "+name+"…", false)
+	sw, ctx := m.s.opts.Switch, m.ctx
+	return m, func() tea.Msg {
+		to, err := sw(ctx, name)
+		return ctxSwitched{to, err}
+	}
+}
+
+// switched shows the other cluster: a new engine, nothing of the old one's state.
+func (m Model) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		m.setStatus("switching context: "+firstLine(msg.err.Error()), true)
+		return m, nil
+	}
+	m.eng = msg.to.Engine
+	o := m.s.opts
+	o.Where, o.Maintenances = msg.to.Where, msg.to.Maintenances
+	m.s = shared{opts: o, keys: m.s.keys, st: m.s.st, width: m.s.width, height: m.s.height, ops: newOperations()}
+	m.nodes = nodesPane{filter: m.nodes.filter, selected: map[string]bool{}, sortBy: m.nodes.sortBy}
+	m.nodes.filter.SetValue("")
+	m.detail, m.op, m.victims, m.campaign = detailPane{chosen: map[string]bool{}}, opPane{}, victimsPane{}, campaignPane{}
+	m.screen, m.loading = nodesScreen, false
+	m.setStatus("now on context "+o.Where.KubeContext, false)
+	return m, tea.Batch(m.refresh(true), m.watchKube(), m.watchMaintenances())
+}
+
+// showOps: the operations screen (o, :ops).
+type showOps struct{}

@@ -1,0 +1,221 @@
+package ui
+
+import (
+	"sort"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ui/text"
+)
+
+// describePane is everything drainctl knows of one node, VM or pod (d), as text that wraps
+// and scrolls: what a row has to cut (blockers, Nova's messages) is read whole here.
+type describePane struct {
+	title  string
+	lines  []string
+	offset int
+}
+
+func (p *describePane) update(msg tea.KeyMsg, s *shared) intent {
+	k := s.keys
+	switch {
+	case matches(msg, k.Down):
+		p.offset = min(p.offset+1, max(0, len(p.lines)-1))
+	case matches(msg, k.Up):
+		p.offset = max(0, p.offset-1)
+	case matches(msg, k.PageDown):
+		p.offset = min(p.offset+s.pageSize(), max(0, len(p.lines)-1))
+	case matches(msg, k.PageUp):
+		p.offset = max(0, p.offset-s.pageSize())
+	case matches(msg, k.Back), matches(msg, k.Describe):
+		return goBack{}
+	}
+	return nil
+}
+
+func (p *describePane) view(s *shared) string {
+	var wrapped []string
+	for _, l := range p.lines {
+		wrapped = append(wrapped, wrap(l, s.width)...)
+	}
+	off := p.offset
+	return s.st.Title.Render(truncate(p.title, s.width)) + "\n" + scrolled(strings.Join(wrapped, "\n"), &off, max(3, s.height-4), s.st)
+}
+
+// wrap cuts a line into lines of at most w cells at word boundaries, continuing indented.
+func wrap(l string, w int) []string {
+	if w < 20 || ansi.StringWidth(l) <= w {
+		return []string{l}
+	}
+	lines := strings.Split(ansi.Wrap(l, w, ""), "\n")
+	out := []string{lines[0]}
+	for _, c := range strings.Split(ansi.Wrap(strings.Join(lines[1:], " "), w-4, ""), "\n") {
+		out = append(out, "    "+c)
+	}
+	return out
+}
+
+// describeNode: both halves of the node, its journal, every reason it cannot be emptied.
+func describeNode(n model.Node, s *shared) describePane {
+	var l []string
+	add := func(format string, a ...any) { l = append(l, text.Sprintf(format, a...)) }
+	if k := n.Kube; k != nil {
+		add("Kubernetes: %s · roles %s · created %s", text.KubeState(n), none(strings.Join(k.Roles, ",")), k.Created.Format("2006-01-02"))
+		add("  provider ID: %s", none(k.ProviderID))
+		for _, t := range k.Taints {
+			add("  taint: %s=%s:%s", t.Key, t.Value, t.Effect)
+		}
+		for _, key := range sortedKeys(k.Labels) {
+			add("  label: %s=%s", key, k.Labels[key])
+		}
+		for _, key := range sortedKeys(k.Annotations) {
+			add("  annotation: %s=%s", key, k.Annotations[key])
+		}
+		add("  allocatable: %d mCPU, %s, %d pods; requested: %d mCPU, %s, %d pods", k.Allocatable.MilliCPU, text.Bytes(k.Allocatable.MemoryBytes),
+			k.Allocatable.Pods, n.Requested.MilliCPU, text.Bytes(n.Requested.MemoryBytes), n.Requested.Pods)
+	}
+	switch c := n.Compute; {
+	case !s.inv.NovaConfigured:
+		add("Nova: not configured")
+	case c == nil:
+		add("Nova: no nova-compute service on this node")
+	default:
+		add("nova-compute on %s: %s · zone %s · updated %s", c.Host, text.Compute(n, true), none(c.Zone), c.UpdatedAt.Format("15:04:05"))
+		if c.DisabledReason != "" {
+			add("  disabled reason: %s", c.DisabledReason)
+		}
+	}
+	if h := n.Hypervisor; h != nil {
+		add("hypervisor %s: vCPU %s · RAM %s · %d VMs", h.Hostname, text.VCPU(n), text.RAM(n), h.RunningVMs)
+	}
+	for _, m := range n.Mismatches(s.inv.NovaConfigured) {
+		add("disagreement %s: %s", m.Code, m.Message)
+	}
+	if nm, ok := s.maint[n.Name]; ok {
+		add("NodeMaintenance %s: %s", nm.Name, maintenanceState(nm))
+		if nm.Status.LastError != "" {
+			add("  last error: %s", nm.Status.LastError)
+		}
+	}
+	for _, v := range s.victims {
+		if v.Node == n.Name {
+			if v.Candidate {
+				add("scale-down: candidate, rank %d, cost %.1f", v.Rank, v.Cost)
+			}
+			for _, r := range v.Reasons {
+				add("why it cannot go: %s", r.String())
+			}
+		}
+	}
+	add("VMs (%d):", len(n.VMs))
+	for _, vm := range n.VMs {
+		add("  %s (%s) %s %s %s", vm.Name, vm.ShortID(), vm.Status, vm.Flavor, text.Bytes(vm.RAMMB<<20))
+	}
+	for _, m := range n.Migrations {
+		add("  migration %d of %s: %s %s→%s", m.ID, m.InstanceID, m.Status, m.SourceCompute, none(m.DestCompute))
+	}
+	add("Pods (%d):", len(n.Pods))
+	pdbs := pdbMap(s)
+	for _, pod := range n.Pods {
+		add("  %s: %s", pod.Key(), drainVerdict(pod, pdbs, s.opts.Policy))
+		for _, r := range policy.PodBlocks(pod, s.opts.Policy) {
+			add("    %s", r.String())
+		}
+	}
+	return describePane{title: text.Sprintf("describe node %s", n.Name), lines: l}
+}
+
+// describeVM: the server as Nova reports it, where it runs, its migration.
+func describeVM(id string, s *shared) (describePane, bool) {
+	for _, n := range append(s.inv.Nodes, model.Node{VMs: s.inv.UnplacedVMs}) {
+		for _, vm := range n.VMs {
+			if vm.ID != id {
+				continue
+			}
+			var l []string
+			add := func(format string, a ...any) { l = append(l, text.Sprintf(format, a...)) }
+			add("ID %s · project %s", vm.ID, none(vm.ProjectID))
+			add("status %s · task %s · vm state %s · locked %v", vm.Status, none(vm.TaskState), none(vm.VMState), vm.Locked)
+			add("flavor %s: %d vCPU, %s RAM, %d GB disk", vm.Flavor, vm.VCPUs, text.Bytes(vm.RAMMB<<20), vm.DiskGB)
+			add("host %s · node %s", vm.Host, none(n.Name))
+			if r := policy.VMReason(vm, policy.Options{}); r != nil {
+				add("cannot live-migrate now: %s", r.String())
+			}
+			for _, m := range n.Migrations {
+				if m.InstanceID == vm.ID {
+					add("migration %d: %s %s→%s, updated %s", m.ID, m.Status, m.SourceCompute, none(m.DestCompute), m.UpdatedAt.Format("15:04:05"))
+				}
+			}
+			return describePane{title: text.Sprintf("describe VM %s", vm.Name), lines: l}, true
+		}
+	}
+	return describePane{}, false
+}
+
+// describePod: the pod, what an evacuation does with it and every reason why.
+func describePod(key string, s *shared) (describePane, bool) {
+	podKey, node, _ := strings.Cut(key, "@")
+	n, ok := s.inv.Node(node)
+	if !ok {
+		return describePane{}, false
+	}
+	for _, pod := range n.Pods {
+		if pod.Key() != podKey {
+			continue
+		}
+		var l []string
+		add := func(format string, a ...any) { l = append(l, text.Sprintf(format, a...)) }
+		add("node %s · phase %s · ready %v · owner %s %s", node, pod.Phase, pod.Ready, none(pod.OwnerKind), pod.OwnerName)
+		add("requests: %d mCPU, %s", pod.Requests.MilliCPU, text.Bytes(pod.Requests.MemoryBytes))
+		if len(pod.PDBs) > 0 {
+			add("PodDisruptionBudgets: %s", strings.Join(pod.PDBs, ", "))
+		}
+		if pod.LocalVolume != "" {
+			add("local volume: %s", pod.LocalVolume)
+		}
+		for _, k := range sortedKeys(pod.Labels) {
+			add("label: %s=%s", k, pod.Labels[k])
+		}
+		for _, k := range sortedKeys(pod.Annotations) {
+			add("annotation: %s=%s", k, pod.Annotations[k])
+		}
+		add("in an evacuation: %s", drainVerdict(pod, pdbMap(s), s.opts.Policy))
+		for _, r := range policy.PodBlocks(pod, s.opts.Policy) {
+			add("  blocks: %s", r.String())
+		}
+		if order, skip, _ := policy.DrainOrder(pod, s.opts.Policy); order != 0 || skip {
+			add("drain order: %d (skip %v)", order, skip)
+		}
+		return describePane{title: text.Sprintf("describe pod %s", pod.Key()), lines: l}, true
+	}
+	return describePane{}, false
+}
+
+func pdbMap(s *shared) map[string]model.PDB {
+	pdbs := make(map[string]model.PDB, len(s.inv.PDBs))
+	for _, b := range s.inv.PDBs {
+		pdbs[b.Namespace+"/"+b.Name] = b
+	}
+	return pdbs
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// none is s, or "-" when empty.
+func none(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
