@@ -146,7 +146,9 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 				return ended("while waiting for PDB " + pdb.Name)
 			}
 			backoff = min(backoff*2, 30*time.Second)
-			gate.Lock()
+			// Every pod waiting on this budget wakes when it reopens: each checks it again
+			// under the gate, so only the first goes (not a herd of 429s).
+			continue
 		}
 		select {
 		case slots <- struct{}{}:

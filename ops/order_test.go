@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,36 @@ func TestOrderedDrainEvictsGroupInOrder(t *testing.T) {
 	}
 	if got := strings.Join(left, " "); !strings.Contains(got, "db-2") || !strings.Contains(got, "agent-1") || len(left) != 2 {
 		t.Errorf("pods left on %s: %v", c2, left)
+	}
+}
+
+// Pods waiting on one budget all wake when it reopens; only the first may go. Each checks
+// the budget again under the budget's lock, so the API server refuses none of them (no 429
+// herd), and the drain still ends.
+func TestBudgetReopeningLetsOnePodGo(t *testing.T) {
+	c := newCluster(t, 100)
+	c2 := c.Name("c2")
+	ns := kubetest.Namespace(t, c.CS, c.Px+"-herd")
+	rs, uid := kubetest.ReplicaSet(t, c.CS, ns, "app", 5)
+	for i := range 5 {
+		kubetest.Pod(t, c.CS, ns, fmt.Sprintf("app-%d", i), c2, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "app"), kubetest.Grace(1))
+	}
+	kubetest.PDB(t, c.CS, ns, "app-pdb", "app", 4) // one at a time
+	(&kubetest.Controllers{DeleteAfter: 100 * time.Millisecond, ReplaceOn: c.Name("c1"), ReadyAfter: 300 * time.Millisecond}).Run(t, c.CS, ns)
+	kubetest.Eventually(t, 10*time.Second, "the budget allows one", func() bool {
+		p, ok := c.Kube.PDB(ns, "app-pdb")
+		return ok && p.DisruptionsAllowed == 1 && len(c.Kube.PodsOn(c2)) == 5
+	})
+	e := c.Engine("tester@herd", nil)
+	rec, rep, err := run(t, e, model.OpEvacuate, c2, ops.RunOptions{Policy: defaults()})
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	refused := 0
+	for _, p := range rep.Pods {
+		refused += p.Blocked
+	}
+	if len(rep.Pods) != 5 || refused != 0 {
+		t.Errorf("%d pods evicted, %d evictions refused by the API server (429)", len(rep.Pods), refused)
 	}
 }

@@ -378,6 +378,9 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 }
 
 func (m Model) goTo(s screen) Model {
+	if s != m.screen {
+		m.setStatus("", false) // a status belongs to the screen it was said on
+	}
 	m.screen = s
 	return m
 }

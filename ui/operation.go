@@ -225,8 +225,11 @@ func (v *opView) record(ev ops.Event) {
 		}
 		if vm.state != e.State {
 			vm.state = e.State
-			if e.Message != "" {
+			switch {
+			case e.Message != "":
 				vm.msg = e.Message
+			case e.State == ops.MigRequested || e.State == ops.MigCompleted:
+				vm.msg = "" // a retry or the end: the last attempt's error no longer holds
 			}
 			bad := e.State == ops.MigFailed || e.State == ops.MigAborted
 			if e.Message != "" {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -39,12 +40,28 @@ func DaemonSet(t testing.TB, cs kubernetes.Interface, ns, name string) string {
 type Controllers struct {
 	DeleteAfter time.Duration
 	// ReplaceOn, when set, plays the ReplicaSet controller and the scheduler: a ReplicaSet pod
-	// that is deleted comes back (a new name) on this node, Ready ReadyAfter later.
+	// that is deleted (terminating) comes back at once (a new name) on this node, Ready
+	// ReadyAfter later.
 	ReplaceOn  string
 	ReadyAfter time.Duration
 
-	mu     sync.Mutex
-	frozen map[string]bool
+	mu       sync.Mutex
+	frozen   map[string]bool
+	replaced map[types.UID]bool
+}
+
+// firstSeen reports whether this is the first time the terminating pod is seen.
+func (c *Controllers) firstSeen(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replaced == nil {
+		c.replaced = map[types.UID]bool{}
+	}
+	if c.replaced[uid] {
+		return false
+	}
+	c.replaced[uid] = true
+	return true
 }
 
 // Freeze stops recomputing a PDB: it keeps whatever status the test writes (a budget that
@@ -90,13 +107,15 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 		return
 	}
 	for _, p := range pods.Items {
+		// The ReplicaSet controller counts a terminating pod as gone: its replacement is
+		// created at once, while the old one still terminates.
+		if ref := metav1.GetControllerOf(&p); p.DeletionTimestamp != nil && c.ReplaceOn != "" && ref != nil && ref.Kind == "ReplicaSet" && c.firstSeen(p.UID) {
+			c.replace(ctx, cs, p)
+		}
 		if p.DeletionTimestamp != nil && time.Since(p.DeletionTimestamp.Time.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0))*time.Second)) >= c.DeleteAfter {
 			err := cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return
-			}
-			if ref := metav1.GetControllerOf(&p); c.ReplaceOn != "" && ref != nil && ref.Kind == "ReplicaSet" {
-				c.replace(ctx, cs, p)
 			}
 		}
 		if p.Status.Phase == corev1.PodPending && p.Annotations["kubetest/ready-at"] != "" {
