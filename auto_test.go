@@ -62,15 +62,35 @@ type autoCluster struct {
 }
 
 func newAutoCluster(t *testing.T) *autoCluster {
+	return newAutoClusterWith(t, autoOptions{seed: 3, pdbMin: 1})
+}
+
+// autoOptions vary the world: the workers' labels, a spare worker outside the compute hosts
+// where the ReplicaSet controller puts replacements, the budget.
+type autoOptions struct {
+	seed        int64
+	workerLabel [2]string // a label on c0..c2, when set
+	spare       bool      // c3: a worker, no compute host; replacements go there
+	pdbMin      int
+}
+
+func newAutoClusterWith(t *testing.T, o autoOptions) *autoCluster {
 	cs := kubetest.Client(t)
 	c := &autoCluster{px: kubetest.Prefix(t)}
 	c.ns = kubetest.Namespace(t, cs, c.px)
 	c.kubeconfig = kubetest.Kubeconfig(t)
 	kubetest.Node(t, cs, c.px+"-cp", kubetest.Role("control-plane"))
-	c.world = sim.NewWorld(sim.Options{Scale: 50, Seed: 3})
+	c.world = sim.NewWorld(sim.Options{Scale: 50, Seed: o.seed})
 	for _, n := range []string{"c0", "c1", "c2"} {
-		kubetest.Node(t, cs, c.px+"-"+n)
+		var opts []kubetest.NodeOption
+		if o.workerLabel[0] != "" {
+			opts = append(opts, kubetest.Label(o.workerLabel[0], o.workerLabel[1]))
+		}
+		kubetest.Node(t, cs, c.px+"-"+n, opts...)
 		c.world.AddHost(c.px+"-"+n, 64, 262144, 2000)
+	}
+	if o.spare {
+		kubetest.Node(t, cs, c.px+"-c3")
 	}
 	c.world.AddServer("db-1", c.px+"-c0", sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
 	c.world.AddServer("db-2", c.px+"-c0", sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
@@ -79,10 +99,14 @@ func newAutoCluster(t *testing.T) *autoCluster {
 	for i, n := range []string{"c0", "c0", "c1"} {
 		kubetest.Pod(t, cs, c.ns, fmt.Sprintf("web-%d", i), c.px+"-"+n, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "web"), kubetest.Grace(1))
 	}
-	kubetest.PDB(t, cs, c.ns, "web-pdb", "web", 1)
+	kubetest.PDB(t, cs, c.ns, "web-pdb", "web", o.pdbMin)
 	ds := kubetest.DaemonSet(t, cs, c.ns, "agent")
 	kubetest.Pod(t, cs, c.ns, "agent-x", c.px+"-c0", kubetest.Owned("DaemonSet", "agent", ds))
-	(&kubetest.Controllers{DeleteAfter: 200 * time.Millisecond}).Run(t, cs, c.ns)
+	ctrl := &kubetest.Controllers{DeleteAfter: 200 * time.Millisecond}
+	if o.spare {
+		ctrl.ReplaceOn, ctrl.ReadyAfter = c.px+"-c3", 300*time.Millisecond
+	}
+	ctrl.Run(t, cs, c.ns)
 	srv, err := sim.Serve(c.world, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -22,45 +22,18 @@ import (
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
-// rollCluster: envtest workers c0..c2 labelled rack=r1 (compute hosts in the simulator),
-// c3 outside the rack where the ReplicaSet controller puts replacements, VMs on c0 and c1,
-// three web pods (c0, c0, c1) under a PDB of minAvailable 2.
+// rollCluster: the auto cluster with its workers c0..c2 labelled rack=PX-r1, and c3 outside
+// the rack, where the ReplicaSet controller puts replacements; the web budget keeps two of
+// its three pods.
 type rollCluster struct {
 	*autoCluster
 	cs kubernetes.Interface
 }
 
 func newRollCluster(t *testing.T) *rollCluster {
-	cs := kubetest.Client(t)
-	c := &autoCluster{px: kubetest.Prefix(t)}
-	c.ns = kubetest.Namespace(t, cs, c.px)
-	c.kubeconfig = kubetest.Kubeconfig(t)
-	kubetest.Node(t, cs, c.px+"-cp", kubetest.Role("control-plane"))
-	c.world = sim.NewWorld(sim.Options{Scale: 50, Seed: 5})
-	for _, n := range []string{"c0", "c1", "c2"} {
-		kubetest.Node(t, cs, c.px+"-"+n, kubetest.Label("rack", c.px+"-r1"))
-		c.world.AddHost(c.px+"-"+n, 64, 262144, 2000)
-	}
-	kubetest.Node(t, cs, c.px+"-c3")
-	c.world.AddServer("db-1", c.px+"-c0", sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
-	c.world.AddServer("db-2", c.px+"-c0", sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
-	c.world.AddServer("app-1", c.px+"-c1", sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40})
-	rs, uid := kubetest.ReplicaSet(t, cs, c.ns, "web", 3)
-	for i, n := range []string{"c0", "c0", "c1"} {
-		kubetest.Pod(t, cs, c.ns, fmt.Sprintf("web-%d", i), c.px+"-"+n, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "web"), kubetest.Grace(1))
-	}
-	kubetest.PDB(t, cs, c.ns, "web-pdb", "web", 2)
-	(&kubetest.Controllers{DeleteAfter: 100 * time.Millisecond, ReplaceOn: c.px + "-c3", ReadyAfter: 300 * time.Millisecond}).Run(t, cs, c.ns)
-	srv, err := sim.Serve(c.world, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c.home = t.TempDir()
-	os.MkdirAll(filepath.Join(c.home, ".config", "drainctl"), 0o755)
-	os.WriteFile(filepath.Join(c.home, ".config", "drainctl", "config.toml"), []byte("[timeouts]\npoll = \"50ms\"\n"), 0o600)
-	c.env = append(srv.Env(), "KUBECONFIG="+c.kubeconfig, "HOME="+c.home, "XDG_CONFIG_HOME=", "PATH="+os.Getenv("PATH"))
-	return &rollCluster{autoCluster: c, cs: cs}
+	px := kubetest.Prefix(t)
+	c := newAutoClusterWith(t, autoOptions{seed: 5, workerLabel: [2]string{"rack", px + "-r1"}, spare: true, pdbMin: 2})
+	return &rollCluster{autoCluster: c, cs: kubetest.Client(t)}
 }
 
 // campaign reads the campaign's record from the cluster.

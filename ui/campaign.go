@@ -237,13 +237,6 @@ func (p *campaignPane) view(s *shared) string {
 	if v, ok := s.ops.views[cur]; ok { // the current node's operation, under the campaign's own lines
 		lines = append(append([]logLine{}, lines...), v.log...)
 	}
-	for _, l := range lines[max(0, len(lines)-logRows):] {
-		line := l.at.Format("15:04:05") + " " + l.text
-		if l.bad {
-			b.WriteString(st.Error.Render(truncate(line, width)) + "\n")
-		} else {
-			b.WriteString(st.Muted.Render(truncate(line, width)) + "\n")
-		}
-	}
+	writeLog(&b, lines, logRows, s)
 	return strings.TrimRight(b.String(), "\n")
 }

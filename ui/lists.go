@@ -120,16 +120,7 @@ func (p *listPane) current() (listRow, bool) {
 
 // edit takes a key while the filter is typed.
 func (p *listPane) edit(msg tea.KeyMsg) {
-	switch msg.String() {
-	case "enter", "esc":
-		p.editing = false
-		if msg.String() == "esc" {
-			p.filter.SetValue("")
-		}
-		p.filter.Blur()
-	default:
-		p.filter, _ = p.filter.Update(msg)
-	}
+	editFilter(&p.filter, &p.editing, msg)
 	p.applyFilter()
 }
 
@@ -137,18 +128,7 @@ func (p *listPane) update(msg tea.KeyMsg, s *shared) intent {
 	k := s.keys
 	r, ok := p.current()
 	switch {
-	case matches(msg, k.Up):
-		p.cursor = max(0, p.cursor-1)
-	case matches(msg, k.Down):
-		p.cursor = min(len(p.shown)-1, p.cursor+1)
-	case matches(msg, k.Top):
-		p.cursor = 0
-	case matches(msg, k.Bottom):
-		p.cursor = len(p.shown) - 1
-	case matches(msg, k.PageUp):
-		p.cursor = max(0, p.cursor-s.pageSize())
-	case matches(msg, k.PageDown):
-		p.cursor = min(len(p.shown)-1, p.cursor+s.pageSize())
+	case moveCursor(msg, s, &p.cursor, len(p.shown)):
 	case matches(msg, k.Filter):
 		p.editing = true
 		p.filter.Focus()

@@ -64,18 +64,7 @@ func sortKey(by string, n model.Node, s *shared) int64 {
 func (p *nodesPane) update(msg tea.KeyMsg, s *shared) intent {
 	k := s.keys
 	switch {
-	case matches(msg, k.Up):
-		p.cursor = max(0, p.cursor-1)
-	case matches(msg, k.Down):
-		p.cursor = min(len(p.rows)-1, p.cursor+1)
-	case matches(msg, k.Top):
-		p.cursor = 0
-	case matches(msg, k.Bottom):
-		p.cursor = len(p.rows) - 1
-	case matches(msg, k.PageUp):
-		p.cursor = max(0, p.cursor-s.pageSize())
-	case matches(msg, k.PageDown):
-		p.cursor = min(len(p.rows)-1, p.cursor+s.pageSize())
+	case moveCursor(msg, s, &p.cursor, len(p.rows)):
 	case matches(msg, k.Filter):
 		p.editing = true
 		p.filter.Focus()
@@ -138,19 +127,24 @@ func (p *nodesPane) update(msg tea.KeyMsg, s *shared) intent {
 
 // edit takes a key while the filter is being typed.
 func (p *nodesPane) edit(msg tea.KeyMsg, s *shared) tea.Cmd {
+	cmd := editFilter(&p.filter, &p.editing, msg)
+	p.applyFilter(s)
+	return cmd
+}
+
+// editFilter takes a key typed into a filter: enter keeps it, esc clears it, both end editing.
+func editFilter(f *textinput.Model, editing *bool, msg tea.KeyMsg) tea.Cmd {
 	switch msg.String() {
 	case "enter", "esc":
-		p.editing = false
+		*editing = false
 		if msg.String() == "esc" {
-			p.filter.SetValue("")
+			f.SetValue("")
 		}
-		p.filter.Blur()
-		p.applyFilter(s)
+		f.Blur()
 		return nil
 	}
 	var cmd tea.Cmd
-	p.filter, cmd = p.filter.Update(msg)
-	p.applyFilter(s)
+	*f, cmd = f.Update(msg)
 	return cmd
 }
 

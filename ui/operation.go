@@ -376,16 +376,7 @@ func (p *opPane) view(s *shared) string {
 		vmLines++
 	}
 	b.WriteString(truncate(podSummary(v), width) + "\n")
-	logRows := max(1, budget-vmLines-1)
-	start := max(0, len(v.log)-logRows)
-	for _, l := range v.log[start:] {
-		line := l.at.Format("15:04:05") + " " + l.text
-		if l.bad {
-			b.WriteString(st.Error.Render(truncate(line, width)) + "\n")
-		} else {
-			b.WriteString(st.Muted.Render(truncate(line, width)) + "\n")
-		}
-	}
+	writeLog(&b, v.log, max(1, budget-vmLines-1), s)
 	return strings.TrimRight(b.String(), "\n")
 }
 

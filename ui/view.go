@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/drainctl/drainctl/model"
@@ -193,6 +194,41 @@ func scrolled(body string, offset *int, rows int, st Styles) string {
 	end := min(len(lines), *offset+rows-1)
 	return strings.Join(lines[*offset:end], "\n") + "\n" +
 		st.Muted.Render(fmt.Sprintf("lines %d-%d of %d · j/k, pgup/pgdn scroll", *offset+1, end, len(lines)))
+}
+
+// moveCursor applies a movement key (up, down, top, bottom, page up, page down) to a cursor
+// over n rows; false when msg is no movement key.
+func moveCursor(msg tea.KeyMsg, s *shared, cursor *int, n int) bool {
+	k := s.keys
+	switch {
+	case matches(msg, k.Up):
+		*cursor = max(0, *cursor-1)
+	case matches(msg, k.Down):
+		*cursor = max(0, min(n-1, *cursor+1))
+	case matches(msg, k.Top):
+		*cursor = 0
+	case matches(msg, k.Bottom):
+		*cursor = max(0, n-1)
+	case matches(msg, k.PageUp):
+		*cursor = max(0, *cursor-s.pageSize())
+	case matches(msg, k.PageDown):
+		*cursor = max(0, min(n-1, *cursor+s.pageSize()))
+	default:
+		return false
+	}
+	return true
+}
+
+// writeLog writes the last rows lines of a log, failures in the error style.
+func writeLog(b *strings.Builder, log []logLine, rows int, s *shared) {
+	for _, l := range log[max(0, len(log)-rows):] {
+		line := truncate(l.at.Format("15:04:05")+" "+l.text, s.width)
+		if l.bad {
+			b.WriteString(s.st.Error.Render(line) + "\n")
+		} else {
+			b.WriteString(s.st.Muted.Render(line) + "\n")
+		}
+	}
 }
 
 // marks is a row's first two columns: ▸ under the cursor, ● when selected. The cursor and
