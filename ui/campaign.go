@@ -111,11 +111,8 @@ func (p *campaignPane) record(ev ops.CampaignEvent) {
 }
 
 // current is the node the campaign works now (the first in progress), or "".
-func (p *campaignPane) current() string {
-	if p.roll == nil {
-		return ""
-	}
-	for _, n := range p.roll.Record().Nodes {
+func current(c model.Campaign) string {
+	for _, n := range c.Nodes {
 		if n.Phase.Started() && !n.Phase.Finished() {
 			return n.Name
 		}
@@ -143,7 +140,7 @@ func (p *campaignPane) update(msg tea.KeyMsg, s *shared) intent {
 		p.roll.Pause()
 		return showStatus{"pausing: no new node starts after the current one", false}
 	case matches(msg, k.Enter):
-		if n := p.current(); n != "" {
+		if n := current(p.roll.Record()); n != "" {
 			return showOp{n}
 		}
 		return showStatus{"no node in progress", true}
@@ -159,11 +156,15 @@ type (
 )
 
 func (p *campaignPane) view(s *shared) string {
-	st, width := s.st, s.width
 	if p.roll == nil {
-		return st.Muted.Render("no campaign")
+		return s.st.Muted.Render("no campaign")
 	}
-	c := p.roll.Record()
+	return p.render(s, p.roll.Record(), p.roll.Paused())
+}
+
+// render draws the campaign as its record stands (pausing: a pause was asked for).
+func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string {
+	st, width := s.st, s.width
 	done, inProgress, left := c.Count()
 	var b strings.Builder
 	state := string(c.State)
@@ -176,7 +177,7 @@ func (p *campaignPane) view(s *shared) string {
 		state += ": " + text.SafeErr(p.err)
 	case c.State == model.CampaignPaused && !p.ended:
 		state = "paused: no node in progress (p resumes)"
-	case p.roll.Paused() && !p.ended:
+	case pausing && !p.ended:
 		state = "pausing after the current node (p resumes)"
 	case state == "":
 		state = "starting"
@@ -187,7 +188,11 @@ func (p *campaignPane) view(s *shared) string {
 		stateStyle = st.Error
 	}
 	b.WriteString(st.Title.Render(title) + "  " + stateStyle.Render(truncate(state, max(10, width-len(title)-2))) + "\n")
-	summary := fmt.Sprintf("%d done · %d in progress · %d left · one node at a time", done, inProgress, left)
+	at := "one node at a time"
+	if c.Parallel > 1 {
+		at = fmt.Sprintf("%d nodes at a time", c.Parallel)
+	}
+	summary := fmt.Sprintf("%d done · %d in progress · %d left · %s", done, inProgress, left, at)
 	if eta := c.ETA(); eta > 0 && p.started && !p.ended {
 		summary += " · eta " + text.Duration(eta)
 	}
@@ -196,7 +201,7 @@ func (p *campaignPane) view(s *shared) string {
 		b.WriteString(truncate("each node: capacity check (the rest must absorb it) → evacuate → uncordon → verify it takes work again", width) + "\n")
 	}
 	rows := max(3, (s.height-8)/2)
-	cur := p.current()
+	cur := current(c)
 	first := 0
 	for i, n := range c.Nodes { // keep the current node in view
 		if n.Name == cur {

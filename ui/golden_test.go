@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -218,5 +219,28 @@ func TestSortNodes(t *testing.T) {
 	}
 	if m = command(m, "sort wibble"); !strings.Contains(m.status, "unknown sort") {
 		t.Errorf(":sort wibble: %q", m.status)
+	}
+}
+
+// The campaign screen as its record stands: two nodes done, one in progress (its log under
+// the campaign's), one left, the ETA from the nodes done.
+func TestGoldenCampaign(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	c := model.Campaign{Name: "roll-3f2a9c1d0e", State: model.CampaignRunning, Parallel: 1, Nodes: []model.CampaignNode{
+		{Name: "compute-0", Phase: model.PhaseDone, Started: at(0), Finished: at(240)},
+		{Name: "compute-1", Phase: model.PhaseDone, Started: at(240), Finished: at(420)},
+		{Name: "compute-2", Phase: model.PhaseStep, Started: at(420)},
+		{Name: "compute-3", Phase: model.PhasePending}}}
+	for _, size := range [][2]int{{80, 24}, {160, 45}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			m := withWhere(opModel(t, size[0], size[1]))
+			m.s.ops.views["compute-2"] = m.s.ops.views["compute-0"] // the node in progress shows its operation's log
+			p := campaignPane{started: true, log: []logLine{
+				{at(420), "compute-2 evacuating", false}, {at(470), "compute-2 step", false},
+				{at(471), "compute-2 step: exec: ssh 'compute-2' sudo apt-get -y upgrade", false}}}
+			view := m.header() + "\n" + p.render(&m.s, c, false)
+			checkFits(t, view, size[0], size[1])
+			teatest.RequireEqualOutput(t, []byte(view))
+		})
 	}
 }
