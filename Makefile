@@ -40,7 +40,7 @@ image:
 # the API server's version for the kubectl drain comparison (built here, ~40 s once).
 bench:
 	@WITH_KUBECTL=1 hack/envtest-assets.sh $(ENVTEST) >/dev/null
-	$(GO) test -run XXX -bench . -benchmem ./ui ./ops/policy
+	$(GO) test -run XXX -bench . -benchmem ./ui ./ops/policy ./internal/app
 	DRAINCTL_BENCH=1 KUBEBUILDER_ASSETS=$(ENVTEST) $(GO) test -count=1 -timeout 30m -v -run . ./hack/bench | grep '^|'
 
 # Unit tests only: the envtest-backed tests skip.

@@ -111,6 +111,10 @@ type RunOptions struct {
 	// KeepLease: an evacuation keeps the node's lease when it ends, as a cordon does, until
 	// uncordon releases it (a NodeMaintenance holds the node for as long as it exists).
 	KeepLease bool
+	// FromCache: plan from the Kubernetes cache and the last Nova read (refreshed every
+	// refresh_interval) instead of reading Nova again: for a view re-planning as an operator
+	// toggles overrides. Each step still reads what it acts on before it acts.
+	FromCache bool
 }
 
 type tracked struct {

@@ -13,7 +13,11 @@ import (
 // Plan builds the plan for op on target (a node, or a VM for migrate) from a fresh read of
 // the cluster. It changes nothing.
 func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
-	inv, err := e.inv.Read(ctx)
+	read := e.inv.Read
+	if ro.FromCache {
+		read = e.inv.Rejoin
+	}
+	inv, err := read(ctx)
 	if err != nil {
 		return model.Plan{}, err
 	}

@@ -183,6 +183,8 @@ func (m Model) propose(op model.OpKind, targets []string) (tea.Model, tea.Cmd) {
 	if p := m.confirm.pending; p != nil && p.op == op && strings.Join(p.targets, ",") == strings.Join(targets, ",") {
 		ro = p.ro // keep the overrides toggled so far
 	}
+	ro.FromCache = false // a new proposal reads the cluster afresh
+	m.setStatus(text.Sprintf("planning %s of %s…", op, strings.Join(targets, ", ")), false)
 	return m, m.plan(op, targets, ro)
 }
 

@@ -64,6 +64,7 @@ func (p *confirmPane) update(msg tea.KeyMsg, s *shared) intent {
 		next := *pd
 		f(&next.ro.Policy)
 		next.ro.ForceCompute = next.ro.Policy.Force
+		next.ro.FromCache = true // the plan was just read fresh: a toggle re-judges it, at once
 		return replan{&next}
 	}
 	switch {

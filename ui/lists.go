@@ -312,7 +312,7 @@ func (p *listPane) openHostPicker(pd *pending, s *shared) {
 	p.applyFilter()
 	p.pick = func(host string) intent {
 		ro := pd.ro
-		ro.To = host
+		ro.To, ro.FromCache = host, true
 		return replanTo{pd, ro}
 	}
 }

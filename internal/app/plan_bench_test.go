@@ -1,0 +1,48 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// BenchmarkPlanToggle is what one override toggle in the TUI's plan costs: a plan of one
+// node from a fresh read of the simulated cluster (Kubernetes from the informers, Nova over
+// HTTP), at 12 and 500 nodes.
+func BenchmarkPlanToggle(b *testing.B) {
+	for _, nodes := range []int{12, 500} {
+		b.Run(fmt.Sprintf("%d-nodes", nodes), func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cfg := model.DefaultConfig()
+			cl, err := Connect(ctx, ConnectOptions{Demo: true, DemoNodes: nodes, DemoSeed: 1, DemoScale: 1}, cfg, nil, io.Discard, func(string) string { return "" })
+			if err != nil {
+				b.Fatal(err)
+			}
+			pol, _ := policy.FromConfig(cfg)
+			node := ""
+			for _, n := range cl.Engine.KubeNodeNames() {
+				if node == "" && strings.HasPrefix(n, "compute-") {
+					node = n
+				}
+			}
+			for _, cached := range []bool{false, true} {
+				b.Run(map[bool]string{false: "fresh-read", true: "from-cache"}[cached], func(b *testing.B) {
+					ro := ops.RunOptions{Policy: pol, FromCache: cached}
+					for i := 0; i < b.N; i++ {
+						ro.Policy.Force = !ro.Policy.Force
+						if _, err := cl.Engine.PlanBatch(ctx, model.OpEvacuate, []string{node}, ro); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
