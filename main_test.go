@@ -463,3 +463,16 @@ users: [{name: u, user: {token: t0ken-secret}}]
 		}
 	}
 }
+
+// The demo runs a campaign over a rack end to end; rack r1 holds a bare pod, which the
+// first check refuses before anything changes.
+func TestDemoRoll(t *testing.T) {
+	r := drainctl(t, map[string]string{}, "--demo", "--demo-scale", "50", "--auto", "roll", "--selector", "rack=r2")
+	if r.code != 0 || !strings.Contains(r.stderr, "[4/4] done") || strings.Count(r.stderr, " verifying\n") != 4 {
+		t.Errorf("demo roll rack=r2: exit %d\n%s", r.code, r.stderr)
+	}
+	r = drainctl(t, map[string]string{}, "--demo", "--auto", "roll", "--selector", "rack=r1")
+	if r.code != 3 || !strings.Contains(r.stderr, "shop/debug-shell") || strings.Contains(r.stderr, "evacuating") {
+		t.Errorf("demo roll rack=r1: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -257,3 +257,28 @@ func TestRollRefusesWhatTheRestCannotAbsorb(t *testing.T) {
 		t.Errorf("record: %+v", rec)
 	}
 }
+
+// --on-failure skip: a node whose step fails is rolled back (back in service, untouched by
+// the campaign) and the campaign goes on; it ends done, but exit 1 names the skipped node.
+func TestRollSkipsAFailedNode(t *testing.T) {
+	c := newRollCluster(t)
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	step := fmt.Sprintf(`if [ {node} = %s ]; then echo "firmware flash failed" >&2; exit 3; fi`, c0)
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, "--exec", step, "--on-failure", "skip")
+	if r.code != 1 || !strings.Contains(r.stderr, "1 node(s) skipped (failed, rolled back): "+c0) ||
+		!strings.Contains(r.stderr, "firmware flash failed") {
+		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
+	}
+	name := strings.Fields(r.stderr[strings.Index(r.stderr, "campaign "):])[1]
+	rec := c.campaign(t, strings.TrimSuffix(name, ":"))
+	if rec.State != model.CampaignDone || rec.Nodes[0].Phase != model.PhaseSkipped || rec.Nodes[1].Phase != model.PhaseDone {
+		t.Errorf("record: %+v", rec)
+	}
+	for _, n := range []string{c0, c1} {
+		k, _ := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), n, metav1.GetOptions{})
+		h, _ := c.world.Host(n)
+		if k.Spec.Unschedulable || !h.Enabled {
+			t.Errorf("%s not back in service: %+v, compute %+v", n, k.Spec, h)
+		}
+	}
+}

@@ -246,7 +246,17 @@ func (r *Roll) Run(ctx context.Context) error {
 	if cause := context.Cause(ctx); err == nil && ctx.Err() != nil {
 		err = &Interrupted{Node: r.o.Name, Phase: "campaign", Cause: cause}
 	}
+	var skipped []string
+	for _, n := range r.Record().Nodes {
+		if n.Phase == model.PhaseSkipped {
+			skipped = append(skipped, n.Name)
+		}
+	}
 	switch {
+	case err == nil && len(skipped) > 0:
+		// Finished, but not every node was worked: a script must know (exit 1).
+		err = &SkippedError{Campaign: r.o.Name, Nodes: skipped}
+		r.setState(context.WithoutCancel(ctx), model.CampaignDone, err.Error())
 	case err == nil:
 		r.setState(context.WithoutCancel(ctx), model.CampaignDone, "")
 	case errors.As(err, new(*RefusedError)):
@@ -371,4 +381,16 @@ func (r *Roll) save(ctx context.Context) {
 	if err := r.e.kube.SaveRecord(ctx, campaignKey(r.o.Name), data); err != nil && ctx.Err() == nil {
 		r.emit(NewCampaignEvent(r.e.now(), r.Record(), "", "", "could not record the campaign: "+err.Error()))
 	}
+}
+
+// SkippedError: a campaign ran to its end, but failed nodes were rolled back and skipped
+// (--on-failure skip).
+type SkippedError struct {
+	Campaign string
+	Nodes    []string
+}
+
+func (e *SkippedError) Error() string {
+	return fmt.Sprintf("campaign %s finished with %d node(s) skipped (failed, rolled back): %s; rerun the campaign's command for them after fixing them",
+		e.Campaign, len(e.Nodes), strings.Join(e.Nodes, ", "))
 }
