@@ -52,6 +52,11 @@ func (c *rollCluster) campaign(t *testing.T, name string) model.Campaign {
 
 // watchPDB fails the test if the budget's healthy pods ever fall below what it desires.
 func (c *rollCluster) watchPDB(t *testing.T) (stop func()) {
+	// The pods are created, then made Ready: the budget is only kept once they all are.
+	kubetest.Eventually(t, 10*time.Second, "the budget sees three healthy pods", func() bool {
+		p, err := c.cs.PolicyV1().PodDisruptionBudgets(c.ns).Get(kubetest.Ctx(t), "web-pdb", metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy == 3
+	})
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
