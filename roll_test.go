@@ -65,7 +65,14 @@ func (c *rollCluster) watchPDB(t *testing.T) (stop func()) {
 		for {
 			p, err := c.cs.PolicyV1().PodDisruptionBudgets(c.ns).Get(kubetest.Ctx(t), "web-pdb", metav1.GetOptions{})
 			if err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy < p.Status.DesiredHealthy {
-				t.Errorf("PDB violated: %d healthy, %d desired", p.Status.CurrentHealthy, p.Status.DesiredHealthy)
+				var pods []string
+				if list, err := c.cs.CoreV1().Pods(c.ns).List(kubetest.Ctx(t), metav1.ListOptions{}); err == nil {
+					for _, pod := range list.Items {
+						pods = append(pods, fmt.Sprintf("%s@%s %s terminating=%v %v", pod.Name, pod.Spec.NodeName, pod.Status.Phase, pod.DeletionTimestamp != nil, pod.Status.Conditions))
+					}
+				}
+				t.Errorf("PDB violated: %d healthy, %d desired, %d expected; pods now:\n%s", p.Status.CurrentHealthy, p.Status.DesiredHealthy,
+					p.Status.ExpectedPods, strings.Join(pods, "\n"))
 				return
 			}
 			select {

@@ -142,12 +142,22 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 		if err != nil {
 			continue
 		}
+		// As the real disruption controller: a pod the eviction API has just let go
+		// (DisruptedPods) counts as disrupted until its deletion shows, for the API server
+		// writes the budget before it deletes the pod, and a status computed in between
+		// must not give the disruption back.
 		var expected, healthy int32
+		disrupted := map[string]metav1.Time{}
 		for _, p := range pods.Items {
 			if !sel.Matches(labels.Set(p.Labels)) {
 				continue
 			}
 			expected++
+			at, evicted := pdb.Status.DisruptedPods[p.Name]
+			if evicted && p.DeletionTimestamp == nil && time.Since(at.Time) < 2*time.Minute {
+				disrupted[p.Name] = at
+				continue
+			}
 			if p.DeletionTimestamp == nil && ready(&p) {
 				healthy++
 			}
@@ -163,9 +173,10 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 		allowed := max(0, healthy-desired)
 		st := pdb.Status
 		if st.ObservedGeneration == pdb.Generation && st.DisruptionsAllowed == allowed && st.CurrentHealthy == healthy &&
-			st.DesiredHealthy == desired && st.ExpectedPods == expected {
+			st.DesiredHealthy == desired && st.ExpectedPods == expected && len(st.DisruptedPods) == len(disrupted) {
 			continue
 		}
+		pdb.Status.DisruptedPods = disrupted
 		pdb.Status.ObservedGeneration, pdb.Status.DisruptionsAllowed = pdb.Generation, allowed
 		pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy, pdb.Status.ExpectedPods = healthy, desired, expected
 		_, _ = cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, &pdb, metav1.UpdateOptions{})
