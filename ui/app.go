@@ -222,6 +222,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.switched(msg)
 	case rollDone:
 		m.campaign.ended, m.campaign.err = true, msg.err
+		m.s.ops.campaignCancel = nil
 		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) {
 			m.setStatus("campaign: "+firstLine(msg.err.Error()), true)
 		}
@@ -405,7 +406,7 @@ func (m Model) running(node string) bool { return m.s.ops.running(node) }
 
 // askQuit quits at once when nothing runs, else asks what to do with what runs.
 func (m Model) askQuit() (tea.Model, tea.Cmd) {
-	if len(m.s.ops.runningKeys()) > 0 {
+	if len(m.s.ops.runningKeys()) > 0 || (m.campaign.started && !m.campaign.ended) {
 		m.back, m.screen = m.screen, quitScreen
 		return m, nil
 	}

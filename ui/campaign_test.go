@@ -37,6 +37,12 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 	if v := l.m.View(); !strings.Contains(v, "1 done · 0 in progress · 1 left") {
 		t.Errorf("the campaign screen while paused:\n%s", v)
 	}
+	// No node operation runs while paused, but the campaign does: q asks, w goes back.
+	l.keys("q")
+	if v := l.m.View(); l.m.screen != quitScreen || !strings.Contains(v, "a campaign") {
+		t.Fatalf("q while the campaign is paused: screen %v\n%s", l.m.screen, v)
+	}
+	l.keys("w")
 	l.keys("p")
 	l.drain("the campaign done", func() bool { return rec().State == model.CampaignDone })
 	for _, n := range rec().Nodes {

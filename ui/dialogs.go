@@ -55,6 +55,9 @@ func quitView(s *shared) string {
 	for _, n := range s.ops.runningKeys() {
 		running = append(running, string(s.ops.views[n].plan.Op)+" "+text.Safe(n))
 	}
+	if s.ops.campaignCancel != nil && len(running) == 0 {
+		running = append(running, "a campaign (between two of its nodes)")
+	}
 	k := s.keys
 	var b strings.Builder
 	b.WriteString(s.st.Warn.Render("Still running: "+strings.Join(running, ", ")) + "\n\n")

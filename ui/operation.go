@@ -73,6 +73,9 @@ func (o *operations) cancelAll() {
 	for _, k := range o.runningKeys() {
 		o.views[k].cancel()
 	}
+	if o.campaignCancel != nil { // between its nodes' operations a campaign runs too
+		o.campaignCancel()
+	}
 }
 
 // record applies one engine event to the operation it belongs to; true when it ended one.
