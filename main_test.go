@@ -304,6 +304,26 @@ func TestDemoList(t *testing.T) {
 	if r := drainctl(t, map[string]string{}, "--demo", "--demo-fault", "explode", "--auto", "list"); r.code != 2 || !strings.Contains(r.stderr, `unknown fault "explode"`) {
 		t.Errorf("bad fault: exit %d %s", r.code, r.stderr)
 	}
+	// -o json is one object per line: a plan (with its time), the ranking (a victim a line).
+	for _, args := range [][]string{{"plan", "evacuate", "compute-4"}, {"recommend"}, {"list"}, {"doctor"}} {
+		r := drainctl(t, map[string]string{}, append([]string{"--demo", "--auto", "-o", "json"}, args...)...)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		for _, l := range lines {
+			var ev struct {
+				Type string    `json:"type"`
+				At   time.Time `json:"at"`
+			}
+			if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Type == "" {
+				t.Errorf("%v -o json: not an object with a type: %q (%v)", args, l, err)
+			}
+			if ev.Type == "plan" && ev.At.Year() < 2026 {
+				t.Errorf("plan without a real time: %q", l)
+			}
+		}
+		if len(lines) < 2 && args[0] != "plan" {
+			t.Errorf("%v -o json: %d lines", args, len(lines))
+		}
+	}
 	// Nova answering 503 before anything changed: a cluster that cannot be reached, exit 2.
 	r = drainctl(t, map[string]string{}, "--demo", "--demo-fault", "services-503", "--auto", "evacuate", "compute-4")
 	if r.code != 2 || !strings.Contains(r.stderr, "cannot reach Nova at http://") || !strings.Contains(r.stderr, "503") {

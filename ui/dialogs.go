@@ -60,14 +60,14 @@ func quitView(s *shared) string {
 	}
 	k := s.keys
 	var b strings.Builder
-	b.WriteString(s.st.Warn.Render("Still running: "+strings.Join(running, ", ")) + "\n\n")
+	b.WriteString(s.st.Warn.Width(s.width).Render("Still running: "+strings.Join(running, ", ")) + "\n\n")
 	for _, c := range []struct {
 		b    Binding
 		text string
 	}{{k.QuitWait, "wait for it (go back)"}, {k.QuitAbort, "abort it (abort its migrations), then quit"},
 		{k.QuitLeave, "leave it: stop at a safe point, recorded on the node; the same command resumes it"}} {
 		if c.b.Enabled() {
-			fmt.Fprintf(&b, "  %s  %s\n", c.b.Keys()[0], c.text)
+			b.WriteString(truncate(fmt.Sprintf("  %s  %s", c.b.Keys()[0], c.text), s.width) + "\n")
 		}
 	}
 	return b.String()

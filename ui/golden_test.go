@@ -45,6 +45,7 @@ func TestGoldenPanes(t *testing.T) {
 		},
 		"confirm":  func(w, h int) Model { return confirmModel(withWhere(newModel(t, 3, w, h))) },
 		"help":     func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "?") },
+		"quit":     func(w, h int) Model { return press(withWhere(opModel(t, w, h)), "q") },
 		"vms":      func(w, h int) Model { return command(withWhere(newModel(t, 6, w, h)), "vms") },
 		"pods":     func(w, h int) Model { return press(command(withWhere(newModel(t, 3, w, h)), "pods"), "j", "j") },
 		"describe": func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "j", "d") },
