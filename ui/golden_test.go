@@ -245,3 +245,21 @@ func TestGoldenCampaign(t *testing.T) {
 		})
 	}
 }
+
+// The operation log scrolls back with pgup and comes back with pgdn.
+func TestOperationLogScrolls(t *testing.T) {
+	m := opModel(t, 100, 14)
+	newest := "pod shop/web-compute-0 blocked"
+	if !strings.Contains(m.View(), newest) {
+		t.Fatalf("the newest line is not shown:\n%s", m.View())
+	}
+	next, _ := m.Update(tea.KeyMsg{Type: tea.KeyPgUp})
+	m = next.(Model)
+	if v := m.View(); strings.Contains(v, newest) || !strings.Contains(v, "log scrolled back") || !strings.Contains(v, "vm vm-0000 requested") {
+		t.Errorf("pgup:\n%s", v)
+	}
+	next, _ = m.Update(tea.KeyMsg{Type: tea.KeyPgDown})
+	if v := next.(Model).View(); !strings.Contains(v, newest) {
+		t.Errorf("pgdn:\n%s", v)
+	}
+}

@@ -263,6 +263,7 @@ func (v *opView) record(ev ops.Event) {
 type opPane struct {
 	shown  string // the operation's key
 	cursor int    // VM under the cursor
+	back   int    // how many log lines the log is scrolled back (pgup/pgdn); 0: the newest
 }
 
 func (p *opPane) update(msg tea.KeyMsg, s *shared) intent {
@@ -277,6 +278,10 @@ func (p *opPane) update(msg tea.KeyMsg, s *shared) intent {
 		if v != nil {
 			p.cursor = min(len(v.vmOrder)-1, p.cursor+1)
 		}
+	case matches(msg, k.PageUp):
+		p.back += s.pageSize() / 2
+	case matches(msg, k.PageDown):
+		p.back = max(0, p.back-s.pageSize()/2)
 	case matches(msg, k.Select): // cycle through the operations
 		for i, n := range s.ops.order {
 			if n == p.shown {
@@ -379,7 +384,13 @@ func (p *opPane) view(s *shared) string {
 		vmLines++
 	}
 	b.WriteString(truncate(podSummary(v), width) + "\n")
-	writeLog(&b, v.log, max(1, budget-vmLines-1), s)
+	rows := max(1, budget-vmLines-1)
+	back := min(p.back, max(0, len(v.log)-rows))
+	if back > 0 { // scrolled back: say so, and how to come back
+		rows--
+		b.WriteString(s.st.Muted.Render(fmt.Sprintf("  log scrolled back %d lines · pgdn for newer", back)) + "\n")
+	}
+	writeLog(&b, v.log[:len(v.log)-back], rows, s)
 	return strings.TrimRight(b.String(), "\n")
 }
 
