@@ -170,6 +170,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case inventoryMsg:
 		return m.inventoryLoaded(msg)
 	case tickMsg:
+		if m.eng != nil && !m.eng.NovaConfigured() {
+			// Kubernetes alone: its changes arrive by watch (kubeMsg); a timed rebuild of the
+			// whole model would only burn CPU (a 150,000-pod cluster idles at half a core).
+			return m, m.tick()
+		}
 		return m, tea.Batch(m.refresh(true), m.tick())
 	case kubeMsg:
 		return m, tea.Batch(m.refresh(false), m.watchKube())

@@ -263,3 +263,13 @@ func TestOperationLogScrolls(t *testing.T) {
 		t.Errorf("pgdn:\n%s", v)
 	}
 }
+
+// Without Nova the timer reads nothing: Kubernetes changes come by watch.
+func TestTickWithoutNovaReadsNothing(t *testing.T) {
+	m := newModel(t, 3, 100, 30)
+	m.eng = &ops.Engine{} // no Nova
+	next, _ := m.Update(tickMsg{})
+	if next.(Model).loading {
+		t.Error("a tick without Nova started a load")
+	}
+}
