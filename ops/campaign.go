@@ -138,7 +138,10 @@ func campaignName(selector string, nodes []string) string {
 }
 
 func sameNodes(rec []model.CampaignNode, nodes []string) bool {
-	a := strings.Split(nodeNames(rec), ", ")
+	a := make([]string, len(rec))
+	for i, n := range rec {
+		a[i] = n.Name
+	}
 	b := slices.Clone(nodes)
 	sort.Strings(a)
 	sort.Strings(b)
@@ -197,21 +200,16 @@ func (r *Roll) Paused() bool {
 func (r *Roll) Run(ctx context.Context) error {
 	e := r.e
 	key := campaignKey(r.o.Name)
-	if err := e.kube.AcquireLease(ctx, key, e.o.Holder, e.o.LeaseTTL, e.mayReplace); err != nil {
+	ctx, release, err := e.holdKey(ctx, key)
+	if err != nil {
 		var held *LeaseHeldError
 		if errors.As(err, &held) {
 			held.Reason = "another drainctl runs campaign " + r.o.Name
 		}
 		return err
 	}
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	var keeper sync.WaitGroup
-	keeper.Add(1)
-	go func() { defer keeper.Done(); e.keepLease(ctx, key, stop) }()
 	defer func() {
-		stop(nil)
-		keeper.Wait()
+		release()
 		rctx, c := context.WithTimeout(context.Background(), 10*time.Second)
 		defer c()
 		_ = e.kube.ReleaseLease(rctx, key, e.o.Holder)
@@ -242,7 +240,7 @@ func (r *Roll) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	err := Worst(errs)
+	err = Worst(errs)
 	if cause := context.Cause(ctx); err == nil && ctx.Err() != nil {
 		err = &Interrupted{Node: r.o.Name, Phase: "campaign", Cause: cause}
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -102,15 +101,11 @@ func (r *Roll) step(ctx context.Context, i int, node string) error {
 	e := r.e
 	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.Timeouts.Operation.D(), errors.New("timeouts.operation passed"))
 	defer cancel()
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	if err := e.kube.AcquireLease(ctx, node, e.o.Holder, e.o.LeaseTTL, e.mayReplace); err != nil {
+	ctx, release, err := e.holdKey(ctx, node)
+	if err != nil {
 		return err
 	}
-	var keeper sync.WaitGroup
-	keeper.Add(1)
-	go func() { defer keeper.Done(); e.keepLease(ctx, node, stop) }()
-	defer func() { stop(nil); keeper.Wait() }()
+	defer release()
 
 	k, _ := e.kube.Node(node)
 	bootBefore := k.BootID
@@ -137,12 +132,7 @@ func (r *Roll) step(ctx context.Context, i int, node string) error {
 // runExec runs the operator's command with {node} replaced by the node's name (quoted for
 // the shell) and DRAINCTL_NODE / DRAINCTL_HOST set; each line it prints is reported.
 func (r *Roll) runExec(ctx context.Context, node string) error {
-	host := ""
-	if inv, err := r.e.inv.Read(ctx); err == nil {
-		if n, ok := inv.Node(node); ok {
-			host = n.Host
-		}
-	}
+	host := r.hostOf(ctx, node)
 	line := strings.ReplaceAll(r.o.Exec, "{node}", shellQuote(node))
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
 	cmd.Env = append(os.Environ(), "DRAINCTL_NODE="+node, "DRAINCTL_HOST="+host)
@@ -240,12 +230,7 @@ func (r *Roll) waitFor(ctx context.Context, node string, ok func(model.KubeNode,
 	e := r.e
 	changes, unsubscribe := e.kube.Subscribe()
 	defer unsubscribe()
-	host := ""
-	if inv, err := e.inv.Read(ctx); err == nil {
-		if n, found := inv.Node(node); found {
-			host = n.Host
-		}
-	}
+	host := r.hostOf(ctx, node)
 	tick := time.NewTicker(e.o.Poll)
 	defer tick.Stop()
 	why := "nothing read yet"
@@ -277,4 +262,15 @@ func (r *Roll) waitFor(ctx context.Context, node string, ok func(model.KubeNode,
 		case <-tick.C:
 		}
 	}
+}
+
+// hostOf is the node's compute host, from the Kubernetes cache and the last Nova read (the
+// mapping does not change during a campaign; a fresh Nova read costs a full snapshot).
+func (r *Roll) hostOf(ctx context.Context, node string) string {
+	if inv, err := r.e.inv.Rejoin(ctx); err == nil {
+		if n, ok := inv.Node(node); ok {
+			return n.Host
+		}
+	}
+	return ""
 }

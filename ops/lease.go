@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -126,6 +127,21 @@ func (r *runner) holdLease(ctx context.Context, stop context.CancelCauseFunc) er
 
 func (r *runner) renew(ctx context.Context, stop context.CancelCauseFunc) {
 	r.e.keepLease(ctx, r.plan.Node, stop)
+}
+
+// holdKey takes the lease named key (taking over only from a holder that is gone) and keeps
+// it renewed; the returned context ends when the lease is lost, and release stops the
+// renewal (it does not give the lease back: a campaign releases its own, a node's is kept
+// until uncordon).
+func (e *Engine) holdKey(ctx context.Context, key string) (context.Context, func(), error) {
+	if err := e.kube.AcquireLease(ctx, key, e.o.Holder, e.o.LeaseTTL, e.mayReplace); err != nil {
+		return ctx, func() {}, err
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	var keeper sync.WaitGroup
+	keeper.Add(1)
+	go func() { defer keeper.Done(); e.keepLease(ctx, key, stop) }()
+	return ctx, func() { stop(nil); keeper.Wait() }, nil
 }
 
 // keepLease renews the lease named key (a node's, a campaign's) every third of its TTL

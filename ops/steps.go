@@ -95,8 +95,6 @@ func (r *runner) evictStep(ctx context.Context, carriers bool) (string, error) {
 	return r.evict(ctx, carriers)
 }
 
-// abort stops an operation of this process at its next safe point (it records that), then
-// aborts the migrations leaving the node's host.
 // abort stops the operation working the node, wherever it runs: one of this process stops
 // at once; another process is asked (a request on the node) and waited for. Then its
 // migrations in progress are aborted, and a rollback takes the node's lease for the steps

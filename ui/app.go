@@ -411,7 +411,7 @@ func (m Model) running(node string) bool { return m.s.ops.running(node) }
 
 // askQuit quits at once when nothing runs, else asks what to do with what runs.
 func (m Model) askQuit() (tea.Model, tea.Cmd) {
-	if len(m.s.ops.runningKeys()) > 0 || (m.campaign.started && !m.campaign.ended) {
+	if len(m.s.ops.runningKeys()) > 0 || m.campaign.running() {
 		m.back, m.screen = m.screen, quitScreen
 		return m, nil
 	}

@@ -28,6 +28,9 @@ type campaignPane struct {
 	log     []logLine
 }
 
+// running reports whether a campaign was started here and has not ended.
+func (p *campaignPane) running() bool { return p.started && !p.ended }
+
 // Messages of the campaign.
 type (
 	rollReady struct {
@@ -46,7 +49,7 @@ func (m Model) proposeRoll(targets []string) (tea.Model, tea.Cmd) {
 	case m.eng == nil:
 		m.setStatus("no cluster", true)
 		return m, nil
-	case m.campaign.roll != nil && m.campaign.started && !m.campaign.ended:
+	case m.campaign.roll != nil && m.campaign.running():
 		return m.goTo(campaignScreen), nil // one campaign at a time: show the running one
 	case len(targets) == 0:
 		m.setStatus("nothing selected", true)
@@ -132,7 +135,7 @@ func (p *campaignPane) update(msg tea.KeyMsg, s *shared) intent {
 		return goTo{nodesScreen}
 	case !p.started && matches(msg, k.Confirm):
 		return startRoll{}
-	case p.started && !p.ended && matches(msg, k.Pause):
+	case p.running() && matches(msg, k.Pause):
 		if p.roll.Paused() {
 			p.roll.Resume()
 			return showStatus{"campaign resumed", false}
@@ -193,7 +196,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		at = fmt.Sprintf("%d nodes at a time", c.Parallel)
 	}
 	summary := fmt.Sprintf("%d done · %d in progress · %d left · %s", done, inProgress, left, at)
-	if eta := c.ETA(); eta > 0 && p.started && !p.ended {
+	if eta := c.ETA(); eta > 0 && p.running() {
 		summary += " · eta " + text.Duration(eta)
 	}
 	b.WriteString(truncate(summary, width) + "\n")

@@ -114,7 +114,7 @@ func (m Model) switchTo(name string) (tea.Model, tea.Cmd) {
 	case m.s.opts.Switch == nil:
 		m.setStatus("switching contexts is not available here", true)
 		return m, nil
-	case len(m.s.ops.runningKeys()) > 0 || (m.campaign.started && !m.campaign.ended):
+	case len(m.s.ops.runningKeys()) > 0 || m.campaign.running():
 		m.setStatus("operations run on "+orDash(m.s.opts.Where.KubeContext)+": wait for them or stop them before switching", true)
 		return m, nil
 	case name == m.s.opts.Where.KubeContext:

@@ -1,7 +1,8 @@
 package ui
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -203,14 +204,7 @@ func pdbMap(s *shared) map[string]model.PDB {
 	return pdbs
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 // none is s, or "-" when empty.
 func none(s string) string {

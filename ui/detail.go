@@ -7,7 +7,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ui/text"
 )
 
@@ -167,10 +166,7 @@ func podTable(s *shared, n model.Node, w, rows int) string {
 	st := s.st
 	lines := []string{st.Title.Render(fmt.Sprintf("Pods (%d)", len(n.Pods))),
 		st.Header.Render(pad(fmt.Sprintf("  %-38s %-12s %-9s %s", "NAMESPACE/NAME", "OWNER", "PHASE", "DRAIN"), w))}
-	pdbs := map[string]model.PDB{}
-	for _, b := range s.inv.PDBs {
-		pdbs[b.Namespace+"/"+b.Name] = b
-	}
+	pdbs := pdbMap(s)
 	for _, p := range n.Pods {
 		if len(lines) >= rows {
 			lines = append(lines, st.Muted.Render(fmt.Sprintf("  … %d more", len(n.Pods)-(len(lines)-2))))
@@ -180,18 +176,9 @@ func podTable(s *shared, n model.Node, w, rows int) string {
 		if owner == "" {
 			owner = "(bare)"
 		}
-		drain, style := "evict", st.Muted
-		switch v, r := policy.ClassifyPod(p, s.opts.Policy); v {
-		case policy.Block:
-			drain, style = "blocks: "+string(r.Code), st.Warn
-		case policy.Stay:
-			drain = "stays"
-		case policy.Later:
-			drain = "after VMs"
-		default:
-			if r := policy.PDBReason(p, pdbs, s.opts.Policy); r != nil {
-				drain, style = "waits: PDB "+r.Message, st.Warn
-			}
+		drain, style := drainVerdict(p, pdbs, s.opts.Policy), st.Muted
+		if strings.HasPrefix(drain, "blocks") || strings.HasPrefix(drain, "waits") {
+			style = st.Warn
 		}
 		line := text.Sprintf("  %-38s %-12s %-9s ", fit(p.Key(), 38), fit(owner, 12), p.Phase)
 		lines = append(lines, pad(line+style.Render(text.Safe(drain)), w))

@@ -257,10 +257,7 @@ func podColumns(s *shared) []listColumn {
 
 // podRows: every pod of the cluster with what an evacuation of its node does with it.
 func podRows(s *shared) []listRow {
-	pdbs := map[string]model.PDB{}
-	for _, b := range s.inv.PDBs {
-		pdbs[b.Namespace+"/"+b.Name] = b
-	}
+	pdbs := pdbMap(s)
 	var out []listRow
 	for _, n := range s.inv.Nodes {
 		for _, pod := range n.Pods {
