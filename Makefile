@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.d
 # doubles the binary when cgo is on (shared/notes/libs.md).
 export CGO_ENABLED := 0
 
-.PHONY: build test envtest vet tidy image unit bench clean
+.PHONY: build test envtest vet tidy image unit bench bench-scale clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o drainctl .
@@ -42,6 +42,15 @@ bench:
 	@WITH_KUBECTL=1 hack/envtest-assets.sh $(ENVTEST) >/dev/null
 	$(GO) test -run XXX -bench . -benchmem ./ui ./ops/policy ./internal/app
 	DRAINCTL_BENCH=1 KUBEBUILDER_ASSETS=$(ENVTEST) $(GO) test -count=1 -timeout 30m -v -run . ./hack/bench | grep '^|'
+
+# drainctl against k9s on a real kube-apiserver with 5,000 nodes and 150,000 pods, both in
+# tmux at 160x45: prints one table (nothing asserted). Builds k9s (pinned, ~10 min once) and
+# the world (~10 min once; kept in .bench/, so a second run measures at once). Needs tmux.
+bench-scale:
+	@WITH_KUBECTL=1 hack/envtest-assets.sh $(ENVTEST) >/dev/null
+	@hack/k9s.sh .bench/bin >/dev/null
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/drainctl .
+	KUBEBUILDER_ASSETS=$(ENVTEST) $(GO) run ./hack/benchscale -drainctl dist/drainctl -k9s .bench/bin/k9s $(BENCH_SCALE_FLAGS)
 
 # Unit tests only: the envtest-backed tests skip.
 unit:

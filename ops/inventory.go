@@ -44,6 +44,9 @@ func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {
 		i.lastNova, i.novaAt = ns, i.now()
 		i.mu.Unlock()
 	}
+	if err := i.kube.WaitSynced(ctx); err != nil { // Nova was read meanwhile
+		return model.Inventory{}, err
+	}
 	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
 }
 
@@ -61,6 +64,10 @@ func (i *Inventory) ReadChanged(ctx context.Context, fresh bool) (model.Inventor
 	}
 	return inv, changed, all, nil
 }
+
+// Syncing says whether the first read of Kubernetes is under way and how many pods it has
+// read: until it ends, Cached is all there is to show (nodes, and pods as they arrive).
+func (i *Inventory) Syncing() (bool, int) { return i.kube.Syncing() }
 
 // Cached joins the Kubernetes cache with the last Nova read, whatever it was (none: the
 // Kubernetes half alone), without calling anything: what a view shows while Nova fails.
@@ -81,6 +88,9 @@ func (i *Inventory) Rejoin(ctx context.Context) (model.Inventory, error) {
 	i.mu.Unlock()
 	if i.nova != nil && ns == nil {
 		return i.Read(ctx)
+	}
+	if err := i.kube.WaitSynced(ctx); err != nil {
+		return model.Inventory{}, err
 	}
 	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
 }

@@ -63,7 +63,9 @@ type shared struct {
 	invErr    error
 	errSince  time.Time // when reading began to fail
 	novaAt    time.Time // when Nova was last read, while reads fail
-	loaded    bool
+	loaded    bool // a full read (with its ranking) has arrived
+	partial   bool // inv is what the first read had so far (syncing: it goes on)
+	syncing   bool
 	nameWidth int // the longest node name (+1 for the mismatch mark), set per inventory
 	totalVMs  int
 	totalPods int
@@ -158,7 +160,7 @@ func (m Model) stop(cancel context.CancelFunc, timeout time.Duration) {
 
 // Init loads the inventory and starts listening to the engine and to Kubernetes.
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(m.load(true), m.bus.wait(), m.tick(), m.watchKube(), m.watchMaintenances())
+	return tea.Batch(m.load(true), m.watchSync(0), m.bus.wait(), m.tick(), m.watchKube(), m.watchMaintenances())
 }
 
 // Update records a message and returns what to do next.
@@ -169,6 +171,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case inventoryMsg:
 		return m.inventoryLoaded(msg)
+	case syncMsg:
+		if m.s.loaded { // the full read came first
+			return m, nil
+		}
+		m.s.syncing, m.s.partial = msg.syncing, true
+		m.showInventory(msg.inv)
+		if msg.syncing {
+			return m, m.watchSync(500 * time.Millisecond)
+		}
+		return m, nil
 	case tickMsg:
 		if m.eng != nil && !m.eng.NovaConfigured() {
 			// Kubernetes alone: its changes arrive by watch (kubeMsg); a timed rebuild of the
@@ -264,9 +276,9 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 			return m, next
 		}
 		// The Kubernetes half stays on screen (the last Nova read, if any); the banner says what failed.
-		s.inv, s.loaded = msg.inv, true
+		s.loaded = true
 	} else {
-		s.inv, s.invErr, s.loaded = msg.inv, nil, true
+		s.invErr, s.loaded = nil, true
 		s.victims, s.rank = msg.victims, make(map[string]int, len(msg.victims))
 		for _, v := range msg.victims {
 			s.rank[v.Node] = v.Rank
@@ -275,6 +287,15 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 	if msg.maint != nil || s.opts.Maintenances == nil {
 		m.setMaintenances(msg.maint)
 	}
+	s.syncing = false
+	m.showInventory(msg.inv)
+	return m, next
+}
+
+// showInventory puts an inventory on screen: totals, the node list's rows, an open list.
+func (m *Model) showInventory(inv model.Inventory) {
+	s := &m.s
+	s.inv = inv
 	s.nameWidth, s.totalVMs, s.totalPods = 8, 0, 0
 	for _, n := range s.inv.Nodes {
 		s.nameWidth = min(32, max(s.nameWidth, len(n.Name)+1))
@@ -285,7 +306,6 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 	if m.screen == listScreen && m.list.pick == nil {
 		m.list.rebuild(s)
 	}
-	return m, next
 }
 
 // key: the keys typed together come one by one, the filter takes its keys, the dialogs

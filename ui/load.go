@@ -79,3 +79,22 @@ func (m Model) watchKube() tea.Cmd {
 	}
 	return m.watch(m.eng.Inventory().Subscribe, time.Second, func() tea.Msg { return kubeMsg{} })
 }
+
+// watchSync shows the cluster while its first read goes on: the nodes at once, their pods
+// as they arrive (twice a second), then everything read, before the ranking is done.
+func (m Model) watchSync(after time.Duration) tea.Cmd {
+	if m.eng == nil {
+		return nil
+	}
+	ctx, inv := m.ctx, m.eng.Inventory()
+	return func() tea.Msg {
+		select {
+		case <-time.After(after):
+		case <-ctx.Done():
+			return nil
+		}
+		syncing, _ := inv.Syncing()
+		in, _ := inv.Cached()
+		return syncMsg{inv: in, syncing: syncing}
+	}
+}

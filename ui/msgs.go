@@ -26,6 +26,12 @@ type (
 	}
 	// maintMsg: the NodeMaintenance resources changed.
 	maintMsg []model.NodeMaintenance
+	// syncMsg: the first read of Kubernetes goes on (syncing) with inv what it has read so
+	// far, or it has ended (inv then complete, before the ranking that follows).
+	syncMsg struct {
+		inv     model.Inventory
+		syncing bool
+	}
 	// kubeMsg: the informers saw a change; tickMsg: time to read Nova again.
 	kubeMsg struct{}
 	tickMsg struct{}

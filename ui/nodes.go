@@ -226,7 +226,7 @@ func nodeColumns(s *shared) []column {
 // view renders only the rows on screen.
 func (p *nodesPane) view(s *shared) string {
 	st := s.st
-	if !s.loaded && s.invErr == nil {
+	if !s.loaded && !s.partial && s.invErr == nil {
 		return st.Muted.Render("reading the cluster…")
 	}
 	cols := nodeColumns(s)

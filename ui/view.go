@@ -91,6 +91,8 @@ func (m Model) header() string {
 	switch {
 	case !s.inv.NovaConfigured && s.loaded && s.invErr == nil:
 		info += " · Nova not configured"
+	case s.syncing:
+		info += " · reading pods…"
 	case !s.loaded && s.invErr == nil:
 		info += " · loading…"
 	}

@@ -130,7 +130,7 @@ func runTUI(ctx context.Context, e env) error {
 	connCtx, stopConn := context.WithCancel(ctx)
 	var mu sync.Mutex // stopConn changes when a switch connects
 	defer func() { mu.Lock(); stopConn(); mu.Unlock() }()
-	cl, err := e.connect(connCtx, io.Discard, func(co *ConnectOptions) { co.Maintenances = true })
+	cl, err := e.connect(connCtx, io.Discard, func(co *ConnectOptions) { co.Maintenances, co.NodesFirst = true, true })
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func runTUI(ctx context.Context, e env) error {
 			next := e
 			next.o.Context = name
 			nextCtx, stop := context.WithCancel(ctx)
-			cl, err := next.connect(nextCtx, io.Discard, func(co *ConnectOptions) { co.Maintenances = true })
+			cl, err := next.connect(nextCtx, io.Discard, func(co *ConnectOptions) { co.Maintenances, co.NodesFirst = true, true })
 			if err != nil {
 				stop()
 				return ui.Switched{}, err

@@ -38,6 +38,8 @@ type ConnectOptions struct {
 	// Maintenances: also watch NodeMaintenance resources (the TUI, the controller). With
 	// --demo the simulated cluster runs the controller too.
 	Maintenances bool
+	// NodesFirst returns once the nodes are read; pods and PDBs go on arriving (the TUI).
+	NodesFirst bool
 }
 
 // Cluster is what Connect built.
@@ -113,7 +115,13 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	}
 	kinv := kube.NewInventory(cs)
 	// A large cluster's first LIST takes a while; a dead API server should not take forever.
-	if err := kinv.Start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
+	// The TUI starts once the nodes are read (the pods stream in on screen); the rest wait
+	// for everything.
+	start := kinv.Start
+	if o.NodesFirst {
+		start = kinv.StartNodes
+	}
+	if err := start(ctx, max(cfg.Timeouts.API.D(), 2*time.Minute)); err != nil {
 		return nil, unreachable(apiHost, err)
 	}
 	var nc ops.Nova

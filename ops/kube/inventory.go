@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/notify"
@@ -41,6 +41,10 @@ type Inventory struct {
 	changedAll bool            // a change that may touch any node (a PDB's selector), or not asked yet
 	// seenSelectors: each PDB's selector as last seen, to tell a new selector from a status.
 	seenSelectors map[string]string
+
+	syncDeadline time.Time    // the first read must end by then
+	synced       atomic.Bool  // every informer has synced
+	podsRead     atomic.Int64 // pods seen by the transform: the first read's progress
 }
 
 type pdbSelector struct {
@@ -54,6 +58,9 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		seenSelectors: map[string]string{}}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(func(obj any) (any, error) {
 		inv.recordChange(obj)
+		if _, ok := obj.(*corev1.Pod); ok {
+			inv.podsRead.Add(1)
+		}
 		return strip(obj)
 	}))
 	inv.factory = f
@@ -62,8 +69,8 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 	inv.pdbs = f.Policy().V1().PodDisruptionBudgets().Informer()
 	inv.rs = f.Apps().V1().ReplicaSets().Informer()
 	_ = inv.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-			return []string{p.Spec.NodeName}, nil
+		if p, ok := obj.(*cachedPod); ok && p.pod.NodeName != "" {
+			return []string{p.pod.NodeName}, nil
 		}
 		return nil, nil
 	}})
@@ -96,6 +103,8 @@ func (inv *Inventory) recordChange(obj any) {
 		inv.changed[o.Name] = true
 	case *corev1.Pod:
 		inv.changed[o.Spec.NodeName] = true
+	case *cachedPod:
+		inv.changed[o.pod.NodeName] = true
 	case *policyv1.PodDisruptionBudget:
 		key, sel := o.Namespace+"/"+o.Name, metav1.FormatLabelSelector(o.Spec.Selector)
 		if prev, seen := inv.seenSelectors[key]; !seen || prev != sel {
@@ -124,24 +133,79 @@ func (inv *Inventory) Subscribe() (<-chan struct{}, func()) { return inv.signal.
 
 // Start runs the informers until ctx ends and waits up to syncTimeout for the first full sync.
 func (inv *Inventory) Start(ctx context.Context, syncTimeout time.Duration) error {
+	if err := inv.StartNodes(ctx, syncTimeout); err != nil {
+		return err
+	}
+	return inv.WaitSynced(ctx)
+}
+
+// StartNodes runs the informers and waits for the nodes alone: a screen shows them while
+// the pods stream in (150,000 pods take 10–20 s; nodes under a second). WaitSynced waits
+// for the rest, up to the same syncTimeout from now.
+func (inv *Inventory) StartNodes(ctx context.Context, syncTimeout time.Duration) error {
+	inv.syncDeadline = time.Now().Add(syncTimeout)
 	inv.factory.StartWithContext(ctx)
-	wait, cancel := context.WithTimeout(ctx, syncTimeout)
+	wait, cancel := context.WithDeadline(ctx, inv.syncDeadline)
+	defer cancel()
+	if !cache.WaitForCacheSync(wait.Done(), inv.nodes.HasSynced) {
+		return fmt.Errorf("reading nodes from Kubernetes: %w", context.Cause(wait))
+	}
+	return nil
+}
+
+// WaitSynced waits until nodes, pods and PodDisruptionBudgets are all read: nothing is
+// judged or done on a partial cache.
+func (inv *Inventory) WaitSynced(ctx context.Context) error {
+	if inv.synced.Load() {
+		return nil
+	}
+	wait, cancel := context.WithDeadline(ctx, inv.syncDeadline)
 	defer cancel()
 	if err := inv.factory.WaitForCacheSyncWithContext(wait).AsError(); err != nil {
 		return fmt.Errorf("reading nodes, pods and PodDisruptionBudgets from Kubernetes: %w", err)
 	}
+	inv.synced.Store(true)
 	return nil
+}
+
+// Syncing reports whether the first read is still under way, and how many pods it has
+// read so far.
+func (inv *Inventory) Syncing() (bool, int) {
+	if inv.synced.Load() {
+		return false, 0
+	}
+	for _, i := range []cache.SharedIndexInformer{inv.nodes, inv.pods, inv.pdbs, inv.rs} {
+		if !i.HasSynced() {
+			return true, int(inv.podsRead.Load())
+		}
+	}
+	inv.synced.Store(true)
+	return false, 0
 }
 
 // Shutdown stops the informers (after ctx is cancelled) and waits for them.
 func (inv *Inventory) Shutdown() { inv.factory.Shutdown() }
 
 // PodsOn returns the pods bound to a node, from the cache.
-func (inv *Inventory) PodsOn(node string) []*corev1.Pod {
+func (inv *Inventory) PodsOn(node string) []model.Pod {
 	objs, _ := inv.pods.GetIndexer().ByIndex(byNodeIndex, node)
-	out := make([]*corev1.Pod, 0, len(objs))
+	out := make([]model.Pod, 0, len(objs))
+	byNS := map[string][]*policyv1.PodDisruptionBudget{}
 	for _, o := range objs {
-		out = append(out, o.(*corev1.Pod))
+		p := o.(*cachedPod).pod
+		if _, ok := byNS[p.Namespace]; !ok {
+			byNS[p.Namespace] = inv.pdbsIn(p.Namespace)
+		}
+		out = append(out, inv.complete(p, byNS[p.Namespace]))
+	}
+	return out
+}
+
+func (inv *Inventory) pdbsIn(ns string) []*policyv1.PodDisruptionBudget {
+	objs, _ := inv.pdbs.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+	out := make([]*policyv1.PodDisruptionBudget, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*policyv1.PodDisruptionBudget))
 	}
 	return out
 }
@@ -174,66 +238,16 @@ func (inv *Inventory) Snapshot() model.KubeSnapshot {
 	sort.Slice(snap.PDBs, func(i, j int) bool {
 		return snap.PDBs[i].Namespace+"/"+snap.PDBs[i].Name < snap.PDBs[j].Namespace+"/"+snap.PDBs[j].Name
 	})
-	for _, o := range inv.pods.GetStore().List() {
-		p := o.(*corev1.Pod)
-		if p.Spec.NodeName == "" {
+	objs := inv.pods.GetStore().List()
+	snap.Pods = make([]model.Pod, 0, len(objs))
+	for _, o := range objs {
+		p := o.(*cachedPod).pod
+		if p.NodeName == "" {
 			continue
 		}
-		snap.Pods = append(snap.Pods, inv.podModel(p, pdbsByNS[p.Namespace]))
+		snap.Pods = append(snap.Pods, inv.complete(p, pdbsByNS[p.Namespace]))
 	}
 	return snap
-}
-
-func (inv *Inventory) podModel(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) model.Pod {
-	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-	m := model.Pod{
-		Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), NodeName: p.Spec.NodeName,
-		Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil,
-		Requests: model.Resources{MilliCPU: req.Cpu().MilliValue(), MemoryBytes: req.Memory().Value(), Pods: 1},
-		Labels:   p.Labels, Annotations: p.Annotations,
-	}
-	_, m.Mirror = p.Annotations[corev1.MirrorPodAnnotationKey]
-	for _, t := range p.Spec.Tolerations {
-		m.Tolerations = append(m.Tolerations, model.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)})
-	}
-	m.NodeSelector = p.Spec.NodeSelector
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			var mt model.NodeSelectorTerm
-			for _, r := range term.MatchExpressions {
-				mt.MatchExpressions = append(mt.MatchExpressions, model.NodeSelectorRequirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values})
-			}
-			m.NodeAffinity = append(m.NodeAffinity, mt)
-		}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			m.Ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	if ref := metav1.GetControllerOf(p); ref != nil {
-		m.OwnerKind, m.OwnerName = ref.Kind, ref.Name
-		if ref.Kind == "ReplicaSet" {
-			if obj, ok, _ := inv.rs.GetStore().GetByKey(p.Namespace + "/" + ref.Name); ok {
-				if d := metav1.GetControllerOf(obj.(*appsv1.ReplicaSet)); d != nil && d.Kind == "Deployment" {
-					m.OwnerKind, m.OwnerName = d.Kind, d.Name
-				}
-			}
-		}
-	}
-	for _, v := range p.Spec.Volumes {
-		if (v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory) || v.HostPath != nil {
-			m.LocalVolume = v.Name
-			break
-		}
-	}
-	for _, pdb := range pdbs {
-		if sel := inv.selector(pdb); sel != nil && sel.Matches(labels.Set(p.Labels)) {
-			m.PDBs = append(m.PDBs, pdb.Name)
-		}
-	}
-	sort.Strings(m.PDBs)
-	return m
 }
 
 // selector parses a PDB's selector once per resourceVersion. A nil or empty selector
@@ -280,8 +294,8 @@ func nodeModel(n *corev1.Node) model.KubeNode {
 }
 
 // strip drops what drainctl never reads before an object is cached: managed fields, the
-// last-applied annotation, container command lines and environments, images on nodes.
-// At 150,000 pods this is most of the memory. It must stay idempotent.
+// last-applied annotation, images on nodes, ReplicaSets' pod templates; a pod becomes a
+// cachedPod. It must stay idempotent (a cachedPod passes through).
 func strip(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -293,22 +307,7 @@ func strip(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		for _, cs := range [][]corev1.Container{o.Spec.InitContainers, o.Spec.Containers} {
-			for i := range cs {
-				c := &cs[i]
-				c.Command, c.Args, c.Env, c.EnvFrom = nil, nil, nil, nil
-				c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
-				c.VolumeMounts, c.Ports = nil, nil
-			}
-		}
-		o.Status.ContainerStatuses, o.Status.InitContainerStatuses, o.Status.EphemeralContainerStatuses = nil, nil, nil
-		conds := o.Status.Conditions[:0]
-		for _, c := range o.Status.Conditions {
-			if c.Type == corev1.PodReady {
-				conds = append(conds, c)
-			}
-		}
-		o.Status.Conditions = conds
+		return newCachedPod(o), nil
 	case *corev1.Node:
 		o.Status.Images, o.Status.VolumesInUse, o.Status.VolumesAttached = nil, nil, nil
 	case *appsv1.ReplicaSet:

@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"strings"
@@ -219,4 +220,98 @@ func TestTakeChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	take("all, after the PDB selects other pods", func(_ map[string]bool, all bool) bool { return all })
+}
+
+// gatedPods holds every request for pods until open is closed: the pods' first read takes
+// as long as the test wants, as 150,000 pods take 10–20 s.
+type gatedPods struct {
+	open chan struct{}
+	next http.RoundTripper
+}
+
+func (g *gatedPods) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/pods") {
+		select {
+		case <-g.open:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+	return g.next.RoundTrip(r)
+}
+
+// The TUI starts on the nodes alone; the pods arrive after, and nothing reads the
+// inventory for a judgement (Read, Rejoin) before they have.
+func TestNodesFirstThenPods(t *testing.T) {
+	cs := kubetest.Client(t)
+	px := kubetest.Prefix(t)
+	ns := kubetest.Namespace(t, cs, px)
+	w1 := px + "-w1"
+	kubetest.Node(t, cs, w1)
+	kubetest.Pod(t, cs, ns, "p1", w1)
+
+	gate := &gatedPods{open: make(chan struct{})}
+	cfg := kube.Tune(kubetest.Config(t), kube.Options{WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+		gate.next = rt
+		return gate
+	}})
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := kube.NewInventory(kc)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); inv.Shutdown() })
+	if err := inv.StartNodes(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := nodeByName(inv.Snapshot(), w1); !ok {
+		t.Fatalf("%s not read by StartNodes", w1)
+	}
+	if syncing, _ := inv.Syncing(); !syncing {
+		t.Fatal("Syncing() = false while the pods are held back")
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- inv.WaitSynced(ctx) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("WaitSynced returned (%v) before the pods were read", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(gate.open)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if syncing, n := inv.Syncing(); syncing {
+		t.Fatalf("still syncing after WaitSynced (%d pods)", n)
+	}
+	if _, ok := podsOf(inv.Snapshot(), w1)["p1"]; !ok {
+		t.Fatal("p1 not in the cache after WaitSynced")
+	}
+	if uid, ok := kube.NewClient(kc, inv).PodUID(ns, "p1"); !ok || uid == "" {
+		t.Fatalf("PodUID(p1) = %q, %v", uid, ok)
+	}
+}
+
+// WaitSynced gives up at the deadline StartNodes set, saying what it was reading.
+func TestWaitSyncedGivesUp(t *testing.T) {
+	gate := &gatedPods{open: make(chan struct{})}
+	cfg := kube.Tune(kubetest.Config(t), kube.Options{WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+		gate.next = rt
+		return gate
+	}})
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := kube.NewInventory(kc)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); inv.Shutdown() })
+	if err := inv.StartNodes(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	err = inv.WaitSynced(ctx)
+	if err == nil || !strings.Contains(err.Error(), "pods") {
+		t.Fatalf("WaitSynced = %v, want an error naming the pods", err)
+	}
 }

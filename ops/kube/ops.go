@@ -65,29 +65,6 @@ func (c *Client) Node(name string) (model.KubeNode, bool) {
 	return nodeModel(n), true
 }
 
-// PodsOn converts the cached pods of a node.
-func (c *Client) PodsOn(node string) []model.Pod {
-	pods := c.Inventory.PodsOn(node)
-	out := make([]model.Pod, 0, len(pods))
-	byNS := map[string][]*policyv1.PodDisruptionBudget{}
-	for _, p := range pods {
-		if _, ok := byNS[p.Namespace]; !ok {
-			byNS[p.Namespace] = c.pdbsIn(p.Namespace)
-		}
-		out = append(out, c.podModel(p, byNS[p.Namespace]))
-	}
-	return out
-}
-
-func (c *Client) pdbsIn(ns string) []*policyv1.PodDisruptionBudget {
-	objs, _ := c.pdbs.GetIndexer().ByIndex("namespace", ns)
-	out := make([]*policyv1.PodDisruptionBudget, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, o.(*policyv1.PodDisruptionBudget))
-	}
-	return out
-}
-
 // PDB reads a budget's status from the cache.
 func (c *Client) PDB(ns, name string) (model.PDB, bool) {
 	obj, ok, _ := c.pdbs.GetStore().GetByKey(ns + "/" + name)
@@ -105,7 +82,7 @@ func (c *Client) PodUID(ns, name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return string(obj.(*corev1.Pod).UID), true
+	return obj.(*cachedPod).pod.UID, true
 }
 
 // updateNode applies change to a fresh copy of the node and writes it, retrying on conflict.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/hypervisors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
@@ -31,28 +33,30 @@ func (c *Client) Snapshot(ctx context.Context) (model.NovaSnapshot, error) {
 	return snap, err
 }
 
+// snapshot reads the four lists at once: they are independent, and against a real Nova
+// each is mostly waiting (the servers' pages alone take seconds at 50,000 VMs).
 func (c *Client) snapshot(ctx context.Context) (model.NovaSnapshot, error) {
 	var snap model.NovaSnapshot
-	var err error
-	if snap.Services, err = c.ComputeServices(ctx, ""); err != nil {
-		return snap, err
-	}
 	var allocs map[string]map[string]int
-	if snap.Hypervisors, allocs, err = c.hypervisors(ctx); err != nil {
-		return snap, err
+	migs := make([][]model.Migration, len(inProgressStatuses))
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { snap.Services, err = c.ComputeServices(ctx, ""); return })
+	g.Go(func() (err error) { snap.Hypervisors, allocs, err = c.hypervisors(ctx); return })
+	g.Go(func() (err error) { snap.VMs, err = c.Servers(ctx, ""); return })
+	for i, st := range inProgressStatuses {
+		g.Go(func() (err error) {
+			migs[i], err = c.Migrations(ctx, MigrationFilter{Status: st, Type: "live-migration"})
+			return
+		})
 	}
-	if snap.VMs, err = c.Servers(ctx, ""); err != nil {
-		return snap, err
+	if err := g.Wait(); err != nil {
+		return model.NovaSnapshot{}, err
 	}
 	for i := range snap.VMs {
 		allocated(&snap.VMs[i], allocs[snap.VMs[i].ID])
 	}
-	for _, st := range inProgressStatuses {
-		migs, err := c.Migrations(ctx, MigrationFilter{Status: st, Type: "live-migration"})
-		if err != nil {
-			return snap, err
-		}
-		snap.Migrations = append(snap.Migrations, migs...)
+	for _, m := range migs {
+		snap.Migrations = append(snap.Migrations, m...)
 	}
 	return snap, nil
 }
@@ -104,49 +108,50 @@ func (c *Client) listHypervisors(ctx context.Context) ([]model.Hypervisor, error
 	if c.pageSize > 0 {
 		opts.Limit = &c.pageSize
 	}
-	pages, err := hypervisors.List(c.compute, opts).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing hypervisors: %w", describe(err))
-	}
-	list, err := hypervisors.ExtractHypervisors(pages)
+	q, err := opts.ToHypervisorListQuery()
 	if err != nil {
 		return nil, err
 	}
 	// At 2.88+ the capacity fields are gone; below, a hypervisor always reports vcpus > 0.
 	capacity := !c.atLeast("2.88")
-	out := make([]model.Hypervisor, 0, len(list))
-	for _, h := range list {
-		m := model.Hypervisor{
-			ID: h.ID, Hostname: h.HypervisorHostname, Host: h.Service.Host, Type: h.HypervisorType,
-			State: h.State, Status: h.Status, CapacityKnown: capacity,
-			VCPUs: h.VCPUs, VCPUsUsed: h.VCPUsUsed,
-			MemoryMB: int64(h.MemoryMB), MemoryMBUsed: int64(h.MemoryMBUsed),
-			LocalGB: int64(h.LocalGB), LocalGBUsed: int64(h.LocalGBUsed), RunningVMs: h.RunningVMs,
-		}
-		if h.Servers != nil {
-			for _, s := range *h.Servers {
+	var out []model.Hypervisor
+	err = walk(ctx, c.compute, c.compute.ServiceURL("os-hypervisors", "detail")+q, func(p *hypervisorsPage) (int, []pageLink) {
+		for _, h := range p.Hypervisors {
+			m := model.Hypervisor{
+				ID: string(h.ID), Hostname: h.Hostname, Host: h.Service.Host, Type: h.Type,
+				State: h.State, Status: h.Status, CapacityKnown: capacity,
+				VCPUs: h.VCPUs, VCPUsUsed: h.VCPUsUsed,
+				MemoryMB: int64(h.MemoryMB), MemoryMBUsed: int64(h.MemoryMBUsed),
+				LocalGB: int64(h.LocalGB), LocalGBUsed: int64(h.LocalGBUsed), RunningVMs: h.RunningVMs,
+			}
+			for _, s := range h.Servers {
 				m.ServerIDs = append(m.ServerIDs, s.UUID)
 			}
+			out = append(out, m)
 		}
-		out = append(out, m)
+		return len(p.Hypervisors), p.Links
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing hypervisors: %w", describe(err))
 	}
 	return out, nil
 }
 
 // Servers lists the servers of every project (all_tenants), on one host or all.
 func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
-	opts := servers.ListOpts{AllTenants: true, Host: host, Limit: c.pageSize}
-	pages, err := servers.List(c.compute, opts).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing servers: %w", describe(err))
-	}
-	list, err := servers.ExtractServers(pages)
+	q, err := servers.ListOpts{AllTenants: true, Host: host, Limit: c.pageSize}.ToServerListQuery()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]model.VM, 0, len(list))
-	for _, s := range list {
-		out = append(out, serverModel(s))
+	var out []model.VM
+	err = walk(ctx, c.compute, c.compute.ServiceURL("servers", "detail")+q, func(p *serversPage) (int, []pageLink) {
+		for _, s := range p.Servers {
+			out = append(out, s.model())
+		}
+		return len(p.Servers), p.Links
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing servers: %w", describe(err))
 	}
 	return out, nil
 }
@@ -161,28 +166,34 @@ func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
 }
 
 func serverModel(s servers.Server) model.VM {
+	w := wireServer{ID: s.ID, Name: s.Name, Host: s.Host, Status: s.Status, TaskState: s.TaskState,
+		VMState: s.VmState, TenantID: s.TenantID, Locked: s.Locked}
+	w.Flavor.OriginalName, _ = s.Flavor["original_name"].(string)
+	w.Flavor.ID, _ = s.Flavor["id"].(string)
+	w.Flavor.RAM, _ = s.Flavor["ram"].(float64)
+	w.Flavor.VCPUs, _ = s.Flavor["vcpus"].(float64)
+	w.Flavor.Disk, _ = s.Flavor["disk"].(float64)
+	w.Flavor.Ephemeral, _ = s.Flavor["ephemeral"].(float64)
+	return w.model()
+}
+
+func (s wireServer) model() model.VM {
 	vm := model.VM{
 		ID: s.ID, Name: s.Name, Host: s.Host, Status: s.Status, TaskState: s.TaskState,
-		VMState: s.VmState, ProjectID: s.TenantID,
+		VMState: s.VMState, ProjectID: s.TenantID,
 	}
 	if s.Locked != nil {
 		vm.Locked = *s.Locked
 	}
 	// From 2.47 the flavor is embedded: original_name, ram, vcpus, disk.
-	if name, ok := s.Flavor["original_name"].(string); ok {
-		vm.Flavor = name
-	} else if id, ok := s.Flavor["id"].(string); ok {
-		vm.Flavor = id
+	vm.Flavor = s.Flavor.OriginalName
+	if vm.Flavor == "" {
+		vm.Flavor = s.Flavor.ID
 	}
-	vm.RAMMB = int64(number(s.Flavor["ram"]))
-	vm.VCPUs = int(number(s.Flavor["vcpus"]))
-	vm.DiskGB = int64(number(s.Flavor["disk"]) + number(s.Flavor["ephemeral"]))
+	vm.RAMMB = int64(s.Flavor.RAM)
+	vm.VCPUs = int(s.Flavor.VCPUs)
+	vm.DiskGB = int64(s.Flavor.Disk + s.Flavor.Ephemeral)
 	return vm
-}
-
-func number(v any) float64 {
-	f, _ := v.(float64)
-	return f
 }
 
 // MigrationFilter selects os-migrations records.

@@ -63,12 +63,15 @@ func placementError(w http.ResponseWriter, code int, detail string) {
 
 func (c *call) provider() (*Host, bool) {
 	id := c.r.PathValue("uuid")
-	for _, h := range c.w.hosts {
-		if h.HypervisorID == id {
-			return h, true
-		}
+	if h, ok := c.w.byHypervisorID[id]; ok {
+		return h, true
 	}
-	return nil, false
+	c.w.byHypervisorID = make(map[string]*Host, len(c.w.hosts)) // hosts came since: index again
+	for _, h := range c.w.hosts {
+		c.w.byHypervisorID[h.HypervisorID] = h
+	}
+	h, ok := c.w.byHypervisorID[id]
+	return h, ok
 }
 
 func providerJSON(h *Host, generation int) map[string]any {

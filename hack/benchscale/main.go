@@ -1,0 +1,172 @@
+// Command benchscale measures drainctl against k9s on one real kube-apiserver holding a
+// large cluster (5,000 Ready nodes, 150,000 Running pods by default), both run in tmux at
+// the same size, and prints one table. It asserts nothing: it measures and prints.
+//
+//	make bench-scale    (builds the envtest binaries, k9s and drainctl, then runs this)
+//
+// The world is kept in -data (etcd's files): a second run measures again without building it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"time"
+)
+
+type options struct {
+	data, drainctl, k9s string
+	size                worldSize
+	vms, workers        int
+	width, height       int
+	worldOnly           bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.data, "data", ".bench", "directory for etcd's data (the world is kept) and the kubeconfig")
+	flag.StringVar(&o.drainctl, "drainctl", "dist/drainctl", "the drainctl binary")
+	flag.StringVar(&o.k9s, "k9s", ".bench/bin/k9s", "the k9s binary (hack/k9s.sh builds it); empty: drainctl alone")
+	flag.IntVar(&o.size.nodes, "nodes", 5000, "Ready nodes")
+	flag.IntVar(&o.size.pods, "pods", 150000, "Running pods, spread evenly over the nodes")
+	flag.IntVar(&o.size.namespaces, "namespaces", 50, "namespaces the pods are spread over")
+	flag.IntVar(&o.vms, "vms", 50000, "VMs in the simulated Nova (one hypervisor per node)")
+	flag.IntVar(&o.workers, "workers", 48, "concurrent requests while building the world")
+	flag.IntVar(&o.width, "width", 160, "terminal columns")
+	flag.IntVar(&o.height, "height", 45, "terminal rows")
+	flag.BoolVar(&o.worldOnly, "world-only", false, "build the world and stop")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(ctx context.Context, o options) error {
+	c, err := startCluster(o.data)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	cs, err := c.bulkClient()
+	if err != nil {
+		return err
+	}
+	logf("building the world: %d nodes, %d pods (%d workers)", o.size.nodes, o.size.pods, o.workers)
+	n, took, err := buildWorld(ctx, cs, o.size, o.workers, func(s string) { logf("  %s", s) })
+	if err != nil {
+		return fmt.Errorf("building the world: %w", err)
+	}
+	if n == 0 {
+		logf("the world was there already (%s)", o.data)
+	} else {
+		logf("created %d objects in %s (%.0f/s, each a create and a status write)", n, took.Round(time.Second), float64(n)/took.Seconds())
+	}
+	if o.worldOnly {
+		return nil
+	}
+	t := &table{load: []string{loadavg()}}
+	if err := measureTUIs(ctx, o, c, t); err != nil {
+		return err
+	}
+	if err := measureHeadless(ctx, o, c, t); err != nil {
+		return err
+	}
+	if err := measureNova(ctx, o, c, t); err != nil {
+		return err
+	}
+	t.load = append(t.load, loadavg())
+	t.print(o)
+	return nil
+}
+
+// loadavg is the machine's load (1, 5, 15 min) as /proc/loadavg has it.
+func loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// table holds the figures, one row per measure, one column per tool.
+type table struct {
+	rows []tableRow
+	load []string
+}
+
+type tableRow struct {
+	figure        string
+	k9s, drainctl cell
+	target        string
+}
+
+// cell is one figure: its value in a unit for ratios, its text for the table.
+type cell struct {
+	v    float64
+	unit string
+	text string
+}
+
+func note(s string) cell { return cell{text: s} }
+
+func dur(d time.Duration, err error) cell {
+	switch {
+	case err != nil:
+		return note("failed")
+	case d == 0:
+		return note("–")
+	case d < time.Second:
+		return cell{float64(d) / 1e6, "ms", fmt.Sprintf("%.0f ms", float64(d)/1e6)}
+	}
+	return cell{float64(d) / 1e6, "ms", fmt.Sprintf("%.1f s", d.Seconds())}
+}
+
+func mib(b int64, err error) cell {
+	if err != nil || b == 0 {
+		return dur(0, err)
+	}
+	return cell{float64(b), "B", fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))}
+}
+
+func pct(f float64, err error) cell {
+	if err != nil {
+		return note("failed")
+	}
+	return cell{f, "cpu", fmt.Sprintf("%.1f %%", 100*f)}
+}
+
+func ratio(a, b cell) string {
+	if a.unit == "" || a.unit != b.unit || b.v <= 0 || a.v <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f×", a.v/b.v)
+}
+
+func secs(d time.Duration) string { return dur(d, nil).text }
+func ms(d time.Duration) string   { return dur(d, nil).text }
+
+func (t *table) add(figure string, k9s, drainctl cell, target string) {
+	t.rows = append(t.rows, tableRow{figure, k9s, drainctl, target})
+}
+
+func (t *table) print(o options) {
+	fmt.Printf("\nbench-scale: %d nodes, %d pods on a real kube-apiserver; terminal %dx%d; %d cores (GOMAXPROCS); load avg before %s, after %s\n\n",
+		o.size.nodes, o.size.pods, o.width, o.height, runtime.NumCPU(), t.load[0], t.load[len(t.load)-1])
+	fmt.Println("| figure | k9s | drainctl | k9s ÷ drainctl | target (drainctl) |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range t.rows {
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.figure, r.k9s.text, r.drainctl.text, ratio(r.k9s, r.drainctl), r.target)
+	}
+}
