@@ -63,8 +63,8 @@ type shared struct {
 	invErr    error
 	errSince  time.Time // when reading began to fail
 	novaAt    time.Time // when Nova was last read, while reads fail
-	loaded    bool // a full read (with its ranking) has arrived
-	partial   bool // inv is what the first read had so far (syncing: it goes on)
+	loaded    bool      // a full read (with its ranking) has arrived
+	partial   bool      // inv is what the first read had so far (syncing: it goes on)
 	syncing   bool
 	nameWidth int // the longest node name (+1 for the mismatch mark), set per inventory
 	totalVMs  int
