@@ -122,6 +122,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "drainctl: second signal, exiting at once")
 		os.Exit(app.ExitInterrupted)
 	}()
+	serveProfiles(os.Getenv("DRAINCTL_PPROF"))
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	cancel()
 	os.Exit(code)

@@ -27,8 +27,10 @@ type Engine struct {
 	mu       sync.Mutex
 	running  map[string]*tracked // node -> its running operation, to stop it in-process
 
-	rankMu sync.Mutex
-	ranker policy.Ranker // keeps the last ranking: each one judges again only what changed
+	rankMu    sync.Mutex
+	ranker    policy.Ranker // keeps the last ranking: each one judges again only what changed
+	ranked    chan struct{} // closed after the first full ranking
+	rankedOne sync.Once
 }
 
 // EngineOptions tune the mechanism; zero values take defaults.
@@ -86,7 +88,8 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		ns = nova
 	}
 	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
-		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, inflight: map[string]int{}, mine: map[string]bool{}}
+		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, inflight: map[string]int{}, mine: map[string]bool{},
+		ranked: make(chan struct{})}
 }
 
 // Holder is the engine's identity in leases, journals and disabled reasons.
@@ -182,8 +185,14 @@ func (e *Engine) Recommend(ctx context.Context, o policy.Options, fresh bool) ([
 		e.ranker = policy.Ranker{} // the changes taken are lost with the read: rank everything next time
 		return nil, inv, err
 	}
-	return e.ranker.Rank(inv, changed, all, o, policy.WeightsFromConfig(e.cfg.ScaleDown)), inv, nil
+	victims := e.ranker.Rank(inv, changed, all, o, policy.WeightsFromConfig(e.cfg.ScaleDown))
+	e.rankedOne.Do(func() { close(e.ranked) })
+	return victims, inv, nil
 }
+
+// FirstRanking is closed once the first full ranking is done: the startup's heaviest work
+// (a process may then hand its garbage back to the system).
+func (e *Engine) FirstRanking() <-chan struct{} { return e.ranked }
 
 // ScaleDown empties a node (the evacuation, refused on the same blockers), deletes its Node
 // object and, with a pool, terminates its machine, shrinking the pool. Each step is skipped

@@ -63,6 +63,7 @@ type shared struct {
 	invErr    error
 	errSince  time.Time // when reading began to fail
 	novaAt    time.Time // when Nova was last read, while reads fail
+	invGen    int       // counts the inventories shown: a row rendered for another is stale
 	loaded    bool      // a full read (with its ranking) has arrived
 	partial   bool      // inv is what the first read had so far (syncing: it goes on)
 	syncing   bool
@@ -93,6 +94,7 @@ type Model struct {
 
 	screen, back screen
 	loading      bool
+	ticking      bool // a tickMsg is on its way (none on Kubernetes alone)
 	wantFresh    bool // a Nova read was asked for while another load ran: do it next
 	status       string
 	statusBad    bool
@@ -127,9 +129,9 @@ func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 	if o.ReadOnly {
 		keys = keys.WithoutDangerous()
 	}
-	return Model{eng: eng, ctx: ctx, bus: newEventBus(),
+	return Model{eng: eng, ctx: ctx, bus: newEventBus(), ticking: true, // Init starts the tick
 		s:     shared{opts: o, keys: keys, st: DefaultStyles(), width: 80, height: 24, ops: newOperations()},
-		nodes: nodesPane{filter: ti, selected: map[string]bool{}}, detail: detailPane{chosen: map[string]bool{}}, cmdline: newCommandLine()}
+		nodes: nodesPane{filter: ti, selected: map[string]bool{}, cache: &rowCache{}}, detail: detailPane{chosen: map[string]bool{}}, cmdline: newCommandLine()}
 }
 
 // Run shows the TUI until the operator quits. However it ends (q, ctrl-c, a signal), the
@@ -184,8 +186,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		if m.eng != nil && !m.eng.NovaConfigured() {
 			// Kubernetes alone: its changes arrive by watch (kubeMsg); a timed rebuild of the
-			// whole model would only burn CPU (a 150,000-pod cluster idles at half a core).
-			return m, m.tick()
+			// whole model would only burn CPU (a 150,000-pod cluster idled at half a core).
+			// No tick at all: a message that changes nothing on screen leaves bubbletea's
+			// renderer copying the unchanged frame 60 times a second (~1 MB/s of garbage).
+			m.ticking = false
+			return m, nil
 		}
 		return m, tea.Batch(m.refresh(true), m.tick())
 	case kubeMsg:
@@ -296,6 +301,7 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 func (m *Model) showInventory(inv model.Inventory) {
 	s := &m.s
 	s.inv = inv
+	s.invGen++
 	s.nameWidth, s.totalVMs, s.totalPods = 8, 0, 0
 	for _, n := range s.inv.Nodes {
 		s.nameWidth = min(32, max(s.nameWidth, len(n.Name)+1))

@@ -139,12 +139,16 @@ func (m Model) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
 	o := m.s.opts
 	o.Where, o.Maintenances = msg.to.Where, msg.to.Maintenances
 	m.s = shared{opts: o, keys: m.s.keys, st: m.s.st, width: m.s.width, height: m.s.height, ops: newOperations()}
-	m.nodes = nodesPane{filter: m.nodes.filter, selected: map[string]bool{}, sortBy: m.nodes.sortBy}
+	m.nodes = nodesPane{filter: m.nodes.filter, selected: map[string]bool{}, sortBy: m.nodes.sortBy, cache: &rowCache{}}
 	m.nodes.filter.SetValue("")
 	m.detail, m.op, m.victims, m.campaign = detailPane{chosen: map[string]bool{}}, opPane{}, victimsPane{}, campaignPane{}
 	m.screen, m.loading = nodesScreen, false
 	m.setStatus("now on context "+o.Where.KubeContext, false)
-	return m, tea.Batch(m.refresh(true), m.watchKube(), m.watchMaintenances())
+	var tick tea.Cmd
+	if !m.ticking { // stopped on Kubernetes alone; this context may have Nova
+		m.ticking, tick = true, m.tick()
+	}
+	return m, tea.Batch(m.refresh(true), m.watchKube(), m.watchMaintenances(), tick)
 }
 
 // showOps: the operations screen (o, :ops).

@@ -19,7 +19,14 @@ type nodesPane struct {
 	filter   textinput.Model
 	editing  bool
 	selected map[string]bool
-	sortBy   string // "" (by name), "vms", "pods", "ram", "rank"
+	sortBy   string    // "" (by name), "vms", "pods", "ram", "rank"
+	cache    *rowCache // shared by the Model's copies: View works on a copy
+}
+
+// rowCache holds the rows rendered for one inventory (generation gen).
+type rowCache struct {
+	gen  int
+	rows map[rowKey]string
 }
 
 // sorts are the orders of the node list (> cycles, :sort picks): the most first.
@@ -269,9 +276,35 @@ func (p *nodesPane) view(s *shared) string {
 	return b.String()
 }
 
+// rowKey is everything a node's row shows besides the inventory (which s.invGen stands
+// for): a cursor moving over 5,000 nodes renders the two rows that changed, not a page.
+type rowKey struct {
+	name                      string
+	cursor, selected, running bool
+	notes                     string
+	width                     int
+}
+
 func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) string {
-	mark := marks(cursor, p.selected[n.Name])
 	mism := n.Mismatches(s.inv.NovaConfigured)
+	key := rowKey{n.Name, cursor, p.selected[n.Name], s.ops.running(n.Name), notes(s, n, mism), s.width}
+	if p.cache == nil {
+		return p.renderRow(s, n, cols, key, mism)
+	}
+	if p.cache.gen != s.invGen || p.cache.rows == nil {
+		p.cache.gen, p.cache.rows = s.invGen, map[rowKey]string{}
+	}
+	if r, ok := p.cache.rows[key]; ok {
+		return r
+	}
+	r := p.renderRow(s, n, cols, key, mism)
+	p.cache.rows[key] = r
+	return r
+}
+
+func (p *nodesPane) renderRow(s *shared, n model.Node, cols []column, key rowKey, mism []model.Mismatch) string {
+	cursor := key.cursor
+	mark := marks(cursor, key.selected)
 	name := n.Name
 	if len(mism) > 0 {
 		name = "!" + name
@@ -279,7 +312,7 @@ func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) str
 	cells := map[string]string{
 		"NAME": name, "ROLES": text.Roles(n), "K8S": kubeShort(n), "COMPUTE": text.Compute(n, s.inv.NovaConfigured),
 		"VCPU": text.VCPU(n), "RAM": text.RAM(n), "VMS": text.VMs(n, s.inv.NovaConfigured), "PODS": text.Pods(n),
-		"OPERATION / NOTES": notes(s, n, mism), "RANK": rankText(s.rank[n.Name]),
+		"OPERATION / NOTES": key.notes, "RANK": rankText(s.rank[n.Name]),
 	}
 	parts := make([]string, 0, len(cols))
 	for _, c := range cols {
@@ -289,9 +322,9 @@ func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) str
 	switch {
 	case cursor:
 		return s.st.Cursor.Render(row)
-	case p.selected[n.Name]:
+	case key.selected:
 		return s.st.Selected.Render(row)
-	case s.ops.running(n.Name):
+	case key.running:
 		return s.st.Accent.Render(row)
 	case len(mism) > 0:
 		return s.st.Warn.Render(row)

@@ -86,16 +86,26 @@ func measureTool(ctx context.Context, tl tool, o options) (r tuiResult) {
 	r.j100 = key(nodeName(100), []string{"-N", "100", "j"})
 	r.bigG = key(nodeName(o.size.nodes-1), []string{"G"})
 	r.filter = key(nodeName(o.size.nodes/2), tl.filter(nodeName(o.size.nodes/2))...)
-	if r.err == nil { // one node left on screen
-		_, err := s.waitFor(time.Now(), 10*time.Second, func(p, _ string) bool { return strings.Count(p, "node-") == 1 })
+	if r.err == nil { // no other node left on screen
+		target := nodeName(o.size.nodes / 2)
+		_, err := s.waitFor(time.Now(), 10*time.Second, func(p, _ string) bool {
+			for _, n := range nodeNames.FindAllString(p, -1) {
+				if n != target {
+					return false
+				}
+			}
+			return true
+		})
 		if err != nil {
-			r.err = fmt.Errorf("the filter left more than one node: %w", err)
+			r.err = fmt.Errorf("the filter left other nodes: %w", err)
 		}
 	}
 	r.peakRSS = peakRSS(s.pid)
 	logf("%s: j×100 %s, G %s, filter %s", tl.name, ms(r.j100), ms(r.bigG), ms(r.filter))
 	return r
 }
+
+var nodeNames = regexp.MustCompile(`node-\d{5}`)
 
 func sleepUntil(ctx context.Context, t time.Time) {
 	select {

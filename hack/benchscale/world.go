@@ -215,6 +215,21 @@ func countWorld(ctx context.Context, cs kubernetes.Interface) (worldSize, error)
 	return s, nil
 }
 
+// listAllPods reads every pod, page by page, as a plain client would, and times it.
+func listAllPods(ctx context.Context, cs kubernetes.Interface) (time.Duration, error) {
+	start := time.Now()
+	opts := metav1.ListOptions{Limit: 5000}
+	for {
+		list, err := cs.CoreV1().Pods("").List(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return time.Since(start), nil
+		}
+	}
+}
+
 func benchNode(i int) *corev1.Node {
 	name := nodeName(i)
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{

@@ -121,7 +121,14 @@ func (e env) connect(ctx context.Context, progress io.Writer, mod func(*ConnectO
 	if mod != nil {
 		mod(&co)
 	}
-	return Connect(ctx, co, e.cfg, e.legacy, progress, e.getenv)
+	synced := tuneMemory(e.getenv)
+	cl, err := Connect(ctx, co, e.cfg, e.legacy, progress, e.getenv)
+	if err != nil {
+		synced()
+		return nil, err
+	}
+	afterSync(ctx, cl, synced)
+	return cl, nil
 }
 
 func runTUI(ctx context.Context, e env) error {

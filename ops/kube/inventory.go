@@ -44,7 +44,8 @@ type Inventory struct {
 
 	syncDeadline time.Time    // the first read must end by then
 	synced       atomic.Bool  // every informer has synced
-	podsRead     atomic.Int64 // pods seen by the transform: the first read's progress
+	podsRead     atomic.Int64 // pods converted as they arrive: the first read's progress
+	podsDone     sync.WaitGroup
 }
 
 type pdbSelector struct {
@@ -58,14 +59,13 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		seenSelectors: map[string]string{}}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(func(obj any) (any, error) {
 		inv.recordChange(obj)
-		if _, ok := obj.(*corev1.Pod); ok {
-			inv.podsRead.Add(1)
-		}
 		return strip(obj)
 	}))
 	inv.factory = f
 	inv.nodes = f.Core().V1().Nodes().Informer()
-	inv.pods = f.Core().V1().Pods().Informer()
+	inv.pods = cache.NewSharedIndexInformerWithOptions(podListWatch(cs, &inv.podsRead), &cachedPod{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	_ = inv.pods.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
 	inv.pdbs = f.Policy().V1().PodDisruptionBudgets().Informer()
 	inv.rs = f.Apps().V1().ReplicaSets().Informer()
 	_ = inv.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
@@ -145,6 +145,8 @@ func (inv *Inventory) Start(ctx context.Context, syncTimeout time.Duration) erro
 func (inv *Inventory) StartNodes(ctx context.Context, syncTimeout time.Duration) error {
 	inv.syncDeadline = time.Now().Add(syncTimeout)
 	inv.factory.StartWithContext(ctx)
+	inv.podsDone.Add(1)
+	go func() { defer inv.podsDone.Done(); inv.pods.RunWithContext(ctx) }()
 	wait, cancel := context.WithDeadline(ctx, inv.syncDeadline)
 	defer cancel()
 	if !cache.WaitForCacheSync(wait.Done(), inv.nodes.HasSynced) {
@@ -161,7 +163,11 @@ func (inv *Inventory) WaitSynced(ctx context.Context) error {
 	}
 	wait, cancel := context.WithDeadline(ctx, inv.syncDeadline)
 	defer cancel()
-	if err := inv.factory.WaitForCacheSyncWithContext(wait).AsError(); err != nil {
+	err := inv.factory.WaitForCacheSyncWithContext(wait).AsError()
+	if err == nil && !cache.WaitForCacheSync(wait.Done(), inv.pods.HasSynced) {
+		err = fmt.Errorf("pods not read: %w", context.Cause(wait))
+	}
+	if err != nil {
 		return fmt.Errorf("reading nodes, pods and PodDisruptionBudgets from Kubernetes: %w", err)
 	}
 	inv.synced.Store(true)
@@ -184,7 +190,7 @@ func (inv *Inventory) Syncing() (bool, int) {
 }
 
 // Shutdown stops the informers (after ctx is cancelled) and waits for them.
-func (inv *Inventory) Shutdown() { inv.factory.Shutdown() }
+func (inv *Inventory) Shutdown() { inv.factory.Shutdown(); inv.podsDone.Wait() }
 
 // PodsOn returns the pods bound to a node, from the cache.
 func (inv *Inventory) PodsOn(node string) []model.Pod {
@@ -238,14 +244,15 @@ func (inv *Inventory) Snapshot() model.KubeSnapshot {
 	sort.Slice(snap.PDBs, func(i, j int) bool {
 		return snap.PDBs[i].Namespace+"/"+snap.PDBs[i].Name < snap.PDBs[j].Namespace+"/"+snap.PDBs[j].Name
 	})
-	objs := inv.pods.GetStore().List()
-	snap.Pods = make([]model.Pod, 0, len(objs))
-	for _, o := range objs {
-		p := o.(*cachedPod).pod
-		if p.NodeName == "" {
-			continue
+	// Grouped by node, in the nodes' order: the join shares each node's run of pods.
+	snap.Pods = make([]model.Pod, 0, len(inv.pods.GetStore().ListKeys()))
+	idx := inv.pods.GetIndexer()
+	for _, n := range snap.Nodes {
+		objs, _ := idx.ByIndex(byNodeIndex, n.Name)
+		for _, o := range objs {
+			p := o.(*cachedPod).pod
+			snap.Pods = append(snap.Pods, inv.complete(p, pdbsByNS[p.Namespace]))
 		}
-		snap.Pods = append(snap.Pods, inv.complete(p, pdbsByNS[p.Namespace]))
 	}
 	return snap
 }
@@ -294,8 +301,8 @@ func nodeModel(n *corev1.Node) model.KubeNode {
 }
 
 // strip drops what drainctl never reads before an object is cached: managed fields, the
-// last-applied annotation, images on nodes, ReplicaSets' pod templates; a pod becomes a
-// cachedPod. It must stay idempotent (a cachedPod passes through).
+// last-applied annotation, images on nodes, ReplicaSets' pod templates (pods never reach
+// it: they arrive as cachedPods). It must stay idempotent.
 func strip(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -306,8 +313,6 @@ func strip(obj any) (any, error) {
 		}
 	}
 	switch o := obj.(type) {
-	case *corev1.Pod:
-		return newCachedPod(o), nil
 	case *corev1.Node:
 		o.Status.Images, o.Status.VolumesInUse, o.Status.VolumesAttached = nil, nil, nil
 	case *appsv1.ReplicaSet:

@@ -1,38 +1,138 @@
 package kube
 
 import (
+	"context"
+	"maps"
+	goruntime "runtime"
+	"slices"
 	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"unique"
+	"weak"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/drainctl/drainctl/model"
 )
 
-// cachedPod is what the pod informer keeps of a pod: the model's view of it, made once as
-// the pod arrives, instead of the API object. At 150,000 pods the API objects cost ~700 MB
-// (3.4 KiB each stripped); these cost a fifth of that (shared/notes/scale.md). The PDBs
-// selecting the pod and a ReplicaSet's Deployment are looked up when the pod is read: those
-// objects come and go on their own.
+// cachedPod is what the pod informer keeps of a pod: the model's view of it, made as the pod
+// is decoded (list pages and watch events are converted before the informer holds them),
+// never the API object. At 150,000 pods the API objects cost ~700 MB in the cache (3.4 KiB
+// each stripped) and twice that while the first read gathers them; these a fraction
+// (shared/notes/scale.md). The PDBs selecting the pod and a ReplicaSet's Deployment are
+// looked up when the pod is read: those objects come and go on their own.
 type cachedPod struct {
 	resourceVersion string
 	pod             model.Pod
+	labels          *labelSet      // keep pod.Labels and pod.Tolerations, shared with the
+	tolerations     *tolerationSet // pods alike, alive
 }
 
-// GetObjectMeta lets the informer's store key, index and compare the entry (meta.Accessor
-// accepts an ObjectMetaAccessor): namespace, name, UID and resourceVersion are all it reads.
+// GetObjectMeta lets the informer key, index and order the entry (meta.Accessor accepts an
+// ObjectMetaAccessor): namespace, name, UID, resourceVersion, and the annotations that mark
+// the end of the initial events on a bookmark.
 func (c *cachedPod) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: c.pod.Namespace, Name: c.pod.Name, UID: types.UID(c.pod.UID), ResourceVersion: c.resourceVersion}
+	return &metav1.ObjectMeta{Namespace: c.pod.Namespace, Name: c.pod.Name, UID: types.UID(c.pod.UID),
+		ResourceVersion: c.resourceVersion, Annotations: c.pod.Annotations}
 }
+
+// GetObjectKind and DeepCopyObject make it a runtime.Object, as the reflector wants. The
+// entry is never changed once made, so a copy shares its maps and slices.
+func (c *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (c *cachedPod) DeepCopyObject() runtime.Object   { cp := *c; return &cp }
 
 func newCachedPod(p *corev1.Pod) *cachedPod {
-	return &cachedPod{resourceVersion: p.ResourceVersion, pod: podBase(p)}
+	c := &cachedPod{resourceVersion: p.ResourceVersion, pod: podBase(p)}
+	c.pod.Annotations = readAnnotations(c.pod.Annotations)
+	if c.labels = sharedLabels(c.pod.Labels); c.labels != nil {
+		c.pod.Labels = c.labels.m
+	}
+	if c.tolerations = sharedTolerations(c.pod.Tolerations); c.tolerations != nil {
+		c.pod.Tolerations = c.tolerations.t
+	}
+	return c
+}
+
+// readAnnotations keeps the annotations drainctl reads (eviction policy, its own, a
+// watch bookmark's) of a cached pod: the rest, a fifth of the cache at 150,000 pods,
+// is for other tools (kubectl describe shows it).
+func readAnnotations(a map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range a {
+		if cachedAnnotations[k] || strings.HasPrefix(k, "drainctl.io/") {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+var cachedAnnotations = map[string]bool{
+	"cluster-autoscaler.kubernetes.io/safe-to-evict":               true,
+	"cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes": true,
+	"karpenter.sh/do-not-disrupt":                                  true,
+	corev1.MirrorPodAnnotationKey:                                  true,
+	metav1.InitialEventsAnnotationKey:                              true,
+}
+
+// cachedPodList is a page of cachedPods, as the reflector reads a list.
+type cachedPodList struct {
+	metav1.ListMeta
+	Items []cachedPod
+}
+
+func (l *cachedPodList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (l *cachedPodList) DeepCopyObject() runtime.Object {
+	cp := *l
+	cp.Items = slices.Clone(l.Items)
+	return &cp
+}
+
+// podListWatch lists and watches every pod, converting each page and each event's pod
+// into a cachedPod as it arrives; read counts the pods converted.
+func podListWatch(cs kubernetes.Interface, read *atomic.Int64) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			list, err := cs.CoreV1().Pods("").List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			out := &cachedPodList{ListMeta: list.ListMeta, Items: make([]cachedPod, len(list.Items))}
+			for i := range list.Items {
+				out.Items[i] = *newCachedPod(&list.Items[i])
+			}
+			read.Add(int64(len(list.Items)))
+			return out, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := cs.CoreV1().Pods("").Watch(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				if p, ok := e.Object.(*corev1.Pod); ok {
+					e.Object = newCachedPod(p)
+					read.Add(1)
+				}
+				return e, true
+			}), nil
+		},
+	}
 }
 
 // podBase converts a pod to the model, all but what other objects say of it (PDBs, the
@@ -134,4 +234,56 @@ func (inv *Inventory) complete(m model.Pod, pdbs []*policyv1.PodDisruptionBudget
 // podModel converts an API pod (read fresh, not from the cache) completely.
 func (inv *Inventory) podModel(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) model.Pod {
 	return inv.complete(podBase(p), pdbs)
+}
+
+// A ReplicaSet's pods carry the same labels, and nearly every pod the same two default
+// tolerations: the cache keeps one copy for all of them (label maps and toleration slices
+// were a third of the cache at 150,000 pods). The tables hold the copies weakly: a copy goes
+// with the last pod that has it, its entry with it.
+type (
+	labelSet      struct{ m map[string]string }
+	tolerationSet struct{ t []model.Toleration }
+)
+
+var (
+	labelSets      sync.Map // canonical form -> weak.Pointer[labelSet]
+	tolerationSets sync.Map // canonical form -> weak.Pointer[tolerationSet]
+)
+
+func sharedLabels(m map[string]string) *labelSet {
+	if len(m) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(m[k])
+		b.WriteByte(0)
+	}
+	return share(&labelSets, b.String(), &labelSet{m: m})
+}
+
+func sharedTolerations(ts []model.Toleration) *tolerationSet {
+	if len(ts) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, t := range ts {
+		b.WriteString(t.Key + "\x00" + t.Operator + "\x00" + t.Value + "\x00" + t.Effect + "\x00")
+	}
+	return share(&tolerationSets, b.String(), &tolerationSet{t: ts})
+}
+
+// share returns the live copy stored under key, or stores fresh as it.
+func share[T any](table *sync.Map, key string, fresh *T) *T {
+	if v, ok := table.Load(key); ok {
+		if live := v.(weak.Pointer[T]).Value(); live != nil {
+			return live
+		}
+	}
+	wp := weak.Make(fresh)
+	table.Store(key, wp)
+	goruntime.AddCleanup(fresh, func(key string) { table.CompareAndDelete(key, wp) }, key)
+	return fresh
 }
