@@ -63,7 +63,10 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 	}))
 	inv.factory = f
 	inv.nodes = f.Core().V1().Nodes().Informer()
-	inv.pods = cache.NewSharedIndexInformerWithOptions(podListWatch(cs, &inv.podsRead), &cachedPod{},
+	// As the factory's informers do: a client that cannot stream a watch-list (the fake
+	// clientset of the demo) is read with LIST and WATCH instead.
+	pods := cache.ToListWatcherWithWatchListSemantics(podListWatch(cs, &inv.podsRead), cs)
+	inv.pods = cache.NewSharedIndexInformerWithOptions(pods, &cachedPod{},
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
 	_ = inv.pods.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
 	inv.pdbs = f.Policy().V1().PodDisruptionBudgets().Informer()
