@@ -115,7 +115,7 @@ func (c *Client) listHypervisors(ctx context.Context) ([]model.Hypervisor, error
 	// At 2.88+ the capacity fields are gone; below, a hypervisor always reports vcpus > 0.
 	capacity := !c.atLeast("2.88")
 	var out []model.Hypervisor
-	err = walk(ctx, c.compute, c.compute.ServiceURL("os-hypervisors", "detail")+q, func(p *hypervisorsPage) (int, []pageLink) {
+	err = walk(ctx, c.compute, c.compute.ServiceURL("os-hypervisors", "detail")+q, "hypervisors_links", func(p *hypervisorsPage) (int, []pageLink) {
 		for _, h := range p.Hypervisors {
 			m := model.Hypervisor{
 				ID: string(h.ID), Hostname: h.Hostname, Host: h.Service.Host, Type: h.Type,
@@ -144,7 +144,7 @@ func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 		return nil, err
 	}
 	var out []model.VM
-	err = walk(ctx, c.compute, c.compute.ServiceURL("servers", "detail")+q, func(p *serversPage) (int, []pageLink) {
+	err = walk(ctx, c.compute, c.compute.ServiceURL("servers", "detail")+q, "servers_links", func(p *serversPage) (int, []pageLink) {
 		for _, s := range p.Servers {
 			out = append(out, s.model())
 		}

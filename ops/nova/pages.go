@@ -1,8 +1,11 @@
 package nova
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 
 	"github.com/gophercloud/gophercloud/v2"
 )
@@ -27,20 +30,68 @@ func nextLink(links []pageLink) string {
 }
 
 // walk GETs url and each next page, decoding each into a fresh *P; page returns the
-// page's item count and its links.
-func walk[P any](ctx context.Context, client *gophercloud.ServiceClient, url string, page func(*P) (int, []pageLink)) error {
-	for url != "" {
+// page's item count and its links (under linksKey in the body). The next page is asked for
+// as soon as its link is read off the raw page (Nova writes the links last), so that the
+// server prepares page N+1 while page N is decoded here; the decoded links have the last
+// word (a guess that differs is dropped).
+func walk[P any](ctx context.Context, client *gophercloud.ServiceClient, url, linksKey string, page func(*P) (int, []pageLink)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // a guessed page no longer wanted
+	type fetched struct {
+		url  string
+		body []byte
+		err  error
+	}
+	fetch := func(url string) fetched {
+		resp, err := client.Request(ctx, "GET", url, &gophercloud.RequestOpts{KeepResponseBody: true, OkCodes: []int{200}})
+		if err != nil {
+			return fetched{url, nil, err}
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return fetched{url, body, err}
+	}
+	cur := fetch(url)
+	for {
+		if cur.err != nil {
+			return cur.err
+		}
+		var ahead chan fetched
+		if guess := linkIn(cur.body, linksKey); guess != "" {
+			ahead = make(chan fetched, 1)
+			go func() { ahead <- fetch(guess) }()
+		}
 		var p P
-		if _, err := client.Get(ctx, url, &p, nil); err != nil {
-			return err
+		if err := json.Unmarshal(cur.body, &p); err != nil {
+			return fmt.Errorf("decoding %s: %w", cur.url, err)
 		}
 		n, links := page(&p)
-		if n == 0 {
+		next := nextLink(links)
+		if n == 0 || next == "" {
 			return nil
 		}
-		url = nextLink(links)
+		if ahead != nil {
+			if f := <-ahead; f.url == next {
+				cur = f
+				continue
+			}
+		}
+		cur = fetch(next)
 	}
-	return nil
+}
+
+// linkIn reads the next link off a raw page, when the links are its last member (as Nova
+// writes them); "" when it cannot tell.
+func linkIn(body []byte, key string) string {
+	i := bytes.LastIndex(body, []byte(`"`+key+`"`))
+	if i < 0 {
+		return ""
+	}
+	tail := map[string][]pageLink{}
+	if json.Unmarshal(append([]byte("{"), body[i:]...), &tail) != nil {
+		return ""
+	}
+	return nextLink(tail[key])
 }
 
 // wireServer is a server of GET /servers/detail as drainctl reads it (microversion 2.47+

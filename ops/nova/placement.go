@@ -63,13 +63,30 @@ func (c *Client) placementRooms(ctx context.Context) (map[string]*providerRoom, 
 	return out, firstErr
 }
 
+// wireInventories and wireAllocations are a provider's GET .../inventories and
+// .../allocations, decoded once into what drainctl reads (gophercloud's Extract decodes
+// twice through reflection: a tenth of a 5,000-host refresh).
+type wireInventories struct {
+	Inventories map[string]struct {
+		Total           int64   `json:"total"`
+		Reserved        int64   `json:"reserved"`
+		AllocationRatio float64 `json:"allocation_ratio"`
+	} `json:"inventories"`
+}
+
+type wireAllocations struct {
+	Allocations map[string]struct {
+		Resources map[string]int `json:"resources"`
+	} `json:"allocations"`
+}
+
 func (c *Client) providerRoom(ctx context.Context, uuid string) (*providerRoom, error) {
-	inv, err := resourceproviders.GetInventories(ctx, c.placement, uuid).Extract()
-	if err != nil {
+	var inv wireInventories
+	if _, err := c.placement.Get(ctx, c.placement.ServiceURL("resource_providers", uuid, "inventories"), &inv, nil); err != nil {
 		return nil, fmt.Errorf("reading the inventories of resource provider %s: %w", uuid, describe(err))
 	}
-	allocs, err := resourceproviders.GetAllocations(ctx, c.placement, uuid).Extract()
-	if err != nil {
+	var allocs wireAllocations
+	if _, err := c.placement.Get(ctx, c.placement.ServiceURL("resource_providers", uuid, "allocations"), &allocs, nil); err != nil {
 		return nil, fmt.Errorf("reading the allocations of resource provider %s: %w", uuid, describe(err))
 	}
 	used := map[string]int64{}
@@ -82,7 +99,7 @@ func (c *Client) providerRoom(ctx context.Context, uuid string) (*providerRoom, 
 	}
 	res := func(class string) model.Resource {
 		i := inv.Inventories[class]
-		return model.NewResource(int64(i.Total), int64(i.Reserved), float64(i.AllocationRatio), used[class])
+		return model.NewResource(i.Total, i.Reserved, i.AllocationRatio, used[class])
 	}
 	room.capacity = model.Capacity{Source: model.CapacityPlacement, VCPU: res("VCPU"), MemoryMB: res("MEMORY_MB"), DiskGB: res("DISK_GB")}
 	return room, nil
