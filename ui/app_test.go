@@ -414,3 +414,27 @@ func TestGoldenMaintenanceConfirm(t *testing.T) {
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, batch: ops.Batch{Plans: []model.Plan{plan}}, maintenance: maintainCreate})
 	golden(t, next.(Model), 100, 24)
 }
+
+// While the first read goes on the node rows are on screen, the header says so, and the
+// full read (with its ranking) replaces what the read had so far; a late partial one is
+// ignored.
+func TestRowsWhileThePodsAreRead(t *testing.T) {
+	m := New(context.Background(), nil, Options{Title: "test", Now: func() time.Time { return t0 }})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+	partial := inventory(3)
+	for i := range partial.Nodes {
+		partial.Nodes[i].Pods = nil
+	}
+	next, _ = next.Update(syncMsg{inv: partial, syncing: true})
+	view := next.(Model).View()
+	if !strings.Contains(view, "reading pods…") || !strings.Contains(view, partial.Nodes[0].Name) || strings.Contains(view, "reading the cluster…") {
+		t.Fatalf("while syncing:\n%s", view)
+	}
+	full := inventory(3)
+	next, _ = next.Update(inventoryMsg{inv: full, victims: policy.Rank(full, policy.Options{}, policy.DefaultWeights())})
+	next, _ = next.Update(syncMsg{inv: partial, syncing: false})
+	view = next.(Model).View()
+	if strings.Contains(view, "reading pods…") || next.(Model).s.totalPods == 0 {
+		t.Fatalf("after the full read (%d pods):\n%s", next.(Model).s.totalPods, view)
+	}
+}
