@@ -86,13 +86,16 @@ func (s *screen) alive() bool {
 // rss is the process's resident set, in bytes.
 func (s *screen) rss() int64 { return rssOf(s.pid) }
 
-func rssOf(pid int) int64 {
+func rssOf(pid int) int64 { return procStatus(pid, "VmRSS") }
+
+// procStatus reads a memory figure of /proc/PID/status (VmRSS, VmHWM), in bytes.
+func procStatus(pid int, field string) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}

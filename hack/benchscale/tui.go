@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -115,20 +114,7 @@ func sleepUntil(ctx context.Context, t time.Time) {
 }
 
 // peakRSS is the process's high-water mark of resident memory (VmHWM).
-func peakRSS(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			var kb int64
-			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func peakRSS(pid int) int64 { return procStatus(pid, "VmHWM") }
 
 // drainctlTool reads drainctl's node list: a row is "▸ node-00000 … 30 …" (the cursor's
 // mark is on screen with or without colour); the header says "reading pods…" while pods

@@ -240,16 +240,8 @@ func (g *gatedPods) RoundTrip(r *http.Request) (*http.Response, error) {
 	return g.next.RoundTrip(r)
 }
 
-// The TUI starts on the nodes alone; the pods arrive after, and nothing reads the
-// inventory for a judgement (Read, Rejoin) before they have.
-func TestNodesFirstThenPods(t *testing.T) {
-	cs := kubetest.Client(t)
-	px := kubetest.Prefix(t)
-	ns := kubetest.Namespace(t, cs, px)
-	w1 := px + "-w1"
-	kubetest.Node(t, cs, w1)
-	kubetest.Pod(t, cs, ns, "p1", w1)
-
+// gatedInventory is an inventory whose pod requests wait for the gate (not started).
+func gatedInventory(t *testing.T) (*gatedPods, kubernetes.Interface, *kube.Inventory, context.Context) {
 	gate := &gatedPods{open: make(chan struct{})}
 	cfg := kube.Tune(kubetest.Config(t), kube.Options{WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 		gate.next = rt
@@ -262,6 +254,20 @@ func TestNodesFirstThenPods(t *testing.T) {
 	inv := kube.NewInventory(kc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); inv.Shutdown() })
+	return gate, kc, inv, ctx
+}
+
+// The TUI starts on the nodes alone; the pods arrive after, and nothing reads the
+// inventory for a judgement (Read, Rejoin) before they have.
+func TestNodesFirstThenPods(t *testing.T) {
+	cs := kubetest.Client(t)
+	px := kubetest.Prefix(t)
+	ns := kubetest.Namespace(t, cs, px)
+	w1 := px + "-w1"
+	kubetest.Node(t, cs, w1)
+	kubetest.Pod(t, cs, ns, "p1", w1)
+
+	gate, kc, inv, ctx := gatedInventory(t)
 	if err := inv.StartNodes(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -295,22 +301,11 @@ func TestNodesFirstThenPods(t *testing.T) {
 
 // WaitSynced gives up at the deadline StartNodes set, saying what it was reading.
 func TestWaitSyncedGivesUp(t *testing.T) {
-	gate := &gatedPods{open: make(chan struct{})}
-	cfg := kube.Tune(kubetest.Config(t), kube.Options{WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-		gate.next = rt
-		return gate
-	}})
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv := kube.NewInventory(kc)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); inv.Shutdown() })
+	_, _, inv, ctx := gatedInventory(t)
 	if err := inv.StartNodes(ctx, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	err = inv.WaitSynced(ctx)
+	err := inv.WaitSynced(ctx)
 	if err == nil || !strings.Contains(err.Error(), "pods") {
 		t.Fatalf("WaitSynced = %v, want an error naming the pods", err)
 	}
