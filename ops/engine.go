@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -31,6 +32,16 @@ type Engine struct {
 	ranker    policy.Ranker // keeps the last ranking: each one judges again only what changed
 	ranked    chan struct{} // closed after the first full ranking
 	rankedOne sync.Once
+	lastRank  *lastRanking
+}
+
+// lastRanking is the last ranking and what it was made of.
+type lastRanking struct {
+	events  uint64
+	novaAt  time.Time
+	opts    policy.Options
+	victims []policy.Victim
+	inv     model.Inventory
 }
 
 // EngineOptions tune the mechanism; zero values take defaults.
@@ -180,12 +191,22 @@ func (e *Engine) ForceComplete(ctx context.Context, vmID string) error {
 func (e *Engine) Recommend(ctx context.Context, o policy.Options, fresh bool) ([]policy.Victim, model.Inventory, error) {
 	e.rankMu.Lock()
 	defer e.rankMu.Unlock()
+	// Nothing changed since the last ranking (a notification that brought nothing new): the
+	// last one stands. At 150,000 pods a re-join copies every pod.
+	events, novaAt := e.inv.Version()
+	if l := e.lastRank; !fresh && l != nil && l.events == events && l.novaAt.Equal(novaAt) && reflect.DeepEqual(l.opts, o) {
+		return l.victims, l.inv, nil
+	}
 	inv, changed, all, err := e.inv.ReadChanged(ctx, fresh)
 	if err != nil {
-		e.ranker = policy.Ranker{} // the changes taken are lost with the read: rank everything next time
+		e.ranker, e.lastRank = policy.Ranker{}, nil // the changes taken are lost with the read: rank everything next time
 		return nil, inv, err
 	}
 	victims := e.ranker.Rank(inv, changed, all, o, policy.WeightsFromConfig(e.cfg.ScaleDown))
+	if fresh { // the read moved novaAt on
+		_, novaAt = e.inv.Version()
+	}
+	e.lastRank = &lastRanking{events: events, novaAt: novaAt, opts: o, victims: victims, inv: inv}
 	e.rankedOne.Do(func() { close(e.ranked) })
 	return victims, inv, nil
 }

@@ -480,3 +480,39 @@ func strip(vs []policy.Victim) []string {
 	}
 	return out
 }
+
+// A ranking asked for with nothing changed since the last (no Kubernetes change of any kind,
+// no newer Nova read) is the last one, not a re-join; any change makes a new one.
+func TestRecommendWithNothingChangedIsTheLast(t *testing.T) {
+	c := newCluster(t, 20)
+	e := c.Engine("rank@test", nil)
+	ctx := kubetest.Ctx(t)
+	if _, _, err := e.Recommend(ctx, defaults(), true); err != nil {
+		t.Fatal(err)
+	}
+	// The informers may still be delivering the cluster's setup: wait for a quiet cache.
+	var again model.Inventory
+	kubetest.Eventually(t, 10*time.Second, "an unchanged ranking", func() bool {
+		_, prev, err := e.Recommend(ctx, defaults(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, again, err = e.Recommend(ctx, defaults(), false)
+		return err == nil && again.At.Equal(prev.At)
+	})
+	c1 := c.Name("c1")
+	kubetest.Pod(t, c.CS, c.NS, "late-c1", c1)
+	kubetest.Eventually(t, 10*time.Second, "the new pod ranked", func() bool {
+		_, inv, err := e.Recommend(ctx, defaults(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := inv.Node(c1)
+		for _, p := range n.Pods {
+			if p.Name == "late-c1" {
+				return inv.At.After(again.At)
+			}
+		}
+		return false
+	})
+}

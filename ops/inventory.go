@@ -65,6 +65,14 @@ func (i *Inventory) ReadChanged(ctx context.Context, fresh bool) (model.Inventor
 	return inv, changed, all, nil
 }
 
+// Version identifies what a re-join would be made of: the Kubernetes changes seen and the
+// Nova read it joins. Equal versions, an equal inventory (but for its time).
+func (i *Inventory) Version() (kubeEvents uint64, novaAt time.Time) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.kube.Events(), i.novaAt
+}
+
 // Syncing says whether the first read of Kubernetes is under way and how many pods it has
 // read: until it ends, Cached is all there is to show (nodes, and pods as they arrive).
 func (i *Inventory) Syncing() (bool, int) { return i.kube.Syncing() }

@@ -21,6 +21,8 @@ type KubeSource interface {
 	// TakeChanged returns the nodes whose Node object or pods changed since the last call
 	// (all: any may have) and starts counting afresh. One consumer: the ranking.
 	TakeChanged() (nodes map[string]bool, all bool)
+	// Events counts the changes seen, of any kind: equal counts, an unchanged cache.
+	Events() uint64
 	// WaitSynced waits for the first full read (a screen may start before it ends);
 	// Syncing says whether it is under way and how many pods it has read.
 	WaitSynced(ctx context.Context) error

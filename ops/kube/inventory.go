@@ -41,6 +41,7 @@ type Inventory struct {
 	changedAll bool            // a change that may touch any node (a PDB's selector), or not asked yet
 	// seenSelectors: each PDB's selector as last seen, to tell a new selector from a status.
 	seenSelectors map[string]string
+	events        uint64 // changes seen, of any kind
 
 	syncDeadline time.Time    // the first read must end by then
 	synced       atomic.Bool  // every informer has synced
@@ -101,6 +102,7 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 func (inv *Inventory) recordChange(obj any) {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
+	inv.events++
 	switch o := obj.(type) {
 	case *corev1.Node:
 		inv.changed[o.Name] = true
@@ -129,6 +131,14 @@ func (inv *Inventory) TakeChanged() (nodes map[string]bool, all bool) {
 }
 
 func (inv *Inventory) notify() { inv.signal.Notify() }
+
+// Events counts the changes seen so far, of any kind (a PDB's status too): equal counts, an
+// unchanged cache.
+func (inv *Inventory) Events() uint64 {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.events
+}
 
 // Subscribe delivers a value after any change to nodes, pods or PDBs (bursts coalesce)
 // until cancel is called.
