@@ -35,7 +35,15 @@ func startScreen(name string, w, h int, env []string, argv ...string) (*screen, 
 	cmd := append([]string{"new-session", "-d", "-s", name, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), "env"}, env...)
 	cmd = append(cmd, argv...)
 	s := &screen{socket: tmuxSocket, name: name, started: time.Now()}
-	if _, err := tmux(cmd...); err != nil {
+	var err error
+	for try := 0; try < 10; try++ { // the previous tool's server may still be exiting
+		if _, err = tmux(cmd...); err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+		s.started = time.Now()
+	}
+	if err != nil {
 		return nil, err
 	}
 	_, _ = tmux("set-option", "-t", name, "remain-on-exit", "on")
