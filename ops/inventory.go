@@ -73,9 +73,9 @@ func (i *Inventory) Version() (kubeEvents uint64, novaAt time.Time) {
 	return i.kube.Events(), i.novaAt
 }
 
-// Syncing says whether the first read of Kubernetes is under way and how many pods it has
-// read: until it ends, Cached is all there is to show (nodes, and pods as they arrive).
-func (i *Inventory) Syncing() (bool, int) { return i.kube.Syncing() }
+// Syncing says whether the first read of Kubernetes is under way: until it ends, Cached
+// is all there is to show (the nodes; the pods arrive when the read ends).
+func (i *Inventory) Syncing() bool { return i.kube.Syncing() }
 
 // Cached joins the Kubernetes cache with the last Nova read, whatever it was (none: the
 // Kubernetes half alone), without calling anything: what a view shows while Nova fails.

@@ -24,9 +24,9 @@ type KubeSource interface {
 	// Events counts the changes seen, of any kind: equal counts, an unchanged cache.
 	Events() uint64
 	// WaitSynced waits for the first full read (a screen may start before it ends);
-	// Syncing says whether it is under way and how many pods it has read.
+	// Syncing says whether it is under way.
 	WaitSynced(ctx context.Context) error
-	Syncing() (bool, int)
+	Syncing() bool
 }
 
 // NovaSource is the Nova side of the inventory (ops/nova.Client).

@@ -93,7 +93,7 @@ func (m Model) watchSync(after time.Duration) tea.Cmd {
 		case <-ctx.Done():
 			return nil
 		}
-		syncing, _ := inv.Syncing()
+		syncing := inv.Syncing()
 		in, _ := inv.Cached()
 		return syncMsg{inv: in, syncing: syncing}
 	}

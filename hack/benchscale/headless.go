@@ -99,7 +99,8 @@ func measureNova(ctx context.Context, o options, c *cluster, t *table) error {
 		osEnv = append(osEnv, k+"="+v)
 	}
 	withNova := drainctlTool(o, c.kubeconfig, osEnv...)
-	d := measureToolLaunch(ctx, withNova, o)
+	withNova.name = "drainctl+nova"
+	d := measureTool(ctx, withNova, o, true)
 	if d.err != nil {
 		return fmt.Errorf("drainctl with Nova: %w", d.err)
 	}
@@ -107,22 +108,4 @@ func measureNova(ctx context.Context, o options, c *cluster, t *table) error {
 	t.add("with Nova: launch → first read over and ranked", note("–"), dur(d.ready, nil), "")
 	t.add("with Nova: RSS 10 s after ready", note("–"), mib(d.rss10, nil), "≤ 400 MB")
 	return nil
-}
-
-// measureToolLaunch measures a launch alone: rows, the first read, RSS 10 s later.
-func measureToolLaunch(ctx context.Context, tl tool, o options) (r tuiResult) {
-	s, err := startScreen("bench-"+tl.name+"-nova", o.width, o.height, tl.env, tl.argv...)
-	if err != nil {
-		return tuiResult{err: err}
-	}
-	defer s.close()
-	if r.rows, r.err = s.waitFor(s.started, 5*time.Minute, func(p, _ string) bool { return tl.rows(p) }); r.err != nil {
-		return r
-	}
-	if r.ready, r.err = s.waitFor(s.started, 5*time.Minute, func(p, _ string) bool { return tl.ready(p) }); r.err != nil {
-		return r
-	}
-	sleepUntil(ctx, time.Now().Add(10*time.Second))
-	r.rss10 = s.rss()
-	return r
 }

@@ -171,8 +171,8 @@ func ratio(a, b cell) string {
 	return fmt.Sprintf("%.1f×", a.v/b.v)
 }
 
+// secs is a duration as the table writes it ("123 ms", "3.4 s").
 func secs(d time.Duration) string { return dur(d, nil).text }
-func ms(d time.Duration) string   { return dur(d, nil).text }
 
 func (t *table) add(figure string, k9s, drainctl cell, target string) {
 	t.rows = append(t.rows, tableRow{figure, k9s, drainctl, target})

@@ -37,7 +37,9 @@ const (
 	rssLate    = 80 * time.Second
 )
 
-func measureTool(ctx context.Context, tl tool, o options) (r tuiResult) {
+// measureTool runs tl and measures it: the launch (rows, counts, ready, RSS 10 s later),
+// then, unless launchOnly, memory later, idle CPU and keys.
+func measureTool(ctx context.Context, tl tool, o options, launchOnly bool) (r tuiResult) {
 	logf("%s: starting in tmux %dx%d", tl.name, o.width, o.height)
 	s, err := startScreen("bench-"+tl.name, o.width, o.height, tl.env, tl.argv...)
 	if err != nil {
@@ -67,6 +69,9 @@ func measureTool(ctx context.Context, tl tool, o options) (r tuiResult) {
 	logf("%s: rows %s, counts %s, ready %s; measuring memory and idle CPU for %s", tl.name, secs(r.rows), secs(r.counts), secs(r.ready), rssLate)
 	sleepUntil(ctx, readyAt.Add(10*time.Second))
 	r.rss10 = s.rss()
+	if launchOnly {
+		return r
+	}
 	cpu0, t0 := s.cpu(), time.Now()
 	sleepUntil(ctx, t0.Add(idleWindow))
 	r.idleCPU = float64(s.cpu()-cpu0) / float64(time.Since(t0))
@@ -100,7 +105,7 @@ func measureTool(ctx context.Context, tl tool, o options) (r tuiResult) {
 		}
 	}
 	r.peakRSS = peakRSS(s.pid)
-	logf("%s: j×100 %s, G %s, filter %s", tl.name, ms(r.j100), ms(r.bigG), ms(r.filter))
+	logf("%s: j×100 %s, G %s, filter %s", tl.name, secs(r.j100), secs(r.bigG), secs(r.filter))
 	return r
 }
 
@@ -144,12 +149,12 @@ func drainctlTool(o options, kubeconfig string, extraEnv ...string) tool {
 func measureTUIs(ctx context.Context, o options, c *cluster, t *table) error {
 	var k9s tuiResult
 	if o.k9s != "" {
-		k9s = measureTool(ctx, k9sTool(o, c.kubeconfig), o)
+		k9s = measureTool(ctx, k9sTool(o, c.kubeconfig), o, false)
 		if k9s.err != nil {
 			logf("k9s: %v", k9s.err)
 		}
 	}
-	d := measureTool(ctx, drainctlTool(o, c.kubeconfig), o)
+	d := measureTool(ctx, drainctlTool(o, c.kubeconfig), o, false)
 	if d.err != nil {
 		return fmt.Errorf("drainctl: %w", d.err)
 	}

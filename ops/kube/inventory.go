@@ -43,9 +43,8 @@ type Inventory struct {
 	seenSelectors map[string]string
 	events        uint64 // changes seen, of any kind
 
-	syncDeadline time.Time    // the first read must end by then
-	synced       atomic.Bool  // every informer has synced
-	podsRead     atomic.Int64 // pods converted as they arrive: the first read's progress
+	syncDeadline time.Time   // the first read must end by then
+	synced       atomic.Bool // every informer has synced
 	podsDone     sync.WaitGroup
 }
 
@@ -66,7 +65,7 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 	inv.nodes = f.Core().V1().Nodes().Informer()
 	// As the factory's informers do: a client that cannot stream a watch-list (the fake
 	// clientset of the demo) is read with LIST and WATCH instead.
-	pods := cache.ToListWatcherWithWatchListSemantics(podListWatch(cs, &inv.podsRead), cs)
+	pods := cache.ToListWatcherWithWatchListSemantics(podListWatch(cs), cs)
 	inv.pods = cache.NewSharedIndexInformerWithOptions(pods, &cachedPod{},
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
 	_ = inv.pods.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
@@ -187,19 +186,18 @@ func (inv *Inventory) WaitSynced(ctx context.Context) error {
 	return nil
 }
 
-// Syncing reports whether the first read is still under way, and how many pods it has
-// read so far.
-func (inv *Inventory) Syncing() (bool, int) {
+// Syncing reports whether the first read is still under way.
+func (inv *Inventory) Syncing() bool {
 	if inv.synced.Load() {
-		return false, 0
+		return false
 	}
 	for _, i := range []cache.SharedIndexInformer{inv.nodes, inv.pods, inv.pdbs, inv.rs} {
 		if !i.HasSynced() {
-			return true, int(inv.podsRead.Load())
+			return true
 		}
 	}
 	inv.synced.Store(true)
-	return false, 0
+	return false
 }
 
 // Shutdown stops the informers (after ctx is cancelled) and waits for them.
@@ -258,10 +256,14 @@ func (inv *Inventory) Snapshot() model.KubeSnapshot {
 		return snap.PDBs[i].Namespace+"/"+snap.PDBs[i].Name < snap.PDBs[j].Namespace+"/"+snap.PDBs[j].Name
 	})
 	// Grouped by node, in the nodes' order: the join shares each node's run of pods.
-	snap.Pods = make([]model.Pod, 0, len(inv.pods.GetStore().ListKeys()))
-	idx := inv.pods.GetIndexer()
-	for _, n := range snap.Nodes {
-		objs, _ := idx.ByIndex(byNodeIndex, n.Name)
+	idx, total := inv.pods.GetIndexer(), 0
+	onNode := make([][]any, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		onNode[i], _ = idx.ByIndex(byNodeIndex, n.Name)
+		total += len(onNode[i])
+	}
+	snap.Pods = make([]model.Pod, 0, total)
+	for _, objs := range onNode {
 		for _, o := range objs {
 			p := o.(*cachedPod).pod
 			snap.Pods = append(snap.Pods, inv.complete(p, pdbsByNS[p.Namespace]))

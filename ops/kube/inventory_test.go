@@ -274,7 +274,7 @@ func TestNodesFirstThenPods(t *testing.T) {
 	if _, ok := nodeByName(inv.Snapshot(), w1); !ok {
 		t.Fatalf("%s not read by StartNodes", w1)
 	}
-	if syncing, _ := inv.Syncing(); !syncing {
+	if !inv.Syncing() {
 		t.Fatal("Syncing() = false while the pods are held back")
 	}
 	waited := make(chan error, 1)
@@ -288,8 +288,8 @@ func TestNodesFirstThenPods(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
-	if syncing, n := inv.Syncing(); syncing {
-		t.Fatalf("still syncing after WaitSynced (%d pods)", n)
+	if inv.Syncing() {
+		t.Fatal("still syncing after WaitSynced")
 	}
 	if _, ok := podsOf(inv.Snapshot(), w1)["p1"]; !ok {
 		t.Fatal("p1 not in the cache after WaitSynced")

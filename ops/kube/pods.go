@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unique"
 	"weak"
 
@@ -56,8 +55,8 @@ func (c *cachedPod) DeepCopyObject() runtime.Object   { cp := *c; return &cp }
 
 func newCachedPod(p *corev1.Pod) *cachedPod {
 	c := &cachedPod{resourceVersion: p.ResourceVersion, pod: podBase(p)}
-	c.pod.Annotations = readAnnotations(c.pod.Annotations)
-	if c.labels = sharedLabels(c.pod.Labels); c.labels != nil {
+	c.pod.Annotations = readAnnotations(p.Annotations)
+	if c.labels = sharedLabels(p.Labels); c.labels != nil {
 		c.pod.Labels = c.labels.m
 	}
 	if c.tolerations = sharedTolerations(c.pod.Tolerations); c.tolerations != nil {
@@ -104,8 +103,8 @@ func (l *cachedPodList) DeepCopyObject() runtime.Object {
 }
 
 // podListWatch lists and watches every pod, converting each page and each event's pod
-// into a cachedPod as it arrives; read counts the pods converted.
-func podListWatch(cs kubernetes.Interface, read *atomic.Int64) *cache.ListWatch {
+// into a cachedPod as it arrives.
+func podListWatch(cs kubernetes.Interface) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			list, err := cs.CoreV1().Pods("").List(ctx, o)
@@ -116,7 +115,6 @@ func podListWatch(cs kubernetes.Interface, read *atomic.Int64) *cache.ListWatch 
 			for i := range list.Items {
 				out.Items[i] = *newCachedPod(&list.Items[i])
 			}
-			read.Add(int64(len(list.Items)))
 			return out, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -127,7 +125,6 @@ func podListWatch(cs kubernetes.Interface, read *atomic.Int64) *cache.ListWatch 
 			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
 				if p, ok := e.Object.(*corev1.Pod); ok {
 					e.Object = newCachedPod(p)
-					read.Add(1)
 				}
 				return e, true
 			}), nil
@@ -136,23 +133,21 @@ func podListWatch(cs kubernetes.Interface, read *atomic.Int64) *cache.ListWatch 
 }
 
 // podBase converts a pod to the model, all but what other objects say of it (PDBs, the
-// Deployment behind a ReplicaSet). Strings that repeat across pods are interned: namespaces,
-// node names, phases, owners, label keys and values, tolerations.
+// Deployment behind a ReplicaSet). The strings every pod repeats are interned: namespaces,
+// node names, phases, owners (labels and tolerations are shared whole by newCachedPod).
 func podBase(p *corev1.Pod) model.Pod {
 	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 	m := model.Pod{
 		Namespace: intern(p.Namespace), Name: p.Name, UID: string(p.UID), NodeName: intern(p.Spec.NodeName),
 		Phase: intern(string(p.Status.Phase)), Terminating: p.DeletionTimestamp != nil,
-		Requests:    model.Resources{MilliCPU: req.Cpu().MilliValue(), MemoryBytes: req.Memory().Value(), Pods: 1},
-		Labels:      internMap(p.Labels),
-		Annotations: podAnnotations(p.Annotations),
+		Requests: model.Resources{MilliCPU: req.Cpu().MilliValue(), MemoryBytes: req.Memory().Value(), Pods: 1},
+		Labels:   p.Labels, Annotations: p.Annotations,
 	}
 	_, m.Mirror = p.Annotations[corev1.MirrorPodAnnotationKey]
 	for _, t := range p.Spec.Tolerations {
-		m.Tolerations = append(m.Tolerations, model.Toleration{Key: intern(t.Key), Operator: intern(string(t.Operator)),
-			Value: intern(t.Value), Effect: intern(string(t.Effect))})
+		m.Tolerations = append(m.Tolerations, model.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)})
 	}
-	m.NodeSelector = internMap(p.Spec.NodeSelector)
+	m.NodeSelector = p.Spec.NodeSelector
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 			var mt model.NodeSelectorTerm
@@ -179,37 +174,7 @@ func podBase(p *corev1.Pod) model.Pod {
 	return m
 }
 
-// podAnnotations keeps a pod's annotations but the last-applied configuration (a copy of the
-// whole object, often the largest thing in it); none when there are none.
-func podAnnotations(a map[string]string) map[string]string {
-	n := len(a)
-	if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
-		n--
-	}
-	if n <= 0 {
-		return nil
-	}
-	out := make(map[string]string, n)
-	for k, v := range a {
-		if k != corev1.LastAppliedConfigAnnotation {
-			out[intern(k)] = v
-		}
-	}
-	return out
-}
-
 func intern(s string) string { return unique.Make(s).Value() }
-
-func internMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[intern(k)] = intern(v)
-	}
-	return out
-}
 
 // complete fills in what other objects say of a pod: the Deployment behind its ReplicaSet
 // and the PDBs (of its namespace) that select it.
@@ -261,7 +226,7 @@ func sharedLabels(m map[string]string) *labelSet {
 		b.WriteString(m[k])
 		b.WriteByte(0)
 	}
-	return share(&labelSets, b.String(), &labelSet{m: m})
+	return share(&labelSets, b.String(), func() *labelSet { return &labelSet{m: m} })
 }
 
 func sharedTolerations(ts []model.Toleration) *tolerationSet {
@@ -272,18 +237,19 @@ func sharedTolerations(ts []model.Toleration) *tolerationSet {
 	for _, t := range ts {
 		b.WriteString(t.Key + "\x00" + t.Operator + "\x00" + t.Value + "\x00" + t.Effect + "\x00")
 	}
-	return share(&tolerationSets, b.String(), &tolerationSet{t: ts})
+	return share(&tolerationSets, b.String(), func() *tolerationSet { return &tolerationSet{t: ts} })
 }
 
-// share returns the live copy stored under key, or stores fresh as it.
-func share[T any](table *sync.Map, key string, fresh *T) *T {
+// share returns the live copy stored under key, or stores a fresh one as it.
+func share[T any](table *sync.Map, key string, fresh func() *T) *T {
 	if v, ok := table.Load(key); ok {
 		if live := v.(weak.Pointer[T]).Value(); live != nil {
 			return live
 		}
 	}
-	wp := weak.Make(fresh)
+	made := fresh()
+	wp := weak.Make(made)
 	table.Store(key, wp)
-	goruntime.AddCleanup(fresh, func(key string) { table.CompareAndDelete(key, wp) }, key)
-	return fresh
+	goruntime.AddCleanup(made, func(key string) { table.CompareAndDelete(key, wp) }, key)
+	return made
 }

@@ -158,23 +158,13 @@ func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 
 // Server reads one server.
 func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
-	s, err := servers.Get(ctx, c.compute, id).Extract()
-	if err != nil {
+	var body struct {
+		Server wireServer `json:"server"`
+	}
+	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id), &body, nil); err != nil {
 		return model.VM{}, fmt.Errorf("reading server %s: %w", id, describe(err))
 	}
-	return serverModel(*s), nil
-}
-
-func serverModel(s servers.Server) model.VM {
-	w := wireServer{ID: s.ID, Name: s.Name, Host: s.Host, Status: s.Status, TaskState: s.TaskState,
-		VMState: s.VmState, TenantID: s.TenantID, Locked: s.Locked}
-	w.Flavor.OriginalName, _ = s.Flavor["original_name"].(string)
-	w.Flavor.ID, _ = s.Flavor["id"].(string)
-	w.Flavor.RAM, _ = s.Flavor["ram"].(float64)
-	w.Flavor.VCPUs, _ = s.Flavor["vcpus"].(float64)
-	w.Flavor.Disk, _ = s.Flavor["disk"].(float64)
-	w.Flavor.Ephemeral, _ = s.Flavor["ephemeral"].(float64)
-	return w.model()
+	return body.Server.model(), nil
 }
 
 func (s wireServer) model() model.VM {
