@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/drainctl/drainctl/internal/app"
@@ -69,6 +70,10 @@ Operation flags:
   --ignore-daemonsets  leave DaemonSet pods (default true; --ignore-daemonsets=false refuses them)
   --allow-control-plane    allow emptying a control-plane node
   --allow-last-node    allow emptying the last schedulable worker
+  --cold-migrate-running   move a running VM that cannot live-migrate (PCI, vGPU) cold:
+                       it is stopped, moved and started again (downtime; the plan lists it)
+  --skip-vm NAME       leave this VM on the node (repeatable): the run goes on, and ends
+                       with exit 6 saying the node is not empty and why
   --timeout DURATION   bound the whole operation (default timeouts.operation, 2h)
   --max-parallel N     nodes worked at once (default concurrency.nodes, 1)
 
@@ -108,7 +113,8 @@ OpenStack credentials: -config-path, else OS_CLOUD + clouds.yaml, else OS_* vari
 else the [openstack] table of config.toml. With none, drainctl works on Kubernetes alone.
 
 Exit codes: 0 done, 1 failed, 2 usage or configuration error or a cluster that cannot be
-reached, 3 refused by policy, 4 interrupted (a rerun resumes), 5 doctor found disagreements.
+reached, 3 refused by policy, 4 interrupted (a rerun resumes), 5 doctor found disagreements,
+6 done but the node is not empty (VMs left by --skip-vm or --force).
 `
 
 func main() {
@@ -222,6 +228,14 @@ func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreDaemonSets, "ignore-daemonsets", true, "")
 	fs.BoolVar(&o.AllowControlPlane, "allow-control-plane", false, "")
 	fs.BoolVar(&o.AllowLastNode, "allow-last-node", false, "")
+	fs.BoolVar(&o.ColdMigrateRunning, "cold-migrate-running", false, "")
+	fs.Func("skip-vm", "", func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return fmt.Errorf("--skip-vm needs a VM name or ID")
+		}
+		o.SkipVMs = append(o.SkipVMs, v)
+		return nil
+	})
 	fs.DurationVar(&o.Timeout, "timeout", 0, "")
 	fs.IntVar(&o.MaxParallel, "max-parallel", 0, "")
 	fs.StringVar(&o.To, "to", "", "")

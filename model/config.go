@@ -160,6 +160,11 @@ type PolicyConfig struct {
 	OnStall    string   `toml:"on_stall"`
 	// MigrationAttempts is how many times a VM's live migration is tried.
 	MigrationAttempts int `toml:"migration_attempts"`
+	// MoveStopped: SHUTOFF VMs are cold-migrated (they lose nothing); false makes them
+	// blockers. ConfirmCold: drainctl confirms its own cold migrations (confirmResize);
+	// false leaves them in VERIFY_RESIZE for the operator, and the report says so.
+	MoveStopped bool `toml:"move_stopped"`
+	ConfirmCold bool `toml:"confirm_cold"`
 }
 
 // DefaultConfig returns the configuration used when no file says otherwise.
@@ -190,6 +195,8 @@ func DefaultConfig() Config {
 			StallAfter:        Duration(time.Minute),
 			OnStall:           "force-complete",
 			MigrationAttempts: 2,
+			MoveStopped:       true,
+			ConfirmCold:       true,
 		},
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},

@@ -19,10 +19,16 @@ const (
 	LostForGood      ReasonCode = "LostForGood"      // an override evicts the last copy of something
 	BadDrainOrder    ReasonCode = "BadDrainOrder"    // a drain-order label that is not a number
 	// VMs.
-	VMNotActive      ReasonCode = "VMNotActive"      // only ACTIVE and PAUSED servers live-migrate
 	VMTaskInProgress ReasonCode = "VMTaskInProgress" // a task (resize, snapshot…) is running on it
 	VMLocked         ReasonCode = "VMLocked"
-	NoHostWithRoom   ReasonCode = "NoHostWithRoom" // the other enabled hosts cannot hold its VMs
+	VMError          ReasonCode = "VMError"         // ERROR: Nova's fault says why; drainctl never resets it
+	VMStopped        ReasonCode = "VMStopped"       // SHUTOFF and policy.move_stopped = false
+	VMPinned         ReasonCode = "VMPinned"        // running, tied to its host's hardware: cannot live-migrate
+	VMSkipped        ReasonCode = "VMSkipped"       // --skip-vm: left where it is, the node is not empty
+	VMUnmovable      ReasonCode = "VMUnmovable"     // a state Nova moves neither live nor cold (SUSPENDED, SHELVED, RESCUE)
+	Downtime         ReasonCode = "Downtime"        // a running VM moved cold: stopped, moved, started again
+	VMAwaitsConfirm  ReasonCode = "VMAwaitsConfirm" // VERIFY_RESIZE: someone's cold migration waits for confirm or revert
+	NoHostWithRoom   ReasonCode = "NoHostWithRoom"  // the other enabled hosts cannot hold its VMs
 	// Nodes.
 	LastSchedulable   ReasonCode = "LastSchedulable" // no other Ready, schedulable worker would remain
 	ControlPlane      ReasonCode = "ControlPlane"

@@ -1,6 +1,9 @@
 package model
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // VM is a Nova server.
 type VM struct {
@@ -16,6 +19,37 @@ type VM struct {
 	VCPUs     int    `json:"vcpus"`
 	DiskGB    int64  `json:"diskGB"`
 	ProjectID string `json:"projectID,omitempty"`
+	// Fault is Nova's fault message of an ERROR server (shown as Nova wrote it, escaped).
+	Fault string `json:"fault,omitempty"`
+	// Pinned names the flavor extra spec that ties the VM to its host's hardware (a PCI
+	// device, a vGPU), so that it cannot live-migrate; "" when none does.
+	Pinned string `json:"pinned,omitempty"`
+	// Method is how an evacuation moves it: set in a plan (policy.VMMove), empty elsewhere.
+	Method MoveMethod `json:"method,omitempty"`
+}
+
+// MoveMethod is how an evacuation takes a VM off its host.
+type MoveMethod string
+
+// Move methods. A VM without a host (SHELVED_OFFLOADED) is on no node and has none.
+const (
+	MoveLive   MoveMethod = "live"   // live migration: no downtime (ACTIVE, PAUSED)
+	MoveCold   MoveMethod = "cold"   // cold migration: migrate, then confirmResize (SHUTOFF; a running VM only under --cold-migrate-running)
+	MoveFollow MoveMethod = "follow" // already moving (someone's migration): followed to its end
+	MoveStays  MoveMethod = "stays"  // cannot or may not move: a typed reason says why
+)
+
+// PinningSpec reports whether a flavor extra spec ties a VM to its host's hardware, so
+// that Nova cannot live-migrate it: a PCI passthrough alias, a virtual or physical GPU,
+// any other device resource a host holds (resources:CUSTOM_*, e.g. an FPGA or NIC VF).
+func PinningSpec(key, value string) bool {
+	switch {
+	case key == "pci_passthrough:alias", key == "resources:VGPU", key == "resources:PGPU":
+		return value != "" && value != "0"
+	case strings.HasPrefix(key, "resources:CUSTOM_"), strings.HasPrefix(key, "accel:device_profile"):
+		return value != "" && value != "0"
+	}
+	return false
 }
 
 // ShortID is the first block of the VM's UUID, enough to tell VMs apart on a screen.
@@ -67,10 +101,13 @@ const (
 	MigrationPreparing     MigrationStatus = "preparing"
 	MigrationRunning       MigrationStatus = "running"
 	MigrationPostMigrating MigrationStatus = "post-migrating"
-	MigrationCompleted     MigrationStatus = "completed" // Nova: completed, done, finished, confirmed
-	MigrationFailed        MigrationStatus = "failed"    // Nova: error, failed
-	MigrationCancelled     MigrationStatus = "cancelled" // aborted by a user
-	MigrationReverted      MigrationStatus = "reverted"
+	// MigrationFinished: a cold migration (or resize) has moved the server, which waits in
+	// VERIFY_RESIZE for confirmResize (or revertResize). Nova's "finished".
+	MigrationFinished  MigrationStatus = "finished"
+	MigrationCompleted MigrationStatus = "completed" // Nova: completed, done, confirmed
+	MigrationFailed    MigrationStatus = "failed"    // Nova: error, failed
+	MigrationCancelled MigrationStatus = "cancelled" // aborted by a user
+	MigrationReverted  MigrationStatus = "reverted"
 )
 
 // Final reports whether the migration has ended (any way).

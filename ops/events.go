@@ -69,6 +69,10 @@ const (
 	MigStalled     MigState = "stalled"
 	MigInterrupted MigState = "interrupted" // left migrating in Nova when the operation stopped
 	MigRunning     MigState = MigState(model.MigrationRunning)
+	// A cold migration's phases, from the server (Nova's task states, then the engine's).
+	MigVerifyResize MigState = "verify-resize" // moved; waits for confirmResize
+	MigConfirming   MigState = "confirming"    // confirmResize asked
+	MigReverted     MigState = "reverted"      // revertResize: back on its source
 )
 
 // MigStateOf is Nova's status as a migration state.
@@ -128,19 +132,20 @@ func NewPodEvent(at time.Time, node, pod string, state PodState, pdb string, att
 // coalesced per VM by consumers that fall behind; transitions never are.
 type MigrationEvent struct {
 	header
-	VM        string        `json:"vm"`
-	VMID      string        `json:"vmID"`
-	State     MigState      `json:"state"`
-	Source    string        `json:"source"`
-	Dest      string        `json:"dest,omitempty"`
-	Attempt   int           `json:"attempt"`
-	Total     int64         `json:"totalBytes,omitempty"`
-	Processed int64         `json:"processedBytes,omitempty"`
-	Remaining int64         `json:"remainingBytes,omitempty"`
-	Rate      float64       `json:"rateBytesPerSec,omitempty"`
-	ETA       time.Duration `json:"etaNs,omitempty"`
-	Stalled   bool          `json:"stalled,omitempty"`
-	Message   string        `json:"message,omitempty"`
+	VM        string           `json:"vm"`
+	VMID      string           `json:"vmID"`
+	Method    model.MoveMethod `json:"method,omitempty"`
+	State     MigState         `json:"state"`
+	Source    string           `json:"source"`
+	Dest      string           `json:"dest,omitempty"`
+	Attempt   int              `json:"attempt"`
+	Total     int64            `json:"totalBytes,omitempty"`
+	Processed int64            `json:"processedBytes,omitempty"`
+	Remaining int64            `json:"remainingBytes,omitempty"`
+	Rate      float64          `json:"rateBytesPerSec,omitempty"`
+	ETA       time.Duration    `json:"etaNs,omitempty"`
+	Stalled   bool             `json:"stalled,omitempty"`
+	Message   string           `json:"message,omitempty"`
 }
 
 // NewMigrationEvent stamps a migration's payload (every field but the header) with its
@@ -186,6 +191,9 @@ type Report struct {
 	Pods     []PodReport    `json:"pods"`
 	VMs      []VMReport     `json:"vms"`
 	Reasons  []model.Reason `json:"reasons,omitempty"`
+	// Left are the VMs the operation left on the node knowingly (--skip-vm, --force), with
+	// why: the node is not empty.
+	Left []string `json:"left,omitempty"`
 	// BytesCopied is the memory copied by every VM's live migrations, every attempt: the
 	// sum of the VMs' Bytes.
 	BytesCopied int64 `json:"bytesCopied"`
@@ -203,15 +211,16 @@ type PodReport struct {
 
 // VMReport is one VM's migration.
 type VMReport struct {
-	VM       string        `json:"vm"`
-	VMID     string        `json:"vmID"`
-	Result   MigState      `json:"result"` // completed, failed, aborted, skipped, interrupted
-	Source   string        `json:"source"`
-	Dest     string        `json:"dest,omitempty"`
-	Attempts int           `json:"attempts"`
-	Bytes    int64         `json:"bytes"` // copied, over all attempts
-	Duration time.Duration `json:"durationNs"`
-	Message  string        `json:"message,omitempty"`
+	VM       string           `json:"vm"`
+	VMID     string           `json:"vmID"`
+	Method   model.MoveMethod `json:"method,omitempty"`
+	Result   MigState         `json:"result"` // completed, failed, aborted, skipped, interrupted
+	Source   string           `json:"source"`
+	Dest     string           `json:"dest,omitempty"`
+	Attempts int              `json:"attempts"`
+	Bytes    int64            `json:"bytes"` // copied, over all attempts
+	Duration time.Duration    `json:"durationNs"`
+	Message  string           `json:"message,omitempty"`
 }
 
 // CampaignEvent: a rolling maintenance moved on: a node changed phase (Node set), the

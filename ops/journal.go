@@ -38,6 +38,9 @@ type Journal struct {
 	// WasSchedulable records the node's state before drainctl touched it, for rollback.
 	WasSchedulable bool   `json:"wasSchedulable"`
 	Error          string `json:"error,omitempty"`
+	// ColdMoves are the VMs drainctl asked to cold-migrate off the node, written before each
+	// request: a rerun confirms these (and only these) when it finds them in VERIFY_RESIZE.
+	ColdMoves []string `json:"coldMoves,omitempty"`
 }
 
 // ReadJournal parses the node's annotation, if any.

@@ -15,6 +15,9 @@ import (
 // vmRun is one VM's migration as the engine follows it.
 type vmRun struct {
 	vm        model.VM
+	method    model.MoveMethod // live or cold
+	ours      bool             // cold: drainctl asked for it (the journal says so): it confirms it
+	confirmed bool             // cold: confirmResize asked
 	attempt   int
 	state     MigState
 	dest      string
@@ -75,27 +78,27 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 	sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
 	var pending []*vmRun
 	running := map[string]*vmRun{}
+	var failed []string
+	ours := r.coldOurs()
 	for _, vm := range vms {
-		run := &vmRun{vm: vm}
-		if vm.TaskState == "migrating" {
-			run.adopted, run.attempt, run.started, run.state = true, 1, e.now(), MigAdopted
-			running[vm.ID] = run
-			select { // already running in Nova: counted if there is room, followed either way
-			case e.migSlots <- struct{}{}:
-				run.slot = true
-			default:
-			}
+		method, reason := policy.VMMove(vm, r.ro.Policy)
+		run := &vmRun{vm: vm, method: method}
+		switch method {
+		case model.MoveFollow:
+			r.follow(run, running, ours)
 			continue
-		}
-		if reason := policy.VMReason(vm, r.ro.Policy); reason != nil {
-			r.report.VMs = append(r.report.VMs, VMReport{VM: vm.Name, VMID: vm.ID, Result: MigSkipped, Source: p.Host, Message: reason.Message})
-			r.emitVM(run, MigSkipped, reason.Message)
+		case model.MoveStays:
+			if bad := r.stays(run, reason); bad != "" {
+				failed = append(failed, bad)
+			}
 			continue
 		}
 		pending = append(pending, run)
 	}
+	if err := r.adoptCold(ctx, vms, running, ours); err != nil {
+		return "", err
+	}
 	dests := r.destinations(ctx)
-	var failed []string
 	done := 0
 	defer func() {
 		for _, run := range running {
@@ -130,15 +133,20 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 			switch outcome {
 			case MigCompleted:
 				done++
-				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, ""))
-				r.emitVM(run, MigCompleted, "")
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, msg))
+				r.emitVM(run, MigCompleted, msg)
 			case MigAborted:
 				failed = append(failed, run.vm.Name+": aborted")
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigAborted, msg))
 				r.emitVM(run, MigAborted, msg)
 			default:
 				r.emitVM(run, MigFailed, msg)
-				if r.retry(run, msg, &pending) {
+				if r.cannotLive(run, msg) {
+					if r.coldInstead(run, msg, &pending) {
+						continue
+					}
+					msg += " (use --cold-migrate-running to move it cold, with downtime)"
+				} else if r.retry(run, msg, &pending) {
 					continue
 				}
 				failed = append(failed, run.vm.Name+": "+msg)
@@ -164,8 +172,11 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			return failed // the cluster-wide cap is reached
 		}
 		run := (*pending)[0]
-		if r.movedMeanwhile(ctx, run, pending, running) {
+		if handled, failure := r.movedMeanwhile(ctx, run, pending, running); handled {
 			<-e.migSlots
+			if failure != "" {
+				failed = append(failed, failure)
+			}
 			continue
 		}
 		room, ok := r.clusterRoom(ctx)
@@ -186,16 +197,24 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 		run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)
-		err := e.nova.LiveMigrate(ctx, run.vm.ID, dest)
+		err := r.request(ctx, run, dest)
 		room.unlock(run.vm.ID, err == nil)
 		if err != nil {
 			e.claim(run, -1)
 			e.releaseSlot(run)
-			if r.retry(run, err.Error(), pending) {
+			msg := err.Error()
+			if r.cannotLive(run, msg) || (run.method == model.MoveLive && refusedByNova(err)) {
+				if r.coldInstead(run, msg, pending) {
+					continue
+				}
+				if run.method == model.MoveLive && run.vm.Status == "ACTIVE" {
+					msg += " (use --cold-migrate-running to move it cold, with downtime)"
+				}
+			} else if !refusedByNova(err) && r.retry(run, msg, pending) {
 				continue
 			}
-			failed = append(failed, run.vm.Name+": "+err.Error())
-			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, err.Error()))
+			failed = append(failed, run.vm.Name+": "+msg)
+			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg))
 			continue
 		}
 		r.emitVM(run, MigRequested, "")
@@ -208,27 +227,60 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 // the start, and someone may have moved it since. A VM no longer on the node left by itself
 // and is skipped; one already migrating (someone else's migration) is followed, not asked
 // again. It takes the VM off pending in both cases.
-func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmRun, running map[string]*vmRun) bool {
+func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmRun, running map[string]*vmRun) (handled bool, failure string) {
 	e := r.e
 	cur, err := e.nova.Server(ctx, run.vm.ID)
 	switch {
 	case err != nil: // the request itself will say what is wrong
-		return false
+		return false, ""
 	case cur.Host != run.vm.Host:
 		*pending = (*pending)[1:]
 		msg := "left the node by itself (now on " + cur.Host + ")"
 		run.dest, run.started = cur.Host, e.now()
 		r.report.VMs = append(r.report.VMs, r.vmReport(run, MigSkipped, msg))
 		r.emitVM(run, MigSkipped, msg)
-		return true
-	case cur.TaskState == "migrating":
+		return true, ""
+	}
+	method, reason := policy.VMMove(cur, r.ro.Policy)
+	switch {
+	case method == model.MoveFollow:
 		*pending = (*pending)[1:]
+		run.vm.Status, run.vm.TaskState = cur.Status, cur.TaskState
+		run.method = model.MoveLive
+		if cur.Status == "RESIZE" {
+			run.method = model.MoveCold
+		}
 		run.adopted, run.attempt, run.started, run.state = true, max(run.attempt, 1), e.now(), MigAdopted
 		r.emitVM(run, MigAdopted, "already migrating (someone else's request): followed")
 		running[run.vm.ID] = run
-		return true
+		return true, ""
+	case method == model.MoveStays:
+		*pending = (*pending)[1:]
+		run.vm = cur
+		if bad := r.stays(run, reason); bad != "" {
+			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message))
+			return true, bad
+		}
+		return true, ""
+	case method != run.method && run.attempt == 0: // stopped or started meanwhile
+		run.vm, run.method = cur, method
 	}
-	return false
+	return false, ""
+}
+
+// stays accounts for a VM that does not move. Left on purpose (an override the plan
+// showed), it is reported and the node is "not empty"; one that became unmovable during the
+// run (broken, locked meanwhile) is a failure, returned as "name: why".
+func (r *runner) stays(run *vmRun, reason *model.Reason) (failure string) {
+	run.method = model.MoveStays
+	if reason.Severity == model.Blocks {
+		r.emitVM(run, MigFailed, reason.String())
+		return run.vm.Name + ": " + reason.String()
+	}
+	r.report.VMs = append(r.report.VMs, VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: model.MoveStays, Result: MigSkipped, Source: run.vm.Host, Message: reason.Message})
+	r.report.Left = append(r.report.Left, run.vm.Name+": "+reason.Message)
+	r.emitVM(run, MigSkipped, reason.Message)
+	return ""
 }
 
 // claim counts (or uncounts) a migration against its destination's cap.
@@ -352,6 +404,9 @@ func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
 // once the migration has ended, "" while it runs.
 func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, error) {
 	e := r.e
+	if run.method == model.MoveCold {
+		return r.pollCold(ctx, run)
+	}
 	ms, err := e.nova.ServerMigrations(ctx, run.vm.ID)
 	if err != nil {
 		return "", "", err
@@ -442,7 +497,7 @@ func (r *runner) watchdog(ctx context.Context, run *vmRun) {
 }
 
 func (r *runner) emitVM(run *vmRun, state MigState, msg string) {
-	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, State: state,
+	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: state,
 		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total}))
 }
 
@@ -451,7 +506,7 @@ func (r *runner) emitProgress(run *vmRun) {
 	if !ok {
 		return
 	}
-	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, State: MigRunning,
+	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: MigRunning,
 		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Total: s.Total, Processed: s.Processed,
 		Remaining: s.Remaining, Rate: run.progress.CopyRate(), ETA: run.progress.ETA(),
 		Stalled: run.progress.Stalled(r.e.o.StallAfter)}))
@@ -460,7 +515,10 @@ func (r *runner) emitProgress(run *vmRun) {
 // vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.
 func (r *runner) vmReport(run *vmRun, result MigState, msg string) VMReport {
 	bytes := run.copied + run.attemptBytes(result == MigCompleted)
-	return VMReport{VM: run.vm.Name, VMID: run.vm.ID, Result: result, Source: run.vm.Host, Dest: run.dest,
+	if run.method == model.MoveCold {
+		bytes = 0 // a cold move copies disks, not memory: Nova does not count them
+	}
+	return VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
 		Attempts: run.attempt, Bytes: bytes, Duration: r.e.now().Sub(run.started), Message: msg}
 }
 

@@ -155,18 +155,24 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		pdbs[b.Namespace+"/"+b.Name] = b
 	}
 	var movable []model.VM
-	for _, vm := range node.VMs {
-		if r := policy.VMReason(vm, ro.Policy); r != nil {
+	p.VMs = make([]model.VM, len(node.VMs))
+	methods := map[model.MoveMethod]int{}
+	for i, vm := range node.VMs {
+		method, r := policy.VMMove(vm, ro.Policy)
+		vm.Method = method
+		p.VMs[i] = vm
+		methods[method]++
+		if r != nil {
 			p.Reasons = append(p.Reasons, *r)
-			continue
 		}
-		movable = append(movable, vm)
+		if method != model.MoveStays {
+			movable = append(movable, vm)
+		}
 	}
-	p.VMs = node.VMs
 	if r := policy.CapacityReason(node, movable, inv, leaving, e.cpuRatio(), ro.Policy); r != nil {
 		p.Reasons = append(p.Reasons, *r)
 	}
-	vmDetail := fmt.Sprintf("live-migrate %d VM(s)", len(node.VMs))
+	vmDetail := moveDetail(methods)
 	if !e.NovaConfigured() || node.Compute == nil {
 		vmDetail = "no VMs to move: this node has no compute service"
 	}
@@ -210,6 +216,25 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		model.Step{Kind: model.StepVerify, Done: false, Detail: "nothing that had to go is left"})
 }
 
+// moveDetail says how the node's VMs move: "move 5 VM(s): 3 live, 1 cold, 1 stays".
+func moveDetail(methods map[model.MoveMethod]int) string {
+	n := 0
+	var parts []string
+	for _, m := range []model.MoveMethod{model.MoveLive, model.MoveCold, model.MoveFollow, model.MoveStays} {
+		if c := methods[m]; c > 0 {
+			n += c
+			parts = append(parts, fmt.Sprintf("%d %s", c, m))
+		}
+	}
+	if n == 0 {
+		return "move 0 VM(s)"
+	}
+	if methods[model.MoveLive] == n {
+		return fmt.Sprintf("live-migrate %d VM(s)", n)
+	}
+	return fmt.Sprintf("move %d VM(s): %s", n, strings.Join(parts, ", "))
+}
+
 // evictDetail says how many pods go, in which order groups, and how many skip rules keep.
 func evictDetail(groups []policy.PodGroup, pods, skipped int) string {
 	s := fmt.Sprintf("evict %d pod(s)", pods)
@@ -245,8 +270,10 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 			if vm.ID != target && vm.Name != target {
 				continue
 			}
+			method, r := policy.VMMove(vm, policy.Options{MoveStopped: ro.Policy.MoveStopped, ColdMigrateRunning: ro.Policy.ColdMigrateRunning})
+			vm.Method = method
 			p := model.Plan{Op: model.OpMigrate, Node: n.Name, Host: n.Host, VM: vm.Name, Target: ro.To, VMs: []model.VM{vm}}
-			if r := policy.VMReason(vm, policy.Options{}); r != nil {
+			if r != nil {
 				p.Reasons = append(p.Reasons, *r)
 			}
 			if ro.To != "" {
@@ -258,9 +285,13 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 					return p, &UsageError{Problem: fmt.Sprintf("%s is already on %s", vm.Name, ro.To)}
 				}
 			}
-			detail := "live-migrate " + vm.Name + ", the scheduler picks the host"
+			verb := "live-migrate "
+			if method == model.MoveCold {
+				verb = "cold-migrate (then confirm) "
+			}
+			detail := verb + vm.Name + ", the scheduler picks the host"
 			if ro.To != "" {
-				detail = "live-migrate " + vm.Name + " to " + ro.To
+				detail = verb + vm.Name + " to " + ro.To
 			}
 			p.Steps = []model.Step{{Kind: model.StepMigrateVMs, Detail: detail}}
 			return p, nil

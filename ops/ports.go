@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -91,6 +92,12 @@ type Nova interface {
 	Servers(ctx context.Context, host string) ([]model.VM, error)
 	Server(ctx context.Context, id string) (model.VM, error)
 	LiveMigrate(ctx context.Context, id, host string) error
+	// ColdMigrate, ConfirmResize and RevertResize are a cold migration's three calls;
+	// ColdFrom lists the cold migrations from host not yet confirmed or reverted.
+	ColdMigrate(ctx context.Context, id, host string) error
+	ConfirmResize(ctx context.Context, id string) error
+	RevertResize(ctx context.Context, id string) error
+	ColdFrom(ctx context.Context, host string) ([]model.Migration, error)
 	ServerMigrations(ctx context.Context, id string) ([]model.Migration, error)
 	MigrationsOf(ctx context.Context, id string) ([]model.Migration, error)
 	InProgressFrom(ctx context.Context, host string) ([]model.Migration, error)
@@ -182,6 +189,25 @@ func (e *Interrupted) Error() string {
 func (e *Interrupted) Unwrap() error { return e.Cause }
 func (e *Interrupted) HintText() string {
 	return "the node records where it stopped (annotation " + JournalAnnotation + ")"
+}
+
+// refusedByNova reports whether err is Nova's 400 or 409 to an action: it cannot be done as
+// asked (a server in the wrong state, a request Nova will not carry out), and asking again
+// the same way does not help.
+func refusedByNova(err error) bool {
+	var s interface{ HTTPStatus() int }
+	return errors.As(err, &s) && (s.HTTPStatus() == 400 || s.HTTPStatus() == 409)
+}
+
+// NotEmptyError: the operation did what it was asked, but the node is not empty: VMs were
+// left on it knowingly (--skip-vm, --force). Its own exit code (6), so a script can tell.
+type NotEmptyError struct {
+	Node string
+	Left []string // "VM name: why"
+}
+
+func (e *NotEmptyError) Error() string {
+	return fmt.Sprintf("%s is not empty: %d VM(s) left on it: %s", e.Node, len(e.Left), strings.Join(e.Left, "; "))
 }
 
 // UsageError is a request that cannot be carried out as asked (an unknown node or VM, a

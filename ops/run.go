@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,6 +57,7 @@ type runner struct {
 	stop    context.CancelCauseFunc
 	stopped string         // the holder an abort or rollback stopped: its lease may be taken over
 	keepers sync.WaitGroup // the lease's renewal and cancel watch
+	cold    []string       // VMs this run asked to cold-migrate (under mu), journaled
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -185,6 +187,13 @@ func (r *runner) journal(phase, errMsg string) {
 		j.Op = r.plan.Op
 	}
 	j.Phase, j.Updated, j.Error = phase, r.e.now(), errMsg
+	r.mu.Lock()
+	for _, id := range r.cold {
+		if !slices.Contains(j.ColdMoves, id) {
+			j.ColdMoves = append(j.ColdMoves, id)
+		}
+	}
+	r.mu.Unlock()
 	// Retried (an API server restarting): a node must not be left with a stale phase.
 	var err error
 	for wait := 100 * time.Millisecond; ; wait *= 2 {

@@ -120,7 +120,21 @@ func (r *runner) abort(ctx context.Context) (string, error) {
 	if e.nova == nil || p.Host == "" {
 		return "no migrations", nil
 	}
-	return r.abortMigrations(ctx)
+	live, err := r.abortMigrations(ctx)
+	if err != nil {
+		return "", err
+	}
+	reverted, left, err := r.revertCold(ctx)
+	if err != nil {
+		return "", err
+	}
+	if reverted > 0 {
+		live += fmt.Sprintf("; %d cold migration(s) reverted", reverted)
+	}
+	if len(left) > 0 {
+		live += fmt.Sprintf("; cold migration(s) of %s still under way (Nova cannot stop them): run abort again to revert them once they wait for their confirm", strings.Join(left, ", "))
+	}
+	return live, nil
 }
 
 func (r *runner) enableCompute(ctx context.Context) (string, error) {
@@ -193,6 +207,16 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 				skipped[v.VMID] = true
 			}
 		}
+		if p.Op == model.OpEvacuate && len(r.report.VMs) == 0 {
+			// A resumed run whose migrate step was already done: the VMs that stay are judged
+			// again, so the verdict does not depend on which run moved the others.
+			for _, vm := range vms {
+				if m, reason := policy.VMMove(vm, r.ro.Policy); m == model.MoveStays && reason.Severity != model.Blocks {
+					skipped[vm.ID] = true
+					r.report.Left = append(r.report.Left, vm.Name+": "+reason.Message)
+				}
+			}
+		}
 		for _, vm := range vms {
 			if !skipped[vm.ID] {
 				left = append(left, "VM "+vm.Name)
@@ -206,6 +230,9 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 	}
 	if len(left) > 0 {
 		return "", fmt.Errorf("still on %s: %s", p.Node, strings.Join(left, ", "))
+	}
+	if n := len(r.report.Left); n > 0 {
+		return fmt.Sprintf("NOT EMPTY: %d VM(s) left on purpose: %s", n, strings.Join(r.report.Left, "; ")), nil
 	}
 	return "empty of everything that had to go", nil
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/lipgloss"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -76,6 +77,8 @@ func (p *confirmPane) update(msg tea.KeyMsg, s *shared) intent {
 		return toggle(func(o *policy.Options) { o.DisableEviction = !o.DisableEviction })
 	case matches(msg, k.ToggleLastNode):
 		return toggle(func(o *policy.Options) { o.AllowLastNode = !o.AllowLastNode })
+	case matches(msg, k.ToggleCold):
+		return toggle(func(o *policy.Options) { o.ColdMigrateRunning = !o.ColdMigrateRunning })
 	case matches(msg, k.Target) && pd.op == model.OpMigrate:
 		return pickTarget{pd}
 	case matches(msg, k.Confirm):
@@ -105,7 +108,7 @@ func (p *confirmPane) view(s *shared) string {
 		b.WriteString(st.Error.Render("cannot plan: "+text.SafeErr(pd.err)) + "\n")
 		return b.String()
 	}
-	blocked := false
+	blocked, pinned := false, false
 	if pd.maintenance != "" {
 		node := pd.targets[0]
 		q := text.Sprintf("Create a NodeMaintenance for %s? The controller will:", node)
@@ -128,9 +131,13 @@ func (p *confirmPane) view(s *shared) string {
 			}
 			b.WriteString(truncate(text.Sprintf("  %d. %s %-16s %s", i+1, mark, step.Kind, step.Detail), width) + "\n")
 		}
+		b.WriteString(vmMoves(pl, st, width))
 		for _, r := range pl.Reasons {
-			if r.Code == model.LostForGood {
+			if r.Code == model.LostForGood || r.Code == model.Downtime {
 				continue // listed below, all together
+			}
+			if r.Code == model.VMPinned {
+				pinned = true
 			}
 			style := st.Muted
 			switch r.Severity {
@@ -149,10 +156,21 @@ func (p *confirmPane) view(s *shared) string {
 	if on := overrideFlags(pd.ro.Policy); len(on) > 0 {
 		b.WriteString(st.Danger.Render("overrides: "+strings.Join(on, " ")) + "\n")
 	}
-	var losses []string
+	var losses, downtime []string
 	for _, pl := range pd.batch.Plans {
 		for _, r := range pl.Losses() {
 			losses = append(losses, text.Sprintf("  %s: %s", r.Object, r.Message))
+		}
+		for _, r := range pl.Reasons {
+			if r.Code == model.Downtime {
+				downtime = append(downtime, text.Sprintf("  %s: %s", r.Object, r.Message))
+			}
+		}
+	}
+	if len(downtime) > 0 {
+		b.WriteString(st.Danger.Render(fmt.Sprintf("DOWNTIME if you run it (%d):", len(downtime))) + "\n")
+		for _, l := range downtime {
+			b.WriteString(st.Danger.Render(truncate(l, width)) + "\n")
 		}
 	}
 	if len(losses) > 0 {
@@ -170,6 +188,8 @@ func (p *confirmPane) view(s *shared) string {
 	switch {
 	case blocked && pd.maintenance == maintainCreate:
 		b.WriteString(st.Warn.Render("The NodeMaintenance will be Failed, retried, until every blocker is resolved.") + "\n")
+	case blocked && pd.maintenance == "" && pinned:
+		b.WriteString(st.Warn.Render(truncate("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides; M moves pinned VMs cold).", width)) + "\n")
 	case blocked && pd.maintenance == "":
 		b.WriteString(st.Warn.Render("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides).") + "\n")
 	}
@@ -182,10 +202,36 @@ func overrideFlags(o policy.Options) []string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{o.Force, "--force"}, {o.DeleteEmptyDirData, "--delete-emptydir-data"}, {o.DisableEviction, "--disable-eviction"}, {o.AllowLastNode, "--allow-last-node"}} {
+	}{{o.Force, "--force"}, {o.DeleteEmptyDirData, "--delete-emptydir-data"}, {o.DisableEviction, "--disable-eviction"}, {o.AllowLastNode, "--allow-last-node"},
+		{o.ColdMigrateRunning, "--cold-migrate-running"}} {
 		if f.on {
 			on = append(on, f.name)
 		}
 	}
 	return on
+}
+
+// vmMoves lists how each VM of the plan moves, when not every one moves live (the step's
+// detail says "live-migrate N VM(s)" then): "  vm-a  cold  8 GiB  SHUTOFF".
+func vmMoves(pl model.Plan, st Styles, width int) string {
+	allLive := true
+	for _, vm := range pl.VMs {
+		allLive = allLive && (vm.Method == model.MoveLive || vm.Method == "")
+	}
+	if allLive {
+		return ""
+	}
+	var b strings.Builder
+	for _, vm := range pl.VMs {
+		style := st.Muted
+		switch vm.Method {
+		case model.MoveStays:
+			style = st.Warn
+		case model.MoveCold:
+			style = lipgloss.NewStyle()
+		}
+		line := text.Sprintf("     %-6s %s  %s  %s", vm.Method, vm.Name, text.Bytes(vm.RAMMB<<20), vm.Status)
+		b.WriteString(style.Render(truncate(line, width)) + "\n")
+	}
+	return b.String()
 }

@@ -143,8 +143,19 @@ func describeVM(id string, s *shared) (describePane, bool) {
 			add("status %s · task %s · vm state %s · locked %v", vm.Status, none(vm.TaskState), none(vm.VMState), vm.Locked)
 			add("flavor %s: %d vCPU, %s RAM, %d GB disk", vm.Flavor, vm.VCPUs, text.Bytes(vm.RAMMB<<20), vm.DiskGB)
 			add("host %s · node %s", vm.Host, none(n.Name))
-			if r := policy.VMReason(vm, policy.Options{}); r != nil {
-				add("cannot live-migrate now: %s", r.String())
+			switch method, r := policy.VMMove(vm, s.opts.Policy); {
+			case method == model.MoveStays:
+				add("stays on an evacuation: %s", r.String())
+			case r != nil:
+				add("moves %s: %s", method, r.String())
+			default:
+				add("moves %s on an evacuation", method)
+			}
+			if vm.Pinned != "" {
+				add("tied to its host's hardware: %s", vm.Pinned)
+			}
+			if vm.Fault != "" {
+				add("fault: %s", vm.Fault)
 			}
 			for _, m := range n.Migrations {
 				if m.InstanceID == vm.ID {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/drainctl/drainctl/ops/policy"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -147,7 +148,7 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 		}
 		mig := migrating[vm.ID]
 		if mig == "" {
-			mig = "-"
+			mig = moveOf(vm, s.opts.Policy)
 		}
 		line := pad(text.Sprintf("%s%-13s %-9s %-11s %-6s %-19s %s", mark, fit(vm.Name, 13), fit(vm.ShortID(), 9), fit(vm.Flavor, 11),
 			text.Bytes(vm.RAMMB<<20), fit(state, 19), mig), w)
@@ -215,4 +216,21 @@ func maintenanceState(nm model.NodeMaintenance) string {
 		return "Failed, retrying"
 	}
 	return fmt.Sprintf("%s %d%%", nm.Status.Phase, nm.Status.DrainProgress)
+}
+
+// moveOf is how an evacuation would move the VM, when not live ("-" then): "cold",
+// "stays: ERROR" (the reason's code), "follow".
+func moveOf(vm model.VM, o policy.Options) string {
+	method, r := policy.VMMove(vm, o)
+	switch method {
+	case model.MoveLive:
+		return "-"
+	case model.MoveStays:
+		return "stays: " + string(r.Code)
+	case model.MoveCold:
+		if r != nil && r.Code == model.Downtime {
+			return "cold (downtime)"
+		}
+	}
+	return string(method)
 }

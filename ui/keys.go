@@ -27,7 +27,7 @@ type KeyMap struct {
 	Interrupt                               Binding
 	// In a confirmation.
 	Confirm, Cancel, ToggleForce, ToggleEmptyDir Binding
-	ToggleEviction, ToggleLastNode               Binding
+	ToggleEviction, ToggleLastNode, ToggleCold   Binding
 	Target, Why                                  Binding
 	// In the quit dialog, while operations run.
 	QuitWait, QuitAbort, QuitLeave Binding
@@ -76,6 +76,7 @@ func DefaultKeys() KeyMap {
 		ToggleEmptyDir: bind(true, "D", "toggle --delete-emptydir-data", "D"),
 		ToggleEviction: bind(true, "E", "toggle --disable-eviction", "E"),
 		ToggleLastNode: bind(true, "L", "toggle --allow-last-node", "L"),
+		ToggleCold:     bind(true, "M", "toggle --cold-migrate-running (pinned VMs move cold, with downtime)", "M"),
 		Target:         bind(true, "t", "migrate: pick the target host (a filterable list)", "t"),
 		Why:            bind(false, "w", "type the reason (nova-compute's disabled reason, as --reason)", "w"),
 		QuitWait:       bind(false, "w", "wait for them (go back)", "w", "esc"),
@@ -127,7 +128,7 @@ func (k KeyMap) groups() [][]Binding {
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause},
 		{k.Operations, k.Victims, k.Describe, k.Command, k.Sort, k.Refresh, k.Help, k.Quit, k.Interrupt},
-		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Target, k.Why},
+		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.Target, k.Why},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}
 }

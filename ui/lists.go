@@ -227,7 +227,7 @@ func vmRows(s *shared) []listRow {
 		if vm.Locked {
 			state += " locked"
 		}
-		mig := "-"
+		mig := moveOf(vm, s.opts.Policy)
 		for _, m := range migs {
 			if m.InstanceID == vm.ID && m.InProgress() {
 				mig = fmt.Sprintf("%s %s→%s", m.Status, m.SourceCompute, orDash(m.DestCompute))

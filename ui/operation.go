@@ -112,6 +112,7 @@ type opView struct {
 
 type vmView struct {
 	id, name, source, dest, msg string
+	method                      model.MoveMethod
 	state                       ops.MigState
 	total, processed, remaining int64
 	rate                        float64
@@ -135,7 +136,8 @@ type logLine struct {
 func newOpView(key string, p model.Plan, now time.Time) *opView {
 	v := &opView{key: key, plan: p, started: now, queued: true, steps: map[model.StepKind]ops.StepState{}, vms: map[string]*vmView{}, pods: map[string]*podView{}}
 	for _, vm := range p.VMs {
-		v.vm(vm.ID, vm.Name).source = vm.Host
+		view := v.vm(vm.ID, vm.Name)
+		view.source, view.method = vm.Host, vm.Method
 	}
 	return v
 }
@@ -215,6 +217,9 @@ func (v *opView) record(ev ops.Event) {
 	case ops.MigrationEvent:
 		vm := v.vm(e.VMID, e.VM)
 		vm.attempt = e.Attempt
+		if e.Method != "" {
+			vm.method = e.Method
+		}
 		if e.Source != "" {
 			vm.source = e.Source
 		}
@@ -376,6 +381,9 @@ func (p *opPane) view(s *shared) string {
 			detail = text.Safe(vm.msg)
 		}
 		line2 := fmt.Sprintf("  %s %3.0f%%  %s", bar.ViewAs(pct), pct*100, detail)
+		if vm.method == model.MoveCold { // Nova tells a cold move's phase, not its bytes
+			line2 = "  " + coldPhase(vm) + "  " + detail
+		}
 		b.WriteString(truncate(line1, width) + "\n" + truncate(line2, width) + "\n")
 		vmLines += 2
 	}
@@ -392,6 +400,25 @@ func (p *opPane) view(s *shared) string {
 	}
 	writeLog(&b, v.log[:len(v.log)-back], rows, s)
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// coldPhases are a cold move's phases in order: the server's task states, then the engine's.
+var coldPhases = []ops.MigState{"resize_prep", "resize_migrating", "resize_migrated", "resize_finish", ops.MigVerifyResize, ops.MigConfirming}
+
+// coldPhase says where a cold move stands: "cold move 3/6 resize_migrated".
+func coldPhase(vm *vmView) string {
+	switch vm.state {
+	case ops.MigCompleted:
+		return "cold move done"
+	case "pending", ops.MigRequested, ops.MigAdopted:
+		return "cold move " + string(vm.state)
+	}
+	for i, ph := range coldPhases {
+		if ph == vm.state {
+			return fmt.Sprintf("cold move %d/%d %s", i+1, len(coldPhases), ph)
+		}
+	}
+	return "cold move: " + string(vm.state)
 }
 
 func podSummary(v *opView) string {

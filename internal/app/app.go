@@ -39,6 +39,8 @@ type Options struct {
 
 	DryRun, Force, DisableEviction, DeleteEmptyDir, IgnoreDaemonSets bool
 	AllowControlPlane, AllowLastNode                                 bool
+	ColdMigrateRunning                                               bool
+	SkipVMs                                                          []string
 	Timeout                                                          time.Duration
 	MaxParallel                                                      int
 	To, Reason                                                       string
@@ -199,6 +201,7 @@ func policyOptions(cfg model.Config, o Options) (policy.Options, error) {
 	p.IgnoreDaemonSets = p.IgnoreDaemonSets && o.IgnoreDaemonSets
 	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.DeleteEmptyDir
 	p.AllowControlPlane, p.AllowLastNode = o.AllowControlPlane, o.AllowLastNode
+	p.ColdMigrateRunning, p.SkipVMs = o.ColdMigrateRunning, o.SkipVMs
 	return p, nil
 }
 

@@ -20,6 +20,7 @@ const (
 	ExitRefused     = 3 // refused by policy before anything changed
 	ExitInterrupted = 4 // interrupted or timed out; the cluster records where it stopped
 	ExitFindings    = 5 // doctor: Kubernetes and Nova disagree (the findings are printed)
+	ExitNotEmpty    = 6 // done as asked, but VMs were left on the node on purpose (--skip-vm, --force)
 )
 
 // ExitCodeOf maps an error to the process exit code.
@@ -30,6 +31,8 @@ func ExitCodeOf(err error) int {
 		return ExitOK
 	case errors.As(err, new(*auto.FindingsError)):
 		return ExitFindings
+	case errors.As(err, new(*ops.NotEmptyError)):
+		return ExitNotEmpty
 	case errors.As(err, &unreachable):
 		if errors.Is(err, context.Canceled) {
 			return ExitInterrupted // stopped while connecting

@@ -69,6 +69,60 @@ func (c *Client) LiveMigrate(ctx context.Context, id, host string) error {
 	return nil
 }
 
+// ColdMigrate asks Nova to cold-migrate a server (the migrate action): it is stopped if it
+// runs, moved, and waits in VERIFY_RESIZE for ConfirmResize. A host needs 2.56; "" lets the
+// scheduler choose. Nova answers 202 and the rest is learned by polling the server.
+func (c *Client) ColdMigrate(ctx context.Context, id, host string) error {
+	var body map[string]any
+	switch {
+	case host != "" && c.atLeast("2.56"):
+		body = map[string]any{"migrate": map[string]any{"host": host}}
+	default:
+		body = map[string]any{"migrate": nil}
+	}
+	if _, err := c.compute.Post(ctx, c.compute.ServiceURL("servers", id, "action"), body, nil,
+		&gophercloud.RequestOpts{OkCodes: []int{202}}); err != nil {
+		return fmt.Errorf("cold-migrating server %s: %w", id, describe(err))
+	}
+	return nil
+}
+
+// ConfirmResize ends a cold migration that waits in VERIFY_RESIZE: the source's copy goes.
+func (c *Client) ConfirmResize(ctx context.Context, id string) error {
+	if _, err := c.compute.Post(ctx, c.compute.ServiceURL("servers", id, "action"), map[string]any{"confirmResize": nil}, nil,
+		&gophercloud.RequestOpts{OkCodes: []int{202, 204}}); err != nil {
+		return fmt.Errorf("confirming the migration of server %s: %w", id, describe(err))
+	}
+	return nil
+}
+
+// RevertResize undoes a cold migration that waits in VERIFY_RESIZE: the server goes back to
+// its source host, as it was.
+func (c *Client) RevertResize(ctx context.Context, id string) error {
+	if _, err := c.compute.Post(ctx, c.compute.ServiceURL("servers", id, "action"), map[string]any{"revertResize": nil}, nil,
+		&gophercloud.RequestOpts{OkCodes: []int{202}}); err != nil {
+		return fmt.Errorf("reverting the migration of server %s: %w", id, describe(err))
+	}
+	return nil
+}
+
+// ColdFrom lists the cold migrations from host that have not ended: moving, or waiting in
+// VERIFY_RESIZE for their confirm ("finished").
+func (c *Client) ColdFrom(ctx context.Context, host string) ([]model.Migration, error) {
+	var out []model.Migration
+	for _, st := range coldStatuses {
+		ms, err := c.Migrations(ctx, MigrationFilter{Source: host, Status: st, Type: "migration"})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	return out, nil
+}
+
+// coldStatuses are a cold migration's statuses before it is confirmed or reverted.
+var coldStatuses = []string{"pre-migrating", "migrating", "post-migrating", "finished", "confirming", "reverting"}
+
 // ServerMigrations lists a server's in-progress live migrations (GET /servers/{id}/migrations):
 // queued, preparing, running. Empty before and after; an empty list is not success.
 func (c *Client) ServerMigrations(ctx context.Context, id string) ([]model.Migration, error) {

@@ -153,6 +153,9 @@ type APIError struct {
 	Message string
 }
 
+// HTTPStatus is the answer's status code (the engine tells refusals from failures by it).
+func (e *APIError) HTTPStatus() int { return e.Status }
+
 func (e *APIError) Error() string {
 	msg := e.Message
 	if msg == "" {

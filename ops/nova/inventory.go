@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -183,7 +184,27 @@ func (s wireServer) model() model.VM {
 	vm.RAMMB = int64(s.Flavor.RAM)
 	vm.VCPUs = int(s.Flavor.VCPUs)
 	vm.DiskGB = int64(s.Flavor.Disk + s.Flavor.Ephemeral)
+	if s.Fault != nil {
+		vm.Fault = s.Fault.Message
+	}
+	vm.Pinned = pinning(s.Flavor.ExtraSpecs)
 	return vm
+}
+
+// pinning is the first (in key order) extra spec that ties a flavor's VMs to their host's
+// hardware, as "key=value"; "" when none does.
+func pinning(specs map[string]string) string {
+	var keys []string
+	for k, v := range specs {
+		if model.PinningSpec(k, v) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	slices.Sort(keys)
+	return keys[0] + "=" + specs[keys[0]]
 }
 
 // MigrationFilter selects os-migrations records.
@@ -289,13 +310,16 @@ func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Mig
 }
 
 // MigrationStatus maps Nova's status words to the one typed status the engine and the views
-// use: Nova says "completed", "done", "finished" or "confirmed" for a finished migration, and
-// "error" or "failed" for one that failed. Any other word is kept as it is (an in-progress
-// phase of a newer Nova).
+// use: Nova says "completed", "done" or "confirmed" for a finished migration, and
+// "error" or "failed" for one that failed. "finished" is a cold migration that waits in
+// VERIFY_RESIZE for its confirm: not done yet. Any other word is kept as it is (an
+// in-progress phase: pre-migrating, migrating, confirming, reverting, or a newer Nova's).
 func MigrationStatus(s string) model.MigrationStatus {
 	switch s {
-	case "completed", "done", "finished", "confirmed":
+	case "completed", "done", "confirmed":
 		return model.MigrationCompleted
+	case "finished":
+		return model.MigrationFinished
 	case "error", "failed":
 		return model.MigrationFailed
 	case "cancelled", "aborted":

@@ -112,7 +112,12 @@ type wireServer struct {
 		VCPUs        float64 `json:"vcpus"`
 		Disk         float64 `json:"disk"`
 		Ephemeral    float64 `json:"ephemeral"`
+		// From 2.47, to those the policy lets read them (admin by default).
+		ExtraSpecs map[string]string `json:"extra_specs"`
 	} `json:"flavor"`
+	Fault *struct {
+		Message string `json:"message"`
+	} `json:"fault"`
 }
 
 type serversPage struct {

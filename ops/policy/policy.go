@@ -25,6 +25,12 @@ type Options struct {
 	ProtectedNodes     []labels.Selector
 	HypervisorPods     labels.Selector // carriers: evicted after the hypervisor is empty
 	DrainRules         []DrainRule     // config.toml [[drain.order]]
+	// MoveStopped: SHUTOFF VMs move cold ([policy] move_stopped, default true).
+	MoveStopped bool
+	// ColdMigrateRunning: a running VM that cannot live-migrate moves cold, with downtime.
+	ColdMigrateRunning bool
+	// SkipVMs are VMs (names or IDs) left on the node knowingly (--skip-vm).
+	SkipVMs []string
 }
 
 // ParseSelectors turns configured selectors into label selectors; the error names the bad one.
@@ -193,32 +199,97 @@ func PDBReason(p model.Pod, pdbs map[string]model.PDB, o Options) *model.Reason 
 	return nil
 }
 
-// VMReason says why a VM cannot be live-migrated now, or nil.
-func VMReason(vm model.VM, o Options) *model.Reason {
-	sev := model.Blocks
-	if o.Force {
-		sev = model.Notes // --force: the VM is left where it is and the node will not be empty
+// VMMove decides how an evacuation takes a VM off its host, and why when it does not:
+// running VMs move live, stopped ones cold (it costs them nothing), a migration already
+// under way is followed; a VM that cannot or may not move stays, with a typed reason that
+// blocks the plan unless its own override is given (--skip-vm NAME leaves it, knowingly;
+// --force leaves every such VM as it always did). The reason is nil when the VM moves as
+// planned, and a Downtime note when a running VM is moved cold.
+func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
+	stays := func(code model.ReasonCode, override, format string, a ...any) (model.MoveMethod, *model.Reason) {
+		r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, Message: fmt.Sprintf(format, a...), Override: override}
+		switch {
+		case o.SkipVM(vm):
+			r.Code, r.Severity, r.Override = model.VMSkipped, model.Notes, ""
+			r.Message = "left on the node (--skip-vm): " + r.Message
+		case o.Force:
+			r.Severity = model.Notes // --force: the VM is left where it is and the node will not be empty
+		}
+		return model.MoveStays, r
 	}
+	skip := "--skip-vm " + vm.Name
 	switch {
+	case o.SkipVM(vm):
+		return stays(model.VMSkipped, "", "status %s", vm.Status)
+	case vm.TaskState == "migrating" || vm.Status == "MIGRATING":
+		return model.MoveFollow, nil // already moving: the engine follows it
+	case vm.Status == "RESIZE" && strings.HasPrefix(vm.TaskState, "resize_"):
+		return model.MoveFollow, nil // a cold migration under way: followed
+	case vm.Status == "VERIFY_RESIZE":
+		return stays(model.VMAwaitsConfirm, skip, "VERIFY_RESIZE: a migration to this host waits for its confirm (openstack server migrate confirm, or revert)")
 	case vm.Locked:
-		return &model.Reason{Code: model.VMLocked, Severity: sev, Object: vm.Name, Message: "the server is locked", Override: "--force"}
-	case vm.TaskState == "migrating":
-		return nil // already moving: the engine follows it
+		return stays(model.VMLocked, skip, "the server is locked (openstack server unlock)")
 	case vm.TaskState != "":
-		return &model.Reason{Code: model.VMTaskInProgress, Severity: sev, Object: vm.Name,
-			Message: fmt.Sprintf("task %q in progress", vm.TaskState), Override: "--force"}
-	case vm.Status != "ACTIVE" && vm.Status != "PAUSED" && vm.Status != "MIGRATING":
-		return &model.Reason{Code: model.VMNotActive, Severity: sev, Object: vm.Name,
-			Message: fmt.Sprintf("status %s: only ACTIVE and PAUSED servers live-migrate", vm.Status), Override: "--force"}
+		return stays(model.VMTaskInProgress, skip, "task %q in progress", vm.TaskState)
+	case vm.Status == "ERROR":
+		fault := vm.Fault
+		if fault == "" {
+			fault = "no fault recorded"
+		}
+		return stays(model.VMError, skip, "ERROR: %s (drainctl never resets a broken server: repair or delete it)", fault)
+	case vm.Status == "SHUTOFF":
+		if !o.MoveStopped {
+			return stays(model.VMStopped, skip, "SHUTOFF and policy.move_stopped = false")
+		}
+		return model.MoveCold, nil
+	case vm.Status == "ACTIVE" || vm.Status == "PAUSED":
+		if vm.Pinned == "" {
+			return model.MoveLive, nil
+		}
+		if o.ColdMigrateRunning && vm.Status == "ACTIVE" {
+			return model.MoveCold, Downtime(vm)
+		}
+		return stays(model.VMPinned, "--cold-migrate-running", "cannot live-migrate: flavor %s has %s (a cold move stops it, %s)",
+			vm.Flavor, vm.Pinned, memory(vm))
 	}
-	return nil
+	// SUSPENDED, SHELVED, RESCUE, SOFT_DELETED…: Nova moves them neither live nor cold.
+	return stays(model.VMUnmovable, skip, "status %s: Nova moves such a server neither live nor cold (resume, unrescue or shelve-offload it)", vm.Status)
+}
+
+// Downtime is the note a running VM moved cold carries: it is stopped, moved, started again.
+func Downtime(vm model.VM) *model.Reason {
+	return &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name,
+		Message: fmt.Sprintf("moved cold: stopped, moved and started again (%s)", memory(vm)), Override: "--cold-migrate-running"}
+}
+
+func memory(vm model.VM) string {
+	if vm.RAMMB >= 1024 && vm.RAMMB%1024 == 0 {
+		return fmt.Sprintf("%d GiB of memory", vm.RAMMB/1024)
+	}
+	return fmt.Sprintf("%d MiB of memory", vm.RAMMB)
+}
+
+// VMReason is the reason a VM does not move as planned, or nil (VMMove's reason).
+func VMReason(vm model.VM, o Options) *model.Reason {
+	_, r := VMMove(vm, o)
+	return r
+}
+
+// SkipVM reports whether --skip-vm names the VM (by name or ID).
+func (o Options) SkipVM(vm model.VM) bool {
+	for _, s := range o.SkipVMs {
+		if s == vm.Name || s == vm.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // FromConfig reads the configured policy (config.toml [policy] and [[drain.order]]): its
 // switches, selectors and drain rules. The command line's overrides go on top.
 func FromConfig(cfg model.Config) (Options, error) {
 	c := cfg.Policy
-	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData}
+	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData, MoveStopped: c.MoveStopped}
 	var err error
 	if o.ProtectedPods, err = ParseSelectors("policy.protected_pods", c.ProtectedPods); err != nil {
 		return o, err

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -86,27 +87,53 @@ func TestPDBReason(t *testing.T) {
 	}
 }
 
-func TestVMReason(t *testing.T) {
+func TestVMMove(t *testing.T) {
+	moveStopped := Options{MoveStopped: true}
+	pci := model.VM{Name: "gpu", Status: "ACTIVE", Flavor: "g1", RAMMB: 16384, Pinned: "pci_passthrough:alias=a100:1"}
 	for _, tc := range []struct {
-		vm   model.VM
-		code model.ReasonCode
+		vm     model.VM
+		o      Options
+		method model.MoveMethod
+		code   model.ReasonCode // "" : no reason
+		sev    model.Severity
 	}{
-		{model.VM{Name: "a", Status: "ACTIVE"}, ""},
-		{model.VM{Name: "b", Status: "PAUSED"}, ""},
-		{model.VM{Name: "c", Status: "MIGRATING", TaskState: "migrating"}, ""},
-		{model.VM{Name: "d", Status: "SHUTOFF"}, model.VMNotActive},
-		{model.VM{Name: "e", Status: "ACTIVE", TaskState: "image_snapshot"}, model.VMTaskInProgress},
-		{model.VM{Name: "f", Status: "ACTIVE", Locked: true}, model.VMLocked},
+		{model.VM{Name: "a", Status: "ACTIVE"}, moveStopped, model.MoveLive, "", ""},
+		{model.VM{Name: "b", Status: "PAUSED"}, moveStopped, model.MoveLive, "", ""},
+		{model.VM{Name: "c", Status: "MIGRATING", TaskState: "migrating"}, moveStopped, model.MoveFollow, "", ""},
+		{model.VM{Name: "c2", Status: "RESIZE", TaskState: "resize_prep"}, moveStopped, model.MoveFollow, "", ""},
+		{model.VM{Name: "d", Status: "SHUTOFF"}, moveStopped, model.MoveCold, "", ""},
+		{model.VM{Name: "d2", Status: "SHUTOFF"}, Options{}, model.MoveStays, model.VMStopped, model.Blocks},
+		{model.VM{Name: "e", Status: "ACTIVE", TaskState: "image_snapshot"}, moveStopped, model.MoveStays, model.VMTaskInProgress, model.Blocks},
+		{model.VM{Name: "f", Status: "ACTIVE", Locked: true}, moveStopped, model.MoveStays, model.VMLocked, model.Blocks},
+		{model.VM{Name: "g", Status: "ERROR", Fault: "disk full"}, moveStopped, model.MoveStays, model.VMError, model.Blocks},
+		{model.VM{Name: "g", Status: "ERROR"}, Options{MoveStopped: true, SkipVMs: []string{"g"}}, model.MoveStays, model.VMSkipped, model.Notes},
+		{model.VM{Name: "h", Status: "SUSPENDED"}, moveStopped, model.MoveStays, model.VMUnmovable, model.Blocks},
+		{model.VM{Name: "i", Status: "VERIFY_RESIZE"}, moveStopped, model.MoveStays, model.VMAwaitsConfirm, model.Blocks},
+		{pci, moveStopped, model.MoveStays, model.VMPinned, model.Blocks},
+		{pci, Options{ColdMigrateRunning: true}, model.MoveCold, model.Downtime, model.Notes},
+		{model.VM{Name: "j", Status: "ACTIVE"}, Options{SkipVMs: []string{"j"}}, model.MoveStays, model.VMSkipped, model.Notes},
 	} {
-		r := VMReason(tc.vm, Options{})
-		if (tc.code == "" && r != nil) || (tc.code != "" && (r == nil || r.Code != tc.code || r.Severity != model.Blocks)) {
-			t.Errorf("%s: %+v, want %q", tc.vm.Name, r, tc.code)
-		}
+		m, r := VMMove(tc.vm, tc.o)
+		code, sev := model.ReasonCode(""), model.Severity("")
 		if r != nil {
-			if f := VMReason(tc.vm, Options{Force: true}); f.Severity != model.Notes {
+			code, sev = r.Code, r.Severity
+		}
+		if m != tc.method || code != tc.code || sev != tc.sev {
+			t.Errorf("%s (%s): %s %s %s, want %s %s %s", tc.vm.Name, tc.vm.Status, m, code, sev, tc.method, tc.code, tc.sev)
+		}
+		if r != nil && r.Severity == model.Blocks {
+			tc.o.Force = true
+			if _, f := VMMove(tc.vm, tc.o); f.Severity != model.Notes {
 				t.Errorf("%s with --force: %+v", tc.vm.Name, f)
 			}
 		}
+	}
+	// The reasons name what to do, and Nova's fault is quoted.
+	if _, r := VMMove(model.VM{Name: "g", Status: "ERROR", Fault: "disk full"}, moveStopped); !strings.Contains(r.Message, "disk full") || r.Override != "--skip-vm g" {
+		t.Errorf("ERROR reason: %+v", r)
+	}
+	if _, r := VMMove(pci, moveStopped); r.Override != "--cold-migrate-running" || !strings.Contains(r.Message, "pci_passthrough:alias") || !strings.Contains(r.Message, "16 GiB") {
+		t.Errorf("pinned reason: %+v", r)
 	}
 }
 

@@ -25,8 +25,13 @@ type actionEvent struct {
 }
 
 func (w *World) recordAction(s *VM, name, requestID string, at time.Time) {
+	w.recordNamedAction(s, name, "conductor_live_migrate_instance", requestID, at)
+}
+
+// recordNamedAction starts an action whose first event is the conductor's event.
+func (w *World) recordNamedAction(s *VM, name, event, requestID string, at time.Time) {
 	a := &action{Action: name, RequestID: requestID, Start: at, Updated: at,
-		Events: []actionEvent{{Event: "conductor_live_migrate_instance", Start: at, Host: "controller"}}}
+		Events: []actionEvent{{Event: event, Start: at, Host: "controller"}}}
 	w.actions[s.ID] = append(w.actions[s.ID], a)
 }
 
@@ -45,7 +50,7 @@ func (w *World) finishAction(s *VM, requestID string, at time.Time, failure stri
 		if failure != "" {
 			event, details, _ := strings.Cut(failure, "\x00")
 			a.Message = "Error"
-			if event == "conductor_live_migrate_instance" {
+			if event == a.Events[0].Event {
 				a.Events[0].Result, a.Events[0].Details = "Error", details
 			} else {
 				a.Events = append(a.Events, actionEvent{Event: event, Start: at, Finish: at, Result: "Error", Details: details, Host: s.Host})

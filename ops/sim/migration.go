@@ -20,6 +20,7 @@ const (
 
 // migration is one live migration moving through Nova's states.
 type migration struct {
+	kind          string // "live-migration" or "migration" (cold)
 	id            int64
 	uuid          string
 	server        *VM
@@ -33,6 +34,8 @@ type migration struct {
 	requestID     string
 	failAt        string
 	moved         bool
+	// A cold migration restores the server's state it had before (SHUTOFF stays SHUTOFF).
+	origStatus, origVMState string
 
 	// Memory copy, as a piecewise-linear process: from segStart, remaining falls at
 	// (bandwidth - dirty) and processed grows at bandwidth.
@@ -45,11 +48,13 @@ type migration struct {
 
 func (m *migration) active() bool {
 	switch m.status {
-	case "accepted", "queued", "preparing", "running", "post-migrating":
+	case "accepted", "queued", "preparing", "running", "post-migrating", "pre-migrating", "migrating":
 		return true
 	}
 	return false
 }
+
+func (m *migration) cold() bool { return m.kind == "migration" }
 
 // holdsSlot reports whether the migration counts against the source's concurrency limit.
 func (m *migration) holdsSlot() bool {
@@ -84,7 +89,7 @@ func (m *migration) rebase(t time.Time, bw, dirty float64) {
 
 // startMigration records a new live migration of s (already validated) and returns it.
 func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
-	m := &migration{id: w.nextMigID, uuid: w.uuid(), server: s, source: s.Host, requestedHost: host,
+	m := &migration{kind: "live-migration", id: w.nextMigID, uuid: w.uuid(), server: s, source: s.Host, requestedHost: host,
 		created: now, requestID: "req-" + w.uuid()}
 	w.nextMigID++
 	m.setStatus("accepted", now)
@@ -92,6 +97,9 @@ func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
 	s.migrations++
 	if s.FailAt != "" && (!s.FailOnce || s.migrations == 1) {
 		m.failAt = s.FailAt
+	}
+	if pinnedSpec(s.Flavor.ExtraSpecs) != "" {
+		m.failAt = "precheck" // the conductor's pre-check refuses it, after the 202
 	}
 	s.Status, s.TaskState = "MIGRATING", "migrating"
 	s.Updated = now
@@ -114,7 +122,7 @@ func (w *World) advance(now time.Time) {
 		var next *migration
 		var at time.Time
 		for _, m := range w.migrations {
-			if !m.active() {
+			if !m.active() && !m.coldPending() {
 				continue
 			}
 			t, ok := w.nextTransition(m)
@@ -146,6 +154,9 @@ func (w *World) slotsFree(source string) bool {
 }
 
 func (w *World) nextTransition(m *migration) (time.Time, bool) {
+	if m.cold() {
+		return w.nextColdTransition(m)
+	}
 	bw := w.opts.BandwidthBytesPerSec
 	switch m.status {
 	case "accepted":
@@ -180,9 +191,19 @@ func (w *World) nextTransition(m *migration) (time.Time, bool) {
 }
 
 func (w *World) apply(m *migration, at time.Time) {
+	if m.cold() {
+		w.applyCold(m, at)
+		return
+	}
 	s := m.server
 	switch m.status {
 	case "accepted":
+		if m.failAt == "precheck" {
+			w.fail(m, at.Add(errorDelay-scheduleDelay), "conductor_live_migrate_instance",
+				"Migration pre-check error: Live migration of instance "+s.ID+" is not supported: its flavor requests a device of its host ("+
+					pinnedSpec(s.Flavor.ExtraSpecs)+")")
+			return
+		}
 		if m.requestedHost != "" {
 			// Since 2.30 (without force) the scheduler validates a requested host too.
 			h := w.hosts[m.requestedHost]

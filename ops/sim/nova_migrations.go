@@ -38,7 +38,7 @@ func (c *call) migrationJSON(m *migration, forServer bool) map[string]any {
 		return out
 	}
 	out["instance_uuid"] = m.server.ID
-	out["migration_type"] = "live-migration"
+	out["migration_type"] = m.kind
 	out["new_instance_type_id"], out["old_instance_type_id"] = 1, 1
 	if m.active() && c.mv.atLeast(23) && m.status != "accepted" {
 		base := "/servers/" + m.server.ID + "/migrations/" + strconv.FormatInt(m.id, 10)
@@ -50,7 +50,7 @@ func (c *call) migrationJSON(m *migration, forServer bool) map[string]any {
 
 // inServerList: GET /servers/{id}/migrations shows only queued, preparing and running ones.
 func inServerList(m *migration) bool {
-	return m.status == "queued" || m.status == "preparing" || m.status == "running"
+	return !m.cold() && (m.status == "queued" || m.status == "preparing" || m.status == "running")
 }
 
 func listServerMigrations(c *call) (int, any) {
@@ -163,7 +163,7 @@ func listMigrations(c *call) (int, any) {
 		if v := q.Get("status"); v != "" && m.status != v {
 			continue
 		}
-		if v := q.Get("migration_type"); v != "" && v != "live-migration" {
+		if v := q.Get("migration_type"); v != "" && v != m.kind {
 			continue
 		}
 		list = append(list, m)

@@ -16,8 +16,12 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 	}
 	var flavor any
 	if c.mv.atLeast(47) {
+		specs := map[string]any{}
+		for k, v := range s.Flavor.ExtraSpecs {
+			specs[k] = v
+		}
 		flavor = map[string]any{"original_name": s.Flavor.Name, "ram": s.Flavor.RAMMB, "vcpus": s.Flavor.VCPUs,
-			"disk": s.Flavor.DiskGB, "ephemeral": 0, "swap": 0, "extra_specs": map[string]any{}}
+			"disk": s.Flavor.DiskGB, "ephemeral": 0, "swap": 0, "extra_specs": specs}
 	} else {
 		flavor = map[string]any{"id": s.Flavor.Name, "links": []any{}}
 	}
@@ -42,6 +46,12 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 		"trusted_image_certificates": nil, "updated": s.Updated.UTC().Format(time.RFC3339), "user_id": s.UserID,
 	} {
 		out[k] = v
+	}
+	if s.Status == "SHUTOFF" || s.Status == "ERROR" {
+		out["OS-EXT-STS:power_state"] = 4 // SHUTDOWN
+	}
+	if s.Status == "ERROR" { // Nova shows the fault of a server in ERROR (details to admins)
+		out["fault"] = map[string]any{"code": 500, "created": novaTime(s.Updated), "message": s.Fault}
 	}
 	if c.mv.atLeast(9) {
 		out["locked"] = s.Locked
@@ -108,6 +118,14 @@ func serverAction(c *call) (int, any) {
 	if err := json.NewDecoder(c.r.Body).Decode(&body); err != nil {
 		return 400, faultf("Malformed request body")
 	}
+	switch {
+	case body["migrate"] != nil:
+		return coldMigrate(c, s, body["migrate"])
+	case body["confirmResize"] != nil:
+		return confirmResize(c, s)
+	case body["revertResize"] != nil:
+		return revertResize(c, s)
+	}
 	raw, ok := body["os-migrateLive"]
 	if !ok {
 		return 400, faultf("There is no such action: %v", keys(body))
@@ -159,4 +177,66 @@ func keys(m map[string]json.RawMessage) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// coldMigrate is the migrate action: 202, then the server moves through RESIZE to
+// VERIFY_RESIZE. Nova lets ACTIVE and SHUTOFF (stopped) servers cold-migrate; a host may be
+// named from 2.56 (the scheduler still validates it).
+func coldMigrate(c *call, s *VM, raw json.RawMessage) (int, any) {
+	var host string
+	if string(raw) != "null" {
+		var req map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return 400, faultf("Invalid input for field/attribute migrate.")
+		}
+		if h, ok := req["host"]; ok && string(h) != "null" {
+			if !c.mv.atLeast(56) {
+				return 400, faultf("Invalid input for field/attribute migrate. Value: %s. Additional properties are not allowed ('host' was unexpected)", raw)
+			}
+			if json.Unmarshal(h, &host) != nil {
+				return 400, faultf("Invalid input for field/attribute host.")
+			}
+		}
+	}
+	if s.Locked {
+		return 409, faultf("Instance %s is locked", s.ID)
+	}
+	if s.TaskState != "" {
+		return 409, faultf("Cannot 'migrate' instance %s while it is in task_state %s", s.ID, s.TaskState)
+	}
+	if s.VMState != "active" && s.VMState != "stopped" {
+		return 409, faultf("Cannot 'migrate' instance %s while it is in vm_state %s", s.ID, s.VMState)
+	}
+	if host != "" {
+		h := c.w.hosts[host]
+		if h == nil {
+			return 400, faultf("Compute host %s could not be found.", host)
+		}
+		if host == s.Host {
+			return 400, faultf("No valid host was found. No valid host found for cold migrate")
+		}
+	}
+	c.w.startCold(s, host, c.now)
+	return 202, nil
+}
+
+// confirmResize ends a cold migration waiting in VERIFY_RESIZE (204).
+func confirmResize(c *call, s *VM) (int, any) {
+	m := c.w.lastCold(s)
+	if s.Status != "VERIFY_RESIZE" || m == nil || m.status != coldStatusOK {
+		return 409, faultf("Cannot 'confirmResize' instance %s while it is in vm_state %s", s.ID, s.VMState)
+	}
+	m.setStatus("confirming", c.now)
+	return 204, nil
+}
+
+// revertResize sends a cold migration waiting in VERIFY_RESIZE back to its source (202).
+func revertResize(c *call, s *VM) (int, any) {
+	m := c.w.lastCold(s)
+	if s.Status != "VERIFY_RESIZE" || m == nil || m.status != coldStatusOK {
+		return 409, faultf("Cannot 'revertResize' instance %s while it is in vm_state %s", s.ID, s.VMState)
+	}
+	m.setStatus("reverting", c.now)
+	s.Status, s.TaskState = "REVERT_RESIZE", "resize_reverting"
+	return 202, nil
 }

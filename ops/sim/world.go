@@ -45,6 +45,8 @@ type VM struct {
 	FailAt           string  // "preparing" or "running": the next migration errors there
 	FailOnce         bool    // FailAt applies to the first migration only
 	migrations       int
+	// Fault is the fault message an ERROR server shows (set with Break).
+	Fault string
 }
 
 // Flavor is a server's flavor as embedded in the server (2.47+).
@@ -53,6 +55,9 @@ type Flavor struct {
 	RAMMB  int64
 	VCPUs  int
 	DiskGB int64
+	// ExtraSpecs as Nova shows them to an admin; a PCI alias or a vGPU resource makes the
+	// conductor refuse a live migration (cold ones are allowed).
+	ExtraSpecs map[string]string
 }
 
 // Options shape a world.

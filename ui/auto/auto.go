@@ -102,8 +102,16 @@ func (a *Auto) operate(ctx context.Context, op model.OpKind, targets []string) e
 		return nil
 	}
 	pr := a.printer(a.Stderr)
-	_, err = a.Engine.RunBatch(ctx, b, func(model.Plan) func(ops.Event) { return pr.Emit })
-	return err
+	reports, err := a.Engine.RunBatch(ctx, b, func(model.Plan) func(ops.Event) { return pr.Emit })
+	if err != nil {
+		return err
+	}
+	for _, r := range reports { // done, but not empty: its own exit code
+		if len(r.Left) > 0 {
+			return &ops.NotEmptyError{Node: r.Node, Left: r.Left}
+		}
+	}
+	return nil
 }
 
 func (a *Auto) printer(progress io.Writer) *Printer {
@@ -142,6 +150,16 @@ func (a *Auto) doctor(ctx context.Context) error {
 				continue // expected on control-plane and storage nodes
 			}
 			found = append(found, finding{string(m.Code), n.Name, m.Message})
+		}
+		if n.Compute != nil && n.Compute.ForcedDown {
+			found = append(found, finding{"ComputeForcedDown", n.Host,
+				fmt.Sprintf("nova-compute on %s is forced down: nothing is scheduled there until it is forced up (openstack compute service set --up)", n.Host)})
+		}
+		for _, vm := range n.VMs {
+			if vm.Status == "VERIFY_RESIZE" {
+				found = append(found, finding{"VMAwaitsConfirm", vm.Name,
+					fmt.Sprintf("VM %s (%s) on %s waits in VERIFY_RESIZE: its source still holds its resources until the move is confirmed or reverted", vm.Name, vm.ShortID(), vm.Host)})
+			}
 		}
 		for _, m := range n.Migrations {
 			if m.SourceCompute == n.Host && m.Stuck(inv.At) {

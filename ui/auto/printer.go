@@ -106,6 +106,9 @@ func (p *Printer) line(ev ops.Event) string {
 			return s
 		}
 		s := text.Sprintf("%s vm %s %s", e.Node, e.VM, e.State)
+		if e.Method == model.MoveCold || e.Method == model.MoveStays {
+			s = text.Sprintf("%s vm %s (%s) %s", e.Node, e.VM, e.Method, e.State)
+		}
 		if e.Dest != "" && (e.State == ops.MigCompleted || e.State == "queued" || e.State == "preparing") {
 			s += text.Sprintf(" %s→%s", e.Source, e.Dest)
 		}
@@ -184,10 +187,21 @@ func WritePlan(w io.Writer, p model.Plan) {
 		}
 		text.Fprintf(w, "  %d. [%s] %-16s %s\n", i+1, mark, s.Kind, s.Detail)
 	}
+	for _, vm := range p.VMs { // how each VM moves, when not every one moves live
+		if vm.Method != model.MoveLive && vm.Method != "" {
+			for _, vm := range p.VMs {
+				text.Fprintf(w, "     %-6s %s (%s, %s)\n", vm.Method, vm.Name, vm.Status, text.Bytes(vm.RAMMB<<20))
+			}
+			break
+		}
+	}
 	for _, r := range p.Reasons {
 		sev := string(r.Severity)
-		if r.Code == model.LostForGood {
+		switch r.Code {
+		case model.LostForGood:
 			sev = "LOST"
+		case model.Downtime:
+			sev = "DOWN"
 		}
 		text.Fprintf(w, "  %-6s %s\n", sev, r.String())
 	}

@@ -1,0 +1,242 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Cold migration, as Nova does it (shared/notes/nova-api.md, "Stopped VMs and dead hosts"):
+// the migrate action; the server goes RESIZE (resize_prep on the source, then resize_migrated
+// with its host already the destination) and waits in VERIFY_RESIZE until confirmResize
+// (its source copy goes) or revertResize (it goes back). A stopped VM stays stopped; a
+// running one is stopped and started again. The engine follows a cold move by its server,
+// since os-migrations says "finished" for a move that still waits for its confirm.
+//
+// Which cold moves are drainctl's is written in the node's journal before each request, so
+// that a rerun after a kill -9 confirms a VM it finds in VERIFY_RESIZE instead of moving it
+// again, and never confirms someone else's.
+
+// request asks Nova to move the VM by its method; a cold request is journaled first.
+func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
+	if run.method != model.MoveCold {
+		return r.e.nova.LiveMigrate(ctx, run.vm.ID, dest)
+	}
+	r.recordCold(run.vm.ID)
+	run.ours, run.confirmed = true, false
+	return r.e.nova.ColdMigrate(ctx, run.vm.ID, dest)
+}
+
+// follow takes over a move already under way when the run starts: a live migration, or a
+// cold one still on the source (RESIZE, resize_prep).
+func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours map[string]bool) {
+	run.method = model.MoveLive
+	if run.vm.Status == "RESIZE" {
+		run.method, run.ours = model.MoveCold, ours[run.vm.ID]
+	}
+	run.adopted, run.attempt, run.started, run.state = true, 1, r.e.now(), MigAdopted
+	running[run.vm.ID] = run
+	select { // already running in Nova: counted if there is room, followed either way
+	case r.e.migSlots <- struct{}{}:
+		run.slot = true
+	default:
+	}
+}
+
+// adoptCold finds the cold moves from the node's host whose server already reports the
+// destination (from resize_migrated on), so the host's server list no longer shows them:
+// a rerun follows them to their end (and confirms its own) instead of forgetting them.
+func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[string]*vmRun, ours map[string]bool) error {
+	p := r.plan
+	ms, err := r.e.nova.ColdFrom(ctx, p.Host)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, vm := range listed {
+		seen[vm.ID] = true
+	}
+	for _, m := range ms {
+		if seen[m.InstanceID] || (p.Op == model.OpMigrate && m.InstanceID != p.VMs[0].ID) {
+			continue
+		}
+		seen[m.InstanceID] = true
+		vm, err := r.e.nova.Server(ctx, m.InstanceID)
+		if err != nil {
+			return err
+		}
+		if vm.Host == p.Host {
+			continue // reverted meanwhile
+		}
+		dest := vm.Host
+		vm.Host = p.Host // the source: a move is done when the server has left it
+		run := &vmRun{vm: vm, method: model.MoveCold, ours: ours[vm.ID], dest: dest}
+		r.follow(run, running, ours)
+		run.method, run.ours, run.dest = model.MoveCold, ours[vm.ID], dest
+		msg := "a cold migration from this host, found under way: followed"
+		if vm.Status == "VERIFY_RESIZE" && run.ours {
+			msg = "moved before the interruption, waiting for its confirm: confirmed now"
+		}
+		r.emitVM(run, MigAdopted, msg)
+	}
+	return nil
+}
+
+// pollCold reads a cold move's server. It returns an outcome once the move has ended, ""
+// while it goes on; it confirms drainctl's own move once the server waits in VERIFY_RESIZE
+// (unless policy.confirm_cold = false).
+func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, error) {
+	e := r.e
+	vm, err := e.nova.Server(ctx, run.vm.ID)
+	if err != nil {
+		return "", "", err
+	}
+	phase := func(st MigState, msg string) {
+		if st != run.state {
+			run.state = st
+			r.emitVM(run, st, msg)
+		}
+	}
+	if vm.Host != run.vm.Host && vm.Host != "" {
+		run.dest = vm.Host
+	}
+	switch {
+	case vm.Status == "VERIFY_RESIZE":
+		switch {
+		case !run.ours:
+			return MigCompleted, "moved by someone else's cold migration, which waits for its confirm: left to them", nil
+		case !e.cfg.Policy.ConfirmCold:
+			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm", nil
+		case run.confirmed:
+			return "", "", nil // the confirm is under way
+		}
+		phase(MigVerifyResize, "")
+		if err := e.nova.ConfirmResize(ctx, vm.ID); err != nil {
+			return "", "", err
+		}
+		run.confirmed = true
+		phase(MigConfirming, "")
+	case vm.Status == "RESIZE" || vm.TaskState != "":
+		if vm.TaskState != "" {
+			phase(MigState(vm.TaskState), "")
+		}
+	case vm.Status == "ERROR":
+		return MigFailed, "the server went to ERROR: " + vm.Fault, nil
+	case vm.Host != run.vm.Host:
+		msg := ""
+		if vm.Status != run.vm.Status && run.vm.Status != "" {
+			msg = fmt.Sprintf("now %s (was %s)", vm.Status, run.vm.Status)
+		}
+		return MigCompleted, msg, nil
+	default: // back on its source, no task: failed or reverted; the record says which
+		recs, err := e.nova.MigrationsOf(ctx, vm.ID)
+		if err != nil {
+			return "", "", err
+		}
+		if len(recs) > 0 && recs[0].Status == model.MigrationReverted {
+			return MigAborted, "reverted", nil
+		}
+		msg, err := e.nova.LastActionError(ctx, vm.ID, "migrate")
+		if err != nil || msg == "" {
+			msg = "cold migration failed"
+		}
+		return MigFailed, msg, nil
+	}
+	if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
+		return MigFailed, fmt.Sprintf("cold migration not done after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show", d), nil
+	}
+	return "", "", nil
+}
+
+// cannotLive reports whether a live migration's failure says it cannot be done live at all
+// (Nova refused it up front, or its pre-check failed): retrying live does not help.
+func (r *runner) cannotLive(run *vmRun, msg string) bool {
+	return run.method == model.MoveLive && (strings.Contains(msg, "pre-check") || strings.Contains(msg, "cannot be live-migrated"))
+}
+
+// coldInstead moves a running VM cold after Nova said it cannot move live, when the operator
+// allowed it (--cold-migrate-running); false leaves the failure as it is.
+func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) bool {
+	if !r.ro.Policy.ColdMigrateRunning || run.vm.Status != "ACTIVE" {
+		return false
+	}
+	run.method, run.notBefore = model.MoveCold, r.e.now()
+	r.emitVM(run, MigRetrying, "cannot move live ("+msg+"): moving it cold, with downtime (--cold-migrate-running)")
+	*pending = append([]*vmRun{run}, *pending...)
+	return true
+}
+
+// coldOurs is the set of VMs whose cold move the node's journal says drainctl asked for.
+func (r *runner) coldOurs() map[string]bool {
+	out := map[string]bool{}
+	if k, ok := r.e.kube.Node(r.plan.Node); ok {
+		if j, ok := ReadJournal(k); ok {
+			for _, id := range j.ColdMoves {
+				out[id] = true
+			}
+		}
+	}
+	r.mu.Lock()
+	for _, id := range r.cold {
+		out[id] = true
+	}
+	r.mu.Unlock()
+	return out
+}
+
+// recordCold writes in the node's journal, before the request, that drainctl is about to
+// cold-migrate the VM.
+func (r *runner) recordCold(id string) {
+	r.mu.Lock()
+	if !slices.Contains(r.cold, id) {
+		r.cold = append(r.cold, id)
+	}
+	r.mu.Unlock()
+	phase := r.phase
+	if phase == "" {
+		phase = PhaseMigrating
+	}
+	r.journal(phase, "")
+}
+
+// revertCold reverts the node's cold moves that wait for their confirm (abort, rollback):
+// the operation is undone, and a VM not yet confirmed goes back as it was. A move still
+// under way cannot be stopped in Nova: it is waited for (bounded), then reverted. A
+// confirmed move is never moved back.
+func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, err error) {
+	e, p := r.e, r.plan
+	deadline := e.now().Add(e.o.CancelWait)
+	for {
+		ms, err := e.nova.ColdFrom(ctx, p.Host)
+		if err != nil {
+			return reverted, nil, err
+		}
+		left = left[:0]
+		for _, m := range ms {
+			vm, err := e.nova.Server(ctx, m.InstanceID)
+			if err != nil {
+				return reverted, nil, err
+			}
+			switch {
+			case vm.Status == "VERIFY_RESIZE":
+				if err := e.nova.RevertResize(ctx, vm.ID); err != nil {
+					return reverted, nil, err
+				}
+				reverted++
+				r.emit(NewMigrationEvent(e.now(), p.Node, MigrationEvent{VMID: vm.ID, VM: vm.Name, Method: model.MoveCold,
+					State: MigReverted, Source: p.Host, Dest: vm.Host, Message: "reverted: back on " + p.Host}))
+			case m.Status != model.MigrationStatus("reverting") && m.Status != model.MigrationStatus("confirming"):
+				left = append(left, vm.Name)
+			}
+		}
+		if len(left) == 0 || e.now().After(deadline) {
+			return reverted, left, nil
+		}
+		if !sleep(ctx, e.o.Poll) {
+			return reverted, left, ctx.Err()
+		}
+	}
+}
