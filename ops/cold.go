@@ -209,6 +209,7 @@ func (r *runner) recordCold(id string) {
 func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, err error) {
 	e, p := r.e, r.plan
 	deadline := e.now().Add(e.o.CancelWait)
+	ours := r.coldOurs()
 	for {
 		ms, err := e.nova.ColdFrom(ctx, p.Host)
 		if err != nil {
@@ -216,6 +217,9 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 		}
 		left = left[:0]
 		for _, m := range ms {
+			if !ours[m.InstanceID] {
+				continue // someone else's: theirs to confirm or revert
+			}
 			vm, err := e.nova.Server(ctx, m.InstanceID)
 			if err != nil {
 				return reverted, nil, err

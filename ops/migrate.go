@@ -454,7 +454,7 @@ func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, err
 		if err != nil {
 			return "", "", err
 		}
-		if vm.Host == run.vm.Host || vm.Status != "ACTIVE" {
+		if vm.Host == run.vm.Host || vm.Status == "MIGRATING" || vm.TaskState != "" {
 			return "", "", nil // the record leads the server by a moment
 		}
 		run.dest = vm.Host

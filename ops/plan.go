@@ -97,7 +97,12 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 			return p, err
 		}
 		elsewhere := holder != "" && holder != e.o.Holder && !e.mayReplace(holder)
+		waiting := coldWaiting(node, inv) // drainctl's cold moves not confirmed: reverted
+		inflight += len(waiting)
 		detail := fmt.Sprintf("abort %d migration(s) in progress, stop evictions", inflight)
+		if len(waiting) > 0 {
+			detail += fmt.Sprintf(", revert the unconfirmed cold migration(s) of %s", strings.Join(waiting, ", "))
+		}
 		if elsewhere {
 			detail += "; ask " + holder + " to stop"
 		}
@@ -176,7 +181,11 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 	if !e.NovaConfigured() || node.Compute == nil {
 		vmDetail = "no VMs to move: this node has no compute service"
 	}
-	p.Steps = append(p.Steps, model.Step{Kind: model.StepMigrateVMs, Done: len(node.VMs) == 0, Detail: vmDetail})
+	waiting := coldWaiting(node, inv)
+	if len(waiting) > 0 {
+		vmDetail += fmt.Sprintf("; confirm %d cold migration(s) of drainctl's: %s", len(waiting), strings.Join(waiting, ", "))
+	}
+	p.Steps = append(p.Steps, model.Step{Kind: model.StepMigrateVMs, Done: len(node.VMs) == 0 && len(waiting) == 0, Detail: vmDetail})
 	if ro.VMsOnly {
 		return
 	}
@@ -214,6 +223,29 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		model.Step{Kind: model.StepEvictPods, Done: len(p.Pods) == 0, Detail: evictDetail(groups, len(p.Pods), skipped)},
 		model.Step{Kind: model.StepEvictCarriers, Done: len(p.Carriers) == 0, Detail: fmt.Sprintf("then %d hypervisor pod(s)", len(p.Carriers))},
 		model.Step{Kind: model.StepVerify, Done: false, Detail: "nothing that had to go is left"})
+}
+
+// coldWaiting names the VMs the node's journal says drainctl cold-migrated off it that have
+// not ended their move (still moving, or waiting in VERIFY_RESIZE for the confirm): their
+// server already shows the destination, so the node looks empty, but the step is not done.
+func coldWaiting(node model.Node, inv model.Inventory) []string {
+	j, ok := ReadJournal(*node.Kube)
+	if !ok || len(j.ColdMoves) == 0 {
+		return nil
+	}
+	ours := map[string]bool{}
+	for _, id := range j.ColdMoves {
+		ours[id] = true
+	}
+	var out []string
+	for _, n := range inv.Nodes {
+		for _, vm := range n.VMs {
+			if ours[vm.ID] && (vm.Status == "RESIZE" || vm.Status == "VERIFY_RESIZE") {
+				out = append(out, vm.Name)
+			}
+		}
+	}
+	return out
 }
 
 // moveDetail says how the node's VMs move: "move 5 VM(s): 3 live, 1 cold, 1 stays".

@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
 	"time"
@@ -14,7 +17,9 @@ type Fault struct {
 	Message string
 	Latency time.Duration // real time
 	Times   int           // requests it applies to; 0 is unlimited
-	hits    int
+	// Action, if set, matches only a server action with that key ("confirmResize").
+	Action string
+	hits   int
 }
 
 // InjectFault adds a fault; the newest matching fault wins.
@@ -38,6 +43,9 @@ func (w *World) matchFault(r *http.Request, path string) *Fault {
 		if (f.Method != "" && f.Method != r.Method) || (f.Path != nil && !f.Path.MatchString(path)) {
 			continue
 		}
+		if f.Action != "" && !hasAction(r, f.Action) {
+			continue
+		}
 		if f.Times > 0 && f.hits >= f.Times {
 			continue
 		}
@@ -45,4 +53,20 @@ func (w *World) matchFault(r *http.Request, path string) *Fault {
 		return f
 	}
 	return nil
+}
+
+// hasAction reports whether the request's JSON body has the key action; the body is put
+// back for the handler.
+func hasAction(r *http.Request, action string) bool {
+	if r.Body == nil {
+		return false
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(body, &keys) != nil {
+		return false
+	}
+	_, ok := keys[action]
+	return ok
 }

@@ -56,6 +56,15 @@ func (m *migration) active() bool {
 
 func (m *migration) cold() bool { return m.kind == "migration" }
 
+// restored is the server's status once a live migration ends: the one it had (PAUSED stays
+// PAUSED), ACTIVE when unknown.
+func (m *migration) restored() string {
+	if m.origStatus == "" || m.origStatus == "MIGRATING" {
+		return "ACTIVE"
+	}
+	return m.origStatus
+}
+
 // holdsSlot reports whether the migration counts against the source's concurrency limit.
 func (m *migration) holdsSlot() bool {
 	return m.status == "preparing" || m.status == "running" || m.status == "post-migrating"
@@ -101,6 +110,7 @@ func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
 	if pinnedSpec(s.Flavor.ExtraSpecs) != "" {
 		m.failAt = "precheck" // the conductor's pre-check refuses it, after the 202
 	}
+	m.origStatus, m.origVMState = s.Status, s.VMState // a paused guest stays paused
 	s.Status, s.TaskState = "MIGRATING", "migrating"
 	s.Updated = now
 	w.migrations = append(w.migrations, m)
@@ -249,7 +259,7 @@ func (w *World) apply(m *migration, at time.Time) {
 		if !m.moved {
 			m.moved = true
 			s.Host = m.dest
-			s.Status, s.TaskState = "ACTIVE", ""
+			s.Status, s.VMState, s.TaskState = m.restored(), m.origVMState, ""
 			s.Updated = at
 			return
 		}
@@ -263,7 +273,7 @@ func (w *World) apply(m *migration, at time.Time) {
 func (w *World) fail(m *migration, at time.Time, event, details string) {
 	m.setStatus("error", at)
 	s := m.server
-	s.Status, s.TaskState = "ACTIVE", ""
+	s.Status, s.TaskState = m.restored(), ""
 	s.Updated = at
 	w.finishAction(m.server, m.requestID, at, event+"\x00"+details)
 }
@@ -281,7 +291,7 @@ func (w *World) forceComplete(m *migration, at time.Time) {
 func (w *World) abort(m *migration, at time.Time) {
 	m.setStatus("cancelled", at)
 	s := m.server
-	s.Status, s.TaskState = "ACTIVE", ""
+	s.Status, s.TaskState = m.restored(), ""
 	s.Updated = at
 	w.finishAction(s, m.requestID, at, "")
 }

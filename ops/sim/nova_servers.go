@@ -18,7 +18,9 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 	if c.mv.atLeast(47) {
 		specs := map[string]any{}
 		for k, v := range s.Flavor.ExtraSpecs {
-			specs[k] = v
+			if !c.w.opts.HideExtraSpecs {
+				specs[k] = v
+			}
 		}
 		flavor = map[string]any{"original_name": s.Flavor.Name, "ram": s.Flavor.RAMMB, "vcpus": s.Flavor.VCPUs,
 			"disk": s.Flavor.DiskGB, "ephemeral": 0, "swap": 0, "extra_specs": specs}

@@ -81,6 +81,10 @@ type Options struct {
 	TokenTTL time.Duration
 	// Users are the Keystone users; default: admin/secret in project admin.
 	Users []User
+	// HideExtraSpecs shows flavors without their extra specs, as Nova does to a user whose
+	// policy does not allow reading them: a client then learns of a pinned VM only when Nova
+	// refuses to live-migrate it.
+	HideExtraSpecs bool
 	// ManualClock stops simulated time: it moves only by Clock().Advance (tests that must
 	// see each state of a migration).
 	ManualClock bool

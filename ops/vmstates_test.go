@@ -1,0 +1,309 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
+)
+
+// everyState puts on c0, beside the cluster's two ACTIVE VMs, one VM of every other kind a
+// real host carries: paused, stopped, broken (ERROR with Nova's fault), locked, and one whose
+// flavor passes a PCI device through. The bare pod goes, so that only VMs decide the plan.
+func everyState(t *testing.T, c *simtest.Cluster) {
+	t.Helper()
+	c0 := c.Name("c0")
+	for _, name := range []string{"vm-paused", "vm-off", "vm-broken", "vm-locked"} {
+		c.World.AddServer(name, c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	}
+	c.World.AddServer("vm-gpu", c0, sim.Flavor{Name: "g1.a100", RAMMB: 16384, VCPUs: 8, DiskGB: 80,
+		ExtraSpecs: map[string]string{"pci_passthrough:alias": "a100:1", "hw:cpu_policy": "dedicated"}})
+	c.World.Update(func(_ map[string]*sim.Host, servers map[string]*sim.VM) {
+		for _, s := range servers {
+			if s.Name == "vm-paused" {
+				s.Status, s.VMState = "PAUSED", "paused"
+			}
+		}
+	})
+	c.World.Stop("vm-off")
+	c.World.Break("vm-broken", "Build of instance aborted: disk /dev/sdb vanished")
+	c.World.Lock("vm-locked")
+	if err := c.CS.CoreV1().Pods(c.NS).Delete(kubetest.Ctx(t), "shell", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "the bare pod gone from the cache", func() bool {
+		for _, p := range c.Kube.PodsOn(c0) {
+			if p.Name == "shell" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func methods(p model.Plan) map[string]model.MoveMethod {
+	out := map[string]model.MoveMethod{}
+	for _, vm := range p.VMs {
+		out[vm.Name] = vm.Method
+	}
+	return out
+}
+
+func codes(rs []model.Reason) map[string]model.ReasonCode {
+	out := map[string]model.ReasonCode{}
+	for _, r := range rs {
+		out[r.Object] = r.Code
+	}
+	return out
+}
+
+func TestEveryVMStateOnOneHost(t *testing.T) {
+	c := newCluster(t, 100)
+	everyState(t, c)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	ctx := kubetest.Ctx(t)
+
+	// The plan says how each VM moves, and what stops it; nothing changes.
+	ro := ops.RunOptions{Policy: defaults()}
+	before, novaBefore := c.Muts.N.Load(), c.World.Stats().Mutations
+	plan, err := e.Plan(ctx, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]model.MoveMethod{"vm-a": "live", "vm-b": "live", "vm-paused": "live", "vm-off": "cold",
+		"vm-broken": "stays", "vm-locked": "stays", "vm-gpu": "stays"}
+	if got := methods(plan); !mapsEqual(got, want) {
+		t.Errorf("methods %v, want %v", got, want)
+	}
+	blockers := codes(plan.Blockers())
+	if blockers["vm-broken"] != model.VMError || blockers["vm-locked"] != model.VMLocked || blockers["vm-gpu"] != model.VMPinned || len(blockers) != 3 {
+		t.Errorf("blockers %v", plan.Blockers())
+	}
+	for _, r := range plan.Blockers() {
+		switch r.Object {
+		case "vm-broken":
+			if !strings.Contains(r.Message, "disk /dev/sdb vanished") || r.Override != "--skip-vm vm-broken" {
+				t.Errorf("ERROR reason does not quote Nova's fault or name its override: %+v", r)
+			}
+		case "vm-gpu":
+			if !strings.Contains(r.Message, "pci_passthrough:alias=a100:1") || r.Override != "--cold-migrate-running" {
+				t.Errorf("pinned reason: %+v", r)
+			}
+		}
+	}
+	if _, _, err := run(t, e, model.OpEvacuate, c0, ro); !errors.As(err, new(*ops.RefusedError)) {
+		t.Fatalf("want a refusal, got %v", err)
+	}
+	if c.Muts.N.Load() != before || c.World.Stats().Mutations != novaBefore {
+		t.Fatal("a refused plan changed something")
+	}
+
+	// Leave the broken and the locked VM knowingly, move the PCI one cold: the run goes on;
+	// the stopped VM is cold-migrated, confirmed and still SHUTOFF; the report and the verify
+	// step say the node is not empty, and why.
+	ro.Policy.SkipVMs = []string{"vm-broken", "vm-locked"}
+	ro.Policy.ColdMigrateRunning = true
+	plan, err = e.Plan(ctx, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := methods(plan); got["vm-gpu"] != model.MoveCold || got["vm-broken"] != model.MoveStays || len(plan.Blockers()) != 0 {
+		t.Fatalf("with the overrides: %v %v", got, plan.Blockers())
+	}
+	if r := codes(plan.Reasons); r["vm-gpu"] != model.Downtime {
+		t.Errorf("the PCI VM's downtime is not in the plan: %v", plan.Reasons)
+	}
+	rec := &simtest.Recorder{}
+	rep, err := e.Run(ctx, plan, ro, rec.Emit)
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	for name, status := range map[string]string{"vm-a": "ACTIVE", "vm-paused": "PAUSED", "vm-off": "SHUTOFF", "vm-gpu": "ACTIVE"} {
+		vm, _ := c.World.ServerByName(name)
+		if vm.Host == c0 || vm.Status != status || vm.TaskState != "" {
+			t.Errorf("%s: on %s, %s/%s; want moved and %s", name, vm.Host, vm.Status, vm.TaskState, status)
+		}
+	}
+	for _, name := range []string{"vm-off", "vm-gpu"} {
+		vm, _ := c.World.ServerByName(name)
+		st := c.World.MigrationStatuses(vm.ID)
+		if len(st) != 1 || st[0][len(st[0])-1] != "confirmed" {
+			t.Errorf("%s: migrations %v, want one cold migration, confirmed", name, st)
+		}
+	}
+	for _, name := range []string{"vm-broken", "vm-locked"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c0 {
+			t.Errorf("%s was moved", name)
+		}
+	}
+	if len(rep.Left) != 2 || !strings.Contains(strings.Join(rep.Left, ";"), "vm-broken") {
+		t.Errorf("report.Left %v", rep.Left)
+	}
+	methodOf := map[string]model.MoveMethod{}
+	for _, v := range rep.VMs {
+		methodOf[v.VM] = v.Method
+	}
+	if methodOf["vm-off"] != model.MoveCold || methodOf["vm-a"] != model.MoveLive || methodOf["vm-broken"] != model.MoveStays {
+		t.Errorf("report methods %v", methodOf)
+	}
+	var verify string
+	coldPhases := map[ops.MigState]bool{}
+	for _, ev := range rec.Events() {
+		switch ev := ev.(type) {
+		case ops.StepEvent:
+			if ev.Step == model.StepVerify && ev.State == ops.StepDone {
+				verify = ev.Detail
+			}
+		case ops.MigrationEvent:
+			if ev.VM == "vm-off" && ev.Method == model.MoveCold {
+				coldPhases[ev.State] = true
+			}
+		}
+	}
+	if !strings.HasPrefix(verify, "NOT EMPTY: 2 VM(s)") {
+		t.Errorf("verify said %q", verify)
+	}
+	if !coldPhases[ops.MigVerifyResize] || !coldPhases[ops.MigConfirming] || !coldPhases[ops.MigCompleted] {
+		t.Errorf("the cold move's events %v", coldPhases)
+	}
+}
+
+// A kill -9 between a cold migration and its confirm: the rerun finds the VM in
+// VERIFY_RESIZE and confirms it (the journal says it is drainctl's), without moving it again.
+func TestColdMigrationConfirmedByTheRerun(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.AddServer("vm-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.Stop("vm-off")
+	off, _ := c.World.ServerByName("vm-off")
+	// The confirm fails (Nova unreachable for it), so the run is stopped right there.
+	c.World.InjectFault(sim.Fault{Method: "POST", Path: regexp.MustCompile(`^/servers/[^/]+/action$`), Action: "confirmResize", Status: 503, Message: "Service Unavailable"})
+	e := c.Engine("tester@a", nil)
+	ro := forced()
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(kubetest.Ctx(t))
+	_, err = e.Run(ctx, plan, ro, func(ev ops.Event) {
+		if m, ok := ev.(ops.MigrationEvent); ok && m.VM == "vm-off" && strings.Contains(m.Message, "poll failed") {
+			cancel() // as a kill would: the VM waits in VERIFY_RESIZE, unconfirmed
+		}
+	})
+	if !errors.As(err, new(*ops.Interrupted)) {
+		t.Fatalf("want an interruption, got %v", err)
+	}
+	if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" || vm.Host == c0 {
+		t.Fatalf("vm-off: %s on %s", vm.Status, vm.Host)
+	}
+	if j, _ := ops.ReadJournal(c.Node(c0)); !slices.Contains(j.ColdMoves, off.ID) {
+		t.Fatalf("the journal does not record the cold move: %+v", j)
+	}
+	c.World.ClearFaults()
+
+	// Another process resumes: the node looks empty of VMs, but the step is not done.
+	e2 := c.Engine("tester@b", func(o *ops.EngineOptions) { o.Successor = "tester@" })
+	plan, err = e2.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range plan.Steps {
+		if s.Kind == model.StepMigrateVMs && (s.Done || !strings.Contains(s.Detail, "confirm 1 cold migration(s)")) {
+			t.Errorf("migrate step %+v", s)
+		}
+	}
+	rec := &simtest.Recorder{}
+	if _, err := e2.Run(kubetest.Ctx(t), plan, ro, rec.Emit); err != nil {
+		t.Fatalf("rerun: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	vm, _ := c.World.ServerByName("vm-off")
+	st := c.World.MigrationStatuses(vm.ID)
+	if vm.Status != "SHUTOFF" || vm.Host == c0 || len(st) != 1 || st[0][len(st[0])-1] != "confirmed" {
+		t.Errorf("vm-off after the rerun: %s on %s, migrations %v", vm.Status, vm.Host, st)
+	}
+}
+
+// An abort before the confirm reverts the cold move: the VM is back on its host, as it was.
+func TestAbortRevertsAnUnconfirmedColdMigration(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.AddServer("vm-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.Stop("vm-off")
+	c.Cfg.Policy.ConfirmCold = false // the operator confirms: the VM waits in VERIFY_RESIZE
+	e := c.Engine("tester@a", nil)
+	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	for _, v := range rep.VMs {
+		if v.VM == "vm-off" && !strings.Contains(v.Message, "confirm_cold = false") {
+			t.Errorf("the report does not say the move waits for the operator: %+v", v)
+		}
+	}
+	if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" {
+		t.Fatalf("vm-off: %s", vm.Status)
+	}
+	rec, _, err = run(t, e, model.OpAbort, c0, ops.RunOptions{})
+	if err != nil {
+		t.Fatalf("abort: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	kubetest.Eventually(t, 10*time.Second, "vm-off reverted onto its host", func() bool {
+		vm, _ := c.World.ServerByName("vm-off")
+		return vm.Host == c0 && vm.Status == "SHUTOFF" && vm.TaskState == ""
+	})
+	vm, _ := c.World.ServerByName("vm-off")
+	if st := c.World.MigrationStatuses(vm.ID); len(st) != 1 || st[0][len(st[0])-1] != "reverted" {
+		t.Errorf("migrations %v", st)
+	}
+}
+
+// A running VM that cannot live-migrate, found only when Nova refuses (its flavor's extra
+// specs hidden from this user): without the flag the evacuation fails naming the VM, Nova's
+// message and the flag, and the refusal is not retried; with it the VM moves cold.
+func TestLiveMigrationRefusedThenCold(t *testing.T) {
+	c := simtest.NewClusterWith(t, sim.Options{Scale: 100, Seed: 7, HideExtraSpecs: true})
+	c0 := c.Name("c0")
+	c.World.AddServer("vm-gpu", c0, sim.Flavor{Name: "g1", RAMMB: 4096, VCPUs: 2, DiskGB: 20, ExtraSpecs: map[string]string{"resources:VGPU": "1"}})
+	gpu, _ := c.World.ServerByName("vm-gpu")
+	e := c.Engine("tester@a", nil)
+	ro := forced()
+	rec, _, err := run(t, e, model.OpEvacuate, c0, ro)
+	if err == nil || !strings.Contains(err.Error(), "vm-gpu") || !strings.Contains(err.Error(), "--cold-migrate-running") || !strings.Contains(err.Error(), "pre-check") {
+		t.Fatalf("want a failure naming the VM, Nova's message and the flag, got %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if n := len(c.World.MigrationStatuses(gpu.ID)); n != 1 {
+		t.Errorf("the refused live migration was retried: %d attempts", n)
+	}
+	ro.Policy.ColdMigrateRunning = true
+	rec, _, err = run(t, e, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatalf("with --cold-migrate-running: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if vm, _ := c.World.ServerByName("vm-gpu"); vm.Host == c0 || vm.Status != "ACTIVE" {
+		t.Errorf("vm-gpu: %s on %s", vm.Status, vm.Host)
+	}
+}
+
+func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
