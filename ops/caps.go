@@ -3,11 +3,13 @@ package ops
 import (
 	"context"
 	"time"
+
+	"github.com/drainctl/drainctl/model"
 )
 
 // The migration caps hold across every drainctl process (a daemon per node, a colleague's
 // terminal): before a migration starts, the live migrations Nova itself lists as in
-// progress are counted, under a cluster-wide lock so that two processes cannot both see
+// progress (cold migrations moving, too) are counted, under a cluster-wide lock so that two processes cannot both see
 // the last free place.
 
 // migrationLockNode names the start lock's lease (drainctl-migrations.lock), beside the
@@ -50,6 +52,17 @@ func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 	if err != nil {
 		unlock("", false)
 		return cluster{}, false
+	}
+	// Cold moves count as live ones do, while they move (not once they wait for a confirm).
+	cold, err := e.nova.ColdFrom(ctx, "")
+	if err != nil {
+		unlock("", false)
+		return cluster{}, false
+	}
+	for _, m := range cold {
+		if m.Status != model.MigrationFinished {
+			inNova = append(inNova, m)
+		}
 	}
 	c := cluster{toDest: map[string]int{}, unlock: unlock}
 	e.destMu.Lock()

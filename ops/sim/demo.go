@@ -59,7 +59,8 @@ var flavors = []Flavor{
 // nova-compute, eight compute nodes each running nova-compute and libvirt as DaemonSet pods;
 // Deployments under PDBs, a StatefulSet, a bare pod, a pod with emptyDir data; a node
 // annotated scale-down-disabled; VMs of four flavors, one that converges slowly, one whose
-// first migration fails; and one compute service already disabled by someone else.
+// first migration fails, a stopped one, one passing a GPU through, a broken one; and one
+// compute service already disabled by someone else.
 func StartDemo(o DemoOptions) (*Demo, error) {
 	if o.Nodes <= 0 {
 		o.Nodes = 12
@@ -206,6 +207,15 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 	}
 	slow := w.AddServer("analytics-big", d.Computes[1%ncompute], Flavor{Name: "m1.2xlarge", RAMMB: 32768, VCPUs: 16, DiskGB: 320})
 	flaky := w.AddServer("legacy-erp", d.Computes[2%ncompute], Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
+	// Every state a real host carries, in rack r1: a stopped VM (moves cold) beside the
+	// flaky one; a VM passing a GPU through (cannot live-migrate: M moves it cold, with
+	// downtime) and a broken one (ERROR: stays, F leaves it) together on the next host.
+	w.AddServer("reports-nightly", d.Computes[2%ncompute], Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40})
+	w.AddServer("ml-train-0", d.Computes[3%ncompute], Flavor{Name: "g1.a100", RAMMB: 65536, VCPUs: 16, DiskGB: 200,
+		ExtraSpecs: map[string]string{"pci_passthrough:alias": "a100:1", "hw:cpu_policy": "dedicated"}})
+	w.AddServer("build-old", d.Computes[3%ncompute], Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	w.Stop("reports-nightly")
+	w.Break("build-old", "Failed to allocate the network(s), not rescheduling.")
 	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
 		slow.DirtyBytesPerSec = 0.85 * float64(w.opts.BandwidthBytesPerSec) // converges, slowly
 		flaky.FailAt, flaky.FailOnce = "running", true
