@@ -501,17 +501,17 @@ func TestDemoRoll(t *testing.T) {
 // it; leaving the broken one and moving the GPU one cold empties the rest, exit 6 (not
 // empty, on purpose); -o json carries each VM's method.
 func TestDemoVMStates(t *testing.T) {
-	r := drainctl(t, map[string]string{}, "--demo", "--auto", "plan", "evacuate", "compute-3")
+	r := drainctl(t, map[string]string{}, "--demo", "--auto", "plan", "evacuate", "compute-2")
 	if r.code != 3 || !strings.Contains(r.stdout, "stays  build-old (ERROR") || !strings.Contains(r.stdout, "stays  ml-train-0 (ACTIVE") ||
 		!strings.Contains(r.stdout, "--skip-vm build-old") || !strings.Contains(r.stdout, "--cold-migrate-running") {
-		t.Errorf("plan evacuate compute-3: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		t.Errorf("plan evacuate compute-2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = drainctl(t, map[string]string{}, "--demo", "--demo-scale", "50", "--auto", "evacuate", "compute-3", "--skip-vm", "build-old", "--cold-migrate-running")
+	r = drainctl(t, map[string]string{}, "--demo", "--demo-scale", "50", "--auto", "evacuate", "compute-2", "--skip-vm", "build-old", "--cold-migrate-running")
 	if r.code != 6 || !strings.Contains(r.stderr, "vm ml-train-0 (cold) completed") || !strings.Contains(r.stderr, "verify done: NOT EMPTY: 1 VM(s)") ||
-		!strings.Contains(r.stderr, "compute-3 is not empty") {
-		t.Errorf("evacuate compute-3 --skip-vm build-old --cold-migrate-running: exit %d\n%s", r.code, r.stderr)
+		!strings.Contains(r.stderr, "compute-2 is not empty") {
+		t.Errorf("evacuate compute-2 --skip-vm build-old --cold-migrate-running: exit %d\n%s", r.code, r.stderr)
 	}
-	r = drainctl(t, map[string]string{}, "--demo", "--auto", "-o", "json", "plan", "evacuate", "compute-2")
+	r = drainctl(t, map[string]string{}, "--demo", "--auto", "-o", "json", "plan", "evacuate", "compute-2", "--cold-migrate-running", "--skip-vm", "build-old")
 	var ev struct {
 		Plan model.Plan `json:"plan"`
 	}
@@ -519,7 +519,11 @@ func TestDemoVMStates(t *testing.T) {
 		t.Fatalf("%v: %q", err, r.stdout)
 	}
 	for _, vm := range ev.Plan.VMs {
-		if want := map[bool]model.MoveMethod{true: model.MoveCold, false: model.MoveLive}[vm.Name == "reports-nightly"]; vm.Method != want {
+		want := map[string]model.MoveMethod{"reports-nightly": model.MoveCold, "ml-train-0": model.MoveCold, "build-old": model.MoveStays}[vm.Name]
+		if want == "" {
+			want = model.MoveLive
+		}
+		if vm.Method != want {
 			t.Errorf("%s: method %q, want %q", vm.Name, vm.Method, want)
 		}
 	}

@@ -222,6 +222,11 @@ func vmMoves(pl model.Plan, st Styles, width int) string {
 		return ""
 	}
 	var b strings.Builder
+	nameW := 0
+	for _, vm := range pl.VMs {
+		nameW = max(nameW, len(vm.Name))
+	}
+	nameW = min(nameW, 30)
 	for _, vm := range pl.VMs {
 		style := st.Muted
 		switch vm.Method {
@@ -230,7 +235,7 @@ func vmMoves(pl model.Plan, st Styles, width int) string {
 		case model.MoveCold:
 			style = lipgloss.NewStyle()
 		}
-		line := text.Sprintf("     %-6s %s  %s  %s", vm.Method, vm.Name, text.Bytes(vm.RAMMB<<20), vm.Status)
+		line := text.Sprintf("     %-6s %-*s %6s  %s", vm.Method, nameW, fit(vm.Name, nameW), text.Bytes(vm.RAMMB<<20), vm.Status)
 		b.WriteString(style.Render(truncate(line, width)) + "\n")
 	}
 	return b.String()

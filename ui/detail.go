@@ -226,7 +226,12 @@ func moveOf(vm model.VM, o policy.Options) string {
 	case model.MoveLive:
 		return "-"
 	case model.MoveStays:
-		return "stays: " + string(r.Code)
+		why := map[model.ReasonCode]string{model.VMError: "ERROR", model.VMPinned: "pinned", model.VMLocked: "locked",
+			model.VMTaskInProgress: "task", model.VMStopped: "stopped", model.VMAwaitsConfirm: "confirm", model.VMSkipped: "skip"}[r.Code]
+		if why == "" {
+			why = vm.Status
+		}
+		return "stays: " + why
 	case model.MoveCold:
 		if r != nil && r.Code == model.Downtime {
 			return "cold (downtime)"

@@ -329,6 +329,9 @@ func (p *opPane) view(s *shared) string {
 		if v.report.Error != "" {
 			state += ": " + text.Safe(v.report.Error)
 		}
+		if n := len(v.report.Left); n > 0 && v.report.Error == "" {
+			state += fmt.Sprintf(", NOT EMPTY: %d VM(s) left on purpose", n)
+		}
 	case v.queued:
 		state = "queued: waiting for a slot (concurrency.nodes)"
 	}
@@ -381,8 +384,11 @@ func (p *opPane) view(s *shared) string {
 			detail = text.Safe(vm.msg)
 		}
 		line2 := fmt.Sprintf("  %s %3.0f%%  %s", bar.ViewAs(pct), pct*100, detail)
-		if vm.method == model.MoveCold { // Nova tells a cold move's phase, not its bytes
+		switch vm.method {
+		case model.MoveCold: // Nova tells a cold move's phase, not its bytes
 			line2 = "  " + coldPhase(vm) + "  " + detail
+		case model.MoveStays:
+			line2 = "  stays on the node  " + detail
 		}
 		b.WriteString(truncate(line1, width) + "\n" + truncate(line2, width) + "\n")
 		vmLines += 2

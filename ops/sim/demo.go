@@ -207,13 +207,13 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 	}
 	slow := w.AddServer("analytics-big", d.Computes[1%ncompute], Flavor{Name: "m1.2xlarge", RAMMB: 32768, VCPUs: 16, DiskGB: 320})
 	flaky := w.AddServer("legacy-erp", d.Computes[2%ncompute], Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
-	// Every state a real host carries, in rack r1: a stopped VM (moves cold) beside the
-	// flaky one; a VM passing a GPU through (cannot live-migrate: M moves it cold, with
-	// downtime) and a broken one (ERROR: stays, F leaves it) together on the next host.
+	// Every state a real host carries, on one host of rack r1 beside the flaky VM: a stopped
+	// VM (moves cold), a VM passing a GPU through (cannot live-migrate: M moves it cold, with
+	// downtime) and a broken one (ERROR: stays; F or --skip-vm leaves it).
 	w.AddServer("reports-nightly", d.Computes[2%ncompute], Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40})
-	w.AddServer("ml-train-0", d.Computes[3%ncompute], Flavor{Name: "g1.a100", RAMMB: 65536, VCPUs: 16, DiskGB: 200,
+	w.AddServer("ml-train-0", d.Computes[2%ncompute], Flavor{Name: "g1.a100", RAMMB: 65536, VCPUs: 16, DiskGB: 200,
 		ExtraSpecs: map[string]string{"pci_passthrough:alias": "a100:1", "hw:cpu_policy": "dedicated"}})
-	w.AddServer("build-old", d.Computes[3%ncompute], Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	w.AddServer("build-old", d.Computes[2%ncompute], Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	w.Stop("reports-nightly")
 	w.Break("build-old", "Failed to allocate the network(s), not rescheduling.")
 	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
