@@ -293,7 +293,7 @@ func TestClusterCapAcrossEngines(t *testing.T) {
 	c.World.AddServer("vm-c", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	c.World.AddServer("vm-d", c2, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	c.World.AddHost(c.Name("spare"), 64, 262144, 2000) // where they go: every node is emptied
-	c.World.Stop("vm-c") // cold moves count against the same cap as live ones
+	c.World.Stop("vm-c")                               // cold moves count against the same cap as live ones
 	c.World.Stop("vm-d")
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
