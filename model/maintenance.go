@@ -35,6 +35,35 @@ type MaintenanceStatus struct {
 	TotalVMs      int       `json:"totalVMs"`     // on the node's compute host when it began
 	PendingVMs    []string  `json:"pendingVMs"`   // still to migrate
 	MigratedVMs   int       `json:"migratedVMs"`
+	// Conditions: Queued is True while the node waits for a node slot (concurrency.nodes),
+	// cordoned with its nova-compute disabled.
+	Conditions []MaintenanceCondition `json:"conditions,omitempty"`
+}
+
+// MaintenanceCondition is a condition of a NodeMaintenance, in Kubernetes' shape.
+type MaintenanceCondition struct {
+	Type               string    `json:"type"`
+	Status             string    `json:"status"` // True, False
+	Reason             string    `json:"reason,omitempty"`
+	Message            string    `json:"message,omitempty"`
+	LastTransitionTime time.Time `json:"lastTransitionTime"`
+}
+
+// ConditionQueued is the condition of a NodeMaintenance waiting for a node slot.
+const ConditionQueued = "Queued"
+
+// SetCondition sets a condition, keeping its transition time when its status is unchanged.
+func (s *MaintenanceStatus) SetCondition(c MaintenanceCondition) {
+	for i, old := range s.Conditions {
+		if old.Type == c.Type {
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+			s.Conditions[i] = c
+			return
+		}
+	}
+	s.Conditions = append(s.Conditions, c)
 }
 
 // Progress recomputes DrainProgress from the counts.

@@ -35,6 +35,9 @@ const (
 	StepRelease        StepKind = "release"         // give the lease back
 	StepDeleteNode     StepKind = "delete-node"     // scale-down: the Node object goes
 	StepTerminate      StepKind = "terminate"       // scale-down: the machine goes (cloudpool)
+	// StepSlot is not planned: an evacuation reports it only when it had to wait for one of
+	// the cluster's node slots (concurrency.nodes) before moving anything.
+	StepSlot StepKind = "slot"
 )
 
 // Step is a planned step and whether the cluster already shows it done.

@@ -12,8 +12,9 @@ import (
 // Batch is one operation planned on several targets together: the TUI's selection, the
 // nodes of one --auto command, the daemon's and the proxy's work. Its rules live here and
 // nowhere else: an evacuation counts the batch's other nodes as leaving, a batch with any
-// blocker is refused whole before anything changes, and at most concurrency.nodes plans run
-// at once.
+// blocker is refused whole before anything changes, and its plans start in order, at most
+// concurrency.nodes at once (the node slots in slots.go bound every evacuation of the engine,
+// batch or not, across processes).
 type Batch struct {
 	Op    model.OpKind
 	Run   RunOptions // as the plans were made (Leaving set for an evacuation)

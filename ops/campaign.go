@@ -56,6 +56,13 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
+	// concurrency.nodes caps every evacuation of the engine (its node slots): nodes above it
+	// would only wait cordoned for a slot.
+	lowered := ""
+	if n := max(1, e.cfg.Concurrency.Nodes); o.Parallel > n {
+		lowered = fmt.Sprintf("--parallel %d lowered to %d: concurrency.nodes caps the nodes emptied at once (raise it with --max-parallel or [concurrency] nodes)", o.Parallel, n)
+		o.Parallel = n
+	}
 	if o.OnFailure == "" {
 		o.OnFailure = "stop"
 	}
@@ -92,6 +99,9 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 		}
 	}
 	r.rec.Holder, r.rec.Parallel, r.rec.Exec, r.rec.WaitReady, r.rec.OnFailure = e.o.Holder, o.Parallel, o.Exec, o.WaitReady, o.OnFailure
+	if lowered != "" && emit != nil {
+		emit(NewCampaignEvent(e.now(), r.rec, "", "", lowered))
+	}
 	return r, nil
 }
 

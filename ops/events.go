@@ -36,6 +36,7 @@ const (
 	StepSkipped StepState = "skipped" // already as it should be
 	StepFailed  StepState = "failed"
 	StepStopped StepState = "stopped" // interrupted at a safe point
+	StepQueued  StepState = "queued"  // waiting for a node slot (concurrency.nodes)
 )
 
 // PodState is where one pod's eviction stands.

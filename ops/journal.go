@@ -20,6 +20,7 @@ const ReasonPrefix = "drainctl: "
 // Journal phases.
 const (
 	PhaseCordoned    = "cordoned"
+	PhaseQueued      = "queued" // cordoned, nova-compute disabled, waiting for a node slot
 	PhaseMigrating   = "migrating"
 	PhaseEvicting    = "evicting"
 	PhaseDone        = "done"

@@ -148,6 +148,11 @@ func (e *Engine) holdKey(ctx context.Context, key string) (context.Context, func
 // until ctx ends; when someone else has it, or it could not be renewed before it expires,
 // stop is called with the cause.
 func (e *Engine) keepLease(ctx context.Context, key string, stop context.CancelCauseFunc) {
+	e.keepLeaseAs(ctx, key, e.o.Holder, stop)
+}
+
+// keepLeaseAs is keepLease for a lease held under another identity (a node slot's).
+func (e *Engine) keepLeaseAs(ctx context.Context, key, holder string, stop context.CancelCauseFunc) {
 	last := time.Now()
 	t := time.NewTicker(e.o.LeaseTTL / 3)
 	defer t.Stop()
@@ -157,7 +162,7 @@ func (e *Engine) keepLease(ctx context.Context, key string, stop context.CancelC
 			return
 		case <-t.C:
 		}
-		err := e.kube.AcquireLease(ctx, key, e.o.Holder, e.o.LeaseTTL, nil)
+		err := e.kube.AcquireLease(ctx, key, holder, e.o.LeaseTTL, nil)
 		var held *LeaseHeldError
 		switch {
 		case err == nil:

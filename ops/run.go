@@ -98,6 +98,7 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 	}
+	slotted := p.Op != model.OpEvacuate // only an evacuation empties the node
 	for _, s := range p.Steps {
 		if s.Kind == model.StepLease {
 			continue
@@ -108,6 +109,19 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return r.interrupted(ctx)
+		}
+		if !slotted && emptying(s.Kind) {
+			slotted = true
+			release, waited, others, err := r.takeSlot(ctx, stop)
+			if err != nil {
+				return r.interrupted(ctx)
+			}
+			defer release()
+			if waited {
+				if err := r.judgeAgain(ctx, others); err != nil {
+					return err
+				}
+			}
 		}
 		r.step(s.Kind, StepStarted, s.Detail)
 		detail, err := r.do(ctx, s.Kind)

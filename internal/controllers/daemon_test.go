@@ -2,14 +2,17 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
@@ -109,4 +112,92 @@ func TestDaemonFollowsCordonAndUncordon(t *testing.T) {
 		_, journaled := ops.ReadJournal(c.Node(c0))
 		return !journaled
 	})
+}
+
+// concurrency.nodes bounds the daemon as it bounds a batch: three nodes cordoned at once are
+// emptied one after the other, each waiting cordoned with its nova-compute already disabled
+// and saying so; a second engine (another process's, as the TUI beside the daemon) takes
+// its node's slot from the same leases on the API server.
+func TestNodeCapHoldsForTheDaemonAndAnotherEngine(t *testing.T) {
+	c := newCluster(t, 20)
+	c.Cfg.Concurrency.Nodes = 1
+	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
+	c.World.AddServer("vm-c", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.AddServer("vm-d", c2, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.AddServer("vm-e", c2, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.AddHost(c.Name("spare"), 64, 262144, 2000) // where they go: every node is emptied
+	kubetest.Node(t, c.CS, c.Name("spare"))
+
+	var mu sync.Mutex
+	queued := map[string]bool{}
+	var bad []string
+	var log []string
+	watch := func(ev ops.Event) {
+		mu.Lock()
+		log = append(log, fmt.Sprintf("%T %+v", ev, ev))
+		mu.Unlock()
+		s, ok := ev.(ops.StepEvent)
+		if !ok || s.State != ops.StepQueued {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		queued[s.Node] = true
+		// Waiting, it is already fenced for Nova: nothing new is scheduled onto it.
+		if h, _ := c.World.Host(s.Node); h.Enabled {
+			bad = append(bad, s.Node+" queued with nova-compute enabled")
+		}
+		if !strings.Contains(s.Detail, "concurrency.nodes = 1") {
+			bad = append(bad, "queued without saying why: "+s.Detail)
+		}
+	}
+	eng := c.Engine("daemon@cluster", nil)
+	d := &controllers.Daemon{Engine: eng, Node: "", Run: ops.RunOptions{Policy: defaults()}, Resync: 200 * time.Millisecond, Emit: watch}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Serve(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	// The daemon gets c0 and c1 (kubectl cordon); another engine evacuates c2 at the same time.
+	c.SetUnschedulable(c0, true)
+	c.SetUnschedulable(c1, true)
+	other := c.Engine("tui@elsewhere", nil)
+	ro := ops.RunOptions{Policy: defaults()}
+	plan, err := other.Plan(kubetest.Ctx(t), model.OpEvacuate, c2, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Run(kubetest.Ctx(t), plan, ro, watch); err != nil {
+		t.Fatalf("the other engine's evacuation: %v", err)
+	}
+	defer func() {
+		if t.Failed() {
+			mu.Lock()
+			t.Log(strings.Join(log, "\n"))
+			mu.Unlock()
+			for _, name := range []string{"vm-a", "vm-b", "vm-c", "vm-d", "vm-e"} {
+				vm, _ := c.World.ServerByName(name)
+				t.Log(name, vm.Host, vm.Status)
+			}
+		}
+	}()
+	kubetest.Eventually(t, 60*time.Second, "every VM off the three nodes", func() bool {
+		for _, name := range []string{"vm-a", "vm-b", "vm-c", "vm-d", "vm-e"} {
+			if vm, _ := c.World.ServerByName(name); vm.Host != c.Name("spare") || vm.Status != "ACTIVE" {
+				return false
+			}
+		}
+		return true
+	})
+	if got := c.World.Stats().MaxConcurrentSources; got != 1 {
+		t.Errorf("%d nodes were emptied at once under concurrency.nodes = 1", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(queued) < 2 {
+		t.Errorf("two of the three nodes must have waited for a slot, saying so: %v", queued)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
 }

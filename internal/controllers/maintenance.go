@@ -261,6 +261,9 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 	for _, vm := range plan.VMs {
 		st.PendingVMs = append(st.PendingVMs, vm.Name)
 	}
+	if counted { // resumed: a VM that left the node meanwhile (it finished migrating while no one watched) has moved
+		st.MigratedVMs = max(st.MigratedVMs, st.TotalVMs-len(plan.VMs))
+	}
 	st.Progress()
 	w := c.statusWriter(ctx, nm.Name, st)
 	_, err = c.Engine.Run(ctx, plan, ro, recordSteps(ctx, c.Events, func(ev ops.Event) { w.observe(ev); c.Emit(ev) }))
@@ -393,6 +396,16 @@ func (w *statusWriter) observe(ev ops.Event) {
 		}
 	case ops.StepEvent:
 		changed = ev.State == ops.StepDone || ev.State == ops.StepFailed
+		if ev.Step == model.StepSlot {
+			c := model.MaintenanceCondition{Type: model.ConditionQueued, Status: "True", Reason: "WaitingForNodeSlot",
+				Message: ev.Detail, LastTransitionTime: ev.At}
+			if ev.State != ops.StepQueued {
+				c.Status, c.Reason, c.Message = "False", "NodeSlotHeld", ev.Detail
+			}
+			w.st.Conditions = slices.Clone(w.st.Conditions) // the writer may be marshalling the old one
+			w.st.SetCondition(c)
+			changed = true
+		}
 	case ops.PlanReady, ops.NodeChanged, ops.RunDone, ops.CampaignEvent:
 	}
 	if changed {

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"slices"
 	"strings"
 	"testing"
@@ -254,4 +255,53 @@ func TestNodeMaintenanceResumesAfterRestart(t *testing.T) {
 	if nm, _ := maintenanceOf(store, c0); nm.Status.TotalVMs != 2 || nm.Status.TotalPods != 3 || nm.Status.DrainProgress != 100 || nm.Status.LastError != "" {
 		t.Errorf("status after the resume: %+v", nm.Status)
 	}
+}
+
+// A NodeMaintenance whose node waits for a node slot (another process empties a node under
+// concurrency.nodes = 1) says so in a Queued condition, with the node already cordoned and
+// its nova-compute disabled; once the slot is free it goes on and the condition turns False.
+func TestNodeMaintenanceQueuedForANodeSlot(t *testing.T) {
+	c := newCluster(t, 50)
+	c.Cfg.Concurrency.Nodes = 1
+	store, _ := c.maintenances("")
+	kubetest.Namespace(t, c.CS, kube.LeaseNamespace)
+	holder, ttl, now := "drainctl/someone@elsewhere/1-abcdef#"+c.Name("c2"), int32(600), metav1.NewMicroTime(time.Now())
+	slot := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "drainctl-node-slot.0", Namespace: kube.LeaseNamespace},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &ttl, AcquireTime: &now, RenewTime: &now}}
+	if _, err := c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Create(kubetest.Ctx(t), slot, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stop := c.startController()
+	defer func() { stop() }()
+	c1 := c.Name("c1")
+	if _, err := store.Create(kubetest.Ctx(t), c1, "kernel"); err != nil {
+		t.Fatal(err)
+	}
+	queued := func(nm model.NodeMaintenance) (model.MaintenanceCondition, bool) {
+		for _, cond := range nm.Status.Conditions {
+			if cond.Type == model.ConditionQueued {
+				return cond, true
+			}
+		}
+		return model.MaintenanceCondition{}, false
+	}
+	kubetest.Eventually(t, 15*time.Second, "the NodeMaintenance Queued, naming the node being emptied", func() bool {
+		nm, _ := maintenanceOf(store, c1)
+		cond, ok := queued(nm)
+		return ok && cond.Status == "True" && strings.Contains(cond.Message, c.Name("c2")) && strings.Contains(cond.Message, "concurrency.nodes = 1")
+	})
+	if h, _ := c.World.Host(c1); h.Enabled {
+		t.Error("waiting for its slot with nova-compute still enabled")
+	}
+	if n := c.Node(c1); n.Schedulable {
+		t.Error("waiting for its slot, not cordoned")
+	}
+	if err := c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Delete(kubetest.Ctx(t), slot.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "Succeeded once the slot is free, Queued False", func() bool {
+		nm, _ := maintenanceOf(store, c1)
+		cond, ok := queued(nm)
+		return nm.Status.Phase == model.MaintenanceSucceeded && ok && cond.Status == "False"
+	})
 }

@@ -53,13 +53,7 @@ func (w *World) startCold(s *VM, host string, now time.Time) *migration {
 	s.Updated = now
 	w.migrations = append(w.migrations, m)
 	w.recordNamedAction(s, "migrate", "conductor_migrate_server", m.requestID, now)
-	active := 0
-	for _, o := range w.migrations {
-		if o.active() {
-			active++
-		}
-	}
-	w.stats.MaxConcurrentMigrations = max(w.stats.MaxConcurrentMigrations, active)
+	w.countConcurrency()
 	return m
 }
 

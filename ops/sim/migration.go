@@ -115,13 +115,7 @@ func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
 	s.Updated = now
 	w.migrations = append(w.migrations, m)
 	w.recordAction(s, "live-migration", m.requestID, now)
-	active := 0
-	for _, o := range w.migrations {
-		if o.active() {
-			active++
-		}
-	}
-	w.stats.MaxConcurrentMigrations = max(w.stats.MaxConcurrentMigrations, active)
+	w.countConcurrency()
 	return m
 }
 
@@ -294,4 +288,18 @@ func (w *World) abort(m *migration, at time.Time) {
 	s.Status, s.TaskState = m.restored(), ""
 	s.Updated = at
 	w.finishAction(s, m.requestID, at, "")
+}
+
+// countConcurrency records the most migrations, and the most distinct source hosts, ever
+// unfinished at once: caps across every client are measured here, where all of them meet.
+func (w *World) countConcurrency() {
+	active, sources := 0, map[string]bool{}
+	for _, o := range w.migrations {
+		if o.active() {
+			active++
+			sources[o.source] = true
+		}
+	}
+	w.stats.MaxConcurrentMigrations = max(w.stats.MaxConcurrentMigrations, active)
+	w.stats.MaxConcurrentSources = max(w.stats.MaxConcurrentSources, len(sources))
 }

@@ -136,6 +136,8 @@ type Stats struct {
 	// MaxConcurrentMigrations is the most live migrations ever unfinished at once (a cap
 	// across every client is measured here, where all of them meet).
 	MaxConcurrentMigrations int
+	// MaxConcurrentSources is the most hosts ever being emptied at once (concurrency.nodes).
+	MaxConcurrentSources int
 }
 
 // NewWorld makes an empty world.

@@ -1,0 +1,131 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Node slots: at most concurrency.nodes nodes are emptied at once, whoever asks (RunBatch,
+// roll, the daemon, the NodeMaintenance controller, the proxy's scale-down) and in however
+// many drainctl processes (a TUI beside the daemon): a slot is a lease on the cluster,
+// where every process sees it, like the migrations lock. An evacuation takes its slot just
+// before it starts moving anything: a node waiting for one is already cordoned with its
+// nova-compute disabled (cheap, reversible, recorded), so nothing new lands on it, and says
+// so (a "queued" step event). Once its slot comes it is judged again with the nodes then
+// leaving counted as gone: capacity that held one node's VMs may not hold ten.
+
+// slotKey names slot i's lease (drainctl-node-slot.i, beside the nodes' leases).
+func slotKey(i int) string { return fmt.Sprintf("node-slot.%d", i) }
+
+// slotHolder is the identity in a slot's lease: the engine's holder and the node, so that one
+// process working two nodes holds two slots (and a dead process's slots can be taken over).
+func slotHolder(holder, node string) string { return holder + "#" + node }
+
+// slotNode is the node of a slot's holder identity.
+func slotNode(holder string) string {
+	_, node, _ := strings.Cut(holder, "#")
+	return node
+}
+
+// emptying reports whether a step moves something off the node (and so needs a slot).
+func emptying(kind model.StepKind) bool {
+	return kind == model.StepMigrateVMs || kind == model.StepEvictPods || kind == model.StepEvictCarriers
+}
+
+// takeSlot waits for one of the cluster's node slots and keeps it renewed; losing it stops
+// the run (cause ErrLeaseLost), as losing the node's lease does. waited says it had to wait;
+// others are the nodes holding the other slots when it got one. release gives it back.
+func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (release func(), waited bool, others []string, err error) {
+	e, node := r.e, r.plan.Node
+	n := max(1, e.cfg.Concurrency.Nodes)
+	me := slotHolder(e.o.Holder, node)
+	mayReplace := func(h string) bool { return h == me || e.mayReplace(h) }
+	said := ""
+	for {
+		var busy []string
+		for i := range n {
+			key := slotKey(i)
+			err := e.kube.AcquireLease(ctx, key, me, e.o.LeaseTTL, mayReplace)
+			var held *LeaseHeldError
+			switch {
+			case err == nil:
+				if waited {
+					r.step(model.StepSlot, StepDone, fmt.Sprintf("node slot %d of %d", i+1, n))
+				}
+				return r.keepSlot(ctx, key, me, stop), waited, r.slotNodes(ctx, n, key), nil
+			case errors.As(err, &held):
+				busy = append(busy, slotNode(held.Holder))
+			case ctx.Err() != nil:
+				return nil, waited, nil, ctx.Err()
+			default:
+				busy = append(busy, "?") // unreadable: counted as taken, read again soon
+			}
+		}
+		if !waited {
+			r.journal(PhaseQueued, "")
+		}
+		waited = true
+		slices.Sort(busy)
+		msg := fmt.Sprintf("queued: waiting for a node slot (concurrency.nodes = %d), being emptied: %s", n, strings.Join(busy, ", "))
+		if msg != said {
+			r.step(model.StepSlot, StepQueued, msg)
+			said = msg
+		}
+		if !sleep(ctx, min(e.o.Poll*5, 2*time.Second)) {
+			return nil, waited, nil, ctx.Err()
+		}
+	}
+}
+
+// slotNodes are the nodes holding the slots other than mine.
+func (r *runner) slotNodes(ctx context.Context, n int, mine string) []string {
+	var out []string
+	for i := range n {
+		if key := slotKey(i); key != mine {
+			if h, _, err := r.e.kube.LeaseHolder(ctx, key); err == nil && h != "" {
+				out = append(out, slotNode(h))
+			}
+		}
+	}
+	return out
+}
+
+// keepSlot renews the slot until release, which gives it back.
+func (r *runner) keepSlot(ctx context.Context, key, holder string, stop context.CancelCauseFunc) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.e.keepLeaseAs(ctx, key, holder, stop) }()
+	return func() {
+		cancel()
+		<-done
+		rctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		_ = r.e.kube.ReleaseLease(rctx, key, holder)
+	}
+}
+
+// judgeAgain re-plans the node once its slot came after a wait, with the nodes being
+// emptied meanwhile counted as gone: a node that was a fine candidate while it queued may
+// no longer be (their VMs took the room). Blockers refuse it, leaving it cordoned with its
+// nova-compute disabled, as the journal says.
+func (r *runner) judgeAgain(ctx context.Context, others []string) error {
+	ro := r.ro
+	ro.FromCache = false
+	ro.Leaving = append(slices.Clone(ro.Leaving), others...)
+	again, err := r.e.Plan(ctx, r.plan.Op, r.plan.Node, ro)
+	if err != nil {
+		return err
+	}
+	if b := again.Blockers(); len(b) > 0 {
+		r.report.Reasons = b
+		r.journal(PhaseFailed, "refused when its node slot came: "+b[0].String())
+		return &RefusedError{Reasons: b}
+	}
+	return nil
+}
