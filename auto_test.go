@@ -19,6 +19,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
@@ -344,5 +345,65 @@ func TestAutoScaleDown(t *testing.T) {
 	}
 	if vm, _ := c.world.ServerByName("app-1"); vm.Host == c1 {
 		t.Error("the VM was not moved before the node went")
+	}
+}
+
+// concurrency.nodes across processes: a cluster-wide --daemon empties a node someone cordoned
+// while an operator's --auto evacuate (another process) asks for a second node: the second
+// waits for the slot, cordoned with nova-compute disabled, says so, and goes once the first
+// is empty. Never two nodes at once.
+func TestNodeCapAcrossProcesses(t *testing.T) {
+	c := newAutoClusterWith(t, autoOptions{seed: 3, pdbMin: 1, spare: true})
+	c0, c1, c3 := c.px+"-c0", c.px+"-c1", c.px+"-c3"
+	c.world.AddHost(c3, 64, 262144, 2000) // the spare worker is a compute host too: where the VMs go
+	converge := c.slow("db-1")
+	defer converge()
+
+	kubetest.Namespace(t, kubetest.Client(t), kube.LeaseNamespace) // deploy/namespace.yaml: the leader's lease lives there
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	daemon := exec.CommandContext(ctx, binary(t), "--daemon", "--node", "")
+	daemon.Env = append(append([]string{}, c.env...), "NODE_NAME=")
+	var daemonOut bytes.Buffer
+	daemon.Stdout, daemon.Stderr = &daemonOut, &daemonOut
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = daemon.Wait() }()
+
+	cs := kubetest.Client(t)
+	if _, err := cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), c0, "application/strategic-merge-patch+json", []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Log("daemon:\n" + daemonOut.String())
+		}
+	}()
+	kubetest.Eventually(t, 30*time.Second, "the daemon migrating db-1 off "+c0, func() bool {
+		vm, _ := c.world.ServerByName("db-1")
+		return vm.TaskState == "migrating"
+	})
+	done := make(chan execResult, 1)
+	go func() { done <- c.drainctl(t, nil, "--auto", "evacuate", c1) }()
+	kubetest.Eventually(t, 20*time.Second, c1+" waiting for its slot with nova-compute disabled", func() bool {
+		h, _ := c.world.Host(c1)
+		return !h.Enabled
+	})
+	if vm, _ := c.world.ServerByName("app-1"); vm.Host != c1 || vm.TaskState != "" {
+		t.Errorf("app-1 moved while %s was being emptied: %+v", c0, vm)
+	}
+	converge()
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.stderr, c1+" slot queued: waiting for a node slot (concurrency.nodes = 1), being emptied: "+c0) {
+		t.Errorf("evacuate %s: exit %d\n%s\ndaemon:\n%s", c1, r.code, r.stderr, daemonOut.String())
+	}
+	if got := c.world.Stats().MaxConcurrentSources; got != 1 {
+		t.Errorf("%d nodes emptied at once by two processes under concurrency.nodes = 1", got)
+	}
+	for _, name := range []string{"db-1", "db-2", "app-1"} {
+		if vm, _ := c.world.ServerByName(name); vm.Host == c0 || vm.Host == c1 {
+			t.Errorf("%s still on %s", name, vm.Host)
+		}
 	}
 }

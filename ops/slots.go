@@ -72,7 +72,7 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 		}
 		waited = true
 		slices.Sort(busy)
-		msg := fmt.Sprintf("queued: waiting for a node slot (concurrency.nodes = %d), being emptied: %s", n, strings.Join(busy, ", "))
+		msg := fmt.Sprintf("waiting for a node slot (concurrency.nodes = %d), being emptied: %s", n, strings.Join(busy, ", "))
 		if msg != said {
 			r.step(model.StepSlot, StepQueued, msg)
 			said = msg
