@@ -208,6 +208,9 @@ func overrideFlags(o policy.Options) []string {
 			on = append(on, f.name)
 		}
 	}
+	for _, vm := range o.SkipVMs {
+		on = append(on, text.Sprintf("--skip-vm %s", vm))
+	}
 	return on
 }
 

@@ -43,12 +43,14 @@ func TestGoldenPanes(t *testing.T) {
 			m.s.ops.views["compute-0"].report = &ops.Report{Result: ops.ResultDone}
 			return m
 		},
-		"confirm":  func(w, h int) Model { return confirmModel(withWhere(newModel(t, 3, w, h))) },
-		"help":     func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "?") },
-		"quit":     func(w, h int) Model { return press(withWhere(opModel(t, w, h)), "q") },
-		"vms":      func(w, h int) Model { return command(withWhere(newModel(t, 6, w, h)), "vms") },
-		"pods":     func(w, h int) Model { return press(command(withWhere(newModel(t, 3, w, h)), "pods"), "j", "j") },
-		"describe": func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "j", "d") },
+		"confirm":             func(w, h int) Model { return confirmModel(withWhere(newModel(t, 3, w, h))) },
+		"help":                func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "?") },
+		"quit":                func(w, h int) Model { return press(withWhere(opModel(t, w, h)), "q") },
+		"vms":                 func(w, h int) Model { return command(withWhere(newModel(t, 6, w, h)), "vms") },
+		"pods":                func(w, h int) Model { return press(command(withWhere(newModel(t, 3, w, h)), "pods"), "j", "j") },
+		"describe":            func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "j", "d") },
+		"confirm-vm-states":   func(w, h int) Model { return vmStatesConfirm(withWhere(newModel(t, 3, w, h))) },
+		"operation-vm-states": func(w, h int) Model { return withWhere(vmStatesOperation(t, w, h)) },
 		"ask": func(w, h int) Model {
 			m := withWhere(opModel(t, w, h))
 			return press(m, "f")
@@ -88,6 +90,64 @@ func confirmModel(m Model) Model {
 	ro := ops.RunOptions{Policy: policy.Options{Force: true}, Why: "kernel 6.12 (CHG-2291)"}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, ro: ro, batch: ops.Batch{Run: ro, Plans: []model.Plan{plan}}})
 	return next.(Model)
+}
+
+// vmStates are a host's VMs in every state: running (live), stopped (cold), passing a GPU
+// through (cold under --cold-migrate-running, with downtime), broken (left by --skip-vm).
+func vmStates() []model.VM {
+	return []model.VM{
+		{ID: "a1000000-0000-4000-8000-000000000001", Name: "build-old", Host: "compute-1", Status: "ERROR", Flavor: "m1.small", RAMMB: 2048, VCPUs: 1,
+			Fault: "Failed to allocate the network(s), not rescheduling."},
+		{ID: "a1000000-0000-4000-8000-000000000002", Name: "ml-train-0", Host: "compute-1", Status: "ACTIVE", Flavor: "g1.a100", RAMMB: 65536, VCPUs: 16,
+			Pinned: "pci_passthrough:alias=a100:1"},
+		{ID: "a1000000-0000-4000-8000-000000000003", Name: "reports-nightly", Host: "compute-1", Status: "SHUTOFF", Flavor: "m1.medium", RAMMB: 4096, VCPUs: 2},
+		{ID: "a1000000-0000-4000-8000-000000000004", Name: "web-7", Host: "compute-1", Status: "ACTIVE", Flavor: "m1.large", RAMMB: 8192, VCPUs: 4},
+	}
+}
+
+// vmStatesConfirm: the plan of that host, as the engine makes it, with the overrides on.
+func vmStatesConfirm(m Model) Model {
+	ro := ops.RunOptions{Policy: policy.Options{MoveStopped: true, ColdMigrateRunning: true, SkipVMs: []string{"build-old"}}}
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", Host: "compute-1",
+		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "move 4 VM(s): 1 live, 2 cold, 1 stays"}}}
+	for _, vm := range vmStates() {
+		method, r := policy.VMMove(vm, ro.Policy)
+		vm.Method = method
+		plan.VMs = append(plan.VMs, vm)
+		if r != nil {
+			plan.Reasons = append(plan.Reasons, *r)
+		}
+	}
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, ro: ro, batch: ops.Batch{Run: ro, Plans: []model.Plan{plan}}})
+	return next.(Model)
+}
+
+// vmStatesOperation: that plan running: the broken VM stays, the stopped one waits for its
+// confirm, the GPU one is mid-move (a cold move's phase, no percentage), the live one runs.
+func vmStatesOperation(t testing.TB, w, h int) Model {
+	m := newModel(t, 3, w, h)
+	vms := vmStates()
+	for i := range vms {
+		vms[i].Method = []model.MoveMethod{model.MoveStays, model.MoveCold, model.MoveCold, model.MoveLive}[i]
+	}
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", Host: "compute-1", VMs: vms}
+	m.s.ops.add("compute-1", plan, t0, func() {})
+	m.op.shown, m.screen = "compute-1", opScreen
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	ev := func(s int, vm model.VM, st ops.MigState, dest, msg string) ops.Event {
+		return ops.NewMigrationEvent(at(s), "compute-1", ops.MigrationEvent{VM: vm.Name, VMID: vm.ID, Method: vm.Method, State: st, Source: "compute-1", Dest: dest, Message: msg})
+	}
+	return feed(m, "compute-1",
+		ops.NewPlanReady(at(0), plan),
+		ops.NewStepEvent(at(1), "compute-1", model.StepMigrateVMs, ops.StepStarted, "move 4 VM(s): 1 live, 2 cold, 1 stays"),
+		ev(1, vms[0], ops.MigSkipped, "", "left on the node (--skip-vm): ERROR: Failed to allocate the network(s), not rescheduling."),
+		ev(2, vms[2], ops.MigRequested, "", ""),
+		ev(4, vms[2], ops.MigVerifyResize, "compute-2", ""),
+		ev(5, vms[1], ops.MigRequested, "", ""),
+		ev(6, vms[1], "resize_migrating", "compute-3", ""),
+		ops.NewMigrationEvent(at(7), "compute-1", ops.MigrationEvent{VM: vms[3].Name, VMID: vms[3].ID, Method: model.MoveLive, State: ops.MigRunning,
+			Source: "compute-1", Dest: "compute-2", Total: 8 << 30, Processed: 4 << 30, Remaining: 4 << 30, Rate: 1 << 30, ETA: 4 * time.Second}),
+	)
 }
 
 // goldenView compares the view with testdata/<test name>.golden (go test -update writes it).

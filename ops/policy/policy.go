@@ -206,6 +206,15 @@ func PDBReason(p model.Pod, pdbs map[string]model.PDB, o Options) *model.Reason 
 // --force leaves every such VM as it always did). The reason is nil when the VM moves as
 // planned, and a Downtime note when a running VM is moved cold.
 func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
+	method, r := vmMove(vm, o)
+	if o.SkipVM(vm) && method != model.MoveStays { // left knowingly although it could move
+		return model.MoveStays, &model.Reason{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name,
+			Message: fmt.Sprintf("left on the node (--skip-vm): it would move %s", method)}
+	}
+	return method, r
+}
+
+func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	stays := func(code model.ReasonCode, override, format string, a ...any) (model.MoveMethod, *model.Reason) {
 		r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, Message: fmt.Sprintf(format, a...), Override: override}
 		switch {
@@ -219,8 +228,6 @@ func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	}
 	skip := "--skip-vm " + vm.Name
 	switch {
-	case o.SkipVM(vm):
-		return stays(model.VMSkipped, "", "status %s", vm.Status)
 	case vm.TaskState == "migrating" || vm.Status == "MIGRATING":
 		return model.MoveFollow, nil // already moving: the engine follows it
 	case vm.Status == "RESIZE" && strings.HasPrefix(vm.TaskState, "resize_"):
