@@ -4,5 +4,6 @@
 //
 // It is a product feature (the demo, the benchmarks) and a test server; it is not a fake of
 // drainctl's own interfaces. Its answers follow shared/notes/nova-api.md and the real
-// responses in shared/notes/nova-samples/: same paths, shapes, status codes and sequences.
+// responses in shared/notes/nova-samples/ (copied into testdata/nova-samples, which the tests
+// read): same paths, shapes, status codes and sequences, cold migration included.
 package sim

@@ -81,9 +81,11 @@ func keysOf(v any) []string {
 
 func sample(t *testing.T, name string) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "notes", "nova-samples", name))
+	// Facts from a real Nova (shared/notes/nova-samples), kept in the repository so that a
+	// fresh clone holds the simulator to them.
+	data, err := os.ReadFile(filepath.Join("testdata", "nova-samples", name))
 	if err != nil {
-		t.Skipf("nova-samples not beside the checkout: %v", err)
+		t.Fatal(err)
 	}
 	var v map[string]any
 	if err := json.Unmarshal(data, &v); err != nil {
@@ -255,4 +257,69 @@ func TestServiceUpdateAndVersionShapes(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&doc)
 	resp.Body.Close()
 	sameKeys(t, "version document", sample(t, "version.json")["version"], doc["version"])
+}
+
+// A cold migration as the real Nova did it: 409 on live-migrating a stopped server with its
+// message; the migrate action; RESIZE/resize_prep on the source, then the host moved before
+// VERIFY_RESIZE; the record "finished" until confirmResize (204), then "confirmed" with the
+// real record's keys; the server SHUTOFF again, on the destination. Reverting instead puts it
+// back on its source.
+func TestColdMigrationSequenceMatchesRealNova(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	vm, _ := w.ServerByName("demo-0")
+	w.Stop("demo-0")
+	code, body := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", `{"os-migrateLive":{"host":null,"block_migration":"auto"}}`)
+	if want := "Cannot 'os-migrateLive' instance " + vm.ID + " while it is in vm_state stopped"; code != 409 || !strings.Contains(fmt.Sprint(body), want) {
+		t.Errorf("live-migrating a stopped server: %d %v", code, body)
+	}
+	if code, body := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", `{"migrate":null}`); code != 202 {
+		t.Fatalf("migrate: %d %v", code, body)
+	}
+	show := func() map[string]any {
+		_, got := rawGet(t, srv, "/servers/"+vm.ID, "2.93")
+		return got["server"].(map[string]any)
+	}
+	state := func() string {
+		s := show()
+		return fmt.Sprintf("%v/%v@%v", s["status"], s["OS-EXT-STS:task_state"], s["OS-EXT-SRV-ATTR:host"] == vm.Host)
+	}
+	var seen []string
+	for i := 0; i < 50; i++ {
+		if st := state(); len(seen) == 0 || seen[len(seen)-1] != st {
+			seen = append(seen, st)
+		}
+		w.Clock().Advance(100 * time.Millisecond)
+	}
+	want := []string{"RESIZE/resize_prep@true", "RESIZE/resize_migrating@true", "RESIZE/resize_migrated@false", "VERIFY_RESIZE/<nil>@false"}
+	if strings.Join(seen, " ") != strings.Join(want, " ") {
+		t.Errorf("server states %v, want %v", seen, want)
+	}
+	_, got := rawGet(t, srv, "/os-migrations?instance_uuid="+vm.ID, "2.93")
+	if m := got["migrations"].([]any)[0].(map[string]any); m["status"] != "finished" || m["migration_type"] != "migration" {
+		t.Errorf("before the confirm: %v", m)
+	}
+	if code, body := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", `{"confirmResize":null}`); code != 204 {
+		t.Fatalf("confirmResize: %d %v", code, body)
+	}
+	w.Clock().Advance(time.Second)
+	_, got = rawGet(t, srv, "/os-migrations?instance_uuid="+vm.ID, "2.93")
+	sameKeys(t, "os-migrations after the confirm", sample(t, "os-migrations-cold-confirmed.json")["migrations"], got["migrations"])
+	if m := got["migrations"].([]any)[0].(map[string]any); m["status"] != "confirmed" {
+		t.Errorf("after the confirm: %v", m)
+	}
+	if s := show(); s["status"] != "SHUTOFF" || s["OS-EXT-SRV-ATTR:host"] == vm.Host {
+		t.Errorf("after the confirm the server is %v on %v; want SHUTOFF elsewhere", s["status"], s["OS-EXT-SRV-ATTR:host"])
+	}
+
+	// Revert: back on the source, as it was.
+	moved := show()["OS-EXT-SRV-ATTR:host"]
+	rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", `{"migrate":null}`)
+	w.Clock().Advance(10 * time.Second)
+	if code, _ := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", `{"revertResize":null}`); code != 202 {
+		t.Fatalf("revertResize: %d", code)
+	}
+	w.Clock().Advance(5 * time.Second)
+	if s := show(); s["status"] != "SHUTOFF" || s["OS-EXT-SRV-ATTR:host"] != moved {
+		t.Errorf("after the revert: %v on %v, want SHUTOFF on %v", s["status"], s["OS-EXT-SRV-ATTR:host"], moved)
+	}
 }
