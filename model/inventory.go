@@ -2,6 +2,7 @@ package model
 
 import (
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -18,6 +19,8 @@ type NovaSnapshot struct {
 	Hypervisors []Hypervisor
 	VMs         []VM
 	Migrations  []Migration // live migrations not yet in a final state
+	// ServerGroups are the cloud's server groups (nil when they could not be read).
+	ServerGroups []ServerGroup
 }
 
 // Node is one machine seen from both layers. Either half may be missing: a Kubernetes node
@@ -160,7 +163,18 @@ func Join(k KubeSnapshot, n *NovaSnapshot, m HostMapper, at time.Time) Inventory
 			}
 			hostNode(h.Host).Hypervisor = &h
 		}
+		antiAffinity := map[string][]string{} // VM ID -> its hard anti-affinity groups
+		for _, g := range n.ServerGroups {
+			if g.Policy == "anti-affinity" {
+				for _, id := range g.Members {
+					antiAffinity[id] = append(antiAffinity[id], g.Name)
+				}
+			}
+		}
 		for _, vm := range n.VMs {
+			if aa := antiAffinity[vm.ID]; aa != nil {
+				vm.AntiAffinity = strings.Join(aa, ", ")
+			}
 			if node := byHost[vm.Host]; node != nil && vm.Host != "" {
 				node.VMs = append(node.VMs, vm)
 				continue

@@ -29,6 +29,7 @@ const (
 	Downtime         ReasonCode = "Downtime"        // a running VM moved cold: stopped, moved, started again
 	VMAwaitsConfirm  ReasonCode = "VMAwaitsConfirm" // VERIFY_RESIZE: someone's cold migration waits for confirm or revert
 	NoHostWithRoom   ReasonCode = "NoHostWithRoom"  // the other enabled hosts cannot hold its VMs
+	NoLegalHost      ReasonCode = "NoLegalHost"     // its zone or a hard anti-affinity group leaves it no other host
 	// Nodes.
 	LastSchedulable   ReasonCode = "LastSchedulable" // no other Ready, schedulable worker would remain
 	ControlPlane      ReasonCode = "ControlPlane"

@@ -26,6 +26,42 @@ type VM struct {
 	Pinned string `json:"pinned,omitempty"`
 	// Method is how an evacuation moves it: set in a plan (policy.VMMove), empty elsewhere.
 	Method MoveMethod `json:"method,omitempty"`
+	// Zone is its availability zone (OS-EXT-AZ:availability_zone): it moves within it.
+	Zone string `json:"zone,omitempty"`
+	// AntiAffinity names the hard anti-affinity server groups it belongs to, ", "-separated
+	// (a string keeps VM comparable): it may not go to a host that holds another member of
+	// one. Set by Join from the server groups.
+	AntiAffinity string `json:"antiAffinity,omitempty"`
+}
+
+// ServerGroup is a Nova server group (os-server-groups).
+type ServerGroup struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Policy  string   `json:"policy"` // anti-affinity, affinity, soft-anti-affinity, soft-affinity
+	Members []string `json:"members"`
+}
+
+// Legal reports whether the VM may be placed on a host of zone whose VMs belong to groups
+// (the anti-affinity groups with a member there), and if not, why.
+func (v VM) Legal(zone string, groups map[string]bool) (bool, string) {
+	if v.Zone != "" && zone != "" && zone != v.Zone {
+		return false, "zone " + v.Zone
+	}
+	for _, g := range v.Groups() {
+		if groups[g] {
+			return false, "anti-affinity group " + g
+		}
+	}
+	return true, ""
+}
+
+// Groups are the names of its hard anti-affinity groups.
+func (v VM) Groups() []string {
+	if v.AntiAffinity == "" {
+		return nil
+	}
+	return strings.Split(v.AntiAffinity, ", ")
 }
 
 // MoveMethod is how an evacuation takes a VM off its host.

@@ -305,6 +305,7 @@ func (e *Engine) claim(run *vmRun, delta int) {
 // destRoom is a candidate destination with the room the engine believes it has left.
 type destRoom struct {
 	host  string
+	zone  string
 	ramMB int64
 	vcpus float64
 }
@@ -323,9 +324,10 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 	if err != nil {
 		return nil
 	}
-	usable := map[string]bool{}
+	usable, zone := map[string]bool{}, map[string]string{}
 	for _, s := range svcs {
 		usable[s.Host] = s.Enabled && s.Up && !s.ForcedDown
+		zone[s.Host] = s.Zone
 	}
 	leaving := map[string]bool{r.plan.Host: true}
 	for _, n := range r.ro.Leaving {
@@ -342,7 +344,7 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 			return nil
 		}
 		if usable[h.Host] && !leaving[h.Host] {
-			out = append(out, &destRoom{host: h.Host, ramMB: int64(c.MemoryMB.Free()), vcpus: c.VCPU.Free()})
+			out = append(out, &destRoom{host: h.Host, zone: zone[h.Host], ramMB: int64(c.MemoryMB.Free()), vcpus: c.VCPU.Free()})
 		}
 	}
 	return out
@@ -356,14 +358,17 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 	if r.ro.To != "" {
 		return r.ro.To, r.under(r.ro.To, others)
 	}
-	if dests == nil {
-		return "", true
+	if dests == nil || r.antiAffinity(vm) {
+		return "", true // a member of a hard anti-affinity group: Nova's scheduler knows where its peers are
 	}
 	var best *destRoom
 	fits := false
 	for _, d := range dests {
 		if d.ramMB < vm.RAMMB || d.vcpus < float64(vm.VCPUs) {
 			continue
+		}
+		if ok, _ := vm.Legal(d.zone, nil); !ok {
+			continue // another availability zone
 		}
 		fits = true
 		if r.under(d.host, others) && (best == nil || d.ramMB > best.ramMB) {
@@ -379,6 +384,17 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 		return "", true // no room anywhere as far as we know: let Nova's scheduler decide (and say why)
 	}
 	return "", false
+}
+
+// antiAffinity reports whether the plan knows the VM as a member of a hard anti-affinity
+// group (the server list does not say; the plan's inventory joined the groups).
+func (r *runner) antiAffinity(vm model.VM) bool {
+	for _, p := range r.plan.VMs {
+		if p.ID == vm.ID {
+			return p.AntiAffinity != ""
+		}
+	}
+	return false
 }
 
 // under: the host's migrations in flight, this engine's and others' (Nova's list), are

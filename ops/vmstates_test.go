@@ -307,3 +307,53 @@ func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
 	}
 	return true
 }
+
+// A hard anti-affinity group whose other members sit on every other host leaves its member
+// no legal host: the plan refuses it naming the group, nothing changes, and the ranking
+// agrees. With a host free of members, the member goes there and nowhere else.
+func TestAntiAffinityLeavesNoLegalHost(t *testing.T) {
+	c := newCluster(t, 100)
+	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
+	c.World.AddServer("db-1", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.AddServer("db-2", c2, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.AddServerGroup("db", "anti-affinity", "vm-a", "db-1", "db-2")
+	e := c.Engine("tester@a", nil)
+	ro := forced()
+	before, novaBefore := c.Muts.N.Load(), c.World.Stats().Mutations
+	rec, _, err := run(t, e, model.OpEvacuate, c0, ro)
+	var refused *ops.RefusedError
+	if !errors.As(err, &refused) {
+		t.Fatalf("want a refusal, got %v\n%s", err, rec.Transcript(c.Px))
+	}
+	found := false
+	for _, r := range refused.Reasons {
+		if r.Code == model.NoLegalHost && r.Object == "vm-a" && strings.Contains(r.Message, "anti-affinity group db: members on 2 of the 2 other hosts") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the refusal does not name the group: %v", refused.Reasons)
+	}
+	if c.Muts.N.Load() != before || c.World.Stats().Mutations != novaBefore {
+		t.Fatal("a refused plan changed something")
+	}
+	victims, _, err := e.Recommend(kubetest.Ctx(t), defaults(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasCode(victims, c0, model.NoLegalHost) {
+		t.Errorf("the ranking calls %s possible: %+v", c0, victims)
+	}
+
+	// A host without a member: the plan goes through, and vm-a lands there.
+	spare := c.Name("spare")
+	c.World.AddHost(spare, 64, 262144, 2000)
+	kubetest.Node(t, c.CS, spare)
+	rec, _, err = run(t, e, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatalf("with a spare host: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if vm, _ := c.World.ServerByName("vm-a"); vm.Host != spare {
+		t.Errorf("vm-a went to %s, want %s (the only host without a member of db)", vm.Host, spare)
+	}
+}

@@ -44,6 +44,7 @@ func (c *Client) snapshot(ctx context.Context) (model.NovaSnapshot, error) {
 	g.Go(func() (err error) { snap.Services, err = c.ComputeServices(ctx, ""); return })
 	g.Go(func() (err error) { snap.Hypervisors, allocs, err = c.hypervisors(ctx); return })
 	g.Go(func() (err error) { snap.VMs, err = c.Servers(ctx, ""); return })
+	g.Go(func() error { snap.ServerGroups = c.ServerGroups(ctx); return nil })
 	for i, st := range inProgressStatuses {
 		g.Go(func() (err error) {
 			migs[i], err = c.Migrations(ctx, MigrationFilter{Status: st, Type: "live-migration"})
@@ -188,7 +189,42 @@ func (s wireServer) model() model.VM {
 		vm.Fault = s.Fault.Message
 	}
 	vm.Pinned = pinning(s.Flavor.ExtraSpecs)
+	vm.Zone = s.Zone
 	return vm
+}
+
+// ServerGroups lists every project's server groups with their members (GET
+// /os-server-groups?all_projects=True, offset-paged), for the placement rules of the plan and
+// the ranking. nil when they cannot be read (a policy that does not let this user list
+// them): the plan then counts every host as legal, and Nova's scheduler still enforces them.
+func (c *Client) ServerGroups(ctx context.Context) []model.ServerGroup {
+	const page = 1000
+	var out []model.ServerGroup
+	for offset := 0; ; offset += page {
+		var body struct {
+			Groups []struct {
+				ID       string   `json:"id"`
+				Name     string   `json:"name"`
+				Policy   string   `json:"policy"`   // 2.64+
+				Policies []string `json:"policies"` // before 2.64
+				Members  []string `json:"members"`
+			} `json:"server_groups"`
+		}
+		u := c.compute.ServiceURL("os-server-groups") + fmt.Sprintf("?all_projects=True&limit=%d&offset=%d", page, offset)
+		if _, err := c.compute.Get(ctx, u, &body, nil); err != nil {
+			return nil
+		}
+		for _, g := range body.Groups {
+			policy := g.Policy
+			if policy == "" && len(g.Policies) > 0 {
+				policy = g.Policies[0]
+			}
+			out = append(out, model.ServerGroup{ID: g.ID, Name: g.Name, Policy: policy, Members: g.Members})
+		}
+		if len(body.Groups) < page {
+			return out
+		}
+	}
 }
 
 // pinning is the first (in key order) extra spec that ties a flavor's VMs to their host's

@@ -118,6 +118,7 @@ type wireServer struct {
 	Fault *struct {
 		Message string `json:"message"`
 	} `json:"fault"`
+	Zone string `json:"OS-EXT-AZ:availability_zone"`
 }
 
 type serversPage struct {

@@ -87,15 +87,18 @@ func diskFree(c model.Capacity) float64 {
 	return c.DiskGB.Free()
 }
 
-// CapacityReason checks that the other enabled, up compute hosts can hold the VMs, by RAM,
-// vCPU and disk (the scheduler's own figures and ratios) in a first-fit-decreasing placement. It returns nil when they fit or when the
-// capacity is unknown (2.88+), leaving the decision to Nova's scheduler.
-func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leaving map[string]bool, cpuRatio float64, o Options) *model.Reason {
-	if len(vms) == 0 {
-		return nil
-	}
-	type room struct{ ram, cpu, disk float64 }
-	var hosts []*room
+// vmHost is a compute host a VM of the node could go to: its room, its zone, and the hard
+// anti-affinity groups with a member on it.
+type vmHost struct {
+	name, zone      string
+	ram, cpu, disk  float64
+	groups          map[string]bool
+	capacityUnknown bool
+}
+
+// vmHosts are the other enabled, up compute hosts (not the node, not leaving).
+func vmHosts(node model.Node, inv model.Inventory, leaving map[string]bool, cpuRatio float64) []*vmHost {
+	var hosts []*vmHost
 	for _, n := range inv.Nodes {
 		if n.Name == node.Name || leaving[n.Name] || n.Compute == nil || n.Hypervisor == nil {
 			continue
@@ -103,11 +106,87 @@ func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leavin
 		if !n.Compute.Enabled || !n.Compute.Up || n.Compute.ForcedDown {
 			continue
 		}
-		c, ok := n.Hypervisor.Room(cpuRatio)
-		if !ok {
+		h := &vmHost{name: n.Name, zone: n.Compute.Zone, groups: map[string]bool{}}
+		if c, ok := n.Hypervisor.Room(cpuRatio); ok {
+			h.ram, h.cpu, h.disk = c.MemoryMB.Free(), c.VCPU.Free(), diskFree(c)
+		} else {
+			h.capacityUnknown = true
+		}
+		for _, vm := range n.VMs {
+			for _, g := range vm.Groups() {
+				h.groups[g] = true
+			}
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts
+}
+
+// PlacementReasons names each VM that no other host may legally take, whatever their room:
+// none in its availability zone, or every one in it holding a member of one of its hard
+// anti-affinity groups ("anti-affinity group db: members on 3 of the 3 other hosts"). Nova
+// would refuse the move; the plan says so before anything changes.
+func PlacementReasons(node model.Node, vms []model.VM, inv model.Inventory, leaving map[string]bool, cpuRatio float64) []model.Reason {
+	var hosts []*vmHost
+	var out []model.Reason
+	for _, vm := range vms {
+		if vm.Zone == "" && vm.AntiAffinity == "" {
+			continue
+		}
+		if hosts == nil {
+			hosts = vmHosts(node, inv, leaving, cpuRatio)
+		}
+		inZone, legal := 0, 0
+		held := map[string]int{}
+		for _, h := range hosts {
+			if vm.Zone != "" && h.zone != "" && h.zone != vm.Zone {
+				continue
+			}
+			inZone++
+			if ok, _ := vm.Legal(h.zone, h.groups); ok {
+				legal++
+			}
+			for _, g := range vm.Groups() {
+				if h.groups[g] {
+					held[g]++
+				}
+			}
+		}
+		if legal > 0 {
+			continue
+		}
+		where := "other hosts"
+		if vm.Zone != "" {
+			where = "other hosts in zone " + vm.Zone
+		}
+		msg := fmt.Sprintf("no legal host: zone %s has no other enabled compute host", vm.Zone)
+		for _, g := range vm.Groups() {
+			if inZone > 0 && held[g] > 0 {
+				msg = fmt.Sprintf("no legal host: anti-affinity group %s: members on %d of the %d %s", g, held[g], inZone, where)
+				break
+			}
+		}
+		// Nova would refuse the move whatever drainctl's overrides (--force included): only
+		// leaving the VM knowingly lifts it.
+		out = append(out, model.Reason{Code: model.NoLegalHost, Severity: model.Blocks, Object: vm.Name, Message: msg, Override: "--skip-vm " + vm.Name})
+	}
+	return out
+}
+
+// CapacityReason checks that the other enabled, up compute hosts can hold the VMs, by RAM,
+// vCPU and disk (the scheduler's own figures and ratios) in a first-fit-decreasing placement
+// that puts each VM only where it may legally go (its zone; no host with another member of
+// its hard anti-affinity groups, counting the members placed before it). It returns nil when
+// they fit or when the capacity is unknown (2.88+), leaving the decision to Nova's scheduler.
+func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leaving map[string]bool, cpuRatio float64, o Options) *model.Reason {
+	if len(vms) == 0 {
+		return nil
+	}
+	hosts := vmHosts(node, inv, leaving, cpuRatio)
+	for _, h := range hosts {
+		if h.capacityUnknown {
 			return nil
 		}
-		hosts = append(hosts, &room{ram: c.MemoryMB.Free(), cpu: c.VCPU.Free(), disk: diskFree(c)})
 	}
 	sorted := append([]model.VM(nil), vms...)
 	for i := 1; i < len(sorted); i++ { // largest first
@@ -119,10 +198,16 @@ func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leavin
 	for _, vm := range sorted {
 		placed := false
 		for _, h := range hosts {
+			if ok, _ := vm.Legal(h.zone, h.groups); !ok {
+				continue
+			}
 			if h.ram >= float64(vm.RAMMB) && h.cpu >= float64(vm.VCPUs) && h.disk >= float64(vm.DiskGB) {
 				h.ram -= float64(vm.RAMMB)
 				h.cpu -= float64(vm.VCPUs)
 				h.disk -= float64(vm.DiskGB)
+				for _, g := range vm.Groups() {
+					h.groups[g] = true
+				}
 				placed = true
 				break
 			}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,5 +183,53 @@ func TestCapacityReason(t *testing.T) {
 	// Without b, "small" has nowhere to go (the disabled host does not count).
 	if r := CapacityReason(src, vms, inv, map[string]bool{"b": true}, 4, Options{}); r == nil || r.Code != model.NoHostWithRoom || r.Severity != model.Blocks {
 		t.Errorf("no room: %+v", r)
+	}
+}
+
+// Zones and hard anti-affinity: a VM moves only within its zone and never next to another
+// member of its group, in the plan's placement and in the ranking alike.
+func TestPlacementLegality(t *testing.T) {
+	zoned := func(n model.Node, zone string, vms ...model.VM) model.Node {
+		n.Compute.Zone, n.VMs = zone, vms
+		return n
+	}
+	db := func(name string) model.VM {
+		return model.VM{Name: name, Zone: "az1", RAMMB: 1000, VCPUs: 1, AntiAffinity: "db"}
+	}
+	src := zoned(computeNode("src", true, 0, 0), "az1", db("db-0"))
+	a := zoned(computeNode("a", true, 50000, 50), "az1", db("db-1"))
+	b := zoned(computeNode("b", true, 50000, 50), "az1")
+	other := zoned(computeNode("other", true, 50000, 50), "az2")
+	inv := model.Inventory{Nodes: []model.Node{src, a, b, other}}
+	if rs := PlacementReasons(src, src.VMs, inv, nil, 4); len(rs) != 0 {
+		t.Errorf("b is legal: %v", rs)
+	}
+	// b leaving too: a holds a member, other is another zone.
+	rs := PlacementReasons(src, src.VMs, inv, map[string]bool{"b": true}, 4)
+	if len(rs) != 1 || rs[0].Code != model.NoLegalHost || rs[0].Message != "no legal host: anti-affinity group db: members on 1 of the 1 other hosts in zone az1" || rs[0].Override != "--skip-vm db-0" {
+		t.Errorf("no legal host: %+v", rs)
+	}
+	// Two members leaving one host need two legal hosts: b takes one, the other has none.
+	two := zoned(computeNode("src", true, 0, 0), "az1", db("db-0"), db("db-2"))
+	inv2 := model.Inventory{Nodes: []model.Node{two, b, other}}
+	if r := CapacityReason(two, two.VMs, inv2, nil, 4, Options{}); r == nil || r.Code != model.NoHostWithRoom || !strings.Contains(r.Message, "1 VM(s)") {
+		t.Errorf("two members, one legal host: %+v", r)
+	}
+	// The ranking agrees.
+	for _, n := range []*model.Node{&src, &a, &b, &other} {
+		n.Kube = &model.KubeNode{Name: n.Name, Ready: true, Schedulable: true, Allocatable: model.Resources{MilliCPU: 64000, MemoryBytes: 256 << 30, Pods: 110}}
+	}
+	inv = model.Inventory{Nodes: []model.Node{src, a, other}}
+	judged := false
+	for _, v := range Rank(inv, Options{}, WeightsFromConfig(model.DefaultConfig().ScaleDown)) {
+		if v.Node == "src" {
+			judged = true
+			if v.Candidate || !slices.ContainsFunc(v.Reasons, func(r model.Reason) bool { return r.Code == model.NoLegalHost }) {
+				t.Errorf("the ranking calls src possible: %+v", v)
+			}
+		}
+	}
+	if !judged {
+		t.Error("src not ranked")
 	}
 }

@@ -102,6 +102,7 @@ func (r *Ranker) Rank(inv model.Inventory, changed map[string]bool, all bool, o 
 		pdbs[b.Namespace+"/"+b.Name] = b
 	}
 	podRooms, vmRooms := freeRooms(inv, w)
+	lg := legalityOf(vmRooms)
 	workers := countWorkers(inv)
 	pool := poolOf(podRooms, vmRooms, w.PlacementPool+1)
 	full := all || !r.valid || w != r.w || !reflect.DeepEqual(o, r.o) || !pool.equal(r.pool) ||
@@ -138,7 +139,7 @@ func (r *Ranker) Rank(inv model.Inventory, changed map[string]bool, all bool, o 
 			out = append(out, old.v)
 			continue
 		}
-		j := &judged{v: judge(n, workers, pdbs, podRooms, vmRooms, scratch, o, w), vms: n.VMs, compute: computeOf(n)}
+		j := &judged{v: judge(n, workers, pdbs, podRooms, vmRooms, scratch, lg, o, w), vms: n.VMs, compute: computeOf(n)}
 		r.Judged++
 		if old != nil {
 			for _, key := range old.pdbs {

@@ -63,11 +63,13 @@ func (v Victim) Placement() map[string]string {
 // room is free capacity on one node (pods side) or host (VM side).
 type room struct {
 	name           string
-	node           *lazyNode // labels and taints, built for pods that constrain where they run
-	tainted        bool      // has a NoSchedule or NoExecute taint
-	cpu, mem, pods int64     // Kubernetes: milliCPU, bytes, pod slots
-	ram            int64     // Nova: MB
-	vcpu           float64   // Nova: vCPUs under the allocation ratio
+	node           *lazyNode       // labels and taints, built for pods that constrain where they run
+	tainted        bool            // has a NoSchedule or NoExecute taint
+	cpu, mem, pods int64           // Kubernetes: milliCPU, bytes, pod slots
+	ram            int64           // Nova: MB
+	vcpu           float64         // Nova: vCPUs under the allocation ratio
+	zone           string          // Nova: the host's availability zone
+	groups         map[string]bool // Nova: the anti-affinity groups with a member on the host
 }
 
 // Rank orders every node: candidates first, cheapest to empty first (ties by name), then
@@ -78,6 +80,7 @@ func Rank(inv model.Inventory, o Options, w Weights) []Victim {
 		pdbs[b.Namespace+"/"+b.Name] = b
 	}
 	podRooms, vmRooms := freeRooms(inv, w)
+	lg := legalityOf(vmRooms)
 	workers := countWorkers(inv)
 	out := make([]Victim, 0, len(inv.Nodes))
 	scratch := make([]room, 0, w.PlacementPool) // one placement pool buffer, reused per node
@@ -85,7 +88,7 @@ func Rank(inv model.Inventory, o Options, w Weights) []Victim {
 		if n.Kube == nil {
 			continue // a compute host without a node is not a Kubernetes scale-down target
 		}
-		out = append(out, judge(n, workers, pdbs, podRooms, vmRooms, scratch, o, w))
+		out = append(out, judge(n, workers, pdbs, podRooms, vmRooms, scratch, lg, o, w))
 	}
 	order(out)
 	return out
@@ -143,7 +146,16 @@ func freeRooms(inv model.Inventory, w Weights) (pods, vms []room) {
 			if !ok {
 				continue
 			}
-			vms = append(vms, room{name: n.Name, ram: int64(cap.MemoryMB.Free()), vcpu: cap.VCPU.Free()})
+			r := room{name: n.Name, ram: int64(cap.MemoryMB.Free()), vcpu: cap.VCPU.Free(), zone: c.Zone}
+			for _, vm := range n.VMs {
+				for _, g := range vm.Groups() {
+					if r.groups == nil {
+						r.groups = map[string]bool{}
+					}
+					r.groups[g] = true
+				}
+			}
+			vms = append(vms, r)
 		}
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].cpu > pods[j].cpu })
@@ -151,7 +163,62 @@ func freeRooms(inv model.Inventory, w Weights) (pods, vms []room) {
 	return pods, vms
 }
 
-func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRooms, scratch []room, o Options, w Weights) Victim {
+// legality indexes the enabled compute hosts by zone and by the anti-affinity groups they
+// hold members of, once per ranking, so that a VM with no legal host is found without
+// walking every host for every VM.
+type legality struct {
+	hosts     int
+	inZone    map[string]int             // hosts per zone ("" : hosts with no zone, legal for any)
+	zoneOf    map[string]string          // host -> zone
+	withGroup map[string]map[string]bool // group -> hosts holding a member
+}
+
+func legalityOf(vmRooms []room) *legality {
+	l := &legality{hosts: len(vmRooms), inZone: map[string]int{}, zoneOf: map[string]string{}, withGroup: map[string]map[string]bool{}}
+	for _, r := range vmRooms {
+		l.inZone[r.zone]++
+		l.zoneOf[r.name] = r.zone
+		for g := range r.groups {
+			if l.withGroup[g] == nil {
+				l.withGroup[g] = map[string]bool{}
+			}
+			l.withGroup[g][r.name] = true
+		}
+	}
+	return l
+}
+
+// noLegalHost says why no enabled host but self may take vm ("" : some may).
+func (l *legality) noLegalHost(vm model.VM, self string) string {
+	if vm.Zone == "" && vm.AntiAffinity == "" {
+		return ""
+	}
+	candidates := l.hosts
+	inZone := func(h string) bool { z := l.zoneOf[h]; return vm.Zone == "" || z == "" || z == vm.Zone }
+	if vm.Zone != "" {
+		candidates = l.inZone[vm.Zone] + l.inZone[""]
+	}
+	if _, ok := l.zoneOf[self]; ok && inZone(self) {
+		candidates--
+	}
+	if candidates <= 0 {
+		return fmt.Sprintf("%s: zone %s has no other enabled compute host", vm.Name, vm.Zone)
+	}
+	blocked := map[string]bool{}
+	for _, g := range vm.Groups() {
+		for h := range l.withGroup[g] {
+			if h != self && inZone(h) {
+				blocked[h] = true
+			}
+		}
+	}
+	if len(blocked) < candidates {
+		return ""
+	}
+	return fmt.Sprintf("%s: anti-affinity group %s: members on %d of the %d other hosts it may use", vm.Name, vm.AntiAffinity, len(blocked), candidates)
+}
+
+func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRooms, scratch []room, lg *legality, o Options, w Weights) Victim {
 	v := Victim{Node: n.Name, VMs: len(n.VMs)}
 	k := n.Kube
 	add := func(code model.ReasonCode, override, format string, a ...any) {
@@ -226,6 +293,9 @@ func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRoo
 		if r := VMReason(vm, o); r != nil && r.Severity == model.Blocks {
 			v.Reasons = append(v.Reasons, *r)
 		}
+		if why := lg.noLegalHost(vm, n.Name); why != "" {
+			add(model.NoLegalHost, "", "no legal host for VM %s", why)
+		}
 	}
 	vmItems := make([]item, len(n.VMs))
 	for i := range n.VMs {
@@ -282,6 +352,9 @@ func fitsPod(r *room, it item) bool {
 
 func fitsVM(r *room, it item) bool {
 	if r.ram < it.mem || r.vcpu < float64(it.cpu) {
+		return false
+	}
+	if ok, _ := it.vm.Legal(r.zone, r.groups); !ok {
 		return false
 	}
 	r.ram, r.vcpu = r.ram-it.mem, r.vcpu-float64(it.cpu)

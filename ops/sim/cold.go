@@ -117,7 +117,7 @@ func (w *World) coldDestination(m *migration) (*Host, bool) {
 	}
 	if m.requestedHost != "" {
 		h := w.hosts[m.requestedHost]
-		return h, h != nil && h.schedulable() && w.fits(h, m.server)
+		return h, h != nil && h.schedulable() && w.fits(h, m.server) && w.allowed(m.server, h)
 	}
 	return w.schedule(m.server)
 }

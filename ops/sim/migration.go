@@ -216,7 +216,7 @@ func (w *World) apply(m *migration, at time.Time) {
 					"No valid host was found. There are not enough hosts available.")
 				return
 			}
-			if !h.schedulable() || !w.fits(h, s) {
+			if !h.schedulable() || !w.fits(h, s) || !w.allowed(s, h) {
 				w.fail(m, at.Add(errorDelay-scheduleDelay), "conductor_live_migrate_instance",
 					"Migration pre-check error: Unable to migrate "+s.ID+" to "+h.Name+": host is disabled, down or has no room")
 				return

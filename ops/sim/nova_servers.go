@@ -32,7 +32,7 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 		hostStatus = "DOWN"
 	}
 	for k, v := range map[string]any{
-		"OS-DCF:diskConfig": "MANUAL", "OS-EXT-AZ:availability_zone": "nova",
+		"OS-DCF:diskConfig": "MANUAL", "OS-EXT-AZ:availability_zone": c.w.zoneOf(s),
 		"OS-EXT-SRV-ATTR:host": s.Host, "OS-EXT-SRV-ATTR:hostname": s.Name,
 		"OS-EXT-SRV-ATTR:hypervisor_hostname": s.Host, "OS-EXT-SRV-ATTR:instance_name": s.Instance,
 		"OS-EXT-SRV-ATTR:kernel_id": "", "OS-EXT-SRV-ATTR:launch_index": 0, "OS-EXT-SRV-ATTR:ramdisk_id": "",
@@ -106,7 +106,7 @@ func showServer(c *call) (int, any) {
 	}
 	out := c.serverJSON(s, true)
 	if c.mv.atLeast(71) { // only GET /servers/{id} shows server_groups
-		out["server_groups"] = []any{}
+		out["server_groups"] = c.w.groupsOf(s)
 	}
 	return 200, map[string]any{"server": out}
 }

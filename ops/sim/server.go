@@ -105,6 +105,7 @@ func (s *Server) novaRoutes() http.Handler {
 	handle("POST /servers/{id}/migrations/{mid}/action", forceComplete)
 	handle("DELETE /servers/{id}/migrations/{mid}", abortMigration)
 	handle("GET /os-migrations", listMigrations)
+	handle("GET /os-server-groups", listServerGroups)
 	handle("GET /servers/{id}/os-instance-actions", listActions)
 	handle("GET /servers/{id}/os-instance-actions/{req}", showAction)
 	return mux

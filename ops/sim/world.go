@@ -123,6 +123,7 @@ type World struct {
 		changes int
 	}
 	byHypervisorID map[string]*Host // Placement's provider uuid -> host
+	groups         []*serverGroup
 
 	tokens map[string]token
 	stats  Stats
@@ -379,7 +380,7 @@ func (w *World) schedule(s *VM) (*Host, bool) {
 	all := w.usageAll()
 	for _, name := range w.hostOrder {
 		h := w.hosts[name]
-		if h.Name == s.Host || !h.schedulable() || !w.fitsWith(h, s, all[h.Name]) {
+		if h.Name == s.Host || !h.schedulable() || !w.fitsWith(h, s, all[h.Name]) || !w.allowed(s, h) {
 			continue
 		}
 		free := h.MemoryMB - all[h.Name].ramMB
