@@ -151,6 +151,9 @@ func describeVM(id string, s *shared) (describePane, bool) {
 			default:
 				add("moves %s on an evacuation", method)
 			}
+			if vm.Zone != "" || vm.AntiAffinity != "" {
+				add("zone %s · anti-affinity groups %s", none(vm.Zone), none(vm.AntiAffinity))
+			}
 			if vm.Pinned != "" {
 				add("tied to its host's hardware: %s", vm.Pinned)
 			}

@@ -266,7 +266,7 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 	}
 	st.Progress()
 	w := c.statusWriter(ctx, nm.Name, st)
-	_, err = c.Engine.Run(ctx, plan, ro, recordSteps(ctx, c.Events, func(ev ops.Event) { w.observe(ev); c.Emit(ev) }))
+	rep, err := c.Engine.Run(ctx, plan, ro, recordSteps(ctx, c.Events, func(ev ops.Event) { w.observe(ev); c.Emit(ev) }))
 	st = w.stop()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -279,6 +279,9 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 		return c.failed(ctx, nm, st, err)
 	}
 	st.Phase, st.LastError, st.PendingPods, st.PendingVMs = model.MaintenanceSucceeded, "", []string{}, []string{}
+	// Every VM that had to go is gone (verified): one that finished its move while no one
+	// watched (a restart between two reads) has moved too.
+	st.MigratedVMs = max(st.MigratedVMs, st.TotalVMs-len(rep.Left))
 	st.Progress()
 	c.write(nm.Name, st)
 	c.event(ctx, k.Name, "Normal", "MaintenanceSucceeded", fmt.Sprintf("NodeMaintenance %s: %d pod(s) evicted, %d VM(s) migrated", nm.Name, st.EvictionPods, st.MigratedVMs))

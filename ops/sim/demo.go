@@ -215,6 +215,9 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 		ExtraSpecs: map[string]string{"pci_passthrough:alias": "a100:1", "hw:cpu_policy": "dedicated"}})
 	w.AddServer("build-old", d.Computes[2%ncompute], Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	w.Stop("reports-nightly")
+	// A hard anti-affinity group across three hosts of rack r1: each member moves only to a
+	// host without another one (the plan and the ranking count it).
+	w.AddServerGroup("erp-ha", "anti-affinity", "vm-0000", "analytics-big", "legacy-erp")
 	w.Break("build-old", "Failed to allocate the network(s), not rescheduling.")
 	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
 		slow.DirtyBytesPerSec = 0.85 * float64(w.opts.BandwidthBytesPerSec) // converges, slowly

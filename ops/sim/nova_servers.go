@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -148,14 +149,8 @@ func serverAction(c *call) (int, any) {
 			return 400, faultf("Invalid input for field/attribute host.")
 		}
 	}
-	if s.Locked {
-		return 409, faultf("Instance %s is locked", s.ID)
-	}
-	if s.TaskState != "" {
-		return 409, faultf("Cannot 'os-migrateLive' instance %s while it is in task_state %s", s.ID, s.TaskState)
-	}
-	if s.VMState != "active" && s.VMState != "paused" {
-		return 409, faultf("Cannot 'os-migrateLive' instance %s while it is in vm_state %s", s.ID, s.VMState)
+	if f := refused(s, "os-migrateLive", "active", "paused"); f != "" {
+		return 409, f
 	}
 	if host != "" {
 		h := c.w.hosts[host]
@@ -171,6 +166,20 @@ func serverAction(c *call) (int, any) {
 	}
 	c.w.startMigration(s, host, c.now)
 	return 202, nil
+}
+
+// refused is Nova's 409 for an action on a server locked, busy with a task, or in a vm_state
+// the action does not accept (check_instance_state); "" when it may proceed.
+func refused(s *VM, action string, vmStates ...string) novaFault {
+	switch {
+	case s.Locked:
+		return faultf("Instance %s is locked", s.ID)
+	case s.TaskState != "":
+		return faultf("Cannot '%s' instance %s while it is in task_state %s", action, s.ID, s.TaskState)
+	case !slices.Contains(vmStates, s.VMState):
+		return faultf("Cannot '%s' instance %s while it is in vm_state %s", action, s.ID, s.VMState)
+	}
+	return ""
 }
 
 func keys(m map[string]json.RawMessage) []string {
@@ -200,14 +209,8 @@ func coldMigrate(c *call, s *VM, raw json.RawMessage) (int, any) {
 			}
 		}
 	}
-	if s.Locked {
-		return 409, faultf("Instance %s is locked", s.ID)
-	}
-	if s.TaskState != "" {
-		return 409, faultf("Cannot 'migrate' instance %s while it is in task_state %s", s.ID, s.TaskState)
-	}
-	if s.VMState != "active" && s.VMState != "stopped" {
-		return 409, faultf("Cannot 'migrate' instance %s while it is in vm_state %s", s.ID, s.VMState)
+	if f := refused(s, "migrate", "active", "stopped"); f != "" {
+		return 409, f
 	}
 	if host != "" {
 		h := c.w.hosts[host]
