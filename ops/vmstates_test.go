@@ -357,3 +357,44 @@ func TestAntiAffinityLeavesNoLegalHost(t *testing.T) {
 		t.Errorf("vm-a went to %s, want %s (the only host without a member of db)", vm.Host, spare)
 	}
 }
+
+// A VM with an SR-IOV port (binding:vnic_type direct, read from Neutron when it is in the
+// catalog) cannot live-migrate: the plan says so before anything changes, naming the port,
+// and --cold-migrate-running moves it cold.
+func TestDirectPortPinsAVM(t *testing.T) {
+	c := simtest.NewClusterWith(t, sim.Options{Scale: 100, Seed: 7, Neutron: true})
+	c0 := c.Name("c0")
+	c.World.AddServer("vm-sriov", c0, sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40})
+	c.World.AddPort("vm-sriov", "normal")
+	c.World.AddPort("vm-sriov", "direct")
+	c.World.AddPort("vm-a", "normal")
+	e := c.Engine("tester@a", nil)
+	ro := forced()
+	ro.Policy.Force = false
+	ro.Policy.DeleteEmptyDirData = true
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pinned *model.Reason
+	for _, r := range plan.Blockers() {
+		if r.Object == "vm-sriov" {
+			pinned = &r
+		}
+		if r.Object == "vm-a" {
+			t.Errorf("a normal port pins nothing: %+v", r)
+		}
+	}
+	if pinned == nil || pinned.Code != model.VMPinned || !strings.Contains(pinned.Message, "binding:vnic_type=direct") {
+		t.Fatalf("the SR-IOV VM is not a blocker naming its port: %+v", plan.Blockers())
+	}
+	ro.Policy.ColdMigrateRunning, ro.Policy.Force = true, true // --force: the bare pod
+	rec, _, err := run(t, e, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatalf("with --cold-migrate-running: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	vm, _ := c.World.ServerByName("vm-sriov")
+	if st := c.World.MigrationStatuses(vm.ID); vm.Host == c0 || vm.Status != "ACTIVE" || len(st) != 1 || st[0][len(st[0])-1] != "confirmed" {
+		t.Errorf("vm-sriov: %s on %s, migrations %v; want one cold move, confirmed", vm.Status, vm.Host, st)
+	}
+}

@@ -30,6 +30,7 @@ const (
 type Client struct {
 	compute      *gophercloud.ServiceClient
 	placement    *gophercloud.ServiceClient // nil: not in the catalog
+	network      *gophercloud.ServiceClient // Neutron; nil: not in the catalog
 	microversion string
 	pageSize     int
 	cpuRatio     float64 // for capacity from os-hypervisors
@@ -90,7 +91,12 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 	if ratio <= 0 {
 		ratio = 1
 	}
-	return &Client{compute: compute, placement: placement, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio}, nil
+	// Neutron tells which VMs have a port bound to their host's hardware (SR-IOV).
+	network, err := openstack.NewNetworkV2(provider, gophercloud.EndpointOpts{Region: creds.Region, Availability: creds.Interface})
+	if err != nil {
+		network = nil
+	}
+	return &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio}, nil
 }
 
 // PlacementMissing reports whether capacity comes from os-hypervisors: Placement is not in

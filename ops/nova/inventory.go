@@ -45,6 +45,8 @@ func (c *Client) snapshot(ctx context.Context) (model.NovaSnapshot, error) {
 	g.Go(func() (err error) { snap.Hypervisors, allocs, err = c.hypervisors(ctx); return })
 	g.Go(func() (err error) { snap.VMs, err = c.Servers(ctx, ""); return })
 	g.Go(func() error { snap.ServerGroups = c.ServerGroups(ctx); return nil })
+	var ports map[string]string
+	g.Go(func() error { ports = c.directPorts(ctx); return nil })
 	for i, st := range inProgressStatuses {
 		g.Go(func() (err error) {
 			migs[i], err = c.Migrations(ctx, MigrationFilter{Status: st, Type: "live-migration"})
@@ -57,6 +59,7 @@ func (c *Client) snapshot(ctx context.Context) (model.NovaSnapshot, error) {
 	for i := range snap.VMs {
 		allocated(&snap.VMs[i], allocs[snap.VMs[i].ID])
 	}
+	pinByPorts(snap.VMs, ports)
 	for _, m := range migs {
 		snap.Migrations = append(snap.Migrations, m...)
 	}
@@ -155,6 +158,13 @@ func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing servers: %w", describe(err))
 	}
+	if host != "" && len(out) > 0 { // one host's servers (a step's read): their ports too
+		ids := make([]string, len(out))
+		for i, vm := range out {
+			ids[i] = vm.ID
+		}
+		pinByPorts(out, c.directPorts(ctx, ids...))
+	}
 	return out, nil
 }
 
@@ -166,7 +176,9 @@ func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
 	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id), &body, nil); err != nil {
 		return model.VM{}, fmt.Errorf("reading server %s: %w", id, describe(err))
 	}
-	return body.Server.model(), nil
+	vm := []model.VM{body.Server.model()}
+	pinByPorts(vm, c.directPorts(ctx, id))
+	return vm[0], nil
 }
 
 func (s wireServer) model() model.VM {
@@ -191,6 +203,47 @@ func (s wireServer) model() model.VM {
 	vm.Pinned = pinning(s.Flavor.ExtraSpecs)
 	vm.Zone = s.Zone
 	return vm
+}
+
+// directPorts maps each server (of ids; every server when none are given) to its port bound
+// to the host's hardware ("port ID binding:vnic_type=direct"): an SR-IOV VF or a whole NIC
+// passed through, which Nova cannot live-migrate. nil without Neutron in the catalog or when
+// it cannot be read: the plan then does not know, and Nova's pre-check still refuses.
+func (c *Client) directPorts(ctx context.Context, ids ...string) map[string]string {
+	if c.network == nil {
+		return nil
+	}
+	q := url.Values{"binding:vnic_type": {"direct", "direct-physical"}, "fields": {"id", "device_id", "binding:vnic_type"}}
+	if len(ids) > 0 {
+		q["device_id"] = ids
+	}
+	var body struct {
+		Ports []struct {
+			ID       string `json:"id"`
+			DeviceID string `json:"device_id"`
+			VnicType string `json:"binding:vnic_type"`
+		} `json:"ports"`
+	}
+	if _, err := c.network.Get(ctx, c.network.ServiceURL("ports")+"?"+q.Encode(), &body, nil); err != nil {
+		return nil
+	}
+	out := make(map[string]string, len(body.Ports))
+	for _, p := range body.Ports {
+		if p.DeviceID != "" && out[p.DeviceID] == "" {
+			out[p.DeviceID] = "port " + p.ID + " binding:vnic_type=" + p.VnicType
+		}
+	}
+	return out
+}
+
+// pinByPorts marks the VMs that a direct port ties to their host (the flavor's pinning, when
+// it has one, is named first).
+func pinByPorts(vms []model.VM, ports map[string]string) {
+	for i := range vms {
+		if p := ports[vms[i].ID]; p != "" && vms[i].Pinned == "" {
+			vms[i].Pinned = p
+		}
+	}
 }
 
 // ServerGroups lists every project's server groups with their members (GET

@@ -107,7 +107,7 @@ func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
 	if s.FailAt != "" && (!s.FailOnce || s.migrations == 1) {
 		m.failAt = s.FailAt
 	}
-	if pinnedSpec(s.Flavor.ExtraSpecs) != "" {
+	if pinnedSpec(s.Flavor.ExtraSpecs) != "" || w.directPort(s) != "" {
 		m.failAt = "precheck" // the conductor's pre-check refuses it, after the 202
 	}
 	m.origStatus, m.origVMState = s.Status, s.VMState // a paused guest stays paused
@@ -204,8 +204,7 @@ func (w *World) apply(m *migration, at time.Time) {
 	case "accepted":
 		if m.failAt == "precheck" {
 			w.fail(m, at.Add(errorDelay-scheduleDelay), "conductor_live_migrate_instance",
-				"Migration pre-check error: Live migration of instance "+s.ID+" is not supported: its flavor requests a device of its host ("+
-					pinnedSpec(s.Flavor.ExtraSpecs)+")")
+				"Migration pre-check error: Live migration of instance "+s.ID+" is not supported: "+w.pinnedBy(s))
 			return
 		}
 		if m.requestedHost != "" {

@@ -66,6 +66,9 @@ func (s *Server) routes() http.Handler {
 	if !s.world.opts.NoPlacement {
 		mux.Handle("/placement/", http.StripPrefix("/placement", s.placementRoutes()))
 	}
+	if s.world.opts.Neutron {
+		mux.Handle("/networking/", http.StripPrefix("/networking", s.neutronRoutes()))
+	}
 	return mux
 }
 

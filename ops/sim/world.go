@@ -81,6 +81,8 @@ type Options struct {
 	TokenTTL time.Duration
 	// Users are the Keystone users; default: admin/secret in project admin.
 	Users []User
+	// Neutron puts the network API in the catalog (ports, for their vnic types).
+	Neutron bool
 	// HideExtraSpecs shows flavors without their extra specs, as Nova does to a user whose
 	// policy does not allow reading them: a client then learns of a pinned VM only when Nova
 	// refuses to live-migrate it.
@@ -124,6 +126,7 @@ type World struct {
 	}
 	byHypervisorID map[string]*Host // Placement's provider uuid -> host
 	groups         []*serverGroup
+	ports          []*port
 
 	tokens map[string]token
 	stats  Stats
