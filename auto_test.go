@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -364,8 +365,8 @@ func TestNodeCapAcrossProcesses(t *testing.T) {
 	defer cancel()
 	daemon := exec.CommandContext(ctx, binary(t), "--daemon", "--node", "")
 	daemon.Env = append(append([]string{}, c.env...), "NODE_NAME=")
-	var daemonOut bytes.Buffer
-	daemon.Stdout, daemon.Stderr = &daemonOut, &daemonOut
+	daemonOut := &lockedBuffer{}
+	daemon.Stdout, daemon.Stderr = daemonOut, daemonOut
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -407,3 +408,50 @@ func TestNodeCapAcrossProcesses(t *testing.T) {
 		}
 	}
 }
+
+// kill -9 between a cold migration and its confirm (the confirm failing, so the process is
+// caught right there): the rerun, another process, confirms the VM it finds in VERIFY_RESIZE
+// (the journal says the move is drainctl's) instead of moving it again; it stays SHUTOFF.
+func TestAutoKilledBeforeTheConfirm(t *testing.T) {
+	c := newAutoCluster(t)
+	c0 := c.px + "-c0"
+	c.world.AddServer("batch-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.world.Stop("batch-off")
+	c.world.InjectFault(sim.Fault{Method: "POST", Path: regexp.MustCompile(`^/servers/[^/]+/action$`), Action: "confirmResize", Status: 503, Message: "Service Unavailable"})
+	cmd := exec.Command(binary(t), "--auto", "evacuate", c0, "--force")
+	cmd.Env = c.env
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "batch-off waiting in VERIFY_RESIZE, its confirm refused", func() bool {
+		vm, _ := c.world.ServerByName("batch-off")
+		return vm.Status == "VERIFY_RESIZE" && strings.Contains(out.String(), "poll failed")
+	})
+	cmd.Process.Kill() // kill -9: no safe point, no journal written on the way out
+	cmd.Wait()
+	c.world.ClearFaults()
+	r := c.drainctl(t, nil, "--auto", "evacuate", c0, "--force")
+	if r.code != 0 || !strings.Contains(r.stderr, "confirmed now") {
+		t.Fatalf("rerun: exit %d\n%s\nfirst run:\n%s", r.code, r.stderr, out.String())
+	}
+	vm, _ := c.world.ServerByName("batch-off")
+	st := c.world.MigrationStatuses(vm.ID)
+	if vm.Status != "SHUTOFF" || vm.Host == c0 || len(st) != 1 || st[0][len(st[0])-1] != "confirmed" {
+		t.Errorf("batch-off: %s on %s, migrations %v; want one cold move, confirmed, SHUTOFF", vm.Status, vm.Host, st)
+	}
+}
+
+// lockedBuffer is a process's output, read while the process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }

@@ -261,6 +261,9 @@ func TestUsageAndConfigErrors(t *testing.T) {
 		{[]string{"--auto", "frobnicate"}, 2, `unknown verb "frobnicate"`},
 		{[]string{"--auto", "list", "-o", "yaml"}, 2, `unknown output format "yaml"`},
 		{[]string{"--kubeconfig", filepath.Join(dir, "nokubeconfig"), "--auto", "list"}, 2, "Kubernetes configuration"},
+		{[]string{"--daemon", "--proxy"}, 2, "one mode at a time: --daemon and --proxy were both given"},
+		{[]string{"--auto", "--controller", "list"}, 2, "one mode at a time: --auto and --controller"},
+		{[]string{"--skip-vm", "", "--auto", "list"}, 2, "--skip-vm needs a VM name or ID"},
 	} {
 		r := drainctl(t, map[string]string{}, tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {

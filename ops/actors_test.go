@@ -404,3 +404,37 @@ func TestUnmappedOrSharedHostIsABlocker(t *testing.T) {
 		t.Errorf("doctor: %v\n%s", err, out.String())
 	}
 }
+
+// A lease taken over mid-run (someone edits it, a clock skews) is seen before the next change,
+// not at the next renewal (every 20 s here): the migration waiting behind the one in flight
+// never starts, and the run stops saying who holds the node now.
+func TestLeaseTakenOverIsSeenBeforeTheNextChange(t *testing.T) {
+	c := newCluster(t, 20)
+	converge := slow(c)
+	c0 := c.Name("c0")
+	e := c.Engine(ops.DefaultHolder(), func(o *ops.EngineOptions) { o.LeaseTTL = time.Minute })
+	done := runAsync(t, e, model.OpEvacuate, c0, forced(), &simtest.Recorder{})
+	kubetest.Eventually(t, 20*time.Second, "vm-a migrating", migratingNow(c, "vm-a"))
+	l, err := c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Get(kubetest.Ctx(t), "drainctl-"+c0, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "drainctl/colleague@elsewhere/4242-abcdef"
+	l.Spec.HolderIdentity = &other
+	if _, err := c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Update(kubetest.Ctx(t), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	converge() // vm-a finishes: the next step would be vm-b's migration
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-time.After(10 * time.Second): // well before the renewal would have noticed
+		t.Fatal("the run went on after its lease was taken over")
+	}
+	if !errors.Is(runErr, ops.ErrLeaseLost) || !strings.Contains(runErr.Error(), other) {
+		t.Errorf("want an interruption naming the new holder, got %v", runErr)
+	}
+	if n := migrations(c, "vm-b"); n != 0 {
+		t.Errorf("vm-b migrated %d times after the lease was taken over", n)
+	}
+}

@@ -156,6 +156,11 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 			gate.Unlock()
 			return ended("before its eviction")
 		}
+		if r.stillHolder(ctx) != nil {
+			<-slots
+			gate.Unlock()
+			return ended("before its eviction (lease lost)")
+		}
 		rep.Attempts++
 		emit(PodEvicting, "", "")
 		err := e.kube.Evict(ctx, pod, grace, r.ro.Policy.DisableEviction)

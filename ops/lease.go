@@ -178,6 +178,27 @@ func (e *Engine) keepLeaseAs(ctx context.Context, key, holder string, stop conte
 	}
 }
 
+// stillHolder re-reads the node's lease just before a mutating request (a migration, an
+// eviction, a service change): taken over meanwhile (an edit, a skewed clock), the run stops
+// now, with cause ErrLeaseLost, instead of at its next renewal; the migrations it left in
+// flight are Nova's to finish and the new holder's to follow. A read that fails leaves the
+// decision to the renewal, which stops the run before the lease can expire.
+func (r *runner) stillHolder(ctx context.Context) error {
+	if !r.holding {
+		return nil
+	}
+	h, _, err := r.e.kube.LeaseHolder(ctx, r.plan.Node)
+	if err != nil || h == r.e.o.Holder {
+		return nil
+	}
+	if h == "" {
+		h = "nobody (it expired)"
+	}
+	cause := fmt.Errorf("%w: now held by %s", ErrLeaseLost, h)
+	r.stop(cause)
+	return cause
+}
+
 // watchCancel obeys a cancel request that names this holder.
 func (r *runner) watchCancel(ctx context.Context, stop context.CancelCauseFunc) {
 	changes, unsubscribe := r.e.kube.Subscribe()

@@ -179,6 +179,10 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			}
 			continue
 		}
+		if r.stillHolder(ctx) != nil {
+			<-e.migSlots
+			return failed // the run stops: the top of the loop records the interruption
+		}
 		room, ok := r.clusterRoom(ctx)
 		if !ok {
 			<-e.migSlots

@@ -44,6 +44,9 @@ func (r *runner) cordon(ctx context.Context) (string, error) {
 	if !k.Schedulable && k.HasTaint(e.cfg.Policy.TaintKey) {
 		return "already cordoned", nil
 	}
+	if err := r.stillHolder(ctx); err != nil {
+		return "", err
+	}
 	if err := e.kube.Cordon(ctx, p.Node, model.Taint{Key: e.cfg.Policy.TaintKey, Value: "drainctl", Effect: "NoSchedule"}); err != nil {
 		return "", err
 	}
@@ -75,6 +78,9 @@ func (r *runner) disableCompute(ctx context.Context) (string, error) {
 		return "already disabled", nil
 	}
 	reason := ComputeReason(p.Op, e.o.Holder, r.ro.Why, e.now())
+	if err := r.stillHolder(ctx); err != nil {
+		return "", err
+	}
 	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, false, reason); err != nil {
 		return "", err
 	}
@@ -149,6 +155,9 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 		return "already enabled", nil
 	case !DisabledByDrainctl(svc) && !r.ro.ForceCompute:
 		return fmt.Sprintf("left disabled: someone else disabled it (%q); --force re-enables", svc.DisabledReason), nil
+	}
+	if err := r.stillHolder(ctx); err != nil {
+		return "", err
 	}
 	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
 		return "", err

@@ -57,6 +57,9 @@ type Options struct {
 // Run runs the mode the options ask for until it ends or ctx is cancelled. The error
 // carries the exit code (ExitCodeOf).
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(string) string) error {
+	if err := oneMode(o); err != nil {
+		return err
+	}
 	path, explicit := o.Config, o.Config != ""
 	if !explicit {
 		path = config.DefaultPath()
@@ -189,6 +192,25 @@ func runAuto(ctx context.Context, e env) error {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
 	}
 	return a.Do(ctx, verb, args)
+}
+
+// oneMode refuses two modes at once (--daemon --proxy): which one would run must not be a
+// silent precedence.
+func oneMode(o Options) error {
+	var modes []string
+	for _, m := range []struct {
+		on   bool
+		flag string
+	}{{o.Auto, "--auto"}, {o.Daemon, "--daemon"}, {o.Proxy, "--proxy"}, {o.Controller, "--controller"}} {
+		if m.on {
+			modes = append(modes, m.flag)
+		}
+	}
+	if len(modes) > 1 {
+		return &ops.UsageError{Problem: "one mode at a time: " + strings.Join(modes, " and ") + " were both given",
+			Hint: "run one drainctl per mode (the deploy/ manifests run each on its own)"}
+	}
+	return nil
 }
 
 // policyOptions combines config.toml's policy with the command line's overrides.
