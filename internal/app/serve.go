@@ -59,7 +59,7 @@ func serve(ctx context.Context, e env, m mode) error {
 	if election == "" {
 		return run(ctx)
 	}
-	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), election, ops.DefaultHolder(), func(ctx context.Context) { _ = run(ctx) })
+	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), election, ops.DefaultHolder(), run)
 	if ctx.Err() != nil {
 		return nil // stopped by a signal: the operations recorded where they stopped
 	}

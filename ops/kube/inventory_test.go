@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube"
@@ -308,5 +309,48 @@ func TestWaitSyncedGivesUp(t *testing.T) {
 	err := inv.WaitSynced(ctx)
 	if err == nil || !strings.Contains(err.Error(), "pods") {
 		t.Fatalf("WaitSynced = %v, want an error naming the pods", err)
+	}
+}
+
+// Losing the leadership while running (the lease taken over) ends RunAsLeader with an error:
+// the process exits non-zero and restarts, instead of idling as a follower that still thinks
+// it leads.
+func TestLosingTheLeadershipIsAnError(t *testing.T) {
+	cs := kubetest.Client(t)
+	kubetest.Namespace(t, cs, kube.LeaseNamespace)
+	name := kubetest.Prefix(t) + "-leader"
+	leading, errc := make(chan struct{}), make(chan error, 1)
+	go func() {
+		errc <- kube.RunAsLeader(context.Background(), cs, name, "me", func(ctx context.Context) error {
+			close(leading)
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	select {
+	case <-leading:
+	case <-time.After(30 * time.Second):
+		t.Fatal("never became the leader")
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the leader renews meanwhile
+		l, err := cs.CoordinationV1().Leases(kube.LeaseNamespace).Get(kubetest.Ctx(t), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		other, now := "another-instance", metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.RenewTime = &other, &now
+		_, err = cs.CoordinationV1().Leases(kube.LeaseNamespace).Update(kubetest.Ctx(t), l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "lost the leadership") {
+			t.Errorf("want the lost leadership as an error, got %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("still running after losing the leadership")
 	}
 }

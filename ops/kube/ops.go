@@ -372,16 +372,33 @@ func (c *Client) NodeEvent(ctx context.Context, node, eventType, reason, message
 
 // RunAsLeader runs fn while this process holds the leader lease LeaseNamespace/lockName;
 // fn's context ends when leadership is lost.
-func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identity string, fn func(context.Context)) error {
+func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identity string, fn func(context.Context) error) error {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, lockName,
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return err
 	}
+	started, done := make(chan struct{}), make(chan error, 1)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{Lock: lock, ReleaseOnCancel: true, Name: lockName,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: fn, OnStoppedLeading: func() {}}})
-	return ctx.Err()
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { close(started); done <- fn(ctx) },
+			OnStoppedLeading: func() {}}})
+	select {
+	case <-started:
+	default:
+		return ctx.Err() // never led: stopped while waiting for the leadership
+	}
+	runErr := <-done // its context ended with the leadership: it stops at a safe point
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case runErr != nil:
+		return runErr
+	}
+	// The leadership was lost while ctx was alive (the lease not renewed in time, taken over):
+	// exit non-zero so that the pod restarts and campaigns again, rather than idle as a follower.
+	return fmt.Errorf("lost the leadership (lease %s/%s): another instance may lead now; exiting so that this one restarts", LeaseNamespace, lockName)
 }
 
 // DeleteNode deletes the Node object; already gone is fine.
