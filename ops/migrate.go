@@ -450,7 +450,11 @@ func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, err
 			r.watchdog(ctx, run)
 		}
 		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
-			_ = e.nova.AbortMigration(ctx, run.vm.ID, m.ID)
+			if err := e.nova.AbortMigration(ctx, run.vm.ID, m.ID); err != nil {
+				// Nova may have ended it meanwhile (then it refuses: 400); the VM is reported
+				// failed either way, and a rerun follows whatever still runs.
+				return MigFailed, fmt.Sprintf("timed out after %s (timeouts.migration); the abort failed: %v", d, err), nil
+			}
 			return MigFailed, fmt.Sprintf("timed out after %s (timeouts.migration); aborted", d), nil
 		}
 		return "", "", nil
@@ -504,13 +508,18 @@ func (r *runner) watchdog(ctx context.Context, run *vmRun) {
 	run.escalated = true
 	switch e.o.OnStall {
 	case StallForceComplete:
-		if err := e.nova.ForceComplete(ctx, run.vm.ID, run.mid); err == nil {
-			r.emitVM(run, MigForced, fmt.Sprintf("stalled for %s: force-completing", e.o.StallAfter))
+		if err := e.nova.ForceComplete(ctx, run.vm.ID, run.mid); err != nil {
+			// Not tried again: the migration goes on as it is, and the timeout still bounds it.
+			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s; force-complete refused: %v", e.o.StallAfter, err))
+			return
 		}
+		r.emitVM(run, MigForced, fmt.Sprintf("stalled for %s: force-completing", e.o.StallAfter))
 	case StallAbort:
-		if err := e.nova.AbortMigration(ctx, run.vm.ID, run.mid); err == nil {
-			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s: aborting", e.o.StallAfter))
+		if err := e.nova.AbortMigration(ctx, run.vm.ID, run.mid); err != nil {
+			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s; abort refused: %v", e.o.StallAfter, err))
+			return
 		}
+		r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s: aborting", e.o.StallAfter))
 	default:
 		r.emitVM(run, MigStalled, fmt.Sprintf("no progress for %s; waiting (policy)", e.o.StallAfter))
 	}

@@ -169,7 +169,10 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		cl.Maintenances = demoStore
 		ceo := eo
 		ceo.Holder, ceo.Successor = ops.SingletonHolder("drainctl-controller")
-		pol, _ := policy.FromConfig(cfg)
+		pol, err := policy.FromConfig(cfg)
+		if err != nil { // validated by Run already; kept so that a new rule cannot slip through
+			return nil, &ops.UsageError{Problem: "config: " + err.Error()}
+		}
 		mc := &controllers.MaintenanceController{Engine: ops.NewEngine(kc, nc, cfg, ceo), Store: demoStore,
 			Run: ops.RunOptions{Policy: pol}, Resync: 5 * time.Second, Events: kc}
 		go mc.Serve(ctx) //nolint:errcheck // ends with ctx

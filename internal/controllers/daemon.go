@@ -24,9 +24,10 @@ type Daemon struct {
 	Emit   func(ops.Event) // progress (logs, metrics)
 	Events NodeEvents      // Kubernetes Events on the Node; may be nil
 
-	mu     sync.Mutex
-	active map[string]bool
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	active  map[string]bool
+	planErr map[string]string // node -> the planning error last reported
+	wg      sync.WaitGroup
 }
 
 // Serve reconciles until ctx ends, then waits for the operations it started to stop at a
@@ -38,7 +39,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	if d.Emit == nil {
 		d.Emit = func(ops.Event) {}
 	}
-	d.active = map[string]bool{}
+	d.active, d.planErr = map[string]bool{}, map[string]string{}
 	changes, cancel := d.Engine.Subscribe()
 	defer cancel()
 	defer d.wg.Wait()
@@ -84,7 +85,12 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 	ro := d.Run
 	ro.VMsOnly = true
 	plan, err := d.Engine.Plan(ctx, op, k.Name, ro)
-	if err != nil || !plan.Pending() {
+	if err != nil {
+		d.planFailed(ctx, k.Name, err) // Nova unreachable, a node gone: said once, tried at the next reconcile
+		return
+	}
+	d.planFailed(ctx, k.Name, nil)
+	if !plan.Pending() {
 		return
 	}
 	if op == model.OpUncordon {
@@ -125,6 +131,31 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 			d.event(ctx, k.Name, "Warning", "DrainctlFailed", err.Error())
 		}
 	}()
+}
+
+// planFailed reports a node's planning error once (a Warning Event and the log), not at every
+// reconcile, and forgets it once a plan succeeds.
+func (d *Daemon) planFailed(ctx context.Context, node string, err error) {
+	d.mu.Lock()
+	last := d.planErr[node]
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg == last {
+		d.mu.Unlock()
+		return
+	}
+	if msg == "" {
+		delete(d.planErr, node)
+	} else {
+		d.planErr[node] = msg
+	}
+	d.mu.Unlock()
+	if err != nil {
+		d.Emit(ops.NewNodeChanged(d.Engine.Now(), node, "cannot plan: "+msg))
+		d.event(ctx, node, "Warning", "DrainctlPlanFailed", msg)
+	}
 }
 
 func (d *Daemon) event(ctx context.Context, node, typ, reason, msg string) {

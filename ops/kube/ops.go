@@ -362,6 +362,8 @@ func (c *Client) ReleaseLease(ctx context.Context, node, holder string) error {
 // NodeEvent records a Kubernetes Event on the node (kubectl describe node shows it).
 func (c *Client) NodeEvent(ctx context.Context, node, eventType, reason, message string) {
 	now := metav1.NewTime(time.Now())
+	// Best effort, as kubelet's own events: an Event that cannot be written (RBAC, an API
+	// server hiccup) must not stop the operation it describes, which the journal records.
 	_, _ = c.cs.CoreV1().Events(EventNamespace).Create(ctx, &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: node + ".", Namespace: EventNamespace},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node), APIVersion: "v1"},
