@@ -189,6 +189,9 @@ func (v *opView) record(ev ops.Event) {
 		if e.State == ops.StepStarted {
 			v.step = e.Step
 		}
+		if e.Step == model.StepSlot { // cordoned, compute disabled, waiting for a node slot
+			v.queued = e.State == ops.StepQueued
+		}
 		bad := e.State == ops.StepFailed
 		if e.Detail != "" {
 			v.logf(at, bad, "%s %s: %s", e.Step, e.State, e.Detail)
