@@ -58,6 +58,12 @@ func (w *World) startCold(s *VM, host string, now time.Time) *migration {
 }
 
 func (w *World) nextColdTransition(m *migration) (time.Time, bool) {
+	if m.kind == "evacuation" {
+		if m.status == "pre-migrating" {
+			return m.phaseStart.Add(evacuateRebuild), true
+		}
+		return time.Time{}, false
+	}
 	switch m.status {
 	case "pre-migrating":
 		return m.phaseStart.Add(coldPrepare), true
@@ -82,6 +88,15 @@ func (m *migration) coldPending() bool {
 func (w *World) applyCold(m *migration, at time.Time) {
 	s := m.server
 	s.Updated = at
+	if m.kind == "evacuation" { // rebuilt on the destination; "done" until the source cleans up
+		m.setStatus("done", at)
+		s.Host, s.Status, s.VMState, s.TaskState = m.dest, "ACTIVE", "active", ""
+		if m.origStatus == "SHUTOFF" {
+			s.Status, s.VMState = "SHUTOFF", "stopped"
+		}
+		w.finishAction(s, m.requestID, at, "")
+		return
+	}
 	switch m.status {
 	case "pre-migrating":
 		h, ok := w.coldDestination(m)

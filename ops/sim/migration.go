@@ -54,7 +54,9 @@ func (m *migration) active() bool {
 	return false
 }
 
-func (m *migration) cold() bool { return m.kind == "migration" }
+// cold: a migration that is not live (a cold migration or an evacuation), moved by its own
+// state machine (cold.go, evacuate.go).
+func (m *migration) cold() bool { return m.kind == "migration" || m.kind == "evacuation" }
 
 // restored is the server's status once a live migration ends: the one it had (PAUSED stays
 // PAUSED), ACTIVE when unknown.

@@ -40,6 +40,9 @@ func (c *call) migrationJSON(m *migration, forServer bool) map[string]any {
 	out["instance_uuid"] = m.server.ID
 	out["migration_type"] = m.kind
 	out["new_instance_type_id"], out["old_instance_type_id"] = 1, 1
+	if m.kind == "evacuation" { // a rebuild keeps the flavor: Nova records none
+		out["new_instance_type_id"], out["old_instance_type_id"] = nil, nil
+	}
 	if m.active() && c.mv.atLeast(23) && m.status != "accepted" {
 		base := "/servers/" + m.server.ID + "/migrations/" + strconv.FormatInt(m.id, 10)
 		out["links"] = []map[string]any{{"href": c.s.URL + "/compute/v2.1" + base, "rel": "self"},

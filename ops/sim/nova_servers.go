@@ -128,6 +128,8 @@ func serverAction(c *call) (int, any) {
 		return confirmResize(c, s)
 	case body["revertResize"] != nil:
 		return revertResize(c, s)
+	case body["evacuate"] != nil:
+		return evacuate(c, s, body["evacuate"])
 	}
 	raw, ok := body["os-migrateLive"]
 	if !ok {

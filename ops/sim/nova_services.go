@@ -94,6 +94,11 @@ func updateService(c *call) (int, any) {
 		if json.Unmarshal(raw, &fd) != nil {
 			return 400, faultf("Invalid input for field/attribute forced_down.")
 		}
+		if !fd && h.ForcedDown {
+			if f := c.w.forceUpRefused(h); f != "" {
+				return 400, f
+			}
+		}
 		h.ForcedDown = fd
 	}
 	h.updated = c.now

@@ -323,3 +323,58 @@ func TestColdMigrationSequenceMatchesRealNova(t *testing.T) {
 		t.Errorf("after the revert: %v on %v, want SHUTOFF on %v", s["status"], s["OS-EXT-SRV-ATTR:host"], moved)
 	}
 }
+
+// A dead host as the real Nova handled it: evacuate refused while the source's nova-compute is
+// up (its message); forced down at once; the evacuated server REBUILD/rebuilding, then ACTIVE
+// on another host; its record "done" (migration_type evacuation) and forcing the service up
+// refused with Nova's message until the host's nova-compute restarts, then "completed" with the
+// real record's keys, and the force-up accepted.
+func TestEvacuationSequenceMatchesRealNova(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	vm, _ := w.ServerByName("demo-0")
+	dead := vm.Host
+	h, _ := w.Host(dead)
+	action := `{"evacuate":{}}`
+	if code, body := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", action); code != 400 ||
+		!strings.Contains(fmt.Sprint(body), "Compute service of "+dead+" is still in use.") {
+		t.Errorf("evacuate from a live host: %d %v", code, body)
+	}
+	w.KillHost(dead)
+	code, body := rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"forced_down": true}`)
+	if svc, _ := body["service"].(map[string]any); code != 200 || svc["state"] != "down" || svc["forced_down"] != true {
+		t.Fatalf("force down: %d %v", code, body)
+	}
+	if code, body := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", action); code != 200 {
+		t.Fatalf("evacuate: %d %v", code, body)
+	}
+	_, got := rawGet(t, srv, "/servers/"+vm.ID, "2.93")
+	if s := got["server"].(map[string]any); s["status"] != "REBUILD" || s["OS-EXT-STS:task_state"] != "rebuilding" {
+		t.Errorf("while rebuilt: %v/%v", s["status"], s["OS-EXT-STS:task_state"])
+	}
+	w.Clock().Advance(5 * time.Second)
+	_, got = rawGet(t, srv, "/servers/"+vm.ID, "2.93")
+	if s := got["server"].(map[string]any); s["status"] != "ACTIVE" || s["OS-EXT-SRV-ATTR:host"] == dead {
+		t.Errorf("after the rebuild: %v on %v", s["status"], s["OS-EXT-SRV-ATTR:host"])
+	}
+	record := func() map[string]any {
+		_, got := rawGet(t, srv, "/os-migrations?instance_uuid="+vm.ID, "2.93")
+		return got["migrations"].([]any)[0].(map[string]any)
+	}
+	if m := record(); m["status"] != "done" || m["migration_type"] != "evacuation" {
+		t.Errorf("before the restart: %v", m)
+	}
+	want := "Unable to force up host " + dead + " as `done` evacuation migration records remain associated with the host. " +
+		"Ensure the compute service has been restarted, allowing these records to move to `completed` before retrying this request."
+	if code, body := rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"forced_down": false}`); code != 400 || !strings.Contains(fmt.Sprint(body), want) {
+		t.Errorf("force up with done records: %d %v", code, body)
+	}
+	w.ReviveHost(dead)
+	_, got = rawGet(t, srv, "/os-migrations?instance_uuid="+vm.ID, "2.93")
+	sameKeys(t, "os-migrations after the restart", sample(t, "os-migrations-evacuation-completed.json")["migrations"], got["migrations"])
+	if m := record(); m["status"] != "completed" {
+		t.Errorf("after the restart: %v", m)
+	}
+	if code, body := rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"forced_down": false}`); code != 200 {
+		t.Errorf("force up after the restart: %d %v", code, body)
+	}
+}

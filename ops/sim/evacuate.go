@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// A dead host and Nova's evacuate, as a real Nova did them (shared/notes/nova-api.md,
+// "Stopped VMs and dead hosts"): evacuate is refused with 400 while the source's nova-compute
+// is up; accepted (200), the server is rebuilt on another host, REBUILD/rebuilding → ACTIVE
+// (about 3 s on the fake driver); its record, migration_type "evacuation", says "done" until
+// the dead host's nova-compute starts again and cleans up, then "completed". Forcing the
+// service up is refused while "done" records remain.
+
+const evacuateRebuild = 3 * time.Second // REBUILD → ACTIVE on the destination
+
+// KillHost stops a host's nova-compute as a dead machine does: the service goes down (its
+// heartbeat stops), its servers stay recorded on it.
+func (w *World) KillHost(name string) {
+	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
+		if h := hosts[name]; h != nil {
+			h.Up = false
+		}
+	})
+}
+
+// ReviveHost starts the host's nova-compute again: it cleans up after the evacuations from
+// it ("done" → "completed") and reports up (unless it is forced down).
+func (w *World) ReviveHost(name string) {
+	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
+		if h := hosts[name]; h != nil {
+			h.Up = true
+		}
+		for _, m := range w.migrations {
+			if m.kind == "evacuation" && m.source == name && m.status == "done" {
+				m.setStatus("completed", w.clock.Now())
+			}
+		}
+	})
+}
+
+// evacuate is the evacuate action (2.68+: no force, no onSharedStorage; host optional).
+func evacuate(c *call, s *VM, raw json.RawMessage) (int, any) {
+	var req struct {
+		Host *string `json:"host"`
+	}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return 400, faultf("Invalid input for field/attribute evacuate.")
+		}
+	}
+	src := c.w.hosts[s.Host]
+	if src != nil && src.Up && !src.ForcedDown {
+		return 400, faultf("Compute service of %s is still in use.", s.Host)
+	}
+	if f := refused(s, "evacuate", "active", "stopped", "error", "paused", "suspended", "resized"); f != "" {
+		return 409, f
+	}
+	var dest *Host
+	if req.Host != nil && *req.Host != "" {
+		h := c.w.hosts[*req.Host]
+		if h == nil {
+			return 404, faultf("Compute host %s not found.", *req.Host)
+		}
+		dest = h
+	} else if h, ok := c.w.schedule(s); ok {
+		dest = h
+	}
+	if dest == nil || !dest.schedulable() || !c.w.fits(dest, s) || !c.w.allowed(s, dest) {
+		return 400, faultf("No valid host was found. There are not enough hosts available.")
+	}
+	m := &migration{kind: "evacuation", id: c.w.nextMigID, uuid: c.w.uuid(), server: s, source: s.Host, dest: dest.Name,
+		created: c.now, requestID: "req-" + c.w.uuid()}
+	c.w.nextMigID++
+	m.origStatus, m.origVMState = s.Status, s.VMState
+	m.setStatus("pre-migrating", c.now)
+	s.Status, s.TaskState, s.Updated = "REBUILD", "rebuilding", c.now
+	c.w.migrations = append(c.w.migrations, m)
+	c.w.recordNamedAction(s, "evacuate", "conductor_rebuild_server", m.requestID, c.now)
+	c.w.countConcurrency()
+	return 200, map[string]any{}
+}
+
+// forceUpRefused is Nova's refusal to force a service up while "done" evacuations remain.
+func (w *World) forceUpRefused(h *Host) novaFault {
+	for _, m := range w.migrations {
+		if m.kind == "evacuation" && m.source == h.Name && m.status == "done" {
+			return faultf("Unable to force up host %s as `done` evacuation migration records remain associated with the host. "+
+				"Ensure the compute service has been restarted, allowing these records to move to `completed` before retrying this request.", h.Name)
+		}
+	}
+	return ""
+}
