@@ -141,7 +141,15 @@ func runTUI(ctx context.Context, e env) error {
 	// one's informers.
 	connCtx, stopConn := context.WithCancel(ctx)
 	var mu sync.Mutex // stopConn changes when a switch connects
-	defer func() { mu.Lock(); stopConn(); mu.Unlock() }()
+	var cl *Cluster
+	defer func() {
+		mu.Lock()
+		stopConn()
+		mu.Unlock()
+		if cl != nil {
+			cl.Stopped() // the demo's controller, stopped with the connection, records where it was
+		}
+	}()
 	cl, err := e.connect(connCtx, io.Discard, func(co *ConnectOptions) { co.Maintenances, co.NodesFirst = true, true })
 	if err != nil {
 		return err

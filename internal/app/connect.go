@@ -4,6 +4,7 @@ package app
 // trust) or on the simulated one of --demo, through the same clients.
 
 import (
+	"sync"
 	"context"
 	"fmt"
 	"io"
@@ -55,7 +56,14 @@ type Cluster struct {
 	MaintenancesErr error
 	// Where is the cluster, for the TUI's header.
 	Where model.Where
+	// background: what the connection runs besides the engine (the demo's NodeMaintenance
+	// controller); Stopped waits for it once the connection's context has ended.
+	background sync.WaitGroup
 }
+
+// Stopped waits, after the connection's context has ended, for what it ran in the background
+// to stop at a safe point (an operation the demo's controller was running records where).
+func (cl *Cluster) Stopped() { cl.background.Wait() }
 
 // Connect builds the engine: the Kubernetes informers (synced) and, when configured,
 // an authenticated Nova client. OpenStack configured but unreachable is an error, never a
@@ -175,7 +183,10 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		}
 		mc := &controllers.MaintenanceController{Engine: ops.NewEngine(kc, nc, cfg, ceo), Store: demoStore,
 			Run: ops.RunOptions{Policy: pol}, Resync: 5 * time.Second, Events: kc}
-		go mc.Serve(ctx) //nolint:errcheck // ends with ctx
+		// Owned by the connection (Stopped waits for it). Serve returns only once ctx ends;
+		// what fails on the way is written in each NodeMaintenance's status, which the TUI shows.
+		cl.background.Add(1)
+		go func() { defer cl.background.Done(); _ = mc.Serve(ctx) }()
 	default:
 		store := kube.NewMaintenances(dyn)
 		if err := store.Start(ctx, max(cfg.Timeouts.API.D(), time.Minute)); err != nil {
