@@ -4,12 +4,12 @@ package app
 // trust) or on the simulated one of --demo, through the same clients.
 
 import (
-	"sync"
 	"context"
 	"fmt"
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/dynamic"
