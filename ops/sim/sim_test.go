@@ -105,6 +105,7 @@ func TestShapesMatchRealNova(t *testing.T) {
 		sample, list, path, mv string
 	}{
 		{"os-services.json", "services", "/os-services", "2.93"},
+		{"os-services-after.json", "services", "/os-services?binary=nova-compute", "2.93"},
 		{"os-hypervisors-detail-2.53.json", "hypervisors", "/os-hypervisors/detail", "2.53"},
 		{"os-hypervisors-detail-with_servers-2.53.json", "hypervisors", "/os-hypervisors/detail?with_servers=true", "2.53"},
 		{"os-hypervisors-detail-with_servers-max.json", "hypervisors", "/os-hypervisors/detail?with_servers=true", "2.93"},
@@ -206,11 +207,13 @@ func TestMigrationShapesAtEveryState(t *testing.T) {
 	srvMig("queued")
 	w.Clock().Advance(time.Millisecond) // queued -> preparing at once: the source has a free slot
 	osMig("preparing")
+	srvMig("preparing")
 	w.Clock().Advance(prepareDuration)
 	osMig("running")
 	srvMig("running")
 	w.Clock().Advance(time.Minute)
 	osMig("completed")
+	osMig("final")
 	_, after := rawGet(t, srv, "/servers/"+vm.ID+"/migrations", "2.93")
 	sameKeys(t, "server migrations after", sample(t, "servers-id-migrations-after.json")["migrations"], after["migrations"])
 	_, final := rawGet(t, srv, "/os-migrations", "2.23")
@@ -376,5 +379,49 @@ func TestEvacuationSequenceMatchesRealNova(t *testing.T) {
 	}
 	if code, body := rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"forced_down": false}`); code != 200 {
 		t.Errorf("force up after the restart: %d %v", code, body)
+	}
+}
+
+// The request drainctl sends to live-migrate is the one a real Nova accepted (the sample),
+// and the simulator accepts it too.
+func TestLiveMigrateRequestMatchesRealNova(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	vm, _ := w.ServerByName("demo-0")
+	body, err := json.Marshal(sample(t, "os-migrateLive-request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, got := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", string(body)); code != 202 {
+		t.Errorf("the real request: %d %v", code, got)
+	}
+}
+
+// Every real sample in testdata is held against the simulator by some test here, so that a
+// sample added (a Nova behaviour drainctl comes to rely on) cannot stay unchecked.
+func TestEverySampleIsChecked(t *testing.T) {
+	src, err := os.ReadFile("sim_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	unchecked := map[string]string{
+		"server-create-response.json": "drainctl never creates servers; the simulator's servers are made by its own API",
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "nova-samples", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		if unchecked[name] != "" {
+			continue
+		}
+		stem := strings.TrimSuffix(name, ".json")
+		checked := strings.Contains(text, `"`+name+`"`) ||
+			strings.Contains(text, `osMig("`+strings.TrimPrefix(stem, "os-migrations-")+`")`) ||
+			strings.Contains(text, `srvMig("`+strings.TrimPrefix(stem, "servers-id-migrations-")+`")`)
+		if !checked {
+			t.Errorf("%s: no test holds the simulator to it", name)
+		}
 	}
 }
