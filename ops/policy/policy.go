@@ -253,11 +253,17 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		if vm.Pinned == "" {
 			return model.MoveLive, nil
 		}
-		if o.ColdMigrateRunning && vm.Status == "ACTIVE" {
+		if vm.Status == "PAUSED" { // Nova cold-migrates ACTIVE and stopped servers only
+			return stays(model.VMPinned, skip, "paused and cannot live-migrate (%s): unpause it to move it cold, or leave it", vm.Pinned)
+		}
+		if o.ColdMigrateRunning {
 			return model.MoveCold, Downtime(vm)
 		}
-		return stays(model.VMPinned, "--cold-migrate-running", "cannot live-migrate: flavor %s has %s (a cold move stops it, %s)",
-			vm.Flavor, vm.Pinned, memory(vm))
+		by := fmt.Sprintf("flavor %s has %s", vm.Flavor, vm.Pinned)
+		if strings.HasPrefix(vm.Pinned, "port ") {
+			by = "its " + vm.Pinned
+		}
+		return stays(model.VMPinned, "--cold-migrate-running", "cannot live-migrate: %s (a cold move stops it, %s)", by, memory(vm))
 	}
 	// SUSPENDED, SHELVED, RESCUE, SOFT_DELETED…: Nova moves them neither live nor cold.
 	return stays(model.VMUnmovable, skip, "status %s: Nova moves such a server neither live nor cold (resume, unrescue or shelve-offload it)", vm.Status)

@@ -112,6 +112,7 @@ func TestVMMove(t *testing.T) {
 		{model.VM{Name: "i", Status: "VERIFY_RESIZE"}, moveStopped, model.MoveStays, model.VMAwaitsConfirm, model.Blocks},
 		{pci, moveStopped, model.MoveStays, model.VMPinned, model.Blocks},
 		{pci, Options{ColdMigrateRunning: true}, model.MoveCold, model.Downtime, model.Notes},
+		{model.VM{Name: "gpu-p", Status: "PAUSED", Pinned: "resources:VGPU=1"}, Options{ColdMigrateRunning: true}, model.MoveStays, model.VMPinned, model.Blocks},
 		{model.VM{Name: "j", Status: "ACTIVE"}, Options{SkipVMs: []string{"j"}}, model.MoveStays, model.VMSkipped, model.Notes},
 	} {
 		m, r := VMMove(tc.vm, tc.o)
