@@ -178,7 +178,7 @@ func (e *Engine) ForceComplete(ctx context.Context, vmID string) error {
 		return err
 	}
 	for _, m := range ms {
-		if m.Status == "running" {
+		if m.Status == model.MigrationRunning {
 			return e.nova.ForceComplete(ctx, vmID, m.ID)
 		}
 	}
