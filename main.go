@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -79,7 +80,12 @@ Operation flags:
 
 Campaign flags (roll):
   -l, --selector L=V   the nodes: those the label selector matches (instead of NODE...)
-  --parallel N         nodes worked at once (default 1)
+  --parallel N|N%      nodes worked at once, or a share of the campaign's (default 1; at most
+                       concurrency.nodes, see --max-parallel)
+  --spread-by LABEL    never two nodes of one LABEL value (a zone, a rack) in flight; the
+                       order walks the values round-robin
+  --order name|given|cost   the order of the nodes (default: given, or by name for a
+                       selector); cost: the ranking's cheapest first
   --exec 'CMD {node}'  run on each emptied node ({node}: its name; env DRAINCTL_NODE, DRAINCTL_HOST)
   --wait-ready         wait for the node to reboot and come back Ready with nova-compute up
   --on-failure MODE    stop (default): stop at the failed node; skip: roll it back, go on
@@ -249,7 +255,22 @@ func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "")
 	fs.StringVar(&o.Selector, "selector", "", "")
 	fs.StringVar(&o.Selector, "l", "", "")
-	fs.IntVar(&o.Parallel, "parallel", 1, "")
+	o.Parallel = 1
+	fs.Func("parallel", "", func(v string) error {
+		n, pct := strings.CutSuffix(strings.TrimSpace(v), "%")
+		i, err := strconv.Atoi(n)
+		switch {
+		case err != nil || i < 1 || (pct && i > 100):
+			return fmt.Errorf("--parallel %q: a number of nodes (4) or a share of them (10%%)", v)
+		case pct:
+			o.ParallelPercent = i
+		default:
+			o.Parallel = i
+		}
+		return nil
+	})
+	fs.StringVar(&o.SpreadBy, "spread-by", "", "")
+	fs.StringVar(&o.Order, "order", "", "")
 	fs.StringVar(&o.Exec, "exec", "", "")
 	fs.BoolVar(&o.WaitReady, "wait-ready", false, "")
 	fs.StringVar(&o.OnFailure, "on-failure", "stop", "")

@@ -294,3 +294,36 @@ func TestRollSkipsAFailedNode(t *testing.T) {
 		}
 	}
 }
+
+// --spread-by: the campaign walks the zones round-robin and never has two nodes of one zone
+// in flight, though two nodes run at once; --parallel takes a share (67 % of 3 is 2).
+func TestRollSpreadsOverFailureDomains(t *testing.T) {
+	c := newRollCluster(t)
+	c0, c1, c2 := c.px+"-c0", c.px+"-c1", c.px+"-c2"
+	for node, zone := range map[string]string{c0: "z1", c1: "z1", c2: "z2"} {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":%q}}}`, zone)
+		if _, err := c.cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), node, "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, c2, "--spread-by", "topology.kubernetes.io/zone",
+		"--parallel", "67%", "--max-parallel", "2", "--exec", "true", "--campaign", "zones")
+	if r.code != 0 {
+		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
+	}
+	rec := c.campaign(t, "zones")
+	var order []string
+	for _, n := range rec.Nodes {
+		order = append(order, n.Name)
+	}
+	if strings.Join(order, " ") != strings.Join([]string{c0, c2, c1}, " ") || rec.Parallel != 2 || rec.SpreadBy != "topology.kubernetes.io/zone" {
+		t.Fatalf("record: order %v, parallel %d, spread by %q", order, rec.Parallel, rec.SpreadBy)
+	}
+	first, third := rec.Nodes[0], rec.Nodes[2] // c0 and c1: zone z1
+	if first.Domain != "z1" || third.Domain != "z1" || third.Started.Before(first.Finished) {
+		t.Errorf("two nodes of z1 in flight at once: %s %s-%s, %s %s-%s", first.Name, first.Started, first.Finished, third.Name, third.Started, third.Finished)
+	}
+	if second := rec.Nodes[1]; second.Started.After(first.Finished) {
+		t.Errorf("the other zone's node did not run beside the first (parallel 2): %s started %s, %s finished %s", second.Name, second.Started, first.Name, first.Finished)
+	}
+}

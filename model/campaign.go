@@ -55,6 +55,8 @@ type Campaign struct {
 	Updated  time.Time      `json:"updated"`
 	// How it runs: the options of the run that last ran it.
 	Parallel  int    `json:"parallel"`
+	SpreadBy  string `json:"spreadBy,omitempty"` // a node label: never two nodes of one value in flight
+	Order     string `json:"order,omitempty"`    // name, given or cost: how the nodes were ordered
 	Exec      string `json:"exec,omitempty"`
 	WaitReady bool   `json:"waitReady,omitempty"`
 	OnFailure string `json:"onFailure"` // "stop" or "skip"
@@ -63,6 +65,7 @@ type Campaign struct {
 // CampaignNode is one node's progress in a campaign.
 type CampaignNode struct {
 	Name     string    `json:"name"`
+	Domain   string    `json:"domain,omitempty"` // its --spread-by label's value
 	Phase    NodePhase `json:"phase"`
 	Started  time.Time `json:"started,omitzero"`
 	Finished time.Time `json:"finished,omitzero"`

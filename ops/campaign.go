@@ -20,13 +20,22 @@ import (
 
 // RollOptions say which nodes a campaign works and how.
 type RollOptions struct {
-	Name      string   // the record's name; "" derives one from the selector or the nodes
-	Selector  string   // label selector of the nodes (or Nodes)
-	Nodes     []string // in this order
-	Parallel  int      // nodes worked at once (default 1)
-	Exec      string   // a shell command run on each emptied node; {node} is its name
-	WaitReady bool     // wait for the node to reboot (NotReady or a new boot ID) and come back
-	OnFailure string   // "stop" (default): stop at the failed node; "skip": roll it back, go on
+	Name     string   // the record's name; "" derives one from the selector or the nodes
+	Selector string   // label selector of the nodes (or Nodes)
+	Nodes    []string // in this order
+	Parallel int      // nodes worked at once (default 1)
+	// ParallelPercent, when set, is Parallel as a share of the campaign's nodes (10: 10 %,
+	// at least one).
+	ParallelPercent int
+	// SpreadBy is a node label (a zone, a rack): never two nodes of one value in flight, and
+	// the order walks the values round-robin so one domain is not emptied before the next.
+	SpreadBy string
+	// Order: "name" (a selector's default), "given" (named nodes' default) or "cost" (the
+	// ranking's cheapest first, so the fleet has the most room when the dear ones go).
+	Order     string
+	Exec      string // a shell command run on each emptied node; {node} is its name
+	WaitReady bool   // wait for the node to reboot (NotReady or a new boot ID) and come back
+	OnFailure string // "stop" (default): stop at the failed node; "skip": roll it back, go on
 	Run       RunOptions
 	// VerifyWithin bounds how long a returned node may take to take work again (default 5 min).
 	VerifyWithin time.Duration
@@ -56,13 +65,6 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
-	// concurrency.nodes caps every evacuation of the engine (its node slots): nodes above it
-	// would only wait cordoned for a slot.
-	lowered := ""
-	if n := max(1, e.cfg.Concurrency.Nodes); o.Parallel > n {
-		lowered = fmt.Sprintf("--parallel %d lowered to %d: concurrency.nodes caps the nodes emptied at once (raise it with --max-parallel or [concurrency] nodes)", o.Parallel, n)
-		o.Parallel = n
-	}
 	if o.OnFailure == "" {
 		o.OnFailure = "stop"
 	}
@@ -76,6 +78,20 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	if err != nil {
 		return nil, err
 	}
+	if o.ParallelPercent > 0 {
+		o.Parallel = max(1, (len(nodes)*o.ParallelPercent+99)/100)
+	}
+	if nodes, err = e.orderNodes(ctx, o, nodes); err != nil {
+		return nil, err
+	}
+	// concurrency.nodes caps every evacuation of the engine (its node slots): nodes above it
+	// would only wait cordoned for a slot.
+	lowered := ""
+	if n := max(1, e.cfg.Concurrency.Nodes); o.Parallel > n {
+		lowered = fmt.Sprintf("--parallel %d lowered to %d: concurrency.nodes caps the nodes emptied at once (raise it with --max-parallel or [concurrency] nodes)", o.Parallel, n)
+		o.Parallel = n
+	}
+
 	if o.Name == "" {
 		o.Name = campaignName(o.Selector, nodes)
 	}
@@ -93,16 +109,98 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 		r.rec = old // resume: its nodes and where each stopped; a selector is not re-read
 		r.rec.Message = ""
 	} else {
-		r.rec = model.Campaign{Name: o.Name, Selector: o.Selector, Started: e.now()}
+		r.rec = model.Campaign{Name: o.Name, Selector: o.Selector, Started: e.now(), SpreadBy: o.SpreadBy, Order: o.Order}
 		for _, n := range nodes {
-			r.rec.Nodes = append(r.rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending})
+			r.rec.Nodes = append(r.rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending, Domain: e.domainOf(n, o.SpreadBy)})
 		}
 	}
 	r.rec.Holder, r.rec.Parallel, r.rec.Exec, r.rec.WaitReady, r.rec.OnFailure = e.o.Holder, o.Parallel, o.Exec, o.WaitReady, o.OnFailure
+	if r.rec.SpreadBy != "" { // a resumed campaign keeps its domains; a new label re-reads them
+		for i := range r.rec.Nodes {
+			if r.rec.Nodes[i].Domain == "" {
+				r.rec.Nodes[i].Domain = e.domainOf(r.rec.Nodes[i].Name, r.rec.SpreadBy)
+			}
+		}
+	}
 	if lowered != "" && emit != nil {
 		emit(NewCampaignEvent(e.now(), r.rec, "", "", lowered))
 	}
 	return r, nil
+}
+
+// domainOf is the node's value of the spread label ("" without one).
+func (e *Engine) domainOf(node, label string) string {
+	if label == "" {
+		return ""
+	}
+	k, _ := e.kube.Node(node)
+	return k.Labels[label]
+}
+
+// orderNodes puts the campaign's nodes in the order it works them: as given or by name, or
+// by the ranking's cost (cheapest first; nodes the ranking does not call candidates keep
+// their place after them, by name), then, with SpreadBy, round-robin over its values.
+func (e *Engine) orderNodes(ctx context.Context, o RollOptions, nodes []string) ([]string, error) {
+	switch o.Order {
+	case "", "given", "name":
+		if o.Order == "name" {
+			nodes = slices.Clone(nodes)
+			slices.Sort(nodes)
+		}
+	case "cost":
+		victims, _, err := e.Recommend(ctx, o.Run.Policy, false)
+		if err != nil {
+			return nil, err
+		}
+		cost := map[string]float64{}
+		for _, v := range victims {
+			if v.Candidate {
+				cost[v.Node] = v.Cost
+			}
+		}
+		nodes = slices.Clone(nodes)
+		sort.SliceStable(nodes, func(i, j int) bool {
+			ci, iok := cost[nodes[i]]
+			cj, jok := cost[nodes[j]]
+			switch {
+			case iok && jok:
+				return ci < cj
+			case iok != jok:
+				return iok
+			}
+			return nodes[i] < nodes[j]
+		})
+	default:
+		return nil, &UsageError{Problem: fmt.Sprintf("--order %q", o.Order), Hint: "use name, given or cost"}
+	}
+	if o.SpreadBy == "" {
+		return nodes, nil
+	}
+	return spread(nodes, func(n string) string { return e.domainOf(n, o.SpreadBy) }), nil
+}
+
+// spread interleaves the nodes by domain, round-robin, keeping each domain's own order and
+// the domains in the order their first node comes: a1 a2 b1 c1 b2 → a1 b1 c1 a2 b2.
+func spread(nodes []string, domainOf func(string) string) []string {
+	var domains []string
+	by := map[string][]string{}
+	for _, n := range nodes {
+		d := domainOf(n)
+		if _, ok := by[d]; !ok {
+			domains = append(domains, d)
+		}
+		by[d] = append(by[d], n)
+	}
+	out := make([]string, 0, len(nodes))
+	for len(out) < len(nodes) {
+		for _, d := range domains {
+			if len(by[d]) > 0 {
+				out = append(out, by[d][0])
+				by[d] = by[d][1:]
+			}
+		}
+	}
+	return out
 }
 
 // rollNodes are the nodes named, or those the selector matches, by name.
@@ -229,6 +327,8 @@ func (r *Roll) Run(ctx context.Context) error {
 	slots := make(chan struct{}, r.o.Parallel)
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.rec.Nodes))
+	busy := &domains{inFlight: map[string]bool{}}
+	spreadBy := r.Record().SpreadBy
 	for i, n := range r.Record().Nodes {
 		if n.Phase.Finished() {
 			continue
@@ -236,8 +336,15 @@ func (r *Roll) Run(ctx context.Context) error {
 		if !r.waitTurn(ctx, slots) {
 			break
 		}
+		if !busy.wait(ctx, n.Domain, func(d string) {
+			r.note(n.Name, model.PhasePending, "waiting: another node of "+spreadBy+"="+d+" is in flight")
+		}) {
+			<-slots
+			break
+		}
 		plan, err := r.admit(ctx, i)
 		if err != nil {
+			busy.done(n.Domain)
 			<-slots
 			errs[i] = err
 			break
@@ -245,7 +352,7 @@ func (r *Roll) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
+			defer func() { busy.done(n.Domain); <-slots }()
 			errs[i] = r.node(ctx, i, plan)
 		}()
 	}
@@ -275,6 +382,43 @@ func (r *Roll) Run(ctx context.Context) error {
 		r.setState(context.WithoutCancel(ctx), model.CampaignFailed, err.Error())
 	}
 	return err
+}
+
+// domains are the failure domains with a node in flight (--spread-by): never two at once.
+type domains struct {
+	mu       sync.Mutex
+	inFlight map[string]bool
+}
+
+// wait takes the domain once no node of it is in flight ("" is no domain: never waits); said
+// is called once if it has to wait. false: ctx ended.
+func (d *domains) wait(ctx context.Context, domain string, said func(string)) bool {
+	if domain == "" {
+		return true
+	}
+	told := false
+	for {
+		d.mu.Lock()
+		if !d.inFlight[domain] {
+			d.inFlight[domain] = true
+			d.mu.Unlock()
+			return true
+		}
+		d.mu.Unlock()
+		if !told {
+			said(domain)
+			told = true
+		}
+		if !sleep(ctx, 200*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+func (d *domains) done(domain string) {
+	d.mu.Lock()
+	delete(d.inFlight, domain)
+	d.mu.Unlock()
 }
 
 // waitTurn waits for a free slot and for no pause; false when the campaign must start no

@@ -50,7 +50,8 @@ type Options struct {
 	Node, MetricsAddr                                                string
 	// roll: the campaign's nodes and how it works them.
 	Selector, Exec, OnFailure, Campaign string
-	Parallel                            int
+	Parallel, ParallelPercent           int
+	SpreadBy, Order                     string
 	WaitReady                           bool
 }
 
@@ -194,7 +195,8 @@ func runAuto(ctx context.Context, e env) error {
 	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.DryRun, JSON: e.o.Output == auto.FormatJSON,
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
 		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force}}
-	a.Roll = ops.RollOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, Exec: e.o.Exec,
+	a.Roll = ops.RollOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
+		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec,
 		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run}
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
