@@ -1,0 +1,32 @@
+package ops_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+)
+
+// --order cost puts the ranking's cheapest nodes first: the empty c2, then c1 (one pod), and
+// last c0, which the ranking does not call a candidate (its bare pod).
+func TestRollOrderByCost(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
+	r, err := e.NewRoll(kubetest.Ctx(t), ops.RollOptions{Nodes: []string{c0, c1, c2}, Order: "cost", Run: ops.RunOptions{Policy: defaults()}}, func(ops.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range r.Record().Nodes {
+		got = append(got, strings.TrimPrefix(n.Name, c.Px+"-"))
+	}
+	if strings.Join(got, " ") != "c2 c1 c0" {
+		t.Errorf("order by cost: %v, want c2 c1 c0", got)
+	}
+	if _, err := e.NewRoll(kubetest.Ctx(t), ops.RollOptions{Nodes: []string{c0}, Order: "random"}, func(ops.Event) {}); !errors.As(err, new(*ops.UsageError)) {
+		t.Errorf("an unknown order: %v", err)
+	}
+}
