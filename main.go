@@ -86,6 +86,9 @@ Campaign flags (roll):
                        order walks the values round-robin
   --order name|given|cost   the order of the nodes (default: given, or by name for a
                        selector); cost: the ranking's cheapest first
+  --gate-cmd 'CMD {node}'   before each node starts, CMD must exit 0 (else the campaign waits)
+  --gate-prometheus URL     before each node starts, no alert may fire in this Prometheus
+  --gate-alerts REGEX  with --gate-prometheus: only the alerts whose name matches hold it
   --exec 'CMD {node}'  run on each emptied node ({node}: its name; env DRAINCTL_NODE, DRAINCTL_HOST)
   --wait-ready         wait for the node to reboot and come back Ready with nova-compute up
   --on-failure MODE    stop (default): stop at the failed node; skip: roll it back, go on
@@ -270,6 +273,9 @@ func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 		return nil
 	})
 	fs.StringVar(&o.SpreadBy, "spread-by", "", "")
+	fs.StringVar(&o.GateCmd, "gate-cmd", "", "")
+	fs.StringVar(&o.GatePrometheus, "gate-prometheus", "", "")
+	fs.StringVar(&o.GateAlerts, "gate-alerts", "", "")
 	fs.StringVar(&o.Order, "order", "", "")
 	fs.StringVar(&o.Exec, "exec", "", "")
 	fs.BoolVar(&o.WaitReady, "wait-ready", false, "")

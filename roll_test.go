@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -325,5 +328,43 @@ func TestRollSpreadsOverFailureDomains(t *testing.T) {
 	}
 	if second := rec.Nodes[1]; second.Started.After(first.Finished) {
 		t.Errorf("the other zone's node did not run beside the first (parallel 2): %s started %s, %s finished %s", second.Name, second.Started, first.Name, first.Finished)
+	}
+}
+
+// Health gates: no node starts while the gate command fails or a matching alert fires in
+// Prometheus; the campaign says why it waits, and goes on by itself once both hold. An alert
+// the regular expression does not match does not hold it.
+func TestRollWaitsForItsHealthGates(t *testing.T) {
+	c := newRollCluster(t)
+	c0 := c.px + "-c0"
+	marker := filepath.Join(t.TempDir(), "healthy")
+	var firing atomic.Bool
+	firing.Store(true)
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		alerts := `{"labels":{"alertname":"Watchdog"},"state":"firing"}`
+		if firing.Load() {
+			alerts += `,{"labels":{"alertname":"CephHealthWarning","severity":"warning"},"state":"firing"}`
+		}
+		fmt.Fprintf(w, `{"status":"success","data":{"alerts":[%s]}}`, alerts)
+	}))
+	defer prom.Close()
+	p := c.startProcess(t, "--auto", "roll", c0, "--exec", "true", "--gate-cmd", "test -f "+marker,
+		"--gate-prometheus", prom.URL, "--gate-alerts", "^Ceph")
+	schedulable := func() bool {
+		k, err := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+		return err == nil && !k.Spec.Unschedulable
+	}
+	p.waitFor(t, "waiting: gate command")
+	if !schedulable() {
+		t.Fatal("the node was cordoned while its gate was closed")
+	}
+	os.WriteFile(marker, nil, 0o600)
+	p.waitFor(t, "waiting: alert firing: CephHealthWarning")
+	if !schedulable() {
+		t.Fatal("the node was cordoned while an alert fired")
+	}
+	firing.Store(false)
+	if code := p.wait(t); code != 0 || !strings.Contains(p.out(), "gates open: starting") {
+		t.Fatalf("roll: exit %d\n%s", code, p.out())
 	}
 }

@@ -32,7 +32,9 @@ type RollOptions struct {
 	SpreadBy string
 	// Order: "name" (a selector's default), "given" (named nodes' default) or "cost" (the
 	// ranking's cheapest first, so the fleet has the most room when the dear ones go).
-	Order     string
+	Order string
+	// Gates must hold before each node starts (campaign_gates.go).
+	Gates     GateOptions
 	Exec      string // a shell command run on each emptied node; {node} is its name
 	WaitReady bool   // wait for the node to reboot (NotReady or a new boot ID) and come back
 	OnFailure string // "stop" (default): stop at the failed node; "skip": roll it back, go on
@@ -339,6 +341,11 @@ func (r *Roll) Run(ctx context.Context) error {
 		if !busy.wait(ctx, n.Domain, func(d string) {
 			r.note(n.Name, model.PhasePending, "waiting: another node of "+spreadBy+"="+d+" is in flight")
 		}) {
+			<-slots
+			break
+		}
+		if !r.gateOpen(ctx, n.Name) {
+			busy.done(n.Domain)
 			<-slots
 			break
 		}

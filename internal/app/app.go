@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,7 @@ type Options struct {
 	Selector, Exec, OnFailure, Campaign string
 	Parallel, ParallelPercent           int
 	SpreadBy, Order                     string
+	GateCmd, GatePrometheus, GateAlerts string
 	WaitReady                           bool
 }
 
@@ -196,8 +198,15 @@ func runAuto(ctx context.Context, e env) error {
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
 		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force}}
 	a.Roll = ops.RollOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
-		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec,
+		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec, Gates: ops.GateOptions{Cmd: e.o.GateCmd, Prometheus: e.o.GatePrometheus},
 		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run}
+	if e.o.GateAlerts != "" {
+		re, err := regexp.Compile(e.o.GateAlerts)
+		if err != nil {
+			return &ops.UsageError{Problem: fmt.Sprintf("--gate-alerts %q: %v", e.o.GateAlerts, err), Hint: "a Go regular expression over alert names, e.g. 'Node.*|Ceph.*'"}
+		}
+		a.Roll.Gates.Alerts = re
+	}
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
 	}
