@@ -3,8 +3,6 @@ package ops
 import (
 	"context"
 	"time"
-
-	"github.com/drainctl/drainctl/model"
 )
 
 // The migration caps hold across every drainctl process (a daemon per node, a colleague's
@@ -54,16 +52,12 @@ func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 		return cluster{}, false
 	}
 	// Cold moves count as live ones do, while they move (not once they wait for a confirm).
-	cold, err := e.nova.ColdFrom(ctx, "")
+	cold, err := e.nova.ColdMovingFrom(ctx, "")
 	if err != nil {
 		unlock("", false)
 		return cluster{}, false
 	}
-	for _, m := range cold {
-		if m.Status != model.MigrationFinished {
-			inNova = append(inNova, m)
-		}
-	}
+	inNova = append(inNova, cold...)
 	c := cluster{toDest: map[string]int{}, unlock: unlock}
 	e.destMu.Lock()
 	total := len(e.mine)

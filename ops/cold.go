@@ -30,14 +30,16 @@ func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
 	return r.e.nova.ColdMigrate(ctx, run.vm.ID, dest)
 }
 
-// follow takes over a move already under way when the run starts: a live migration, or a
-// cold one still on the source (RESIZE, resize_prep).
+// follow takes over a move already under way (found at the start of the run, or started
+// by someone else meanwhile): a live migration, or a cold one (RESIZE, VERIFY_RESIZE,
+// REVERT_RESIZE), which drainctl confirms only when ours says it asked for it.
 func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours map[string]bool) {
 	run.method = model.MoveLive
-	if run.vm.Status == "RESIZE" {
+	switch run.vm.Status {
+	case "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE":
 		run.method, run.ours = model.MoveCold, ours[run.vm.ID]
 	}
-	run.adopted, run.attempt, run.started, run.state = true, 1, r.e.now(), MigAdopted
+	run.adopted, run.attempt, run.started, run.state = true, max(run.attempt, 1), r.e.now(), MigAdopted
 	running[run.vm.ID] = run
 	select { // already running in Nova: counted if there is room, followed either way
 	case r.e.migSlots <- struct{}{}:
@@ -73,9 +75,8 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[s
 		}
 		dest := vm.Host
 		vm.Host = p.Host // the source: a move is done when the server has left it
-		run := &vmRun{vm: vm, method: model.MoveCold, ours: ours[vm.ID], dest: dest}
+		run := &vmRun{vm: vm, dest: dest}
 		r.follow(run, running, ours)
-		run.method, run.ours, run.dest = model.MoveCold, ours[vm.ID], dest
 		msg := "a cold migration from this host, found under way: followed"
 		if vm.Status == "VERIFY_RESIZE" && run.ours {
 			msg = "moved before the interruption, waiting for its confirm: confirmed now"

@@ -93,11 +93,13 @@ type Nova interface {
 	Server(ctx context.Context, id string) (model.VM, error)
 	LiveMigrate(ctx context.Context, id, host string) error
 	// ColdMigrate, ConfirmResize and RevertResize are a cold migration's three calls;
-	// ColdFrom lists the cold migrations from host not yet confirmed or reverted.
+	// ColdFrom lists the cold migrations from host not yet confirmed or reverted,
+	// ColdMovingFrom those of them still moving.
 	ColdMigrate(ctx context.Context, id, host string) error
 	ConfirmResize(ctx context.Context, id string) error
 	RevertResize(ctx context.Context, id string) error
 	ColdFrom(ctx context.Context, host string) ([]model.Migration, error)
+	ColdMovingFrom(ctx context.Context, host string) ([]model.Migration, error)
 	ServerMigrations(ctx context.Context, id string) ([]model.Migration, error)
 	MigrationsOf(ctx context.Context, id string) ([]model.Migration, error)
 	InProgressFrom(ctx context.Context, host string) ([]model.Migration, error)

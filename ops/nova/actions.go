@@ -109,9 +109,26 @@ func (c *Client) RevertResize(ctx context.Context, id string) error {
 // ColdFrom lists the cold migrations from host that have not ended: moving, or waiting in
 // VERIFY_RESIZE for their confirm ("finished").
 func (c *Client) ColdFrom(ctx context.Context, host string) ([]model.Migration, error) {
+	return c.withStatuses(ctx, host, "migration", append(coldMoving, coldWaiting...))
+}
+
+// ColdMovingFrom lists the cold migrations from host still moving (the caps count these).
+func (c *Client) ColdMovingFrom(ctx context.Context, host string) ([]model.Migration, error) {
+	return c.withStatuses(ctx, host, "migration", coldMoving)
+}
+
+// A cold migration's statuses while it moves, then while it waits to be confirmed or reverted.
+var (
+	coldMoving  = []string{"pre-migrating", "migrating", "post-migrating"}
+	coldWaiting = []string{"finished", "confirming", "reverting"}
+)
+
+// withStatuses lists the migrations of one type from host ("" : every host) in any of the
+// statuses: os-migrations filters on one status per call, so one call per status.
+func (c *Client) withStatuses(ctx context.Context, host, typ string, statuses []string) ([]model.Migration, error) {
 	var out []model.Migration
-	for _, st := range coldStatuses {
-		ms, err := c.Migrations(ctx, MigrationFilter{Source: host, Status: st, Type: "migration"})
+	for _, st := range statuses {
+		ms, err := c.Migrations(ctx, MigrationFilter{Source: host, Status: st, Type: typ})
 		if err != nil {
 			return nil, err
 		}
@@ -119,9 +136,6 @@ func (c *Client) ColdFrom(ctx context.Context, host string) ([]model.Migration, 
 	}
 	return out, nil
 }
-
-// coldStatuses are a cold migration's statuses before it is confirmed or reverted.
-var coldStatuses = []string{"pre-migrating", "migrating", "post-migrating", "finished", "confirming", "reverting"}
 
 // ServerMigrations lists a server's in-progress live migrations (GET /servers/{id}/migrations):
 // queued, preparing, running. Empty before and after; an empty list is not success.
@@ -215,15 +229,7 @@ func (c *Client) MigrationsOf(ctx context.Context, id string) ([]model.Migration
 
 // InProgressFrom lists the live migrations leaving host that have not finished.
 func (c *Client) InProgressFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	var out []model.Migration
-	for _, st := range inProgressStatuses {
-		ms, err := c.Migrations(ctx, MigrationFilter{Source: host, Status: st, Type: "live-migration"})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ms...)
-	}
-	return out, nil
+	return c.withStatuses(ctx, host, "live-migration", inProgressStatuses)
 }
 
 var _ ops.Nova = (*Client)(nil)

@@ -145,11 +145,9 @@ func serverAction(c *call) (int, any) {
 	if _, ok := req["disk_over_commit"]; ok && c.mv.atLeast(25) {
 		return 400, faultf("Invalid input for field/attribute os-migrateLive. Value: %s. Additional properties are not allowed ('disk_over_commit' was unexpected)", raw)
 	}
-	var host string
-	if h, ok := req["host"]; ok && string(h) != "null" {
-		if json.Unmarshal(h, &host) != nil {
-			return 400, faultf("Invalid input for field/attribute host.")
-		}
+	host, f := hostField(req)
+	if f != "" {
+		return 400, f
 	}
 	if f := refused(s, "os-migrateLive", "active", "paused"); f != "" {
 		return 409, f
@@ -168,6 +166,15 @@ func serverAction(c *call) (int, any) {
 	}
 	c.w.startMigration(s, host, c.now)
 	return 202, nil
+}
+
+// hostField is an action's optional "host" ("" when absent or null).
+func hostField(req map[string]json.RawMessage) (string, novaFault) {
+	var host string
+	if h, ok := req["host"]; ok && string(h) != "null" && json.Unmarshal(h, &host) != nil {
+		return "", faultf("Invalid input for field/attribute host.")
+	}
+	return host, ""
 }
 
 // refused is Nova's 409 for an action on a server locked, busy with a task, or in a vm_state
@@ -202,13 +209,12 @@ func coldMigrate(c *call, s *VM, raw json.RawMessage) (int, any) {
 		if err := json.Unmarshal(raw, &req); err != nil {
 			return 400, faultf("Invalid input for field/attribute migrate.")
 		}
-		if h, ok := req["host"]; ok && string(h) != "null" {
-			if !c.mv.atLeast(56) {
-				return 400, faultf("Invalid input for field/attribute migrate. Value: %s. Additional properties are not allowed ('host' was unexpected)", raw)
-			}
-			if json.Unmarshal(h, &host) != nil {
-				return 400, faultf("Invalid input for field/attribute host.")
-			}
+		if h, ok := req["host"]; ok && string(h) != "null" && !c.mv.atLeast(56) {
+			return 400, faultf("Invalid input for field/attribute migrate. Value: %s. Additional properties are not allowed ('host' was unexpected)", raw)
+		}
+		var f novaFault
+		if host, f = hostField(req); f != "" {
+			return 400, f
 		}
 	}
 	if f := refused(s, "migrate", "active", "stopped"); f != "" {
