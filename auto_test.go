@@ -74,6 +74,7 @@ type autoOptions struct {
 	workerLabel [2]string // a label on c0..c2, when set
 	spare       bool      // c3: a worker, no compute host; replacements go there
 	pdbMin      int
+	scale       float64 // the simulator's speed (default 50 times life)
 }
 
 func newAutoClusterWith(t *testing.T, o autoOptions) *autoCluster {
@@ -82,7 +83,10 @@ func newAutoClusterWith(t *testing.T, o autoOptions) *autoCluster {
 	c.ns = kubetest.Namespace(t, cs, c.px)
 	c.kubeconfig = kubetest.Kubeconfig(t)
 	kubetest.Node(t, cs, c.px+"-cp", kubetest.Role("control-plane"))
-	c.world = sim.NewWorld(sim.Options{Scale: 50, Seed: o.seed})
+	if o.scale == 0 {
+		o.scale = 50
+	}
+	c.world = sim.NewWorld(sim.Options{Scale: o.scale, Seed: o.seed})
 	for _, n := range []string{"c0", "c1", "c2"} {
 		var opts []kubetest.NodeOption
 		if o.workerLabel[0] != "" {

@@ -50,6 +50,9 @@ Verbs (--auto):
   uncordon NODE...     re-enable nova-compute (if drainctl disabled it), schedulable again
   abort NODE           stop the operation on NODE, abort its migrations in progress
   rollback NODE        abort, then put NODE back as it was before
+  recover NODE         a dead host: fence it, cordon, force nova-compute down, taint it
+                       out-of-service, rebuild its VMs elsewhere (Nova's evacuate), wait
+                       until its pods are gone; uncordon brings it back once it runs again
   doctor               where Kubernetes and Nova disagree (exit 0 when they agree)
   recommend [--count N]   scale-down victims across both layers, cheapest first, and why
                        every other node cannot go
@@ -77,6 +80,11 @@ Operation flags:
                        with exit 6 saying the node is not empty and why
   --timeout DURATION   bound the whole operation (default timeouts.operation, 2h)
   --max-parallel N     nodes worked at once (default concurrency.nodes, 1)
+
+Recovery flags (recover):
+  --fence-cmd 'CMD {node}'   power the machine off (ipmitool, a Redfish call): exit 0
+                       proves it off; its output is reported line by line
+  --confirm-fenced     your word that the machine is off (journaled with who and when)
 
 Campaign flags (roll):
   -l, --selector L=V   the nodes: those the label selector matches (instead of NODE...)
@@ -281,5 +289,7 @@ func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 	fs.BoolVar(&o.WaitReady, "wait-ready", false, "")
 	fs.StringVar(&o.OnFailure, "on-failure", "stop", "")
 	fs.StringVar(&o.Campaign, "campaign", "", "")
+	fs.StringVar(&o.FenceCmd, "fence-cmd", "", "")
+	fs.BoolVar(&o.ConfirmFenced, "confirm-fenced", false, "")
 	return fs
 }

@@ -22,6 +22,22 @@ type Config struct {
 	ScaleDown   ScaleDownConfig   `toml:"scale_down"`
 	CloudPool   CloudPoolConfig   `toml:"cloudpool"`
 	Drain       DrainConfig       `toml:"drain"`
+	Recover     RecoverConfig     `toml:"recover"`
+}
+
+// RecoverConfig is the [recover] table: when a dead host may be failed over.
+type RecoverConfig struct {
+	// NotReadyFor: the node must have been NotReady this long before a recovery starts (a
+	// kubelet restarting is not a dead machine).
+	NotReadyFor Duration `toml:"not_ready_for"`
+	// SharedStorage: the instances' disks live on shared storage (Ceph RBD, NFS), so a VM
+	// rebuilt elsewhere keeps its disk. false: an image-backed VM is rebuilt from its image
+	// and its local disk is lost (volume-backed VMs keep theirs either way).
+	SharedStorage bool `toml:"shared_storage"`
+	// PodsGoneWithin: how long Kubernetes is given to delete the node's pods once it is
+	// tainted out-of-service; drainctl force-deletes those still there after it (the machine
+	// is fenced: no container can still run).
+	PodsGoneWithin Duration `toml:"pods_gone_within"`
 }
 
 // DrainOrderLabel on a pod puts it in an eviction order group ("10", "-5") or, with "skip",
@@ -200,6 +216,7 @@ func DefaultConfig() Config {
 		},
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
+		Recover:   RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute)},
 	}
 }
 
@@ -246,11 +263,15 @@ func (c Config) Validate() error {
 		{"timeouts.operation", c.Timeouts.Operation},
 		{"timeouts.poll", c.Timeouts.Poll},
 		{"policy.stall_after", c.Policy.StallAfter},
+		{"recover.pods_gone_within", c.Recover.PodsGoneWithin},
 	}
 	for _, d := range durations {
 		if d.v <= 0 {
 			return &FieldError{d.key, fmt.Sprintf("must be positive, got %q", d.v), `use a duration such as "30s" or "5m"`}
 		}
+	}
+	if c.Recover.NotReadyFor < 0 {
+		return &FieldError{"recover.not_ready_for", "must not be negative", `the default is "60s"`}
 	}
 	if c.Policy.GracePeriod < 0 {
 		return &FieldError{"policy.grace_period", "must not be negative", `leave it empty to keep each pod's own grace period`}

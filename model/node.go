@@ -28,7 +28,8 @@ type KubeNode struct {
 	ProviderID  string            `json:"providerID,omitempty"`
 	Roles       []string          `json:"roles,omitempty"`
 	Ready       bool              `json:"ready"`
-	BootID      string            `json:"bootID,omitempty"` // changes when the machine reboots
+	ReadySince  time.Time         `json:"readySince,omitempty"` // when Ready last changed (its condition's lastTransitionTime)
+	BootID      string            `json:"bootID,omitempty"`     // changes when the machine reboots
 	Schedulable bool              `json:"schedulable"`
 	Taints      []Taint           `json:"taints,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`

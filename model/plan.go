@@ -12,6 +12,9 @@ const (
 	OpUncordon OpKind = "uncordon"
 	OpAbort    OpKind = "abort"
 	OpRollback OpKind = "rollback"
+	// OpRecover fails a dead host over: fenced first, its VMs rebuilt elsewhere (Nova's
+	// evacuate), its pods force-deleted by Kubernetes (the out-of-service taint).
+	OpRecover OpKind = "recover"
 	// OpScaleDown names scale-down's final report (an evacuation, then delete and terminate);
 	// it is not planned by itself.
 	OpScaleDown OpKind = "scale-down"
@@ -35,6 +38,14 @@ const (
 	StepRelease        StepKind = "release"         // give the lease back
 	StepDeleteNode     StepKind = "delete-node"     // scale-down: the Node object goes
 	StepTerminate      StepKind = "terminate"       // scale-down: the machine goes (cloudpool)
+	// A recovery's own steps (a dead host), and its way back (uncordon of a recovered node).
+	StepFence        StepKind = "fence"          // the machine is proven off: --fence-cmd, or the operator's word
+	StepForceDown    StepKind = "force-down"     // nova-compute forced down (Nova lets its VMs be evacuated)
+	StepOutOfService StepKind = "out-of-service" // taint node.kubernetes.io/out-of-service: Kubernetes deletes its pods, detaches volumes
+	StepRebuildVMs   StepKind = "rebuild-vms"    // Nova's evacuate: each VM rebuilt on another host
+	StepPodsGone     StepKind = "pods-gone"      // wait until the node's pods are deleted
+	StepForceUp      StepKind = "force-up"       // the host runs again: its service forced up
+	StepInService    StepKind = "in-service"     // the out-of-service taint removed
 	// StepSlot is not planned: an evacuation reports it only when it had to wait for one of
 	// the cluster's node slots (concurrency.nodes) before moving anything.
 	StepSlot StepKind = "slot"
@@ -106,7 +117,7 @@ func (p Plan) Summary() string {
 		target = p.VM
 	}
 	s := fmt.Sprintf("%s %s", p.Op, target)
-	if p.Op == OpEvacuate {
+	if p.Op == OpEvacuate || p.Op == OpRecover {
 		s += fmt.Sprintf(": %d VMs, %d pods", len(p.VMs), len(p.Pods)+len(p.Carriers))
 	}
 	pdbs := map[string]int{}

@@ -40,6 +40,11 @@ const (
 	HeldByOther       ReasonCode = "HeldByOther"       // another actor holds the node's maintenance lease
 	DisabledByOther   ReasonCode = "DisabledByOther"   // nova-compute was disabled by someone else
 	ScaleDownDisabled ReasonCode = "ScaleDownDisabled" // cluster-autoscaler scale-down-disabled
+	// A recovery's preconditions (a dead host): each refuses it until it holds.
+	NodeIsReady  ReasonCode = "NodeIsReady"  // the node is Ready (or not NotReady long enough): not dead
+	ComputeIsUp  ReasonCode = "ComputeIsUp"  // its nova-compute still reports up
+	NotFenced    ReasonCode = "NotFenced"    // neither --fence-cmd nor --confirm-fenced
+	NotRecovered ReasonCode = "NotRecovered" // a VM a recovery cannot rebuild (its state)
 	// MachineNotEvictable: the cloudpool protects the node's machine (evictable=false).
 	MachineNotEvictable ReasonCode = "MachineNotEvictable"
 )

@@ -32,6 +32,11 @@ type VM struct {
 	// (a string keeps VM comparable): it may not go to a host that holds another member of
 	// one. Set by Join from the server groups.
 	AntiAffinity string `json:"antiAffinity,omitempty"`
+	// VolumeBacked: it boots from a volume (Nova shows no image), so a rebuild elsewhere
+	// keeps its disk; an image-backed VM keeps it only on shared instance storage.
+	VolumeBacked bool `json:"volumeBacked,omitempty"`
+	// Disk is what a rebuild elsewhere does to its disk: set in a recovery's plan.
+	Disk string `json:"disk,omitempty"`
 }
 
 // ServerGroup is a Nova server group (os-server-groups).
@@ -73,6 +78,8 @@ const (
 	MoveCold   MoveMethod = "cold"   // cold migration: migrate, then confirmResize (SHUTOFF; a running VM only under --cold-migrate-running)
 	MoveFollow MoveMethod = "follow" // already moving (someone's migration): followed to its end
 	MoveStays  MoveMethod = "stays"  // cannot or may not move: a typed reason says why
+	// MoveRebuild: its host is dead; Nova's evacuate rebuilds it on another host (recover).
+	MoveRebuild MoveMethod = "rebuild"
 )
 
 // PinningSpec reports whether a flavor extra spec ties a VM to its host's hardware, so

@@ -1,13 +1,9 @@
 package ops
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -129,48 +125,15 @@ func (r *Roll) step(ctx context.Context, i int, node string) error {
 	return nil
 }
 
-// runExec runs the operator's command with {node} replaced by the node's name (quoted for
-// the shell) and DRAINCTL_NODE / DRAINCTL_HOST set; each line it prints is reported.
+// runExec runs the operator's command on the emptied node; each line it prints is reported.
 func (r *Roll) runExec(ctx context.Context, node string) error {
-	host := r.hostOf(ctx, node)
-	line := strings.ReplaceAll(r.o.Exec, "{node}", shellQuote(node))
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
-	cmd.Env = append(os.Environ(), "DRAINCTL_NODE="+node, "DRAINCTL_HOST="+host)
-	out, w := io.Pipe()
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.WaitDelay = 5 * time.Second
-	r.note(node, model.PhaseStep, "exec: "+line)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("--exec: %w", err)
+	r.note(node, model.PhaseStep, "exec: "+strings.ReplaceAll(r.o.Exec, "{node}", shellQuote(node)))
+	err := runShell(ctx, "--exec", r.o.Exec, node, r.hostOf(ctx, node), func(line string) { r.note(node, model.PhaseStep, "exec: "+line) })
+	if err != nil && ctx.Err() != nil {
+		return &Interrupted{Node: node, Phase: "exec", Cause: context.Cause(ctx)}
 	}
-	var last string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			last = sc.Text()
-			r.note(node, model.PhaseStep, "exec: "+last)
-		}
-	}()
-	err := cmd.Wait()
-	w.Close()
-	<-done
-	if err != nil {
-		if ctx.Err() != nil {
-			return &Interrupted{Node: node, Phase: "exec", Cause: context.Cause(ctx)}
-		}
-		if last != "" {
-			return fmt.Errorf("--exec %s: %w (last line: %s)", line, err, last)
-		}
-		return fmt.Errorf("--exec %s: %w", line, err)
-	}
-	return nil
+	return err
 }
-
-// shellQuote quotes s for /bin/sh. Node names are DNS names, but the command line must not
-// depend on it.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // waitRebooted waits until the node has rebooted (seen NotReady, or its boot ID changed) and
 // is Ready again with its nova-compute service up.

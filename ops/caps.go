@@ -58,6 +58,13 @@ func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 		return cluster{}, false
 	}
 	inNova = append(inNova, cold...)
+	// And rebuilds of dead hosts' VMs: they load the destinations as migrations do.
+	rebuilding, err := e.nova.EvacuatingFrom(ctx, "")
+	if err != nil {
+		unlock("", false)
+		return cluster{}, false
+	}
+	inNova = append(inNova, rebuilding...)
 	c := cluster{toDest: map[string]int{}, unlock: unlock}
 	e.destMu.Lock()
 	total := len(e.mine)

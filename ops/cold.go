@@ -22,7 +22,10 @@ import (
 
 // request asks Nova to move the VM by its method; a cold request is journaled first.
 func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
-	if run.method != model.MoveCold {
+	switch run.method {
+	case model.MoveRebuild:
+		return r.e.nova.Evacuate(ctx, run.vm.ID, dest)
+	case model.MoveLive:
 		return r.e.nova.LiveMigrate(ctx, run.vm.ID, dest)
 	}
 	r.recordCold(run.vm.ID)
@@ -35,8 +38,10 @@ func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
 // REVERT_RESIZE), which drainctl confirms only when ours says it asked for it.
 func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours map[string]bool) {
 	run.method = model.MoveLive
-	switch run.vm.Status {
-	case "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE":
+	switch {
+	case r.plan.Op == model.OpRecover:
+		run.method = model.MoveRebuild
+	case run.vm.Status == "RESIZE", run.vm.Status == "VERIFY_RESIZE", run.vm.Status == "REVERT_RESIZE":
 		run.method, run.ours = model.MoveCold, ours[run.vm.ID]
 	}
 	run.adopted, run.attempt, run.started, run.state = true, max(run.attempt, 1), r.e.now(), MigAdopted

@@ -129,6 +129,10 @@ type RunOptions struct {
 	// refresh_interval) instead of reading Nova again: for a view re-planning as an operator
 	// toggles overrides. Each step still reads what it acts on before it acts.
 	FromCache bool
+	// Recover: the machine is proven off by FenceCmd exiting 0 ({node}: the node's name),
+	// or by the operator's word (ConfirmFenced, journaled with who and when).
+	FenceCmd      string
+	ConfirmFenced bool
 }
 
 type tracked struct {

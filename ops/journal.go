@@ -27,6 +27,10 @@ const (
 	PhaseInterrupted = "interrupted"
 	PhaseFailed      = "failed"
 	PhaseAborted     = "aborted"
+	// A recovery's own phases (a dead host).
+	PhaseFenced      = "fenced"
+	PhaseRebuilding  = "rebuilding"
+	PhaseWaitingPods = "waiting-pods"
 )
 
 // Journal is what the annotation holds.
@@ -42,6 +46,8 @@ type Journal struct {
 	// ColdMoves are the VMs drainctl asked to cold-migrate off the node, written before each
 	// request: a rerun confirms these (and only these) when it finds them in VERIFY_RESIZE.
 	ColdMoves []string `json:"coldMoves,omitempty"`
+	// Fenced: how a recovery proved the machine off, by whom and when; a rerun trusts it.
+	Fenced string `json:"fenced,omitempty"`
 }
 
 // ReadJournal parses the node's annotation, if any.

@@ -81,7 +81,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 	var failed []string
 	ours := r.coldOurs()
 	for _, vm := range vms {
-		method, reason := policy.VMMove(vm, r.ro.Policy)
+		method, reason := r.classify(vm)
 		run := &vmRun{vm: vm, method: method}
 		switch method {
 		case model.MoveFollow:
@@ -95,8 +95,10 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		}
 		pending = append(pending, run)
 	}
-	if err := r.adoptCold(ctx, vms, running, ours); err != nil {
-		return "", err
+	if p.Op != model.OpRecover { // a dead host's VMs are not cold-migrated
+		if err := r.adoptCold(ctx, vms, running, ours); err != nil {
+			return "", err
+		}
 	}
 	dests := r.destinations(ctx)
 	done := 0
@@ -154,10 +156,27 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	if len(failed) > 0 {
-		return "", fmt.Errorf("%d VM(s) not migrated: %s", len(failed), strings.Join(failed, "; "))
+	moved := "migrated"
+	if p.Op == model.OpRecover {
+		moved = "rebuilt elsewhere"
 	}
-	return fmt.Sprintf("%d VM(s) migrated", done), nil
+	if len(failed) > 0 {
+		return "", fmt.Errorf("%d VM(s) not %s: %s", len(failed), moved, strings.Join(failed, "; "))
+	}
+	return fmt.Sprintf("%d VM(s) %s", done, moved), nil
+}
+
+// classify is how the operation treats a VM of the node: an evacuation moves it (live,
+// cold, followed) or leaves it; a recovery rebuilds it elsewhere or leaves it.
+func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
+	if r.plan.Op != model.OpRecover {
+		return policy.VMMove(vm, r.ro.Policy)
+	}
+	method, reasons := policy.VMRecover(vm, r.e.cfg.Recover.SharedStorage, r.ro.Policy)
+	if method == model.MoveStays {
+		return method, &reasons[0]
+	}
+	return method, nil
 }
 
 // startAllowed starts pending migrations while the caps allow: the per-source cap, the
@@ -179,7 +198,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			}
 			continue
 		}
-		if r.stillHolder(ctx) != nil {
+		if r.stillHolder(ctx) != nil || (run.method == model.MoveRebuild && r.hostAlive()) {
 			<-e.migSlots
 			return failed // the run stops: the top of the loop records the interruption
 		}
@@ -245,7 +264,7 @@ func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmR
 		r.emitVM(run, MigSkipped, msg)
 		return true, ""
 	}
-	method, reason := policy.VMMove(cur, r.ro.Policy)
+	method, reason := r.classify(cur)
 	switch {
 	case method == model.MoveFollow:
 		*pending = (*pending)[1:]
@@ -297,8 +316,11 @@ func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
 // once the migration has ended, "" while it runs.
 func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, error) {
 	e := r.e
-	if run.method == model.MoveCold {
+	switch run.method {
+	case model.MoveCold:
 		return r.pollCold(ctx, run)
+	case model.MoveRebuild:
+		return r.pollRebuild(ctx, run)
 	}
 	ms, err := e.nova.ServerMigrations(ctx, run.vm.ID)
 	if err != nil {
@@ -417,8 +439,8 @@ func (r *runner) emitProgress(run *vmRun) {
 // vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.
 func (r *runner) vmReport(run *vmRun, result MigState, msg string) VMReport {
 	bytes := run.copied + run.attemptBytes(result == MigCompleted)
-	if run.method == model.MoveCold {
-		bytes = 0 // a cold move copies disks, not memory: Nova does not count them
+	if run.method == model.MoveCold || run.method == model.MoveRebuild {
+		bytes = 0 // a cold move copies disks, a rebuild nothing: Nova counts no bytes
 	}
 	return VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
 		Attempts: run.attempt, Bytes: bytes, Duration: r.e.now().Sub(run.started), Message: msg}

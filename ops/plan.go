@@ -79,7 +79,10 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 		if !p.Pending() || (len(p.Steps) > 0 && onlyLeasePending(p)) {
 			markAllDone(&p) // nothing to change: no lease either, so a rerun makes no mutating call
 		}
+	case model.OpRecover:
+		e.planRecover(&p, node, inv, ro)
 	case model.OpUncordon:
+		e.planWayBack(&p, node, ro) // a recovered node: its service forced up, the taint gone first
 		enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !ro.ForceCompute)
 		step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
 		step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")

@@ -48,6 +48,9 @@ type Kube interface {
 	// Cordon makes the node unschedulable and adds the taint; Uncordon undoes both.
 	Cordon(ctx context.Context, node string, taint model.Taint) error
 	Uncordon(ctx context.Context, node string, taintKey string) error
+	// SetTaint adds the taint (on) or removes every taint with its key, leaving the rest of
+	// the node as it is.
+	SetTaint(ctx context.Context, node string, taint model.Taint, on bool) error
 	// SetAnnotation sets a node annotation; an empty value removes it.
 	SetAnnotation(ctx context.Context, node, key, value string) error
 	// Evict asks the Eviction API (or deletes, with useDelete) to remove the pod with that UID.
@@ -106,6 +109,26 @@ type Nova interface {
 	ForceComplete(ctx context.Context, id string, migrationID int64) error
 	AbortMigration(ctx context.Context, id string, migrationID int64) error
 	LastActionError(ctx context.Context, id, action string) (string, error)
+	// A dead host: SetForcedDown forces its service down or up (up is refused with an
+	// *EvacuationsPendingError while "done" evacuations remain); Evacuate rebuilds a server
+	// elsewhere; EvacuationsFrom lists the host's evacuation records, EvacuatingFrom those
+	// still rebuilding ("" : every host).
+	SetForcedDown(ctx context.Context, host string, down bool) (model.ComputeService, error)
+	Evacuate(ctx context.Context, id, host string) error
+	EvacuationsFrom(ctx context.Context, host string) ([]model.Migration, error)
+	EvacuatingFrom(ctx context.Context, host string) ([]model.Migration, error)
+}
+
+// EvacuationsPendingError: Nova refuses to force a service up while evacuations from its
+// host are "done" but not "completed": the host's nova-compute has not restarted and
+// cleaned up after them yet.
+type EvacuationsPendingError struct {
+	Host    string
+	Message string // Nova's own words
+}
+
+func (e *EvacuationsPendingError) Error() string {
+	return fmt.Sprintf("nova-compute on %s cannot be forced up yet: %s", e.Host, e.Message)
 }
 
 // BudgetError is an eviction refused because a PodDisruptionBudget allows no disruption.
@@ -181,7 +204,7 @@ func (e *Interrupted) Error() string {
 	why := ""
 	var req *CancelRequest
 	switch {
-	case errors.Is(e.Cause, ErrLeaseLost):
+	case errors.Is(e.Cause, ErrLeaseLost), errors.Is(e.Cause, ErrHostAlive):
 		why = " (" + e.Cause.Error() + ")"
 	case errors.As(e.Cause, &req):
 		why = " (" + req.Error() + ")"

@@ -58,6 +58,7 @@ type runner struct {
 	stopped string         // the holder an abort or rollback stopped: its lease may be taken over
 	keepers sync.WaitGroup // the lease's renewal and cancel watch
 	cold    []string       // VMs this run asked to cold-migrate (under mu), journaled
+	fenced  string         // recover: how the machine was proven off, journaled
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -86,8 +87,8 @@ func (r *runner) run(ctx context.Context) error {
 		// The renewal stops before the release: a renewal after it would take the lease again.
 		stop(nil)
 		r.keepers.Wait()
-		if !r.holding || p.Op == model.OpCordon || r.ro.KeepLease {
-			return // a cordoned node keeps its lease until uncordon
+		if !r.holding || p.Op == model.OpCordon || p.Op == model.OpRecover || r.ro.KeepLease {
+			return // a cordoned (or recovered) node keeps its lease until uncordon
 		}
 		rctx, c := context.WithTimeout(context.Background(), 10*time.Second)
 		defer c()
@@ -131,13 +132,17 @@ func (r *runner) run(ctx context.Context) error {
 				return r.interrupted(ctx)
 			}
 			r.step(s.Kind, StepFailed, err.Error())
+			if errors.As(err, new(*RefusedError)) {
+				r.report.Reasons = err.(*RefusedError).Reasons
+				return err // refused before anything changed (a recovery's fence): nothing to record
+			}
 			r.journal(PhaseFailed, err.Error())
 			return err
 		}
 		r.step(s.Kind, StepDone, detail)
 	}
 	switch p.Op {
-	case model.OpEvacuate:
+	case model.OpEvacuate, model.OpRecover:
 		r.journal(PhaseDone, "")
 	case model.OpAbort:
 		r.journal(PhaseAborted, "")
@@ -146,7 +151,7 @@ func (r *runner) run(ctx context.Context) error {
 }
 
 func needsLease(op model.OpKind) bool {
-	return op == model.OpCordon || op == model.OpEvacuate
+	return op == model.OpCordon || op == model.OpEvacuate || op == model.OpRecover
 }
 
 func (r *runner) step(kind model.StepKind, state StepState, detail string) {
@@ -174,6 +179,8 @@ func (r *runner) interrupted(ctx context.Context) error {
 		}
 	case errors.As(cause, &req):
 		why = req.Error()
+	case errors.Is(cause, ErrHostAlive):
+		why = cause.Error()
 	}
 	r.journal(PhaseInterrupted, why)
 	return &Interrupted{Node: r.plan.Node, Phase: during, Cause: cause}
@@ -197,8 +204,11 @@ func (r *runner) journal(phase, errMsg string) {
 		j = Journal{Op: r.plan.Op, Started: r.e.now(), WasSchedulable: k.Schedulable}
 	}
 	j.Holder = r.e.o.Holder // who wrote it last: the holder working the node
-	if r.plan.Op == model.OpEvacuate || r.plan.Op == model.OpCordon {
+	if r.plan.Op == model.OpEvacuate || r.plan.Op == model.OpCordon || r.plan.Op == model.OpRecover {
 		j.Op = r.plan.Op
+	}
+	if r.fenced != "" {
+		j.Fenced = r.fenced
 	}
 	j.Phase, j.Updated, j.Error = phase, r.e.now(), errMsg
 	r.mu.Lock()

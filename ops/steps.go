@@ -26,6 +26,13 @@ var steps = map[model.StepKind]stepFunc{
 	model.StepEnableCompute:  (*runner).enableCompute,
 	model.StepUncordon:       (*runner).uncordon,
 	model.StepRelease:        (*runner).release,
+	model.StepFence:          (*runner).fence,
+	model.StepForceDown:      (*runner).forceDown,
+	model.StepOutOfService:   (*runner).outOfService,
+	model.StepRebuildVMs:     (*runner).rebuildVMs,
+	model.StepPodsGone:       (*runner).podsGone,
+	model.StepForceUp:        (*runner).forceUp,
+	model.StepInService:      (*runner).inService,
 }
 
 // do runs one step.
@@ -216,11 +223,11 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 				skipped[v.VMID] = true
 			}
 		}
-		if p.Op == model.OpEvacuate && len(r.report.VMs) == 0 {
+		if (p.Op == model.OpEvacuate || p.Op == model.OpRecover) && len(r.report.VMs) == 0 {
 			// A resumed run whose migrate step was already done: the VMs that stay are judged
 			// again, so the verdict does not depend on which run moved the others.
 			for _, vm := range vms {
-				if m, reason := policy.VMMove(vm, r.ro.Policy); m == model.MoveStays && reason.Severity != model.Blocks {
+				if m, reason := r.classify(vm); m == model.MoveStays && reason.Severity != model.Blocks {
 					skipped[vm.ID] = true
 					r.report.Left = append(r.report.Left, vm.Name+": "+reason.Message)
 				}
@@ -232,9 +239,15 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	for _, pod := range e.kube.PodsOn(p.Node) {
-		if v, _ := policy.ClassifyPod(pod, r.ro.Policy); v == policy.Evict || v == policy.Later {
+	if p.Op == model.OpRecover {
+		for _, pod := range r.deadPods() {
 			left = append(left, "pod "+pod.Key())
+		}
+	} else {
+		for _, pod := range e.kube.PodsOn(p.Node) {
+			if v, _ := policy.ClassifyPod(pod, r.ro.Policy); v == policy.Evict || v == policy.Later {
+				left = append(left, "pod "+pod.Key())
+			}
 		}
 	}
 	if len(left) > 0 {

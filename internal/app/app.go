@@ -55,6 +55,9 @@ type Options struct {
 	SpreadBy, Order                     string
 	GateCmd, GatePrometheus, GateAlerts string
 	WaitReady                           bool
+	// recover: how the dead machine is proven off.
+	FenceCmd      string
+	ConfirmFenced bool
 }
 
 // Run runs the mode the options ask for until it ends or ctx is cancelled. The error
@@ -190,13 +193,23 @@ func runAuto(ctx context.Context, e env) error {
 	if !auto.KnownVerb(verb) {
 		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + auto.Verbs}
 	}
+	recovering := verb == "recover" || (verb == "plan" && len(args) > 0 && args[0] == "recover")
+	if (e.o.FenceCmd != "" || e.o.ConfirmFenced) && !recovering {
+		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced belong to recover, not " + verb,
+			Hint: "drainctl --auto recover NODE --fence-cmd 'CMD {node}'"}
+	}
+	if e.o.FenceCmd != "" && e.o.ConfirmFenced {
+		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced both given: one proof is asked for",
+			Hint: "give --fence-cmd to power the machine off, or --confirm-fenced when you know it is off"}
+	}
 	cl, err := e.connect(ctx, e.stderr, nil)
 	if err != nil {
 		return err
 	}
 	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.DryRun, JSON: e.o.Output == auto.FormatJSON,
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
-		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force}}
+		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force,
+			FenceCmd: e.o.FenceCmd, ConfirmFenced: e.o.ConfirmFenced}}
 	a.Roll = ops.RollOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
 		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec, Gates: ops.GateOptions{Cmd: e.o.GateCmd, Prometheus: e.o.GatePrometheus},
 		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run}

@@ -4,10 +4,13 @@ package app
 // trust) or on the simulated one of --demo, through the same clients.
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -229,8 +232,34 @@ func SimServe(ctx context.Context, o Options, listen string, stdout io.Writer) e
 	for _, kv := range srv.Env() {
 		fmt.Fprintf(stdout, "export %s\n", kv)
 	}
+	fmt.Fprintln(stdout, "# on stdin: kill HOST (its nova-compute dies, as with a power loss), revive HOST (it restarts)")
+	go simCommands(os.Stdin, stdout, demo.World, demo.Computes)
 	<-ctx.Done()
 	return nil
+}
+
+// simCommands reads sim serve's commands, one per line: kill HOST, revive HOST.
+func simCommands(in io.Reader, out io.Writer, w *sim.World, hosts []string) {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		verb, host, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		host = strings.TrimSpace(host)
+		switch {
+		case verb == "":
+			continue
+		case verb != "kill" && verb != "revive":
+			fmt.Fprintf(out, "# unknown command %q: kill HOST or revive HOST\n", verb)
+			continue
+		case !slices.Contains(hosts, host):
+			fmt.Fprintf(out, "# no compute host %q\n", host)
+			continue
+		case verb == "kill":
+			w.KillHost(host)
+		default:
+			w.ReviveHost(host)
+		}
+		fmt.Fprintf(out, "# %s: %s\n", host, map[string]string{"kill": "dead", "revive": "running again"}[verb])
+	}
 }
 
 func envMap(kvs []string) map[string]string {

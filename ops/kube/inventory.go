@@ -306,7 +306,7 @@ func nodeModel(n *corev1.Node) model.KubeNode {
 	sort.Strings(m.Roles)
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			m.Ready = c.Status == corev1.ConditionTrue
+			m.Ready, m.ReadySince = c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
 		}
 	}
 	for _, t := range n.Spec.Taints {

@@ -141,6 +141,35 @@ func (c *Client) Uncordon(ctx context.Context, node string, taintKey string) err
 	return nil
 }
 
+// SetTaint adds the taint, or removes every taint with its key.
+func (c *Client) SetTaint(ctx context.Context, node string, taint model.Taint, on bool) error {
+	err := c.updateNode(ctx, node, func(n *corev1.Node) bool {
+		kept := n.Spec.Taints[:0:0]
+		for _, t := range n.Spec.Taints {
+			if t.Key != taint.Key {
+				kept = append(kept, t)
+			}
+		}
+		had := len(kept) != len(n.Spec.Taints)
+		if on == had {
+			return false
+		}
+		if on {
+			kept = append(kept, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect), TimeAdded: ptr.To(metav1.Now())})
+		}
+		n.Spec.Taints = kept
+		return true
+	})
+	if err != nil {
+		verb := "removing"
+		if on {
+			verb = "setting"
+		}
+		return fmt.Errorf("%s taint %s on %s: %w", verb, taint.Key, node, err)
+	}
+	return nil
+}
+
 // SetAnnotation sets (or, with "", removes) a node annotation with a merge patch.
 func (c *Client) SetAnnotation(ctx context.Context, node, key, value string) error {
 	var v any = value

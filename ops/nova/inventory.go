@@ -202,6 +202,7 @@ func (s wireServer) model() model.VM {
 	}
 	vm.Pinned = pinning(s.Flavor.ExtraSpecs)
 	vm.Zone = s.Zone
+	vm.VolumeBacked = string(s.Image) == `""`
 	return vm
 }
 

@@ -119,6 +119,8 @@ type wireServer struct {
 		Message string `json:"message"`
 	} `json:"fault"`
 	Zone string `json:"OS-EXT-AZ:availability_zone"`
+	// Image is {"id": …} for a server booted from an image, "" for one booted from a volume.
+	Image json.RawMessage `json:"image"`
 }
 
 type serversPage struct {

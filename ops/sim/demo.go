@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"math/rand"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -284,4 +286,24 @@ func (g *podGen) pod(ns, name, node, ownerKind, ownerName string, ownerUID types
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: ownerKind, Name: ownerName, UID: ownerUID, Controller: ptr.To(true)}}
 	}
 	return p
+}
+
+// KillHost makes a demo node's machine die: its nova-compute stops reporting, its Node
+// goes NotReady (both layers at once, as a power loss does).
+func (d *Demo) KillHost(node string) error {
+	if !slices.Contains(d.Computes, node) {
+		return fmt.Errorf("no compute node %q in the demo (the compute nodes are: %s)", node, strings.Join(d.Computes, ", "))
+	}
+	d.World.KillHost(node)
+	return d.Kube.SetNodeReady(node, false)
+}
+
+// ReviveHost starts a dead demo node's machine again: nova-compute restarts (and cleans up
+// after the evacuations), the Node is Ready again.
+func (d *Demo) ReviveHost(node string) error {
+	if !slices.Contains(d.Computes, node) {
+		return fmt.Errorf("no compute node %q in the demo (the compute nodes are: %s)", node, strings.Join(d.Computes, ", "))
+	}
+	d.World.ReviveHost(node)
+	return d.Kube.SetNodeReady(node, true)
 }

@@ -53,7 +53,13 @@ func evacuate(c *call, s *VM, raw json.RawMessage) (int, any) {
 	if src != nil && src.Up && !src.ForcedDown {
 		return 400, faultf("Compute service of %s is still in use.", s.Host)
 	}
-	if f := refused(s, "evacuate", "active", "stopped", "error", "paused", "suspended", "resized"); f != "" {
+	// Nova's compute API evacuates ACTIVE, stopped and ERROR servers with no task, locked
+	// or not (an admin's action: check_instance_state, no check_instance_lock).
+	locked := s.Locked
+	s.Locked = false
+	f := refused(s, "evacuate", "active", "stopped", "error")
+	s.Locked = locked
+	if f != "" {
 		return 409, f
 	}
 	var dest *Host

@@ -35,7 +35,9 @@ var (
 //   - graceful deletion completes after the pod's grace period (on the simulated clock);
 //   - ReplicaSet and StatefulSet pods are recreated on another schedulable node with room,
 //     and become Ready after ReadyAfter; DaemonSet pods stay;
-//   - the spec.nodeName field selector, which the fake ignores, is applied to pod lists.
+//   - the spec.nodeName field selector, which the fake ignores, is applied to pod lists;
+//   - non-graceful node shutdown: the pods of a NotReady node tainted out-of-service that do
+//     not tolerate the taint are force-deleted (and replaced elsewhere).
 //
 // Tests that need Kubernetes truth use the real kube-apiserver (envtest) instead.
 type Kube struct {
@@ -63,6 +65,8 @@ func NewKube(clock *Clock, objs ...runtime.Object) *Kube {
 	cs.PrependReactor("create", "pods", k.evict)
 	cs.PrependReactor("delete", "pods", k.deletePod)
 	cs.PrependReactor("list", "pods", k.listPods)
+	cs.PrependReactor("update", "nodes", k.nodeWritten)
+	cs.PrependReactor("patch", "nodes", k.nodeWritten)
 	k.recomputeAllPDBs()
 	return k
 }
@@ -418,5 +422,59 @@ func (k *Kube) SetNodeReady(name string, ready bool) error {
 			n.Status.Conditions[i].LastTransitionTime = metav1.NewTime(k.clock.Now())
 		}
 	}
+	if !ready {
+		k.after(outOfServiceAfter, func() { k.sweepOutOfService(name) })
+	}
 	return k.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, "")
+}
+
+// outOfServiceAfter is how soon the controller manager deletes a dead node's pods once it
+// is tainted out-of-service (its pod GC runs every 20 s; the taint manager at once).
+const outOfServiceAfter = 5 * time.Second
+
+// nodeWritten lets the write through and looks, a moment later, whether the node is now
+// NotReady and tainted out-of-service.
+func (k *Kube) nodeWritten(a k8stesting.Action) (bool, runtime.Object, error) {
+	var name string
+	switch a := a.(type) {
+	case k8stesting.UpdateActionImpl:
+		if n, ok := a.GetObject().(*corev1.Node); ok {
+			name = n.Name
+		}
+	case k8stesting.PatchActionImpl:
+		name = a.GetName()
+	}
+	if name != "" {
+		k.after(outOfServiceAfter, func() { k.sweepOutOfService(name) })
+	}
+	return false, nil, nil
+}
+
+// sweepOutOfService force-deletes the pods of a NotReady node tainted out-of-service that
+// do not tolerate the taint, as Kubernetes' non-graceful node shutdown does.
+func (k *Kube) sweepOutOfService(name string) {
+	obj, err := k.Clientset.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", name)
+	if err != nil {
+		return
+	}
+	n := obj.(*corev1.Node)
+	var taint *corev1.Taint
+	for i := range n.Spec.Taints {
+		if n.Spec.Taints[i].Key == "node.kubernetes.io/out-of-service" {
+			taint = &n.Spec.Taints[i]
+		}
+	}
+	if taint == nil || nodeReady(n) {
+		return
+	}
+	list, err := k.Clientset.Tracker().List(podsGVR, podsGVK, "")
+	if err != nil {
+		return
+	}
+	for _, p := range list.(*corev1.PodList).Items {
+		if p.Spec.NodeName != name || corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, taint, false) {
+			continue
+		}
+		_ = k.remove(&p)
+	}
 }

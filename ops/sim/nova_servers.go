@@ -50,6 +50,9 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 	} {
 		out[k] = v
 	}
+	if s.VolumeBacked {
+		out["image"] = "" // booted from a volume
+	}
 	if s.Status == "SHUTOFF" || s.Status == "ERROR" {
 		out["OS-EXT-STS:power_state"] = 4 // SHUTDOWN
 	}

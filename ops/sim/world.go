@@ -47,6 +47,8 @@ type VM struct {
 	migrations       int
 	// Fault is the fault message an ERROR server shows (set with Break).
 	Fault string
+	// VolumeBacked: booted from a volume; Nova shows its image as "".
+	VolumeBacked bool
 }
 
 // Flavor is a server's flavor as embedded in the server (2.47+).

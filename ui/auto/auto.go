@@ -26,12 +26,12 @@ type Auto struct {
 }
 
 // Verbs lists the verbs --auto knows, for usage errors.
-const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, doctor, recommend, scale-down, roll"
+const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, recover, doctor, recommend, scale-down, roll"
 
 // KnownVerb reports whether --auto knows the verb.
 func KnownVerb(v string) bool {
 	switch v {
-	case "list", "plan", "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback", "doctor", "recommend", "scale-down", "roll":
+	case "list", "plan", "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback", "recover", "doctor", "recommend", "scale-down", "roll":
 		return true
 	}
 	return false
@@ -56,7 +56,7 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 		}
 		a.DryRun = true
 		return a.Do(ctx, args[0], args[1:])
-	case "cordon", "evacuate", "uncordon", "abort", "rollback", "migrate":
+	case "cordon", "evacuate", "uncordon", "abort", "rollback", "migrate", "recover":
 		if len(args) == 0 {
 			what := "NODE"
 			if verb == "migrate" {
@@ -64,7 +64,7 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 			}
 			return &ops.UsageError{Problem: verb + " needs at least one " + what, Hint: "drainctl --auto list shows them"}
 		}
-		if (verb == "abort" || verb == "rollback") && len(args) > 1 {
+		if (verb == "abort" || verb == "rollback" || verb == "recover") && len(args) > 1 {
 			return &ops.UsageError{Problem: verb + " takes one node"}
 		}
 		return a.operate(ctx, model.OpKind(verb), args)

@@ -190,7 +190,11 @@ func WritePlan(w io.Writer, p model.Plan) {
 	for _, vm := range p.VMs { // how each VM moves, when not every one moves live
 		if vm.Method != model.MoveLive && vm.Method != "" {
 			for _, vm := range p.VMs {
-				text.Fprintf(w, "     %-6s %s (%s, %s)\n", vm.Method, vm.Name, vm.Status, text.Bytes(vm.RAMMB<<20))
+				disk := ""
+				if vm.Disk != "" {
+					disk = ": " + vm.Disk
+				}
+				text.Fprintf(w, "     %-6s %s (%s, %s)%s\n", vm.Method, vm.Name, vm.Status, text.Bytes(vm.RAMMB<<20), disk)
 			}
 			break
 		}

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
 
@@ -44,10 +46,15 @@ type Controllers struct {
 	// ReadyAfter later.
 	ReplaceOn  string
 	ReadyAfter time.Duration
+	// Non-graceful node shutdown, as the controller manager plays it (Kubernetes 1.28+): the
+	// pods of a NotReady node tainted node.kubernetes.io/out-of-service that do not tolerate
+	// the taint are force-deleted. Always played.
 
 	mu       sync.Mutex
 	frozen   map[string]bool
 	replaced map[types.UID]bool
+	dead     map[string]*corev1.Taint // the nodes out of service, read every quarter second
+	deadAt   time.Time
 }
 
 // firstSeen reports whether this is the first time the terminating pod is seen.
@@ -106,7 +113,15 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 	if err != nil {
 		return
 	}
+	if time.Since(c.deadAt) > 250*time.Millisecond { // a node list per tick would load the shared API server
+		c.dead, c.deadAt = outOfService(ctx, cs), time.Now()
+	}
+	dead := c.dead
 	for _, p := range pods.Items {
+		if taint, ok := dead[p.Spec.NodeName]; ok && !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, taint, false) {
+			_ = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			continue
+		}
 		// The ReplicaSet controller counts a terminating pod as gone: its replacement is
 		// created at once, while the old one still terminates.
 		if ref := metav1.GetControllerOf(&p); p.DeletionTimestamp != nil && c.ReplaceOn != "" && ref != nil && ref.Kind == "ReplicaSet" && c.firstSeen(p.UID) {
@@ -204,4 +219,28 @@ func ready(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// outOfService maps each NotReady node tainted out-of-service to that taint.
+func outOfService(ctx context.Context, cs kubernetes.Interface) map[string]*corev1.Taint {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := map[string]*corev1.Taint{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		for j := range n.Spec.Taints {
+			if n.Spec.Taints[j].Key == "node.kubernetes.io/out-of-service" && !ready {
+				out[n.Name] = &n.Spec.Taints[j]
+			}
+		}
+	}
+	return out
 }

@@ -179,6 +179,28 @@ func Node(t testing.TB, cs kubernetes.Interface, name string, opts ...NodeOption
 	return created
 }
 
+// SetReady sets the node's Ready condition, changed at since (a machine that died then),
+// as the node-lifecycle controller does when its kubelet stops posting.
+func SetReady(t testing.TB, cs kubernetes.Interface, name string, ready bool, since time.Time) {
+	t.Helper()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(Ctx(t), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since)}}
+		_, err = cs.CoreV1().Nodes().UpdateStatus(Ctx(t), n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // PodOption changes a pod before it is created.
 type PodOption func(*corev1.Pod)
 

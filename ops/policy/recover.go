@@ -1,0 +1,112 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// A dead host's recovery: its VMs are rebuilt elsewhere by Nova's evacuate, which Nova
+// allows for servers ACTIVE, SHUTOFF or ERROR with no task in progress.
+
+// Disk fates of a VM rebuilt elsewhere.
+const (
+	DiskOnVolume = "keeps its disk (boots from a volume)"
+	DiskShared   = "keeps its disk (shared instance storage)"
+	DiskLost     = "rebuilt from its image: its local disk is lost"
+)
+
+// VMRecover is how a recovery treats a VM of a dead host: rebuilt elsewhere, followed (an
+// evacuation under way), or left with a reason (blocking, unless --force or --skip-vm);
+// and what becomes of its disk (a loss is a LostForGood note).
+func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []model.Reason) {
+	stays := func(format string, a ...any) (model.MoveMethod, []model.Reason) {
+		r := model.Reason{Code: model.NotRecovered, Severity: model.Blocks, Object: vm.Name, Message: fmt.Sprintf(format, a...), Override: "--skip-vm " + vm.Name}
+		switch {
+		case o.SkipVM(vm):
+			r.Code, r.Severity, r.Override = model.VMSkipped, model.Notes, ""
+			r.Message = "left on the dead host (--skip-vm): " + r.Message
+		case o.Force:
+			r.Severity = model.Notes
+		}
+		return model.MoveStays, []model.Reason{r}
+	}
+	switch {
+	case vm.Status == "REBUILD" || vm.TaskState == "rebuilding" || vm.TaskState == "rebuild_spawning":
+		return model.MoveFollow, nil
+	case vm.TaskState != "":
+		return stays("task %q was in progress when the host died: Nova evacuates no server with a task (openstack server set --state active, then run again)", vm.TaskState)
+	case vm.Status != "ACTIVE" && vm.Status != "SHUTOFF" && vm.Status != "ERROR":
+		return stays("status %s: Nova evacuates ACTIVE, SHUTOFF and ERROR servers only (openstack server set --state active, then run again)", vm.Status)
+	}
+	if o.SkipVM(vm) {
+		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name,
+			Message: "left on the dead host (--skip-vm): it would be rebuilt elsewhere"}}
+	}
+	if DiskFate(vm, sharedStorage) == DiskLost {
+		return model.MoveRebuild, []model.Reason{{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name,
+			Message: fmt.Sprintf("%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)", DiskLost, vm.DiskGB)}}
+	}
+	return model.MoveRebuild, nil
+}
+
+// DiskFate says what a rebuild elsewhere does to the VM's disk.
+func DiskFate(vm model.VM, sharedStorage bool) string {
+	switch {
+	case vm.VolumeBacked:
+		return DiskOnVolume
+	case sharedStorage:
+		return DiskShared
+	}
+	return DiskLost
+}
+
+// DeadHost says why a node may not be recovered (fenced and failed over) now; nil reasons
+// when it may. fenced: the operator gave --fence-cmd or --confirm-fenced, or the node's
+// journal records a fence already.
+func DeadHost(node model.Node, now time.Time, notReadyFor time.Duration, fenced bool) []model.Reason {
+	var out []model.Reason
+	block := func(code model.ReasonCode, override, format string, a ...any) {
+		out = append(out, model.Reason{Code: code, Severity: model.Blocks, Object: node.Name, Message: fmt.Sprintf(format, a...), Override: override})
+	}
+	k := node.Kube
+	switch {
+	case k.Ready:
+		block(model.NodeIsReady, "", "the node is Ready: recover is for a dead machine (evacuate empties a live one)")
+	case k.ReadySince.IsZero():
+		block(model.NodeIsReady, "", "the node has never reported NotReady: recover is for a dead machine")
+	case now.Sub(k.ReadySince) < notReadyFor:
+		block(model.NodeIsReady, "", "NotReady for %s only; a recovery waits until it has been NotReady for %s ([recover] not_ready_for)",
+			now.Sub(k.ReadySince).Round(time.Second), notReadyFor)
+	}
+	if c := node.Compute; c != nil && c.Up && !c.ForcedDown {
+		block(model.ComputeIsUp, "", "nova-compute on %s still reports up: the machine may still run its VMs (a VM rebuilt elsewhere would run twice on one disk)", node.Host)
+	}
+	if !fenced {
+		block(model.NotFenced, "--fence-cmd or --confirm-fenced",
+			"the machine is not proven off: give --fence-cmd 'CMD {node}' (powers it off, exit 0) or --confirm-fenced (your word that it is off)")
+	}
+	return out
+}
+
+// OutOfService is Kubernetes' taint for a node that is shut down for good (non-graceful node
+// shutdown, GA in 1.28): the pods on it that do not tolerate it are force-deleted and their
+// volumes detached, so that their replacements may start elsewhere.
+var OutOfService = model.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: "NoExecute"}
+
+// Outlives reports whether the pod tolerates the out-of-service taint: Kubernetes leaves it
+// on the dead node.
+func Outlives(p model.Pod) bool {
+	t := corev1.Taint{Key: OutOfService.Key, Value: OutOfService.Value, Effect: corev1.TaintEffect(OutOfService.Effect)}
+	for _, tol := range p.Tolerations {
+		c := corev1.Toleration{Key: tol.Key, Operator: corev1.TolerationOperator(tol.Operator), Value: tol.Value, Effect: corev1.TaintEffect(tol.Effect)}
+		if c.ToleratesTaint(klog.Background(), &t, false) {
+			return true
+		}
+	}
+	return false
+}

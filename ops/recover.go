@@ -1,0 +1,409 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// A dead host, both layers under one plan (recover): the machine is proven off (fencing),
+// the node cordoned, its nova-compute disabled and forced down, the node tainted
+// out-of-service (Kubernetes then deletes its pods and detaches their volumes), each VM
+// rebuilt on another host by Nova's evacuate (within the migration caps), and the pods
+// waited for until gone. The way back is uncordon: once the machine runs again, its
+// service is forced up (Nova refuses while its evacuation records are "done": the host's
+// nova-compute must restart and clean up first), the taint removed, the service enabled,
+// the node uncordoned.
+
+// ErrHostAlive stops a recovery whose node turned Ready: a machine that answers is not
+// dead, and rebuilding its VMs elsewhere could run them twice.
+var ErrHostAlive = errors.New("the node turned Ready: the machine is not dead; no further VM is rebuilt")
+
+// planRecover adds a recovery's reasons and steps.
+func (e *Engine) planRecover(p *model.Plan, node model.Node, inv model.Inventory, ro RunOptions) {
+	k := node.Kube
+	j, journaled := ReadJournal(*k)
+	fencedBefore := journaled && j.Op == model.OpRecover && j.Fenced != ""
+	fenced := ro.FenceCmd != "" || ro.ConfirmFenced || fencedBefore
+	p.Reasons = append(p.Reasons, policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced)...)
+	step := func(kind model.StepKind, done bool, detail string) {
+		p.Steps = append(p.Steps, model.Step{Kind: kind, Done: done, Detail: detail})
+	}
+	fence := "the operator's word that the machine is off (--confirm-fenced), journaled with who and when"
+	switch {
+	case fencedBefore:
+		fence = "fenced already: " + j.Fenced
+	case ro.FenceCmd != "":
+		fence = "run " + strings.ReplaceAll(ro.FenceCmd, "{node}", shellQuote(node.Name)) + ": exit 0 proves the machine off"
+	case !fenced:
+		fence = "not proven off: --fence-cmd or --confirm-fenced needed"
+	}
+	step(model.StepLease, false, "take the maintenance lease")
+	step(model.StepFence, fencedBefore, fence)
+	step(model.StepCordon, !k.Schedulable && k.HasTaint(e.cfg.Policy.TaintKey), "unschedulable + taint "+e.cfg.Policy.TaintKey)
+	step(model.StepDisableCompute, node.Compute == nil || !node.Compute.Enabled, computeDetail(node))
+	forced := node.Compute == nil || node.Compute.ForcedDown
+	step(model.StepForceDown, forced, "force nova-compute on "+firstNonEmpty(node.Host, node.Name)+" down: Nova may then rebuild its VMs elsewhere")
+	step(model.StepOutOfService, k.HasTaint(policy.OutOfService.Key),
+		"taint "+policy.OutOfService.Key+":NoExecute: Kubernetes deletes the node's pods and detaches their volumes")
+
+	var movable []model.VM
+	keep, lose := 0, 0
+	for _, vm := range node.VMs {
+		method, reasons := policy.VMRecover(vm, e.cfg.Recover.SharedStorage, ro.Policy)
+		vm.Method = method
+		if method != model.MoveStays {
+			vm.Disk = policy.DiskFate(vm, e.cfg.Recover.SharedStorage)
+		}
+		p.VMs = append(p.VMs, vm)
+		p.Reasons = append(p.Reasons, reasons...)
+		if method == model.MoveStays {
+			continue
+		}
+		movable = append(movable, vm)
+		if vm.Disk == policy.DiskLost {
+			lose++
+		} else {
+			keep++
+		}
+	}
+	if r := policy.CapacityReason(node, movable, inv, nil, e.cpuRatio(), ro.Policy); r != nil {
+		p.Reasons = append(p.Reasons, *r)
+	}
+	vms := fmt.Sprintf("rebuild %d VM(s) on other hosts (Nova's evacuate): %d keep their disk, %d rebuilt from their image", len(movable), keep, lose)
+	if e.nova == nil || node.Compute == nil {
+		vms = "no VMs to rebuild: this node has no compute service"
+	}
+	step(model.StepRebuildVMs, len(node.VMs) == 0, vms)
+
+	for _, pod := range node.Pods {
+		if policy.Outlives(pod) || pod.Mirror {
+			continue // tolerates the taint (or is the kubelet's own): stays
+		}
+		p.Pods = append(p.Pods, pod)
+		switch {
+		case pod.OwnerKind == "":
+			p.Reasons = append(p.Reasons, model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: pod.Key(),
+				Message: "bare pod: deleted with the dead node, nothing recreates it"})
+		case pod.LocalVolume != "":
+			p.Reasons = append(p.Reasons, model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: pod.Key(),
+				Message: fmt.Sprintf("the data of local volume %q stays on the dead machine", pod.LocalVolume)})
+		}
+	}
+	step(model.StepPodsGone, len(p.Pods) == 0, fmt.Sprintf("wait until Kubernetes has deleted the node's %d pod(s) (drainctl force-deletes those left after %s); PodDisruptionBudgets do not apply: the pods are down already",
+		len(p.Pods), e.cfg.Recover.PodsGoneWithin))
+	step(model.StepVerify, false, "no VM left on the host, no pod left on the node")
+	if onlyLeasePending(*p) {
+		markAllDone(p)
+	}
+}
+
+// planWayBack adds, to an uncordon, the steps that undo a recovery once the machine runs
+// again: force the service up, then take the out-of-service taint away. Only a recovery's
+// (the journal says so), unless --force.
+func (e *Engine) planWayBack(p *model.Plan, node model.Node, ro RunOptions) {
+	k := node.Kube
+	j, journaled := ReadJournal(*k)
+	if !(journaled && j.Op == model.OpRecover) && !ro.ForceCompute {
+		return
+	}
+	if node.Compute != nil && node.Compute.ForcedDown {
+		p.Steps = append(p.Steps, model.Step{Kind: model.StepForceUp,
+			Detail: "wait until nova-compute on " + node.Host + " has restarted and cleaned up after the evacuations, force it up, wait until it reports up"})
+	}
+	if k.HasTaint(policy.OutOfService.Key) {
+		p.Steps = append(p.Steps, model.Step{Kind: model.StepInService, Detail: "wait until the node is Ready, then remove the taint " + policy.OutOfService.Key})
+	}
+}
+
+// fence proves the machine off before anything changes: the preconditions are read again
+// (the plan may be old), then --fence-cmd must exit 0, or the operator's word is taken.
+// Either way the journal records how, by whom and when. A refusal changes nothing.
+func (r *runner) fence(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	k, ok := e.kube.Node(p.Node)
+	if !ok {
+		return "", fmt.Errorf("node %s is gone", p.Node)
+	}
+	node := model.Node{Name: p.Node, Host: p.Host, Kube: &k}
+	if svc, ok, err := r.computeService(ctx); err != nil {
+		return "", err
+	} else if ok {
+		node.Compute = &svc
+	}
+	fenced := r.ro.FenceCmd != "" || r.ro.ConfirmFenced
+	if reasons := policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced); len(reasons) > 0 {
+		return "", &RefusedError{Reasons: reasons}
+	}
+	how := fmt.Sprintf("confirmed by %s at %s (--confirm-fenced)", e.o.Holder, e.now().UTC().Format(time.RFC3339))
+	if r.ro.FenceCmd != "" {
+		err := runShell(ctx, "--fence-cmd", r.ro.FenceCmd, p.Node, p.Host, func(line string) { r.nodeChanged("fence-cmd: " + line) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
+			return "", &RefusedError{Reasons: []model.Reason{{Code: model.NotFenced, Severity: model.Blocks, Object: p.Node,
+				Message: "the fence command failed, so the machine is not proven off: " + err.Error()}}}
+		}
+		how = fmt.Sprintf("--fence-cmd exited 0 (run by %s at %s)", e.o.Holder, e.now().UTC().Format(time.RFC3339))
+	}
+	r.fenced = how
+	r.journal(PhaseFenced, "")
+	return how, nil
+}
+
+func (r *runner) forceDown(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	svc, ok, err := r.computeService(ctx)
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "no compute service", nil
+	case svc.ForcedDown:
+		return "already forced down", nil
+	}
+	if err := r.stillHolder(ctx); err != nil {
+		return "", err
+	}
+	if _, err := e.nova.SetForcedDown(ctx, p.Host, true); err != nil {
+		return "", err
+	}
+	r.nodeChanged("nova-compute forced down")
+	return "forced down", nil
+}
+
+func (r *runner) outOfService(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	if k, _ := e.kube.Node(p.Node); k.HasTaint(policy.OutOfService.Key) {
+		return "already tainted", nil
+	}
+	if err := r.stillHolder(ctx); err != nil {
+		return "", err
+	}
+	if err := e.kube.SetTaint(ctx, p.Node, policy.OutOfService, true); err != nil {
+		return "", err
+	}
+	r.nodeChanged("tainted " + policy.OutOfService.Key)
+	return "tainted " + policy.OutOfService.Key + "=" + policy.OutOfService.Value + ":NoExecute", nil
+}
+
+func (r *runner) rebuildVMs(ctx context.Context) (string, error) {
+	if r.e.nova == nil || r.plan.Host == "" {
+		return "no VMs: no compute service", nil
+	}
+	r.journal(PhaseRebuilding, "")
+	return r.migrate(ctx)
+}
+
+// hostAlive stops the run (ErrHostAlive) if the node turned Ready: checked before each
+// rebuild is asked for.
+func (r *runner) hostAlive() bool {
+	if k, ok := r.e.kube.Node(r.plan.Node); ok && k.Ready {
+		r.stop(ErrHostAlive)
+		return true
+	}
+	return false
+}
+
+// pollRebuild follows one evacuation by its server: REBUILD while it is rebuilt, then its
+// host is another one. A server still on the dead host with no task has failed (or not
+// started yet): its evacuation record says which.
+func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string, error) {
+	e := r.e
+	vm, err := e.nova.Server(ctx, run.vm.ID)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case vm.Status == "REBUILD" || vm.TaskState != "":
+		if st := MigState(firstNonEmpty(vm.TaskState, "rebuilding")); st != run.state {
+			run.state = st
+			r.emitVM(run, st, "")
+		}
+	case vm.Host != run.vm.Host && vm.Host != "":
+		run.dest = vm.Host
+		if vm.Status == "ERROR" {
+			return MigFailed, "rebuilt on " + vm.Host + " but went to ERROR: " + vm.Fault, nil
+		}
+		return MigCompleted, "now " + vm.Status + " on " + vm.Host, nil
+	default:
+		recs, err := e.nova.MigrationsOf(ctx, vm.ID)
+		if err != nil {
+			return "", "", err
+		}
+		if len(recs) > 0 && recs[0].Type == "evacuation" && recs[0].Status == model.MigrationFailed {
+			msg, err := e.nova.LastActionError(ctx, vm.ID, "evacuate")
+			if err != nil || msg == "" {
+				msg = "evacuation failed"
+			}
+			return MigFailed, msg, nil
+		}
+	}
+	if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
+		return MigFailed, fmt.Sprintf("not rebuilt after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show", d), nil
+	}
+	return "", "", nil
+}
+
+// podsGone waits until Kubernetes has deleted the dead node's pods (the out-of-service
+// taint's effect); those still there after [recover] pods_gone_within are force-deleted
+// (the machine is fenced: none of their containers can still run).
+func (r *runner) podsGone(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	r.journal(PhaseWaitingPods, "")
+	changes, cancel := e.kube.Subscribe()
+	defer cancel()
+	deadline := e.now().Add(e.cfg.Recover.PodsGoneWithin.D())
+	seen := map[string]bool{}
+	forced := 0
+	for {
+		left := r.deadPods()
+		now := map[string]bool{}
+		for _, pod := range left {
+			now[pod.Key()] = true
+			seen[pod.Key()] = true
+		}
+		for key := range seen {
+			if !now[key] {
+				delete(seen, key)
+				r.emit(NewPodEvent(e.now(), p.Node, key, PodGone, "", 0, "deleted"))
+			}
+		}
+		if len(left) == 0 {
+			if forced > 0 {
+				return fmt.Sprintf("the node's pods are gone (%d force-deleted by drainctl)", forced), nil
+			}
+			return "the node's pods are gone", nil
+		}
+		if forced == 0 && e.now().After(deadline) {
+			if err := r.stillHolder(ctx); err != nil {
+				return "", err
+			}
+			var names []string
+			for _, pod := range left {
+				if err := e.kube.Evict(ctx, pod, new(int64), true); err != nil {
+					return "", err
+				}
+				names = append(names, pod.Key())
+			}
+			forced = len(left)
+			r.nodeChanged(fmt.Sprintf("force-deleted %d pod(s) Kubernetes had not deleted after %s: %s", forced, e.cfg.Recover.PodsGoneWithin, strings.Join(names, ", ")))
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-changes:
+		case <-time.After(e.o.Poll):
+		}
+	}
+}
+
+// deadPods are the node's pods that do not tolerate the out-of-service taint.
+func (r *runner) deadPods() []model.Pod {
+	var out []model.Pod
+	for _, pod := range r.e.kube.PodsOn(r.plan.Node) {
+		if !policy.Outlives(pod) && !pod.Mirror {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// forceUp is the way back's first step: the machine runs again. Nova refuses to force the
+// service up while evacuations from the host are "done" (its nova-compute has not
+// restarted and cleaned up after them): that is waited for, and said. Then the service must
+// report up. A VM Nova still shows on the host is reported.
+func (r *runner) forceUp(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	said := false
+	for {
+		svc, ok, err := r.computeService(ctx)
+		switch {
+		case err != nil:
+			return "", err
+		case !ok:
+			return "no compute service", nil
+		case !svc.ForcedDown && svc.Up:
+			return r.stillOnHost(ctx, "up")
+		case !svc.ForcedDown:
+			if !said {
+				r.nodeChanged("nova-compute on " + p.Host + " forced up; waiting for it to report up")
+				said = true
+			}
+		default:
+			_, err := e.nova.SetForcedDown(ctx, p.Host, false)
+			var pending *EvacuationsPendingError
+			switch {
+			case errors.As(err, &pending):
+				if !said {
+					r.nodeChanged("waiting: Nova refuses to force nova-compute on " + p.Host + " up until it has restarted and cleaned up after the evacuations (their records go from done to completed)")
+					said = true
+				}
+			case err != nil:
+				return "", err
+			default:
+				r.nodeChanged("nova-compute forced up")
+				said = false
+			}
+		}
+		if !sleep(ctx, e.o.Poll) {
+			return "", ctx.Err()
+		}
+	}
+}
+
+// stillOnHost reports the VMs Nova still shows on the host after its return.
+func (r *runner) stillOnHost(ctx context.Context, detail string) (string, error) {
+	vms, err := r.e.nova.Servers(ctx, r.plan.Host)
+	if err != nil {
+		return "", err
+	}
+	if len(vms) == 0 {
+		return detail, nil
+	}
+	names := make([]string, len(vms))
+	for i, vm := range vms {
+		names[i] = vm.Name + " (" + vm.Status + ")"
+	}
+	return detail + fmt.Sprintf("; Nova still shows %d VM(s) on %s: %s", len(vms), r.plan.Host, strings.Join(names, ", ")), nil
+}
+
+// inService takes the out-of-service taint away once the node is Ready again.
+func (r *runner) inService(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	said := false
+	for {
+		k, ok := e.kube.Node(p.Node)
+		switch {
+		case !ok:
+			return "", fmt.Errorf("node %s is gone", p.Node)
+		case !k.HasTaint(policy.OutOfService.Key):
+			return "taint already gone", nil
+		case k.Ready:
+			if err := e.kube.SetTaint(ctx, p.Node, policy.OutOfService, false); err != nil {
+				return "", err
+			}
+			r.nodeChanged("taint " + policy.OutOfService.Key + " removed")
+			return "taint removed", nil
+		case !said:
+			r.nodeChanged("waiting for the node to be Ready before the out-of-service taint goes")
+			said = true
+		}
+		if !sleep(ctx, e.o.Poll) {
+			return "", ctx.Err()
+		}
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

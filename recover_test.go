@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// A host dies mid-life, both layers at once. recover is refused while the machine is not
+// proven off, and changes nothing; with --fence-cmd it rebuilds every VM elsewhere (a
+// kill -9 during the rebuilds and a rerun rebuild none twice), the node's pods go, the
+// taint is set and the service forced down. The machine comes back, and uncordon returns
+// the node: it waits for Nova to allow the force-up, then service up, enabled, taint gone,
+// schedulable.
+func TestRecoverADeadHost(t *testing.T) {
+	// Life speed for the simulator: a rebuild takes 3 s, long enough to be killed during it.
+	c := newAutoClusterWith(t, autoOptions{seed: 11, spare: true, pdbMin: 1, scale: 1})
+	cs := kubetest.Client(t)
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	c.world.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) {
+		for _, vm := range s {
+			if vm.Name == "db-2" {
+				vm.VolumeBacked = true
+			}
+		}
+	})
+	c.world.Stop("db-2") // a stopped VM is rebuilt stopped
+
+	node := func(name string) (schedulable, outOfService bool, journal string) {
+		n, err := cs.CoreV1().Nodes().Get(kubetest.Ctx(t), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, taint := range n.Spec.Taints {
+			outOfService = outOfService || taint.Key == policy.OutOfService.Key
+		}
+		return !n.Spec.Unschedulable, outOfService, n.Annotations[ops.JournalAnnotation]
+	}
+	unchanged := func(when string) {
+		t.Helper()
+		sched, oos, journal := node(c0)
+		h, _ := c.world.Host(c0)
+		db1, _ := c.world.ServerByName("db-1")
+		if !sched || oos || journal != "" || h.ForcedDown || !h.Enabled || db1.Host != c0 || len(c.world.MigrationStatuses(db1.ID)) != 0 {
+			t.Fatalf("%s: something changed: schedulable %v, out-of-service %v, journal %q, service forced down %v enabled %v, db-1 on %s",
+				when, sched, oos, journal, h.ForcedDown, h.Enabled, db1.Host)
+		}
+	}
+
+	// A live node is not recovered.
+	r := c.drainctl(t, nil, "--auto", "recover", c0, "--confirm-fenced")
+	if r.code != 3 || !strings.Contains(r.stderr, "the node is Ready") {
+		t.Fatalf("live node: exit %d\n%s", r.code, r.stderr)
+	}
+	// The machine dies: nova-compute stops reporting, the node goes NotReady.
+	c.world.KillHost(c0)
+	kubetest.SetReady(t, cs, c0, false, time.Now().Add(-5*time.Minute))
+	// Not proven off: refused, exit 3, nothing changed, the override named.
+	r = c.drainctl(t, nil, "--auto", "recover", c0)
+	if r.code != 3 || !strings.Contains(r.stderr, "not proven off") || !strings.Contains(r.stderr, "--fence-cmd") {
+		t.Fatalf("unfenced: exit %d\n%s", r.code, r.stderr)
+	}
+	unchanged("refused without fencing")
+	// A fence command that fails proves nothing: refused, nothing changed, its output shown.
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--fence-cmd", "echo BMC of {node} unreachable; exit 1")
+	if r.code != 3 || !strings.Contains(r.stderr, "BMC of "+c0+" unreachable") || !strings.Contains(r.stderr, "not proven off") {
+		t.Fatalf("failed fence: exit %d\n%s", r.code, r.stderr)
+	}
+	unchanged("refused after a failed fence command")
+	// A node NotReady for a moment only is not dead yet ([recover] not_ready_for).
+	c.world.KillHost(c1)
+	kubetest.SetReady(t, cs, c1, false, time.Now())
+	r = c.drainctl(t, nil, "--auto", "recover", c1, "--confirm-fenced")
+	if r.code != 3 || !strings.Contains(r.stderr, "not_ready_for") {
+		t.Fatalf("briefly NotReady: exit %d\n%s", r.code, r.stderr)
+	}
+	c.world.ReviveHost(c1)
+	kubetest.SetReady(t, cs, c1, true, time.Now())
+
+	// The plan says what becomes of each VM's disk.
+	r = c.drainctl(t, nil, "--auto", "plan", "recover", c0, "--fence-cmd", "true")
+	if r.code != 0 || !strings.Contains(r.stdout, "rebuild db-2 (SHUTOFF, 2G): "+policy.DiskOnVolume) ||
+		!strings.Contains(r.stdout, "LOST   db-1: "+policy.DiskLost) {
+		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Fenced by a command: killed (kill -9) while a VM is being rebuilt.
+	cmd := exec.Command(binary(t), "--auto", "recover", c0, "--fence-cmd", "echo powering off {node}")
+	cmd.Env = c.env
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 60*time.Second, "a VM being rebuilt", func() bool {
+		for _, name := range []string{"db-1", "db-2"} {
+			if vm, _ := c.world.ServerByName(name); vm.Status == "REBUILD" {
+				return true
+			}
+		}
+		return false
+	})
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !strings.Contains(out.String(), "fence-cmd: powering off "+c0) {
+		t.Errorf("the fence command's output is not reported:\n%s", out.String())
+	}
+	r = c.drainctl(t, nil, "--auto", "recover", c0) // the journal holds the fence: no flag needed
+	if r.code != 0 || !strings.Contains(r.stderr, "fence skipped") {
+		t.Fatalf("rerun: exit %d\n%s\nfirst run:\n%s", r.code, r.stderr, out.String())
+	}
+	t.Logf("first run:\n%s\nrerun:\n%s", out.String(), r.stderr)
+	for name, want := range map[string]string{"db-1": "ACTIVE", "db-2": "SHUTOFF"} {
+		vm, _ := c.world.ServerByName(name)
+		if st := c.world.MigrationStatuses(vm.ID); len(st) != 1 || vm.Host == c0 || vm.Status != want {
+			t.Errorf("%s: %s on %s, evacuations %v; want one rebuild, %s elsewhere", name, vm.Status, vm.Host, st, want)
+		}
+	}
+	if pods := podsOn(t, c, c0); len(pods) != 0 {
+		t.Errorf("pods still on the dead node: %v", pods)
+	}
+	sched, oos, journal := node(c0)
+	h, _ := c.world.Host(c0)
+	var j ops.Journal
+	json.Unmarshal([]byte(journal), &j)
+	if sched || !oos || !h.ForcedDown || h.Enabled || j.Op != "recover" || j.Phase != ops.PhaseDone || !strings.Contains(j.Fenced, "--fence-cmd exited 0") {
+		t.Errorf("after recover: schedulable %v, out-of-service %v, forced down %v, enabled %v, journal %+v", sched, oos, h.ForcedDown, h.Enabled, j)
+	}
+
+	// The way back. While the machine is still off, Nova refuses the force-up: uncordon waits
+	// and says why.
+	cmd = exec.Command(binary(t), "--auto", "uncordon", c0)
+	cmd.Env = c.env
+	out = &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "uncordon waiting for the host's restart", func() bool {
+		return strings.Contains(out.String(), "Nova refuses to force nova-compute on "+c0+" up until it has restarted")
+	})
+	c.world.ReviveHost(c0)
+	kubetest.SetReady(t, cs, c0, true, time.Now())
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("uncordon: %v\n%s", err, out.String())
+	}
+	t.Logf("uncordon:\n%s", out.String())
+	sched, oos, journal = node(c0)
+	h, _ = c.world.Host(c0)
+	if !sched || oos || journal != "" || h.ForcedDown || !h.Up || !h.Enabled {
+		t.Errorf("after uncordon: schedulable %v, out-of-service %v, journal %q, forced down %v, up %v, enabled %v\n%s",
+			sched, oos, journal, h.ForcedDown, h.Up, h.Enabled, out.String())
+	}
+}
+
+func podsOn(t *testing.T, c *autoCluster, node string) []string {
+	list, err := kubetest.Client(t).CoreV1().Pods(c.ns).List(kubetest.Ctx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.Spec.NodeName == node {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
