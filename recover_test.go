@@ -175,3 +175,43 @@ func podsOn(t *testing.T, c *autoCluster, node string) []string {
 	}
 	return out
 }
+
+// A node that turns Ready during a recovery stops it (exit 4) before another VM is rebuilt:
+// a machine that answers is not dead. The journal says why.
+func TestRecoverStopsWhenTheNodeComesBack(t *testing.T) {
+	c := newAutoClusterWith(t, autoOptions{seed: 12, spare: true, pdbMin: 1, scale: 1})
+	cs := kubetest.Client(t)
+	c0 := c.px + "-c0"
+	c.world.KillHost(c0)
+	kubetest.SetReady(t, cs, c0, false, time.Now().Add(-5*time.Minute))
+	cmd := exec.Command(binary(t), "--auto", "recover", c0, "--confirm-fenced")
+	cmd.Env = c.env
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 60*time.Second, "the first VM being rebuilt", func() bool {
+		return strings.Contains(out.String(), "rebuilding")
+	})
+	kubetest.SetReady(t, cs, c0, true, time.Now())
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 || !strings.Contains(out.String(), "the node turned Ready") {
+		t.Fatalf("exit %v, want 4 and why:\n%s", err, out.String())
+	}
+	rebuilt := 0
+	for _, name := range []string{"db-1", "db-2"} {
+		vm, _ := c.world.ServerByName(name)
+		rebuilt += len(c.world.MigrationStatuses(vm.ID))
+	}
+	if rebuilt != 1 {
+		t.Errorf("%d VMs rebuilt, want only the one under way when the node came back\n%s", rebuilt, out.String())
+	}
+	n, err := cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if journal := n.Annotations[ops.JournalAnnotation]; !strings.Contains(journal, `"phase":"interrupted"`) || !strings.Contains(journal, "turned Ready") {
+		t.Errorf("journal: %s", journal)
+	}
+}

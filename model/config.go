@@ -38,6 +38,9 @@ type RecoverConfig struct {
 	// tainted out-of-service; drainctl force-deletes those still there after it (the machine
 	// is fenced: no container can still run).
 	PodsGoneWithin Duration `toml:"pods_gone_within"`
+	// FenceCmd powers a dead node's machine off ({node}: its name); exit 0 proves it off.
+	// --fence-cmd replaces it, --confirm-fenced stands instead of it.
+	FenceCmd string `toml:"fence_cmd"`
 }
 
 // DrainOrderLabel on a pod puts it in an eviction order group ("10", "-5") or, with "skip",

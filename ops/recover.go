@@ -29,7 +29,7 @@ func (e *Engine) planRecover(p *model.Plan, node model.Node, inv model.Inventory
 	k := node.Kube
 	j, journaled := ReadJournal(*k)
 	fencedBefore := journaled && j.Op == model.OpRecover && j.Fenced != ""
-	fenced := ro.FenceCmd != "" || ro.ConfirmFenced || fencedBefore
+	fenced := e.fenceCmd(ro) != "" || ro.ConfirmFenced || fencedBefore
 	p.Reasons = append(p.Reasons, policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced)...)
 	step := func(kind model.StepKind, done bool, detail string) {
 		p.Steps = append(p.Steps, model.Step{Kind: kind, Done: done, Detail: detail})
@@ -38,8 +38,8 @@ func (e *Engine) planRecover(p *model.Plan, node model.Node, inv model.Inventory
 	switch {
 	case fencedBefore:
 		fence = "fenced already: " + j.Fenced
-	case ro.FenceCmd != "":
-		fence = "run " + strings.ReplaceAll(ro.FenceCmd, "{node}", shellQuote(node.Name)) + ": exit 0 proves the machine off"
+	case e.fenceCmd(ro) != "":
+		fence = "run " + strings.ReplaceAll(e.fenceCmd(ro), "{node}", shellQuote(node.Name)) + ": exit 0 proves the machine off"
 	case !fenced:
 		fence = "not proven off: --fence-cmd or --confirm-fenced needed"
 	}
@@ -103,6 +103,15 @@ func (e *Engine) planRecover(p *model.Plan, node model.Node, inv model.Inventory
 	}
 }
 
+// fenceCmd is the command that proves the machine off: --fence-cmd, else [recover]
+// fence_cmd; none when the operator gives their word instead (--confirm-fenced).
+func (e *Engine) fenceCmd(ro RunOptions) string {
+	if ro.ConfirmFenced {
+		return ""
+	}
+	return firstNonEmpty(ro.FenceCmd, e.cfg.Recover.FenceCmd)
+}
+
 // planWayBack adds, to an uncordon, the steps that undo a recovery once the machine runs
 // again: force the service up, then take the out-of-service taint away. Only a recovery's
 // (the journal says so), unless --force.
@@ -136,13 +145,14 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	} else if ok {
 		node.Compute = &svc
 	}
-	fenced := r.ro.FenceCmd != "" || r.ro.ConfirmFenced
+	cmd := e.fenceCmd(r.ro)
+	fenced := cmd != "" || r.ro.ConfirmFenced
 	if reasons := policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced); len(reasons) > 0 {
 		return "", &RefusedError{Reasons: reasons}
 	}
 	how := fmt.Sprintf("confirmed by %s at %s (--confirm-fenced)", e.o.Holder, e.now().UTC().Format(time.RFC3339))
-	if r.ro.FenceCmd != "" {
-		err := runShell(ctx, "--fence-cmd", r.ro.FenceCmd, p.Node, p.Host, func(line string) { r.nodeChanged("fence-cmd: " + line) })
+	if cmd != "" {
+		err := runShell(ctx, "--fence-cmd", cmd, p.Node, p.Host, func(line string) { r.nodeChanged("fence-cmd: " + line) })
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", err
@@ -260,7 +270,10 @@ func (r *runner) podsGone(ctx context.Context) (string, error) {
 	changes, cancel := e.kube.Subscribe()
 	defer cancel()
 	deadline := e.now().Add(e.cfg.Recover.PodsGoneWithin.D())
-	seen := map[string]bool{}
+	seen := map[string]bool{} // the plan's pods, gone since, are reported gone too
+	for _, pod := range p.Pods {
+		seen[pod.Key()] = true
+	}
 	forced := 0
 	for {
 		left := r.deadPods()

@@ -50,6 +50,14 @@ type Options struct {
 	// Contexts are the kubeconfig's contexts and Switch connects to one (:ctx); nil: no switching.
 	Contexts []string
 	Switch   Switcher
+	// Machines, in the demo, lets a node's machine die and come back (:kill, :revive).
+	Machines Machines
+}
+
+// Machines is the demo's power switch over its nodes' machines.
+type Machines interface {
+	KillHost(node string) error
+	ReviveHost(node string) error
 }
 
 // shared is what every pane reads; the root owns it and passes it down.

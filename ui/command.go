@@ -9,6 +9,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // Command mode (k9s's ":"): :nodes, :vms, :pods, :victims, :ops, :campaign, :ctx [NAME],
@@ -68,6 +69,8 @@ func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
 	case "pods", "pod", "po":
 		m.list.open(podList, s)
 		return m.goTo(listScreen), nil
+	case "kill", "revive":
+		return m.power(verb, arg)
 	case "victims", "scale-down", "sd":
 		return m.goTo(victimsScreen), nil
 	case "ops", "operations", "op":
@@ -153,3 +156,27 @@ func (m Model) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
 
 // showOps: the operations screen (o, :ops).
 type showOps struct{}
+
+// power makes a demo node's machine die (:kill NODE) or come back (:revive NODE).
+func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
+	mach := m.s.opts.Machines
+	switch {
+	case mach == nil:
+		m.setStatus(":"+verb+" is the demo's: a real machine is powered off and on outside drainctl", true)
+		return m, nil
+	case node == "":
+		if n, ok := m.nodes.current(&m.s); ok {
+			node = n.Name
+		}
+	}
+	do, what := mach.KillHost, "dead: NotReady, nova-compute down; X recovers it once it has been NotReady for [recover] not_ready_for"
+	if verb == "revive" {
+		do, what = mach.ReviveHost, "running again; u brings a recovered node back"
+	}
+	if err := do(node); err != nil {
+		m.setStatus(err.Error(), true)
+		return m, nil
+	}
+	m.setStatus(text.Sprintf("%s %s", node, what), false)
+	return m, nil
+}

@@ -263,7 +263,10 @@ func (m Model) cannot(op model.OpKind, targets []string) string {
 		if op == model.OpUncordon && n.Kube.Schedulable && (n.Compute == nil || n.Compute.Enabled) {
 			return t + " is not cordoned"
 		}
-		if (op == model.OpCordon || op == model.OpEvacuate) && m.running(t) {
+		if op == model.OpRecover && n.Kube.Ready {
+			return t + " is Ready: recover is for a dead node (NotReady, its nova-compute down); e evacuates a live one"
+		}
+		if (op == model.OpCordon || op == model.OpEvacuate || op == model.OpRecover) && m.running(t) {
 			return "an operation is already running on " + t
 		}
 	}

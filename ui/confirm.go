@@ -79,6 +79,11 @@ func (p *confirmPane) update(msg tea.KeyMsg, s *shared) intent {
 		return toggle(func(o *policy.Options) { o.AllowLastNode = !o.AllowLastNode })
 	case matches(msg, k.ToggleCold):
 		return toggle(func(o *policy.Options) { o.ColdMigrateRunning = !o.ColdMigrateRunning })
+	case matches(msg, k.ToggleFenced) && pd.op == model.OpRecover:
+		next := *pd
+		next.ro.ConfirmFenced = !next.ro.ConfirmFenced
+		next.ro.FromCache = true
+		return replan{&next}
 	case matches(msg, k.Target) && pd.op == model.OpMigrate:
 		return pickTarget{pd}
 	case matches(msg, k.Confirm):
@@ -153,7 +158,11 @@ func (p *confirmPane) view(s *shared) string {
 			b.WriteString(style.Render(truncate(text.Sprintf("  %-6s %s", r.Severity, what), width)) + "\n")
 		}
 	}
-	if on := overrideFlags(pd.ro.Policy); len(on) > 0 {
+	on := overrideFlags(pd.ro.Policy)
+	if pd.ro.ConfirmFenced {
+		on = append(on, "--confirm-fenced")
+	}
+	if len(on) > 0 {
 		b.WriteString(st.Danger.Render("overrides: "+strings.Join(on, " ")) + "\n")
 	}
 	var losses, downtime []string
@@ -188,6 +197,8 @@ func (p *confirmPane) view(s *shared) string {
 	switch {
 	case blocked && pd.maintenance == maintainCreate:
 		b.WriteString(st.Warn.Render("The NodeMaintenance will be Failed, retried, until every blocker is resolved.") + "\n")
+	case blocked && pd.op == model.OpRecover:
+		b.WriteString(st.Warn.Render(truncate("Refused until every blocker is resolved (K: your word that the machine is off, --confirm-fenced; or set [recover] fence_cmd).", width)) + "\n")
 	case blocked && pd.maintenance == "" && pinned:
 		b.WriteString(st.Warn.Render(truncate("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides; M moves pinned VMs cold).", width)) + "\n")
 	case blocked && pd.maintenance == "":
@@ -239,6 +250,9 @@ func vmMoves(pl model.Plan, st Styles, width int) string {
 			style = lipgloss.NewStyle()
 		}
 		line := text.Sprintf("     %-6s %-*s %6s  %s", vm.Method, nameW, fit(vm.Name, nameW), text.Bytes(vm.RAMMB<<20), vm.Status)
+		if vm.Disk != "" {
+			line += ": " + vm.Disk
+		}
 		b.WriteString(style.Render(truncate(line, width)) + "\n")
 	}
 	return b.String()

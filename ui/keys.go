@@ -21,6 +21,7 @@ type KeyMap struct {
 	Cordon, Uncordon, Evacuate, Migrate     Binding
 	Abort, Rollback, ForceComplete          Binding
 	Maintain, EndMaintain, Roll, Pause      Binding
+	Recover                                 Binding
 	Operations, Victims, Refresh, Help      Binding
 	Describe, Command, Sort                 Binding
 	Quit                                    Binding
@@ -28,6 +29,7 @@ type KeyMap struct {
 	// In a confirmation.
 	Confirm, Cancel, ToggleForce, ToggleEmptyDir Binding
 	ToggleEviction, ToggleLastNode, ToggleCold   Binding
+	ToggleFenced                                 Binding
 	Target, Why                                  Binding
 	// In the quit dialog, while operations run.
 	QuitWait, QuitAbort, QuitLeave Binding
@@ -58,6 +60,7 @@ func DefaultKeys() KeyMap {
 		Rollback:       bind(true, "R", "rollback", "R"),
 		ForceComplete:  bind(true, "f", "force-complete", "f"),
 		Maintain:       bind(true, "n", "NodeMaintenance: create", "n"),
+		Recover:        bind(true, "X", "recover a dead node: fence it, rebuild its VMs and let its pods go elsewhere", "X"),
 		EndMaintain:    bind(true, "N", "NodeMaintenance: delete (restore)", "N"),
 		Roll:           bind(true, "C", "campaign: roll the selected nodes one by one (shows the running one)", "C"),
 		Pause:          bind(false, "p", "campaign: pause after the current node / resume", "p"),
@@ -77,6 +80,7 @@ func DefaultKeys() KeyMap {
 		ToggleEviction: bind(true, "E", "toggle --disable-eviction", "E"),
 		ToggleLastNode: bind(true, "L", "toggle --allow-last-node", "L"),
 		ToggleCold:     bind(true, "M", "toggle --cold-migrate-running (pinned VMs move cold, with downtime)", "M"),
+		ToggleFenced:   bind(true, "K", "recover: toggle --confirm-fenced (your word that the dead machine is off)", "K"),
 		Target:         bind(true, "t", "migrate: pick the target host (a filterable list)", "t"),
 		Why:            bind(false, "w", "type the reason (nova-compute's disabled reason, as --reason)", "w"),
 		QuitWait:       bind(false, "w", "wait for them (go back)", "w", "esc"),
@@ -126,9 +130,9 @@ func matches(msg any, b Binding) bool {
 func (k KeyMap) groups() [][]Binding {
 	return [][]Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
-		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause},
+		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause, k.Recover},
 		{k.Operations, k.Victims, k.Describe, k.Command, k.Sort, k.Refresh, k.Help, k.Quit, k.Interrupt},
-		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.Target, k.Why},
+		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.ToggleFenced, k.Target, k.Why},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}
 }

@@ -121,6 +121,8 @@ func (p *nodesPane) update(msg tea.KeyMsg, s *shared) intent {
 		return propose{model.OpAbort, p.targets(s)[:min(1, len(p.targets(s)))]}
 	case matches(msg, k.Rollback):
 		return propose{model.OpRollback, p.targets(s)[:min(1, len(p.targets(s)))]}
+	case matches(msg, k.Recover):
+		return propose{model.OpRecover, p.targets(s)[:min(1, len(p.targets(s)))]}
 	case matches(msg, k.Maintain), matches(msg, k.EndMaintain):
 		action := maintainCreate
 		if matches(msg, k.EndMaintain) {
@@ -343,7 +345,7 @@ var shortMismatch = map[model.MismatchCode]string{
 }
 
 var progressive = map[model.OpKind]string{model.OpCordon: "cordoning", model.OpEvacuate: "evacuating",
-	model.OpMigrate: "migrating", model.OpUncordon: "uncordoning", model.OpAbort: "aborting", model.OpRollback: "rolling back"}
+	model.OpMigrate: "migrating", model.OpUncordon: "uncordoning", model.OpAbort: "aborting", model.OpRollback: "rolling back", model.OpRecover: "recovering"}
 
 func rankText(r int) string {
 	if r == 0 {

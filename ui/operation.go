@@ -390,6 +390,8 @@ func (p *opPane) view(s *shared) string {
 		switch vm.method {
 		case model.MoveCold: // Nova tells a cold move's phase, not its bytes
 			line2 = "  " + coldPhase(vm) + "  " + detail
+		case model.MoveRebuild: // a rebuild copies nothing: its state is all there is
+			line2 = "  rebuild " + string(vm.state) + "  " + detail
 		case model.MoveStays:
 			line2 = "  stays on the node  " + detail
 		}

@@ -161,6 +161,8 @@ func (m Model) footer() string {
 			keys = []Binding{k.Confirm, k.Back}
 		case p != nil && p.op == model.OpMigrate:
 			keys = []Binding{k.Confirm, k.Target, k.Back}
+		case p != nil && p.op == model.OpRecover:
+			keys = []Binding{k.Confirm, k.ToggleFenced, k.ToggleForce, k.Back}
 		}
 	default:
 		keys = []Binding{k.Back}

@@ -162,6 +162,9 @@ func runTUI(ctx context.Context, e env) error {
 	}
 	o := ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
 		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr} // the header says DEMO
+	if cl.Demo != nil {
+		o.Machines = cl.Demo
+	}
 	if !e.o.Demo {
 		o.Contexts = kube.Contexts(kube.Options{Kubeconfig: firstNonBlank(e.o.Kubeconfig, e.cfg.Kubernetes.Kubeconfig)})
 		o.Switch = func(ctx context.Context, name string) (ui.Switched, error) {

@@ -59,6 +59,8 @@ type Cluster struct {
 	MaintenancesErr error
 	// Where is the cluster, for the TUI's header.
 	Where model.Where
+	// Demo is the simulated cluster of --demo (its machines can die), nil otherwise.
+	Demo *sim.Demo
 	// background: what the connection runs besides the engine (the demo's NodeMaintenance
 	// controller); Stopped waits for it once the connection's context has ended.
 	background sync.WaitGroup
@@ -80,12 +82,14 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	apiHost := "the simulated cluster"
 	where := model.Where{Demo: o.Demo}
 	poolURL := cfg.CloudPool.URL
+	var simulated *sim.Demo
 	if o.Demo {
 		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
 		if err != nil {
 			return nil, err
 		}
 		context.AfterFunc(ctx, demo.Close)
+		simulated = demo
 		if err := demo.World.ApplyFaultSpec(o.DemoFault); err != nil {
 			return nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
 		}
@@ -172,7 +176,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
 	}
 	kc := kube.NewClient(cs, kinv)
-	cl := &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL, Where: where}
+	cl := &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL, Where: where, Demo: simulated}
 	switch {
 	case !o.Maintenances:
 	case demoStore != nil:

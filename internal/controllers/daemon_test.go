@@ -90,7 +90,7 @@ func TestDaemonFollowsCordonAndUncordon(t *testing.T) {
 	if pods := c.Kube.PodsOn(c0); len(pods) != 4 {
 		t.Errorf("the daemon must leave the pods to whoever cordoned: %d left", len(pods))
 	}
-	kubetest.Eventually(t, 10*time.Second, "DrainctlDone, and the steps' Events, on the node", func() bool {
+	kubetest.Eventually(t, 30*time.Second, "DrainctlDone, and the steps' Events, on the node", func() bool {
 		events, _ := c.CS.CoreV1().Events("default").List(kubetest.Ctx(t), metav1.ListOptions{})
 		seen := map[string]int{}
 		for _, e := range events.Items {

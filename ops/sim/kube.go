@@ -418,8 +418,10 @@ func (k *Kube) SetNodeReady(name string, ready bool) error {
 	}
 	for i := range n.Status.Conditions {
 		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			// Wall time, not the simulated clock (which starts days back): drainctl measures
+			// how long a node has been NotReady against its own clock ([recover] not_ready_for).
 			n.Status.Conditions[i].Status = status
-			n.Status.Conditions[i].LastTransitionTime = metav1.NewTime(k.clock.Now())
+			n.Status.Conditions[i].LastTransitionTime = metav1.Now()
 		}
 	}
 	if !ready {
