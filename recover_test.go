@@ -94,21 +94,8 @@ func TestRecoverADeadHost(t *testing.T) {
 	}
 
 	// Fenced by a command: killed (kill -9) while a VM is being rebuilt.
-	cmd := exec.Command(binary(t), "--auto", "recover", c0, "--fence-cmd", "echo powering off {node}")
-	cmd.Env = c.env
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kubetest.Eventually(t, 60*time.Second, "a VM being rebuilt", func() bool {
-		for _, name := range []string{"db-1", "db-2"} {
-			if vm, _ := c.world.ServerByName(name); vm.Status == "REBUILD" {
-				return true
-			}
-		}
-		return false
-	})
+	cmd, out := c.start(t, "--auto", "recover", c0, "--fence-cmd", "echo powering off {node}")
+	kubetest.Eventually(t, 60*time.Second, "a VM being rebuilt", func() bool { return rebuilding(c, "db-1", "db-2") })
 	cmd.Process.Kill()
 	cmd.Wait()
 	if !strings.Contains(out.String(), "fence-cmd: powering off "+c0) {
@@ -138,13 +125,7 @@ func TestRecoverADeadHost(t *testing.T) {
 
 	// The way back. While the machine is still off, Nova refuses the force-up: uncordon waits
 	// and says why.
-	cmd = exec.Command(binary(t), "--auto", "uncordon", c0)
-	cmd.Env = c.env
-	out = &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out = c.start(t, "--auto", "uncordon", c0)
 	kubetest.Eventually(t, 30*time.Second, "uncordon waiting for the host's restart", func() bool {
 		return strings.Contains(out.String(), "Nova refuses to force nova-compute on "+c0+" up until it has restarted")
 	})
@@ -184,16 +165,8 @@ func TestRecoverStopsWhenTheNodeComesBack(t *testing.T) {
 	c0 := c.px + "-c0"
 	c.world.KillHost(c0)
 	kubetest.SetReady(t, cs, c0, false, time.Now().Add(-5*time.Minute))
-	cmd := exec.Command(binary(t), "--auto", "recover", c0, "--confirm-fenced")
-	cmd.Env = c.env
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kubetest.Eventually(t, 60*time.Second, "the first VM being rebuilt", func() bool {
-		return strings.Contains(out.String(), "rebuilding")
-	})
+	cmd, out := c.start(t, "--auto", "recover", c0, "--confirm-fenced")
+	kubetest.Eventually(t, 60*time.Second, "the first VM being rebuilt", func() bool { return rebuilding(c, "db-1", "db-2") })
 	kubetest.SetReady(t, cs, c0, true, time.Now())
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 || !strings.Contains(out.String(), "the node turned Ready") {
@@ -214,4 +187,14 @@ func TestRecoverStopsWhenTheNodeComesBack(t *testing.T) {
 	if journal := n.Annotations[ops.JournalAnnotation]; !strings.Contains(journal, `"phase":"interrupted"`) || !strings.Contains(journal, "turned Ready") {
 		t.Errorf("journal: %s", journal)
 	}
+}
+
+// rebuilding reports whether one of the VMs is being rebuilt (Nova's evacuate under way).
+func rebuilding(c *autoCluster, vms ...string) bool {
+	for _, name := range vms {
+		if vm, _ := c.world.ServerByName(name); vm.Status == "REBUILD" {
+			return true
+		}
+	}
+	return false
 }
