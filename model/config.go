@@ -12,6 +12,9 @@ type Config struct {
 	// RefreshInterval is how often the Nova side of the inventory is re-read (Kubernetes
 	// updates arrive by watch and need no interval).
 	RefreshInterval Duration `toml:"refresh_interval"`
+	// FullRefreshInterval: a refresh reads what changed in Nova since the last one; every
+	// this long it reads everything again, as a safety net.
+	FullRefreshInterval Duration `toml:"full_refresh_interval"`
 
 	Kubernetes  KubernetesConfig  `toml:"kubernetes"`
 	OpenStack   OpenStackConfig   `toml:"openstack"`
@@ -189,10 +192,11 @@ type PolicyConfig struct {
 // DefaultConfig returns the configuration used when no file says otherwise.
 func DefaultConfig() Config {
 	return Config{
-		RefreshInterval: Duration(5 * time.Second),
-		Kubernetes:      KubernetesConfig{QPS: 50, Burst: 100},
-		OpenStack:       OpenStackConfig{},
-		Mapping:         MappingConfig{Mode: MapByName},
+		RefreshInterval:     Duration(5 * time.Second),
+		FullRefreshInterval: Duration(5 * time.Minute),
+		Kubernetes:          KubernetesConfig{QPS: 50, Burst: 100},
+		OpenStack:           OpenStackConfig{},
+		Mapping:             MappingConfig{Mode: MapByName},
 		Timeouts: TimeoutsConfig{
 			API:       Duration(30 * time.Second),
 			Eviction:  Duration(5 * time.Minute),
@@ -260,6 +264,7 @@ func (c Config) Validate() error {
 		v   Duration
 	}{
 		{"refresh_interval", c.RefreshInterval},
+		{"full_refresh_interval", c.FullRefreshInterval},
 		{"timeouts.api", c.Timeouts.API},
 		{"timeouts.eviction", c.Timeouts.Eviction},
 		{"timeouts.migration", c.Timeouts.Migration},

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +23,30 @@ type NovaSnapshot struct {
 	Migrations  []Migration // live migrations not yet in a final state
 	// ServerGroups are the cloud's server groups (nil when they could not be read).
 	ServerGroups []ServerGroup
+}
+
+// Fingerprint sums what the views show of the Nova side (the VMs' places and states, the
+// services, the migrations' progress, the hosts' capacity): equal sums, nothing to show anew.
+func (s NovaSnapshot) Fingerprint() uint64 {
+	h := fnv.New64a()
+	for _, vm := range s.VMs {
+		fmt.Fprintf(h, "%s|%s|%s|%s|%s|%v|%d|%s;", vm.ID, vm.Name, vm.Host, vm.Status, vm.TaskState, vm.Locked, vm.RAMMB, vm.Fault)
+	}
+	for _, c := range s.Services {
+		fmt.Fprintf(h, "%s|%v|%v|%v|%s;", c.Host, c.Enabled, c.Up, c.ForcedDown, c.DisabledReason)
+	}
+	for _, m := range s.Migrations {
+		fmt.Fprintf(h, "%d|%s;", m.ID, m.Status)
+		if m.MemoryProcessed != nil {
+			fmt.Fprintf(h, "%d;", *m.MemoryProcessed)
+		}
+	}
+	for _, hv := range s.Hypervisors {
+		if c := hv.Capacity; c != nil {
+			fmt.Fprintf(h, "%s|%d|%d|%d|%v;", hv.Host, c.VCPU.Used, c.MemoryMB.Used, c.DiskGB.Used, c.MemoryMB.Capacity)
+		}
+	}
+	return h.Sum64()
 }
 
 // Node is one machine seen from both layers. Either half may be missing: a Kubernetes node

@@ -18,6 +18,8 @@ type Inventory struct {
 	mu       sync.Mutex
 	lastNova *model.NovaSnapshot // the last Nova read, for re-joins on Kubernetes changes
 	novaAt   time.Time           // when it was read
+	novaSum  uint64              // its fingerprint: what a view shows of it
+	unmoved  bool                // the last read showed nothing new
 }
 
 // NewInventory joins kube and nova (nova may be nil: Kubernetes alone).
@@ -40,14 +42,31 @@ func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {
 			return model.Inventory{}, err
 		}
 		ns = &s
+		sum := s.Fingerprint()
 		i.mu.Lock()
 		i.lastNova, i.novaAt = ns, i.now()
+		i.unmoved, i.novaSum = sum == i.novaSum, sum
 		i.mu.Unlock()
 	}
 	if err := i.kube.WaitSynced(ctx); err != nil { // Nova was read meanwhile
 		return model.Inventory{}, err
 	}
 	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
+}
+
+// NovaUnmoved reports whether the last Nova read showed nothing new: a view may then wait
+// longer before the next one.
+func (i *Inventory) NovaUnmoved() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.unmoved
+}
+
+// ReadAllNext makes the next Nova read a full one, not only what changed (a view's r).
+func (i *Inventory) ReadAllNext() {
+	if f, ok := i.nova.(interface{ ReadAllNext() }); ok {
+		f.ReadAllNext()
+	}
 }
 
 // ReadChanged reads (fresh) or re-joins, and says which nodes' Kubernetes side changed

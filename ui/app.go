@@ -102,8 +102,9 @@ type Model struct {
 
 	screen, back screen
 	loading      bool
-	ticking      bool // a tickMsg is on its way (none on Kubernetes alone)
-	wantFresh    bool // a Nova read was asked for while another load ran: do it next
+	ticking      bool          // a tickMsg is on its way (none on Kubernetes alone)
+	every        time.Duration // the wait before the next Nova read (load.go's nextEvery)
+	wantFresh    bool          // a Nova read was asked for while another load ran: do it next
 	status       string
 	statusBad    bool
 	helpOffset   int
@@ -274,6 +275,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 	m.loading = false
+	if msg.fresh && msg.err == nil {
+		m.every = m.nextEvery(msg)
+	}
 	var next tea.Cmd
 	if m.wantFresh {
 		m.wantFresh = false
@@ -391,6 +395,10 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case matches(msg, k.Refresh):
 		m.setStatus("refreshing…", false)
+		if m.eng != nil {
+			m.eng.Inventory().ReadAllNext() // everything, not only what changed
+		}
+		m.every = 0
 		return m, m.refresh(true)
 	case matches(msg, k.Victims):
 		m.victims.cursor = 0

@@ -16,8 +16,9 @@ func (m Model) load(fresh bool) tea.Cmd {
 	}
 	eng, ctx, pol, store := m.eng, m.ctx, m.s.opts.Policy, m.s.opts.Maintenances
 	return func() tea.Msg {
+		start := time.Now()
 		victims, inv, err := eng.Recommend(ctx, pol, fresh)
-		msg := inventoryMsg{inv: inv, victims: victims, err: err}
+		msg := inventoryMsg{inv: inv, victims: victims, err: err, fresh: fresh, took: time.Since(start), unmoved: eng.Inventory().NovaUnmoved()}
 		if err != nil {
 			msg.inv, msg.novaAt = eng.Inventory().Cached()
 			msg.stale = true
@@ -69,7 +70,20 @@ func (m Model) watch(subscribe func() (<-chan struct{}, func()), quiet time.Dura
 }
 
 func (m Model) tick() tea.Cmd {
-	return tea.Tick(m.s.opts.Refresh, func(time.Time) tea.Msg { return tickMsg{} })
+	return tea.Tick(max(m.every, m.s.opts.Refresh), func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// nextEvery is the wait before the next Nova read: the configured interval while Nova shows
+// something new, doubling while it shows nothing (up to twelve times the interval: a minute
+// by default), and never less than three times what the last read took. An idle terminal
+// must not load a production Nova and Placement; r still reads everything at once.
+func (m Model) nextEvery(msg inventoryMsg) time.Duration {
+	base := m.s.opts.Refresh
+	every := base
+	if msg.unmoved {
+		every = min(max(m.every, base)*2, 12*base)
+	}
+	return max(every, 3*msg.took)
 }
 
 // watchKube turns informer changes into refreshes, at most one a second.

@@ -23,6 +23,10 @@ type (
 		// Nova read, made at novaAt (zero: never), so the Kubernetes half stays on screen.
 		stale  bool
 		novaAt time.Time
+		// fresh: Nova was read, in took; unmoved: it showed nothing new.
+		fresh   bool
+		took    time.Duration
+		unmoved bool
 	}
 	// maintMsg: the NodeMaintenance resources changed.
 	maintMsg []model.NodeMaintenance

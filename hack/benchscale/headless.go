@@ -93,6 +93,9 @@ func measureNova(ctx context.Context, o options, c *cluster, t *table) error {
 	logf("nova: %d hypervisors, %d VMs read in %s (again: %s, %d requests)", len(snap.Hypervisors), len(snap.VMs), secs(first), secs(again), reqs)
 	t.add(fmt.Sprintf("first full Nova inventory, %d hosts / %d VMs (simulator)", o.size.nodes, o.vms), note("–"), dur(first, nil), "≤ 5 s")
 	t.add(fmt.Sprintf("a Nova refresh (%d requests)", reqs), note("–"), dur(again, nil), "")
+	if err := measureNovaAtRest(ctx, w, env, t); err != nil {
+		return err
+	}
 
 	var osEnv []string
 	for k, v := range env {

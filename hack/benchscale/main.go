@@ -27,6 +27,7 @@ type options struct {
 	vms, workers        int
 	width, height       int
 	worldOnly, hold     bool
+	novaOnly            bool
 }
 
 func main() {
@@ -43,6 +44,7 @@ func main() {
 	flag.IntVar(&o.height, "height", 45, "terminal rows")
 	flag.BoolVar(&o.worldOnly, "world-only", false, "build the world and stop")
 	flag.BoolVar(&o.hold, "hold", false, "build the world and keep the API server up (until interrupted), to look at it by hand")
+	flag.BoolVar(&o.novaOnly, "nova-at-rest", false, "only what an idle TUI asks of Nova and Placement (no API server)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -58,6 +60,9 @@ func logf(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options) error {
+	if o.novaOnly {
+		return runNovaAtRest(ctx, o)
+	}
 	c, err := startCluster(o.data)
 	if err != nil {
 		return err
@@ -179,8 +184,13 @@ func (t *table) add(figure string, k9s, drainctl cell, target string) {
 }
 
 func (t *table) print(o options) {
-	fmt.Printf("\nbench-scale: %d nodes, %d pods on a real kube-apiserver; terminal %dx%d; %d cores (GOMAXPROCS); load avg before %s, after %s\n\n",
-		o.size.nodes, o.size.pods, o.width, o.height, runtime.NumCPU(), t.load[0], t.load[len(t.load)-1])
+	if o.novaOnly {
+		fmt.Printf("\nbench-scale -nova-at-rest: %d hosts, %d VMs in the simulated Nova and Placement; %d cores (GOMAXPROCS); load avg before %s, after %s\n\n",
+			o.size.nodes, o.vms, runtime.NumCPU(), t.load[0], t.load[len(t.load)-1])
+	} else {
+		fmt.Printf("\nbench-scale: %d nodes, %d pods on a real kube-apiserver; terminal %dx%d; %d cores (GOMAXPROCS); load avg before %s, after %s\n\n",
+			o.size.nodes, o.size.pods, o.width, o.height, runtime.NumCPU(), t.load[0], t.load[len(t.load)-1])
+	}
 	fmt.Println("| figure | k9s | drainctl | k9s ÷ drainctl | target (drainctl) |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, r := range t.rows {

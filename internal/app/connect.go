@@ -143,7 +143,8 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	if creds == nil {
 		fmt.Fprintln(stderr, "drainctl: OpenStack is not configured: working on Kubernetes alone (no VMs)")
 	} else {
-		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D(), CPUAllocationRatio: cfg.ScaleDown.CPUAllocationRatio})
+		c, err := nova.Connect(ctx, creds, nova.Options{Timeout: cfg.Timeouts.API.D(), CPUAllocationRatio: cfg.ScaleDown.CPUAllocationRatio,
+			FullReadEvery: cfg.FullRefreshInterval.D()})
 		if err != nil {
 			return nil, unreachable("OpenStack", err)
 		}

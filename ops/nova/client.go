@@ -30,6 +30,9 @@ const (
 type Client struct {
 	compute      *gophercloud.ServiceClient
 	placement    *gophercloud.ServiceClient // nil: not in the catalog
+	cache        roomCache                  // Placement's providers as last read
+	state        tracked                    // servers and migrations as last read (incremental.go)
+	fullEvery    time.Duration
 	network      *gophercloud.ServiceClient // Neutron; nil: not in the catalog
 	microversion string
 	pageSize     int
@@ -47,6 +50,10 @@ type Options struct {
 	// CPUAllocationRatio applies to os-hypervisors' vCPUs when Placement is absent (Placement
 	// carries the real ratios).
 	CPUAllocationRatio float64
+	// FullReadEvery: a refresh reads what changed since the last one; every this long it
+	// reads everything again (default 5 min; negative: always everything, Placement's
+	// providers too: how drainctl read before it read what changed).
+	FullReadEvery time.Duration
 }
 
 // Connect authenticates once (the token is reused and renewed by gophercloud's reauth) and
@@ -96,7 +103,12 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 	if err != nil {
 		network = nil
 	}
-	return &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio}, nil
+	fullEvery := opts.FullReadEvery
+	if fullEvery == 0 {
+		fullEvery = 5 * time.Minute
+	}
+	return &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
+		fullEvery: fullEvery}, nil
 }
 
 // PlacementMissing reports whether capacity comes from os-hypervisors: Placement is not in

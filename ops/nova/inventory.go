@@ -37,32 +37,60 @@ func (c *Client) Snapshot(ctx context.Context) (model.NovaSnapshot, error) {
 // snapshot reads the four lists at once: they are independent, and against a real Nova
 // each is mostly waiting (the servers' pages alone take seconds at 50,000 VMs).
 func (c *Client) snapshot(ctx context.Context) (model.NovaSnapshot, error) {
+	incremental := c.incremental()
 	var snap model.NovaSnapshot
 	var allocs map[string]map[string]int
 	migs := make([][]model.Migration, len(inProgressStatuses))
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { snap.Services, err = c.ComputeServices(ctx, ""); return })
-	g.Go(func() (err error) { snap.Hypervisors, allocs, err = c.hypervisors(ctx); return })
-	g.Go(func() (err error) { snap.VMs, err = c.Servers(ctx, ""); return })
-	g.Go(func() error { snap.ServerGroups = c.ServerGroups(ctx); return nil })
+	serverMark := ""
+	full := true
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { snap.Services, err = c.ComputeServices(gctx, ""); return })
+	g.Go(func() (err error) { snap.Hypervisors, allocs, err = c.hypervisors(gctx); return })
+	g.Go(func() error { snap.ServerGroups = c.ServerGroups(gctx); return nil })
 	var ports map[string]string
-	g.Go(func() error { ports = c.directPorts(ctx); return nil })
-	for i, st := range inProgressStatuses {
+	g.Go(func() error { ports = c.directPorts(gctx); return nil })
+	if incremental {
 		g.Go(func() (err error) {
-			migs[i], err = c.Migrations(ctx, MigrationFilter{Status: st, Type: "live-migration"})
-			return
+			var ms []model.Migration
+			snap.VMs, ms, full, err = c.changed(gctx)
+			migs[0] = ms
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return model.NovaSnapshot{}, err
 	}
+	if !incremental || !full { // the first read, the safety net, or changes-since refused
+		g, gctx = errgroup.WithContext(ctx)
+		g.Go(func() error {
+			snap.VMs = nil
+			return c.eachServer(gctx, servers.ListOpts{AllTenants: true, Limit: c.pageSize}, func(s wireServer) {
+				snap.VMs = append(snap.VMs, s.model())
+				if later(s.Updated, serverMark) {
+					serverMark = s.Updated
+				}
+			})
+		})
+		for i, st := range inProgressStatuses {
+			g.Go(func() (err error) {
+				migs[i], err = c.Migrations(gctx, MigrationFilter{Status: st, Type: "live-migration"})
+				return
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return model.NovaSnapshot{}, err
+		}
+	}
+	for _, m := range migs {
+		snap.Migrations = append(snap.Migrations, m...)
+	}
+	if !incremental || !full {
+		c.remember(snap, serverMark) // before the allocations: the state keeps flavors' sizes
+	}
 	for i := range snap.VMs {
 		allocated(&snap.VMs[i], allocs[snap.VMs[i].ID])
 	}
 	pinByPorts(snap.VMs, ports)
-	for _, m := range migs {
-		snap.Migrations = append(snap.Migrations, m...)
-	}
 	return snap, nil
 }
 
@@ -144,19 +172,11 @@ func (c *Client) listHypervisors(ctx context.Context) ([]model.Hypervisor, error
 
 // Servers lists the servers of every project (all_tenants), on one host or all.
 func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
-	q, err := servers.ListOpts{AllTenants: true, Host: host, Limit: c.pageSize}.ToServerListQuery()
-	if err != nil {
-		return nil, err
-	}
 	var out []model.VM
-	err = walk(ctx, c.compute, c.compute.ServiceURL("servers", "detail")+q, "servers_links", func(p *serversPage) (int, []pageLink) {
-		for _, s := range p.Servers {
-			out = append(out, s.model())
-		}
-		return len(p.Servers), p.Links
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing servers: %w", describe(err))
+	if err := c.eachServer(ctx, servers.ListOpts{AllTenants: true, Host: host, Limit: c.pageSize}, func(s wireServer) {
+		out = append(out, s.model())
+	}); err != nil {
+		return nil, err
 	}
 	if host != "" && len(out) > 0 { // one host's servers (a step's read): their ports too
 		ids := make([]string, len(out))
@@ -166,6 +186,24 @@ func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 		pinByPorts(out, c.directPorts(ctx, ids...))
 	}
 	return out, nil
+}
+
+// eachServer walks the pages of a servers list.
+func (c *Client) eachServer(ctx context.Context, o servers.ListOpts, each func(wireServer)) error {
+	q, err := o.ToServerListQuery()
+	if err != nil {
+		return err
+	}
+	err = walk(ctx, c.compute, c.compute.ServiceURL("servers", "detail")+q, "servers_links", func(p *serversPage) (int, []pageLink) {
+		for _, s := range p.Servers {
+			each(s)
+		}
+		return len(p.Servers), p.Links
+	})
+	if err != nil {
+		return fmt.Errorf("listing servers: %w", describe(err))
+	}
+	return nil
 }
 
 // Server reads one server.
@@ -304,6 +342,8 @@ type MigrationFilter struct {
 	Source     string
 	Status     string
 	Type       string // live-migration, migration, resize, evacuation
+	// ChangesSince: the records updated at or after it (2.59+), Nova's own time format.
+	ChangesSince string
 }
 
 // wireMigration is an os-migrations or server-migrations record as Nova sends it.
@@ -369,6 +409,7 @@ func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Mig
 	set("source_compute", f.Source)
 	set("status", f.Status)
 	set("migration_type", f.Type)
+	set("changes-since", f.ChangesSince)
 	paged := c.atLeast("2.59")
 	if paged && c.pageSize > 0 {
 		q.Set("limit", strconv.Itoa(c.pageSize))

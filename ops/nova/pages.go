@@ -121,6 +121,8 @@ type wireServer struct {
 	Zone string `json:"OS-EXT-AZ:availability_zone"`
 	// Image is {"id": …} for a server booted from an image, "" for one booted from a volume.
 	Image json.RawMessage `json:"image"`
+	// Updated is Nova's updated_at: the mark of an incremental read (changes-since).
+	Updated string `json:"updated"`
 }
 
 type serversPage struct {

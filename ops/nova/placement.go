@@ -14,15 +14,25 @@ import (
 // provider), inventories with their reserved amounts and allocation ratios, and the
 // allocations of every consumer on it (usage is their sum). Placement has no call that
 // returns inventories or allocations for many providers at once, so a refresh lists the
-// providers once and reads each one's inventories and allocations, several at a time.
+// providers once and reads the inventories and allocations of those whose generation moved
+// since the last read (Placement moves a provider's generation with any change of either),
+// several at a time. At rest a refresh is one request, whatever the number of hosts.
 
 // placementWorkers bounds the requests in flight to Placement.
 const placementWorkers = 16
 
-// providerRoom is one provider's capacity and the allocations on it, by consumer.
+// providerRoom is one provider's capacity and the allocations on it, by consumer, as of
+// its generation.
 type providerRoom struct {
-	capacity model.Capacity
-	allocs   map[string]map[string]int
+	capacity   model.Capacity
+	allocs     map[string]map[string]int
+	generation int // -1: read across a change (the two answers' generations differ): read again
+}
+
+// roomCache keeps each provider's last read, by uuid.
+type roomCache struct {
+	mu    sync.Mutex
+	rooms map[string]*providerRoom
 }
 
 // placementRooms reads every provider: keyed by provider uuid (the hypervisor's id) and by
@@ -37,11 +47,31 @@ func (c *Client) placementRooms(ctx context.Context) (map[string]*providerRoom, 
 		return nil, err
 	}
 	out := make(map[string]*providerRoom, 2*len(rps))
+	c.cache.mu.Lock()
+	if c.cache.rooms == nil {
+		c.cache.rooms = map[string]*providerRoom{}
+	}
+	listed := make(map[string]bool, len(rps))
+	stale := rps[:0:0]
+	for _, rp := range rps {
+		listed[rp.UUID] = true
+		if room := c.cache.rooms[rp.UUID]; room != nil && room.generation == rp.Generation && c.fullEvery >= 0 {
+			out[rp.UUID], out[rp.Name] = room, room
+			continue
+		}
+		stale = append(stale, rp)
+	}
+	for uuid := range c.cache.rooms {
+		if !listed[uuid] {
+			delete(c.cache.rooms, uuid) // a provider gone
+		}
+	}
+	c.cache.mu.Unlock()
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, placementWorkers)
 	var wg sync.WaitGroup
-	for _, rp := range rps {
+	for _, rp := range stale {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -57,6 +87,9 @@ func (c *Client) placementRooms(ctx context.Context) (map[string]*providerRoom, 
 				return
 			}
 			out[rp.UUID], out[rp.Name] = room, room
+			c.cache.mu.Lock()
+			c.cache.rooms[rp.UUID] = room
+			c.cache.mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -67,6 +100,7 @@ func (c *Client) placementRooms(ctx context.Context) (map[string]*providerRoom, 
 // .../allocations, decoded once into what drainctl reads (gophercloud's Extract decodes
 // twice through reflection: a tenth of a 5,000-host refresh).
 type wireInventories struct {
+	Generation  int `json:"resource_provider_generation"`
 	Inventories map[string]struct {
 		Total           int64   `json:"total"`
 		Reserved        int64   `json:"reserved"`
@@ -75,6 +109,7 @@ type wireInventories struct {
 }
 
 type wireAllocations struct {
+	Generation  int `json:"resource_provider_generation"`
 	Allocations map[string]struct {
 		Resources map[string]int `json:"resources"`
 	} `json:"allocations"`
@@ -90,7 +125,10 @@ func (c *Client) providerRoom(ctx context.Context, uuid string) (*providerRoom, 
 		return nil, fmt.Errorf("reading the allocations of resource provider %s: %w", uuid, describe(err))
 	}
 	used := map[string]int64{}
-	room := &providerRoom{allocs: make(map[string]map[string]int, len(allocs.Allocations))}
+	room := &providerRoom{allocs: make(map[string]map[string]int, len(allocs.Allocations)), generation: allocs.Generation}
+	if inv.Generation != allocs.Generation {
+		room.generation = -1 // changed between the two reads: neither can be trusted next time
+	}
 	for consumer, a := range allocs.Allocations {
 		room.allocs[consumer] = a.Resources
 		for class, n := range a.Resources {

@@ -149,3 +149,72 @@ func TestWithoutPlacementCapacityComesFromHypervisors(t *testing.T) {
 		t.Errorf("capacity %+v", got)
 	}
 }
+
+// At rest a refresh reads Placement once (the providers' list): a provider's inventories and
+// allocations are read again only when its generation moved. A migration moves the
+// generations of its two hosts, and only theirs.
+func TestPlacementReadsOnlyWhatChanged(t *testing.T) {
+	w := sim.NewWorld(sim.Options{Scale: 50})
+	hosts := []string{"c0", "c1", "c2", "c3", "c4"}
+	for _, h := range hosts {
+		w.AddHost(h, 16, 65536, 1000)
+	}
+	w.AddServer("vm-a", "c0", sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	srv, err := sim.Serve(w, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := connect(t, srv, nova.Options{})
+	placement := func() (list, perProvider int) {
+		for route, n := range w.Stats().ByRoute {
+			switch {
+			case route == "placement GET /resource_providers":
+				list += n
+			case len(route) > 10 && route[:10] == "placement ":
+				perProvider += n
+			}
+		}
+		return
+	}
+	read := func() map[string]model.Capacity {
+		hvs, err := c.Hypervisors(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]model.Capacity{}
+		for _, h := range hvs {
+			out[h.Host] = *h.Capacity
+		}
+		return out
+	}
+	read()
+	list0, per0 := placement()
+	if per0 != 2*len(hosts) {
+		t.Fatalf("first read: %d per-provider requests, want %d (inventories and allocations of each)", per0, 2*len(hosts))
+	}
+	read()
+	list1, per1 := placement()
+	if list1 != list0+1 || per1 != per0 {
+		t.Errorf("a read at rest made %d list and %d per-provider requests, want 1 and 0", list1-list0, per1-per0)
+	}
+	vm, _ := w.ServerByName("vm-a")
+	if err := c.LiveMigrate(ctx(t), vm.ID, "c3"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if s, _ := w.ServerByName("vm-a"); s.Host == "c3" && s.Status == "ACTIVE" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	caps := read()
+	_, per2 := placement()
+	if per2-per1 != 4 {
+		t.Errorf("after a migration c0 → c3: %d per-provider requests, want 4 (the two hosts' inventories and allocations)", per2-per1)
+	}
+	if caps["c0"].MemoryMB.Used != 0 || caps["c3"].MemoryMB.Used != 2048 {
+		t.Errorf("after the migration: c0 uses %d MB, c3 %d MB; want 0 and 2048", caps["c0"].MemoryMB.Used, caps["c3"].MemoryMB.Used)
+	}
+}

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 )
 
 // ---- migrations ----
@@ -151,9 +152,19 @@ func listMigrations(c *call) (int, any) {
 		q.Del("limit")
 		q.Del("marker")
 	}
+	since := time.Time{}
+	if c.mv.atLeast(59) {
+		var f novaFault
+		if since, f = changesSince(q.Get("changes-since")); f != "" {
+			return 400, f
+		}
+	}
 	list := []*migration{}
 	for i := len(c.w.migrations) - 1; i >= 0; i-- { // newest first
 		m := c.w.migrations[i]
+		if m.updated.Before(since) {
+			continue
+		}
 		if v := q.Get("instance_uuid"); v != "" && m.server.ID != v {
 			continue
 		}

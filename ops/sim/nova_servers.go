@@ -73,10 +73,21 @@ func listServers(detail bool) route {
 		q := c.r.URL.Query()
 		// all_tenants matters to a real Nova; the simulated cloud has one project.
 		host := q.Get("host")
+		since, f := changesSince(q.Get("changes-since"))
+		if f != "" {
+			return 400, f
+		}
 		list := []*VM{}
 		for _, s := range c.w.sortedServers() {
-			if host == "" || s.Host == host {
+			if (host == "" || s.Host == host) && !s.Updated.Before(since) {
 				list = append(list, s)
+			}
+		}
+		if !since.IsZero() { // a changes-since list shows the servers deleted since, too
+			for _, s := range c.w.deleted {
+				if (host == "" || s.Host == host) && !s.Updated.Before(since) {
+					list = append(list, s)
+				}
 			}
 		}
 		page, next, fault := paginate(c, len(list), func(i int) string { return list[i].ID }, func(i int) string { return list[i].ID })
@@ -255,4 +266,18 @@ func revertResize(c *call, s *VM) (int, any) {
 	m.setStatus("reverting", c.now)
 	s.Status, s.TaskState = "REVERT_RESIZE", "resize_reverting"
 	return 202, nil
+}
+
+// changesSince parses a changes-since filter (ISO 8601); zero when absent. Nova compares it
+// with updated_at: what changed at or after it.
+func changesSince(v string) (time.Time, novaFault) {
+	if v == "" {
+		return time.Time{}, ""
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04:05.999999"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, ""
+		}
+	}
+	return time.Time{}, faultf("Invalid input for query parameters changes-since. Value: %s. '%s' is not a 'date-time'", v, v)
 }

@@ -1,10 +1,10 @@
 package sim
 
 import (
+	"fmt"
 	"hash/fnv"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -193,14 +193,40 @@ func (w *World) allocations() *allocIndex {
 	return idx
 }
 
-// generation changes whenever the provider's allocations do (a consistent view marker).
+// providerGen is a provider's generation and the allocations it was last seen with.
+type providerGen struct {
+	gen int
+	sig uint64
+}
+
+// generation is the provider's generation as Placement keeps it: an integer that moves on
+// whenever its inventories or allocations change, and never goes back (a consumer that
+// leaves and returns moves it twice). Computed when asked: a change since the last answer
+// moves it on by one.
 func (w *World) generation(h *Host) int {
-	keys := make([]string, 0)
-	for k := range w.allocationsOn(h.Name) {
+	allocs := w.allocationsOn(h.Name)
+	keys := make([]string, 0, len(allocs))
+	for k := range allocs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	f := fnv.New32a()
-	f.Write([]byte(strings.Join(keys, ",")))
-	return int(f.Sum32() % 100000)
+	f := fnv.New64a()
+	fmt.Fprintf(f, "%d/%d/%d;", h.VCPUs, h.MemoryMB, h.DiskGB)
+	for _, k := range keys {
+		a := allocs[k]
+		fmt.Fprintf(f, "%s:%d/%d/%d;", k, a["VCPU"], a["MEMORY_MB"], a["DISK_GB"])
+	}
+	sig := f.Sum64()
+	if w.generations == nil {
+		w.generations = map[string]providerGen{}
+	}
+	g, seen := w.generations[h.Name]
+	if !seen {
+		g.gen = 1
+	} else if g.sig != sig {
+		g.gen++
+	}
+	g.sig = sig
+	w.generations[h.Name] = g
+	return g.gen
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -111,6 +112,7 @@ type World struct {
 	hosts      map[string]*Host
 	hostOrder  []string
 	servers    map[string]*VM
+	deleted    []*VM        // tombstones: a changes-since list shows them (status DELETED)
 	migrations []*migration // in creation order
 	actions    map[string][]*action
 	nextMigID  int64
@@ -118,8 +120,11 @@ type World struct {
 	lastEvent  time.Time
 	// changes counts edits made outside the migration machinery (hosts and servers added,
 	// Update); with lastEvent and the migrations it keys the allocations' index.
-	changes     int
-	alloc       *allocIndex
+	changes int
+	alloc   *allocIndex
+	// generations: each provider's Placement generation, moved on when its allocations are
+	// seen to have changed since (placement.go).
+	generations map[string]providerGen
 	faults      []*Fault
 	noValidHost bool
 	sorted      struct { // sortedServers' last answer, at changes
@@ -232,7 +237,16 @@ func (w *World) Update(f func(hosts map[string]*Host, servers map[string]*VM)) {
 	defer w.mu.Unlock()
 	now := w.clock.Now()
 	w.advance(now)
+	before := make(map[string]VM, len(w.servers))
+	for id, s := range w.servers {
+		before[id] = *s
+	}
 	f(w.hosts, w.servers)
+	for id, s := range w.servers { // what f changed is updated now, as Nova's updated_at says
+		if b, ok := before[id]; !ok || !reflect.DeepEqual(b, *s) {
+			s.Updated = now
+		}
+	}
 	w.changes++
 	// A guest whose dirty rate changed mid-copy converges (or not) from now on.
 	for _, m := range w.migrations {
@@ -240,6 +254,23 @@ func (w *World) Update(f func(hosts map[string]*Host, servers map[string]*VM)) {
 			m.rebase(now, w.opts.BandwidthBytesPerSec, m.server.DirtyBytesPerSec)
 		}
 	}
+}
+
+// DeleteServer deletes a server as Nova does: gone from the lists, but shown as DELETED to
+// a changes-since list (admin, all tenants).
+func (w *World) DeleteServer(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, s := range w.servers {
+		if s.Name == name {
+			delete(w.servers, id)
+			s.Status, s.VMState, s.TaskState, s.Updated = "DELETED", "deleted", "", w.clock.Now()
+			w.deleted = append(w.deleted, s)
+			w.changes++
+			return true
+		}
+	}
+	return false
 }
 
 // SetNoValidHost makes every scheduling decision fail, as when no host has room.
