@@ -430,6 +430,12 @@ func TestRowsWhileThePodsAreRead(t *testing.T) {
 	if !strings.Contains(view, "reading pods…") || !strings.Contains(view, partial.Nodes[0].Name) || strings.Contains(view, "reading the cluster…") {
 		t.Fatalf("while syncing:\n%s", view)
 	}
+	// PODS says … while the pods stream in: a 0 would be a claim.
+	for _, line := range strings.Split(view, "\n") {
+		if strings.Contains(line, partial.Nodes[0].Name) && (!strings.Contains(line, "…") || strings.Contains(line, " 0 ")) {
+			t.Errorf("a row while the pods are read: %q", line)
+		}
+	}
 	full := inventory(3)
 	next, _ = next.Update(inventoryMsg{inv: full, victims: policy.Rank(full, policy.Options{}, policy.DefaultWeights())})
 	next, _ = next.Update(syncMsg{inv: partial, syncing: false})

@@ -283,13 +283,14 @@ func (p *nodesPane) view(s *shared) string {
 type rowKey struct {
 	name                      string
 	cursor, selected, running bool
+	podsComing                bool // the first read of the pods goes on: PODS shows …
 	notes                     string
 	width                     int
 }
 
 func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) string {
 	mism := n.Mismatches(s.inv.NovaConfigured)
-	key := rowKey{n.Name, cursor, p.selected[n.Name], s.ops.running(n.Name), notes(s, n, mism), s.width}
+	key := rowKey{n.Name, cursor, p.selected[n.Name], s.ops.running(n.Name), s.syncing, notes(s, n, mism), s.width}
 	if p.cache == nil {
 		return p.renderRow(s, n, cols, key, mism)
 	}
@@ -311,9 +312,13 @@ func (p *nodesPane) renderRow(s *shared, n model.Node, cols []column, key rowKey
 	if len(mism) > 0 {
 		name = "!" + name
 	}
+	pods := text.Pods(n)
+	if key.podsComing && n.Kube != nil {
+		pods = "…" // a count before the pods have all arrived would be a claim
+	}
 	cells := map[string]string{
 		"NAME": name, "ROLES": text.Roles(n), "K8S": kubeShort(n), "COMPUTE": text.Compute(n, s.inv.NovaConfigured),
-		"VCPU": text.VCPU(n), "RAM": text.RAM(n), "VMS": text.VMs(n, s.inv.NovaConfigured), "PODS": text.Pods(n),
+		"VCPU": text.VCPU(n), "RAM": text.RAM(n), "VMS": text.VMs(n, s.inv.NovaConfigured), "PODS": pods,
 		"OPERATION / NOTES": key.notes, "RANK": rankText(s.rank[n.Name]),
 	}
 	parts := make([]string, 0, len(cols))
