@@ -447,19 +447,6 @@ func TestAutoKilledBeforeTheConfirm(t *testing.T) {
 	}
 }
 
-// start runs drainctl in the background, its output (stdout and stderr) read as it comes.
-func (c *autoCluster) start(t *testing.T, args ...string) (*exec.Cmd, *lockedBuffer) {
-	t.Helper()
-	cmd := exec.Command(binary(t), args...)
-	cmd.Env = c.env
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd, out
-}
-
 // lockedBuffer is a process's output, read while the process writes it.
 type lockedBuffer struct {
 	mu sync.Mutex

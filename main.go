@@ -100,6 +100,11 @@ Campaign flags (roll):
   --exec 'CMD {node}'  run on each emptied node ({node}: its name; env DRAINCTL_NODE, DRAINCTL_HOST)
   --wait-ready         wait for the node to reboot and come back Ready with nova-compute up
   --on-failure MODE    stop (default): stop at the failed node; skip: roll it back, go on
+  --window 'DAYS HH:MM-HH:MM ZONE'   no node starts outside it (e.g. 'Mon-Fri 22:00-06:00
+                       Europe/Berlin'; [roll] window); the campaign waits, says until when
+  --node-deadline D    a node not drained within D (default 30m) is undrainable:
+  --undrainable MODE   quarantine (default: roll it back, label it drainctl.io/quarantined,
+                       go on), rollback (roll it back, stop) or fail (stop, left as it is)
   --campaign NAME      the campaign's name (default: derived from the nodes or selector)
 
 Simulated cluster (no cluster needed):
@@ -289,6 +294,9 @@ func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 	fs.BoolVar(&o.WaitReady, "wait-ready", false, "")
 	fs.StringVar(&o.OnFailure, "on-failure", "stop", "")
 	fs.StringVar(&o.Campaign, "campaign", "", "")
+	fs.StringVar(&o.Window, "window", "", "")
+	fs.StringVar(&o.Undrainable, "undrainable", "", "")
+	fs.DurationVar(&o.NodeDeadline, "node-deadline", 0, "")
 	fs.StringVar(&o.FenceCmd, "fence-cmd", "", "")
 	fs.BoolVar(&o.ConfirmFenced, "confirm-fenced", false, "")
 	return fs

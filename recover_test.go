@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -94,18 +93,18 @@ func TestRecoverADeadHost(t *testing.T) {
 	}
 
 	// Fenced by a command: killed (kill -9) while a VM is being rebuilt.
-	cmd, out := c.start(t, "--auto", "recover", c0, "--fence-cmd", "echo powering off {node}")
+	p := c.startProcess(t, "--auto", "recover", c0, "--fence-cmd", "echo powering off {node}")
 	kubetest.Eventually(t, 60*time.Second, "a VM being rebuilt", func() bool { return rebuilding(c, "db-1", "db-2") })
-	cmd.Process.Kill()
-	cmd.Wait()
-	if !strings.Contains(out.String(), "fence-cmd: powering off "+c0) {
-		t.Errorf("the fence command's output is not reported:\n%s", out.String())
+	p.cmd.Process.Kill() // kill -9: no safe point
+	p.wait(t)
+	if !strings.Contains(p.out(), "fence-cmd: powering off "+c0) {
+		t.Errorf("the fence command's output is not reported:\n%s", p.out())
 	}
 	r = c.drainctl(t, nil, "--auto", "recover", c0) // the journal holds the fence: no flag needed
 	if r.code != 0 || !strings.Contains(r.stderr, "fence skipped") {
-		t.Fatalf("rerun: exit %d\n%s\nfirst run:\n%s", r.code, r.stderr, out.String())
+		t.Fatalf("rerun: exit %d\n%s\nfirst run:\n%s", r.code, r.stderr, p.out())
 	}
-	t.Logf("first run:\n%s\nrerun:\n%s", out.String(), r.stderr)
+	t.Logf("first run:\n%s\nrerun:\n%s", p.out(), r.stderr)
 	for name, want := range map[string]string{"db-1": "ACTIVE", "db-2": "SHUTOFF"} {
 		vm, _ := c.world.ServerByName(name)
 		if st := c.world.MigrationStatuses(vm.ID); len(st) != 1 || vm.Host == c0 || vm.Status != want {
@@ -125,21 +124,19 @@ func TestRecoverADeadHost(t *testing.T) {
 
 	// The way back. While the machine is still off, Nova refuses the force-up: uncordon waits
 	// and says why.
-	cmd, out = c.start(t, "--auto", "uncordon", c0)
-	kubetest.Eventually(t, 30*time.Second, "uncordon waiting for the host's restart", func() bool {
-		return strings.Contains(out.String(), "Nova refuses to force nova-compute on "+c0+" up until it has restarted")
-	})
+	p = c.startProcess(t, "--auto", "uncordon", c0)
+	p.waitFor(t, "Nova refuses to force nova-compute on "+c0+" up until it has restarted")
 	c.world.ReviveHost(c0)
 	kubetest.SetReady(t, cs, c0, true, time.Now())
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("uncordon: %v\n%s", err, out.String())
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("uncordon: exit %d\n%s", code, p.out())
 	}
-	t.Logf("uncordon:\n%s", out.String())
+	t.Logf("uncordon:\n%s", p.out())
 	sched, oos, journal = node(c0)
 	h, _ = c.world.Host(c0)
 	if !sched || oos || journal != "" || h.ForcedDown || !h.Up || !h.Enabled {
 		t.Errorf("after uncordon: schedulable %v, out-of-service %v, journal %q, forced down %v, up %v, enabled %v\n%s",
-			sched, oos, journal, h.ForcedDown, h.Up, h.Enabled, out.String())
+			sched, oos, journal, h.ForcedDown, h.Up, h.Enabled, p.out())
 	}
 }
 
@@ -165,12 +162,11 @@ func TestRecoverStopsWhenTheNodeComesBack(t *testing.T) {
 	c0 := c.px + "-c0"
 	c.world.KillHost(c0)
 	kubetest.SetReady(t, cs, c0, false, time.Now().Add(-5*time.Minute))
-	cmd, out := c.start(t, "--auto", "recover", c0, "--confirm-fenced")
+	p := c.startProcess(t, "--auto", "recover", c0, "--confirm-fenced")
 	kubetest.Eventually(t, 60*time.Second, "the first VM being rebuilt", func() bool { return rebuilding(c, "db-1", "db-2") })
 	kubetest.SetReady(t, cs, c0, true, time.Now())
-	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 || !strings.Contains(out.String(), "the node turned Ready") {
-		t.Fatalf("exit %v, want 4 and why:\n%s", err, out.String())
+	if code := p.wait(t); code != 4 || !strings.Contains(p.out(), "the node turned Ready") {
+		t.Fatalf("exit %d, want 4 and why:\n%s", code, p.out())
 	}
 	rebuilt := 0
 	for _, name := range []string{"db-1", "db-2"} {
@@ -178,7 +174,7 @@ func TestRecoverStopsWhenTheNodeComesBack(t *testing.T) {
 		rebuilt += len(c.world.MigrationStatuses(vm.ID))
 	}
 	if rebuilt != 1 {
-		t.Errorf("%d VMs rebuilt, want only the one under way when the node came back\n%s", rebuilt, out.String())
+		t.Errorf("%d VMs rebuilt, want only the one under way when the node came back\n%s", rebuilt, p.out())
 	}
 	n, err := cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
 	if err != nil {

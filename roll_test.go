@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drainctl/drainctl/model"
@@ -366,5 +367,70 @@ func TestRollWaitsForItsHealthGates(t *testing.T) {
 	firing.Store(false)
 	if code := p.wait(t); code != 0 || !strings.Contains(p.out(), "gates open: starting") {
 		t.Fatalf("roll: exit %d\n%s", code, p.out())
+	}
+}
+
+// --window: outside it no node starts; the campaign says until when and waits.
+func TestRollWaitsForItsWindow(t *testing.T) {
+	c := newRollCluster(t)
+	c0 := c.px + "-c0"
+	opens := time.Now().UTC().Add(2 * time.Hour)
+	window := fmt.Sprintf("daily %s-%s UTC", opens.Format("15:04"), opens.Add(time.Hour).Format("15:04"))
+	p := c.startProcess(t, "--auto", "roll", c0, "--exec", "true", "--window", window)
+	p.waitFor(t, "waiting: outside the window "+window+": it opens "+opens.Format("Mon 2006-01-02 15:04")+" UTC")
+	k, err := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+	if err != nil || k.Spec.Unschedulable {
+		t.Fatalf("the node was cordoned outside the window: %v %+v", err, k.Spec)
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(t); code != 4 {
+		t.Errorf("interrupted while it waited: exit %d\n%s", code, p.out())
+	}
+	if r := c.drainctl(t, nil, "--auto", "roll", c0, "--window", "Mon-Fri 25:00-06:00"); r.code != 2 || !strings.Contains(r.stderr, "HH:MM-HH:MM") {
+		t.Errorf("a bad window: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// A fleet already hurting gets no node taken out: a node outside the campaign NotReady (and
+// not cordoned: nobody's maintenance) holds it until it is Ready again.
+func TestRollWaitsWhileTheFleetHurts(t *testing.T) {
+	c := newRollCluster(t)
+	c0, c2 := c.px+"-c0", c.px+"-c2"
+	kubetest.SetReady(t, c.cs, c2, false, time.Now())
+	p := c.startProcess(t, "--auto", "roll", c0, "--exec", "true")
+	p.waitFor(t, "outside the campaign NotReady: "+c2)
+	kubetest.SetReady(t, c.cs, c2, true, time.Now())
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("roll: exit %d\n%s", code, p.out())
+	}
+}
+
+// A node that will not drain does not hold the fleet hostage: past --node-deadline it is
+// rolled back and quarantined (labelled, the blocking PDB named), and the campaign goes on.
+// What held it is in the record while it holds.
+func TestRollQuarantinesAnUndrainableNode(t *testing.T) {
+	c := newRollCluster(t)
+	c0, c2 := c.px+"-c0", c.px+"-c2"
+	// Every web pod must stay: the budget never allows a disruption.
+	patch := `{"spec":{"minAvailable":3}}`
+	if _, err := c.cs.PolicyV1().PodDisruptionBudgets(c.ns).Patch(kubetest.Ctx(t), "web-pdb", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "the budget allowing nothing", func() bool {
+		p, err := c.cs.PolicyV1().PodDisruptionBudgets(c.ns).Get(kubetest.Ctx(t), "web-pdb", metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.DesiredHealthy == 3 && p.Status.DisruptionsAllowed == 0
+	})
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c2, "--exec", "true", "--node-deadline", "3s", "--campaign", "stuck")
+	if r.code != 1 || !strings.Contains(r.stderr, c0+" (quarantined)") || !strings.Contains(r.stderr, "blocked: pod "+c.ns+"/web-") {
+		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
+	}
+	rec := c.campaign(t, "stuck")
+	if rec.Nodes[0].Phase != model.PhaseQuarantined || !strings.Contains(rec.Nodes[0].Error, "PodDisruptionBudget") ||
+		rec.Nodes[1].Phase != model.PhaseDone || rec.Undrainable != "quarantine" {
+		t.Errorf("record: %+v", rec)
+	}
+	k, err := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+	if err != nil || k.Labels["drainctl.io/quarantined"] != "deadline" || !strings.Contains(k.Annotations["drainctl.io/quarantined-reason"], "PodDisruptionBudget web-pdb") || k.Spec.Unschedulable {
+		t.Errorf("the quarantined node: labels %v, annotations %v, unschedulable %v", k.Labels, k.Annotations, k.Spec.Unschedulable)
 	}
 }

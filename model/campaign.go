@@ -35,13 +35,18 @@ const (
 	PhaseDone       NodePhase = "done"
 	PhaseFailed     NodePhase = "failed"
 	PhaseSkipped    NodePhase = "skipped" // failed, rolled back, and the campaign went on
+	// PhaseQuarantined: it would not drain within the node deadline: rolled back, labelled
+	// drainctl.io/quarantined with the reason, and the campaign went on (--undrainable quarantine).
+	PhaseQuarantined NodePhase = "quarantined"
 )
 
 // Started reports whether the node has left pending.
 func (p NodePhase) Started() bool { return p != PhasePending }
 
 // Finished reports whether nothing more will happen to the node in this campaign.
-func (p NodePhase) Finished() bool { return p == PhaseDone || p == PhaseSkipped || p == PhaseFailed }
+func (p NodePhase) Finished() bool {
+	return p == PhaseDone || p == PhaseSkipped || p == PhaseFailed || p == PhaseQuarantined
+}
 
 // Campaign is the record of a rolling maintenance.
 type Campaign struct {
@@ -60,6 +65,11 @@ type Campaign struct {
 	Exec      string `json:"exec,omitempty"`
 	WaitReady bool   `json:"waitReady,omitempty"`
 	OnFailure string `json:"onFailure"` // "stop" or "skip"
+	// NodeDeadline bounds each node's drain; Undrainable says what then: quarantine,
+	// rollback or fail. Window is when nodes may start ("" : any time).
+	NodeDeadline time.Duration `json:"nodeDeadline,omitempty"`
+	Undrainable  string        `json:"undrainable,omitempty"`
+	Window       string        `json:"window,omitempty"`
 }
 
 // CampaignNode is one node's progress in a campaign.
@@ -70,6 +80,9 @@ type CampaignNode struct {
 	Started  time.Time `json:"started,omitzero"`
 	Finished time.Time `json:"finished,omitzero"`
 	Error    string    `json:"error,omitempty"`
+	// Blocked is what holds its drain now (a PDB, a VM's migration, a node slot), kept while
+	// it holds: a node stuck for hours says why the whole time.
+	Blocked string `json:"blocked,omitempty"`
 }
 
 // Count returns how many nodes are finished, in progress and pending.

@@ -26,6 +26,20 @@ type Config struct {
 	CloudPool   CloudPoolConfig   `toml:"cloudpool"`
 	Drain       DrainConfig       `toml:"drain"`
 	Recover     RecoverConfig     `toml:"recover"`
+	Roll        RollConfig        `toml:"roll"`
+}
+
+// RollConfig is the [roll] table: a campaign's defaults (the flags override them).
+type RollConfig struct {
+	// Window: no node starts outside it ("Mon-Fri 22:00-06:00 Europe/Berlin"; "" any time).
+	Window string `toml:"window"`
+	// PDBBlockedFor: a PodDisruptionBudget allowing no disruption this long holds the
+	// campaign ("0s": never).
+	PDBBlockedFor Duration `toml:"pdb_blocked_for"`
+	// NodeDeadline bounds each node's drain; Undrainable says what then: "quarantine",
+	// "rollback" or "fail".
+	NodeDeadline Duration `toml:"node_deadline"`
+	Undrainable  string   `toml:"undrainable"`
 }
 
 // RecoverConfig is the [recover] table: when a dead host may be failed over.
@@ -224,6 +238,7 @@ func DefaultConfig() Config {
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
 		Recover:   RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute)},
+		Roll:      RollConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine"},
 	}
 }
 
@@ -277,6 +292,14 @@ func (c Config) Validate() error {
 		if d.v <= 0 {
 			return &FieldError{d.key, fmt.Sprintf("must be positive, got %q", d.v), `use a duration such as "30s" or "5m"`}
 		}
+	}
+	switch c.Roll.Undrainable {
+	case "quarantine", "rollback", "fail":
+	default:
+		return &FieldError{"roll.undrainable", fmt.Sprintf("unknown behaviour %q", c.Roll.Undrainable), `use "quarantine", "rollback" or "fail"`}
+	}
+	if c.Roll.NodeDeadline <= 0 || c.Roll.PDBBlockedFor < 0 {
+		return &FieldError{"roll.node_deadline", "node_deadline must be positive and pdb_blocked_for not negative", `e.g. "30m" and "10m"`}
 	}
 	if c.Recover.NotReadyFor < 0 {
 		return &FieldError{"recover.not_ready_for", "must not be negative", `the default is "60s"`}

@@ -38,7 +38,12 @@ type RollOptions struct {
 	Exec      string // a shell command run on each emptied node; {node} is its name
 	WaitReady bool   // wait for the node to reboot (NotReady or a new boot ID) and come back
 	OnFailure string // "stop" (default): stop at the failed node; "skip": roll it back, go on
-	Run       RunOptions
+	// NodeDeadline bounds a node's drain (default 30 min, AKS's); past it, Undrainable:
+	// "quarantine" (default: roll it back, label it drainctl.io/quarantined, go on),
+	// "rollback" (roll it back and stop) or "fail" (stop, the node left as it is).
+	NodeDeadline time.Duration
+	Undrainable  string
+	Run          RunOptions
 	// VerifyWithin bounds how long a returned node may take to take work again (default 5 min).
 	VerifyWithin time.Duration
 }
@@ -53,8 +58,9 @@ type Roll struct {
 	mu       sync.Mutex
 	rec      model.Campaign
 	paused   bool
-	wake     chan struct{} // closed and replaced when pause is lifted
-	stopping error         // a failure or refusal: no new node starts
+	wake     chan struct{}        // closed and replaced when pause is lifted
+	stopping error                // a failure or refusal: no new node starts
+	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
 }
 
 // campaignKey is the lease and record key of a campaign.
@@ -75,6 +81,16 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	}
 	if o.VerifyWithin <= 0 {
 		o.VerifyWithin = 5 * time.Minute
+	}
+	if o.NodeDeadline <= 0 {
+		o.NodeDeadline = 30 * time.Minute
+	}
+	switch o.Undrainable {
+	case "":
+		o.Undrainable = Quarantine
+	case Quarantine, "rollback", "fail":
+	default:
+		return nil, &UsageError{Problem: fmt.Sprintf("--undrainable %q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
 	}
 	nodes, err := e.rollNodes(o)
 	if err != nil {
@@ -117,6 +133,10 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 		}
 	}
 	r.rec.Holder, r.rec.Parallel, r.rec.Exec, r.rec.WaitReady, r.rec.OnFailure = e.o.Holder, o.Parallel, o.Exec, o.WaitReady, o.OnFailure
+	r.rec.NodeDeadline, r.rec.Undrainable = o.NodeDeadline, o.Undrainable
+	if o.Gates.Window != nil {
+		r.rec.Window = o.Gates.Window.String()
+	}
 	if r.rec.SpreadBy != "" { // a resumed campaign keeps its domains; a new label re-reads them
 		for i := range r.rec.Nodes {
 			if r.rec.Nodes[i].Domain == "" {
@@ -370,8 +390,8 @@ func (r *Roll) Run(ctx context.Context) error {
 	}
 	var skipped []string
 	for _, n := range r.Record().Nodes {
-		if n.Phase == model.PhaseSkipped {
-			skipped = append(skipped, n.Name)
+		if n.Phase == model.PhaseSkipped || n.Phase == model.PhaseQuarantined {
+			skipped = append(skipped, n.Name+" ("+string(n.Phase)+")")
 		}
 	}
 	switch {

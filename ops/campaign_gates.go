@@ -15,24 +15,28 @@ import (
 	"github.com/drainctl/drainctl/model"
 )
 
-// Health gates (kured's shape): before each node of a campaign starts, the operator's gate
-// command must exit 0 and no alert matching --gate-alerts may fire in Prometheus. While one
-// does not hold, no new node starts (the nodes in flight go on), the campaign says why, and
-// it checks again until it holds.
+// Health gates (kured's shape): before each node of a campaign starts, the campaign's window
+// must be open, the fleet must not be hurting already (a node outside the campaign down, a
+// budget stuck at zero), the operator's gate command must exit 0 and no alert matching
+// --gate-alerts may fire in Prometheus. While one does not hold, no new node starts (the
+// nodes in flight go on), the campaign says why (and until when, for a window), and it checks
+// again until it holds.
 
 // GateOptions are a campaign's health gates.
 type GateOptions struct {
 	Cmd        string         // a shell command, {node} replaced; must exit 0
 	Prometheus string         // Prometheus' base URL; its /api/v1/alerts is read
 	Alerts     *regexp.Regexp // alert names that hold the campaign while they fire (nil: any)
+	// Window: no node starts outside it (nil: any time).
+	Window *Window
+	// PDBBlockedFor: a PodDisruptionBudget of the cluster that has allowed no disruption for
+	// this long holds the campaign (0: never). A node outside the campaign that is NotReady
+	// always does: a fleet already hurting does not get another node taken out.
+	PDBBlockedFor time.Duration
 }
 
 // gateOpen waits until every gate holds for node; false when ctx ended or the campaign stops.
 func (r *Roll) gateOpen(ctx context.Context, node string) bool {
-	g := r.o.Gates
-	if g.Cmd == "" && g.Prometheus == "" {
-		return true
-	}
 	said := ""
 	for {
 		why := r.gateClosed(ctx, node)
@@ -58,6 +62,13 @@ func (r *Roll) gateOpen(ctx context.Context, node string) bool {
 // gateClosed says why a gate does not hold now ("" when every one does).
 func (r *Roll) gateClosed(ctx context.Context, node string) string {
 	g := r.o.Gates
+	if w := g.Window; w != nil && !w.Open(r.e.now()) {
+		next := w.NextOpen(r.e.now()).In(w.loc)
+		return fmt.Sprintf("outside the window %s: it opens %s", w, next.Format("Mon 2006-01-02 15:04 MST"))
+	}
+	if why := r.fleetHurting(); why != "" {
+		return why
+	}
 	if g.Cmd != "" {
 		line := strings.ReplaceAll(g.Cmd, "{node}", shellQuote(node))
 		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
@@ -128,4 +139,62 @@ func firingAlerts(ctx context.Context, base string, re *regexp.Regexp) ([]string
 		}
 	}
 	return out, nil
+}
+
+// fleetHurting says why the cluster is already hurting ("" when it is not): a node outside
+// the campaign NotReady and not cordoned (a failure nobody has taken in hand: a cordoned one
+// is someone's maintenance or recovery), or a PodDisruptionBudget that has allowed no disruption for longer
+// than PDBBlockedFor (the campaign's own nodes' budgets go to 0 for a while as they drain:
+// the bound lets that pass).
+func (r *Roll) fleetHurting() string {
+	snap := r.e.kube.Snapshot()
+	ours := map[string]bool{}
+	for _, n := range r.Record().Nodes {
+		ours[n.Name] = true
+	}
+	var down []string
+	for _, n := range snap.Nodes {
+		if !ours[n.Name] && !n.Ready && n.Schedulable {
+			down = append(down, n.Name)
+		}
+	}
+	if len(down) > 0 {
+		return fmt.Sprintf("%d node(s) outside the campaign NotReady: %s", len(down), strings.Join(down, ", "))
+	}
+	bound := r.o.Gates.PDBBlockedFor
+	if bound <= 0 {
+		return ""
+	}
+	now := r.e.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pdbZero == nil {
+		r.pdbZero = map[string]time.Time{}
+	}
+	seen := map[string]bool{}
+	var stuck []string
+	for _, p := range snap.PDBs {
+		key := p.Namespace + "/" + p.Name
+		if p.DisruptionsAllowed > 0 || p.ExpectedPods == 0 {
+			continue
+		}
+		seen[key] = true
+		since, ok := r.pdbZero[key]
+		if !ok {
+			r.pdbZero[key] = now
+			continue
+		}
+		if now.Sub(since) >= bound {
+			stuck = append(stuck, fmt.Sprintf("%s (since %s)", key, since.Format("15:04:05")))
+		}
+	}
+	for key := range r.pdbZero {
+		if !seen[key] {
+			delete(r.pdbZero, key)
+		}
+	}
+	if len(stuck) > 0 {
+		return fmt.Sprintf("PodDisruptionBudget(s) allowing no disruption for over %s: %s", bound, strings.Join(stuck, ", "))
+	}
+	return ""
 }

@@ -23,7 +23,14 @@ func (r *Roll) node(ctx context.Context, i int, plan *model.Plan) error {
 		ro := r.o.Run
 		ro.Leaving = nil
 		ro.KeepLease = true // the node stays ours through the step, until uncordon releases it
-		if _, err := e.Run(ctx, *plan, ro, emit); err != nil {
+		dctx, cancel := context.WithTimeoutCause(ctx, r.o.NodeDeadline, ErrNodeDeadline)
+		_, err := e.Run(dctx, *plan, ro, r.blockers(ctx, i, emit))
+		cancel()
+		blocked := r.setBlocked(ctx, i, "")
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(context.Cause(dctx), ErrNodeDeadline) {
+				return r.undrainable(ctx, i, blocked)
+			}
 			return r.failed(ctx, i, model.PhaseEvacuating, err)
 		}
 		phase = model.PhaseStep
@@ -54,6 +61,115 @@ func (r *Roll) node(ctx context.Context, i int, plan *model.Plan) error {
 	}
 	r.setPhase(ctx, i, model.PhaseDone, "")
 	return nil
+}
+
+// What a campaign does with a node that does not drain within its deadline.
+const (
+	Quarantine = "quarantine" // roll it back, label it, go on
+	// QuarantineLabel marks a node a campaign could not drain (its value: "deadline");
+	// QuarantineReason, an annotation, says what held it.
+	QuarantineLabel  = "drainctl.io/quarantined"
+	QuarantineReason = "drainctl.io/quarantined-reason"
+)
+
+// ErrNodeDeadline stops a node's drain that took longer than the campaign's node deadline.
+var ErrNodeDeadline = errors.New("the node deadline passed")
+
+// undrainable handles a node whose drain passed the deadline, as --undrainable says; blocked
+// is what held it last.
+func (r *Roll) undrainable(ctx context.Context, i int, blocked string) error {
+	name := r.Record().Nodes[i].Name
+	why := fmt.Sprintf("not drained within %s (--node-deadline)", r.o.NodeDeadline)
+	if blocked != "" {
+		why += ": " + blocked
+	}
+	if r.o.Undrainable != "fail" {
+		ro := r.o.Run
+		ro.Leaving = nil
+		back, err := r.e.Plan(ctx, model.OpRollback, name, ro)
+		if err == nil {
+			_, err = r.e.Run(ctx, back, ro, r.emit)
+		}
+		if err != nil {
+			return r.stop(ctx, i, fmt.Errorf("%s; its rollback failed: %w", why, err))
+		}
+		why += "; rolled back"
+	}
+	if r.o.Undrainable != Quarantine {
+		return r.stop(ctx, i, errors.New(why))
+	}
+	if err := r.e.kube.SetLabel(ctx, name, QuarantineLabel, "deadline"); err != nil {
+		return r.stop(ctx, i, fmt.Errorf("%s; labelling it failed: %w", why, err))
+	}
+	if err := r.e.kube.SetAnnotation(ctx, name, QuarantineReason, why); err != nil {
+		return r.stop(ctx, i, fmt.Errorf("%s; annotating it failed: %w", why, err))
+	}
+	r.setPhase(ctx, i, model.PhaseQuarantined, why+"; labelled "+QuarantineLabel)
+	return nil
+}
+
+// stop ends node i as failed and stops the campaign starting new nodes.
+func (r *Roll) stop(ctx context.Context, i int, err error) error {
+	name := r.Record().Nodes[i].Name
+	r.mu.Lock()
+	if r.stopping == nil {
+		r.stopping = err
+	}
+	r.mu.Unlock()
+	r.setPhase(ctx, i, model.PhaseFailed, err.Error())
+	return fmt.Errorf("campaign %s stopped at %s: %w", r.o.Name, name, err)
+}
+
+// blockers passes node i's events on, and records what holds its drain while it holds: a
+// pod a budget refuses, a VM's migration stalled or retried, a node slot waited for.
+func (r *Roll) blockers(ctx context.Context, i int, emit func(Event)) func(Event) {
+	return func(ev Event) {
+		emit(ev)
+		switch ev := ev.(type) {
+		case PodEvent:
+			switch ev.State {
+			case PodBlocked:
+				what := "pod " + ev.Pod + " held by its PodDisruptionBudget"
+				if ev.PDB != "" {
+					what = "pod " + ev.Pod + " held by PodDisruptionBudget " + ev.PDB
+				}
+				r.setBlocked(ctx, i, what)
+			case PodGone, PodEvicted:
+				r.setBlocked(ctx, i, "")
+			}
+		case MigrationEvent:
+			switch ev.State {
+			case MigStalled, MigRetrying, MigFailed:
+				r.setBlocked(ctx, i, fmt.Sprintf("VM %s: migration %s %s", ev.VM, ev.State, ev.Message))
+			case MigCompleted:
+				r.setBlocked(ctx, i, "")
+			}
+		case StepEvent:
+			if ev.State == StepQueued {
+				r.setBlocked(ctx, i, "waiting for a node slot: "+ev.Detail)
+			}
+		}
+	}
+}
+
+// setBlocked records what holds node i ("" : nothing now) when it changed, and returns what
+// held it before.
+func (r *Roll) setBlocked(ctx context.Context, i int, what string) (was string) {
+	r.mu.Lock()
+	n := &r.rec.Nodes[i]
+	was = n.Blocked
+	if was == what {
+		r.mu.Unlock()
+		return was
+	}
+	n.Blocked = what
+	name := n.Name
+	r.mu.Unlock()
+	r.save(ctx)
+	if what != "" {
+		r.note(name, model.PhaseEvacuating, "blocked: "+what)
+	}
+	return was
 }
 
 // failed handles a node that did not get through a phase. Interrupted: the record keeps

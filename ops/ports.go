@@ -51,8 +51,9 @@ type Kube interface {
 	// SetTaint adds the taint (on) or removes every taint with its key, leaving the rest of
 	// the node as it is.
 	SetTaint(ctx context.Context, node string, taint model.Taint, on bool) error
-	// SetAnnotation sets a node annotation; an empty value removes it.
+	// SetAnnotation sets a node annotation; an empty value removes it. SetLabel likewise.
 	SetAnnotation(ctx context.Context, node, key, value string) error
+	SetLabel(ctx context.Context, node, key, value string) error
 	// Evict asks the Eviction API (or deletes, with useDelete) to remove the pod with that UID.
 	// A PDB refusal is a *BudgetError; a pod already gone is nil.
 	Evict(ctx context.Context, pod model.Pod, grace *int64, useDelete bool) error

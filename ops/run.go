@@ -179,7 +179,7 @@ func (r *runner) interrupted(ctx context.Context) error {
 		}
 	case errors.As(cause, &req):
 		why = req.Error()
-	case errors.Is(cause, ErrHostAlive):
+	case errors.Is(cause, ErrHostAlive), errors.Is(cause, ErrNodeDeadline):
 		why = cause.Error()
 	}
 	r.journal(PhaseInterrupted, why)

@@ -55,6 +55,8 @@ type Options struct {
 	SpreadBy, Order                     string
 	GateCmd, GatePrometheus, GateAlerts string
 	WaitReady                           bool
+	Window, Undrainable                 string
+	NodeDeadline                        time.Duration
 	// recover: how the dead machine is proven off.
 	FenceCmd      string
 	ConfirmFenced bool
@@ -214,8 +216,23 @@ func runAuto(ctx context.Context, e env) error {
 		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force,
 			FenceCmd: e.o.FenceCmd, ConfirmFenced: e.o.ConfirmFenced}}
 	a.Roll = ops.RollOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
-		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec, Gates: ops.GateOptions{Cmd: e.o.GateCmd, Prometheus: e.o.GatePrometheus},
-		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run}
+		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec,
+		Gates:     ops.GateOptions{Cmd: e.o.GateCmd, Prometheus: e.o.GatePrometheus, PDBBlockedFor: e.cfg.Roll.PDBBlockedFor.D()},
+		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run,
+		NodeDeadline: e.cfg.Roll.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Undrainable, e.cfg.Roll.Undrainable)}
+	if e.o.NodeDeadline > 0 {
+		a.Roll.NodeDeadline = e.o.NodeDeadline
+	}
+	if w := firstNonBlank(e.o.Window, e.cfg.Roll.Window); w != "" {
+		win, err := ops.ParseWindow(w)
+		if err != nil {
+			if e.o.Window == "" {
+				return &ops.UsageError{Problem: "config: roll.window: " + err.Error(), Hint: HintOf(err)}
+			}
+			return err
+		}
+		a.Roll.Gates.Window = win
+	}
 	if e.o.GateAlerts != "" {
 		re, err := regexp.Compile(e.o.GateAlerts)
 		if err != nil {

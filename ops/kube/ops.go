@@ -172,13 +172,23 @@ func (c *Client) SetTaint(ctx context.Context, node string, taint model.Taint, o
 
 // SetAnnotation sets (or, with "", removes) a node annotation with a merge patch.
 func (c *Client) SetAnnotation(ctx context.Context, node, key, value string) error {
+	return c.patchMeta(ctx, node, "annotations", key, value)
+}
+
+// SetLabel sets (or, with "", removes) a node label with a merge patch.
+func (c *Client) SetLabel(ctx context.Context, node, key, value string) error {
+	return c.patchMeta(ctx, node, "labels", key, value)
+}
+
+func (c *Client) patchMeta(ctx context.Context, node, field, key, value string) error {
 	var v any = value
 	if value == "" {
 		v = nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{field: map[string]any{key: v}}})
 	if _, err := c.cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("annotating %s: %w", node, err)
+		verb := map[string]string{"annotations": "annotating", "labels": "labelling"}[field]
+		return fmt.Errorf("%s %s: %w", verb, node, err)
 	}
 	return nil
 }
