@@ -434,3 +434,32 @@ func TestRollQuarantinesAnUndrainableNode(t *testing.T) {
 		t.Errorf("the quarantined node: labels %v, annotations %v, unschedulable %v", k.Labels, k.Annotations, k.Spec.Unschedulable)
 	}
 }
+
+// Before its first node, a campaign says what it will cost: per node the VMs' memory and the
+// pods, the time at the cloud's measured live-migration rate (the last completed migrations),
+// the fleet's least free memory. Below [roll] min_headroom_percent it is refused (exit 3)
+// with the node where it would fall short, and nothing changes.
+func TestRollForecastsAndKeepsHeadroom(t *testing.T) {
+	c := newRollCluster(t)
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stderr, "forecast: 14G of VM memory and 3 pod(s) to move") ||
+		!strings.Contains(r.stderr, "configured: [roll] migration_rate_mib") || !strings.Contains(r.stdout, c0+": pending, 2 VM(s) (10G), 2 pod(s)") {
+		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = c.drainctl(t, nil, "--auto", "migrate", "app-1"); r.code != 0 {
+		t.Fatalf("migrate: exit %d\n%s", r.code, r.stderr)
+	}
+	if r = c.drainctl(t, nil, "--auto", "roll", c0, "--dry-run"); !strings.Contains(r.stderr, "measured from the last 1 live migration(s)") {
+		t.Errorf("the rate after a migration:\n%s", r.stderr)
+	}
+	cfg := filepath.Join(c.home, ".config", "drainctl", "config.toml")
+	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"50ms\"\n[roll]\nmin_headroom_percent = 99.99\n"), 0o600)
+	r = c.drainctl(t, nil, "--auto", "roll", c0, c1, "--exec", "true")
+	if r.code != 3 || !strings.Contains(r.stderr, "min_headroom_percent") || !strings.Contains(r.stderr, "while "+c0+" is out") {
+		t.Fatalf("below the headroom: exit %d\n%s", r.code, r.stderr)
+	}
+	if k, _ := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{}); k.Spec.Unschedulable {
+		t.Error("a refused campaign cordoned its first node")
+	}
+}

@@ -70,6 +70,9 @@ type Campaign struct {
 	NodeDeadline time.Duration `json:"nodeDeadline,omitempty"`
 	Undrainable  string        `json:"undrainable,omitempty"`
 	Window       string        `json:"window,omitempty"`
+	// Expected is the forecast's time for the nodes left when it ran: the ETA until a node
+	// has finished and the campaign's own measure takes over.
+	Expected time.Duration `json:"expected,omitempty"`
 }
 
 // CampaignNode is one node's progress in a campaign.
@@ -111,11 +114,37 @@ func (c Campaign) ETA() time.Duration {
 			done++
 		}
 	}
-	if done == 0 {
-		return 0
-	}
 	_, inProgress, pending := c.Count()
+	if done == 0 {
+		return c.Expected // the forecast's, until the campaign measures its own
+	}
 	par := max(1, c.Parallel)
 	rounds := (inProgress + pending + par - 1) / par
 	return sum / time.Duration(done) * time.Duration(rounds)
+}
+
+// Forecast is what a campaign will cost, said before it starts: per node what moves and how
+// long its VMs take at the cloud's live-migration rate, the whole campaign's time at its
+// parallelism, and the least free memory the fleet keeps at any point.
+type Forecast struct {
+	Nodes      []NodeForecast `json:"nodes"`
+	RateMiBps  float64        `json:"rateMiBps"`  // live-migration rate assumed
+	RateSource string         `json:"rateSource"` // "measured from N live migrations" or "configured"
+	Total      time.Duration  `json:"total"`      // the VMs' copy time, nodes run Parallel at once
+	// MinFreeMB is the fleet's least free memory (the hosts not in flight, less the VMs of
+	// those in flight), MinFreePercent of their capacity, reached while MinFreeAt is emptied.
+	MinFreeMB      int64   `json:"minFreeMB"`
+	MinFreePercent float64 `json:"minFreePercent"`
+	MinFreeAt      string  `json:"minFreeAt,omitempty"`
+	// Short names the node where the free memory would fall below the headroom ("" : never).
+	Short string `json:"short,omitempty"`
+}
+
+// NodeForecast is one node's share of a campaign.
+type NodeForecast struct {
+	Node       string        `json:"node"`
+	VMs        int           `json:"vms"`
+	VMMemoryMB int64         `json:"vmMemoryMB"`
+	Pods       int           `json:"pods"`
+	Expected   time.Duration `json:"expected"` // its VMs' copy time
 }

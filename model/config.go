@@ -40,6 +40,11 @@ type RollConfig struct {
 	// "rollback" or "fail".
 	NodeDeadline Duration `toml:"node_deadline"`
 	Undrainable  string   `toml:"undrainable"`
+	// MigrationRateMiB is the live-migration rate assumed when the cloud has no recent
+	// migration to measure (MiB/s); MinHeadroomPercent is the least free memory, in percent of
+	// the hosts left, a campaign may bring the fleet down to (else it is refused).
+	MigrationRateMiB   float64 `toml:"migration_rate_mib"`
+	MinHeadroomPercent float64 `toml:"min_headroom_percent"`
 }
 
 // RecoverConfig is the [recover] table: when a dead host may be failed over.
@@ -238,7 +243,8 @@ func DefaultConfig() Config {
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
 		Recover:   RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute)},
-		Roll:      RollConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine"},
+		Roll: RollConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
+			MigrationRateMiB: 500, MinHeadroomPercent: 10},
 	}
 }
 
@@ -297,6 +303,9 @@ func (c Config) Validate() error {
 	case "quarantine", "rollback", "fail":
 	default:
 		return &FieldError{"roll.undrainable", fmt.Sprintf("unknown behaviour %q", c.Roll.Undrainable), `use "quarantine", "rollback" or "fail"`}
+	}
+	if c.Roll.MigrationRateMiB <= 0 || c.Roll.MinHeadroomPercent < 0 || c.Roll.MinHeadroomPercent >= 100 {
+		return &FieldError{"roll.migration_rate_mib", "migration_rate_mib must be positive and min_headroom_percent between 0 and 100", ""}
 	}
 	if c.Roll.NodeDeadline <= 0 || c.Roll.PDBBlockedFor < 0 {
 		return &FieldError{"roll.node_deadline", "node_deadline must be positive and pdb_blocked_for not negative", `e.g. "30m" and "10m"`}

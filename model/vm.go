@@ -120,6 +120,7 @@ type Migration struct {
 	DiskProcessed   *int64    `json:"diskProcessedBytes,omitempty"`
 	DiskRemaining   *int64    `json:"diskRemainingBytes,omitempty"`
 	UpdatedAt       time.Time `json:"updatedAt,omitempty"`
+	CreatedAt       time.Time `json:"createdAt,omitempty"`
 }
 
 // stuckAfter is how long a migration may sit in one state before doctor calls it stuck.

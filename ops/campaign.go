@@ -61,6 +61,7 @@ type Roll struct {
 	wake     chan struct{}        // closed and replaced when pause is lifted
 	stopping error                // a failure or refusal: no new node starts
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
+	fc       model.Forecast       // made by NewRoll (campaign_forecast.go)
 }
 
 // campaignKey is the lease and record key of a campaign.
@@ -147,6 +148,10 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	if lowered != "" && emit != nil {
 		emit(NewCampaignEvent(e.now(), r.rec, "", "", lowered))
 	}
+	if r.fc, err = r.forecast(ctx); err != nil {
+		return nil, err
+	}
+	r.rec.Expected = r.fc.Total
 	return r, nil
 }
 
@@ -345,6 +350,10 @@ func (r *Roll) Run(ctx context.Context) error {
 		_ = e.kube.ReleaseLease(rctx, key, e.o.Holder)
 	}()
 
+	if err := r.Refusal(); err != nil {
+		r.setState(context.WithoutCancel(ctx), model.CampaignStopped, err.Error())
+		return err
+	}
 	r.setState(ctx, model.CampaignRunning, "")
 	slots := make(chan struct{}, r.o.Parallel)
 	var wg sync.WaitGroup

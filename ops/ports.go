@@ -118,6 +118,8 @@ type Nova interface {
 	Evacuate(ctx context.Context, id, host string) error
 	EvacuationsFrom(ctx context.Context, host string) ([]model.Migration, error)
 	EvacuatingFrom(ctx context.Context, host string) ([]model.Migration, error)
+	// RecentLiveMigrations are the newest n completed live migrations (the cloud's rate).
+	RecentLiveMigrations(ctx context.Context, n int) ([]model.Migration, error)
 }
 
 // EvacuationsPendingError: Nova refuses to force a service up while evacuations from its

@@ -202,6 +202,12 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	b.WriteString(truncate(summary, width) + "\n")
 	if !p.started {
 		b.WriteString(truncate("each node: capacity check (the rest must absorb it) → evacuate → uncordon → verify it takes work again", width) + "\n")
+		f := p.roll.Forecast()
+		style := st.Muted
+		if f.Short != "" {
+			style = st.Error
+		}
+		b.WriteString(style.Render(truncate(text.Forecast(f), width)) + "\n")
 	}
 	rows := max(3, (s.height-8)/2)
 	cur := current(c)

@@ -227,6 +227,12 @@ func (c *Client) MigrationsOf(ctx context.Context, id string) ([]model.Migration
 	return c.Migrations(ctx, MigrationFilter{InstanceID: id})
 }
 
+// RecentLiveMigrations are the newest n live migrations that completed, for the cloud's
+// measured migration rate.
+func (c *Client) RecentLiveMigrations(ctx context.Context, n int) ([]model.Migration, error) {
+	return c.Migrations(ctx, MigrationFilter{Status: "completed", Type: "live-migration", Limit: n})
+}
+
 // InProgressFrom lists the live migrations leaving host that have not finished.
 func (c *Client) InProgressFrom(ctx context.Context, host string) ([]model.Migration, error) {
 	return c.withStatuses(ctx, host, "live-migration", inProgressStatuses)

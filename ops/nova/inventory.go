@@ -344,6 +344,8 @@ type MigrationFilter struct {
 	Type       string // live-migration, migration, resize, evacuation
 	// ChangesSince: the records updated at or after it (2.59+), Nova's own time format.
 	ChangesSince string
+	// Limit: the newest this many only (one page, 2.59+); 0: all.
+	Limit int
 }
 
 // wireMigration is an os-migrations or server-migrations record as Nova sends it.
@@ -388,7 +390,7 @@ func (w wireMigration) model() model.Migration {
 		SourceCompute: w.SourceCompute, DestCompute: w.DestCompute,
 		MemoryTotal: w.MemoryTotal, MemoryProcessed: w.MemoryProcessed, MemoryRemaining: w.MemoryRemaining,
 		DiskTotal: w.DiskTotal, DiskProcessed: w.DiskProcessed, DiskRemaining: w.DiskRemaining,
-		UpdatedAt: novaTime(w.UpdatedAt)}
+		UpdatedAt: novaTime(w.UpdatedAt), CreatedAt: novaTime(w.CreatedAt)}
 	if m.UpdatedAt.IsZero() {
 		m.UpdatedAt = novaTime(w.CreatedAt) // null at accepted
 	}
@@ -414,6 +416,9 @@ func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Mig
 	if paged && c.pageSize > 0 {
 		q.Set("limit", strconv.Itoa(c.pageSize))
 	}
+	if paged && f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
 	var out []model.Migration
 	for {
 		var body struct {
@@ -428,7 +433,7 @@ func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Mig
 		}
 		// Without an explicit limit Nova still caps a page at osapi_max_limit; a short or
 		// empty page is the last one.
-		if !paged || len(body.Migrations) == 0 || (c.pageSize > 0 && len(body.Migrations) < c.pageSize) ||
+		if !paged || f.Limit > 0 || len(body.Migrations) == 0 || (c.pageSize > 0 && len(body.Migrations) < c.pageSize) ||
 			(c.pageSize == 0 && len(body.Migrations) < 1000) {
 			return out, nil
 		}

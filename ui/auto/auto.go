@@ -306,11 +306,23 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 	}
 	text.Fprintf(a.Stderr, "campaign %s: %s, %d node(s), %d done, parallel %d; recorded in configmap drainctl/drainctl-campaign-%s\n",
 		c.Name, verb, len(c.Nodes), done, c.Parallel, c.Name)
+	f := r.Forecast()
+	text.Fprintf(a.Stderr, "campaign %s: %s\n", c.Name, text.Forecast(f))
 	if a.DryRun {
-		for _, n := range c.Nodes {
-			text.Fprintf(a.Stdout, "%s: %s\n", n.Name, n.Phase)
+		per := map[string]model.NodeForecast{}
+		for _, nf := range f.Nodes {
+			per[nf.Node] = nf
 		}
-		return nil
+		for _, n := range c.Nodes {
+			nf, ok := per[n.Name]
+			if !ok {
+				text.Fprintf(a.Stdout, "%s: %s\n", n.Name, n.Phase)
+				continue
+			}
+			text.Fprintf(a.Stdout, "%s: %s, %d VM(s) (%s), %d pod(s), ~%s\n", n.Name, n.Phase, nf.VMs, text.Bytes(nf.VMMemoryMB<<20), nf.Pods, text.Duration(nf.Expected))
+		}
+		return r.Refusal() // below the headroom: exit 3, the node named
+
 	}
 	return r.Run(ctx)
 }

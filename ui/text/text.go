@@ -164,3 +164,22 @@ func Pods(n model.Node) string {
 	}
 	return fmt.Sprint(running)
 }
+
+// Forecast says what a campaign will cost, in one line.
+func Forecast(f model.Forecast) string {
+	var mb int64
+	pods := 0
+	for _, n := range f.Nodes {
+		mb += n.VMMemoryMB
+		pods += n.Pods
+	}
+	line := Sprintf("forecast: %s of VM memory and %d pod(s) to move; about %s of migrations at %.0f MiB/s (%s)",
+		Bytes(mb<<20), pods, Duration(f.Total), f.RateMiBps, f.RateSource)
+	if f.MinFreeAt != "" {
+		line += Sprintf("; the fleet's free memory is lowest while %s is out: %s (%.0f%%)", f.MinFreeAt, Bytes(max(0, f.MinFreeMB)<<20), f.MinFreePercent)
+	}
+	if f.Short != "" {
+		line += Sprintf("; REFUSED: below the headroom while %s is out", f.Short)
+	}
+	return line
+}

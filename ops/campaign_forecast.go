@@ -1,0 +1,156 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// A campaign's forecast, made before its first node: what each node moves, how long its VMs
+// take at this cloud's live-migration rate (measured from its last completed migrations:
+// each one's guest memory over its time, else [roll] migration_rate_mib), the whole
+// campaign's time at its parallelism, and the least free memory the fleet keeps while the
+// nodes are out in the campaign's order. A campaign whose least free memory falls below
+// [roll] min_headroom_percent is refused, naming the node where it would.
+
+// measuredMigrations is how many recent live migrations the rate is measured from.
+const measuredMigrations = 20
+
+// forecast computes the forecast of the campaign's nodes not yet finished.
+func (r *Roll) forecast(ctx context.Context) (model.Forecast, error) {
+	e := r.e
+	inv, err := e.inv.Read(ctx)
+	if err != nil {
+		return model.Forecast{}, err
+	}
+	f := model.Forecast{RateMiBps: e.cfg.Roll.MigrationRateMiB, RateSource: "configured: [roll] migration_rate_mib"}
+	if e.nova != nil {
+		if ms, err := e.nova.RecentLiveMigrations(ctx, measuredMigrations); err == nil {
+			if rate, n := migrationRate(ms, inv); n > 0 {
+				f.RateMiBps, f.RateSource = rate, fmt.Sprintf("measured from the last %d live migration(s)", n)
+			}
+		}
+	}
+	perSource := max(1, e.cfg.Concurrency.MigrationsPerSource)
+	var order []string
+	for _, n := range r.Record().Nodes {
+		if n.Phase.Finished() {
+			continue
+		}
+		node, ok := inv.Node(n.Name)
+		if !ok {
+			continue
+		}
+		nf := model.NodeForecast{Node: n.Name, VMs: len(node.VMs)}
+		for _, vm := range node.VMs {
+			nf.VMMemoryMB += vm.RAMMB
+		}
+		for _, pod := range node.Pods {
+			if v, _ := policy.ClassifyPod(pod, r.o.Run.Policy); v == policy.Evict || v == policy.Later {
+				nf.Pods++
+			}
+		}
+		seconds := float64(nf.VMMemoryMB) / f.RateMiBps / float64(min(perSource, max(1, nf.VMs)))
+		nf.Expected = time.Duration(seconds * float64(time.Second))
+		f.Nodes = append(f.Nodes, nf)
+		f.Total += nf.Expected
+		order = append(order, n.Name)
+	}
+	f.Total /= time.Duration(max(1, r.o.Parallel))
+	r.lowestFree(&f, inv, order)
+	return f, nil
+}
+
+// migrationRate is the rate of the completed live migrations: their guests' memory (the VMs
+// as the inventory has them) over their durations; n how many were measured.
+func migrationRate(ms []model.Migration, inv model.Inventory) (mibps float64, n int) {
+	ram := map[string]int64{}
+	for _, node := range inv.Nodes {
+		for _, vm := range node.VMs {
+			ram[vm.ID] = vm.RAMMB
+		}
+	}
+	var mib, secs float64
+	for _, m := range ms {
+		d := m.UpdatedAt.Sub(m.CreatedAt).Seconds()
+		if r, ok := ram[m.InstanceID]; ok && d > 0 && !m.CreatedAt.IsZero() {
+			mib += float64(r)
+			secs += d
+			n++
+		}
+	}
+	if n == 0 || secs == 0 {
+		return 0, 0
+	}
+	return mib / secs, n
+}
+
+// lowestFree walks the campaign in order, Parallel nodes out at a time: the hosts not out
+// keep their free memory less the VMs of the nodes out. It records the least, and the first
+// node out when it falls below the headroom.
+func (r *Roll) lowestFree(f *model.Forecast, inv model.Inventory, order []string) {
+	type host struct{ free, capacity, vms int64 }
+	hosts := map[string]host{}
+	var free, capacity int64
+	for _, n := range inv.Nodes {
+		if n.Hypervisor == nil || n.Compute == nil || !n.Compute.Enabled {
+			continue
+		}
+		room, ok := n.Hypervisor.Room(r.e.cpuRatio())
+		if !ok {
+			continue
+		}
+		var vms int64
+		for _, vm := range n.VMs {
+			vms += vm.RAMMB
+		}
+		h := host{int64(room.MemoryMB.Free()), int64(room.MemoryMB.Capacity), vms}
+		hosts[n.Name] = h
+		free += h.free
+		capacity += h.capacity
+	}
+	if capacity == 0 || len(order) == 0 {
+		return
+	}
+	par := max(1, r.o.Parallel)
+	headroom := r.e.cfg.Roll.MinHeadroomPercent
+	f.MinFreePercent = 101
+	for i := range order {
+		out := order[i:min(len(order), i+par)]
+		fr, cp := free, capacity
+		for _, name := range out {
+			h := hosts[name]
+			fr -= h.free + h.vms // its room is gone, and its VMs take others'
+			cp -= h.capacity
+		}
+		pct := 0.0
+		if cp > 0 {
+			pct = 100 * float64(fr) / float64(cp)
+		}
+		if pct < f.MinFreePercent {
+			f.MinFreeMB, f.MinFreePercent, f.MinFreeAt = fr, pct, order[i]
+		}
+		if pct < headroom && f.Short == "" {
+			f.Short = order[i]
+		}
+	}
+}
+
+// Forecast is the campaign's forecast, made when it was read (NewRoll).
+func (r *Roll) Forecast() model.Forecast { return r.fc }
+
+// Refusal refuses a campaign that would bring the fleet's free memory below the headroom
+// (nil when it would not).
+func (r *Roll) Refusal() error {
+	f := r.fc
+	if f.Short == "" {
+		return nil
+	}
+	return &RefusedError{Reasons: []model.Reason{{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: f.Short,
+		Message: fmt.Sprintf("while %s is out the fleet's free memory would fall to %.0f%% (%d MiB), below [roll] min_headroom_percent (%.0f%%)",
+			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.cfg.Roll.MinHeadroomPercent),
+		Override: "fewer nodes at once (--parallel), or [roll] min_headroom_percent"}}}
+}
