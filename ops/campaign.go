@@ -350,7 +350,7 @@ func (r *Roll) Run(ctx context.Context) error {
 		_ = e.kube.ReleaseLease(rctx, key, e.o.Holder)
 	}()
 
-	if err := r.Refusal(); err != nil {
+	if err := r.Refusal(ctx); err != nil {
 		r.setState(context.WithoutCancel(ctx), model.CampaignStopped, err.Error())
 		return err
 	}

@@ -143,14 +143,29 @@ func (r *Roll) lowestFree(f *model.Forecast, inv model.Inventory, order []string
 func (r *Roll) Forecast() model.Forecast { return r.fc }
 
 // Refusal refuses a campaign that would bring the fleet's free memory below the headroom
-// (nil when it would not).
-func (r *Roll) Refusal() error {
+// (nil when it would not). The node where it falls short is planned with the nodes out beside
+// it, so that its own blockers (which VMs fit nowhere) come first.
+func (r *Roll) Refusal(ctx context.Context) error {
 	f := r.fc
 	if f.Short == "" {
 		return nil
 	}
-	return &RefusedError{Reasons: []model.Reason{{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: f.Short,
+	var reasons []model.Reason
+	leaving := []string{f.Short}
+	for i, n := range f.Nodes {
+		if n.Node == f.Short {
+			for _, o := range f.Nodes[i+1 : min(len(f.Nodes), i+max(1, r.o.Parallel))] {
+				leaving = append(leaving, o.Node)
+			}
+		}
+	}
+	ro := r.o.Run
+	ro.Leaving = leaving
+	if p, err := r.e.Plan(ctx, model.OpEvacuate, f.Short, ro); err == nil {
+		reasons = p.Blockers()
+	}
+	return &RefusedError{Reasons: append(reasons, model.Reason{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: f.Short,
 		Message: fmt.Sprintf("while %s is out the fleet's free memory would fall to %.0f%% (%d MiB), below [roll] min_headroom_percent (%.0f%%)",
 			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.cfg.Roll.MinHeadroomPercent),
-		Override: "fewer nodes at once (--parallel), or [roll] min_headroom_percent"}}}
+		Override: "fewer nodes at once (--parallel), or [roll] min_headroom_percent"})}
 }

@@ -148,6 +148,7 @@ func (r *Roll) blockers(ctx context.Context, i int, emit func(Event)) func(Event
 			if ev.State == StepQueued {
 				r.setBlocked(ctx, i, "waiting for a node slot: "+ev.Detail)
 			}
+		case PlanReady, NodeChanged, RunDone, CampaignEvent: // nothing holds the drain
 		}
 	}
 }

@@ -321,7 +321,7 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 			}
 			text.Fprintf(a.Stdout, "%s: %s, %d VM(s) (%s), %d pod(s), ~%s\n", n.Name, n.Phase, nf.VMs, text.Bytes(nf.VMMemoryMB<<20), nf.Pods, text.Duration(nf.Expected))
 		}
-		return r.Refusal() // below the headroom: exit 3, the node named
+		return r.Refusal(ctx) // below the headroom: exit 3, the node named
 
 	}
 	return r.Run(ctx)
