@@ -60,6 +60,7 @@ type autoCluster struct {
 	home       string
 	env        []string
 	world      *sim.World
+	srv        *sim.Server
 	kubeconfig string
 }
 
@@ -118,6 +119,7 @@ func newAutoClusterWith(t *testing.T, o autoOptions) *autoCluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	c.srv = srv
 	home := t.TempDir()
 	c.home = home
 	// A quicker poll than the default 2 s: the simulator runs 50 times faster than life.

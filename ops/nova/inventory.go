@@ -2,6 +2,7 @@ package nova
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -188,14 +189,18 @@ func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 	return out, nil
 }
 
-// eachServer walks the pages of a servers list.
+// eachServer walks the pages of a servers list. A server without its host field is refused:
+// Nova hides it from users its policy does not let see it, and a VM whose host is unknown
+// would make its node look empty.
 func (c *Client) eachServer(ctx context.Context, o servers.ListOpts, each func(wireServer)) error {
 	q, err := o.ToServerListQuery()
 	if err != nil {
 		return err
 	}
+	hidden := false
 	err = walk(ctx, c.compute, c.compute.ServiceURL("servers", "detail")+q, "servers_links", func(p *serversPage) (int, []pageLink) {
 		for _, s := range p.Servers {
+			hidden = hidden || s.Host == nil
 			each(s)
 		}
 		return len(p.Servers), p.Links
@@ -203,7 +208,21 @@ func (c *Client) eachServer(ctx context.Context, o servers.ListOpts, each func(w
 	if err != nil {
 		return fmt.Errorf("listing servers: %w", describe(err))
 	}
+	if hidden {
+		return ErrHostsHidden
+	}
 	return nil
+}
+
+// ErrHostsHidden: Nova shows the servers without their hosts, so which VMs each node holds is
+// unknown.
+var ErrHostsHidden = errors.New("Nova does not show the servers' hosts to this user: its policy lacks os_compute_api:os-extended-server-attributes (see deploy/README.md for the rules drainctl needs)")
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // Server reads one server.
@@ -214,6 +233,9 @@ func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
 	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id), &body, nil); err != nil {
 		return model.VM{}, fmt.Errorf("reading server %s: %w", id, describe(err))
 	}
+	if body.Server.Host == nil {
+		return model.VM{}, ErrHostsHidden
+	}
 	vm := []model.VM{body.Server.model()}
 	pinByPorts(vm, c.directPorts(ctx, id))
 	return vm[0], nil
@@ -221,7 +243,7 @@ func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
 
 func (s wireServer) model() model.VM {
 	vm := model.VM{
-		ID: s.ID, Name: s.Name, Host: s.Host, Status: s.Status, TaskState: s.TaskState,
+		ID: s.ID, Name: s.Name, Host: deref(s.Host), Status: s.Status, TaskState: s.TaskState,
 		VMState: s.VMState, ProjectID: s.TenantID,
 	}
 	if s.Locked != nil {

@@ -99,7 +99,7 @@ func linkIn(body []byte, key string) string {
 type wireServer struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
-	Host      string `json:"OS-EXT-SRV-ATTR:host"`
+	Host      *string `json:"OS-EXT-SRV-ATTR:host"` // nil: Nova's policy hides it from this user
 	Status    string `json:"status"`
 	TaskState string `json:"OS-EXT-STS:task_state"`
 	VMState   string `json:"OS-EXT-STS:vm_state"`

@@ -80,7 +80,7 @@ func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
 		"issued_at":  time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"user":       map[string]any{"id": user.Name, "name": user.Name, "domain": map[string]any{"id": "default", "name": "Default"}},
 		"project":    map[string]any{"id": user.Project, "name": user.Project, "domain": map[string]any{"id": "default", "name": "Default"}},
-		"roles":      []map[string]any{{"id": "admin", "name": "admin"}},
+		"roles":      roles(*user),
 		"catalog": []map[string]any{
 			{"type": "compute", "name": "nova", "id": "nova", "endpoints": []map[string]any{
 				endpoint("public", compute), endpoint("internal", compute), endpoint("admin", compute)}},
@@ -121,4 +121,12 @@ func (s *Server) ExpireTokens() {
 
 func keystoneError(w http.ResponseWriter, code int, title, msg string) {
 	writeJSON(w, code, map[string]any{"error": map[string]any{"code": code, "title": title, "message": msg}})
+}
+
+// roles are the user's Keystone roles: admin, or member and reader for a user of some rules.
+func roles(u User) []map[string]any {
+	if u.Rules == nil {
+		return []map[string]any{{"id": "admin", "name": "admin"}}
+	}
+	return []map[string]any{{"id": "member", "name": "member"}, {"id": "reader", "name": "reader"}}
 }

@@ -65,6 +65,7 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 	if c.mv.atLeast(73) {
 		out["locked_reason"] = nil
 	}
+	hideFor(c.s.userOf(c.r), out)
 	return out
 }
 

@@ -45,6 +45,11 @@ func (s *Server) servePlacement(w http.ResponseWriter, r *http.Request, pattern 
 		placementError(w, http.StatusUnauthorized, "The request you have made requires authentication.")
 		return
 	}
+	if rule := s.refusedRule(r, []string{placementRules[pattern]}); rule != "" {
+		world.mu.Unlock()
+		placementError(w, http.StatusForbidden, "Policy does not allow "+rule+" to be performed.")
+		return
+	}
 	now := world.clock.Now()
 	world.advance(now)
 	w.Header().Set("OpenStack-API-Version", "placement 1.0")

@@ -45,8 +45,22 @@ func (s *Server) Close() error {
 
 // Env is the OS_* environment that points a client (the openstack CLI, gophercloud,
 // drainctl) at this server with the first user.
-func (s *Server) Env() []string {
-	u := s.world.opts.Users[0]
+func (s *Server) Env() []string { return s.EnvFor(s.world.opts.Users[0]) }
+
+// AddUser adds a Keystone user (e.g. one with only some policy rules) and returns the OS_*
+// variables that authenticate as it.
+func (s *Server) AddUser(u User) []string {
+	s.world.mu.Lock()
+	if u.Project == "" {
+		u.Project = "admin"
+	}
+	s.world.opts.Users = append(s.world.opts.Users, u)
+	s.world.mu.Unlock()
+	return s.EnvFor(u)
+}
+
+// EnvFor is the OS_* variables that authenticate as u.
+func (s *Server) EnvFor(u User) []string {
 	return []string{
 		"OS_AUTH_URL=" + s.IdentityURL(), "OS_USERNAME=" + u.Name, "OS_PASSWORD=" + u.Password,
 		"OS_PROJECT_NAME=" + u.Project, "OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default",
@@ -141,6 +155,15 @@ func (s *Server) serveNova(w http.ResponseWriter, r *http.Request, pattern strin
 	if err != nil {
 		world.mu.Unlock()
 		novaError(w, err.status, err.msg)
+		return
+	}
+	action := ""
+	if pattern == "POST /servers/{id}/action" {
+		action = actionOf(r)
+	}
+	if rule := s.refusedRule(r, novaRules(pattern, r, action)); rule != "" {
+		world.mu.Unlock()
+		novaError(w, http.StatusForbidden, string(policyFault(rule)))
 		return
 	}
 	fault := world.matchFault(r, strings.TrimPrefix(r.URL.Path, "/v2.1"))

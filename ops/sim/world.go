@@ -100,6 +100,9 @@ type User struct {
 	Name, Password, Domain, Project string
 	// An application credential, if set, authenticates on its own.
 	AppCredID, AppCredName, AppCredSecret string
+	// Rules, when not nil, are the only Nova and Placement policy rules the user may use (a
+	// member granted them in policy.yaml); nil: the admin role, every rule (policy.go).
+	Rules []string
 }
 
 // World is the simulated Nova state. All methods are safe for concurrent use.
