@@ -43,17 +43,11 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	changes, cancel := d.Engine.Subscribe()
 	defer cancel()
 	defer d.wg.Wait()
-	t := time.NewTicker(d.Resync)
-	defer t.Stop()
-	for {
+	loop(ctx, d.Resync, []<-chan struct{}{changes}, func(ctx context.Context) time.Duration {
 		d.reconcileAll(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changes:
-		case <-t.C:
-		}
-	}
+		return 0
+	})
+	return nil
 }
 
 func (d *Daemon) reconcileAll(ctx context.Context) {

@@ -90,16 +90,29 @@ func TestDaemonFollowsCordonAndUncordon(t *testing.T) {
 	if pods := c.Kube.PodsOn(c0); len(pods) != 4 {
 		t.Errorf("the daemon must leave the pods to whoever cordoned: %d left", len(pods))
 	}
-	kubetest.Eventually(t, 30*time.Second, "DrainctlDone, and the steps' Events, on the node", func() bool {
+	var seen map[string]int
+	var all []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		events, _ := c.CS.CoreV1().Events("default").List(kubetest.Ctx(t), metav1.ListOptions{})
-		seen := map[string]int{}
+		seen, all = map[string]int{}, nil
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == c0 && (e.Reason != "DrainctlDone" || strings.Contains(e.Message, "2 VM(s) migrated")) {
+			if e.InvolvedObject.Name != c0 {
+				continue
+			}
+			all = append(all, fmt.Sprintf("%s x%d: %s", e.Reason, e.Count, e.Message))
+			if e.Reason != "DrainctlDone" || strings.Contains(e.Message, "2 VM(s) migrated") {
 				seen[e.Reason]++
 			}
 		}
-		return seen["DrainctlDone"] == 1 && seen["DrainctlDisableCompute"] == 1 && seen["DrainctlVMMigrated"] == 2
-	})
+		if seen["DrainctlDone"] == 1 && seen["DrainctlDisableCompute"] == 1 && seen["DrainctlVMMigrated"] == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no DrainctlDone (2 VMs), one DrainctlDisableCompute and two DrainctlVMMigrated Events on the node after 30 s; its Events:\n%s", strings.Join(all, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	c.SetUnschedulable(c0, false) // kubectl uncordon
 	kubetest.Eventually(t, 20*time.Second, "compute re-enabled", func() bool {

@@ -73,24 +73,8 @@ func (c *MaintenanceController) Serve(ctx context.Context) error {
 	nodes, cancelNodes := c.Engine.Subscribe()
 	defer cancelNodes()
 	defer c.wg.Wait()
-	t := time.NewTicker(c.Resync)
-	defer t.Stop()
-	for {
-		wait := c.reconcileAll(ctx)
-		var retry <-chan time.Time
-		if wait > 0 {
-			retry = time.After(wait)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changes:
-		case <-nodes:
-		case <-c.trigger:
-		case <-t.C:
-		case <-retry:
-		}
-	}
+	loop(ctx, c.Resync, []<-chan struct{}{changes, nodes, c.trigger}, c.reconcileAll)
+	return nil
 }
 
 // reconcileAll reconciles every resource and returns when the earliest retry is due (0: none).
