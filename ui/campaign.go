@@ -202,15 +202,25 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	b.WriteString(truncate(summary, width) + "\n")
 	if !p.started {
 		b.WriteString(truncate("each node: capacity check (the rest must absorb it) → evacuate → uncordon → verify it takes work again", width) + "\n")
-		f := p.roll.Forecast()
-		style := st.Muted
-		if f.Short != "" {
-			style = st.Error
+		if p.roll != nil { // what it will cost (campaign_forecast.go)
+			f := p.roll.Forecast()
+			style := st.Muted
+			if f.Short != "" {
+				style = st.Error
+			}
+			for _, l := range text.ForecastLines(f) {
+				b.WriteString(style.Render(truncate(l, width)) + "\n")
+			}
 		}
-		b.WriteString(style.Render(truncate(text.Forecast(f), width)) + "\n")
 	}
 	rows := max(3, (s.height-8)/2)
 	cur := current(c)
+	fc := map[string]model.NodeForecast{}
+	if p.roll != nil {
+		for _, nf := range p.roll.Forecast().Nodes {
+			fc[nf.Node] = nf
+		}
+	}
 	first := 0
 	for i, n := range c.Nodes { // keep the current node in view
 		if n.Name == cur {
@@ -230,7 +240,14 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		case n.Phase.Started() && !n.Started.IsZero():
 			took = "since " + n.Started.Format("15:04:05")
 		}
-		line := fmt.Sprintf("%s%-*s %-11s %-10s %s", mark, s.nameWidth, fit(n.Name, s.nameWidth), n.Phase, took, text.Safe(n.Error))
+		detail := text.Safe(n.Error)
+		switch {
+		case n.Blocked != "":
+			detail = "blocked: " + text.Safe(n.Blocked)
+		case !p.started && fc[n.Name].Node != "":
+			detail = text.NodeForecast(fc[n.Name])
+		}
+		line := fmt.Sprintf("%s%-*s %-11s %-10s %s", mark, s.nameWidth, fit(n.Name, s.nameWidth), n.Phase, took, detail)
 		style := st.Muted
 		switch n.Phase {
 		case model.PhaseFailed:

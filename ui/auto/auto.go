@@ -319,7 +319,7 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 				text.Fprintf(a.Stdout, "%s: %s\n", n.Name, n.Phase)
 				continue
 			}
-			text.Fprintf(a.Stdout, "%s: %s, %d VM(s) (%s), %d pod(s), ~%s\n", n.Name, n.Phase, nf.VMs, text.Bytes(nf.VMMemoryMB<<20), nf.Pods, text.Duration(nf.Expected))
+			text.Fprintf(a.Stdout, "%s: %s, %s\n", n.Name, n.Phase, text.NodeForecast(nf))
 		}
 		return r.Refusal(ctx) // below the headroom: exit 3, the node named
 

@@ -167,19 +167,35 @@ func Pods(n model.Node) string {
 
 // Forecast says what a campaign will cost, in one line.
 func Forecast(f model.Forecast) string {
+	lines := ForecastLines(f)
+	out := lines[0]
+	for _, l := range lines[1:] {
+		out += "; " + l
+	}
+	return out
+}
+
+// ForecastLines is the forecast in short lines (a screen's): the work and its time, the
+// fleet's least free memory, a refusal.
+func ForecastLines(f model.Forecast) []string {
 	var mb int64
 	pods := 0
 	for _, n := range f.Nodes {
 		mb += n.VMMemoryMB
 		pods += n.Pods
 	}
-	line := Sprintf("forecast: %s of VM memory and %d pod(s) to move; about %s of migrations at %.0f MiB/s (%s)",
-		Bytes(mb<<20), pods, Duration(f.Total), f.RateMiBps, f.RateSource)
+	lines := []string{Sprintf("forecast: %s of VM memory and %d pod(s) to move; about %s of migrations at %.0f MiB/s (%s)",
+		Bytes(mb<<20), pods, Duration(f.Total), f.RateMiBps, f.RateSource)}
 	if f.MinFreeAt != "" {
-		line += Sprintf("; the fleet's free memory is lowest while %s is out: %s (%.0f%%)", f.MinFreeAt, Bytes(max(0, f.MinFreeMB)<<20), f.MinFreePercent)
+		lines = append(lines, Sprintf("the fleet's free memory is lowest while %s is out: %s (%.0f%%)", f.MinFreeAt, Bytes(max(0, f.MinFreeMB)<<20), f.MinFreePercent))
 	}
 	if f.Short != "" {
-		line += Sprintf("; REFUSED: below the headroom while %s is out", f.Short)
+		lines = append(lines, Sprintf("REFUSED: below the headroom while %s is out", f.Short))
 	}
-	return line
+	return lines
+}
+
+// NodeForecast is one node's share: "2 VM(s) (10G), 3 pod(s), ~20s".
+func NodeForecast(n model.NodeForecast) string {
+	return Sprintf("%d VM(s) (%s), %d pod(s), ~%s", n.VMs, Bytes(n.VMMemoryMB<<20), n.Pods, Duration(n.Expected))
 }
