@@ -52,24 +52,11 @@ func measureHeadless(ctx context.Context, o options, c *cluster, t *table) error
 // Placement's capacity, servers, migrations: what the TUI and --auto read first), and the
 // TUI with both sides.
 func measureNova(ctx context.Context, o options, c *cluster, t *table) error {
-	w := sim.NewWorld(sim.Options{Seed: 1})
-	for i := 0; i < o.size.nodes; i++ {
-		w.AddHost(nodeName(i), 64, 262144, 2000)
-	}
-	flavor := sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40}
-	for j := 0; j < o.vms; j++ {
-		w.AddServer(fmt.Sprintf("vm-%06d", j), nodeName(j%o.size.nodes), flavor)
-	}
-	srv, err := sim.Serve(w, "127.0.0.1:0")
+	w, srv, env, err := serveNova(o)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	env := map[string]string{}
-	for _, kv := range srv.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
 	creds, err := nova.ResolveCredentials(nil, model.OpenStackConfig{}, func(k string) string { return env[k] })
 	if err != nil {
 		return err
@@ -111,4 +98,27 @@ func measureNova(ctx context.Context, o options, c *cluster, t *table) error {
 	t.add("with Nova: launch → first read over and ranked", note("–"), dur(d.ready, nil), "")
 	t.add("with Nova: RSS 10 s after ready", note("–"), mib(d.rss10, nil), "≤ 400 MB")
 	return nil
+}
+
+// serveNova serves a simulated Nova with one hypervisor per node and o.vms VMs; env is the
+// OS_* variables that reach it.
+func serveNova(o options) (*sim.World, *sim.Server, map[string]string, error) {
+	w := sim.NewWorld(sim.Options{Seed: 1})
+	for i := 0; i < o.size.nodes; i++ {
+		w.AddHost(nodeName(i), 64, 262144, 2000)
+	}
+	flavor := sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40}
+	for j := 0; j < o.vms; j++ {
+		w.AddServer(fmt.Sprintf("vm-%06d", j), nodeName(j%o.size.nodes), flavor)
+	}
+	srv, err := sim.Serve(w, "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	env := map[string]string{}
+	for _, kv := range srv.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return w, srv, env, nil
 }

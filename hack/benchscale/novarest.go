@@ -109,24 +109,11 @@ func measureNovaAtRest(ctx context.Context, w *sim.World, env map[string]string,
 
 // runNovaAtRest is -nova-at-rest: the simulated Nova alone, o.size.nodes hosts and o.vms VMs.
 func runNovaAtRest(ctx context.Context, o options) error {
-	w := sim.NewWorld(sim.Options{Seed: 1})
-	for i := 0; i < o.size.nodes; i++ {
-		w.AddHost(nodeName(i), 64, 262144, 2000)
-	}
-	flavor := sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40}
-	for j := 0; j < o.vms; j++ {
-		w.AddServer(fmt.Sprintf("vm-%06d", j), nodeName(j%o.size.nodes), flavor)
-	}
-	srv, err := sim.Serve(w, "127.0.0.1:0")
+	w, srv, env, err := serveNova(o)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	env := map[string]string{}
-	for _, kv := range srv.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
 	t := &table{load: []string{loadavg()}}
 	if err := measureNovaAtRest(ctx, w, env, t); err != nil {
 		return err
