@@ -1,41 +1,13 @@
 package main
 
 import (
-	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
-
-// deployRules reads the Nova and Placement policy rules deploy/README.md says drainctl needs,
-// and which of them it calls optional.
-func deployRules(t *testing.T) (rules []string, optional map[string]bool) {
-	data, err := os.ReadFile("deploy/README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	optional = map[string]bool{}
-	rule := regexp.MustCompile("`((?:os_compute_api|placement):[a-z_:-]+)`")
-	for _, line := range strings.Split(string(data), "\n") {
-		cells := strings.Split(line, "|")
-		if len(cells) < 4 || !strings.Contains(cells[1], "`os_compute_api:") && !strings.Contains(cells[1], "`placement:") {
-			continue
-		}
-		for _, m := range rule.FindAllStringSubmatch(cells[1], -1) {
-			rules = append(rules, m[1])
-			if strings.Contains(cells[3], "(optional") {
-				optional[m[1]] = true
-			}
-		}
-	}
-	if len(rules) < 15 {
-		t.Fatalf("deploy/README.md lists %d policy rules: the table was not read", len(rules))
-	}
-	return rules, optional
-}
 
 // Nova's policy, held to deploy/README.md: a user granted exactly the rules it lists (no
 // admin role) reads the cluster, evacuates a node (live and cold moves) and puts it back; a
@@ -47,7 +19,7 @@ func TestNovaPolicyOfDeployREADME(t *testing.T) {
 	c0, c1 := c.px+"-c0", c.px+"-c1"
 	c.world.AddServer("batch-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	c.world.Stop("batch-off")
-	rules, optional := deployRules(t)
+	rules, optional := simtest.DeployRules(t, "deploy/README.md")
 	user := func(name string, without string) []string {
 		var granted []string
 		for _, r := range rules {

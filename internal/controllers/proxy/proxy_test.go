@@ -27,6 +27,7 @@ import (
 	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
@@ -88,8 +89,10 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	// The proxy's Nova user has exactly the rules deploy/README.md lists, no admin role.
+	rules, _ := simtest.DeployRules(t, "../../../deploy/README.md")
 	env := map[string]string{}
-	for _, kv := range srv.Env() {
+	for _, kv := range srv.AddUser(sim.User{Name: "operator", Password: "pw-operator", Domain: "Default", Project: "ops", Rules: rules}) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}

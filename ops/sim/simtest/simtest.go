@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -290,4 +291,50 @@ func Run(t *testing.T, e *ops.Engine, op model.OpKind, target string, ro ops.Run
 func Defaults() policy.Options {
 	o, _ := policy.FromConfig(model.DefaultConfig())
 	return o
+}
+
+// DeployRules reads the Nova and Placement policy rules deploy/README.md (at path) says
+// drainctl needs, and which of them it calls optional.
+func DeployRules(t testing.TB, path string) (rules []string, optional map[string]bool) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	optional = map[string]bool{}
+	rule := regexp.MustCompile("`((?:os_compute_api|placement):[a-z_:-]+)`")
+	for _, line := range strings.Split(string(data), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.Contains(cells[1], "`os_compute_api:") && !strings.Contains(cells[1], "`placement:") {
+			continue
+		}
+		for _, m := range rule.FindAllStringSubmatch(cells[1], -1) {
+			rules = append(rules, m[1])
+			if strings.Contains(cells[3], "(optional") {
+				optional[m[1]] = true
+			}
+		}
+	}
+	if len(rules) < 15 {
+		t.Fatalf("%s lists %d policy rules: the table was not read", path, len(rules))
+	}
+	return rules, optional
+}
+
+// AsOperator connects the cluster's Nova client as a user granted exactly rules (no admin
+// role): what the engines built after it do, that user may do.
+func (c *Cluster) AsOperator(name string, rules []string) {
+	c.T.Helper()
+	env := map[string]string{}
+	for _, kv := range c.Srv.AddUser(sim.User{Name: name, Password: "pw-" + name, Domain: "Default", Project: "ops", Rules: rules}) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	creds, err := nova.ResolveCredentials(nil, model.OpenStackConfig{}, func(k string) string { return env[k] })
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	if c.Nova, err = nova.Connect(kubetest.Ctx(c.T), creds, nova.Options{}); err != nil {
+		c.T.Fatal(err)
+	}
 }
