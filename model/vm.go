@@ -7,18 +7,18 @@ import (
 
 // VM is a Nova server.
 type VM struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Host      string `json:"host"` // OS-EXT-SRV-ATTR:host, the compute service host
-	Status    string `json:"status"`
-	TaskState string `json:"taskState,omitempty"`
-	VMState   string `json:"vmState,omitempty"`
-	Locked    bool   `json:"locked"`
-	Flavor    string `json:"flavor,omitempty"`
-	RAMMB     int64  `json:"ramMB"`
-	VCPUs     int    `json:"vcpus"`
-	DiskGB    int64  `json:"diskGB"`
-	ProjectID string `json:"projectID,omitempty"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Host      string   `json:"host"` // OS-EXT-SRV-ATTR:host, the compute service host
+	Status    VMStatus `json:"status"`
+	TaskState string   `json:"taskState,omitempty"`
+	VMState   string   `json:"vmState,omitempty"`
+	Locked    bool     `json:"locked"`
+	Flavor    string   `json:"flavor,omitempty"`
+	RAMMB     int64    `json:"ramMB"`
+	VCPUs     int      `json:"vcpus"`
+	DiskGB    int64    `json:"diskGB"`
+	ProjectID string   `json:"projectID,omitempty"`
 	// Fault is Nova's fault message of an ERROR server (shown as Nova wrote it, escaped).
 	Fault string `json:"fault,omitempty"`
 	// Pinned names the flavor extra spec that ties the VM to its host's hardware (a PCI
@@ -38,6 +38,23 @@ type VM struct {
 	// Disk is what a rebuild elsewhere does to its disk: set in a recovery's plan.
 	Disk string `json:"disk,omitempty"`
 }
+
+// VMStatus is a server's status as Nova's API shows it. The engine names the ones it acts on
+// here, once; ops/nova reads them off the API.
+type VMStatus string
+
+// The statuses drainctl acts on.
+const (
+	VMActive       VMStatus = "ACTIVE"
+	VMShutoff      VMStatus = "SHUTOFF"
+	VMPaused       VMStatus = "PAUSED"
+	VMBroken       VMStatus = "ERROR"
+	VMMigrating    VMStatus = "MIGRATING"
+	VMResizing     VMStatus = "RESIZE"        // a cold migration moving it
+	VMVerifyResize VMStatus = "VERIFY_RESIZE" // moved cold; waits for confirm or revert
+	VMRevertResize VMStatus = "REVERT_RESIZE"
+	VMRebuilding   VMStatus = "REBUILD" // evacuated: rebuilt on another host
+)
 
 // ServerGroup is a Nova server group (os-server-groups).
 type ServerGroup struct {

@@ -41,7 +41,7 @@ func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours map[string]b
 	switch {
 	case r.plan.Op == model.OpRecover:
 		run.method = model.MoveRebuild
-	case run.vm.Status == "RESIZE", run.vm.Status == "VERIFY_RESIZE", run.vm.Status == "REVERT_RESIZE":
+	case run.vm.Status == model.VMResizing, run.vm.Status == model.VMVerifyResize, run.vm.Status == model.VMRevertResize:
 		run.method, run.ours = model.MoveCold, ours[run.vm.ID]
 	}
 	run.adopted, run.attempt, run.started, run.state = true, max(run.attempt, 1), r.e.now(), MigAdopted
@@ -83,7 +83,7 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[s
 		run := &vmRun{vm: vm, dest: dest}
 		r.follow(run, running, ours)
 		msg := "a cold migration from this host, found under way: followed"
-		if vm.Status == "VERIFY_RESIZE" && run.ours {
+		if vm.Status == model.VMVerifyResize && run.ours {
 			msg = "moved before the interruption, waiting for its confirm: confirmed now"
 		}
 		r.emitVM(run, MigAdopted, msg)
@@ -110,7 +110,7 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		run.dest = vm.Host
 	}
 	switch {
-	case vm.Status == "VERIFY_RESIZE":
+	case vm.Status == model.VMVerifyResize:
 		switch {
 		case !run.ours:
 			return MigCompleted, "moved by someone else's cold migration, which waits for its confirm: left to them", nil
@@ -125,11 +125,11 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		}
 		run.confirmed = true
 		phase(MigConfirming, "")
-	case vm.Status == "RESIZE" || vm.TaskState != "":
+	case vm.Status == model.VMResizing || vm.TaskState != "":
 		if vm.TaskState != "" {
 			phase(MigState(vm.TaskState), "")
 		}
-	case vm.Status == "ERROR":
+	case vm.Status == model.VMBroken:
 		return MigFailed, "the server went to ERROR: " + vm.Fault, nil
 	case vm.Host != run.vm.Host:
 		msg := ""
@@ -166,7 +166,7 @@ func (r *runner) cannotLive(run *vmRun, msg string) bool {
 // coldInstead moves a running VM cold after Nova said it cannot move live, when the operator
 // allowed it (--cold-migrate-running); false leaves the failure as it is.
 func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) bool {
-	if !r.ro.Policy.ColdMigrateRunning || run.vm.Status != "ACTIVE" {
+	if !r.ro.Policy.ColdMigrateRunning || run.vm.Status != model.VMActive {
 		return false
 	}
 	run.method, run.notBefore = model.MoveCold, r.e.now()
@@ -231,7 +231,7 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 				return reverted, nil, err
 			}
 			switch {
-			case vm.Status == "VERIFY_RESIZE":
+			case vm.Status == model.VMVerifyResize:
 				if err := e.nova.RevertResize(ctx, vm.ID); err != nil {
 					return reverted, nil, err
 				}

@@ -230,7 +230,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 				if r.coldInstead(run, msg, pending) {
 					continue
 				}
-				if run.method == model.MoveLive && run.vm.Status == "ACTIVE" {
+				if run.method == model.MoveLive && run.vm.Status == model.VMActive {
 					msg += " (use --cold-migrate-running to move it cold, with downtime)"
 				}
 			} else if !refusedByNova(err) && r.retry(run, msg, pending) {
@@ -373,7 +373,7 @@ func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, err
 		if err != nil {
 			return "", "", err
 		}
-		if vm.Host == run.vm.Host || vm.Status == "MIGRATING" || vm.TaskState != "" {
+		if vm.Host == run.vm.Host || vm.Status == model.VMMigrating || vm.TaskState != "" {
 			return "", "", nil // the record leads the server by a moment
 		}
 		run.dest = vm.Host

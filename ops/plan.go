@@ -244,7 +244,7 @@ func coldWaiting(node model.Node, inv model.Inventory) []string {
 	var out []string
 	for _, n := range inv.Nodes {
 		for _, vm := range n.VMs {
-			if ours[vm.ID] && (vm.Status == "RESIZE" || vm.Status == "VERIFY_RESIZE") {
+			if ours[vm.ID] && (vm.Status == model.VMResizing || vm.Status == model.VMVerifyResize) {
 				out = append(out, vm.Name)
 			}
 		}

@@ -231,17 +231,17 @@ func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string,
 		return "", "", err
 	}
 	switch {
-	case vm.Status == "REBUILD" || vm.TaskState != "":
+	case vm.Status == model.VMRebuilding || vm.TaskState != "":
 		if st := MigState(firstNonEmpty(vm.TaskState, "rebuilding")); st != run.state {
 			run.state = st
 			r.emitVM(run, st, "")
 		}
 	case vm.Host != run.vm.Host && vm.Host != "":
 		run.dest = vm.Host
-		if vm.Status == "ERROR" {
+		if vm.Status == model.VMBroken {
 			return MigFailed, "rebuilt on " + vm.Host + " but went to ERROR: " + vm.Fault, nil
 		}
-		return MigCompleted, "now " + vm.Status + " on " + vm.Host, nil
+		return MigCompleted, "now " + string(vm.Status) + " on " + vm.Host, nil
 	default:
 		recs, err := e.nova.MigrationsOf(ctx, vm.ID)
 		if err != nil {
@@ -382,7 +382,7 @@ func (r *runner) stillOnHost(ctx context.Context, detail string) (string, error)
 	}
 	names := make([]string, len(vms))
 	for i, vm := range vms {
-		names[i] = vm.Name + " (" + vm.Status + ")"
+		names[i] = vm.Name + " (" + string(vm.Status) + ")"
 	}
 	return detail + fmt.Sprintf("; Nova still shows %d VM(s) on %s: %s", len(vms), r.plan.Host, strings.Join(names, ", ")), nil
 }

@@ -139,7 +139,7 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 	for i := start; i < len(n.VMs) && len(lines) < rows; i++ {
 		vm := n.VMs[i]
 		mark := marks(i == p.cursor, p.chosen[vm.Name])
-		state := vm.Status
+		state := string(vm.Status)
 		if vm.TaskState != "" {
 			state += "/" + vm.TaskState
 		}
@@ -229,7 +229,7 @@ func moveOf(vm model.VM, o policy.Options) string {
 		why := map[model.ReasonCode]string{model.VMError: "ERROR", model.VMPinned: "pinned", model.VMLocked: "locked",
 			model.VMTaskInProgress: "task", model.VMStopped: "stopped", model.VMAwaitsConfirm: "confirm", model.VMSkipped: "skip"}[r.Code]
 		if why == "" {
-			why = vm.Status
+			why = string(vm.Status)
 		}
 		return "stays: " + why
 	case model.MoveCold:

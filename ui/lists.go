@@ -220,7 +220,7 @@ func vmColumns(s *shared) []listColumn {
 func vmRows(s *shared) []listRow {
 	var out []listRow
 	add := func(vm model.VM, node string, migs []model.Migration) {
-		state := vm.Status
+		state := string(vm.Status)
 		if vm.TaskState != "" {
 			state += "/" + vm.TaskState
 		}

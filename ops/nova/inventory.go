@@ -243,7 +243,7 @@ func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
 
 func (s wireServer) model() model.VM {
 	vm := model.VM{
-		ID: s.ID, Name: s.Name, Host: deref(s.Host), Status: s.Status, TaskState: s.TaskState,
+		ID: s.ID, Name: s.Name, Host: deref(s.Host), Status: model.VMStatus(s.Status), TaskState: s.TaskState,
 		VMState: s.VMState, ProjectID: s.TenantID,
 	}
 	if s.Locked != nil {

@@ -97,14 +97,14 @@ func linkIn(body []byte, key string) string {
 // wireServer is a server of GET /servers/detail as drainctl reads it (microversion 2.47+
 // embeds the flavor; older ones give its id alone).
 type wireServer struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
+	ID        string  `json:"id"`
+	Name      string  `json:"name"`
 	Host      *string `json:"OS-EXT-SRV-ATTR:host"` // nil: Nova's policy hides it from this user
-	Status    string `json:"status"`
-	TaskState string `json:"OS-EXT-STS:task_state"`
-	VMState   string `json:"OS-EXT-STS:vm_state"`
-	TenantID  string `json:"tenant_id"`
-	Locked    *bool  `json:"locked"`
+	Status    string  `json:"status"`
+	TaskState string  `json:"OS-EXT-STS:task_state"`
+	VMState   string  `json:"OS-EXT-STS:vm_state"`
+	TenantID  string  `json:"tenant_id"`
+	Locked    *bool   `json:"locked"`
 	Flavor    struct {
 		OriginalName string  `json:"original_name"`
 		ID           string  `json:"id"`

@@ -228,32 +228,32 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	}
 	skip := "--skip-vm " + vm.Name
 	switch {
-	case vm.TaskState == "migrating" || vm.Status == "MIGRATING":
+	case vm.TaskState == "migrating" || vm.Status == model.VMMigrating:
 		return model.MoveFollow, nil // already moving: the engine follows it
-	case vm.Status == "RESIZE" && strings.HasPrefix(vm.TaskState, "resize_"):
+	case vm.Status == model.VMResizing && strings.HasPrefix(vm.TaskState, "resize_"):
 		return model.MoveFollow, nil // a cold migration under way: followed
-	case vm.Status == "VERIFY_RESIZE":
+	case vm.Status == model.VMVerifyResize:
 		return stays(model.VMAwaitsConfirm, skip, "VERIFY_RESIZE: a migration to this host waits for its confirm (openstack server migrate confirm, or revert)")
 	case vm.Locked:
 		return stays(model.VMLocked, skip, "the server is locked (openstack server unlock)")
 	case vm.TaskState != "":
 		return stays(model.VMTaskInProgress, skip, "task %q in progress", vm.TaskState)
-	case vm.Status == "ERROR":
+	case vm.Status == model.VMBroken:
 		fault := vm.Fault
 		if fault == "" {
 			fault = "no fault recorded"
 		}
 		return stays(model.VMError, skip, "ERROR: %s (drainctl never resets a broken server: repair or delete it)", fault)
-	case vm.Status == "SHUTOFF":
+	case vm.Status == model.VMShutoff:
 		if !o.MoveStopped {
 			return stays(model.VMStopped, skip, "SHUTOFF and policy.move_stopped = false")
 		}
 		return model.MoveCold, nil
-	case vm.Status == "ACTIVE" || vm.Status == "PAUSED":
+	case vm.Status == model.VMActive || vm.Status == model.VMPaused:
 		if vm.Pinned == "" {
 			return model.MoveLive, nil
 		}
-		if vm.Status == "PAUSED" { // Nova cold-migrates ACTIVE and stopped servers only
+		if vm.Status == model.VMPaused { // Nova cold-migrates ACTIVE and stopped servers only
 			return stays(model.VMPinned, skip, "paused and cannot live-migrate (%s): unpause it to move it cold, or leave it", vm.Pinned)
 		}
 		if o.ColdMigrateRunning {

@@ -36,11 +36,11 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 		return model.MoveStays, []model.Reason{r}
 	}
 	switch {
-	case vm.Status == "REBUILD" || vm.TaskState == "rebuilding" || vm.TaskState == "rebuild_spawning":
+	case vm.Status == model.VMRebuilding || vm.TaskState == "rebuilding" || vm.TaskState == "rebuild_spawning":
 		return model.MoveFollow, nil
 	case vm.TaskState != "":
 		return stays("task %q was in progress when the host died: Nova evacuates no server with a task (openstack server set --state active, then run again)", vm.TaskState)
-	case vm.Status != "ACTIVE" && vm.Status != "SHUTOFF" && vm.Status != "ERROR":
+	case vm.Status != model.VMActive && vm.Status != model.VMShutoff && vm.Status != model.VMBroken:
 		return stays("status %s: Nova evacuates ACTIVE, SHUTOFF and ERROR servers only (openstack server set --state active, then run again)", vm.Status)
 	}
 	if o.SkipVM(vm) {
