@@ -438,3 +438,49 @@ func TestLeaseTakenOverIsSeenBeforeTheNextChange(t *testing.T) {
 		t.Errorf("vm-b migrated %d times after the lease was taken over", n)
 	}
 }
+
+// The caps hold for rebuilds as for migrations: while a dead host's VM is being rebuilt,
+// another engine's live migration waits under migrations_per_cluster = 1 (the rebuild is
+// seen in Nova's list), and the recovery's own second rebuild waits too.
+func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
+	c := newCluster(t, 1) // life speed: a rebuild takes 3 s
+	c.Cfg.Concurrency.MigrationsPerCluster = 1
+	c.Cfg.Concurrency.MigrationsPerSource = 2
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.World.AddServer("vm-c", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.KillHost(c0)
+	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
+	run := func(kind model.OpKind, node string, ro ops.RunOptions) <-chan error {
+		e := c.Engine(ops.DefaultHolder(), nil)
+		plan, err := e.Plan(kubetest.Ctx(t), kind, node, ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Run(kubetest.Ctx(t), plan, ro, func(ops.Event) {})
+			done <- err
+		}()
+		return done
+	}
+	recovered := run(model.OpRecover, c0, ops.RunOptions{Policy: defaults(), ConfirmFenced: true})
+	kubetest.Eventually(t, 20*time.Second, "a VM of the dead host being rebuilt", func() bool {
+		a, _ := c.World.ServerByName("vm-a")
+		b, _ := c.World.ServerByName("vm-b")
+		return a.Status == "REBUILD" || b.Status == "REBUILD"
+	})
+	evacuated := run(model.OpEvacuate, c1, ops.RunOptions{Policy: defaults(), VMsOnly: true})
+	for i, done := range []<-chan error{recovered, evacuated} {
+		if err := <-done; err != nil {
+			t.Fatalf("engine %d: %v", i, err)
+		}
+	}
+	if got := c.World.Stats().MaxConcurrentMigrations; got != 1 {
+		t.Errorf("%d moves at once (rebuilds and a live migration) under migrations_per_cluster = 1", got)
+	}
+	for _, name := range []string{"vm-a", "vm-b", "vm-c"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host == c0 || vm.Host == c1 || migrations(c, name) != 1 {
+			t.Errorf("%s: on %s after %d move(s)", name, vm.Host, migrations(c, name))
+		}
+	}
+}
