@@ -450,6 +450,7 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 	c.World.AddServer("vm-c", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	c.World.KillHost(c0)
 	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 10*time.Second, "the engines' cache seeing "+c0+" NotReady", func() bool { return !c.Node(c0).Ready })
 	run := func(kind model.OpKind, node string, ro ops.RunOptions) <-chan error {
 		e := c.Engine(ops.DefaultHolder(), nil)
 		plan, err := e.Plan(kubetest.Ctx(t), kind, node, ro)
@@ -465,6 +466,11 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 	}
 	recovered := run(model.OpRecover, c0, ops.RunOptions{Policy: defaults(), ConfirmFenced: true})
 	kubetest.Eventually(t, 20*time.Second, "a VM of the dead host being rebuilt", func() bool {
+		select {
+		case err := <-recovered:
+			t.Fatalf("the recovery ended before a rebuild was seen: %v", err)
+		default:
+		}
 		a, _ := c.World.ServerByName("vm-a")
 		b, _ := c.World.ServerByName("vm-b")
 		return a.Status == "REBUILD" || b.Status == "REBUILD"
