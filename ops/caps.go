@@ -6,9 +6,9 @@ import (
 )
 
 // The migration caps hold across every drainctl process (a daemon per node, a colleague's
-// terminal): before a migration starts, the live migrations Nova itself lists as in
-// progress (cold migrations moving, too) are counted, under a cluster-wide lock so that two processes cannot both see
-// the last free place.
+// terminal): before a migration starts, the moves Nova itself lists as loading a destination
+// (live migrations in progress, cold ones moving, rebuilds of dead hosts' VMs) are counted,
+// under a cluster-wide lock so that two processes cannot both see the last free place.
 
 // migrationLockNode names the start lock's lease (drainctl-migrations.lock), beside the
 // nodes' leases.
@@ -46,25 +46,13 @@ func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 		defer cancel()
 		_ = e.kube.ReleaseLease(rctx, migrationLockNode, e.o.Holder)
 	}
-	inNova, err := e.nova.InProgressFrom(ctx, "")
+	// Cold moves count as live ones do while they move (not once they wait for a confirm),
+	// and so do rebuilds of dead hosts' VMs: they load the destinations alike.
+	inNova, err := e.nova.MovingFrom(ctx, "")
 	if err != nil {
 		unlock("", false)
 		return cluster{}, false
 	}
-	// Cold moves count as live ones do, while they move (not once they wait for a confirm).
-	cold, err := e.nova.ColdMovingFrom(ctx, "")
-	if err != nil {
-		unlock("", false)
-		return cluster{}, false
-	}
-	inNova = append(inNova, cold...)
-	// And rebuilds of dead hosts' VMs: they load the destinations as migrations do.
-	rebuilding, err := e.nova.EvacuatingFrom(ctx, "")
-	if err != nil {
-		unlock("", false)
-		return cluster{}, false
-	}
-	inNova = append(inNova, rebuilding...)
 	c := cluster{toDest: map[string]int{}, unlock: unlock}
 	e.destMu.Lock()
 	total := len(e.mine)

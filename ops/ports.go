@@ -97,27 +97,26 @@ type Nova interface {
 	Server(ctx context.Context, id string) (model.VM, error)
 	LiveMigrate(ctx context.Context, id, host string) error
 	// ColdMigrate, ConfirmResize and RevertResize are a cold migration's three calls;
-	// ColdFrom lists the cold migrations from host not yet confirmed or reverted,
-	// ColdMovingFrom those of them still moving.
+	// ColdFrom lists the cold migrations from host not yet confirmed or reverted.
 	ColdMigrate(ctx context.Context, id, host string) error
 	ConfirmResize(ctx context.Context, id string) error
 	RevertResize(ctx context.Context, id string) error
 	ColdFrom(ctx context.Context, host string) ([]model.Migration, error)
-	ColdMovingFrom(ctx context.Context, host string) ([]model.Migration, error)
 	ServerMigrations(ctx context.Context, id string) ([]model.Migration, error)
 	MigrationsOf(ctx context.Context, id string) ([]model.Migration, error)
 	InProgressFrom(ctx context.Context, host string) ([]model.Migration, error)
+	// MovingFrom lists every move from host ("" : every host) loading a destination now:
+	// live migrations unfinished, cold ones moving, evacuations rebuilding (the caps).
+	MovingFrom(ctx context.Context, host string) ([]model.Migration, error)
 	ForceComplete(ctx context.Context, id string, migrationID int64) error
 	AbortMigration(ctx context.Context, id string, migrationID int64) error
 	LastActionError(ctx context.Context, id, action string) (string, error)
 	// A dead host: SetForcedDown forces its service down or up (up is refused with an
 	// *EvacuationsPendingError while "done" evacuations remain); Evacuate rebuilds a server
-	// elsewhere; EvacuationsFrom lists the host's evacuation records, EvacuatingFrom those
-	// still rebuilding ("" : every host).
+	// elsewhere; EvacuationsFrom lists the host's evacuation records.
 	SetForcedDown(ctx context.Context, host string, down bool) (model.ComputeService, error)
 	Evacuate(ctx context.Context, id, host string) error
 	EvacuationsFrom(ctx context.Context, host string) ([]model.Migration, error)
-	EvacuatingFrom(ctx context.Context, host string) ([]model.Migration, error)
 	// RecentLiveMigrations are the newest n completed live migrations (the cloud's rate).
 	RecentLiveMigrations(ctx context.Context, n int) ([]model.Migration, error)
 }

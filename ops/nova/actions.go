@@ -3,6 +3,7 @@ package nova
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -112,9 +113,31 @@ func (c *Client) ColdFrom(ctx context.Context, host string) ([]model.Migration, 
 	return c.withStatuses(ctx, host, "migration", append(coldMoving, coldWaiting...))
 }
 
-// ColdMovingFrom lists the cold migrations from host still moving (the caps count these).
-func (c *Client) ColdMovingFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	return c.withStatuses(ctx, host, "migration", coldMoving)
+// MovingFrom lists every move from host ("" : every host) that loads its destination now:
+// live migrations not finished, cold migrations moving (not those waiting for a confirm),
+// evacuations rebuilding. os-migrations filters on one status per call, so it asks once per
+// status of any of them (7 calls) and keeps each record whose type moves in that status.
+func (c *Client) MovingFrom(ctx context.Context, host string) ([]model.Migration, error) {
+	moving := map[string][]string{"live-migration": inProgressStatuses, "migration": coldMoving, "evacuation": evacuating}
+	var statuses []string
+	for _, sts := range moving {
+		for _, st := range sts {
+			if !slices.Contains(statuses, st) {
+				statuses = append(statuses, st)
+			}
+		}
+	}
+	all, err := c.withStatuses(ctx, host, "", statuses)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, m := range all {
+		if slices.ContainsFunc(moving[m.Type], func(st string) bool { return MigrationStatus(st) == m.Status }) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // A cold migration's statuses while it moves, then while it waits to be confirmed or reverted.

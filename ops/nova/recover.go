@@ -82,8 +82,3 @@ func (c *Client) EvacuationsFrom(ctx context.Context, host string) ([]model.Migr
 
 // evacuating: an evacuation's statuses while the server is rebuilt (the caps count these).
 var evacuating = []string{"accepted", "pre-migrating", "migrating"}
-
-// EvacuatingFrom lists the evacuations from host ("" : every host) still rebuilding.
-func (c *Client) EvacuatingFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	return c.withStatuses(ctx, host, "evacuation", evacuating)
-}
