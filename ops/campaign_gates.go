@@ -147,13 +147,12 @@ func firingAlerts(ctx context.Context, base string, re *regexp.Regexp) ([]string
 // than PDBBlockedFor (the campaign's own nodes' budgets go to 0 for a while as they drain:
 // the bound lets that pass).
 func (r *Roll) fleetHurting() string {
-	snap := r.e.kube.Snapshot()
 	ours := map[string]bool{}
 	for _, n := range r.Record().Nodes {
 		ours[n.Name] = true
 	}
 	var down []string
-	for _, n := range snap.Nodes {
+	for _, n := range r.e.kube.Nodes() {
 		if !ours[n.Name] && !n.Ready && n.Schedulable {
 			down = append(down, n.Name)
 		}
@@ -173,7 +172,7 @@ func (r *Roll) fleetHurting() string {
 	}
 	seen := map[string]bool{}
 	var stuck []string
-	for _, p := range snap.PDBs {
+	for _, p := range r.e.kube.PDBs() {
 		key := p.Namespace + "/" + p.Name
 		if p.DisruptionsAllowed > 0 || p.ExpectedPods == 0 {
 			continue

@@ -277,7 +277,7 @@ func (e *Engine) KubeNode(name string) (model.KubeNode, bool) { return e.kube.No
 
 // KubeNodeNames is every node's name, sorted.
 func (e *Engine) KubeNodeNames() []string {
-	nodes := e.kube.Snapshot().Nodes
+	nodes := e.kube.Nodes()
 	names := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		names = append(names, n.Name)

@@ -17,6 +17,9 @@ import (
 // KubeSource is the Kubernetes side of the inventory (ops/kube.Inventory).
 type KubeSource interface {
 	Snapshot() model.KubeSnapshot
+	// Nodes and PDBs are the cache's nodes and budgets alone: no pod is copied.
+	Nodes() []model.KubeNode
+	PDBs() []model.PDB
 	// Subscribe signals changes (coalesced) until cancel is called.
 	Subscribe() (changes <-chan struct{}, cancel func())
 	// TakeChanged returns the nodes whose Node object or pods changed since the last call

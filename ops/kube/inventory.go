@@ -236,25 +236,40 @@ func (inv *Inventory) Node(name string) (*corev1.Node, bool) {
 	return obj.(*corev1.Node), true
 }
 
+// Nodes are the cached nodes in model types, by name: without their pods (Snapshot copies
+// every pod; a gate or a controller pass that looks at nodes must not).
+func (inv *Inventory) Nodes() []model.KubeNode {
+	var nodes []model.KubeNode
+	for _, o := range inv.nodes.GetStore().List() {
+		nodes = append(nodes, nodeModel(o.(*corev1.Node)))
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes
+}
+
+// PDBs are the cached PodDisruptionBudgets in model types, by namespace and name.
+func (inv *Inventory) PDBs() []model.PDB {
+	var pdbs []model.PDB
+	for _, o := range inv.pdbs.GetStore().List() {
+		p := o.(*policyv1.PodDisruptionBudget)
+		pdbs = append(pdbs, model.PDB{Namespace: p.Namespace, Name: p.Name,
+			DisruptionsAllowed: p.Status.DisruptionsAllowed, CurrentHealthy: p.Status.CurrentHealthy,
+			DesiredHealthy: p.Status.DesiredHealthy, ExpectedPods: p.Status.ExpectedPods})
+	}
+	sort.Slice(pdbs, func(i, j int) bool {
+		return pdbs[i].Namespace+"/"+pdbs[i].Name < pdbs[j].Namespace+"/"+pdbs[j].Name
+	})
+	return pdbs
+}
+
 // Snapshot converts the cache into model types.
 func (inv *Inventory) Snapshot() model.KubeSnapshot {
-	var snap model.KubeSnapshot
-	for _, o := range inv.nodes.GetStore().List() {
-		snap.Nodes = append(snap.Nodes, nodeModel(o.(*corev1.Node)))
-	}
-	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].Name < snap.Nodes[j].Name })
-
+	snap := model.KubeSnapshot{Nodes: inv.Nodes(), PDBs: inv.PDBs()}
 	pdbsByNS := map[string][]*policyv1.PodDisruptionBudget{}
 	for _, o := range inv.pdbs.GetStore().List() {
 		p := o.(*policyv1.PodDisruptionBudget)
 		pdbsByNS[p.Namespace] = append(pdbsByNS[p.Namespace], p)
-		snap.PDBs = append(snap.PDBs, model.PDB{Namespace: p.Namespace, Name: p.Name,
-			DisruptionsAllowed: p.Status.DisruptionsAllowed, CurrentHealthy: p.Status.CurrentHealthy,
-			DesiredHealthy: p.Status.DesiredHealthy, ExpectedPods: p.Status.ExpectedPods})
 	}
-	sort.Slice(snap.PDBs, func(i, j int) bool {
-		return snap.PDBs[i].Namespace+"/"+snap.PDBs[i].Name < snap.PDBs[j].Namespace+"/"+snap.PDBs[j].Name
-	})
 	// Grouped by node, in the nodes' order: the join shares each node's run of pods.
 	idx, total := inv.pods.GetIndexer(), 0
 	onNode := make([][]any, len(snap.Nodes))
