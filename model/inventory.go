@@ -1,9 +1,9 @@
 package model
 
 import (
-	"fmt"
 	"hash/fnv"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,21 +29,30 @@ type NovaSnapshot struct {
 // services, the migrations' progress, the hosts' capacity): equal sums, nothing to show anew.
 func (s NovaSnapshot) Fingerprint() uint64 {
 	h := fnv.New64a()
+	var b []byte // one buffer for every field: a refresh sums 50,000 VMs
+	field := func(parts ...string) {
+		b = b[:0]
+		for _, p := range parts {
+			b = append(append(b, p...), '|')
+		}
+		h.Write(b)
+	}
+	num := func(n int64) string { return strconv.FormatInt(n, 10) }
 	for _, vm := range s.VMs {
-		fmt.Fprintf(h, "%s|%s|%s|%s|%s|%v|%d|%s;", vm.ID, vm.Name, vm.Host, vm.Status, vm.TaskState, vm.Locked, vm.RAMMB, vm.Fault)
+		field(vm.ID, vm.Name, vm.Host, string(vm.Status), vm.TaskState, strconv.FormatBool(vm.Locked), num(vm.RAMMB), vm.Fault)
 	}
 	for _, c := range s.Services {
-		fmt.Fprintf(h, "%s|%v|%v|%v|%s;", c.Host, c.Enabled, c.Up, c.ForcedDown, c.DisabledReason)
+		field(c.Host, strconv.FormatBool(c.Enabled), strconv.FormatBool(c.Up), strconv.FormatBool(c.ForcedDown), c.DisabledReason)
 	}
 	for _, m := range s.Migrations {
-		fmt.Fprintf(h, "%d|%s;", m.ID, m.Status)
+		field(num(m.ID), string(m.Status))
 		if m.MemoryProcessed != nil {
-			fmt.Fprintf(h, "%d;", *m.MemoryProcessed)
+			field(num(*m.MemoryProcessed))
 		}
 	}
 	for _, hv := range s.Hypervisors {
 		if c := hv.Capacity; c != nil {
-			fmt.Fprintf(h, "%s|%d|%d|%d|%v;", hv.Host, c.VCPU.Used, c.MemoryMB.Used, c.DiskGB.Used, c.MemoryMB.Capacity)
+			field(hv.Host, num(c.VCPU.Used), num(c.MemoryMB.Used), num(c.DiskGB.Used), strconv.FormatFloat(c.MemoryMB.Capacity, 'g', -1, 64))
 		}
 	}
 	return h.Sum64()
