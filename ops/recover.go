@@ -81,10 +81,7 @@ func (e *Engine) planRecover(p *model.Plan, node model.Node, inv model.Inventory
 	}
 	step(model.StepRebuildVMs, len(node.VMs) == 0, vms)
 
-	for _, pod := range node.Pods {
-		if policy.Outlives(pod) || pod.Mirror {
-			continue // tolerates the taint (or is the kubelet's own): stays
-		}
+	for _, pod := range deadPods(node.Pods) {
 		p.Pods = append(p.Pods, pod)
 		switch {
 		case pod.OwnerKind == "":
@@ -317,10 +314,13 @@ func (r *runner) podsGone(ctx context.Context) (string, error) {
 	}
 }
 
-// deadPods are the node's pods that do not tolerate the out-of-service taint.
-func (r *runner) deadPods() []model.Pod {
+// deadPods are the node's pods that do not tolerate the out-of-service taint (a mirror pod is
+// the kubelet's own: it stays).
+func (r *runner) deadPods() []model.Pod { return deadPods(r.e.kube.PodsOn(r.plan.Node)) }
+
+func deadPods(pods []model.Pod) []model.Pod {
 	var out []model.Pod
-	for _, pod := range r.e.kube.PodsOn(r.plan.Node) {
+	for _, pod := range pods {
 		if !policy.Outlives(pod) && !pod.Mirror {
 			out = append(out, pod)
 		}
