@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -30,6 +29,7 @@ const (
 	askScreen
 	listScreen
 	describeScreen
+	numScreens // not a screen: how many there are (every one has its pane)
 )
 
 // Options configure the view.
@@ -107,7 +107,6 @@ type Model struct {
 	wantFresh    bool          // a Nova read was asked for while another load ran: do it next
 	status       string
 	statusBad    bool
-	helpOffset   int
 
 	nodes    nodesPane
 	detail   detailPane
@@ -118,6 +117,7 @@ type Model struct {
 	ask      askPane
 	list     listPane
 	desc     describePane
+	help     helpPane
 
 	cmdline    textinput.Model // command mode (:)
 	commanding bool
@@ -355,37 +355,14 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.list.edit(msg)
 		return m, nil
 	}
-	var in intent
-	switch m.screen {
-	case helpScreen:
-		switch {
-		case matches(msg, k.Down):
-			m.helpOffset = min(m.helpOffset+1, strings.Count(helpView(&m.s), "\n"))
-		case matches(msg, k.Up):
-			m.helpOffset = max(0, m.helpOffset-1)
-		case matches(msg, k.PageDown):
-			m.helpOffset = min(m.helpOffset+m.s.pageSize(), strings.Count(helpView(&m.s), "\n"))
-		case matches(msg, k.PageUp):
-			m.helpOffset = max(0, m.helpOffset-m.s.pageSize())
-		default:
-			m.helpOffset = 0
-			return m.goTo(m.back), nil
-		}
-		return m, nil
-	case confirmScreen:
-		in = m.confirm.update(msg, &m.s)
-		return m.apply(in)
-	case quitScreen:
-		return m.apply(quitKey(msg, &m.s))
-	case askScreen:
-		in = m.ask.update(msg, &m.s)
-		m.screen = m.back
-		return m.apply(in)
+	p := m.pane()
+	if _, ok := p.(modal); ok {
+		return m.apply(pressKey(p, msg, &m.s))
 	}
 	switch {
 	case matches(msg, k.Quit):
 		return m.askQuit()
-	case matches(msg, k.Command) && m.screen != confirmScreen:
+	case matches(msg, k.Command):
 		m.commanding = true
 		m.cmdline.SetValue("")
 		m.cmdline.Focus()
@@ -406,23 +383,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case matches(msg, k.Operations):
 		return m.apply(showOps{})
 	}
-	switch m.screen {
-	case nodesScreen:
-		in = m.nodes.update(msg, &m.s)
-	case detailScreen:
-		in = m.detail.update(msg, &m.s)
-	case opScreen:
-		in = m.op.update(msg, &m.s)
-	case victimsScreen:
-		in = m.victims.update(msg, &m.s)
-	case campaignScreen:
-		in = m.campaign.update(msg, &m.s)
-	case listScreen:
-		in = m.list.update(msg, &m.s)
-	case describeScreen:
-		in = m.desc.update(msg, &m.s)
-	}
-	return m.apply(in)
+	return m.apply(pressKey(p, msg, &m.s))
 }
 
 func (m Model) goTo(s screen) Model {

@@ -123,40 +123,43 @@ func current(c model.Campaign) string {
 	return ""
 }
 
-func (p *campaignPane) update(msg tea.KeyMsg, s *shared) intent {
+func (p *campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	if p.roll == nil {
+		return goTo{nodesScreen}, true
+	}
+	return nil, false
+}
+
+// bindings: before y, the proposal (y starts it, esc drops it); then p pauses and resumes,
+// and enter opens the current node's operation.
+func (p *campaignPane) bindings(s *shared) []action {
 	k := s.keys
-	switch {
-	case p.roll == nil:
-		return goTo{nodesScreen}
-	case matches(msg, k.Back):
-		if !p.started {
-			return dropRoll{}
+	if !p.started {
+		return []action{
+			{key: k.Confirm, do: func() intent { return startRoll{} }},
+			{key: k.Back, do: func() intent { return dropRoll{} }},
 		}
-		return goTo{nodesScreen}
-	case !p.started && matches(msg, k.Confirm):
-		return startRoll{}
-	case p.running() && matches(msg, k.Pause):
+	}
+	enter := action{key: k.Enter, disabled: "no node in progress"}
+	if p.roll != nil {
+		if n := current(p.roll.Record()); n != "" {
+			enter.disabled, enter.do = "", func() intent { return showOp{n} }
+		}
+	}
+	back := action{key: k.Back, do: func() intent { return goTo{nodesScreen} }}
+	if p.ended {
+		return []action{enter, back, show(k.Help)}
+	}
+	pause := action{key: k.Pause, do: func() intent {
 		if p.roll.Paused() {
 			p.roll.Resume()
 			return showStatus{"campaign resumed", false}
 		}
 		p.roll.Pause()
 		return showStatus{"pausing: no new node starts after the current one", false}
-	case matches(msg, k.Enter):
-		if n := current(p.roll.Record()); n != "" {
-			return showOp{n}
-		}
-		return showStatus{"no node in progress", true}
-	}
-	return nil
+	}}
+	return []action{pause, enter, back, show(k.Help)}
 }
-
-// Intents of the campaign screen.
-type (
-	startRoll struct{}
-	dropRoll  struct{}
-	showOp    struct{ key string }
-)
 
 func (p *campaignPane) view(s *shared) string {
 	if p.roll == nil {

@@ -25,15 +25,6 @@ type Switched struct {
 	Maintenances ops.Maintenances
 }
 
-// Intents and messages of command mode.
-type (
-	switchContext struct{ name string }
-	ctxSwitched   struct {
-		to  Switched
-		err error
-	}
-)
-
 func newCommandLine() textinput.Model {
 	ti := textinput.New()
 	ti.Prompt, ti.CharLimit = ":", 80
@@ -154,9 +145,6 @@ func (m Model) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(m.refresh(true), m.watchKube(), m.watchMaintenances(), tick)
 }
 
-// showOps: the operations screen (o, :ops).
-type showOps struct{}
-
 // power makes a demo node's machine die (:kill NODE) or come back (:revive NODE).
 func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
 	mach := m.s.opts.Machines
@@ -179,4 +167,10 @@ func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
 	}
 	m.setStatus(text.Sprintf("%s %s", node, what), false)
 	return m, nil
+}
+
+// ctxSwitched: the connection to another context is made (or failed).
+type ctxSwitched struct {
+	to  Switched
+	err error
 }

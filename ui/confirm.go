@@ -21,10 +21,14 @@ type confirmPane struct {
 	typing  bool
 }
 
-func (p *confirmPane) update(msg tea.KeyMsg, s *shared) intent {
+func (p *confirmPane) modal() {}
+
+// update takes the reason being typed (w) and the scrolling of a tall plan.
+func (p *confirmPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	k := s.keys
 	pd := p.pending
-	if p.typing {
+	switch {
+	case p.typing:
 		switch msg.String() {
 		case "enter":
 			p.typing = false
@@ -35,71 +39,83 @@ func (p *confirmPane) update(msg tea.KeyMsg, s *shared) intent {
 		default:
 			p.why, _ = p.why.Update(msg)
 		}
-		return nil
-	}
-	if matches(msg, k.Cancel) {
-		return goBack{}
-	}
-	switch {
 	case matches(msg, k.Down):
 		p.offset++
-		return nil
 	case matches(msg, k.Up):
 		p.offset = max(0, p.offset-1)
-		return nil
-	case matches(msg, k.Why) && pd.maintenance == "":
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// bindings: y runs the plan; the toggles plan it again with an override on or off. A
+// NodeMaintenance is the controller's to run under its own policy: nothing to toggle.
+func (p *confirmPane) bindings(s *shared) []action {
+	k := s.keys
+	pd := p.pending
+	cancel := action{key: k.Cancel, hidden: true, do: func() intent { return goBack{} }}
+	if pd == nil {
+		return []action{cancel, show(k.Back)}
+	}
+	if pd.maintenance != "" {
+		return []action{cancel, {key: k.Confirm, do: func() intent { return maintain{pd} }}, show(k.Back)}
+	}
+	confirm := action{key: k.Confirm, do: func() intent { return runPending{pd} }}
+	switch {
+	case pd.err != nil:
+		confirm.do = nil // the error is on screen: nothing to run
+	case len(pd.batch.Blockers()) > 0:
+		confirm.disabled = "refused: resolve the blockers or toggle their overrides first"
+	}
+	toggle := func(b Binding, f func(*policy.Options)) action {
+		return action{key: b, do: func() intent {
+			next := *pd
+			f(&next.ro.Policy)
+			next.ro.ForceCompute = next.ro.Policy.Force
+			next.ro.FromCache = true // the plan was just read fresh: a toggle re-judges it, at once
+			return replan{&next}
+		}}
+	}
+	force := toggle(k.ToggleForce, func(o *policy.Options) { o.Force = !o.Force })
+	emptyDir := toggle(k.ToggleEmptyDir, func(o *policy.Options) { o.DeleteEmptyDirData = !o.DeleteEmptyDirData })
+	eviction := toggle(k.ToggleEviction, func(o *policy.Options) { o.DisableEviction = !o.DisableEviction })
+	lastNode := toggle(k.ToggleLastNode, func(o *policy.Options) { o.AllowLastNode = !o.AllowLastNode })
+	cold := toggle(k.ToggleCold, func(o *policy.Options) { o.ColdMigrateRunning = !o.ColdMigrateRunning })
+	why := action{key: k.Why, hidden: true, do: func() intent {
 		p.why = textinput.New()
 		p.why.Prompt, p.why.CharLimit = "reason: ", 120
 		p.why.SetValue(pd.ro.Why)
 		p.why.Focus()
 		p.typing = true
 		return nil
-	}
-	if pd.maintenance != "" { // the controller's policy applies: nothing to toggle here
-		if matches(msg, k.Confirm) {
-			return maintain{pd}
+	}}
+	hide := func(as ...action) []action {
+		for i := range as {
+			as[i].hidden = true
 		}
-		return nil
+		return as
 	}
-	toggle := func(f func(*policy.Options)) intent {
-		next := *pd
-		f(&next.ro.Policy)
-		next.ro.ForceCompute = next.ro.Policy.Force
-		next.ro.FromCache = true // the plan was just read fresh: a toggle re-judges it, at once
-		return replan{&next}
+	out := []action{cancel}
+	switch pd.op {
+	case model.OpMigrate:
+		out = append(out, confirm, action{key: k.Target, do: func() intent { return pickTarget{pd} }}, show(k.Back))
+		out = append(out, hide(force, emptyDir, eviction, lastNode, cold)...)
+	case model.OpRecover:
+		fenced := action{key: k.ToggleFenced, do: func() intent {
+			next := *pd
+			next.ro.ConfirmFenced = !next.ro.ConfirmFenced
+			next.ro.FromCache = true
+			return replan{&next}
+		}}
+		out = append(out, confirm, fenced, force, show(k.Back))
+		out = append(out, hide(emptyDir, eviction, lastNode, cold)...)
+	default:
+		out = append(out, confirm, force, emptyDir, eviction, lastNode, show(k.Back))
+		out = append(out, hide(cold)...)
 	}
-	switch {
-	case matches(msg, k.ToggleForce):
-		return toggle(func(o *policy.Options) { o.Force = !o.Force })
-	case matches(msg, k.ToggleEmptyDir):
-		return toggle(func(o *policy.Options) { o.DeleteEmptyDirData = !o.DeleteEmptyDirData })
-	case matches(msg, k.ToggleEviction):
-		return toggle(func(o *policy.Options) { o.DisableEviction = !o.DisableEviction })
-	case matches(msg, k.ToggleLastNode):
-		return toggle(func(o *policy.Options) { o.AllowLastNode = !o.AllowLastNode })
-	case matches(msg, k.ToggleCold):
-		return toggle(func(o *policy.Options) { o.ColdMigrateRunning = !o.ColdMigrateRunning })
-	case matches(msg, k.ToggleFenced) && pd.op == model.OpRecover:
-		next := *pd
-		next.ro.ConfirmFenced = !next.ro.ConfirmFenced
-		next.ro.FromCache = true
-		return replan{&next}
-	case matches(msg, k.Target) && pd.op == model.OpMigrate:
-		return pickTarget{pd}
-	case matches(msg, k.Confirm):
-		if pd.err != nil {
-			return nil
-		}
-		if len(pd.batch.Blockers()) > 0 {
-			return showStatus{"refused: resolve the blockers or toggle their overrides first", true}
-		}
-		return runPending{pd}
-	}
-	return nil
+	return append(out, why)
 }
-
-// pickTarget: the migration's next destination (the root knows the hosts).
-type pickTarget struct{ p *pending }
 
 // view: the plan and its blockers, naming the targets, with the overrides.
 func (p *confirmPane) view(s *shared) string {

@@ -21,7 +21,7 @@ type describePane struct {
 	offset int
 }
 
-func (p *describePane) update(msg tea.KeyMsg, s *shared) intent {
+func (p *describePane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	k := s.keys
 	switch {
 	case matches(msg, k.Down):
@@ -32,10 +32,16 @@ func (p *describePane) update(msg tea.KeyMsg, s *shared) intent {
 		p.offset = min(p.offset+s.pageSize(), max(0, len(p.lines)-1))
 	case matches(msg, k.PageUp):
 		p.offset = max(0, p.offset-s.pageSize())
-	case matches(msg, k.Back), matches(msg, k.Describe):
-		return goBack{}
+	default:
+		return nil, false
 	}
-	return nil
+	return nil, true
+}
+
+func (p *describePane) bindings(s *shared) []action {
+	k := s.keys
+	back := func() intent { return goBack{} }
+	return []action{show(k.Up), show(k.Down), {key: k.Back, do: back}, {key: k.Describe, hidden: true, do: back}}
 }
 
 func (p *describePane) view(s *shared) string {

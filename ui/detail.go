@@ -13,8 +13,8 @@ import (
 
 // detailPane is one node: its VMs (a cursor and a choice, for migrate) and its pods.
 type detailPane struct {
-	node   string
-	cursor int
+	node string
+	listCursor
 	chosen map[string]bool // VM names chosen for migrate
 }
 
@@ -22,50 +22,49 @@ func (p *detailPane) open(node string) {
 	p.node, p.cursor, p.chosen = node, 0, map[string]bool{}
 }
 
-func (p *detailPane) update(msg tea.KeyMsg, s *shared) intent {
+func (p *detailPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	n, _ := s.inv.Node(p.node)
+	return nil, p.move(msg, s, len(n.VMs))
+}
+
+func (p *detailPane) bindings(s *shared) []action {
 	k := s.keys
 	n, _ := s.inv.Node(p.node)
-	switch {
-	case matches(msg, k.Back):
-		return goTo{nodesScreen}
-	case matches(msg, k.Up):
-		p.cursor = max(0, p.cursor-1)
-	case matches(msg, k.Down):
-		p.cursor = min(len(n.VMs)-1, p.cursor+1)
-	case matches(msg, k.Select):
-		if p.cursor < len(n.VMs) {
-			id := n.VMs[p.cursor].Name
-			p.chosen[id] = !p.chosen[id]
-			p.cursor = min(len(n.VMs)-1, p.cursor+1)
+	var vms []string // what m migrates: the chosen VMs, or the one under the cursor
+	for _, vm := range n.VMs {
+		if p.chosen[vm.Name] {
+			vms = append(vms, vm.Name)
 		}
-	case matches(msg, k.Migrate):
-		var vms []string
-		for _, vm := range n.VMs {
-			if p.chosen[vm.Name] {
-				vms = append(vms, vm.Name)
-			}
-		}
-		if len(vms) == 0 && p.cursor < len(n.VMs) {
-			vms = []string{n.VMs[p.cursor].Name}
-		}
-		if len(vms) == 0 {
-			return showStatus{n.Name + " has no VMs to migrate", true}
-		}
-		return propose{model.OpMigrate, vms}
-	case matches(msg, k.Cordon):
-		return propose{model.OpCordon, []string{n.Name}}
-	case matches(msg, k.Evacuate):
-		return propose{model.OpEvacuate, []string{n.Name}}
-	case matches(msg, k.Uncordon):
-		return propose{model.OpUncordon, []string{n.Name}}
-	case matches(msg, k.Describe):
-		return describe{kind: "node", key: n.Name}
-	case matches(msg, k.Maintain):
-		return proposeMaint{maintainCreate, n.Name}
-	case matches(msg, k.EndMaintain):
-		return proposeMaint{maintainDelete, n.Name}
 	}
-	return nil
+	if len(vms) == 0 && p.cursor < len(n.VMs) {
+		vms = []string{n.VMs[p.cursor].Name}
+	}
+	noVM := ""
+	if len(vms) == 0 {
+		noVM = n.Name + " has no VMs to migrate"
+	}
+	node := []string{n.Name}
+	return []action{
+		show(k.Up),
+		{key: k.Select, disabled: noVM, do: func() intent {
+			if p.cursor >= len(n.VMs) {
+				return nil
+			}
+			name := n.VMs[p.cursor].Name
+			p.chosen[name] = !p.chosen[name]
+			p.step(len(n.VMs))
+			return nil
+		}},
+		{key: k.Migrate, disabled: noVM, do: func() intent { return propose{model.OpMigrate, vms} }},
+		{key: k.Evacuate, do: func() intent { return propose{model.OpEvacuate, node} }},
+		{key: k.Cordon, do: func() intent { return propose{model.OpCordon, node} }},
+		{key: k.Back, do: func() intent { return goTo{nodesScreen} }},
+		show(k.Help),
+		{key: k.Uncordon, hidden: true, do: func() intent { return propose{model.OpUncordon, node} }},
+		{key: k.Describe, hidden: true, do: func() intent { return describe{kind: "node", key: n.Name} }},
+		{key: k.Maintain, hidden: true, do: func() intent { return proposeMaint{maintainCreate, n.Name} }},
+		{key: k.EndMaintain, hidden: true, do: func() intent { return proposeMaint{maintainDelete, n.Name} }},
+	}
 }
 
 // view: the node's VMs and its pods, side by side when wide, stacked otherwise.

@@ -11,7 +11,36 @@ import (
 	"github.com/drainctl/drainctl/ui/text"
 )
 
-// The help and quit screens: panes without state of their own.
+// The help and quit screens and the yes/no question: modal panes.
+
+// helpPane is the help, scrolled: movement keys scroll it, any other key goes back.
+type helpPane struct{ offset int }
+
+func (p *helpPane) modal() {}
+
+func (p *helpPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	k, last := s.keys, strings.Count(helpView(s), "\n")
+	switch {
+	case matches(msg, k.Down):
+		p.offset = min(p.offset+1, last)
+	case matches(msg, k.Up):
+		p.offset = max(0, p.offset-1)
+	case matches(msg, k.PageDown):
+		p.offset = min(p.offset+s.pageSize(), last)
+	case matches(msg, k.PageUp):
+		p.offset = max(0, p.offset-s.pageSize())
+	default:
+		p.offset = 0
+		return goBack{}, true
+	}
+	return nil, true
+}
+
+func (p *helpPane) bindings(s *shared) []action { return []action{show(s.keys.Back)} }
+
+func (p *helpPane) view(s *shared) string {
+	return scrolled(helpView(s), &p.offset, max(3, s.height-3), s.st)
+}
 
 // helpView is generated from the key map.
 func helpView(s *shared) string {
@@ -34,21 +63,25 @@ func helpView(s *shared) string {
 	return b.String()
 }
 
-// quitKey: wait for the operations, abort them, or leave them recorded to resume.
-func quitKey(msg tea.KeyMsg, s *shared) intent {
+// quitPane: wait for the operations, abort them, or leave them recorded to resume.
+type quitPane struct{}
+
+func (quitPane) modal() {}
+
+func (quitPane) update(tea.KeyMsg, *shared) (intent, bool) { return nil, false }
+
+func (quitPane) bindings(s *shared) []action {
 	k := s.keys
-	switch {
-	case matches(msg, k.QuitWait):
-		return quitWait{}
-	case matches(msg, k.QuitLeave):
-		return quitLeave{}
-	case matches(msg, k.QuitAbort):
-		return quitAbort{}
-	case matches(msg, k.Interrupt):
-		return quitNow{}
+	return []action{
+		{key: k.QuitWait, hidden: true, do: func() intent { return quitWait{} }},
+		{key: k.QuitLeave, hidden: true, do: func() intent { return quitLeave{} }},
+		{key: k.QuitAbort, hidden: true, do: func() intent { return quitAbort{} }},
+		{key: k.Interrupt, hidden: true, do: func() intent { return quitNow{} }},
+		show(k.Back),
 	}
-	return nil
 }
+
+func (quitPane) view(s *shared) string { return quitView(s) }
 
 func quitView(s *shared) string {
 	var running []string
@@ -80,18 +113,17 @@ type askPane struct {
 	yes      intent
 }
 
-// asking: show the question (an intent of a pane).
-type asking struct {
-	question string
-	yes      intent
+func (p *askPane) modal() {}
+
+// update: y answers yes, any other key no.
+func (p *askPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	if matches(msg, s.keys.Confirm) {
+		return answered{p.yes}, true
+	}
+	return answered{}, true
 }
 
-func (p *askPane) update(msg tea.KeyMsg, s *shared) intent {
-	if matches(msg, s.keys.Confirm) {
-		return p.yes
-	}
-	return goBack{}
-}
+func (p *askPane) bindings(s *shared) []action { return []action{show(s.keys.Back)} }
 
 func (p *askPane) view(s *shared) string {
 	k := s.keys

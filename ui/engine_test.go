@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,8 @@ func (l *live) keys(keys ...string) {
 			msg = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
 		case "ctrl+c":
 			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
+		case "esc":
+			msg = tea.KeyMsg{Type: tea.KeyEsc}
 		}
 		l.send(msg)
 	}
@@ -220,5 +223,50 @@ func TestTUIQuitDialogAbortsLikeX(t *testing.T) {
 	}
 	if vm, _ := c.World.ServerByName("vm-a"); vm.Host != c0 || vm.TaskState != "" {
 		t.Errorf("vm-a's migration was not aborted: %+v", vm)
+	}
+}
+
+// Abort and rollback act on every selected node (they used the first one alone, silently);
+// recover, which is one dead node's, says it acts on one.
+func TestTUIRollbackActsOnEverySelectedNode(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c1, c2 := c.Name("c1"), c.Name("c2")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.selectNodes(c1, c2)
+	l.keys("c", "y")
+	l.drain("both cordons to end", func() bool {
+		return len(l.m.s.ops.order) == 2 && !l.m.s.ops.running(c1) && !l.m.s.ops.running(c2)
+	})
+	l.keys("esc") // back to the nodes; the selection stays
+	l.send(l.m.load(true)())
+	l.keys("X")
+	if l.m.screen != nodesScreen || !strings.Contains(l.m.status, "acts on one node at a time") {
+		t.Errorf("recover with two nodes selected: screen %v, status %q", l.m.screen, l.m.status)
+	}
+	l.keys("R")
+	if l.m.screen != confirmScreen {
+		t.Fatalf("rollback: screen %v, status %q", l.m.screen, l.m.status)
+	}
+	var planned []string
+	for _, p := range l.m.confirm.pending.batch.Plans {
+		planned = append(planned, p.Node)
+	}
+	if strings.Join(planned, ",") != c1+","+c2 {
+		t.Fatalf("rollback planned for %v, want both selected nodes", planned)
+	}
+	l.keys("y")
+	l.drain("both rollbacks to end", func() bool {
+		n := 0
+		for _, k := range l.m.s.ops.order {
+			if v := l.m.s.ops.views[k]; v.plan.Op == model.OpRollback && v.report != nil {
+				n++
+			}
+		}
+		return n == 2
+	})
+	for _, n := range []string{c1, c2} {
+		if !c.Node(n).Schedulable {
+			t.Errorf("%s is still cordoned after the rollback", n)
+		}
 	}
 }

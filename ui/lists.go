@@ -8,7 +8,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ui/text"
 )
@@ -60,12 +59,12 @@ type listRow struct {
 }
 
 type listPane struct {
-	kind    listKind
-	title   string
-	header  []listColumn
-	rows    []listRow
-	shown   []int
-	cursor  int
+	kind   listKind
+	title  string
+	header []listColumn
+	rows   []listRow
+	shown  []int
+	listCursor
 	filter  textinput.Model
 	editing bool
 	// pickers: what choosing a row does
@@ -108,7 +107,7 @@ func (p *listPane) applyFilter() {
 			p.shown = append(p.shown, i)
 		}
 	}
-	p.cursor = max(0, min(p.cursor, len(p.shown)-1))
+	p.clamp(len(p.shown))
 }
 
 func (p *listPane) current() (listRow, bool) {
@@ -124,45 +123,52 @@ func (p *listPane) edit(msg tea.KeyMsg) {
 	p.applyFilter()
 }
 
-func (p *listPane) update(msg tea.KeyMsg, s *shared) intent {
+func (p *listPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	return nil, p.move(msg, s, len(p.shown))
+}
+
+func (p *listPane) bindings(s *shared) []action {
 	k := s.keys
 	r, ok := p.current()
+	none := ""
+	if !ok {
+		none = "no row under the cursor"
+	}
+	enter := action{key: k.Enter, disabled: none}
 	switch {
-	case moveCursor(msg, s, &p.cursor, len(p.shown)):
-	case matches(msg, k.Filter):
-		p.editing = true
-		p.filter.Focus()
-	case matches(msg, k.Back):
-		if p.filter.Value() != "" {
+	case p.pick != nil:
+		enter.do = func() intent { return p.pick(r.key) }
+	case r.node != "":
+		enter.do = func() intent { return openDetail{r.node} }
+	}
+	back := action{key: k.Back, do: func() intent {
+		switch {
+		case p.filter.Value() != "":
 			p.filter.SetValue("")
 			p.applyFilter()
 			return nil
-		}
-		if p.pick != nil {
+		case p.pick != nil:
 			return goBack{}
 		}
 		return goTo{nodesScreen}
-	case !ok:
+	}}
+	filter := action{key: k.Filter, do: func() intent {
+		p.editing = true
+		p.filter.Focus()
 		return nil
-	case matches(msg, k.Enter) && p.pick != nil:
-		return p.pick(r.key)
-	case matches(msg, k.Enter) && r.node != "":
-		return openDetail{r.node}
-	case matches(msg, k.Describe) && p.kind == vmList:
-		return describe{kind: "vm", key: r.key}
-	case matches(msg, k.Describe) && p.kind == podList:
-		return describe{kind: "pod", key: r.key}
-	case matches(msg, k.Migrate) && p.kind == vmList:
-		return propose{model.OpMigrate, []string{r.key}}
+	}}
+	describeRow := func(kind string) action {
+		return action{key: k.Describe, disabled: none, do: func() intent { return describe{kind: kind, key: r.key} }}
 	}
-	return nil
+	switch p.kind {
+	case vmList:
+		migrate := action{key: k.Migrate, disabled: none, do: func() intent { return propose{model.OpMigrate, []string{r.key}} }}
+		return []action{show(k.Up), enter, filter, migrate, describeRow("vm"), back}
+	case podList:
+		return []action{show(k.Up), enter, filter, describeRow("pod"), back}
+	}
+	return []action{show(k.Up), enter, filter, back}
 }
-
-// Intents of the lists.
-type (
-	openDetail struct{ node string }
-	describe   struct{ kind, key string }
-)
 
 func (p *listPane) view(s *shared) string {
 	st := s.st
@@ -329,10 +335,4 @@ func (p *listPane) openContextPicker(contexts []string, current string, s *share
 	}
 	p.applyFilter()
 	p.pick = func(name string) intent { return switchContext{name} }
-}
-
-// replanTo: plan again with other options (a picked target host).
-type replanTo struct {
-	p  *pending
-	ro ops.RunOptions
 }

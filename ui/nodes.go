@@ -14,8 +14,8 @@ import (
 
 // nodesPane is the node list: cursor, filter and selection.
 type nodesPane struct {
-	rows     []int // indexes into inv.Nodes that pass the filter
-	cursor   int
+	rows []int // indexes into inv.Nodes that pass the filter
+	listCursor
 	filter   textinput.Model
 	editing  bool
 	selected map[string]bool
@@ -68,70 +68,79 @@ func sortKey(by string, n model.Node, s *shared) int64 {
 	return 0
 }
 
-func (p *nodesPane) update(msg tea.KeyMsg, s *shared) intent {
+func (p *nodesPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	return nil, p.move(msg, s, len(p.rows))
+}
+
+func (p *nodesPane) bindings(s *shared) []action {
 	k := s.keys
-	switch {
-	case moveCursor(msg, s, &p.cursor, len(p.rows)):
-	case matches(msg, k.Filter):
-		p.editing = true
-		p.filter.Focus()
-		return runCmd{textinput.Blink}
-	case matches(msg, k.Back):
-		if len(p.selected) > 0 {
-			p.selected = map[string]bool{}
-		} else if p.filter.Value() != "" {
-			p.filter.SetValue("")
-			p.applyFilter(s)
-		}
-	case matches(msg, k.Select):
-		if n, ok := p.current(s); ok {
+	n, onNode := p.current(s)
+	targets := p.targets(s)
+	none := ""
+	if len(targets) == 0 {
+		none = "nothing selected"
+	}
+	one := none // an action that takes one node says so when several are selected
+	if len(targets) > 1 {
+		one = "acts on one node at a time: " + strings.Join(targets, ", ") + " are selected (esc clears the selection)"
+	}
+	onCursor := ""
+	if !onNode {
+		onCursor = "no node under the cursor"
+	}
+	plan := func(op model.OpKind) func() intent {
+		return func() intent { return propose{op, targets} }
+	}
+	return []action{
+		show(k.Up),
+		{key: k.Enter, disabled: onCursor, do: func() intent { return goTo{detailScreen} }},
+		{key: k.Filter, do: func() intent {
+			p.editing = true
+			p.filter.Focus()
+			return runCmd{textinput.Blink}
+		}},
+		{key: k.Select, disabled: onCursor, do: func() intent {
 			if p.selected[n.Name] {
 				delete(p.selected, n.Name)
 			} else {
 				p.selected[n.Name] = true
 			}
-			p.cursor = min(len(p.rows)-1, p.cursor+1)
-		}
-	case matches(msg, k.Enter):
-		if _, ok := p.current(s); ok {
-			return goTo{detailScreen}
-		}
-	case matches(msg, k.Describe):
-		if n, ok := p.current(s); ok {
-			return describe{kind: "node", key: n.Name}
-		}
-	case matches(msg, k.Sort):
-		for i, c := range sorts {
-			if c == p.sortBy {
-				p.sortBy = sorts[(i+1)%len(sorts)]
-				break
+			p.step(len(p.rows))
+			return nil
+		}},
+		{key: k.Cordon, disabled: none, do: plan(model.OpCordon)},
+		{key: k.Evacuate, disabled: none, do: plan(model.OpEvacuate)},
+		{key: k.Uncordon, disabled: none, do: plan(model.OpUncordon)},
+		{key: k.Describe, disabled: onCursor, do: func() intent { return describe{kind: "node", key: n.Name} }},
+		show(k.Command), show(k.Help), show(k.Quit),
+		{key: k.Back, hidden: true, do: func() intent {
+			if len(p.selected) > 0 {
+				p.selected = map[string]bool{}
+			} else if p.filter.Value() != "" {
+				p.filter.SetValue("")
+				p.applyFilter(s)
 			}
-		}
-		p.applyFilter(s)
-		return showStatus{"sorted by " + sortNote(p.sortBy), false}
-	case matches(msg, k.Cordon):
-		return propose{model.OpCordon, p.targets(s)}
-	case matches(msg, k.Roll):
-		return proposeRoll{p.targets(s)}
-	case matches(msg, k.Evacuate):
-		return propose{model.OpEvacuate, p.targets(s)}
-	case matches(msg, k.Uncordon):
-		return propose{model.OpUncordon, p.targets(s)}
-	case matches(msg, k.Abort):
-		return propose{model.OpAbort, p.targets(s)[:min(1, len(p.targets(s)))]}
-	case matches(msg, k.Rollback):
-		return propose{model.OpRollback, p.targets(s)[:min(1, len(p.targets(s)))]}
-	case matches(msg, k.Recover):
-		return propose{model.OpRecover, p.targets(s)[:min(1, len(p.targets(s)))]}
-	case matches(msg, k.Maintain), matches(msg, k.EndMaintain):
-		action := maintainCreate
-		if matches(msg, k.EndMaintain) {
-			action = maintainDelete
-		}
-		n, _ := p.current(s)
-		return proposeMaint{action, n.Name}
+			return nil
+		}},
+		{key: k.Sort, hidden: true, do: func() intent {
+			for i, c := range sorts {
+				if c == p.sortBy {
+					p.sortBy = sorts[(i+1)%len(sorts)]
+					break
+				}
+			}
+			p.applyFilter(s)
+			return showStatus{"sorted by " + sortNote(p.sortBy), false}
+		}},
+		{key: k.Roll, hidden: true, do: func() intent { return proposeRoll{targets} }},
+		// Abort and rollback act on every selected node; recover on one dead node.
+		{key: k.Abort, hidden: true, disabled: none, do: plan(model.OpAbort)},
+		{key: k.Rollback, hidden: true, disabled: none, do: plan(model.OpRollback)},
+		{key: k.Recover, hidden: true, disabled: one, do: plan(model.OpRecover)},
+		// A NodeMaintenance is one node's: the one under the cursor.
+		{key: k.Maintain, hidden: true, disabled: onCursor, do: func() intent { return proposeMaint{maintainCreate, n.Name} }},
+		{key: k.EndMaintain, hidden: true, disabled: onCursor, do: func() intent { return proposeMaint{maintainDelete, n.Name} }},
 	}
-	return nil
 }
 
 // edit takes a key while the filter is being typed.
@@ -171,9 +180,7 @@ func (p *nodesPane) applyFilter(s *shared) {
 			return sortKey(p.sortBy, s.inv.Nodes[p.rows[i]], s) > sortKey(p.sortBy, s.inv.Nodes[p.rows[j]], s)
 		})
 	}
-	if p.cursor >= len(p.rows) {
-		p.cursor = max(0, len(p.rows)-1)
-	}
+	p.clamp(len(p.rows))
 }
 
 func rolesOf(n model.Node) string {

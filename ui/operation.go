@@ -269,46 +269,69 @@ func (v *opView) record(ev ops.Event) {
 
 // opPane shows one operation: a progress pane per VM, the pods, the log.
 type opPane struct {
-	shown  string // the operation's key
-	cursor int    // VM under the cursor
-	back   int    // how many log lines the log is scrolled back (pgup/pgdn); 0: the newest
+	shown      string // the operation's key
+	listCursor        // the VM under the cursor
+	back       int    // how many log lines the log is scrolled back (pgup/pgdn); 0: the newest
 }
 
-func (p *opPane) update(msg tea.KeyMsg, s *shared) intent {
+func (p *opPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	k := s.keys
-	v := s.ops.views[p.shown]
-	switch {
-	case matches(msg, k.Back):
-		return goTo{nodesScreen}
-	case matches(msg, k.Up):
-		p.cursor = max(0, p.cursor-1)
-	case matches(msg, k.Down):
-		if v != nil {
-			p.cursor = min(len(v.vmOrder)-1, p.cursor+1)
-		}
+	switch { // page up and down scroll the log; the cursor is on the VMs
 	case matches(msg, k.PageUp):
 		p.back += s.pageSize() / 2
+		return nil, true
 	case matches(msg, k.PageDown):
 		p.back = max(0, p.back-s.pageSize()/2)
-	case matches(msg, k.Select): // cycle through the operations
-		for i, n := range s.ops.order {
-			if n == p.shown {
-				p.shown = s.ops.order[(i+1)%len(s.ops.order)]
-				break
+		return nil, true
+	}
+	n := 0
+	if v := s.ops.views[p.shown]; v != nil {
+		n = len(v.vmOrder)
+	}
+	return nil, p.move(msg, s, n)
+}
+
+// bindings: abort and rollback act on the node of the operation shown (the confirmation
+// names it); in the nodes list they act on every selected node.
+func (p *opPane) bindings(s *shared) []action {
+	k := s.keys
+	v := s.ops.views[p.shown]
+	node, none := "", "no operation shown"
+	if v != nil {
+		node, none = v.plan.Node, ""
+	}
+	return []action{
+		show(k.Up),
+		p.forceComplete(s, v),
+		{key: k.Abort, disabled: none, do: func() intent { return propose{model.OpAbort, []string{node}} }},
+		{key: k.Rollback, disabled: none, do: func() intent { return propose{model.OpRollback, []string{node}} }},
+		{key: k.Select, do: func() intent { // cycle through the operations
+			for i, n := range s.ops.order {
+				if n == p.shown {
+					p.shown = s.ops.order[(i+1)%len(s.ops.order)]
+					break
+				}
 			}
-		}
-	case matches(msg, k.Abort):
-		return propose{model.OpAbort, []string{p.shown}}
-	case matches(msg, k.Rollback):
-		return propose{model.OpRollback, []string{p.shown}}
-	case matches(msg, k.ForceComplete):
-		if v == nil || p.cursor >= len(v.vmOrder) {
-			return showStatus{"no migration under the cursor", true}
-		}
-		vm := v.vms[v.vmOrder[p.cursor]]
-		if vm.state != ops.MigRunning {
-			return showStatus{text.Sprintf("%s is %s: only a running migration can be force-completed", vm.name, vm.state), true}
-		}
+			return nil
+		}},
+		{key: k.Back, do: func() intent { return goTo{nodesScreen} }},
+		show(k.Help),
+	}
+}
+
+// forceComplete is f: asks first, for the running migration under the cursor.
+func (p *opPane) forceComplete(s *shared, v *opView) action {
+	a := action{key: s.keys.ForceComplete}
+	if v == nil || p.cursor >= len(v.vmOrder) {
+		a.disabled = "no migration under the cursor"
+		return a
+	}
+	vm := v.vms[v.vmOrder[p.cursor]]
+	if vm.state != ops.MigRunning {
+		a.disabled = text.Sprintf("%s is %s: only a running migration can be force-completed", vm.name, vm.state)
+		return a
+	}
+	a.do = func() intent {
 		left := ""
 		if vm.total > 0 {
 			left = text.Sprintf(", with %s of memory still to copy", text.Bytes(vm.remaining))
@@ -316,7 +339,7 @@ func (p *opPane) update(msg tea.KeyMsg, s *shared) intent {
 		return asking{question: text.Sprintf("Force-complete the live migration of %s (%s → %s)%s? Nova pauses the guest "+
 			"until the copy ends: its workload stops for that time.", vm.name, vm.source, orDash(vm.dest), left), yes: forceVM{vm.id, vm.name}}
 	}
-	return nil
+	return a
 }
 
 func (p *opPane) view(s *shared) string {

@@ -12,24 +12,28 @@ import (
 // victimsPane is the scale-down ranking, cheapest first, with every reason of the node
 // under the cursor.
 type victimsPane struct {
-	cursor int
+	listCursor
 }
 
-func (p *victimsPane) update(msg tea.KeyMsg, s *shared) intent {
+func (p *victimsPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	return nil, p.move(msg, s, len(s.victims))
+}
+
+func (p *victimsPane) bindings(s *shared) []action {
 	k := s.keys
-	switch {
-	case matches(msg, k.Back):
-		return goTo{nodesScreen}
-	case matches(msg, k.Up):
-		p.cursor = max(0, p.cursor-1)
-	case matches(msg, k.Down):
-		p.cursor = min(len(s.victims)-1, p.cursor+1)
-	case matches(msg, k.Describe) && p.cursor < len(s.victims):
-		return describe{kind: "node", key: s.victims[p.cursor].Node}
-	case matches(msg, k.Evacuate) && p.cursor < len(s.victims):
-		return propose{model.OpEvacuate, []string{s.victims[p.cursor].Node}}
+	node, none := "", ""
+	if p.cursor < len(s.victims) {
+		node = s.victims[p.cursor].Node
+	} else {
+		none = "no node ranked yet"
 	}
-	return nil
+	return []action{
+		show(k.Up),
+		{key: k.Evacuate, disabled: none, do: func() intent { return propose{model.OpEvacuate, []string{node}} }},
+		{key: k.Back, do: func() intent { return goTo{nodesScreen} }},
+		show(k.Help),
+		{key: k.Describe, hidden: true, disabled: none, do: func() intent { return describe{kind: "node", key: node} }},
+	}
 }
 
 func (p *victimsPane) view(s *shared) string {

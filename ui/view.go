@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ui/text"
 )
 
@@ -15,32 +13,7 @@ import (
 // formats state: no I/O, no clock, no sorting of the whole inventory.
 func (m Model) View() string {
 	s := &m.s
-	var body string
-	switch m.screen {
-	case detailScreen:
-		body = m.detail.view(s)
-	case opScreen:
-		body = m.op.view(s)
-	case confirmScreen:
-		body = m.confirm.view(s)
-	case helpScreen:
-		off := m.helpOffset
-		body = scrolled(helpView(s), &off, max(3, s.height-3), s.st)
-	case quitScreen:
-		body = quitView(s)
-	case victimsScreen:
-		body = m.victims.view(s)
-	case campaignScreen:
-		body = m.campaign.view(s)
-	case askScreen:
-		body = m.ask.view(s)
-	case listScreen:
-		body = m.list.view(s)
-	case describeScreen:
-		body = m.desc.view(s)
-	default:
-		body = m.nodes.view(s)
-	}
+	body := m.pane().view(s)
 	head := m.header()
 	if b := m.banner(); b != "" {
 		head += "\n" + b
@@ -125,56 +98,6 @@ func (m Model) footer() string {
 		}
 		status = style.Render(truncate(m.status, s.width)) + "\n"
 	}
-	k := s.keys
-	var keys []Binding
-	switch m.screen {
-	case nodesScreen:
-		keys = []Binding{k.Up, k.Enter, k.Filter, k.Select, k.Cordon, k.Evacuate, k.Uncordon, k.Describe, k.Command, k.Help, k.Quit}
-	case listScreen:
-		keys = []Binding{k.Up, k.Enter, k.Filter, k.Back}
-		if m.list.kind == vmList {
-			keys = []Binding{k.Up, k.Enter, k.Filter, k.Migrate, k.Describe, k.Back}
-		} else if m.list.kind == podList {
-			keys = []Binding{k.Up, k.Enter, k.Filter, k.Describe, k.Back}
-		}
-	case describeScreen:
-		keys = []Binding{k.Up, k.Down, k.Back}
-	case victimsScreen:
-		keys = []Binding{k.Up, k.Evacuate, k.Back, k.Help}
-	case detailScreen:
-		keys = []Binding{k.Up, k.Select, k.Migrate, k.Evacuate, k.Cordon, k.Back, k.Help}
-	case opScreen:
-		keys = []Binding{k.Up, k.ForceComplete, k.Abort, k.Rollback, k.Select, k.Back, k.Help}
-	case campaignScreen:
-		switch {
-		case !m.campaign.started:
-			keys = []Binding{k.Confirm, k.Back}
-		case m.campaign.ended:
-			keys = []Binding{k.Enter, k.Back, k.Help}
-		default:
-			keys = []Binding{k.Pause, k.Enter, k.Back, k.Help}
-		}
-	case confirmScreen:
-		keys = []Binding{k.Confirm, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.Back}
-		switch p := m.confirm.pending; {
-		case p != nil && p.maintenance != "":
-			keys = []Binding{k.Confirm, k.Back}
-		case p != nil && p.op == model.OpMigrate:
-			keys = []Binding{k.Confirm, k.Target, k.Back}
-		case p != nil && p.op == model.OpRecover:
-			keys = []Binding{k.Confirm, k.ToggleFenced, k.ToggleForce, k.Back}
-		}
-	default:
-		keys = []Binding{k.Back}
-	}
-	parts := make([]string, 0, len(keys))
-	for _, b := range keys {
-		if !b.Enabled() {
-			continue
-		}
-		h := b.Help()
-		parts = append(parts, s.st.Header.Render(h.Key)+" "+s.st.Muted.Render(h.Desc))
-	}
 	switch {
 	case m.commanding:
 		return status + m.cmdline.View()
@@ -183,7 +106,7 @@ func (m Model) footer() string {
 	case m.screen == listScreen && m.list.editing:
 		return status + m.list.filter.View()
 	}
-	return status + truncate(strings.Join(parts, "  "), s.width)
+	return status + truncate(footerKeys(m.pane(), s), s.width)
 }
 
 // scrolled shows the lines of body from *offset that fit in rows (clamping *offset), with
@@ -198,29 +121,6 @@ func scrolled(body string, offset *int, rows int, st Styles) string {
 	end := min(len(lines), *offset+rows-1)
 	return strings.Join(lines[*offset:end], "\n") + "\n" +
 		st.Muted.Render(fmt.Sprintf("lines %d-%d of %d · j/k, pgup/pgdn scroll", *offset+1, end, len(lines)))
-}
-
-// moveCursor applies a movement key (up, down, top, bottom, page up, page down) to a cursor
-// over n rows; false when msg is no movement key.
-func moveCursor(msg tea.KeyMsg, s *shared, cursor *int, n int) bool {
-	k := s.keys
-	switch {
-	case matches(msg, k.Up):
-		*cursor = max(0, *cursor-1)
-	case matches(msg, k.Down):
-		*cursor = max(0, min(n-1, *cursor+1))
-	case matches(msg, k.Top):
-		*cursor = 0
-	case matches(msg, k.Bottom):
-		*cursor = max(0, n-1)
-	case matches(msg, k.PageUp):
-		*cursor = max(0, *cursor-s.pageSize())
-	case matches(msg, k.PageDown):
-		*cursor = max(0, min(n-1, *cursor+s.pageSize()))
-	default:
-		return false
-	}
-	return true
 }
 
 // writeLog writes the last rows lines of a log, failures in the error style.
