@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net"
 	"net/http"
@@ -62,6 +65,65 @@ func TestHouseDrawing(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.HasPrefix(dep, "k8s.io/client-go") || strings.Contains(dep, "gophercloud") {
 			t.Errorf("ui/ or model/ depend on %s", dep)
+		}
+	}
+}
+
+// The controllers (the daemon, the NodeMaintenance controller, the cloudpool proxy) empty
+// nodes through one engine entry, Run (ScaleDown is Run with a node deletion after it), where
+// every emptying step first takes a node slot: they call no other engine method that moves
+// VMs or pods (RunBatch, NewRoll, ForceComplete, Cancel), so concurrency.nodes bounds them.
+func TestControllersEmptyNodesThroughRunAlone(t *testing.T) {
+	reads := map[string]bool{"Holder": true, "Now": true, "Plan": true, "Recommend": true, "Inventory": true,
+		"KubeNode": true, "KubeNodeNames": true, "PodsOn": true, "Subscribe": true, "FirstRanking": true,
+		"NovaConfigured": true, "HoldLease": true, "ReleaseLease": true}
+	empties := map[string]bool{"Run": true, "ScaleDown": true}
+	calls := map[string]int{}
+	err := filepath.WalkDir("internal/controllers", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			recv, ok := sel.X.(*ast.SelectorExpr) // d.Engine.X, p.engine.X
+			if !ok || (recv.Sel.Name != "Engine" && recv.Sel.Name != "engine") {
+				return true
+			}
+			switch m := sel.Sel.Name; {
+			case empties[m]:
+				calls[m]++
+			case !reads[m]:
+				t.Errorf("%s calls the engine's %s: the controllers empty nodes through Run alone", path, m)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls["Run"] < 2 || calls["ScaleDown"] < 1 { // the daemon and the controller; the proxy
+		t.Errorf("found %v: is the search broken?", calls)
+	}
+	// ScaleDown runs its plan through Run, and Run's step loop takes the slot.
+	for file, want := range map[string]string{"ops/engine.go": "e.Run(ctx, plan, ro, emit)", "ops/run.go": "r.takeSlot(ctx, stop)"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), want) {
+			t.Errorf("%s no longer says %q", file, want)
 		}
 	}
 }

@@ -137,9 +137,9 @@ func (p *nodesPane) bindings(s *shared) []action {
 		{key: k.Abort, hidden: true, disabled: none, do: plan(model.OpAbort)},
 		{key: k.Rollback, hidden: true, disabled: none, do: plan(model.OpRollback)},
 		{key: k.Recover, hidden: true, disabled: one, do: plan(model.OpRecover)},
-		// A NodeMaintenance is one node's: the one under the cursor.
-		{key: k.Maintain, hidden: true, disabled: onCursor, do: func() intent { return proposeMaint{maintainCreate, n.Name} }},
-		{key: k.EndMaintain, hidden: true, disabled: onCursor, do: func() intent { return proposeMaint{maintainDelete, n.Name} }},
+		// A NodeMaintenance is one node's.
+		{key: k.Maintain, hidden: true, disabled: one, do: func() intent { return proposeMaint{maintainCreate, targets[0]} }},
+		{key: k.EndMaintain, hidden: true, disabled: one, do: func() intent { return proposeMaint{maintainDelete, targets[0]} }},
 	}
 }
 
