@@ -1,7 +1,5 @@
 package model
 
-import "fmt"
-
 // ReasonCode names why a node, pod or VM holds an operation up.
 type ReasonCode string
 
@@ -45,6 +43,8 @@ const (
 	ComputeIsUp  ReasonCode = "ComputeIsUp"  // its nova-compute still reports up
 	NotFenced    ReasonCode = "NotFenced"    // neither --fence-cmd nor --confirm-fenced
 	NotRecovered ReasonCode = "NotRecovered" // a VM a recovery cannot rebuild (its state)
+	// During a run.
+	NotMoved ReasonCode = "NotMoved" // a VM whose move failed, or that became unmovable meanwhile
 	// MachineNotEvictable: the cloudpool protects the node's machine (evictable=false).
 	MachineNotEvictable ReasonCode = "MachineNotEvictable"
 )
@@ -58,19 +58,32 @@ const (
 	Notes  Severity = "notes"  // information: what will be left as it is
 )
 
+// Override is the operator's permission that lifts a blocker, in the engine's words: the
+// engine speaks no CLI. The views render it (a flag on the command line, a key in the TUI).
+type Override string
+
+// The overrides.
+const (
+	OverrideForce              Override = "force"                // bare pods, safe-to-evict, do-not-disrupt; no room; someone's disable
+	OverrideDeleteEmptyDirData Override = "delete-emptydir-data" // local volumes' data is deleted
+	OverrideDisableEviction    Override = "disable-eviction"     // delete instead of evict: PDBs are not asked
+	OverrideIgnoreDaemonSets   Override = "ignore-daemonsets"
+	OverrideAllowLastNode      Override = "allow-last-node"
+	OverrideAllowControlPlane  Override = "allow-control-plane"
+	OverrideColdMigrateRunning Override = "cold-migrate-running" // a running VM moved cold, with downtime
+	OverrideSkipVM             Override = "skip-vm"              // the reason's Object (a VM) stays where it is
+	OverrideFenced             Override = "fenced"               // the dead machine is proven off: a fence command or the operator's word
+	OverrideFewerAtOnce        Override = "fewer-at-once"        // a campaign: fewer nodes at once, or less headroom asked
+)
+
 // Reason is one typed reason, naming the object and the override that lifts it.
 type Reason struct {
 	Code     ReasonCode `json:"code"`
 	Severity Severity   `json:"severity"`
 	Object   string     `json:"object"` // pod ns/name, VM name, node name
 	Message  string     `json:"message"`
-	Override string     `json:"override,omitempty"` // e.g. "--delete-emptydir-data"
+	Override Override   `json:"override,omitempty"`
 }
 
-func (r Reason) String() string {
-	s := fmt.Sprintf("%s: %s", r.Object, r.Message)
-	if r.Override != "" {
-		s += fmt.Sprintf(" (use %s to override)", r.Override)
-	}
-	return s
-}
+// Text is the object and the message, without the override (a view names it in its own terms).
+func (r Reason) Text() string { return r.Object + ": " + r.Message }

@@ -167,5 +167,5 @@ func (r *Roll) Refusal(ctx context.Context) error {
 	return &RefusedError{Reasons: append(reasons, model.Reason{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: f.Short,
 		Message: fmt.Sprintf("while %s is out the fleet's free memory would fall to %.0f%% (%d MiB), below [roll] min_headroom_percent (%.0f%%)",
 			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.cfg.Roll.MinHeadroomPercent),
-		Override: "fewer nodes at once (--parallel), or [roll] min_headroom_percent"})}
+		Override: model.OverrideFewerAtOnce})}
 }

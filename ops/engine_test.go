@@ -44,7 +44,7 @@ func TestEvacuateThenUncordon(t *testing.T) {
 	before := c.Muts.N.Load()
 	rec, _, err := run(t, e, model.OpEvacuate, c0, ops.RunOptions{Policy: defaults()})
 	var refused *ops.RefusedError
-	if !errors.As(err, &refused) || refused.Reasons[0].Code != model.BarePod || refused.Reasons[0].Override != "--force" {
+	if !errors.As(err, &refused) || refused.Reasons[0].Code != model.BarePod || refused.Reasons[0].Override != model.OverrideForce {
 		t.Fatalf("want a refusal for the bare pod, got %v", err)
 	}
 	if !errors.As(err, new(*ops.RefusedError)) || c.Muts.N.Load() != before || c.World.Stats().Mutations != 0 {

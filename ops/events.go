@@ -222,6 +222,7 @@ type VMReport struct {
 	Bytes    int64            `json:"bytes"` // copied, over all attempts
 	Duration time.Duration    `json:"durationNs"`
 	Message  string           `json:"message,omitempty"`
+	Override model.Override   `json:"override,omitempty"` // what would have moved it (a failure)
 }
 
 // CampaignEvent: a rolling maintenance moved on: a node changed phase (Node set), the

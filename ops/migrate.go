@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -78,7 +77,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 	sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
 	var pending []*vmRun
 	running := map[string]*vmRun{}
-	var failed []string
+	var failed []model.Reason
 	ours := r.coldOurs()
 	for _, vm := range vms {
 		method, reason := r.classify(vm)
@@ -88,8 +87,8 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 			r.follow(run, running, ours)
 			continue
 		case model.MoveStays:
-			if bad := r.stays(run, reason); bad != "" {
-				failed = append(failed, bad)
+			if bad := r.stays(run, reason); bad != nil {
+				failed = append(failed, *bad)
 			}
 			continue
 		}
@@ -138,21 +137,22 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, msg))
 				r.emitVM(run, MigCompleted, msg)
 			case MigAborted:
-				failed = append(failed, run.vm.Name+": aborted")
+				failed = append(failed, notMoved(run.vm, "aborted", ""))
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigAborted, msg))
 				r.emitVM(run, MigAborted, msg)
 			default:
 				r.emitVM(run, MigFailed, msg)
+				var cold model.Override
 				if r.cannotLive(run, msg) {
 					if r.coldInstead(run, msg, &pending) {
 						continue
 					}
-					msg += " (use --cold-migrate-running to move it cold, with downtime)"
+					cold = model.OverrideColdMigrateRunning // a cold move, with downtime, would move it
 				} else if r.retry(run, msg, &pending) {
 					continue
 				}
-				failed = append(failed, run.vm.Name+": "+msg)
-				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg))
+				failed = append(failed, notMoved(run.vm, msg, cold))
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, cold))
 			}
 		}
 	}
@@ -161,7 +161,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		moved = "rebuilt elsewhere"
 	}
 	if len(failed) > 0 {
-		return "", fmt.Errorf("%d VM(s) not %s: %s", len(failed), moved, strings.Join(failed, "; "))
+		return "", &NotMovedError{Moved: moved, VMs: failed}
 	}
 	return fmt.Sprintf("%d VM(s) %s", done, moved), nil
 }
@@ -182,7 +182,7 @@ func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
 // startAllowed starts pending migrations while the caps allow: the per-source cap, the
 // cluster-wide slots, a destination under its cap. It stops at the first cap reached and
 // returns the VMs whose request failed for good.
-func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running map[string]*vmRun, dests []*destRoom) (failed []string) {
+func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running map[string]*vmRun, dests []*destRoom) (failed []model.Reason) {
 	e := r.e
 	for len(*pending) > 0 && len(running) < e.cfg.Concurrency.MigrationsPerSource && e.now().After((*pending)[0].notBefore) {
 		select {
@@ -193,8 +193,8 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 		run := (*pending)[0]
 		if handled, failure := r.movedMeanwhile(ctx, run, pending, running); handled {
 			<-e.migSlots
-			if failure != "" {
-				failed = append(failed, failure)
+			if failure != nil {
+				failed = append(failed, *failure)
 			}
 			continue
 		}
@@ -226,18 +226,19 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			e.claim(run, -1)
 			e.releaseSlot(run)
 			msg := err.Error()
+			var cold model.Override
 			if r.cannotLive(run, msg) || (run.method == model.MoveLive && refusedByNova(err)) {
 				if r.coldInstead(run, msg, pending) {
 					continue
 				}
 				if run.method == model.MoveLive && run.vm.Status == model.VMActive {
-					msg += " (use --cold-migrate-running to move it cold, with downtime)"
+					cold = model.OverrideColdMigrateRunning // a cold move, with downtime, would move it
 				}
 			} else if !refusedByNova(err) && r.retry(run, msg, pending) {
 				continue
 			}
-			failed = append(failed, run.vm.Name+": "+msg)
-			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg))
+			failed = append(failed, notMoved(run.vm, msg, cold))
+			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, cold))
 			continue
 		}
 		r.emitVM(run, MigRequested, "")
@@ -250,19 +251,19 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 // the start, and someone may have moved it since. A VM no longer on the node left by itself
 // and is skipped; one already migrating (someone else's migration) is followed, not asked
 // again. It takes the VM off pending in both cases.
-func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmRun, running map[string]*vmRun) (handled bool, failure string) {
+func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmRun, running map[string]*vmRun) (handled bool, failure *model.Reason) {
 	e := r.e
 	cur, err := e.nova.Server(ctx, run.vm.ID)
 	switch {
 	case err != nil: // the request itself will say what is wrong
-		return false, ""
+		return false, nil
 	case cur.Host != run.vm.Host:
 		*pending = (*pending)[1:]
 		msg := "left the node by itself (now on " + cur.Host + ")"
 		run.dest, run.started = cur.Host, e.now()
 		r.report.VMs = append(r.report.VMs, r.vmReport(run, MigSkipped, msg))
 		r.emitVM(run, MigSkipped, msg)
-		return true, ""
+		return true, nil
 	}
 	method, reason := r.classify(cur)
 	switch {
@@ -271,34 +272,35 @@ func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmR
 		run.vm.Status, run.vm.TaskState = cur.Status, cur.TaskState
 		r.follow(run, running, nil) // someone else's: not drainctl's to confirm
 		r.emitVM(run, MigAdopted, "already migrating (someone else's request): followed")
-		return true, ""
+		return true, nil
 	case method == model.MoveStays:
 		*pending = (*pending)[1:]
 		run.vm = cur
-		if bad := r.stays(run, reason); bad != "" {
-			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message))
+		if bad := r.stays(run, reason); bad != nil {
+			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message, reason.Override))
 			return true, bad
 		}
-		return true, ""
+		return true, nil
 	case method != run.method && run.attempt == 0: // stopped or started meanwhile
 		run.vm, run.method = cur, method
 	}
-	return false, ""
+	return false, nil
 }
 
 // stays accounts for a VM that does not move. Left on purpose (an override the plan
 // showed), it is reported and the node is "not empty"; one that became unmovable during the
-// run (broken, locked meanwhile) is a failure, returned as "name: why".
-func (r *runner) stays(run *vmRun, reason *model.Reason) (failure string) {
+// run (broken, locked meanwhile) is a failure, returned with its override.
+func (r *runner) stays(run *vmRun, reason *model.Reason) (failure *model.Reason) {
 	run.method = model.MoveStays
 	if reason.Severity == model.Blocks {
-		r.emitVM(run, MigFailed, reason.String())
-		return run.vm.Name + ": " + reason.String()
+		r.emitVM(run, MigFailed, reason.Message)
+		bad := notMoved(run.vm, reason.Message, reason.Override)
+		return &bad
 	}
 	r.report.VMs = append(r.report.VMs, VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: model.MoveStays, Result: MigSkipped, Source: run.vm.Host, Message: reason.Message})
 	r.report.Left = append(r.report.Left, run.vm.Name+": "+reason.Message)
 	r.emitVM(run, MigSkipped, reason.Message)
-	return ""
+	return nil
 }
 
 // retry puts a failed VM back in the queue if it has attempts left.
@@ -437,13 +439,22 @@ func (r *runner) emitProgress(run *vmRun) {
 }
 
 // vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.
-func (r *runner) vmReport(run *vmRun, result MigState, msg string) VMReport {
+func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...model.Override) VMReport {
 	bytes := run.copied + run.attemptBytes(result == MigCompleted)
 	if run.method == model.MoveCold || run.method == model.MoveRebuild {
 		bytes = 0 // a cold move copies disks, a rebuild nothing: Nova counts no bytes
 	}
-	return VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
+	rep := VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
 		Attempts: run.attempt, Bytes: bytes, Duration: r.e.now().Sub(run.started), Message: msg}
+	if len(override) > 0 {
+		rep.Override = override[0]
+	}
+	return rep
+}
+
+// notMoved is a VM the run could not move, and the override that would move it ("": none).
+func notMoved(vm model.VM, msg string, o model.Override) model.Reason {
+	return model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: vm.Name, Message: msg, Override: o}
 }
 
 // abortMigrations cancels the live migrations leaving the node's host.

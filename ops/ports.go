@@ -193,9 +193,24 @@ type RefusedError struct{ Reasons []model.Reason }
 
 func (e *RefusedError) Error() string {
 	if len(e.Reasons) == 1 {
-		return "refused: " + e.Reasons[0].String()
+		return "refused: " + e.Reasons[0].Text()
 	}
-	return fmt.Sprintf("refused: %d blockers, first: %s", len(e.Reasons), e.Reasons[0].String())
+	return fmt.Sprintf("refused: %d blockers, first: %s", len(e.Reasons), e.Reasons[0].Text())
+}
+
+// NotMovedError: VMs the run could not move, each with why and the override that would
+// move it, if one would (the views name it).
+type NotMovedError struct {
+	Moved string // what the others were: "migrated", "rebuilt elsewhere"
+	VMs   []model.Reason
+}
+
+func (e *NotMovedError) Error() string {
+	parts := make([]string, len(e.VMs))
+	for i, r := range e.VMs {
+		parts[i] = r.Text()
+	}
+	return fmt.Sprintf("%d VM(s) not %s: %s", len(e.VMs), e.Moved, strings.Join(parts, "; "))
 }
 
 // Interrupted is an operation stopped at a safe point; the journal says where.

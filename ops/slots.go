@@ -124,7 +124,7 @@ func (r *runner) judgeAgain(ctx context.Context, others []string) error {
 	}
 	if b := again.Blockers(); len(b) > 0 {
 		r.report.Reasons = b
-		r.journal(PhaseFailed, "refused when its node slot came: "+b[0].String())
+		r.journal(PhaseFailed, "refused when its node slot came: "+b[0].Text())
 		return &RefusedError{Reasons: b}
 	}
 	return nil

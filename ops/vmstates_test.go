@@ -94,11 +94,11 @@ func TestEveryVMStateOnOneHost(t *testing.T) {
 	for _, r := range plan.Blockers() {
 		switch r.Object {
 		case "vm-broken":
-			if !strings.Contains(r.Message, "disk /dev/sdb vanished") || r.Override != "--skip-vm vm-broken" {
+			if !strings.Contains(r.Message, "disk /dev/sdb vanished") || r.Override != model.OverrideSkipVM {
 				t.Errorf("ERROR reason does not quote Nova's fault or name its override: %+v", r)
 			}
 		case "vm-gpu":
-			if !strings.Contains(r.Message, "pci_passthrough:alias=a100:1") || r.Override != "--cold-migrate-running" {
+			if !strings.Contains(r.Message, "pci_passthrough:alias=a100:1") || r.Override != model.OverrideColdMigrateRunning {
 				t.Errorf("pinned reason: %+v", r)
 			}
 		}
@@ -280,8 +280,10 @@ func TestLiveMigrationRefusedThenCold(t *testing.T) {
 	e := c.Engine("tester@a", nil)
 	ro := forced()
 	rec, _, err := run(t, e, model.OpEvacuate, c0, ro)
-	if err == nil || !strings.Contains(err.Error(), "vm-gpu") || !strings.Contains(err.Error(), "--cold-migrate-running") || !strings.Contains(err.Error(), "pre-check") {
-		t.Fatalf("want a failure naming the VM, Nova's message and the flag, got %v\n%s", err, rec.Transcript(c.Px))
+	var notMoved *ops.NotMovedError
+	if !errors.As(err, &notMoved) || !strings.Contains(err.Error(), "vm-gpu") || !strings.Contains(err.Error(), "pre-check") ||
+		notMoved.VMs[0].Override != model.OverrideColdMigrateRunning {
+		t.Fatalf("want a failure naming the VM, Nova's message and the cold override, got %v\n%s", err, rec.Transcript(c.Px))
 	}
 	if n := len(c.World.MigrationStatuses(gpu.ID)); n != 1 {
 		t.Errorf("the refused live migration was retried: %d attempts", n)

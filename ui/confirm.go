@@ -167,7 +167,7 @@ func (p *confirmPane) view(s *shared) string {
 			case model.Waits:
 				style = st.Warn
 			}
-			what := r.String()
+			what := text.Reason(r)
 			if pd.maintenance != "" {
 				what = r.Object + ": " + r.Message // the controller's policy decides, not this view's toggles
 			}

@@ -114,7 +114,7 @@ func describeNode(n model.Node, s *shared) describePane {
 				add("scale-down: candidate, rank %d, cost %.1f", v.Rank, v.Cost)
 			}
 			for _, r := range v.Reasons {
-				add("why it cannot go: %s", r.String())
+				add("why it cannot go: %s", text.Reason(r))
 			}
 		}
 	}
@@ -130,7 +130,7 @@ func describeNode(n model.Node, s *shared) describePane {
 	for _, pod := range n.Pods {
 		add("  %s: %s", pod.Key(), drainVerdict(pod, pdbs, s.opts.Policy))
 		for _, r := range policy.PodBlocks(pod, s.opts.Policy) {
-			add("    %s", r.String())
+			add("    %s", text.Reason(r))
 		}
 	}
 	return describePane{title: text.Sprintf("describe node %s", n.Name), lines: l}
@@ -151,9 +151,9 @@ func describeVM(id string, s *shared) (describePane, bool) {
 			add("host %s · node %s", vm.Host, none(n.Name))
 			switch method, r := policy.VMMove(vm, s.opts.Policy); {
 			case method == model.MoveStays:
-				add("stays on an evacuation: %s", r.String())
+				add("stays on an evacuation: %s", text.Reason(*r))
 			case r != nil:
-				add("moves %s: %s", method, r.String())
+				add("moves %s: %s", method, text.Reason(*r))
 			default:
 				add("moves %s on an evacuation", method)
 			}
@@ -206,7 +206,7 @@ func describePod(key string, s *shared) (describePane, bool) {
 		}
 		add("in an evacuation: %s", drainVerdict(pod, pdbMap(s), s.opts.Policy))
 		for _, r := range policy.PodBlocks(pod, s.opts.Policy) {
-			add("  blocks: %s", r.String())
+			add("  blocks: %s", text.Reason(r))
 		}
 		if order, skip, _ := policy.DrainOrder(pod, s.opts.Policy); order != 0 || skip {
 			add("drain order: %d (skip %v)", order, skip)

@@ -54,7 +54,7 @@ func TestHostileTextIsShownEscapedInEveryPane(t *testing.T) {
 	node := m.s.inv.Nodes[0]
 	plan := model.Plan{Op: model.OpEvacuate, Node: node.Name, Host: node.Host, VMs: node.VMs, Pods: node.Pods[1:],
 		Steps:   []model.Step{{Kind: model.StepMigrateVMs, Detail: "live-migrate " + node.VMs[0].Name}},
-		Reasons: []model.Reason{{Code: model.BarePod, Severity: model.Blocks, Object: "shop/web" + hostile, Message: "no controller" + hostile, Override: "--force"}}}
+		Reasons: []model.Reason{{Code: model.BarePod, Severity: model.Blocks, Object: "shop/web" + hostile, Message: "no controller" + hostile, Override: model.OverrideForce}}}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	op := m
 	op.s.ops = newOperations()

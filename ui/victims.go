@@ -68,7 +68,7 @@ func (p *victimsPane) view(s *shared) string {
 		} else {
 			b.WriteString(st.Warn.Render(text.Safe(v.Node)+" cannot go:") + "\n")
 			for _, r := range v.Reasons {
-				b.WriteString(fit("  "+r.String(), s.width) + "\n")
+				b.WriteString(fit("  "+text.Reason(r), s.width) + "\n")
 			}
 		}
 	}

@@ -28,6 +28,8 @@ type options struct {
 	width, height       int
 	worldOnly, hold     bool
 	novaOnly            bool
+	rollOnly            bool
+	roll                rollOptions
 }
 
 func main() {
@@ -45,6 +47,11 @@ func main() {
 	flag.BoolVar(&o.worldOnly, "world-only", false, "build the world and stop")
 	flag.BoolVar(&o.hold, "hold", false, "build the world and keep the API server up (until interrupted), to look at it by hand")
 	flag.BoolVar(&o.novaOnly, "nova-at-rest", false, "only what an idle TUI asks of Nova and Placement (no API server)")
+	flag.BoolVar(&o.rollOnly, "roll", false, "only the fleet campaign: --auto roll over -roll-nodes nodes (a world of its own)")
+	flag.IntVar(&o.roll.nodes, "roll-nodes", 1000, "nodes (and Nova hosts) the campaign rolls")
+	flag.IntVar(&o.roll.vmsPerNode, "roll-vms", 2, "VMs on each node's host")
+	flag.IntVar(&o.roll.podsPerNode, "roll-pods", 4, "pods on each node")
+	flag.IntVar(&o.roll.parallel, "roll-parallel", 20, "--parallel of the campaign (and [concurrency] nodes)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -62,6 +69,9 @@ func logf(format string, args ...any) {
 func run(ctx context.Context, o options) error {
 	if o.novaOnly {
 		return runNovaAtRest(ctx, o)
+	}
+	if o.rollOnly {
+		return runRoll(ctx, o)
 	}
 	c, err := startCluster(o.data)
 	if err != nil {

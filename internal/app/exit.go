@@ -3,12 +3,16 @@ package app
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/config"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ui/auto"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // Exit codes, the same for every mode and documented in the README. They are decided here
@@ -60,6 +64,25 @@ func HintOf(err error) string {
 	var ue *ops.UsageError
 	if errors.As(err, &ue) {
 		return ue.Hint
+	}
+	// The engine names overrides in its own words; the command line names its flags.
+	var reasons []model.Reason
+	var refused *ops.RefusedError
+	var notMoved *ops.NotMovedError
+	switch {
+	case errors.As(err, &refused):
+		reasons = refused.Reasons
+	case errors.As(err, &notMoved):
+		reasons = notMoved.VMs
+	}
+	var flags []string
+	for _, r := range reasons {
+		if f := text.Flag(r); f != "" && !slices.Contains(flags, f) {
+			flags = append(flags, f)
+		}
+	}
+	if len(flags) > 0 {
+		return "use " + strings.Join(flags, ", ") + " to override"
 	}
 	return ""
 }

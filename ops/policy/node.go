@@ -20,7 +20,7 @@ func NodeReasons(node model.Node, inv model.Inventory, leaving map[string]bool, 
 	k := node.Kube
 	if k.IsControlPlane() && !o.AllowControlPlane {
 		out = append(out, model.Reason{Code: model.ControlPlane, Severity: model.Blocks, Object: node.Name,
-			Message: "is a control-plane node (" + strings.Join(k.Roles, ",") + ")", Override: "--allow-control-plane"})
+			Message: "is a control-plane node (" + strings.Join(k.Roles, ",") + ")", Override: model.OverrideAllowControlPlane})
 	}
 	for _, sel := range o.ProtectedNodes {
 		if sel.Matches(labels.Set(k.Labels)) {
@@ -30,7 +30,7 @@ func NodeReasons(node model.Node, inv model.Inventory, leaving map[string]bool, 
 	}
 	if !o.AllowLastNode && !otherWorkerRemains(node.Name, inv, leaving) {
 		out = append(out, model.Reason{Code: model.LastSchedulable, Severity: model.Blocks, Object: node.Name,
-			Message: "no other Ready, schedulable worker would remain", Override: "--allow-last-node"})
+			Message: "no other Ready, schedulable worker would remain", Override: model.OverrideAllowLastNode})
 	}
 	return out
 }
@@ -168,7 +168,7 @@ func PlacementReasons(node model.Node, vms []model.VM, inv model.Inventory, leav
 		}
 		// Nova would refuse the move whatever drainctl's overrides (--force included): only
 		// leaving the VM knowingly lifts it.
-		out = append(out, model.Reason{Code: model.NoLegalHost, Severity: model.Blocks, Object: vm.Name, Message: msg, Override: "--skip-vm " + vm.Name})
+		out = append(out, model.Reason{Code: model.NoLegalHost, Severity: model.Blocks, Object: vm.Name, Message: msg, Override: model.OverrideSkipVM})
 	}
 	return out
 }
@@ -223,6 +223,6 @@ func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leavin
 	if o.Force {
 		sev = model.Notes
 	}
-	return &model.Reason{Code: model.NoHostWithRoom, Severity: sev, Object: node.Name, Override: "--force",
+	return &model.Reason{Code: model.NoHostWithRoom, Severity: sev, Object: node.Name, Override: model.OverrideForce,
 		Message: fmt.Sprintf("the other enabled compute hosts have no room for %d VM(s): %s", len(unplaced), strings.Join(unplaced, ", "))}
 }

@@ -102,7 +102,7 @@ func Losses(p model.Pod, o Options) []model.Reason {
 	return out
 }
 
-func reason(code model.ReasonCode, sev model.Severity, obj, override, format string, a ...any) *model.Reason {
+func reason(code model.ReasonCode, sev model.Severity, obj string, override model.Override, format string, a ...any) *model.Reason {
 	return &model.Reason{Code: code, Severity: sev, Object: obj, Message: fmt.Sprintf(format, a...), Override: override}
 }
 
@@ -127,7 +127,7 @@ func daemonSet(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
 	if o.IgnoreDaemonSets {
 		return Stay, nil, true
 	}
-	return Block, reason(model.DaemonSetPod, model.Blocks, p.Key(), "--ignore-daemonsets",
+	return Block, reason(model.DaemonSetPod, model.Blocks, p.Key(), model.OverrideIgnoreDaemonSets,
 		"DaemonSet pod %s would be recreated on the node at once", p.OwnerName), true
 }
 
@@ -145,7 +145,7 @@ func safeToEvictFalse(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
 	if p.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] != "false" || o.Force {
 		return 0, nil, false
 	}
-	return Block, reason(model.SafeToEvictFalse, model.Blocks, p.Key(), "--force",
+	return Block, reason(model.SafeToEvictFalse, model.Blocks, p.Key(), model.OverrideForce,
 		`annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`), true
 }
 
@@ -153,7 +153,7 @@ func doNotDisrupt(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
 	if p.Annotations["karpenter.sh/do-not-disrupt"] != "true" || o.Force {
 		return 0, nil, false
 	}
-	return Block, reason(model.DoNotDisrupt, model.Blocks, p.Key(), "--force", `annotated karpenter.sh/do-not-disrupt: "true"`), true
+	return Block, reason(model.DoNotDisrupt, model.Blocks, p.Key(), model.OverrideForce, `annotated karpenter.sh/do-not-disrupt: "true"`), true
 }
 
 func localStorage(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
@@ -165,7 +165,7 @@ func localStorage(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
 			return 0, nil, false
 		}
 	}
-	return Block, reason(model.LocalStorage, model.Blocks, p.Key(), "--delete-emptydir-data",
+	return Block, reason(model.LocalStorage, model.Blocks, p.Key(), model.OverrideDeleteEmptyDirData,
 		"local volume %q would lose its data", p.LocalVolume), true
 }
 
@@ -173,7 +173,7 @@ func bare(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
 	if p.OwnerKind != "" || o.Force {
 		return 0, nil, false
 	}
-	return Block, reason(model.BarePod, model.Blocks, p.Key(), "--force",
+	return Block, reason(model.BarePod, model.Blocks, p.Key(), model.OverrideForce,
 		"no controller: once evicted nothing recreates it (the last copy)"), true
 }
 
@@ -193,7 +193,7 @@ func PDBReason(p model.Pod, pdbs map[string]model.PDB, o Options) *model.Reason 
 	for _, name := range p.PDBs {
 		if b, ok := pdbs[p.Namespace+"/"+name]; ok && b.DisruptionsAllowed <= 0 {
 			return &model.Reason{Code: model.PDBExhausted, Severity: model.Waits, Object: p.Key(), Message: name,
-				Override: "--disable-eviction"}
+				Override: model.OverrideDisableEviction}
 		}
 	}
 	return nil
@@ -215,7 +215,7 @@ func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 }
 
 func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
-	stays := func(code model.ReasonCode, override, format string, a ...any) (model.MoveMethod, *model.Reason) {
+	stays := func(code model.ReasonCode, override model.Override, format string, a ...any) (model.MoveMethod, *model.Reason) {
 		r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, Message: fmt.Sprintf(format, a...), Override: override}
 		switch {
 		case o.SkipVM(vm):
@@ -226,7 +226,7 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		}
 		return model.MoveStays, r
 	}
-	skip := "--skip-vm " + vm.Name
+	skip := model.OverrideSkipVM
 	switch {
 	case vm.TaskState == "migrating" || vm.Status == model.VMMigrating:
 		return model.MoveFollow, nil // already moving: the engine follows it
@@ -263,7 +263,7 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		if strings.HasPrefix(vm.Pinned, "port ") {
 			by = "its " + vm.Pinned
 		}
-		return stays(model.VMPinned, "--cold-migrate-running", "cannot live-migrate: %s (a cold move stops it, %s)", by, memory(vm))
+		return stays(model.VMPinned, model.OverrideColdMigrateRunning, "cannot live-migrate: %s (a cold move stops it, %s)", by, memory(vm))
 	}
 	// SUSPENDED, SHELVED, RESCUE, SOFT_DELETED…: Nova moves them neither live nor cold.
 	return stays(model.VMUnmovable, skip, "status %s: Nova moves such a server neither live nor cold (resume, unrescue or shelve-offload it)", vm.Status)
@@ -272,7 +272,7 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 // Downtime is the note a running VM moved cold carries: it is stopped, moved, started again.
 func Downtime(vm model.VM) *model.Reason {
 	return &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name,
-		Message: fmt.Sprintf("moved cold: stopped, moved and started again (%s)", memory(vm)), Override: "--cold-migrate-running"}
+		Message: fmt.Sprintf("moved cold: stopped, moved and started again (%s)", memory(vm)), Override: model.OverrideColdMigrateRunning}
 }
 
 func memory(vm model.VM) string {

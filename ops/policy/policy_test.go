@@ -39,23 +39,23 @@ func TestClassifyPod(t *testing.T) {
 		opts     Options
 		verdict  Verdict
 		code     model.ReasonCode
-		override string
+		override model.Override
 	}{
 		{"replicated pod is evicted", pod("web"), defaults, Evict, "", ""},
 		{"finished pod stays", pod("job", phase("Succeeded")), defaults, Stay, "", ""},
 		{"mirror pod stays", pod("kube-apiserver", mirrored(), owner("Node")), defaults, Stay, ControlPlaneNote, ""},
 		{"DaemonSet pod stays", pod("kube-proxy", owner("DaemonSet")), defaults, Stay, "", ""},
-		{"DaemonSet pod blocks without ignore", pod("kube-proxy", owner("DaemonSet")), with(func(o *Options) { o.IgnoreDaemonSets = false }), Block, model.DaemonSetPod, "--ignore-daemonsets"},
+		{"DaemonSet pod blocks without ignore", pod("kube-proxy", owner("DaemonSet")), with(func(o *Options) { o.IgnoreDaemonSets = false }), Block, model.DaemonSetPod, model.OverrideIgnoreDaemonSets},
 		{"protected pod blocks", pod("db", label("tier", "db")), with(func(o *Options) { o.ProtectedPods = []labels.Selector{sel("tier=db")} }), Block, model.ProtectedPod, ""},
-		{"safe-to-evict false blocks", pod("x", annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")), defaults, Block, model.SafeToEvictFalse, "--force"},
+		{"safe-to-evict false blocks", pod("x", annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")), defaults, Block, model.SafeToEvictFalse, model.OverrideForce},
 		{"safe-to-evict false forced", pod("x", annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")), with(func(o *Options) { o.Force = true }), Evict, "", ""},
-		{"do-not-disrupt blocks", pod("x", annotation("karpenter.sh/do-not-disrupt", "true")), defaults, Block, model.DoNotDisrupt, "--force"},
-		{"emptyDir blocks", pod("cache", emptyDir("scratch")), defaults, Block, model.LocalStorage, "--delete-emptydir-data"},
+		{"do-not-disrupt blocks", pod("x", annotation("karpenter.sh/do-not-disrupt", "true")), defaults, Block, model.DoNotDisrupt, model.OverrideForce},
+		{"emptyDir blocks", pod("cache", emptyDir("scratch")), defaults, Block, model.LocalStorage, model.OverrideDeleteEmptyDirData},
 		{"emptyDir allowed by flag", pod("cache", emptyDir("scratch")), with(func(o *Options) { o.DeleteEmptyDirData = true }), Evict, "", ""},
 		{"emptyDir allowed by safe-to-evict-local-volumes", pod("cache", emptyDir("scratch"),
 			annotation("cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes", "tmp, scratch")), defaults, Evict, "", ""},
 		{"emptyDir allowed by safe-to-evict true", pod("cache", emptyDir("scratch"), annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true")), defaults, Evict, "", ""},
-		{"bare pod blocks", pod("shell", owner("")), defaults, Block, model.BarePod, "--force"},
+		{"bare pod blocks", pod("shell", owner("")), defaults, Block, model.BarePod, model.OverrideForce},
 		{"bare pod forced", pod("shell", owner("")), with(func(o *Options) { o.Force = true }), Evict, "", ""},
 		{"carrier pod goes later", pod("libvirt-x", owner("ReplicaSet"), label("application", "libvirt")), defaults, Later, "", ""},
 		{"DaemonSet carrier stays", pod("libvirt-x", owner("DaemonSet"), label("application", "libvirt")), defaults, Stay, "", ""},
@@ -131,10 +131,10 @@ func TestVMMove(t *testing.T) {
 		}
 	}
 	// The reasons name what to do, and Nova's fault is quoted.
-	if _, r := VMMove(model.VM{Name: "g", Status: "ERROR", Fault: "disk full"}, moveStopped); !strings.Contains(r.Message, "disk full") || r.Override != "--skip-vm g" {
+	if _, r := VMMove(model.VM{Name: "g", Status: "ERROR", Fault: "disk full"}, moveStopped); !strings.Contains(r.Message, "disk full") || r.Override != model.OverrideSkipVM {
 		t.Errorf("ERROR reason: %+v", r)
 	}
-	if _, r := VMMove(pci, moveStopped); r.Override != "--cold-migrate-running" || !strings.Contains(r.Message, "pci_passthrough:alias") || !strings.Contains(r.Message, "16 GiB") {
+	if _, r := VMMove(pci, moveStopped); r.Override != model.OverrideColdMigrateRunning || !strings.Contains(r.Message, "pci_passthrough:alias") || !strings.Contains(r.Message, "16 GiB") {
 		t.Errorf("pinned reason: %+v", r)
 	}
 }
@@ -154,7 +154,7 @@ func TestNodeReasons(t *testing.T) {
 	if rs := NodeReasons(inv.Nodes[1], inv, nil, Options{}); len(rs) != 0 {
 		t.Errorf("w1 with w2 remaining: %v", rs)
 	}
-	if rs := NodeReasons(inv.Nodes[1], inv, map[string]bool{"w2": true}, Options{}); len(rs) != 1 || rs[0].Code != model.LastSchedulable || rs[0].Override != "--allow-last-node" {
+	if rs := NodeReasons(inv.Nodes[1], inv, map[string]bool{"w2": true}, Options{}); len(rs) != 1 || rs[0].Code != model.LastSchedulable || rs[0].Override != model.OverrideAllowLastNode {
 		t.Errorf("w1 when w2 leaves too (w3 NotReady, cp control plane): %v", codes(rs))
 	}
 	if rs := NodeReasons(inv.Nodes[0], inv, nil, Options{}); len(rs) != 1 || rs[0].Code != model.ControlPlane {
@@ -207,7 +207,7 @@ func TestPlacementLegality(t *testing.T) {
 	}
 	// b leaving too: a holds a member, other is another zone.
 	rs := PlacementReasons(src, src.VMs, inv, map[string]bool{"b": true}, 4)
-	if len(rs) != 1 || rs[0].Code != model.NoLegalHost || rs[0].Message != "no legal host: anti-affinity group db: members on 1 of the 1 other hosts in zone az1" || rs[0].Override != "--skip-vm db-0" {
+	if len(rs) != 1 || rs[0].Code != model.NoLegalHost || rs[0].Message != "no legal host: anti-affinity group db: members on 1 of the 1 other hosts in zone az1" || rs[0].Override != model.OverrideSkipVM {
 		t.Errorf("no legal host: %+v", rs)
 	}
 	// Two members leaving one host need two legal hosts: b takes one, the other has none.

@@ -25,7 +25,7 @@ const (
 // and what becomes of its disk (a loss is a LostForGood note).
 func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []model.Reason) {
 	stays := func(format string, a ...any) (model.MoveMethod, []model.Reason) {
-		r := model.Reason{Code: model.NotRecovered, Severity: model.Blocks, Object: vm.Name, Message: fmt.Sprintf(format, a...), Override: "--skip-vm " + vm.Name}
+		r := model.Reason{Code: model.NotRecovered, Severity: model.Blocks, Object: vm.Name, Message: fmt.Sprintf(format, a...), Override: model.OverrideSkipVM}
 		switch {
 		case o.SkipVM(vm):
 			r.Code, r.Severity, r.Override = model.VMSkipped, model.Notes, ""
@@ -70,7 +70,7 @@ func DiskFate(vm model.VM, sharedStorage bool) string {
 // journal records a fence already.
 func DeadHost(node model.Node, now time.Time, notReadyFor time.Duration, fenced bool) []model.Reason {
 	var out []model.Reason
-	block := func(code model.ReasonCode, override, format string, a ...any) {
+	block := func(code model.ReasonCode, override model.Override, format string, a ...any) {
 		out = append(out, model.Reason{Code: code, Severity: model.Blocks, Object: node.Name, Message: fmt.Sprintf(format, a...), Override: override})
 	}
 	k := node.Kube
@@ -87,7 +87,7 @@ func DeadHost(node model.Node, now time.Time, notReadyFor time.Duration, fenced 
 		block(model.ComputeIsUp, "", "nova-compute on %s still reports up: the machine may still run its VMs (a VM rebuilt elsewhere would run twice on one disk)", node.Host)
 	}
 	if !fenced {
-		block(model.NotFenced, "--fence-cmd or --confirm-fenced",
+		block(model.NotFenced, model.OverrideFenced,
 			"the machine is not proven off: give --fence-cmd 'CMD {node}' (powers it off, exit 0) or --confirm-fenced (your word that it is off)")
 	}
 	return out

@@ -221,7 +221,7 @@ func (l *legality) noLegalHost(vm model.VM, self string) string {
 func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRooms, scratch []room, lg *legality, o Options, w Weights) Victim {
 	v := Victim{Node: n.Name, VMs: len(n.VMs)}
 	k := n.Kube
-	add := func(code model.ReasonCode, override, format string, a ...any) {
+	add := func(code model.ReasonCode, override model.Override, format string, a ...any) {
 		v.Reasons = append(v.Reasons, model.Reason{Code: code, Severity: model.Blocks, Object: n.Name, Override: override, Message: fmt.Sprintf(format, a...)})
 	}
 	if k.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] == "true" {

@@ -242,7 +242,7 @@ func (a *Auto) recommend(ctx context.Context) error {
 		}
 		why := ""
 		if len(v.Reasons) > 0 {
-			why = v.Reasons[0].String()
+			why = text.Reason(v.Reasons[0])
 			if len(v.Reasons) > 1 {
 				why += text.Sprintf(" (+%d more)", len(v.Reasons)-1)
 			}

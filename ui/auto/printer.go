@@ -173,6 +173,11 @@ func summary(r ops.Report) string {
 	if r.Error != "" {
 		s += ": " + r.Error
 	}
+	for _, v := range r.VMs { // what would have moved a VM that did not move
+		if v.Override != "" {
+			s += text.Sprintf(" (%s: use %s to override)", v.VM, text.Flag(model.Reason{Object: v.VM, Override: v.Override}))
+		}
+	}
 	return s
 }
 
@@ -207,6 +212,6 @@ func WritePlan(w io.Writer, p model.Plan) {
 		case model.Downtime:
 			sev = "DOWN"
 		}
-		text.Fprintf(w, "  %-6s %s\n", sev, r.String())
+		text.Fprintf(w, "  %-6s %s\n", sev, text.Reason(r))
 	}
 }

@@ -199,3 +199,38 @@ func ForecastLines(f model.Forecast) []string {
 func NodeForecast(n model.NodeForecast) string {
 	return Sprintf("%d VM(s) (%s), %d pod(s), ~%s", n.VMs, Bytes(n.VMMemoryMB<<20), n.Pods, Duration(n.Expected))
 }
+
+// flags are the overrides as the command line names them.
+var flags = map[model.Override]string{
+	model.OverrideForce:              "--force",
+	model.OverrideDeleteEmptyDirData: "--delete-emptydir-data",
+	model.OverrideDisableEviction:    "--disable-eviction",
+	model.OverrideIgnoreDaemonSets:   "--ignore-daemonsets",
+	model.OverrideAllowLastNode:      "--allow-last-node",
+	model.OverrideAllowControlPlane:  "--allow-control-plane",
+	model.OverrideColdMigrateRunning: "--cold-migrate-running",
+	model.OverrideFenced:             "--fence-cmd or --confirm-fenced",
+	model.OverrideFewerAtOnce:        "fewer nodes at once (--parallel), or [roll] min_headroom_percent",
+}
+
+// Flag is the reason's override as the command line gives it ("" without one).
+func Flag(r model.Reason) string {
+	switch r.Override {
+	case "":
+		return ""
+	case model.OverrideSkipVM:
+		return "--skip-vm " + r.Object
+	}
+	if f, ok := flags[r.Override]; ok {
+		return f
+	}
+	return string(r.Override)
+}
+
+// Reason is a reason with the flag that lifts it, as the command line and the TUI show it.
+func Reason(r model.Reason) string {
+	if f := Flag(r); f != "" {
+		return r.Text() + " (use " + f + " to override)"
+	}
+	return r.Text()
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // Options configure a proxy.
@@ -441,7 +442,7 @@ func describe(pairs []pair) string {
 		}
 		msgs := make([]string, len(rs))
 		for i, r := range rs {
-			msgs[i] = r.String()
+			msgs[i] = text.Reason(r)
 		}
 		fmt.Fprintf(&b, "%s (machine %s): %s\n", pr.victim.Node, pr.machine.ID, strings.Join(msgs, "; "))
 	}
@@ -472,7 +473,7 @@ func writeFailure(w http.ResponseWriter, err error) {
 	case errors.As(err, &refused):
 		msgs := make([]string, len(refused.Reasons))
 		for i, r := range refused.Reasons {
-			msgs[i] = r.String()
+			msgs[i] = text.Reason(r)
 		}
 		writeError(w, http.StatusInternalServerError, "the node cannot be emptied safely", strings.Join(msgs, "\n"))
 	case errors.Is(err, cloudpool.ErrUnreachable):

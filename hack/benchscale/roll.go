@@ -1,0 +1,407 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// The fleet campaign (-roll): `drainctl --auto roll --parallel P --exec true` over every
+// node of a real API server (-roll-nodes, 1,000 by default), each node also a host of the
+// simulated Nova with VMs to move. What it costs: requests per node to Kubernetes (counted
+// by a proxy in front of the API server), to Nova and to Placement (counted by the
+// simulator), the campaign's wall time against its floor (the nodes' own migration times,
+// P at a time), and drainctl's RSS over the campaign.
+
+type rollOptions struct {
+	nodes, vmsPerNode, podsPerNode, parallel int
+}
+
+func runRoll(ctx context.Context, o options) error {
+	ro := o.roll
+	c, err := startCluster(filepath.Join(o.data, fmt.Sprintf("roll-%d", ro.nodes)))
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	cs, err := c.bulkClient()
+	if err != nil {
+		return err
+	}
+	size := worldSize{nodes: ro.nodes, pods: ro.nodes * ro.podsPerNode, namespaces: 10}
+	logf("building the world: %d nodes, %d pods", size.nodes, size.pods)
+	if _, _, err := buildWorld(ctx, cs, size, o.workers, func(s string) { logf("  %s", s) }); err != nil {
+		return fmt.Errorf("building the world: %w", err)
+	}
+	// Only the nodes being rolled are in this world: undo what an interrupted run left.
+	if err := uncordonAll(ctx, cs); err != nil {
+		return err
+	}
+	stopKubelet := playKubelet(ctx, cs)
+	defer stopKubelet()
+
+	w := sim.NewWorld(sim.Options{Seed: 1})
+	for i := 0; i < ro.nodes; i++ {
+		w.AddHost(nodeName(i), 64, 262144, 2000)
+	}
+	flavor := sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40}
+	for j := 0; j < ro.nodes*ro.vmsPerNode; j++ {
+		w.AddServer(fmt.Sprintf("vm-%06d", j), nodeName(j%ro.nodes), flavor)
+	}
+	srv, err := sim.Serve(w, "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	px, err := newCountingProxy(c.cfg)
+	if err != nil {
+		return err
+	}
+	defer px.close()
+	dir, err := os.MkdirTemp("", "bench-roll")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(px.kubeconfig()), 0o600); err != nil {
+		return err
+	}
+	cfgFile := filepath.Join(dir, "config.toml")
+	conf := fmt.Sprintf("[concurrency]\nnodes = %d\nmigrations_per_cluster = %d\n", ro.parallel, 2*ro.parallel)
+	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
+		return err
+	}
+
+	w.ResetStats()
+	px.reset()
+	logf("roll: %d nodes, --parallel %d, %d VMs and %d pods a node", ro.nodes, ro.parallel, ro.vmsPerNode, ro.podsPerNode)
+	cmd := exec.CommandContext(ctx, o.drainctl, "--kubeconfig", kubeconfig, "--config", cfgFile, "--auto", "roll",
+		"--selector", "node-role.kubernetes.io/compute", "--parallel", fmt.Sprint(ro.parallel), "--exec", "true",
+		"--campaign", fmt.Sprintf("bench-%d", time.Now().Unix()), "-o", "json")
+	cmd.Env = append(os.Environ(), srv.Env()...)
+	cmd.Env = append(cmd.Env, "HOME="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	rss := sampleRSS(cmd.Process.Pid)
+	runs, parseErr := readRuns(stdout)
+	err = cmd.Wait()
+	wall := time.Since(start)
+	peak, mean := rss()
+	if err != nil {
+		return fmt.Errorf("drainctl roll: %v\n%s", err, tail(stderr.String(), 20))
+	}
+	if parseErr != nil {
+		return parseErr
+	}
+
+	stats := w.Stats()
+	var novaReqs, placementReqs int
+	for route, n := range stats.ByRoute {
+		switch {
+		case strings.HasPrefix(route, "placement "):
+			placementReqs += n
+		case strings.HasPrefix(route, "keystone") || strings.Contains(route, "/v3/"):
+		default:
+			novaReqs += n
+		}
+	}
+	kubeReqs, byKind := px.counts()
+	var floorSum time.Duration
+	for _, d := range runs.migrating {
+		floorSum += d
+	}
+	floor := floorSum / time.Duration(ro.parallel)
+	n := float64(ro.nodes)
+	fmt.Printf("\nbench-scale -roll: %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova), --parallel %d, --exec true; load avg %s\n\n",
+		ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.parallel, loadavg())
+	fmt.Println("| figure | value | per node |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| nodes done | %d of %d | |\n", runs.done, ro.nodes)
+	fmt.Printf("| Kubernetes requests | %d | %.1f |\n", kubeReqs, float64(kubeReqs)/n)
+	fmt.Printf("| Nova requests | %d | %.1f |\n", novaReqs, float64(novaReqs)/n)
+	fmt.Printf("| Placement requests | %d | %.1f |\n", placementReqs, float64(placementReqs)/n)
+	fmt.Printf("| wall time | %s | %s |\n", secs(wall), secs(wall/time.Duration(ro.nodes)))
+	fmt.Printf("| floor: the nodes' own migration times (Σ %s) ÷ %d | %s | wall ÷ floor %.2f× |\n", secs(floorSum), ro.parallel, secs(floor), wall.Seconds()/floor.Seconds())
+	fmt.Printf("| drainctl RSS over the campaign: peak / mean | %.0f MiB / %.0f MiB | |\n", float64(peak)/(1<<20), float64(mean)/(1<<20))
+	fmt.Println()
+	fmt.Println("| Kubernetes requests by kind | count | per node |")
+	fmt.Println("|---|---|---|")
+	for _, k := range byKind {
+		fmt.Printf("| %s | %d | %.1f |\n", k.name, k.n, float64(k.n)/n)
+	}
+	fmt.Println()
+	fmt.Println("| Nova and Placement requests by route | count | per node |")
+	fmt.Println("|---|---|---|")
+	routes := make([]string, 0, len(stats.ByRoute))
+	for r := range stats.ByRoute {
+		routes = append(routes, r)
+	}
+	sort.Slice(routes, func(i, j int) bool { return stats.ByRoute[routes[i]] > stats.ByRoute[routes[j]] })
+	for _, r := range routes {
+		fmt.Printf("| %s | %d | %.1f |\n", r, stats.ByRoute[r], float64(stats.ByRoute[r])/n)
+	}
+	return nil
+}
+
+// rollRuns is what the campaign's JSON lines say of its nodes.
+type rollRuns struct {
+	done      int
+	migrating map[string]time.Duration // node -> its migrate step's time
+}
+
+// readRuns reads the NDJSON of the roll: each node's migrate-vms step, start to end.
+func readRuns(r io.Reader) (rollRuns, error) {
+	out := rollRuns{migrating: map[string]time.Duration{}}
+	started := map[string]time.Time{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type   string    `json:"type"`
+			Node   string    `json:"node"`
+			Step   string    `json:"step"`
+			State  string    `json:"state"`
+			At     time.Time `json:"at"`
+			Report struct {
+				Op     string `json:"op"`
+				Result string `json:"result"`
+			} `json:"report"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return out, fmt.Errorf("roll -o json: %v: %s", err, sc.Text())
+		}
+		switch {
+		case ev.Type == "step" && ev.Step == "migrate-vms" && ev.State == "started":
+			started[ev.Node] = ev.At
+		case ev.Type == "step" && ev.Step == "migrate-vms" && !started[ev.Node].IsZero():
+			out.migrating[ev.Node] += ev.At.Sub(started[ev.Node])
+			delete(started, ev.Node)
+		case ev.Type == "done" && ev.Report.Op == "evacuate" && ev.Report.Result == "done":
+			out.done++
+		}
+	}
+	return out, sc.Err()
+}
+
+// sampleRSS samples a process's resident memory every 250 ms; the func returns the peak
+// and the mean so far.
+func sampleRSS(pid int) func() (peak, mean int64) {
+	var mu sync.Mutex
+	var n, sum, top int64
+	go func() {
+		for {
+			b := rssOf(pid)
+			if b == 0 {
+				return // gone
+			}
+			mu.Lock()
+			n, sum, top = n+1, sum+b, max(top, b)
+			mu.Unlock()
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	return func() (int64, int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 0 {
+			return 0, 0
+		}
+		return top, sum / n
+	}
+}
+
+// playKubelet finishes the graceful deletion of evicted pods, as the kubelet would (no
+// kubelet runs here); the stop func ends it.
+func playKubelet(ctx context.Context, cs kubernetes.Interface) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for ctx.Err() == nil {
+			wi, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
+			if err != nil {
+				time.Sleep(time.Second)
+				continue
+			}
+			for ev := range wi.ResultChan() {
+				pod, ok := ev.Object.(*corev1.Pod)
+				if ok && ev.Type == watch.Modified && pod.DeletionTimestamp != nil {
+					_ = cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, *metav1.NewDeleteOptions(0))
+				}
+			}
+		}
+	}()
+	return cancel
+}
+
+// uncordonAll makes every node schedulable and strips drainctl's marks (a run interrupted
+// before, in the kept world).
+func uncordonAll(ctx context.Context, cs kubernetes.Interface) error {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes.Items {
+		dirty := n.Spec.Unschedulable || len(n.Spec.Taints) > 0
+		for k := range n.Annotations {
+			dirty = dirty || strings.HasPrefix(k, "drainctl.io/")
+		}
+		if !dirty {
+			continue
+		}
+		n.Spec.Unschedulable, n.Spec.Taints = false, nil
+		for k := range n.Annotations {
+			if strings.HasPrefix(k, "drainctl.io/") {
+				delete(n.Annotations, k)
+			}
+		}
+		if _, err := cs.CoreV1().Nodes().Update(ctx, &n, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countingProxy stands between drainctl and the API server and counts its requests; it
+// speaks plain HTTP to drainctl and the admin's TLS to the server.
+type countingProxy struct {
+	srv   *http.Server
+	addr  string
+	mu    sync.Mutex
+	byKey map[string]int
+	total atomic.Int64
+}
+
+func newCountingProxy(cfg *rest.Config) (*countingProxy, error) {
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &countingProxy{byKey: map[string]int{}}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport, rp.FlushInterval = tr, -1 // watches stream
+	ln, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	p.addr = ln.Addr().String()
+	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.total.Add(1)
+		key := r.Method + " " + kindOf(r)
+		p.mu.Lock()
+		p.byKey[key]++
+		p.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+// kindOf is a request's resource ("pods", "nodes", "pods/eviction", "leases"), its watch
+// and its scope (one object or a list) left as the key's words.
+func kindOf(r *http.Request) string {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// /api/v1/namespaces/NS/pods/NAME/eviction, /apis/G/V/namespaces/NS/leases/NAME, /api/v1/nodes/NAME
+	for i := 0; i < len(parts); i++ {
+		if parts[i] == "namespaces" && i+2 < len(parts) {
+			parts = parts[i+2:]
+			break
+		}
+	}
+	if len(parts) > 0 && (parts[0] == "api" || parts[0] == "apis") {
+		parts = parts[min(len(parts), map[bool]int{true: 2, false: 3}[parts[0] == "api"]):]
+	}
+	kind := strings.Join(parts, "/")
+	if len(parts) >= 2 {
+		kind = parts[0] + "/NAME"
+		if len(parts) == 3 {
+			kind += "/" + parts[2]
+		}
+	}
+	if r.URL.Query().Get("watch") == "true" {
+		kind += " (watch)"
+	}
+	return kind
+}
+
+func (p *countingProxy) kubeconfig() string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: bench
+  cluster:
+    server: http://%s
+contexts:
+- name: bench
+  context: {cluster: bench, user: bench}
+current-context: bench
+users:
+- name: bench
+  user: {}
+`, p.addr)
+}
+
+func (p *countingProxy) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.byKey, _ = map[string]int{}, p.total.Swap(0)
+}
+
+type kindCount struct {
+	name string
+	n    int
+}
+
+func (p *countingProxy) counts() (int, []kindCount) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]kindCount, 0, len(p.byKey))
+	for k, n := range p.byKey {
+		out = append(out, kindCount{k, n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].n > out[j].n })
+	return int(p.total.Load()), out
+}
+
+func (p *countingProxy) close() { _ = p.srv.Close() }
+
+func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-lines):], "\n")
+}
