@@ -35,6 +35,7 @@ type destRoom struct {
 	zone  string
 	ramMB int64
 	vcpus float64
+	gone  bool // disabled or down since the hosts were read: never picked again
 }
 
 // destinations reads the enabled, up compute hosts and their free capacity, once per run,
@@ -91,7 +92,7 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 	var best *destRoom
 	fits := false
 	for _, d := range dests {
-		if d.ramMB < vm.RAMMB || d.vcpus < float64(vm.VCPUs) {
+		if d.gone || d.ramMB < vm.RAMMB || d.vcpus < float64(vm.VCPUs) {
 			continue
 		}
 		if ok, _ := vm.Legal(d.zone, nil); !ok {
@@ -111,6 +112,29 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 		return "", true // no room anywhere as far as we know: let Nova's scheduler decide (and say why)
 	}
 	return "", false
+}
+
+// stillUsable re-reads a destination's compute service just before a VM is sent there:
+// the hosts were read when the run began, and another node's evacuation (this process's,
+// another's, a campaign's next node) may have disabled it since. A host no longer enabled
+// and up is marked gone. A failed read says nothing: Nova's scheduler checks the host too.
+func (r *runner) stillUsable(ctx context.Context, host string, dests []*destRoom) bool {
+	svcs, err := r.e.nova.ComputeServices(ctx, host)
+	if err != nil {
+		return true
+	}
+	for _, s := range svcs {
+		if s.Host == host && s.Enabled && s.Up && !s.ForcedDown {
+			return true
+		}
+	}
+	for _, d := range dests {
+		if d.host == host {
+			d.gone = true
+		}
+	}
+	r.nodeChanged("destination " + host + " was disabled or went down since the hosts were read: choosing another")
+	return false
 }
 
 // antiAffinity reports whether the plan knows the VM as a member of a hard anti-affinity

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"regexp"
 	"strings"
 	"sync"
@@ -515,4 +516,54 @@ func TestRecommendWithNothingChangedIsTheLast(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A destination disabled after the run read the hosts (another node's evacuation, a
+// colleague) is never sent a VM: its service is read again just before each request. The
+// hosts' read is held up (a slow hypervisor list) while c2, the roomiest, is disabled.
+func TestDestinationDisabledMeanwhileIsNotUsed(t *testing.T) {
+	c := newCluster(t, 50)
+	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerDestination = 2, 1 // drainctl picks
+	c.World.AddServer("filler", c.Name("c1"), sim.Flavor{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 8, DiskGB: 80})
+	e := c.Engine("t", nil)
+	ctx := kubetest.Ctx(t)
+	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	plan, err := e.Plan(ctx, model.OpEvacuate, c.Name("c0"), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := c.Name("c2")
+	var mu sync.Mutex
+	var sentTo []string
+	emit := func(ev ops.Event) {
+		switch e := ev.(type) {
+		case ops.StepEvent:
+			if e.Step == model.StepMigrateVMs && e.State == ops.StepStarted {
+				c.World.InjectFault(sim.Fault{Method: "GET", Path: regexp.MustCompile(`^/os-hypervisors/detail$`), Latency: time.Second, Times: 1})
+				go func() {
+					time.Sleep(300 * time.Millisecond) // the services are read, the hypervisors not yet
+					c.World.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) { h[c2].Enabled = false })
+				}()
+			}
+		case ops.MigrationEvent:
+			if e.State == ops.MigRequested {
+				mu.Lock()
+				sentTo = append(sentTo, e.Dest)
+				mu.Unlock()
+			}
+		}
+	}
+	if _, err := e.Run(ctx, plan, ro, emit); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(sentTo, c2) || len(sentTo) != 2 {
+		t.Errorf("migrations requested to %v; %s was disabled before the first request", sentTo, c2)
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c.Name("c1") {
+			t.Errorf("%s on %s", name, vm.Host)
+		}
+	}
 }

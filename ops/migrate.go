@@ -208,6 +208,9 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			return failed // the cluster is at its cap (other drainctl processes count): wait
 		}
 		dest, ok := r.pickDestination(run.vm, dests, room.toDest)
+		for ok && dest != "" && dests != nil && r.ro.To == "" && !r.stillUsable(ctx, dest, dests) {
+			dest, ok = r.pickDestination(run.vm, dests, room.toDest)
+		}
 		if !ok {
 			room.unlock("", false)
 			<-e.migSlots

@@ -37,6 +37,7 @@ import (
 
 type rollOptions struct {
 	nodes, vmsPerNode, podsPerNode, parallel int
+	scale                                    float64 // the simulator's seconds per real second
 }
 
 func runRoll(ctx context.Context, o options) error {
@@ -62,7 +63,7 @@ func runRoll(ctx context.Context, o options) error {
 	stopKubelet := playKubelet(ctx, cs)
 	defer stopKubelet()
 
-	w := sim.NewWorld(sim.Options{Seed: 1})
+	w := sim.NewWorld(sim.Options{Seed: 1, Scale: ro.scale})
 	for i := 0; i < ro.nodes; i++ {
 		w.AddHost(nodeName(i), 64, 262144, 2000)
 	}
@@ -144,8 +145,8 @@ func runRoll(ctx context.Context, o options) error {
 	}
 	floor := floorSum / time.Duration(ro.parallel)
 	n := float64(ro.nodes)
-	fmt.Printf("\nbench-scale -roll: %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova), --parallel %d, --exec true; load avg %s\n\n",
-		ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.parallel, loadavg())
+	fmt.Printf("\nbench-scale -roll (%s): %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova, %g× time), --parallel %d, --exec true; load avg %s\n\n",
+		o.drainctl, ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.scale, ro.parallel, loadavg())
 	fmt.Println("| figure | value | per node |")
 	fmt.Println("|---|---|---|")
 	fmt.Printf("| nodes done | %d of %d | |\n", runs.done, ro.nodes)

@@ -218,8 +218,10 @@ func (w *World) apply(m *migration, at time.Time) {
 				return
 			}
 			if !h.schedulable() || !w.fits(h, s) || !w.allowed(s, h) {
+				// The scheduler's filters turn the requested host down (disabled, down, full):
+				// Nova says NoValidHost, as for an unrequested host.
 				w.fail(m, at.Add(errorDelay-scheduleDelay), "conductor_live_migrate_instance",
-					"Migration pre-check error: Unable to migrate "+s.ID+" to "+h.Name+": host is disabled, down or has no room")
+					"No valid host was found. There are not enough hosts available.")
 				return
 			}
 			m.dest = h.Name
