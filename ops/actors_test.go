@@ -490,3 +490,36 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 		}
 	}
 }
+
+// A VM migrating into the node when its evacuation begins (a colleague's migration by hand,
+// another node's evacuation that chose it just before its nova-compute was disabled) is
+// waited for, then moved out too: "done" means empty, and the node is never called empty
+// with a VM on it.
+func TestVMArrivingDuringEvacuationIsMovedToo(t *testing.T) {
+	c := newCluster(t, 20)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.World.AddServer("incoming", c1, sim.Flavor{Name: "m1.huge", RAMMB: 32768, VCPUs: 8, DiskGB: 80})
+	in, _ := c.World.ServerByName("incoming")
+	ctx := kubetest.Ctx(t)
+	if err := c.Nova.LiveMigrate(ctx, in.ID, c0); err != nil { // the colleague
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "the colleague's migration copying", func() bool {
+		ms := c.World.MigrationStatuses(in.ID)
+		return len(ms) == 1 && ms[0][len(ms[0])-1] == "running"
+	})
+	ro := forced()
+	ro.VMsOnly = true
+	rec, _, err := run(t, c.Engine("t", nil), model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	for _, name := range []string{"vm-a", "vm-b", "incoming"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host == c0 {
+			t.Errorf("%s is on %s after its evacuation said done", name, c0)
+		}
+	}
+	if ms := c.World.MigrationStatuses(in.ID); len(ms) != 2 {
+		t.Errorf("incoming's migrations: %v (want the colleague's, then drainctl's)", ms)
+	}
+}

@@ -74,10 +74,84 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		}
 		vms = all
 	}
+	moved := "migrated"
+	if p.Op == model.OpRecover {
+		moved = "rebuilt elsewhere"
+	}
+	handled, done := map[string]bool{}, 0
+	for {
+		n, failed, err := r.moveAll(ctx, vms)
+		done += n
+		if err != nil {
+			return "", err
+		}
+		if len(failed) > 0 {
+			return "", &NotMovedError{Moved: moved, VMs: failed}
+		}
+		if p.Op != model.OpEvacuate {
+			break // one VM asked for; a dead host takes no migration in
+		}
+		for _, vm := range vms {
+			handled[vm.ID] = true
+		}
+		if vms, err = r.arrivals(ctx, handled); err != nil {
+			return "", err
+		}
+		if len(vms) == 0 {
+			break
+		}
+		r.nodeChanged(fmt.Sprintf("%d VM(s) arrived while the node was being emptied (a move into it begun before its nova-compute was disabled): moving them too", len(vms)))
+	}
+	return fmt.Sprintf("%d VM(s) %s", done, moved), nil
+}
+
+// arrivals waits while moves into the host are under way (someone's migration to it, begun
+// before its nova-compute was disabled: another node's evacuation, a colleague by hand), then
+// lists the VMs on it the run has not handled: they arrived meanwhile.
+func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model.VM, error) {
+	e, host := r.e, r.plan.Host
+	said := false
+	for {
+		moves, err := e.nova.MovingFrom(ctx, "") // every source: the destination is what counts
+		if err != nil {
+			return nil, err
+		}
+		incoming := 0
+		for _, m := range moves {
+			if m.DestCompute == host && m.SourceCompute != host {
+				incoming++
+			}
+		}
+		if incoming == 0 {
+			break
+		}
+		if !said {
+			r.nodeChanged(fmt.Sprintf("waiting for %d move(s) into %s to end before it can be called empty", incoming, host))
+			said = true
+		}
+		if !sleep(ctx, e.o.Poll) {
+			return nil, ctx.Err()
+		}
+	}
+	all, err := e.nova.Servers(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	var out []model.VM
+	for _, vm := range all {
+		if !handled[vm.ID] {
+			out = append(out, vm)
+		}
+	}
+	return out, nil
+}
+
+// moveAll moves the VMs (largest first) and returns how many moved, and the ones that did not.
+func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed []model.Reason, err error) {
+	e, p := r.e, r.plan
 	sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
 	var pending []*vmRun
 	running := map[string]*vmRun{}
-	var failed []model.Reason
 	ours := r.coldOurs()
 	for _, vm := range vms {
 		method, reason := r.classify(vm)
@@ -96,11 +170,10 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 	}
 	if p.Op != model.OpRecover { // a dead host's VMs are not cold-migrated
 		if err := r.adoptCold(ctx, vms, running, ours); err != nil {
-			return "", err
+			return 0, nil, err
 		}
 	}
 	dests := r.destinations(ctx)
-	done := 0
 	defer func() {
 		for _, run := range running {
 			e.releaseSlot(run)
@@ -111,7 +184,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 			for _, run := range running { // left to finish in Nova; the rerun follows them
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigInterrupted, "left migrating in Nova"))
 			}
-			return "", ctx.Err()
+			return done, failed, ctx.Err()
 		}
 		failed = append(failed, r.startAllowed(ctx, &pending, running, dests)...)
 		if !sleep(ctx, e.o.Poll) {
@@ -156,14 +229,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	moved := "migrated"
-	if p.Op == model.OpRecover {
-		moved = "rebuilt elsewhere"
-	}
-	if len(failed) > 0 {
-		return "", &NotMovedError{Moved: moved, VMs: failed}
-	}
-	return fmt.Sprintf("%d VM(s) %s", done, moved), nil
+	return done, failed, nil
 }
 
 // classify is how the operation treats a VM of the node: an evacuation moves it (live,

@@ -37,6 +37,7 @@ import (
 
 type rollOptions struct {
 	nodes, vmsPerNode, podsPerNode, parallel int
+	perDest                                  int     // [concurrency] migrations_per_destination
 	scale                                    float64 // the simulator's seconds per real second
 }
 
@@ -92,7 +93,7 @@ func runRoll(ctx context.Context, o options) error {
 		return err
 	}
 	cfgFile := filepath.Join(dir, "config.toml")
-	conf := fmt.Sprintf("[concurrency]\nnodes = %d\nmigrations_per_cluster = %d\n", ro.parallel, 2*ro.parallel)
+	conf := fmt.Sprintf("[concurrency]\nnodes = %d\nmigrations_per_cluster = %d\nmigrations_per_destination = %d\n", ro.parallel, 2*ro.parallel, ro.perDest)
 	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -145,8 +146,8 @@ func runRoll(ctx context.Context, o options) error {
 	}
 	floor := floorSum / time.Duration(ro.parallel)
 	n := float64(ro.nodes)
-	fmt.Printf("\nbench-scale -roll (%s): %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova, %g× time), --parallel %d, --exec true; load avg %s\n\n",
-		o.drainctl, ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.scale, ro.parallel, loadavg())
+	fmt.Printf("\nbench-scale -roll (%s): %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova, %g× time), --parallel %d, --exec true, migrations_per_destination %d; load avg %s\n\n",
+		o.drainctl, ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.scale, ro.parallel, ro.perDest, loadavg())
 	fmt.Println("| figure | value | per node |")
 	fmt.Println("|---|---|---|")
 	fmt.Printf("| nodes done | %d of %d | |\n", runs.done, ro.nodes)
