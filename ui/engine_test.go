@@ -240,7 +240,7 @@ func TestTUIRollbackActsOnEverySelectedNode(t *testing.T) {
 	l.keys("esc") // back to the nodes; the selection stays
 	l.send(l.m.load(true)())
 	l.keys("X")
-	if l.m.screen != nodesScreen || !strings.Contains(l.m.status, "acts on one node at a time") {
+	if l.m.screen != nodesScreen || !strings.Contains(l.m.status, "recover acts on one node at a time") {
 		t.Errorf("recover with two nodes selected: screen %v, status %q", l.m.screen, l.m.status)
 	}
 	l.keys("R")

@@ -80,9 +80,11 @@ func (p *nodesPane) bindings(s *shared) []action {
 	if len(targets) == 0 {
 		none = "nothing selected"
 	}
-	one := none // an action that takes one node says so when several are selected
-	if len(targets) > 1 {
-		one = "acts on one node at a time: " + strings.Join(targets, ", ") + " are selected (esc clears the selection)"
+	one := func(what string) string { // an action of one node says so when several are selected
+		if len(targets) > 1 {
+			return what + " acts on one node at a time: " + strings.Join(targets, ", ") + " are selected (esc clears the selection)"
+		}
+		return none
 	}
 	onCursor := ""
 	if !onNode {
@@ -136,10 +138,10 @@ func (p *nodesPane) bindings(s *shared) []action {
 		// Abort and rollback act on every selected node; recover on one dead node.
 		{key: k.Abort, hidden: true, disabled: none, do: plan(model.OpAbort)},
 		{key: k.Rollback, hidden: true, disabled: none, do: plan(model.OpRollback)},
-		{key: k.Recover, hidden: true, disabled: one, do: plan(model.OpRecover)},
+		{key: k.Recover, hidden: true, disabled: one("recover"), do: plan(model.OpRecover)},
 		// A NodeMaintenance is one node's.
-		{key: k.Maintain, hidden: true, disabled: one, do: func() intent { return proposeMaint{maintainCreate, targets[0]} }},
-		{key: k.EndMaintain, hidden: true, disabled: one, do: func() intent { return proposeMaint{maintainDelete, targets[0]} }},
+		{key: k.Maintain, hidden: true, disabled: one("a NodeMaintenance"), do: func() intent { return proposeMaint{maintainCreate, targets[0]} }},
+		{key: k.EndMaintain, hidden: true, disabled: one("a NodeMaintenance"), do: func() intent { return proposeMaint{maintainDelete, targets[0]} }},
 	}
 }
 
