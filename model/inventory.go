@@ -2,6 +2,7 @@ package model
 
 import (
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,8 +12,10 @@ import (
 // KubeSnapshot is the Kubernetes side of the cluster at one moment.
 type KubeSnapshot struct {
 	Nodes []KubeNode
-	Pods  []Pod
-	PDBs  []PDB
+	// Pods are runs, one per node, each sorted by key (ComparePods). A run may be shared with
+	// other snapshots: nothing writes into it.
+	Pods [][]Pod
+	PDBs []PDB
 }
 
 // NovaSnapshot is the Nova side of the cluster at one moment.
@@ -149,16 +152,14 @@ func Join(k KubeSnapshot, n *NovaSnapshot, m HostMapper, at time.Time) Inventory
 			sort.Strings(a.HostSharedWith)
 		}
 	}
-	// Pods grouped by node (as the Kubernetes cache gives them) are shared with the snapshot,
-	// not copied: at 150,000 pods a copy is 40 MB. The capacity is cut so that an append
-	// copies instead of writing over the next node's pods.
-	for i := 0; i < len(k.Pods); {
-		j := i + 1
-		for j < len(k.Pods) && k.Pods[j].NodeName == k.Pods[i].NodeName {
-			j++
+	// Each node's run of pods is shared with the snapshot (and the snapshot's with the
+	// cache's), not copied: at 150,000 pods a copy is 40 MB. The capacity is cut so that an
+	// append copies instead of writing into the shared run.
+	for _, run := range k.Pods {
+		if len(run) == 0 {
+			continue
 		}
-		run := k.Pods[i:j:j]
-		i = j
+		run = run[:len(run):len(run)]
 		node := byName[run[0].NodeName]
 		if node == nil {
 			continue // unscheduled, or on a node not (yet) in the cache
@@ -229,7 +230,9 @@ func Join(k KubeSnapshot, n *NovaSnapshot, m HostMapper, at time.Time) Inventory
 	inv.Nodes = make([]Node, len(nodes))
 	for i, node := range nodes {
 		sort.Slice(node.VMs, func(a, b int) bool { return node.VMs[a].Name < node.VMs[b].Name })
-		sort.Slice(node.Pods, func(a, b int) bool { return node.Pods[a].Key() < node.Pods[b].Key() })
+		if !slices.IsSortedFunc(node.Pods, ComparePods) { // a shared run is sorted already: never written
+			slices.SortFunc(node.Pods, ComparePods)
+		}
 		inv.Nodes[i] = *node
 	}
 	sort.Slice(inv.UnplacedVMs, func(a, b int) bool { return inv.UnplacedVMs[a].ID < inv.UnplacedVMs[b].ID })

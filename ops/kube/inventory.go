@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,6 +47,21 @@ type Inventory struct {
 	syncDeadline time.Time   // the first read must end by then
 	synced       atomic.Bool // every informer has synced
 	podsDone     sync.WaitGroup
+
+	// runs are each node's pods as a snapshot gives them (completed, sorted), kept while
+	// the node's pods and what completes them (the PDBs' selectors, the ReplicaSets) stay
+	// as they were: snapshots share them, so a re-join copies only the runs of the nodes
+	// that changed, not 150,000 pod summaries.
+	runMu   sync.Mutex
+	runs    map[string]podRun
+	nodeVer map[string]uint64 // moved by the pods' handlers, once the cache has the change
+	epoch   uint64            // moved when a PDB's selector or a ReplicaSet comes, changes or goes
+}
+
+// podRun is a node's pods as of the node's version and the epoch.
+type podRun struct {
+	ver, epoch uint64
+	pods       []model.Pod
 }
 
 type pdbSelector struct {
@@ -56,7 +72,7 @@ type pdbSelector struct {
 // NewInventory prepares the informers; Start runs them.
 func NewInventory(cs kubernetes.Interface) *Inventory {
 	inv := &Inventory{selectors: map[string]pdbSelector{}, changed: map[string]bool{}, changedAll: true,
-		seenSelectors: map[string]string{}}
+		seenSelectors: map[string]string{}, runs: map[string]podRun{}, nodeVer: map[string]uint64{}}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(func(obj any) (any, error) {
 		inv.recordChange(obj)
 		return strip(obj)
@@ -77,20 +93,67 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		}
 		return nil, nil
 	}})
-	notify := cache.ResourceEventHandlerFuncs{
+	// The handlers run after the cache holds the change. Each moves the versions of the runs
+	// it makes stale before it signals, so that a snapshot taken on the signal reads them again.
+	deleted := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			inv.recordChange(d.Obj) // a deletion seen only on a relist skips the transform
+		}
+	}
+	_, _ = inv.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { inv.notify() },
 		UpdateFunc: func(any, any) { inv.notify() },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				inv.recordChange(d.Obj) // a deletion seen only on a relist skips the transform
+		DeleteFunc: func(obj any) { deleted(obj); inv.notify() },
+	})
+	_, _ = inv.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { inv.touch(podNode(obj)); inv.notify() },
+		UpdateFunc: func(old, obj any) { inv.touch(podNode(old), podNode(obj)); inv.notify() },
+		DeleteFunc: func(obj any) { deleted(obj); inv.touch(podNode(obj)); inv.notify() },
+	})
+	_, _ = inv.pdbs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { inv.touchAll(); inv.notify() },
+		UpdateFunc: func(old, obj any) {
+			o, n := old.(*policyv1.PodDisruptionBudget), obj.(*policyv1.PodDisruptionBudget)
+			if metav1.FormatLabelSelector(o.Spec.Selector) != metav1.FormatLabelSelector(n.Spec.Selector) {
+				inv.touchAll() // a status alone completes no pod differently
 			}
 			inv.notify()
 		},
-	}
-	for _, i := range []cache.SharedIndexInformer{inv.nodes, inv.pods, inv.pdbs} {
-		_, _ = i.AddEventHandler(notify)
-	}
+		DeleteFunc: func(obj any) { deleted(obj); inv.touchAll(); inv.notify() },
+	})
+	_, _ = inv.rs.AddEventHandler(cache.ResourceEventHandlerFuncs{ // a pod's Deployment
+		AddFunc:    func(any) { inv.touchAll() },
+		UpdateFunc: func(any, any) {}, // a ReplicaSet's owner never changes
+		DeleteFunc: func(any) { inv.touchAll() },
+	})
 	return inv
+}
+
+// podNode is the node of a pod the informer handed over (a tombstone's too).
+func podNode(obj any) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*cachedPod); ok {
+		return p.pod.NodeName
+	}
+	return ""
+}
+
+// touch moves the nodes' versions: their runs are read again.
+func (inv *Inventory) touch(nodes ...string) {
+	inv.runMu.Lock()
+	defer inv.runMu.Unlock()
+	for _, n := range nodes {
+		inv.nodeVer[n]++
+	}
+}
+
+// touchAll moves the epoch: every run is read again.
+func (inv *Inventory) touchAll() {
+	inv.runMu.Lock()
+	defer inv.runMu.Unlock()
+	inv.epoch++
 }
 
 // recordChange notes which nodes a change touches, for an incremental ranking. It runs in
@@ -270,21 +333,53 @@ func (inv *Inventory) Snapshot() model.KubeSnapshot {
 		p := o.(*policyv1.PodDisruptionBudget)
 		pdbsByNS[p.Namespace] = append(pdbsByNS[p.Namespace], p)
 	}
-	// Grouped by node, in the nodes' order: the join shares each node's run of pods.
-	idx, total := inv.pods.GetIndexer(), 0
-	onNode := make([][]any, len(snap.Nodes))
-	for i, n := range snap.Nodes {
-		onNode[i], _ = idx.ByIndex(byNodeIndex, n.Name)
-		total += len(onNode[i])
-	}
-	snap.Pods = make([]model.Pod, 0, total)
-	for _, objs := range onNode {
-		for _, o := range objs {
-			p := o.(*cachedPod).pod
-			snap.Pods = append(snap.Pods, inv.complete(p, pdbsByNS[p.Namespace]))
+	// One run per node, in the nodes' order, shared with the previous snapshot where the
+	// node's pods have not changed.
+	snap.Pods = make([][]model.Pod, 0, len(snap.Nodes))
+	for _, n := range snap.Nodes {
+		if run := inv.podRun(n.Name, pdbsByNS); len(run) > 0 {
+			snap.Pods = append(snap.Pods, run)
 		}
 	}
+	inv.runMu.Lock()
+	if len(inv.runs) > len(snap.Nodes) { // nodes gone: their runs go too
+		keep := make(map[string]bool, len(snap.Nodes))
+		for _, n := range snap.Nodes {
+			keep[n.Name] = true
+		}
+		for name := range inv.runs {
+			if !keep[name] {
+				delete(inv.runs, name)
+				delete(inv.nodeVer, name)
+			}
+		}
+	}
+	inv.runMu.Unlock()
 	return snap
+}
+
+// podRun is a node's pods, completed and sorted by namespace and name: the kept run while
+// the node's version and the epoch have not moved, else read from the cache again. The
+// versions are read before the cache: a change that lands meanwhile moves them after.
+func (inv *Inventory) podRun(node string, pdbsByNS map[string][]*policyv1.PodDisruptionBudget) []model.Pod {
+	inv.runMu.Lock()
+	ver, epoch := inv.nodeVer[node], inv.epoch
+	run, ok := inv.runs[node]
+	inv.runMu.Unlock()
+	if ok && run.ver == ver && run.epoch == epoch {
+		return run.pods
+	}
+	objs, _ := inv.pods.GetIndexer().ByIndex(byNodeIndex, node)
+	pods := make([]model.Pod, 0, len(objs))
+	for _, o := range objs {
+		p := o.(*cachedPod).pod
+		pods = append(pods, inv.complete(p, pdbsByNS[p.Namespace]))
+	}
+	slices.SortFunc(pods, model.ComparePods)
+	inv.runMu.Lock()
+	inv.runs[node] = podRun{ver: ver, epoch: epoch, pods: pods}
+	inv.runMu.Unlock()
+	return pods
 }
 
 // selector parses a PDB's selector once per resourceVersion. A nil or empty selector

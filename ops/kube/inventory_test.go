@@ -72,9 +72,11 @@ func nodeByName(s model.KubeSnapshot, name string) (model.KubeNode, bool) {
 
 func podsOf(s model.KubeSnapshot, node string) map[string]model.Pod {
 	out := map[string]model.Pod{}
-	for _, p := range s.Pods {
-		if p.NodeName == node {
-			out[p.Name] = p
+	for _, run := range s.Pods {
+		for _, p := range run {
+			if p.NodeName == node {
+				out[p.Name] = p
+			}
 		}
 	}
 	return out
@@ -352,5 +354,51 @@ func TestLosingTheLeadershipIsAnError(t *testing.T) {
 		}
 	case <-time.After(40 * time.Second):
 		t.Fatal("still running after losing the leadership")
+	}
+}
+
+func runOf(s model.KubeSnapshot, node string) []model.Pod {
+	for _, run := range s.Pods {
+		if len(run) > 0 && run[0].NodeName == node {
+			return run
+		}
+	}
+	return nil
+}
+
+// A snapshot shares the runs of pods of the nodes that did not change with the one before
+// (a re-join copies no pod of theirs), and reads again the runs a change touched: a pod of
+// the node, a new PDB's selector (it completes pods differently).
+func TestSnapshotsShareUnchangedRuns(t *testing.T) {
+	cs := kubetest.Client(t)
+	px := kubetest.Prefix(t)
+	ns := kubetest.Namespace(t, cs, px)
+	w1, w2 := px+"-w1", px+"-w2"
+	kubetest.Node(t, cs, w1)
+	kubetest.Node(t, cs, w2)
+	kubetest.Pod(t, cs, ns, "a", w1, kubetest.Labels("app", "a"))
+	kubetest.Pod(t, cs, ns, "b", w2, kubetest.Labels("app", "b"))
+	inv, _ := startInventory(t)
+	changed, cancel := inv.Subscribe()
+	defer cancel()
+	s1 := inv.Snapshot()
+	if len(runOf(s1, w1)) != 1 || len(runOf(s1, w2)) != 1 {
+		t.Fatalf("runs %v", s1.Pods)
+	}
+
+	kubetest.Pod(t, cs, ns, "c", w1)
+	waitChange(t, inv, changed, func(s model.KubeSnapshot) bool { _, ok := podsOf(s, w1)["c"]; return ok })
+	s2 := inv.Snapshot()
+	if &runOf(s2, w2)[0] != &runOf(s1, w2)[0] {
+		t.Errorf("%s's pods did not change, yet its run was copied", w2)
+	}
+	if got := runOf(s2, w1); len(got) != 2 || got[0].Name != "a" || got[1].Name != "c" {
+		t.Errorf("%s's run after a pod came: %v", w1, got)
+	}
+
+	kubetest.PDB(t, cs, ns, "b-pdb", "b", 1)
+	waitChange(t, inv, changed, func(s model.KubeSnapshot) bool { return len(podsOf(s, w2)["b"].PDBs) == 1 })
+	if pods := podsOf(inv.Snapshot(), w1); len(pods["a"].PDBs) != 0 {
+		t.Errorf("a is selected by no PDB: %+v", pods["a"])
 	}
 }
