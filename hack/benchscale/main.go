@@ -30,6 +30,9 @@ type options struct {
 	novaOnly            bool
 	rollOnly            bool
 	roll                rollOptions
+	rssOnly             bool
+	baseline            string
+	rssRounds           int
 }
 
 func main() {
@@ -47,6 +50,9 @@ func main() {
 	flag.BoolVar(&o.worldOnly, "world-only", false, "build the world and stop")
 	flag.BoolVar(&o.hold, "hold", false, "build the world and keep the API server up (until interrupted), to look at it by hand")
 	flag.BoolVar(&o.novaOnly, "nova-at-rest", false, "only what an idle TUI asks of Nova and Placement (no API server)")
+	flag.BoolVar(&o.rssOnly, "rss", false, "only the TUI's memory 10 s after ready, beside -baseline's, alternating")
+	flag.StringVar(&o.baseline, "baseline", "", "-rss: the drainctl binary to compare with")
+	flag.IntVar(&o.rssRounds, "rss-rounds", 3, "-rss: launches of each binary")
 	flag.BoolVar(&o.rollOnly, "roll", false, "only the fleet campaign: --auto roll over -roll-nodes nodes (a world of its own)")
 	flag.IntVar(&o.roll.nodes, "roll-nodes", 1000, "nodes (and Nova hosts) the campaign rolls")
 	flag.IntVar(&o.roll.vmsPerNode, "roll-vms", 2, "VMs on each node's host")
@@ -100,6 +106,12 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.worldOnly || o.hold {
 		return nil
+	}
+	if o.rssOnly {
+		if _, err := listAllPods(ctx, cs); err != nil { // the watch cache filled, as below
+			return err
+		}
+		return runRSS(ctx, o, c)
 	}
 	// The API server's watch cache fills after it starts: the first tool would wait for it.
 	// One full read of every pod first, timed: the floor of any tool's first read.

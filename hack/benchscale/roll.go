@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -158,6 +159,17 @@ func runRoll(ctx context.Context, o options) error {
 	fmt.Printf("| floor: the nodes' own migration times (Σ %s) ÷ %d | %s | wall ÷ floor %.2f× |\n", secs(floorSum), ro.parallel, secs(floor), wall.Seconds()/floor.Seconds())
 	fmt.Printf("| drainctl RSS over the campaign: peak / mean | %.0f MiB / %.0f MiB | |\n", float64(peak)/(1<<20), float64(mean)/(1<<20))
 	fmt.Println()
+	fmt.Println("| step | mean time a node |")
+	fmt.Println("|---|---|")
+	kinds := make([]string, 0, len(runs.steps))
+	for k := range runs.steps {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return runs.steps[kinds[i]] > runs.steps[kinds[j]] })
+	for _, k := range kinds {
+		fmt.Printf("| %s | %s |\n", k, secs(runs.steps[k]/time.Duration(ro.nodes)))
+	}
+	fmt.Println()
 	fmt.Println("| Kubernetes requests by kind | count | per node |")
 	fmt.Println("|---|---|---|")
 	for _, k := range byKind {
@@ -181,12 +193,13 @@ func runRoll(ctx context.Context, o options) error {
 type rollRuns struct {
 	done      int
 	migrating map[string]time.Duration // node -> its migrate step's time
+	steps     map[string]time.Duration // step kind -> its time, summed over the nodes
 }
 
 // readRuns reads the NDJSON of the roll: each node's migrate-vms step, start to end.
 func readRuns(r io.Reader) (rollRuns, error) {
-	out := rollRuns{migrating: map[string]time.Duration{}}
-	started := map[string]time.Time{}
+	out := rollRuns{migrating: map[string]time.Duration{}, steps: map[string]time.Duration{}}
+	started, stepStarted := map[string]time.Time{}, map[string]time.Time{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -203,6 +216,15 @@ func readRuns(r io.Reader) (rollRuns, error) {
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return out, fmt.Errorf("roll -o json: %v: %s", err, sc.Text())
+		}
+		if ev.Type == "step" {
+			key := ev.Node + " " + ev.Step
+			if ev.State == "started" {
+				stepStarted[key] = ev.At
+			} else if at, ok := stepStarted[key]; ok {
+				out.steps[ev.Step] += ev.At.Sub(at)
+				delete(stepStarted, key)
+			}
 		}
 		switch {
 		case ev.Type == "step" && ev.Step == "migrate-vms" && ev.State == "started":
@@ -315,7 +337,8 @@ func newCountingProxy(cfg *rest.Config) (*countingProxy, error) {
 	}
 	p := &countingProxy{byKey: map[string]int{}}
 	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport, rp.FlushInterval = tr, -1 // watches stream
+	rp.Transport, rp.FlushInterval = tr, -1  // watches stream
+	rp.ErrorLog = log.New(io.Discard, "", 0) // a watch the client closes is no error
 	ln, err := listen()
 	if err != nil {
 		return nil, err
