@@ -51,6 +51,7 @@ bench-scale:
 	@hack/k9s.sh .bench/bin >/dev/null
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/drainctl .
 	KUBEBUILDER_ASSETS=$(ENVTEST) $(GO) run ./hack/benchscale -drainctl dist/drainctl -k9s .bench/bin/k9s $(BENCH_SCALE_FLAGS)
+	KUBEBUILDER_ASSETS=$(ENVTEST) $(GO) run ./hack/benchscale -roll -drainctl dist/drainctl $(BENCH_ROLL_FLAGS)
 
 # Unit tests only: the envtest-backed tests skip.
 unit:

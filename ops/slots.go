@@ -47,10 +47,20 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 	me := slotHolder(e.o.Holder, node)
 	mayReplace := func(h string) bool { return h == me || e.mayReplace(h) }
 	said := ""
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = slotKey(i)
+	}
 	for {
 		var busy []string
-		for i := range n {
-			key := slotKey(i)
+		// One read of every slot; a slot is tried only when it looks free (or mine, or its
+		// holder provably gone). A failed read tries them all, as the read would have.
+		holders, listErr := e.kube.LeaseHolders(ctx, keys)
+		for i, key := range keys {
+			if h := holders[key]; listErr == nil && h != "" && !mayReplace(h) {
+				busy = append(busy, slotNode(h))
+				continue
+			}
 			err := e.kube.AcquireLease(ctx, key, me, e.o.LeaseTTL, mayReplace)
 			var held *LeaseHeldError
 			switch {
@@ -58,7 +68,9 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 				if waited {
 					r.step(model.StepSlot, StepDone, fmt.Sprintf("node slot %d of %d", i+1, n))
 				}
-				return r.keepSlot(ctx, key, me, stop), waited, r.slotNodes(ctx, n, key), nil
+				now, err := e.kube.LeaseHolders(ctx, keys) // read again: taken meanwhile counts too
+				others := r.slotNodes(ctx, keys, key, now, err)
+				return r.keepSlot(ctx, key, me, stop), waited, others, nil
 			case errors.As(err, &held):
 				busy = append(busy, slotNode(held.Holder))
 			case ctx.Err() != nil:
@@ -83,14 +95,20 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 	}
 }
 
-// slotNodes are the nodes holding the slots other than mine.
-func (r *runner) slotNodes(ctx context.Context, n int, mine string) []string {
+// slotNodes are the nodes holding the slots other than mine, as the slots' read had them
+// (read again one by one when that read failed).
+func (r *runner) slotNodes(ctx context.Context, keys []string, mine string, holders map[string]string, listErr error) []string {
 	var out []string
-	for i := range n {
-		if key := slotKey(i); key != mine {
-			if h, _, err := r.e.kube.LeaseHolder(ctx, key); err == nil && h != "" {
-				out = append(out, slotNode(h))
-			}
+	for _, key := range keys {
+		if key == mine {
+			continue
+		}
+		h := holders[key]
+		if listErr != nil {
+			h, _, _ = r.e.kube.LeaseHolder(ctx, key)
+		}
+		if h != "" {
+			out = append(out, slotNode(h))
 		}
 	}
 	return out

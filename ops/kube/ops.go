@@ -368,6 +368,31 @@ func (c *Client) LeaseHolder(ctx context.Context, node string) (string, time.Tim
 	return ptr.Deref(l.Spec.HolderIdentity, ""), until, nil
 }
 
+// LeaseHolders is who holds each of the named leases (one LIST of drainctl's leases, not a
+// GET each): a name absent, or expired, has "".
+func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]string, error) {
+	list, err := c.cs.CoordinationV1().Leases(LeaseNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string]string, len(names))
+	for _, n := range names {
+		want[leaseName(n)] = n
+	}
+	out := make(map[string]string, len(names))
+	for _, l := range list.Items {
+		name, ok := want[l.Name]
+		if !ok || l.Spec.RenewTime == nil {
+			continue
+		}
+		until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
+		if time.Now().Before(until) {
+			out[name] = ptr.Deref(l.Spec.HolderIdentity, "")
+		}
+	}
+	return out, nil
+}
+
 // ensureLeaseNamespace creates the leases' namespace on a cluster drainctl has not been
 // installed on (an operator's first evacuation from a laptop).
 func (c *Client) ensureLeaseNamespace(ctx context.Context) error {
