@@ -29,19 +29,9 @@ func measureNovaAtRest(ctx context.Context, w *sim.World, env map[string]string,
 		return err
 	}
 	count := func() (novaReqs, placementReqs, serverPages int) {
-		for route, n := range w.Stats().ByRoute {
-			switch {
-			case strings.HasPrefix(route, "placement "):
-				placementReqs += n
-			case strings.HasPrefix(route, "keystone") || strings.Contains(route, "/v3/"):
-			default:
-				novaReqs += n
-			}
-			if route == "GET /servers/detail" {
-				serverPages += n
-			}
-		}
-		return
+		byRoute := w.Stats().ByRoute
+		novaReqs, placementReqs = byAPI(byRoute)
+		return novaReqs, placementReqs, byRoute["GET /servers/detail"]
 	}
 	read := func(c *nova.Client) (int, int, int, time.Duration, error) {
 		w.ResetStats()
@@ -121,4 +111,18 @@ func runNovaAtRest(ctx context.Context, o options) error {
 	t.load = append(t.load, loadavg())
 	t.print(o)
 	return nil
+}
+
+// byAPI sums a simulator's requests by route into Nova's and Placement's (Keystone's aside).
+func byAPI(byRoute map[string]int) (nova, placement int) {
+	for route, n := range byRoute {
+		switch {
+		case strings.HasPrefix(route, "placement "):
+			placement += n
+		case strings.HasPrefix(route, "keystone") || strings.Contains(route, "/v3/"):
+		default:
+			nova += n
+		}
+	}
+	return nova, placement
 }

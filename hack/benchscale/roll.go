@@ -130,16 +130,7 @@ func runRoll(ctx context.Context, o options) error {
 	}
 
 	stats := w.Stats()
-	var novaReqs, placementReqs int
-	for route, n := range stats.ByRoute {
-		switch {
-		case strings.HasPrefix(route, "placement "):
-			placementReqs += n
-		case strings.HasPrefix(route, "keystone") || strings.Contains(route, "/v3/"):
-		default:
-			novaReqs += n
-		}
-	}
+	novaReqs, placementReqs := byAPI(stats.ByRoute)
 	kubeReqs, byKind := px.counts()
 	var floorSum time.Duration
 	for _, d := range runs.migrating {
