@@ -1,0 +1,42 @@
+package app
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+var sink []byte
+
+// A burst of work leaves garbage that, at rest, no collection would ever take: settle
+// collects it once the process goes quiet.
+func TestSettleReturnsTheGarbageOfABurstOnceQuiet(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // only settle collects here
+	runtime.GC()
+	objects := func() uint64 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := objects()
+	for i := 0; i < 64; i++ { // the burst: 64 MiB, garbage once it is over
+		sink = make([]byte, 1<<20)
+	}
+	sink = nil
+	if objects() < before+60<<20 {
+		t.Fatalf("the burst left %d bytes of objects, want ≥ 60 MiB more than %d", objects(), before)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go settle(ctx, 50*time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for objects() > before+16<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d MiB of objects 5 s after the burst, %d MiB before it", objects()>>20, before>>20)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
