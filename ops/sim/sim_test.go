@@ -242,6 +242,33 @@ func TestNoValidHostActionShape(t *testing.T) {
 	sameKeys(t, "errored os-migration", real["os-migrations"], migs["migrations"])
 }
 
+// A requested host the scheduler turns down (disabled here) fails the way Nova fails any
+// live migration with no valid host (nova-api.md: every other compute disabled): 202, then the
+// migration in error and the action's event saying NoValidHost. No "pre-check" sentence: that
+// is how Nova speaks of a server that cannot live-migrate at all.
+func TestRequestedHostDisabledIsNoValidHost(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	w.Update(func(h map[string]*Host, _ map[string]*VM) { h["compute-1"].Enabled = false })
+	vm, _ := w.ServerByName("demo-1")
+	if code, _ := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93", `{"os-migrateLive":{"host":"compute-1","block_migration":"auto"}}`); code != 202 {
+		t.Fatalf("os-migrateLive to a disabled host: %d, want 202", code)
+	}
+	w.Clock().Advance(time.Second)
+	_, list := rawGet(t, srv, "/servers/"+vm.ID+"/os-instance-actions", "2.93")
+	req := list["instanceActions"].([]any)[0].(map[string]any)["request_id"].(string)
+	_, got := rawGet(t, srv, "/servers/"+vm.ID+"/os-instance-actions/"+req, "2.93")
+	ev := got["instanceAction"].(map[string]any)["events"].([]any)[0].(map[string]any)
+	if ev["details"] != "No valid host was found. There are not enough hosts available." {
+		t.Errorf("event %v", ev)
+	}
+	if st := w.MigrationStatuses(vm.ID); len(st) != 1 || st[0][len(st[0])-1] != "error" {
+		t.Errorf("migration statuses %v", st)
+	}
+	if after, _ := w.ServerByName("demo-1"); after.Host != "compute-0" {
+		t.Errorf("demo-1 on %s", after.Host)
+	}
+}
+
 func TestServiceUpdateAndVersionShapes(t *testing.T) {
 	srv, w := startWorld(t, Options{})
 	h, _ := w.Host("compute-0")
