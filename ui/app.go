@@ -63,8 +63,8 @@ type Machines interface {
 // shared is what every pane reads; the root owns it and passes it down.
 type shared struct {
 	opts          Options
-	keys          KeyMap
-	st            Styles
+	keys          *KeyMap // immutable once made: shared by the model's copies
+	st            *Styles
 	width, height int
 
 	inv       model.Inventory
@@ -134,12 +134,12 @@ func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 	ti := textinput.New()
 	ti.Prompt = "/"
 	ti.CharLimit = 64
-	keys := DefaultKeys()
+	keys, st := DefaultKeys(), DefaultStyles()
 	if o.ReadOnly {
 		keys = keys.WithoutDangerous()
 	}
 	return Model{eng: eng, ctx: ctx, bus: newEventBus(), ticking: true, // Init starts the tick
-		s:     shared{opts: o, keys: keys, st: DefaultStyles(), width: 80, height: 24, ops: newOperations()},
+		s:     shared{opts: o, keys: &keys, st: &st, width: 80, height: 24, ops: newOperations()},
 		nodes: nodesPane{filter: ti, selected: map[string]bool{}, cache: &rowCache{}}, detail: detailPane{chosen: map[string]bool{}}, cmdline: newCommandLine()}
 }
 

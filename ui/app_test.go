@@ -138,7 +138,9 @@ func TestKeysThatCannotActSayWhy(t *testing.T) {
 		t.Errorf("uncordon a schedulable node: %q", m.status)
 	}
 	ro := newModel(t, 3, 100, 30)
-	ro.s.opts.ReadOnly, ro.s.keys = true, DefaultKeys().WithoutDangerous()
+	ro.s.opts.ReadOnly = true
+	keys := DefaultKeys().WithoutDangerous()
+	ro.s.keys = &keys
 	ro = press(ro, "e")
 	if ro.screen != nodesScreen || ro.status != "" {
 		t.Errorf("read-only evacuate acted: %v %q", ro.screen, ro.status)

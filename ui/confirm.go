@@ -243,7 +243,7 @@ func overrideFlags(o policy.Options) []string {
 
 // vmMoves lists how each VM of the plan moves, when not every one moves live (the step's
 // detail says "live-migrate N VM(s)" then): "  vm-a  cold  8 GiB  SHUTOFF".
-func vmMoves(pl model.Plan, st Styles, width int) string {
+func vmMoves(pl model.Plan, st *Styles, width int) string {
 	allLive := true
 	for _, vm := range pl.VMs {
 		allLive = allLive && (vm.Method == model.MoveLive || vm.Method == "")

@@ -13,12 +13,13 @@ import (
 // formats state: no I/O, no clock, no sorting of the whole inventory.
 func (m Model) View() string {
 	s := &m.s
-	body := m.pane().view(s)
+	p := m.pane()
+	body := p.view(s)
 	head := m.header()
 	if b := m.banner(); b != "" {
 		head += "\n" + b
 	}
-	return head + "\n" + body + "\n" + m.footer()
+	return head + "\n" + body + "\n" + m.footer(p)
 }
 
 // banner says, while reading the cluster fails, what failed and since when, and what the
@@ -88,7 +89,8 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-func (m Model) footer() string {
+// footer is the status line and the pane's keys (p: the pane on screen, looked up once a frame).
+func (m Model) footer(p pane) string {
 	s := &m.s
 	var status string
 	if m.status != "" {
@@ -106,12 +108,12 @@ func (m Model) footer() string {
 	case m.screen == listScreen && m.list.editing:
 		return status + m.list.filter.View()
 	}
-	return status + truncate(footerKeys(m.pane(), s), s.width)
+	return status + truncate(footerKeys(p, s), s.width)
 }
 
 // scrolled shows the lines of body from *offset that fit in rows (clamping *offset), with
 // a last line saying where it is when it does not all fit: long help, long plans.
-func scrolled(body string, offset *int, rows int, st Styles) string {
+func scrolled(body string, offset *int, rows int, st *Styles) string {
 	lines := strings.Split(body, "\n")
 	if len(lines) <= rows {
 		*offset = 0
