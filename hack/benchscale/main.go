@@ -81,25 +81,11 @@ func run(ctx context.Context, o options) error {
 	if o.rollOnly {
 		return runRoll(ctx, o)
 	}
-	c, err := startCluster(o.data)
+	c, cs, err := startWorld(ctx, o.data, o.size, o.workers)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	cs, err := c.bulkClient()
-	if err != nil {
-		return err
-	}
-	logf("building the world: %d nodes, %d pods (%d workers)", o.size.nodes, o.size.pods, o.workers)
-	n, took, err := buildWorld(ctx, cs, o.size, o.workers, func(s string) { logf("  %s", s) })
-	if err != nil {
-		return fmt.Errorf("building the world: %w", err)
-	}
-	if n == 0 {
-		logf("the world was there already (%s)", o.data)
-	} else {
-		logf("created %d objects in %s (%.0f/s, each a create and a status write)", n, took.Round(time.Second), float64(n)/took.Seconds())
-	}
 	if o.hold {
 		logf("the API server is up: KUBECONFIG=%s; ^C stops it", c.kubeconfig)
 		<-ctx.Done()

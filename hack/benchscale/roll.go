@@ -44,20 +44,12 @@ type rollOptions struct {
 
 func runRoll(ctx context.Context, o options) error {
 	ro := o.roll
-	c, err := startCluster(filepath.Join(o.data, fmt.Sprintf("roll-%d", ro.nodes)))
+	size := worldSize{nodes: ro.nodes, pods: ro.nodes * ro.podsPerNode, namespaces: 10}
+	c, cs, err := startWorld(ctx, filepath.Join(o.data, fmt.Sprintf("roll-%d", ro.nodes)), size, o.workers)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	cs, err := c.bulkClient()
-	if err != nil {
-		return err
-	}
-	size := worldSize{nodes: ro.nodes, pods: ro.nodes * ro.podsPerNode, namespaces: 10}
-	logf("building the world: %d nodes, %d pods", size.nodes, size.pods)
-	if _, _, err := buildWorld(ctx, cs, size, o.workers, func(s string) { logf("  %s", s) }); err != nil {
-		return fmt.Errorf("building the world: %w", err)
-	}
 	// Only the nodes being rolled are in this world: undo what an interrupted run left.
 	if err := uncordonAll(ctx, cs); err != nil {
 		return err

@@ -70,6 +70,32 @@ func (c *cluster) bulkClient() (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
+// startWorld starts the API server on dir's etcd data and creates what is missing of the
+// world (nothing, when a run before built it); the caller stops the cluster.
+func startWorld(ctx context.Context, dir string, size worldSize, workers int) (*cluster, *kubernetes.Clientset, error) {
+	c, err := startCluster(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := c.bulkClient()
+	if err != nil {
+		c.stop()
+		return nil, nil, err
+	}
+	logf("building the world: %d nodes, %d pods (%d workers)", size.nodes, size.pods, workers)
+	n, took, err := buildWorld(ctx, cs, size, workers, func(s string) { logf("  %s", s) })
+	switch {
+	case err != nil:
+		c.stop()
+		return nil, nil, fmt.Errorf("building the world: %w", err)
+	case n == 0:
+		logf("the world was there already (%s)", dir)
+	default:
+		logf("created %d objects in %s (%.0f/s, each a create and a status write)", n, took.Round(time.Second), float64(n)/took.Seconds())
+	}
+	return c, cs, nil
+}
+
 type worldSize struct{ nodes, pods, namespaces int }
 
 func nodeName(i int) string { return fmt.Sprintf("node-%05d", i) }
