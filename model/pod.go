@@ -12,18 +12,51 @@ type Pod struct {
 	Phase       string            `json:"phase"`
 	Ready       bool              `json:"ready"`
 	Terminating bool              `json:"terminating"`
+	Mirror      bool              `json:"mirror,omitempty"`    // a static pod's mirror
 	OwnerKind   string            `json:"ownerKind,omitempty"` // "" for a bare pod
 	OwnerName   string            `json:"ownerName,omitempty"`
-	Mirror      bool              `json:"mirror,omitempty"` // a static pod's mirror
 	Requests    Resources         `json:"requests"`
 	PDBs        []string          `json:"pdbs,omitempty"` // names of the PDBs selecting it
 	LocalVolume string            `json:"localVolume,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Where the pod may run: what the scheduler would check when it is recreated elsewhere.
+	// Where the pod may run, nil when nothing restricts it. Pods alike share one (a pod is
+	// held twice per snapshot at 150,000 pods: 56 bytes less each). Read it through the
+	// methods of the same names, which shadow the promoted fields and are nil-safe; JSON
+	// still shows the fields beside the pod's own.
+	*Placement
+}
+
+// Placement is what the scheduler would check of a pod when it is recreated elsewhere. It is
+// shared: never change one in place, make another.
+type Placement struct {
 	Tolerations  []Toleration       `json:"tolerations,omitempty"`
 	NodeSelector map[string]string  `json:"nodeSelector,omitempty"`
 	NodeAffinity []NodeSelectorTerm `json:"requiredNodeAffinity,omitempty"` // ORed terms
+}
+
+// Tolerations are the taints the pod tolerates.
+func (p Pod) Tolerations() []Toleration {
+	if p.Placement == nil {
+		return nil
+	}
+	return p.Placement.Tolerations
+}
+
+// NodeSelector are the labels the pod's node must carry.
+func (p Pod) NodeSelector() map[string]string {
+	if p.Placement == nil {
+		return nil
+	}
+	return p.Placement.NodeSelector
+}
+
+// NodeAffinity are the pod's required node affinity terms, ORed.
+func (p Pod) NodeAffinity() []NodeSelectorTerm {
+	if p.Placement == nil {
+		return nil
+	}
+	return p.Placement.NodeAffinity
 }
 
 // Toleration is a pod's toleration of a taint.
@@ -48,7 +81,7 @@ type NodeSelectorRequirement struct {
 
 // Constrained reports whether the pod restricts where it runs beyond resources.
 func (p Pod) Constrained() bool {
-	return len(p.Tolerations) > 0 || len(p.NodeSelector) > 0 || len(p.NodeAffinity) > 0
+	return len(p.Tolerations()) > 0 || len(p.NodeSelector()) > 0 || len(p.NodeAffinity()) > 0
 }
 
 // Key is namespace/name.

@@ -36,8 +36,7 @@ import (
 type cachedPod struct {
 	resourceVersion string
 	pod             model.Pod
-	labels          *labelSet      // keep pod.Labels and pod.Tolerations, shared with the
-	tolerations     *tolerationSet // pods alike, alive
+	labels          *labelSet // keeps pod.Labels, shared with the pods alike, alive
 }
 
 // GetObjectMeta lets the informer key, index and order the entry (meta.Accessor accepts an
@@ -59,9 +58,7 @@ func newCachedPod(p *corev1.Pod) *cachedPod {
 	if c.labels = sharedLabels(p.Labels); c.labels != nil {
 		c.pod.Labels = c.labels.m
 	}
-	if c.tolerations = sharedTolerations(c.pod.Tolerations); c.tolerations != nil {
-		c.pod.Tolerations = c.tolerations.t
-	}
+	c.pod.Placement = sharedPlacement(c.pod.Placement)
 	return c
 }
 
@@ -134,7 +131,7 @@ func podListWatch(cs kubernetes.Interface) *cache.ListWatch {
 
 // podBase converts a pod to the model, all but what other objects say of it (PDBs, the
 // Deployment behind a ReplicaSet). The strings every pod repeats are interned: namespaces,
-// node names, phases, owners (labels and tolerations are shared whole by newCachedPod).
+// node names, phases, owners (labels and placements are shared whole by newCachedPod).
 func podBase(p *corev1.Pod) model.Pod {
 	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 	m := model.Pod{
@@ -144,19 +141,7 @@ func podBase(p *corev1.Pod) model.Pod {
 		Labels:   p.Labels, Annotations: p.Annotations,
 	}
 	_, m.Mirror = p.Annotations[corev1.MirrorPodAnnotationKey]
-	for _, t := range p.Spec.Tolerations {
-		m.Tolerations = append(m.Tolerations, model.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)})
-	}
-	m.NodeSelector = p.Spec.NodeSelector
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			var mt model.NodeSelectorTerm
-			for _, r := range term.MatchExpressions {
-				mt.MatchExpressions = append(mt.MatchExpressions, model.NodeSelectorRequirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values})
-			}
-			m.NodeAffinity = append(m.NodeAffinity, mt)
-		}
-	}
+	m.Placement = placement(&p.Spec)
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			m.Ready = c.Status == corev1.ConditionTrue
@@ -175,6 +160,28 @@ func podBase(p *corev1.Pod) model.Pod {
 }
 
 func intern(s string) string { return unique.Make(s).Value() }
+
+// placement is where a pod may run, nil when nothing restricts it.
+func placement(spec *corev1.PodSpec) *model.Placement {
+	var pl model.Placement
+	for _, t := range spec.Tolerations {
+		pl.Tolerations = append(pl.Tolerations, model.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)})
+	}
+	pl.NodeSelector = spec.NodeSelector
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			var mt model.NodeSelectorTerm
+			for _, r := range term.MatchExpressions {
+				mt.MatchExpressions = append(mt.MatchExpressions, model.NodeSelectorRequirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values})
+			}
+			pl.NodeAffinity = append(pl.NodeAffinity, mt)
+		}
+	}
+	if len(pl.Tolerations) == 0 && len(pl.NodeSelector) == 0 && len(pl.NodeAffinity) == 0 {
+		return nil
+	}
+	return &pl
+}
 
 // complete fills in what other objects say of a pod: the Deployment behind its ReplicaSet
 // and the PDBs (of its namespace) that select it.
@@ -205,14 +212,11 @@ func (inv *Inventory) podModel(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudg
 // tolerations: the cache keeps one copy for all of them (label maps and toleration slices
 // were a third of the cache at 150,000 pods). The tables hold the copies weakly: a copy goes
 // with the last pod that has it, its entry with it.
-type (
-	labelSet      struct{ m map[string]string }
-	tolerationSet struct{ t []model.Toleration }
-)
+type labelSet struct{ m map[string]string }
 
 var (
-	labelSets      sync.Map // canonical form -> weak.Pointer[labelSet]
-	tolerationSets sync.Map // canonical form -> weak.Pointer[tolerationSet]
+	labelSets  sync.Map // canonical form -> weak.Pointer[labelSet]
+	placements sync.Map // canonical form -> weak.Pointer[model.Placement]
 )
 
 func sharedLabels(m map[string]string) *labelSet {
@@ -229,15 +233,25 @@ func sharedLabels(m map[string]string) *labelSet {
 	return share(&labelSets, b.String(), func() *labelSet { return &labelSet{m: m} })
 }
 
-func sharedTolerations(ts []model.Toleration) *tolerationSet {
-	if len(ts) == 0 {
+func sharedPlacement(pl *model.Placement) *model.Placement {
+	if pl == nil {
 		return nil
 	}
 	var b strings.Builder
-	for _, t := range ts {
+	for _, t := range pl.Tolerations {
 		b.WriteString(t.Key + "\x00" + t.Operator + "\x00" + t.Value + "\x00" + t.Effect + "\x00")
 	}
-	return share(&tolerationSets, b.String(), func() *tolerationSet { return &tolerationSet{t: ts} })
+	b.WriteByte(1)
+	for _, k := range slices.Sorted(maps.Keys(pl.NodeSelector)) {
+		b.WriteString(k + "=" + pl.NodeSelector[k] + "\x00")
+	}
+	for _, term := range pl.NodeAffinity {
+		b.WriteByte(1)
+		for _, r := range term.MatchExpressions {
+			b.WriteString(r.Key + "\x00" + r.Operator + "\x00" + strings.Join(r.Values, "\x00") + "\x02")
+		}
+	}
+	return share(&placements, b.String(), func() *model.Placement { return pl })
 }
 
 // share returns the live copy stored under key, or stores a fresh one as it.

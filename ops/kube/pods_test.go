@@ -16,8 +16,8 @@ func pod(name string, labels map[string]string) *corev1.Pod {
 			{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}}}
 }
 
-// Pods labelled alike share one label map and one toleration slice; the cache keeps the
-// annotations drainctl reads and drops the rest.
+// Pods labelled alike share one label map, pods placed alike one placement; the cache keeps
+// the annotations drainctl reads and drops the rest.
 func TestCachedPodsShareWhatIsAlike(t *testing.T) {
 	a := newCachedPod(pod("a", map[string]string{"app": "web", "tier": "front"}))
 	b := newCachedPod(pod("b", map[string]string{"tier": "front", "app": "web"}))
@@ -25,8 +25,16 @@ func TestCachedPodsShareWhatIsAlike(t *testing.T) {
 	if a.labels != b.labels || a.labels == c.labels {
 		t.Errorf("label sets: a %p b %p c %p; want a == b != c", a.labels, b.labels, c.labels)
 	}
-	if a.tolerations != c.tolerations || &a.pod.Tolerations[0] != &c.pod.Tolerations[0] {
+	if a.pod.Placement == nil || a.pod.Placement != c.pod.Placement {
 		t.Error("the same tolerations are not shared")
+	}
+	d := pod("d", nil)
+	d.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	if pd := newCachedPod(d).pod; pd.Placement == a.pod.Placement || pd.NodeSelector()["disk"] != "ssd" || len(pd.Tolerations()) != 1 {
+		t.Errorf("a node selector more: placement %+v, shared with a: %v", pd.Placement, pd.Placement == a.pod.Placement)
+	}
+	if e := newCachedPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e"}}).pod; e.Placement != nil || e.Tolerations() != nil {
+		t.Errorf("a pod without constraints has placement %+v", e.Placement)
 	}
 	if a.pod.Labels["tier"] != "front" || c.pod.Labels["app"] != "db" {
 		t.Errorf("labels %v %v", a.pod.Labels, c.pod.Labels)

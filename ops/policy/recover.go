@@ -102,7 +102,7 @@ var OutOfService = model.Taint{Key: "node.kubernetes.io/out-of-service", Value: 
 // on the dead node.
 func Outlives(p model.Pod) bool {
 	t := corev1.Taint{Key: OutOfService.Key, Value: OutOfService.Value, Effect: corev1.TaintEffect(OutOfService.Effect)}
-	for _, tol := range p.Tolerations {
+	for _, tol := range p.Tolerations() {
 		c := corev1.Toleration{Key: tol.Key, Operator: corev1.TolerationOperator(tol.Operator), Value: tol.Value, Effect: corev1.TaintEffect(tol.Effect)}
 		if c.ToleratesTaint(klog.Background(), &t, false) {
 			return true

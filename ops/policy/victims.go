@@ -425,7 +425,9 @@ type lazyPod struct {
 	built *corev1.Pod
 }
 
-func (l *lazyPod) selects() bool { return len(l.pod.NodeSelector) > 0 || len(l.pod.NodeAffinity) > 0 }
+func (l *lazyPod) selects() bool {
+	return len(l.pod.NodeSelector()) > 0 || len(l.pod.NodeAffinity()) > 0
+}
 
 func (l *lazyPod) get() *corev1.Pod {
 	if l.built == nil {
@@ -454,14 +456,14 @@ func (l *lazyNode) get() *corev1.Node {
 
 // k8sPod builds the scheduling-relevant part of a pod for component-helpers.
 func k8sPod(p *model.Pod) *corev1.Pod {
-	out := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: p.NodeSelector}}
-	for _, t := range p.Tolerations {
+	out := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: p.NodeSelector()}}
+	for _, t := range p.Tolerations() {
 		out.Spec.Tolerations = append(out.Spec.Tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
 			Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
-	if len(p.NodeAffinity) > 0 {
+	if len(p.NodeAffinity()) > 0 {
 		sel := &corev1.NodeSelector{}
-		for _, term := range p.NodeAffinity {
+		for _, term := range p.NodeAffinity() {
 			var t corev1.NodeSelectorTerm
 			for _, r := range term.MatchExpressions {
 				t.MatchExpressions = append(t.MatchExpressions, corev1.NodeSelectorRequirement{Key: r.Key,

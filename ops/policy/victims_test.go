@@ -106,11 +106,11 @@ func TestRankRules(t *testing.T) {
 			}
 		}, "node-0000", model.NoHostWithRoom},
 		{"nodeSelector matches no other node", func(inv *model.Inventory) {
-			inv.Nodes[0].Pods[0].NodeSelector = map[string]string{"disk": "ssd"}
+			inv.Nodes[0].Pods[0].Placement = &model.Placement{NodeSelector: map[string]string{"disk": "ssd"}}
 		}, "node-0000", model.NoHostWithRoom},
 		{"required affinity matches no other node", func(inv *model.Inventory) {
-			inv.Nodes[0].Pods[0].NodeAffinity = []model.NodeSelectorTerm{{MatchExpressions: []model.NodeSelectorRequirement{
-				{Key: "zone", Operator: "In", Values: []string{"b"}}}}}
+			inv.Nodes[0].Pods[0].Placement = &model.Placement{NodeAffinity: []model.NodeSelectorTerm{{MatchExpressions: []model.NodeSelectorRequirement{
+				{Key: "zone", Operator: "In", Values: []string{"b"}}}}}}
 		}, "node-0000", model.NoHostWithRoom},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -135,10 +135,11 @@ func TestRankHonoursTolerationsAndAffinity(t *testing.T) {
 		inv.Nodes[i].Kube.Labels = map[string]string{"zone": "b", "disk": "ssd"}
 	}
 	for i := range inv.Nodes[0].Pods {
-		p := &inv.Nodes[0].Pods[i]
-		p.Tolerations = []model.Toleration{{Key: "dedicated", Operator: "Equal", Value: "gpu", Effect: "NoSchedule"}}
-		p.NodeSelector = map[string]string{"disk": "ssd"}
-		p.NodeAffinity = []model.NodeSelectorTerm{{MatchExpressions: []model.NodeSelectorRequirement{{Key: "zone", Operator: "In", Values: []string{"a", "b"}}}}}
+		inv.Nodes[0].Pods[i].Placement = &model.Placement{
+			Tolerations:  []model.Toleration{{Key: "dedicated", Operator: "Equal", Value: "gpu", Effect: "NoSchedule"}},
+			NodeSelector: map[string]string{"disk": "ssd"},
+			NodeAffinity: []model.NodeSelectorTerm{{MatchExpressions: []model.NodeSelectorRequirement{{Key: "zone", Operator: "In", Values: []string{"a", "b"}}}}},
+		}
 	}
 	if v := victim(Rank(inv, Options{}, DefaultWeights()), "node-0000"); !v.Candidate {
 		t.Errorf("tolerating, selecting and affine pods should fit: %+v", v.Reasons)
