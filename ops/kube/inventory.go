@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,21 +77,23 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		return strip(obj)
 	}))
 	inv.factory = f
-	inv.nodes = f.Core().V1().Nodes().Informer()
-	// As the factory's informers do: a client that cannot stream a watch-list (the fake
+	// Nodes and pods are converted to the model as they are decoded (nodes.go, pods.go). As
+	// the factory's informers do: a client that cannot stream a watch-list (the fake
 	// clientset of the demo) is read with LIST and WATCH instead.
+	inv.nodes = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(nodeListWatch(cs), cs), &cachedNode{}, 0, cache.Indexers{})
+	_ = inv.nodes.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
 	pods := cache.ToListWatcherWithWatchListSemantics(podListWatch(cs), cs)
+	// Pods are found by node only: each index costs a key and a set entry per pod.
 	inv.pods = cache.NewSharedIndexInformerWithOptions(pods, &cachedPod{},
-		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
+			if p, ok := obj.(*cachedPod); ok && p.pod.NodeName != "" {
+				return []string{p.pod.NodeName}, nil
+			}
+			return nil, nil
+		}}})
 	_ = inv.pods.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
 	inv.pdbs = f.Policy().V1().PodDisruptionBudgets().Informer()
 	inv.rs = f.Apps().V1().ReplicaSets().Informer()
-	_ = inv.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*cachedPod); ok && p.pod.NodeName != "" {
-			return []string{p.pod.NodeName}, nil
-		}
-		return nil, nil
-	}})
 	// The handlers run after the cache holds the change. Each moves the versions of the runs
 	// it makes stale before it signals, so that a snapshot taken on the signal reads them again.
 	deleted := func(obj any) {
@@ -166,8 +167,8 @@ func (inv *Inventory) recordChange(obj any) {
 	defer inv.mu.Unlock()
 	inv.events++
 	switch o := obj.(type) {
-	case *corev1.Node:
-		inv.changed[o.Name] = true
+	case *cachedNode:
+		inv.changed[o.node.Name] = true
 	case *corev1.Pod:
 		inv.changed[o.Spec.NodeName] = true
 	case *cachedPod:
@@ -220,7 +221,8 @@ func (inv *Inventory) Start(ctx context.Context, syncTimeout time.Duration) erro
 func (inv *Inventory) StartNodes(ctx context.Context, syncTimeout time.Duration) error {
 	inv.syncDeadline = time.Now().Add(syncTimeout)
 	inv.factory.StartWithContext(ctx)
-	inv.podsDone.Add(1)
+	inv.podsDone.Add(2)
+	go func() { defer inv.podsDone.Done(); inv.nodes.RunWithContext(ctx) }()
 	go func() { defer inv.podsDone.Done(); inv.pods.RunWithContext(ctx) }()
 	wait, cancel := context.WithDeadline(ctx, inv.syncDeadline)
 	defer cancel()
@@ -239,8 +241,8 @@ func (inv *Inventory) WaitSynced(ctx context.Context) error {
 	wait, cancel := context.WithDeadline(ctx, inv.syncDeadline)
 	defer cancel()
 	err := inv.factory.WaitForCacheSyncWithContext(wait).AsError()
-	if err == nil && !cache.WaitForCacheSync(wait.Done(), inv.pods.HasSynced) {
-		err = fmt.Errorf("pods not read: %w", context.Cause(wait))
+	if err == nil && !cache.WaitForCacheSync(wait.Done(), inv.nodes.HasSynced, inv.pods.HasSynced) {
+		err = fmt.Errorf("nodes and pods not read: %w", context.Cause(wait))
 	}
 	if err != nil {
 		return fmt.Errorf("reading nodes, pods and PodDisruptionBudgets from Kubernetes: %w", err)
@@ -291,12 +293,12 @@ func (inv *Inventory) pdbsIn(ns string) []*policyv1.PodDisruptionBudget {
 }
 
 // Node returns a node from the cache.
-func (inv *Inventory) Node(name string) (*corev1.Node, bool) {
+func (inv *Inventory) Node(name string) (model.KubeNode, bool) {
 	obj, ok, _ := inv.nodes.GetStore().GetByKey(name)
 	if !ok {
-		return nil, false
+		return model.KubeNode{}, false
 	}
-	return obj.(*corev1.Node), true
+	return obj.(*cachedNode).node, true
 }
 
 // Nodes are the cached nodes in model types, by name: without their pods (Snapshot copies
@@ -304,7 +306,7 @@ func (inv *Inventory) Node(name string) (*corev1.Node, bool) {
 func (inv *Inventory) Nodes() []model.KubeNode {
 	var nodes []model.KubeNode
 	for _, o := range inv.nodes.GetStore().List() {
-		nodes = append(nodes, nodeModel(o.(*corev1.Node)))
+		nodes = append(nodes, o.(*cachedNode).node)
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	return nodes
@@ -401,33 +403,9 @@ func (inv *Inventory) selector(pdb *policyv1.PodDisruptionBudget) labels.Selecto
 	return sel
 }
 
-func nodeModel(n *corev1.Node) model.KubeNode {
-	m := model.KubeNode{
-		Name: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID, Schedulable: !n.Spec.Unschedulable,
-		BootID: n.Status.NodeInfo.BootID, Labels: n.Labels, Annotations: n.Annotations, Created: n.CreationTimestamp.Time,
-		Allocatable: model.Resources{MilliCPU: n.Status.Allocatable.Cpu().MilliValue(),
-			MemoryBytes: n.Status.Allocatable.Memory().Value(), Pods: n.Status.Allocatable.Pods().Value()},
-	}
-	for k := range n.Labels {
-		if role, ok := strings.CutPrefix(k, "node-role.kubernetes.io/"); ok && role != "" {
-			m.Roles = append(m.Roles, role)
-		}
-	}
-	sort.Strings(m.Roles)
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			m.Ready, m.ReadySince = c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
-		}
-	}
-	for _, t := range n.Spec.Taints {
-		m.Taints = append(m.Taints, model.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
-	}
-	return m
-}
-
 // strip drops what drainctl never reads before an object is cached: managed fields, the
-// last-applied annotation, images on nodes, ReplicaSets' pod templates (pods never reach
-// it: they arrive as cachedPods). It must stay idempotent.
+// last-applied annotation, ReplicaSets' pod templates (nodes and pods never reach it: they
+// arrive as cachedNodes and cachedPods). It must stay idempotent.
 func strip(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -438,8 +416,6 @@ func strip(obj any) (any, error) {
 		}
 	}
 	switch o := obj.(type) {
-	case *corev1.Node:
-		o.Status.Images, o.Status.VolumesInUse, o.Status.VolumesAttached = nil, nil, nil
 	case *appsv1.ReplicaSet:
 		o.Spec.Template = corev1.PodTemplateSpec{}
 	}

@@ -56,15 +56,6 @@ func NewClient(cs kubernetes.Interface, inv *Inventory) *Client {
 // Clientset is the underlying clientset.
 func (c *Client) Clientset() kubernetes.Interface { return c.cs }
 
-// Node reads a node from the cache.
-func (c *Client) Node(name string) (model.KubeNode, bool) {
-	n, ok := c.Inventory.Node(name)
-	if !ok {
-		return model.KubeNode{}, false
-	}
-	return nodeModel(n), true
-}
-
 // PDB reads a budget's status from the cache.
 func (c *Client) PDB(ns, name string) (model.PDB, bool) {
 	obj, ok, _ := c.pdbs.GetStore().GetByKey(ns + "/" + name)
