@@ -200,7 +200,7 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 		}
 		emit(PodEvicted, "", "")
 		for {
-			if uid, ok := e.kube.PodUID(pod.Namespace, pod.Name); !ok || uid != pod.UID {
+			if uid, ok := e.kube.PodUID(pod.NodeName, pod.Namespace, pod.Name); !ok || uid != pod.UID {
 				rep.Result, rep.Duration = PodGone, e.now().Sub(start)
 				emit(PodGone, "", "")
 				return rep

@@ -46,7 +46,7 @@ type Kube interface {
 	Node(name string) (model.KubeNode, bool)
 	PodsOn(node string) []model.Pod
 	PDB(namespace, name string) (model.PDB, bool)
-	PodUID(namespace, name string) (string, bool)
+	PodUID(node, namespace, name string) (string, bool)
 
 	// Cordon makes the node unschedulable and adds the taint; Uncordon undoes both.
 	Cordon(ctx context.Context, node string, taint model.Taint) error

@@ -30,7 +30,8 @@ const byNodeIndex = "spec.nodeName"
 type Inventory struct {
 	factory informers.SharedInformerFactory
 	nodes   cache.SharedIndexInformer
-	pods    cache.SharedIndexInformer
+	pods    *podStore
+	podsLW  cache.ListerWatcher
 	pdbs    cache.SharedIndexInformer
 	rs      cache.SharedIndexInformer
 
@@ -45,22 +46,11 @@ type Inventory struct {
 
 	syncDeadline time.Time   // the first read must end by then
 	synced       atomic.Bool // every informer has synced
-	podsDone     sync.WaitGroup
+	running      sync.WaitGroup
 
-	// runs are each node's pods as a snapshot gives them (completed, sorted), kept while
-	// the node's pods and what completes them (the PDBs' selectors, the ReplicaSets) stay
-	// as they were: snapshots share them, so a re-join copies only the runs of the nodes
-	// that changed, not 150,000 pod summaries.
-	runMu   sync.Mutex
-	runs    map[string]podRun
-	nodeVer map[string]uint64 // moved by the pods' handlers, once the cache has the change
-	epoch   uint64            // moved when a PDB's selector or a ReplicaSet comes, changes or goes
-}
-
-// podRun is a node's pods as of the node's version and the epoch.
-type podRun struct {
-	ver, epoch uint64
-	pods       []model.Pod
+	// epoch moves when a PDB's selector or a ReplicaSet comes, changes or goes: the pods are
+	// completed again (podstore.go).
+	epoch atomic.Uint64
 }
 
 type pdbSelector struct {
@@ -71,7 +61,7 @@ type pdbSelector struct {
 // NewInventory prepares the informers; Start runs them.
 func NewInventory(cs kubernetes.Interface) *Inventory {
 	inv := &Inventory{selectors: map[string]pdbSelector{}, changed: map[string]bool{}, changedAll: true,
-		seenSelectors: map[string]string{}, runs: map[string]podRun{}, nodeVer: map[string]uint64{}}
+		seenSelectors: map[string]string{}}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(func(obj any) (any, error) {
 		inv.recordChange(obj)
 		return strip(obj)
@@ -82,20 +72,11 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 	// clientset of the demo) is read with LIST and WATCH instead.
 	inv.nodes = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(nodeListWatch(cs), cs), &cachedNode{}, 0, cache.Indexers{})
 	_ = inv.nodes.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
-	pods := cache.ToListWatcherWithWatchListSemantics(podListWatch(cs), cs)
-	// Pods are found by node only: each index costs a key and a set entry per pod.
-	inv.pods = cache.NewSharedIndexInformerWithOptions(pods, &cachedPod{},
-		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
-			if p, ok := obj.(*cachedPod); ok && p.pod.NodeName != "" {
-				return []string{p.pod.NodeName}, nil
-			}
-			return nil, nil
-		}}})
-	_ = inv.pods.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
+	inv.pods, inv.podsLW = newPodStore(inv), cache.ToListWatcherWithWatchListSemantics(podListWatch(cs), cs)
 	inv.pdbs = f.Policy().V1().PodDisruptionBudgets().Informer()
 	inv.rs = f.Apps().V1().ReplicaSets().Informer()
-	// The handlers run after the cache holds the change. Each moves the versions of the runs
-	// it makes stale before it signals, so that a snapshot taken on the signal reads them again.
+	// The handlers run after the cache holds the change. Each moves the epoch, if the change
+	// completes pods differently, before it signals: a snapshot taken on the signal sees it.
 	deleted := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			inv.recordChange(d.Obj) // a deletion seen only on a relist skips the transform
@@ -105,11 +86,6 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		AddFunc:    func(any) { inv.notify() },
 		UpdateFunc: func(any, any) { inv.notify() },
 		DeleteFunc: func(obj any) { deleted(obj); inv.notify() },
-	})
-	_, _ = inv.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { inv.touch(podNode(obj)); inv.notify() },
-		UpdateFunc: func(old, obj any) { inv.touch(podNode(old), podNode(obj)); inv.notify() },
-		DeleteFunc: func(obj any) { deleted(obj); inv.touch(podNode(obj)); inv.notify() },
 	})
 	_, _ = inv.pdbs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { inv.touchAll(); inv.notify() },
@@ -122,40 +98,18 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		},
 		DeleteFunc: func(obj any) { deleted(obj); inv.touchAll(); inv.notify() },
 	})
-	_, _ = inv.rs.AddEventHandler(cache.ResourceEventHandlerFuncs{ // a pod's Deployment
-		AddFunc:    func(any) { inv.touchAll() },
+	// A ReplicaSet names its pods' Deployment. One that comes after its pods (the first read
+	// delivers them in any order) renames them: views are told. Its status changes nothing.
+	_, _ = inv.rs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { inv.touchAll(); inv.notify() },
 		UpdateFunc: func(any, any) {}, // a ReplicaSet's owner never changes
-		DeleteFunc: func(any) { inv.touchAll() },
+		DeleteFunc: func(any) { inv.touchAll(); inv.notify() },
 	})
 	return inv
 }
 
-// podNode is the node of a pod the informer handed over (a tombstone's too).
-func podNode(obj any) string {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if p, ok := obj.(*cachedPod); ok {
-		return p.pod.NodeName
-	}
-	return ""
-}
-
-// touch moves the nodes' versions: their runs are read again.
-func (inv *Inventory) touch(nodes ...string) {
-	inv.runMu.Lock()
-	defer inv.runMu.Unlock()
-	for _, n := range nodes {
-		inv.nodeVer[n]++
-	}
-}
-
-// touchAll moves the epoch: every run is read again.
-func (inv *Inventory) touchAll() {
-	inv.runMu.Lock()
-	defer inv.runMu.Unlock()
-	inv.epoch++
-}
+// touchAll moves the epoch: every pod is completed again when next read.
+func (inv *Inventory) touchAll() { inv.epoch.Add(1) }
 
 // recordChange notes which nodes a change touches, for an incremental ranking. It runs in
 // the informers' transform, before the change reaches the cache: a snapshot that shows a
@@ -169,8 +123,6 @@ func (inv *Inventory) recordChange(obj any) {
 	switch o := obj.(type) {
 	case *cachedNode:
 		inv.changed[o.node.Name] = true
-	case *corev1.Pod:
-		inv.changed[o.Spec.NodeName] = true
 	case *cachedPod:
 		inv.changed[o.pod.NodeName] = true
 	case *policyv1.PodDisruptionBudget:
@@ -180,6 +132,14 @@ func (inv *Inventory) recordChange(obj any) {
 			inv.changedAll = true
 		}
 	}
+}
+
+// recordAll notes a change that may touch any node: a list of every pod.
+func (inv *Inventory) recordAll() {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.events++
+	inv.changedAll = true
 }
 
 // TakeChanged returns the nodes whose Node object or pods changed since the last call, and
@@ -221,9 +181,10 @@ func (inv *Inventory) Start(ctx context.Context, syncTimeout time.Duration) erro
 func (inv *Inventory) StartNodes(ctx context.Context, syncTimeout time.Duration) error {
 	inv.syncDeadline = time.Now().Add(syncTimeout)
 	inv.factory.StartWithContext(ctx)
-	inv.podsDone.Add(2)
-	go func() { defer inv.podsDone.Done(); inv.nodes.RunWithContext(ctx) }()
-	go func() { defer inv.podsDone.Done(); inv.pods.RunWithContext(ctx) }()
+	pods := cache.NewReflectorWithOptions(inv.podsLW, &cachedPod{}, inv.pods, cache.ReflectorOptions{Name: "pods"})
+	inv.running.Add(2)
+	go func() { defer inv.running.Done(); inv.nodes.RunWithContext(ctx) }()
+	go func() { defer inv.running.Done(); pods.RunWithContext(ctx) }()
 	wait, cancel := context.WithDeadline(ctx, inv.syncDeadline)
 	defer cancel()
 	if !cache.WaitForCacheSync(wait.Done(), inv.nodes.HasSynced) {
@@ -241,7 +202,7 @@ func (inv *Inventory) WaitSynced(ctx context.Context) error {
 	wait, cancel := context.WithDeadline(ctx, inv.syncDeadline)
 	defer cancel()
 	err := inv.factory.WaitForCacheSyncWithContext(wait).AsError()
-	if err == nil && !cache.WaitForCacheSync(wait.Done(), inv.nodes.HasSynced, inv.pods.HasSynced) {
+	if err == nil && !cache.WaitForCacheSync(wait.Done(), inv.nodes.HasSynced, inv.pods.synced.Load) {
 		err = fmt.Errorf("nodes and pods not read: %w", context.Cause(wait))
 	}
 	if err != nil {
@@ -256,8 +217,8 @@ func (inv *Inventory) Syncing() bool {
 	if inv.synced.Load() {
 		return false
 	}
-	for _, i := range []cache.SharedIndexInformer{inv.nodes, inv.pods, inv.pdbs, inv.rs} {
-		if !i.HasSynced() {
+	for _, synced := range []func() bool{inv.nodes.HasSynced, inv.pods.synced.Load, inv.pdbs.HasSynced, inv.rs.HasSynced} {
+		if !synced() {
 			return true
 		}
 	}
@@ -266,21 +227,24 @@ func (inv *Inventory) Syncing() bool {
 }
 
 // Shutdown stops the informers (after ctx is cancelled) and waits for them.
-func (inv *Inventory) Shutdown() { inv.factory.Shutdown(); inv.podsDone.Wait() }
+func (inv *Inventory) Shutdown() { inv.factory.Shutdown(); inv.running.Wait() }
 
-// PodsOn returns the pods bound to a node, from the cache.
+// PodsOn returns the pods bound to a node, from the cache, completed and sorted.
 func (inv *Inventory) PodsOn(node string) []model.Pod {
-	objs, _ := inv.pods.GetIndexer().ByIndex(byNodeIndex, node)
-	out := make([]model.Pod, 0, len(objs))
+	return slices.Clone(inv.pods.run(node, inv.pdbsByNamespace))
+}
+
+// PodUID reads the UID of the pod ns/name on node from the cache.
+func (inv *Inventory) PodUID(node, ns, name string) (string, bool) { return inv.pods.uid(node, ns, name) }
+
+// pdbsByNamespace is every cached PDB, by namespace.
+func (inv *Inventory) pdbsByNamespace() map[string][]*policyv1.PodDisruptionBudget {
 	byNS := map[string][]*policyv1.PodDisruptionBudget{}
-	for _, o := range objs {
-		p := o.(*cachedPod).pod
-		if _, ok := byNS[p.Namespace]; !ok {
-			byNS[p.Namespace] = inv.pdbsIn(p.Namespace)
-		}
-		out = append(out, inv.complete(p, byNS[p.Namespace]))
+	for _, o := range inv.pdbs.GetStore().List() {
+		p := o.(*policyv1.PodDisruptionBudget)
+		byNS[p.Namespace] = append(byNS[p.Namespace], p)
 	}
-	return out
+	return byNS
 }
 
 func (inv *Inventory) pdbsIn(ns string) []*policyv1.PodDisruptionBudget {
@@ -327,61 +291,24 @@ func (inv *Inventory) PDBs() []model.PDB {
 	return pdbs
 }
 
-// Snapshot converts the cache into model types.
+// Snapshot converts the cache into model types. Each node's pods are the store's run,
+// shared with every other snapshot until they change (podstore.go).
 func (inv *Inventory) Snapshot() model.KubeSnapshot {
 	snap := model.KubeSnapshot{Nodes: inv.Nodes(), PDBs: inv.PDBs()}
-	pdbsByNS := map[string][]*policyv1.PodDisruptionBudget{}
-	for _, o := range inv.pdbs.GetStore().List() {
-		p := o.(*policyv1.PodDisruptionBudget)
-		pdbsByNS[p.Namespace] = append(pdbsByNS[p.Namespace], p)
+	var pdbs map[string][]*policyv1.PodDisruptionBudget
+	pdbsOnce := func() map[string][]*policyv1.PodDisruptionBudget {
+		if pdbs == nil {
+			pdbs = inv.pdbsByNamespace()
+		}
+		return pdbs
 	}
-	// One run per node, in the nodes' order, shared with the previous snapshot where the
-	// node's pods have not changed.
 	snap.Pods = make([][]model.Pod, 0, len(snap.Nodes))
 	for _, n := range snap.Nodes {
-		if run := inv.podRun(n.Name, pdbsByNS); len(run) > 0 {
+		if run := inv.pods.run(n.Name, pdbsOnce); len(run) > 0 {
 			snap.Pods = append(snap.Pods, run)
 		}
 	}
-	inv.runMu.Lock()
-	if len(inv.runs) > len(snap.Nodes) { // nodes gone: their runs go too
-		keep := make(map[string]bool, len(snap.Nodes))
-		for _, n := range snap.Nodes {
-			keep[n.Name] = true
-		}
-		for name := range inv.runs {
-			if !keep[name] {
-				delete(inv.runs, name)
-				delete(inv.nodeVer, name)
-			}
-		}
-	}
-	inv.runMu.Unlock()
 	return snap
-}
-
-// podRun is a node's pods, completed and sorted by namespace and name: the kept run while
-// the node's version and the epoch have not moved, else read from the cache again. The
-// versions are read before the cache: a change that lands meanwhile moves them after.
-func (inv *Inventory) podRun(node string, pdbsByNS map[string][]*policyv1.PodDisruptionBudget) []model.Pod {
-	inv.runMu.Lock()
-	ver, epoch := inv.nodeVer[node], inv.epoch
-	run, ok := inv.runs[node]
-	inv.runMu.Unlock()
-	if ok && run.ver == ver && run.epoch == epoch {
-		return run.pods
-	}
-	objs, _ := inv.pods.GetIndexer().ByIndex(byNodeIndex, node)
-	pods := make([]model.Pod, 0, len(objs))
-	for _, o := range objs {
-		p := o.(*cachedPod).pod
-		pods = append(pods, inv.complete(p, pdbsByNS[p.Namespace]))
-	}
-	slices.SortFunc(pods, model.ComparePods)
-	inv.runMu.Lock()
-	inv.runs[node] = podRun{ver: ver, epoch: epoch, pods: pods}
-	inv.runMu.Unlock()
-	return pods
 }
 
 // selector parses a PDB's selector once per resourceVersion. A nil or empty selector

@@ -297,7 +297,7 @@ func TestNodesFirstThenPods(t *testing.T) {
 	if _, ok := podsOf(inv.Snapshot(), w1)["p1"]; !ok {
 		t.Fatal("p1 not in the cache after WaitSynced")
 	}
-	if uid, ok := kube.NewClient(kc, inv).PodUID(ns, "p1"); !ok || uid == "" {
+	if uid, ok := kube.NewClient(kc, inv).PodUID(w1, ns, "p1"); !ok || uid == "" {
 		t.Fatalf("PodUID(p1) = %q, %v", uid, ok)
 	}
 }
@@ -400,5 +400,22 @@ func TestSnapshotsShareUnchangedRuns(t *testing.T) {
 	waitChange(t, inv, changed, func(s model.KubeSnapshot) bool { return len(podsOf(s, w2)["b"].PDBs) == 1 })
 	if pods := podsOf(inv.Snapshot(), w1); len(pods["a"].PDBs) != 0 {
 		t.Errorf("a is selected by no PDB: %+v", pods["a"])
+	}
+
+	// A pod read before its ReplicaSet names the Deployment once the ReplicaSet comes, and
+	// again after its node's pods changed meanwhile.
+	kubetest.Pod(t, cs, ns, "d", w1, kubetest.Owned("ReplicaSet", "web-5d8f9", "4a1b0c52-0000-4000-8000-000000000001"))
+	waitChange(t, inv, changed, func(s model.KubeSnapshot) bool { return podsOf(s, w1)["d"].OwnerName == "web-5d8f9" })
+	kubetest.ReplicaSet(t, cs, ns, "web", 1)
+	waitChange(t, inv, changed, func(s model.KubeSnapshot) bool { return podsOf(s, w1)["d"].OwnerKind == "Deployment" })
+	if err := cs.CoreV1().Pods(ns).Delete(kubetest.Ctx(t), "c", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, inv, changed, func(s model.KubeSnapshot) bool { _, still := podsOf(s, w1)["c"]; return !still })
+	if d := podsOf(inv.Snapshot(), w1)["d"]; d.OwnerKind != "Deployment" || d.OwnerName != "web" {
+		t.Errorf("d after c went: owner %s/%s, want Deployment/web", d.OwnerKind, d.OwnerName)
+	}
+	if uid, ok := inv.PodUID(w1, ns, "c"); ok {
+		t.Errorf("c is gone, yet PodUID finds %q", uid)
 	}
 }

@@ -67,15 +67,6 @@ func (c *Client) PDB(ns, name string) (model.PDB, bool) {
 		CurrentHealthy: p.Status.CurrentHealthy, DesiredHealthy: p.Status.DesiredHealthy, ExpectedPods: p.Status.ExpectedPods}, true
 }
 
-// PodUID reads a pod's UID from the cache.
-func (c *Client) PodUID(ns, name string) (string, bool) {
-	obj, ok, _ := c.pods.GetStore().GetByKey(ns + "/" + name)
-	if !ok {
-		return "", false
-	}
-	return obj.(*cachedPod).pod.UID, true
-}
-
 // updateNode applies change to a fresh copy of the node and writes it, retrying on conflict.
 func (c *Client) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -183,11 +183,12 @@ func placement(spec *corev1.PodSpec) *model.Placement {
 	return &pl
 }
 
-// complete fills in what other objects say of a pod: the Deployment behind its ReplicaSet
-// and the PDBs (of its namespace) that select it.
-func (inv *Inventory) complete(m model.Pod, pdbs []*policyv1.PodDisruptionBudget) model.Pod {
-	if m.OwnerKind == "ReplicaSet" {
-		if obj, ok, _ := inv.rs.GetStore().GetByKey(m.Namespace + "/" + m.OwnerName); ok {
+// complete fills in what other objects say of a pod: the Deployment behind its ReplicaSet rs
+// (its controller, "" for none) and the PDBs (of its namespace) that select it.
+func (inv *Inventory) complete(m model.Pod, rs string, pdbs []*policyv1.PodDisruptionBudget) model.Pod {
+	if rs != "" {
+		m.OwnerKind, m.OwnerName = "ReplicaSet", rs
+		if obj, ok, _ := inv.rs.GetStore().GetByKey(m.Namespace + "/" + rs); ok {
 			if d := metav1.GetControllerOf(obj.(*appsv1.ReplicaSet)); d != nil && d.Kind == "Deployment" {
 				m.OwnerKind, m.OwnerName = d.Kind, d.Name
 			}
@@ -203,9 +204,19 @@ func (inv *Inventory) complete(m model.Pod, pdbs []*policyv1.PodDisruptionBudget
 	return m
 }
 
+// completeRun completes a node's pods again, as of epoch.
+func (inv *Inventory) completeRun(r podRun, epoch uint64, pdbs map[string][]*policyv1.PodDisruptionBudget) podRun {
+	out := podRun{epoch: epoch, pods: make([]model.Pod, len(r.pods)), rs: r.rs}
+	for i, p := range r.pods {
+		out.pods[i] = inv.complete(p, r.rs[i], pdbs[p.Namespace])
+	}
+	return out
+}
+
 // podModel converts an API pod (read fresh, not from the cache) completely.
 func (inv *Inventory) podModel(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) model.Pod {
-	return inv.complete(podBase(p), pdbs)
+	m := podBase(p)
+	return inv.complete(m, ownerRS(m), pdbs)
 }
 
 // A ReplicaSet's pods carry the same labels, and nearly every pod the same two default
