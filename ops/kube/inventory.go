@@ -235,7 +235,9 @@ func (inv *Inventory) PodsOn(node string) []model.Pod {
 }
 
 // PodUID reads the UID of the pod ns/name on node from the cache.
-func (inv *Inventory) PodUID(node, ns, name string) (string, bool) { return inv.pods.uid(node, ns, name) }
+func (inv *Inventory) PodUID(node, ns, name string) (string, bool) {
+	return inv.pods.uid(node, ns, name)
+}
 
 // pdbsByNamespace is every cached PDB, by namespace.
 func (inv *Inventory) pdbsByNamespace() map[string][]*policyv1.PodDisruptionBudget {
