@@ -22,11 +22,9 @@ import (
 	"github.com/drainctl/drainctl/ops/notify"
 )
 
-const byNodeIndex = "spec.nodeName"
-
-// Inventory keeps Nodes, Pods (indexed by node), PodDisruptionBudgets and ReplicaSets (to
-// name a pod's Deployment) in shared informers. After the initial sync it issues no LIST:
-// every change arrives by watch.
+// Inventory keeps Nodes, PodDisruptionBudgets and ReplicaSets (to name a pod's Deployment) in
+// shared informers, and Pods by node in a store of its own (podstore.go). After the initial
+// sync it issues no LIST: every change arrives by watch.
 type Inventory struct {
 	factory informers.SharedInformerFactory
 	nodes   cache.SharedIndexInformer
@@ -112,8 +110,8 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 func (inv *Inventory) touchAll() { inv.epoch.Add(1) }
 
 // recordChange notes which nodes a change touches, for an incremental ranking. It runs in
-// the informers' transform, before the change reaches the cache: a snapshot that shows a
-// change has it recorded already. A pod touches its node, a Node itself; a PDB's status
+// the informers' transform and in the pod store, before the change reaches the cache: a
+// snapshot that shows a change has it recorded already. A pod touches its node, a Node itself; a PDB's status
 // touches none (the ranking compares budgets), but a new PDB or a new selector can touch any
 // node (a PDB that goes is the ranking's to see: it knows which nodes it covered).
 func (inv *Inventory) recordChange(obj any) {

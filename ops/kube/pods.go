@@ -27,19 +27,19 @@ import (
 	"github.com/drainctl/drainctl/model"
 )
 
-// cachedPod is what the pod informer keeps of a pod: the model's view of it, made as the pod
-// is decoded (list pages and watch events are converted before the informer holds them),
-// never the API object. At 150,000 pods the API objects cost ~700 MB in the cache (3.4 KiB
+// cachedPod is what the pod reflector hands the pod store (podstore.go): the model's view of
+// a pod, made as the pod is decoded (list pages and watch events are converted before the
+// reflector sees them), never the API object. At 150,000 pods the API objects cost ~700 MB in the cache (3.4 KiB
 // each stripped) and twice that while the first read gathers them; these a fraction
 // (shared/notes/scale.md). The PDBs selecting the pod and a ReplicaSet's Deployment are
 // looked up when the pod is read: those objects come and go on their own.
 type cachedPod struct {
 	resourceVersion string
 	pod             model.Pod
-	labels          *labelSet // keeps pod.Labels, shared with the pods alike, alive
+	labels          *labelSet // keeps pod.Labels, shared with the pods alike, alive (the store keeps it)
 }
 
-// GetObjectMeta lets the informer key, index and order the entry (meta.Accessor accepts an
+// GetObjectMeta lets the reflector read the entry (meta.Accessor accepts an
 // ObjectMetaAccessor): namespace, name, UID, resourceVersion, and the annotations that mark
 // the end of the initial events on a bookmark.
 func (c *cachedPod) GetObjectMeta() metav1.Object {
@@ -206,9 +206,9 @@ func (inv *Inventory) complete(m model.Pod, rs string, pdbs []*policyv1.PodDisru
 
 // completeRun completes a node's pods again, as of epoch.
 func (inv *Inventory) completeRun(r podRun, epoch uint64, pdbs map[string][]*policyv1.PodDisruptionBudget) podRun {
-	out := podRun{epoch: epoch, pods: make([]model.Pod, len(r.pods)), rs: r.rs}
+	out := podRun{epoch: epoch, pods: make([]model.Pod, len(r.pods)), side: r.side}
 	for i, p := range r.pods {
-		out.pods[i] = inv.complete(p, r.rs[i], pdbs[p.Namespace])
+		out.pods[i] = inv.complete(p, r.side[i].rs, pdbs[p.Namespace])
 	}
 	return out
 }

@@ -25,13 +25,21 @@ type podStore struct {
 	synced atomic.Bool       // the first list is in
 }
 
-// podRun is a node's pods, sorted by namespace and name and completed as of epoch. Its slices
-// are never written once made: a change makes new ones.
+// podRun is a node's pods, sorted by namespace and name and completed as of epoch, with what
+// the store keeps beside each. Its slices are never written once made: a change makes new ones.
 type podRun struct {
 	epoch uint64
 	pods  []model.Pod
-	rs    []string // the ReplicaSet each pod's controller is ("" for none): completing names its Deployment
+	side  []podSide // side[i] is pods[i]'s
 }
+
+// podSide is what a pod's completion and sharing need that its model does not say.
+type podSide struct {
+	rs     string    // the ReplicaSet the pod's controller is ("" for none): completing names its Deployment
+	labels *labelSet // keeps the pod's label map shared with the pods alike (pods.go)
+}
+
+func sideOf(c *cachedPod) podSide { return podSide{rs: ownerRS(c.pod), labels: c.labels} }
 
 func newPodStore(inv *Inventory) *podStore { return &podStore{inv: inv, runs: map[string]podRun{}} }
 
@@ -55,14 +63,14 @@ func (s *podStore) upsert(obj any) error {
 	if len(r.pods) == 0 {
 		next.epoch = s.inv.epoch.Load()
 	}
-	rs := ownerRS(c.pod)
-	p := s.inv.complete(c.pod, rs, s.inv.pdbsIn(c.pod.Namespace))
+	side := sideOf(c)
+	p := s.inv.complete(c.pod, side.rs, s.inv.pdbsIn(c.pod.Namespace))
 	after := i
 	if found {
 		after++
 	}
 	next.pods = append(append(append(next.pods, r.pods[:i]...), p), r.pods[after:]...)
-	next.rs = append(append(append(make([]string, 0, len(next.pods)), r.rs[:i]...), rs), r.rs[after:]...)
+	next.side = append(append(append(make([]podSide, 0, len(next.pods)), r.side[:i]...), side), r.side[after:]...)
 	s.runs[node] = next
 	s.mu.Unlock()
 	s.inv.notify()
@@ -82,7 +90,7 @@ func (s *podStore) Delete(obj any) error {
 		if len(r.pods) == 1 {
 			delete(s.runs, node)
 		} else {
-			s.runs[node] = podRun{epoch: r.epoch, pods: slices.Concat(r.pods[:i], r.pods[i+1:]), rs: slices.Concat(r.rs[:i], r.rs[i+1:])}
+			s.runs[node] = podRun{epoch: r.epoch, pods: slices.Concat(r.pods[:i], r.pods[i+1:]), side: slices.Concat(r.side[:i], r.side[i+1:])}
 		}
 	}
 	s.mu.Unlock()
@@ -94,21 +102,21 @@ func (s *podStore) Delete(obj any) error {
 func (s *podStore) Replace(list []any, _ string) error {
 	s.inv.recordAll()
 	epoch := s.inv.epoch.Load()
-	byNode := map[string][]model.Pod{}
+	byNode := map[string][]*cachedPod{}
 	for _, obj := range list {
 		if c, ok := obj.(*cachedPod); ok && c.pod.NodeName != "" {
-			byNode[c.pod.NodeName] = append(byNode[c.pod.NodeName], c.pod)
+			byNode[c.pod.NodeName] = append(byNode[c.pod.NodeName], c)
 		}
 	}
 	pdbs := s.inv.pdbsByNamespace()
 	runs := make(map[string]podRun, len(byNode))
-	for node, pods := range byNode {
-		slices.SortFunc(pods, model.ComparePods)
-		rs := make([]string, len(pods))
-		for i, p := range pods {
-			rs[i] = ownerRS(p)
+	for node, cs := range byNode {
+		slices.SortFunc(cs, func(a, b *cachedPod) int { return model.ComparePods(a.pod, b.pod) })
+		r := podRun{pods: make([]model.Pod, len(cs)), side: make([]podSide, len(cs))}
+		for i, c := range cs {
+			r.pods[i], r.side[i] = c.pod, sideOf(c)
 		}
-		runs[node] = s.inv.completeRun(podRun{pods: pods, rs: rs}, epoch, pdbs)
+		runs[node] = s.inv.completeRun(r, epoch, pdbs)
 	}
 	s.mu.Lock()
 	s.runs = runs
