@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -42,46 +41,11 @@ func newCachedNode(n *corev1.Node) *cachedNode {
 	return &cachedNode{resourceVersion: n.ResourceVersion, node: nodeModel(n)}
 }
 
-// cachedNodeList is a page of cachedNodes, as the reflector reads a list.
-type cachedNodeList struct {
-	metav1.ListMeta
-	Items []cachedNode
-}
-
-func (l *cachedNodeList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-func (l *cachedNodeList) DeepCopyObject() runtime.Object {
-	cp := *l
-	cp.Items = slices.Clone(l.Items)
-	return &cp
-}
-
-// nodeListWatch lists and watches every Node, converting each into a cachedNode as it arrives.
+// nodeListWatch lists and watches every Node as cachedNodes.
 func nodeListWatch(cs kubernetes.Interface) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			list, err := cs.CoreV1().Nodes().List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			out := &cachedNodeList{ListMeta: list.ListMeta, Items: make([]cachedNode, len(list.Items))}
-			for i := range list.Items {
-				out.Items[i] = *newCachedNode(&list.Items[i])
-			}
-			return out, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := cs.CoreV1().Nodes().Watch(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-				if n, ok := e.Object.(*corev1.Node); ok {
-					e.Object = newCachedNode(n)
-				}
-				return e, true
-			}), nil
-		},
-	}
+	nodes := cs.CoreV1().Nodes()
+	return summarizing(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return nodes.List(ctx, o) },
+		nodes.Watch, newCachedNode)
 }
 
 // nodeModel converts a Node to the model. Its slices are clipped: a caller's append never

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -86,47 +85,11 @@ var cachedAnnotations = map[string]bool{
 	metav1.InitialEventsAnnotationKey:                              true,
 }
 
-// cachedPodList is a page of cachedPods, as the reflector reads a list.
-type cachedPodList struct {
-	metav1.ListMeta
-	Items []cachedPod
-}
-
-func (l *cachedPodList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-func (l *cachedPodList) DeepCopyObject() runtime.Object {
-	cp := *l
-	cp.Items = slices.Clone(l.Items)
-	return &cp
-}
-
-// podListWatch lists and watches every pod, converting each page and each event's pod
-// into a cachedPod as it arrives.
+// podListWatch lists and watches every pod as cachedPods.
 func podListWatch(cs kubernetes.Interface) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			list, err := cs.CoreV1().Pods("").List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			out := &cachedPodList{ListMeta: list.ListMeta, Items: make([]cachedPod, len(list.Items))}
-			for i := range list.Items {
-				out.Items[i] = *newCachedPod(&list.Items[i])
-			}
-			return out, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := cs.CoreV1().Pods("").Watch(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-				if p, ok := e.Object.(*corev1.Pod); ok {
-					e.Object = newCachedPod(p)
-				}
-				return e, true
-			}), nil
-		},
-	}
+	pods := cs.CoreV1().Pods("")
+	return summarizing(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) },
+		pods.Watch, newCachedPod)
 }
 
 // podBase converts a pod to the model, all but what other objects say of it (PDBs, the

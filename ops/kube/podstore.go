@@ -43,13 +43,15 @@ func sideOf(c *cachedPod) podSide { return podSide{rs: ownerRS(c.pod), labels: c
 
 func newPodStore(inv *Inventory) *podStore { return &podStore{inv: inv, runs: map[string]podRun{}} }
 
-// Add, Update, Delete, Replace and Resync make it a cache.ReflectorStore. The change is
+// Add, Update, Delete, Replace and Resync make it a cache.ReflectorStore. A change is
 // recorded before the store shows it, and announced after.
-func (s *podStore) Add(obj any) error    { return s.upsert(obj) }
-func (s *podStore) Update(obj any) error { return s.upsert(obj) }
+func (s *podStore) Add(obj any) error    { return s.put(obj, true) }
+func (s *podStore) Update(obj any) error { return s.put(obj, true) }
+func (s *podStore) Delete(obj any) error { return s.put(obj, false) }
 func (s *podStore) Resync() error        { return nil }
 
-func (s *podStore) upsert(obj any) error {
+// put sets a pod's entry in a new run of its node: the pod completed, or (present false) none.
+func (s *podStore) put(obj any, present bool) error {
 	c, ok := obj.(*cachedPod)
 	if !ok || c.pod.NodeName == "" {
 		return nil
@@ -57,40 +59,28 @@ func (s *podStore) upsert(obj any) error {
 	s.inv.recordChange(c)
 	s.mu.Lock()
 	node := c.pod.NodeName
-	r := s.runs[node]
-	i, found := slices.BinarySearchFunc(r.pods, c.pod, model.ComparePods)
-	next := podRun{epoch: r.epoch, pods: make([]model.Pod, 0, len(r.pods)+1)}
-	if len(r.pods) == 0 {
-		next.epoch = s.inv.epoch.Load()
+	r, had := s.runs[node]
+	if !had {
+		r.epoch = s.inv.epoch.Load() // before the completion reads the PDBs and ReplicaSets
 	}
-	side := sideOf(c)
-	p := s.inv.complete(c.pod, side.rs, s.inv.pdbsIn(c.pod.Namespace))
+	i, found := slices.BinarySearchFunc(r.pods, c.pod, model.ComparePods)
 	after := i
 	if found {
 		after++
 	}
-	next.pods = append(append(append(next.pods, r.pods[:i]...), p), r.pods[after:]...)
-	next.side = append(append(append(make([]podSide, 0, len(next.pods)), r.side[:i]...), side), r.side[after:]...)
-	s.runs[node] = next
-	s.mu.Unlock()
-	s.inv.notify()
-	return nil
-}
-
-func (s *podStore) Delete(obj any) error {
-	c, ok := obj.(*cachedPod)
-	if !ok || c.pod.NodeName == "" {
-		return nil
+	var pod []model.Pod
+	var side []podSide
+	if present {
+		side = []podSide{sideOf(c)}
+		pod = []model.Pod{s.inv.complete(c.pod, side[0].rs, s.inv.pdbsIn(c.pod.Namespace))}
 	}
-	s.inv.recordChange(c)
-	s.mu.Lock()
-	node := c.pod.NodeName
-	r := s.runs[node]
-	if i, found := slices.BinarySearchFunc(r.pods, c.pod, model.ComparePods); found {
-		if len(r.pods) == 1 {
+	if present || found {
+		next := podRun{epoch: r.epoch, pods: slices.Concat(r.pods[:i], pod, r.pods[after:]),
+			side: slices.Concat(r.side[:i], side, r.side[after:])}
+		if len(next.pods) == 0 {
 			delete(s.runs, node)
 		} else {
-			s.runs[node] = podRun{epoch: r.epoch, pods: slices.Concat(r.pods[:i], r.pods[i+1:]), side: slices.Concat(r.side[:i], r.side[i+1:])}
+			s.runs[node] = next
 		}
 	}
 	s.mu.Unlock()
