@@ -111,9 +111,10 @@ func (inv *Inventory) touchAll() { inv.epoch.Add(1) }
 
 // recordChange notes which nodes a change touches, for an incremental ranking. It runs in
 // the informers' transform and in the pod store, before the change reaches the cache: a
-// snapshot that shows a change has it recorded already. A pod touches its node, a Node itself; a PDB's status
-// touches none (the ranking compares budgets), but a new PDB or a new selector can touch any
-// node (a PDB that goes is the ranking's to see: it knows which nodes it covered).
+// snapshot that shows a change has it recorded already. A pod touches its node, a Node
+// itself; a PDB's status touches none (the ranking compares budgets), but a new PDB or a new
+// selector can touch any node (a PDB that goes is the ranking's to see: it knows which nodes
+// it covered).
 func (inv *Inventory) recordChange(obj any) {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()

@@ -28,14 +28,14 @@ import (
 
 // cachedPod is what the pod reflector hands the pod store (podstore.go): the model's view of
 // a pod, made as the pod is decoded (list pages and watch events are converted before the
-// reflector sees them), never the API object. At 150,000 pods the API objects cost ~700 MB in the cache (3.4 KiB
-// each stripped) and twice that while the first read gathers them; these a fraction
-// (shared/notes/scale.md). The PDBs selecting the pod and a ReplicaSet's Deployment are
+// reflector sees them), never the API object. At 150,000 pods the API objects cost ~700 MB
+// in a cache (3.4 KiB each stripped) and twice that while the first read gathers them; these
+// a fraction (shared/notes/scale.md). The PDBs selecting the pod and a ReplicaSet's Deployment are
 // looked up when the pod is read: those objects come and go on their own.
 type cachedPod struct {
 	resourceVersion string
 	pod             model.Pod
-	labels          *labelSet // keeps pod.Labels, shared with the pods alike, alive (the store keeps it)
+	labels          *labelSet // the shared set pod.Labels is; the store keeps it beside the pod
 }
 
 // GetObjectMeta lets the reflector read the entry (meta.Accessor accepts an
