@@ -523,3 +523,35 @@ func TestVMArrivingDuringEvacuationIsMovedToo(t *testing.T) {
 		t.Errorf("incoming's migrations: %v (want the colleague's, then drainctl's)", ms)
 	}
 }
+
+// A colleague's move into the node that never ends (the guest dirties memory faster than it
+// is copied) is not drainctl's to abort: after timeouts.migration the evacuation stops and
+// names it, instead of waiting for the whole operation's timeout; the host stays disabled.
+func TestEndlessMoveIntoTheNodeIsNamedAfterTheMigrationTimeout(t *testing.T) {
+	c := newCluster(t, 20)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.World.AddServer("incoming", c1, sim.Flavor{Name: "m1.huge", RAMMB: 32768, VCPUs: 8, DiskGB: 80})
+	c.World.ApplyFaultSpec("never-converge=incoming")
+	in, _ := c.World.ServerByName("incoming")
+	ctx := kubetest.Ctx(t)
+	if err := c.Nova.LiveMigrate(ctx, in.ID, c0); err != nil { // the colleague
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "the colleague's migration copying", func() bool {
+		ms := c.World.MigrationStatuses(in.ID)
+		return len(ms) == 1 && ms[0][len(ms[0])-1] == "running"
+	})
+	c.Cfg.Timeouts.Migration = model.Duration(3 * time.Second)
+	ro := forced()
+	ro.VMsOnly = true
+	rec, _, err := run(t, c.Engine("t", nil), model.OpEvacuate, c0, ro)
+	if err == nil || !strings.Contains(err.Error(), "still under way after 3s (timeouts.migration)") || !strings.Contains(err.Error(), in.ID) {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if ms := c.World.MigrationStatuses(in.ID); len(ms) != 1 || ms[0][len(ms[0])-1] != "running" {
+		t.Errorf("the colleague's migration: %v (drainctl must leave it running)", ms)
+	}
+	if h, _ := c.World.Host(c0); h.Enabled {
+		t.Errorf("%s's nova-compute is enabled again after a failed evacuation\n%s", c0, rec.Transcript(c.Px))
+	}
+}

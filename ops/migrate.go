@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -107,26 +108,32 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 
 // arrivals waits while moves into the host are under way (someone's migration to it, begun
 // before its nova-compute was disabled: another node's evacuation, a colleague by hand), then
-// lists the VMs on it the run has not handled: they arrived meanwhile.
+// lists the VMs on it the run has not handled: they arrived meanwhile. Those moves are not
+// drainctl's to abort: after timeouts.migration the step fails and names them; the node stays
+// cordoned and disabled, and a run again picks up from there.
 func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model.VM, error) {
 	e, host := r.e, r.plan.Host
-	said := false
+	said, since := false, e.now()
 	for {
 		moves, err := e.nova.MovingFrom(ctx, "") // every source: the destination is what counts
 		if err != nil {
 			return nil, err
 		}
-		incoming := 0
+		var incoming []string
 		for _, m := range moves {
 			if m.DestCompute == host && m.SourceCompute != host {
-				incoming++
+				incoming = append(incoming, fmt.Sprintf("server %s from %s (%s)", m.InstanceID, m.SourceCompute, m.Status))
 			}
 		}
-		if incoming == 0 {
+		if len(incoming) == 0 {
 			break
 		}
+		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(since) > d {
+			return nil, fmt.Errorf("%d move(s) into %s still under way after %s (timeouts.migration), so it cannot be called empty: %s; they are not drainctl's to abort: run again once they end",
+				len(incoming), host, d, strings.Join(incoming, "; "))
+		}
 		if !said {
-			r.nodeChanged(fmt.Sprintf("waiting for %d move(s) into %s to end before it can be called empty", incoming, host))
+			r.nodeChanged(fmt.Sprintf("waiting for %d move(s) into %s to end before it can be called empty", len(incoming), host))
 			said = true
 		}
 		if !sleep(ctx, e.o.Poll) {
