@@ -498,16 +498,7 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 func TestVMArrivingDuringEvacuationIsMovedToo(t *testing.T) {
 	c := newCluster(t, 20)
 	c0, c1 := c.Name("c0"), c.Name("c1")
-	c.World.AddServer("incoming", c1, sim.Flavor{Name: "m1.huge", RAMMB: 32768, VCPUs: 8, DiskGB: 80})
-	in, _ := c.World.ServerByName("incoming")
-	ctx := kubetest.Ctx(t)
-	if err := c.Nova.LiveMigrate(ctx, in.ID, c0); err != nil { // the colleague
-		t.Fatal(err)
-	}
-	kubetest.Eventually(t, 30*time.Second, "the colleague's migration copying", func() bool {
-		ms := c.World.MigrationStatuses(in.ID)
-		return len(ms) == 1 && ms[0][len(ms[0])-1] == "running"
-	})
+	in := colleagueMigrates(t, c, c1, c0, false)
 	ro := forced()
 	ro.VMsOnly = true
 	rec, _, err := run(t, c.Engine("t", nil), model.OpEvacuate, c0, ro)
@@ -530,17 +521,7 @@ func TestVMArrivingDuringEvacuationIsMovedToo(t *testing.T) {
 func TestEndlessMoveIntoTheNodeIsNamedAfterTheMigrationTimeout(t *testing.T) {
 	c := newCluster(t, 20)
 	c0, c1 := c.Name("c0"), c.Name("c1")
-	c.World.AddServer("incoming", c1, sim.Flavor{Name: "m1.huge", RAMMB: 32768, VCPUs: 8, DiskGB: 80})
-	c.World.ApplyFaultSpec("never-converge=incoming")
-	in, _ := c.World.ServerByName("incoming")
-	ctx := kubetest.Ctx(t)
-	if err := c.Nova.LiveMigrate(ctx, in.ID, c0); err != nil { // the colleague
-		t.Fatal(err)
-	}
-	kubetest.Eventually(t, 30*time.Second, "the colleague's migration copying", func() bool {
-		ms := c.World.MigrationStatuses(in.ID)
-		return len(ms) == 1 && ms[0][len(ms[0])-1] == "running"
-	})
+	in := colleagueMigrates(t, c, c1, c0, true)
 	c.Cfg.Timeouts.Migration = model.Duration(3 * time.Second)
 	ro := forced()
 	ro.VMsOnly = true
@@ -554,4 +535,23 @@ func TestEndlessMoveIntoTheNodeIsNamedAfterTheMigrationTimeout(t *testing.T) {
 	if h, _ := c.World.Host(c0); h.Enabled {
 		t.Errorf("%s's nova-compute is enabled again after a failed evacuation\n%s", c0, rec.Transcript(c.Px))
 	}
+}
+
+// colleagueMigrates creates the VM "incoming" on from and live-migrates it to to by hand,
+// returning once the copy runs; endless: its guest dirties memory faster than it is copied.
+func colleagueMigrates(t *testing.T, c *simtest.Cluster, from, to string, endless bool) sim.VM {
+	t.Helper()
+	c.World.AddServer("incoming", from, sim.Flavor{Name: "m1.huge", RAMMB: 32768, VCPUs: 8, DiskGB: 80})
+	if endless {
+		c.World.ApplyFaultSpec("never-converge=incoming")
+	}
+	in, _ := c.World.ServerByName("incoming")
+	if err := c.Nova.LiveMigrate(kubetest.Ctx(t), in.ID, to); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "the colleague's migration copying", func() bool {
+		ms := c.World.MigrationStatuses(in.ID)
+		return len(ms) == 1 && ms[0][len(ms[0])-1] == "running"
+	})
+	return in
 }
