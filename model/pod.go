@@ -20,10 +20,10 @@ type Pod struct {
 	LocalVolume string            `json:"localVolume,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Where the pod may run, nil when nothing restricts it. Pods alike share one (a pod is
-	// held twice per snapshot at 150,000 pods: 56 bytes less each). Read it through the
-	// methods of the same names, which shadow the promoted fields and are nil-safe; JSON
-	// still shows the fields beside the pod's own.
+	// Where the pod may run, nil when nothing restricts it. Pods alike share one (56 bytes
+	// less in each of 150,000 pods). Read it through the methods of the same names, which
+	// shadow the promoted fields and are nil-safe; JSON still shows the fields beside the
+	// pod's own.
 	*Placement
 }
 

@@ -21,7 +21,7 @@ func TestComparePodsIsKeyOrder(t *testing.T) {
 	}
 }
 
-// A pod is held twice per snapshot, 150,000 of them at scale: its size is a budget. The
+// A pod is kept for every pod of the cluster, 150,000 of them at scale: its size is a budget. The
 // placement stays shared behind a pointer, and JSON still shows its fields beside the pod's.
 func TestPodStaysSmall(t *testing.T) {
 	if size := unsafe.Sizeof(Pod{}); size > 208 {
