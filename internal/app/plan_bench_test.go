@@ -12,20 +12,26 @@ import (
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
+// demoCluster connects to the embedded demo of the given size, with the default config; it
+// stops with the benchmark.
+func demoCluster(b *testing.B, nodes int) (context.Context, *Cluster) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	cl, err := Connect(ctx, ConnectOptions{Demo: true, DemoNodes: nodes, DemoSeed: 1, DemoScale: 1}, model.DefaultConfig(), nil, io.Discard, func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ctx, cl
+}
+
 // BenchmarkPlanToggle is what one override toggle in the TUI's plan costs: a plan of one
 // node from a fresh read of the simulated cluster (Kubernetes from the informers, Nova over
 // HTTP), at 12 and 500 nodes.
 func BenchmarkPlanToggle(b *testing.B) {
 	for _, nodes := range []int{12, 500} {
 		b.Run(fmt.Sprintf("%d-nodes", nodes), func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			cfg := model.DefaultConfig()
-			cl, err := Connect(ctx, ConnectOptions{Demo: true, DemoNodes: nodes, DemoSeed: 1, DemoScale: 1}, cfg, nil, io.Discard, func(string) string { return "" })
-			if err != nil {
-				b.Fatal(err)
-			}
-			pol, _ := policy.FromConfig(cfg)
+			ctx, cl := demoCluster(b, nodes)
+			pol, _ := policy.FromConfig(model.DefaultConfig())
 			node := ""
 			for _, n := range cl.Engine.KubeNodeNames() {
 				if node == "" && strings.HasPrefix(n, "compute-") {
@@ -51,12 +57,7 @@ func BenchmarkPlanToggle(b *testing.B) {
 // second while it waits), on the 5,000-node demo: the cache's nodes and budgets alone, beside
 // the whole snapshot (every pod copied) it read before.
 func BenchmarkFleetCheck(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cl, err := Connect(ctx, ConnectOptions{Demo: true, DemoNodes: 5000, DemoSeed: 1, DemoScale: 1}, model.DefaultConfig(), nil, io.Discard, func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, cl := demoCluster(b, 5000)
 	b.Run("nodes-and-pdbs", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			_, _ = cl.Kube.Nodes(), cl.Kube.PDBs()
@@ -73,12 +74,7 @@ func BenchmarkFleetCheck(b *testing.B) {
 // of one node changed, or nothing), on the 5,000-node demo: the snapshot of every node's pods
 // and the join with the last Nova read, the ranking aside.
 func BenchmarkRejoin(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cl, err := Connect(ctx, ConnectOptions{Demo: true, DemoNodes: 5000, DemoSeed: 1, DemoScale: 1}, model.DefaultConfig(), nil, io.Discard, func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
+	ctx, cl := demoCluster(b, 5000)
 	inv := cl.Engine.Inventory()
 	first, err := inv.Read(ctx)
 	if err != nil {
