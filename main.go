@@ -208,6 +208,8 @@ func parseArgs(args []string) (app.Options, int, error) {
 		o.Args = append(o.Args, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+	o.Set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.Set[f.Name] = true })
 	if o.Output != auto.FormatTable && o.Output != auto.FormatJSON {
 		return o, cmdRun, &ops.UsageError{Problem: fmt.Sprintf("unknown output format %q", o.Output), Hint: "use -o table or -o json"}
 	}
@@ -299,5 +301,9 @@ func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 	fs.DurationVar(&o.NodeDeadline, "node-deadline", 0, "")
 	fs.StringVar(&o.FenceCmd, "fence-cmd", "", "")
 	fs.BoolVar(&o.ConfirmFenced, "confirm-fenced", false, "")
+	fs.BoolVar(&o.AcceptDiskLoss, "accept-disk-loss", false, "")
+	fs.BoolVar(&o.Resume, "resume", false, "")
+	fs.StringVar(&o.GatePromTokenFile, "gate-prometheus-token-file", "", "")
+	fs.StringVar(&o.GatePromCAFile, "gate-prometheus-ca-file", "", "")
 	return fs
 }

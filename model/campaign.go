@@ -62,7 +62,9 @@ type Campaign struct {
 	Parallel  int    `json:"parallel"`
 	SpreadBy  string `json:"spreadBy,omitempty"` // a node label: never two nodes of one value in flight
 	Order     string `json:"order,omitempty"`    // name, given or cost: how the nodes were ordered
-	Exec      string `json:"exec,omitempty"`
+	// Exec is the run's --exec, shown masked (its secrets hidden) and never written to the
+	// cluster: a command line often carries a BMC password.
+	Exec      string `json:"-"`
 	WaitReady bool   `json:"waitReady,omitempty"`
 	OnFailure string `json:"onFailure"` // "stop" or "skip"
 	// NodeDeadline bounds each node's drain; Undrainable says what then: quarantine,

@@ -45,6 +45,15 @@ type RollConfig struct {
 	// the hosts left, a campaign may bring the fleet down to (else it is refused).
 	MigrationRateMiB   float64 `toml:"migration_rate_mib"`
 	MinHeadroomPercent float64 `toml:"min_headroom_percent"`
+	// GateTimeout and ExecTimeout bound the gate command and --exec: past them the command
+	// is killed with every process it started (a gate then holds, an exec fails the node).
+	GateTimeout Duration `toml:"gate_timeout"`
+	ExecTimeout Duration `toml:"exec_timeout"`
+	// ResumeWithin: an unfinished campaign record older than this is not resumed without
+	// --resume (its nodes may have gone back to work by other hands). KeepRecords: finished
+	// records are deleted after this long.
+	ResumeWithin Duration `toml:"resume_within"`
+	KeepRecords  Duration `toml:"keep_records"`
 }
 
 // RecoverConfig is the [recover] table: when a dead host may be failed over.
@@ -63,6 +72,9 @@ type RecoverConfig struct {
 	// FenceCmd powers a dead node's machine off ({node}: its name); exit 0 proves it off.
 	// --fence-cmd replaces it, --confirm-fenced stands instead of it.
 	FenceCmd string `toml:"fence_cmd"`
+	// FenceTimeout bounds the fence command: past it, it is killed (with every process it
+	// started) and the machine is not proven off.
+	FenceTimeout Duration `toml:"fence_timeout"`
 }
 
 // DrainOrderLabel on a pod puts it in an eviction order group ("10", "-5") or, with "skip",
@@ -242,9 +254,10 @@ func DefaultConfig() Config {
 		},
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
-		Recover:   RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute)},
+		Recover:   RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute), FenceTimeout: Duration(2 * time.Minute)},
 		Roll: RollConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
-			MigrationRateMiB: 500, MinHeadroomPercent: 10},
+			MigrationRateMiB: 500, MinHeadroomPercent: 10, GateTimeout: Duration(time.Minute), ExecTimeout: Duration(time.Hour),
+			ResumeWithin: Duration(24 * time.Hour), KeepRecords: Duration(7 * 24 * time.Hour)},
 	}
 }
 
@@ -293,6 +306,11 @@ func (c Config) Validate() error {
 		{"timeouts.poll", c.Timeouts.Poll},
 		{"policy.stall_after", c.Policy.StallAfter},
 		{"recover.pods_gone_within", c.Recover.PodsGoneWithin},
+		{"recover.fence_timeout", c.Recover.FenceTimeout},
+		{"roll.gate_timeout", c.Roll.GateTimeout},
+		{"roll.exec_timeout", c.Roll.ExecTimeout},
+		{"roll.resume_within", c.Roll.ResumeWithin},
+		{"roll.keep_records", c.Roll.KeepRecords},
 	}
 	for _, d := range durations {
 		if d.v <= 0 {
@@ -310,8 +328,13 @@ func (c Config) Validate() error {
 	if c.Roll.NodeDeadline <= 0 || c.Roll.PDBBlockedFor < 0 {
 		return &FieldError{"roll.node_deadline", "node_deadline must be positive and pdb_blocked_for not negative", `e.g. "30m" and "10m"`}
 	}
-	if c.Recover.NotReadyFor < 0 {
-		return &FieldError{"recover.not_ready_for", "must not be negative", `the default is "60s"`}
+	if c.Recover.NotReadyFor.D() < 30*time.Second {
+		// A kubelet restart or a short partition is not a dead machine: a recovery that
+		// rebuilds VMs elsewhere must not race one.
+		return &FieldError{"recover.not_ready_for", fmt.Sprintf("must be at least 30s, got %q", c.Recover.NotReadyFor), `the default is "60s"`}
+	}
+	if c.Timeouts.Poll.D() < 100*time.Millisecond {
+		return &FieldError{"timeouts.poll", fmt.Sprintf("must be at least 100ms, got %q", c.Timeouts.Poll), `the default is "2s"; a shorter poll only loads Nova`}
 	}
 	if c.Policy.GracePeriod < 0 {
 		return &FieldError{"policy.grace_period", "must not be negative", `leave it empty to keep each pod's own grace period`}

@@ -43,6 +43,7 @@ const (
 	ComputeIsUp  ReasonCode = "ComputeIsUp"  // its nova-compute still reports up
 	NotFenced    ReasonCode = "NotFenced"    // neither --fence-cmd nor --confirm-fenced
 	NotRecovered ReasonCode = "NotRecovered" // a VM a recovery cannot rebuild (its state)
+	DiskLoss     ReasonCode = "DiskLoss"     // a rebuild from the VM's image loses its local disk: asked for by name
 	// During a run.
 	NotMoved ReasonCode = "NotMoved" // a VM whose move failed, or that became unmovable meanwhile
 	// MachineNotEvictable: the cloudpool protects the node's machine (evictable=false).
@@ -74,6 +75,7 @@ const (
 	OverrideSkipVM             Override = "skip-vm"              // the reason's Object (a VM) stays where it is
 	OverrideFenced             Override = "fenced"               // the dead machine is proven off: a fence command or the operator's word
 	OverrideFewerAtOnce        Override = "fewer-at-once"        // a campaign: fewer nodes at once, or less headroom asked
+	OverrideAcceptDiskLoss     Override = "accept-disk-loss"     // recover: VMs rebuilt from their image lose their local disk
 )
 
 // Reason is one typed reason, naming the object and the override that lifts it.
@@ -81,8 +83,11 @@ type Reason struct {
 	Code     ReasonCode `json:"code"`
 	Severity Severity   `json:"severity"`
 	Object   string     `json:"object"` // pod ns/name, VM name, node name
-	Message  string     `json:"message"`
-	Override Override   `json:"override,omitempty"`
+	// ObjectID is the VM's ID when Object is a VM: a suggested command names it by ID (its
+	// name is its owner's choice, and need not be unique).
+	ObjectID string   `json:"objectID,omitempty"`
+	Message  string   `json:"message"`
+	Override Override `json:"override,omitempty"`
 }
 
 // Text is the object and the message, without the override (a view names it in its own terms).

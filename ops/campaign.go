@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
 // RollOptions say which nodes a campaign works and how.
@@ -46,6 +47,8 @@ type RollOptions struct {
 	Run          RunOptions
 	// VerifyWithin bounds how long a returned node may take to take work again (default 5 min).
 	VerifyWithin time.Duration
+	// Resume: resume an unfinished record older than [roll] resume_within.
+	Resume bool
 }
 
 // Roll is a campaign being run: Run works it; Pause and Resume may be called meanwhile
@@ -61,6 +64,7 @@ type Roll struct {
 	wake     chan struct{}        // closed and replaced when pause is lifted
 	stopping error                // a failure or refusal: no new node starts
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
+	gateSaid map[string]bool      // nodes whose gate command has said it started (one goroutine: Run's loop)
 	fc       model.Forecast       // made by NewRoll (campaign_forecast.go)
 }
 
@@ -114,18 +118,27 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	if o.Name == "" {
 		o.Name = campaignName(o.Selector, nodes)
 	}
-	r := &Roll{e: e, o: o, emit: emit, wake: make(chan struct{})}
+	if o.SpreadBy != "" {
+		if err := e.checkSpreadLabel(nodes, o.SpreadBy); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.CollectCampaigns(ctx); err != nil {
+		return nil, err
+	}
+	r := &Roll{e: e, o: o, emit: emit, wake: make(chan struct{}), gateSaid: map[string]bool{}}
 	data, found, err := e.kube.Record(ctx, campaignKey(o.Name))
 	if err != nil {
 		return nil, err
 	}
 	var old model.Campaign
 	if found && json.Unmarshal(data, &old) == nil && old.State.Resumable() {
-		if o.Selector == "" && !sameNodes(old.Nodes, nodes) {
-			return nil, &UsageError{Problem: fmt.Sprintf("campaign %s is unfinished with other nodes (%s)", o.Name, nodeNames(old.Nodes)),
-				Hint: "rerun it with the same nodes to resume it, or give this one another --campaign name"}
+		// The record is a claim: anyone allowed to write it may have, and the cluster may
+		// have moved on since. It is checked against the world before anything runs.
+		if err := e.checkResumable(old, o, nodes); err != nil {
+			return nil, err
 		}
-		r.rec = old // resume: its nodes and where each stopped; a selector is not re-read
+		r.rec = old // resume: its nodes and where each stopped (each checked again as it starts)
 		r.rec.Message = ""
 	} else {
 		r.rec = model.Campaign{Name: o.Name, Selector: o.Selector, Started: e.now(), SpreadBy: o.SpreadBy, Order: o.Order}
@@ -133,7 +146,7 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 			r.rec.Nodes = append(r.rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending, Domain: e.domainOf(n, o.SpreadBy)})
 		}
 	}
-	r.rec.Holder, r.rec.Parallel, r.rec.Exec, r.rec.WaitReady, r.rec.OnFailure = e.o.Holder, o.Parallel, o.Exec, o.WaitReady, o.OnFailure
+	r.rec.Holder, r.rec.Parallel, r.rec.Exec, r.rec.WaitReady, r.rec.OnFailure = e.o.Holder, o.Parallel, ShownCommand(o.Exec, ""), o.WaitReady, o.OnFailure
 	r.rec.NodeDeadline, r.rec.Undrainable = o.NodeDeadline, o.Undrainable
 	if o.Gates.Window != nil {
 		r.rec.Window = o.Gates.Window.String()
@@ -153,6 +166,56 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	}
 	r.rec.Expected = r.fc.Total
 	return r, nil
+}
+
+// checkResumable refuses to resume a record that does not match the request or the
+// cluster: another selector's or other nodes' record, a node that is no Node (a planted
+// name such as "-oProxyCommand=…" never reaches an operator's command), a record older than
+// [roll] resume_within without --resume.
+func (e *Engine) checkResumable(old model.Campaign, o RollOptions, nodes []string) error {
+	name := old.Name
+	if !sameNodes(old.Nodes, nodes) || old.Selector != o.Selector {
+		what := "the nodes " + strings.Join(nodes, ", ")
+		if o.Selector != "" {
+			what = fmt.Sprintf("--selector %q now matches %s", o.Selector, strings.Join(nodes, ", "))
+		}
+		return &UsageError{Problem: fmt.Sprintf("campaign %s is unfinished over other nodes (%s); %s", name, nodeNames(old.Nodes), what),
+			Hint: "rerun it as it was started to resume it, or give this one another --campaign name"}
+	}
+	for _, n := range old.Nodes {
+		if err := opcmd.CheckNode(n.Name); err != nil {
+			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names %s: nothing of it is resumed", name, err), Hint: "delete the record (kubectl -n drainctl delete configmap " + kubeRecordName(campaignKey(name)) + ") and start again"}
+		}
+		if _, ok := e.kube.Node(n.Name); !ok {
+			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names node %q, which does not exist", name, n.Name),
+				Hint: "give this campaign another --campaign name"}
+		}
+	}
+	if age := e.now().Sub(old.Updated); age > e.cfg.Roll.ResumeWithin.D() && !o.Resume {
+		return &UsageError{Problem: fmt.Sprintf("campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
+			name, age.Round(time.Minute), old.Updated.UTC().Format(time.RFC3339), e.cfg.Roll.ResumeWithin),
+			Hint: "add --resume to resume it (each node is checked again), or give this one another --campaign name"}
+	}
+	return nil
+}
+
+// kubeRecordName is the object a record is kept in (ops/kube.RecordName's rule, for hints).
+func kubeRecordName(key string) string { return "drainctl-" + key }
+
+// checkSpreadLabel refuses --spread-by when a node lacks the label: spreading would
+// silently stop for it.
+func (e *Engine) checkSpreadLabel(nodes []string, label string) error {
+	var without []string
+	for _, n := range nodes {
+		if k, _ := e.kube.Node(n); k.Labels[label] == "" {
+			without = append(without, n)
+		}
+	}
+	if len(without) > 0 {
+		return &UsageError{Problem: fmt.Sprintf("%d node(s) of the campaign have no %s label: %s", len(without), label, strings.Join(without, ", ")),
+			Hint: "label them (kubectl label node NODE " + label + "=VALUE), or spread by another label"}
+	}
+	return nil
 }
 
 // domainOf is the node's value of the spread label ("" without one).
@@ -496,6 +559,23 @@ func (r *Roll) waitTurn(ctx context.Context, slots chan struct{}) bool {
 func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
 	rec := r.Record()
 	n := rec.Nodes[i]
+	if n.Phase == model.PhaseStep {
+		// The record says the node was emptied: the operator's step (a reboot, a firmware
+		// flash) runs only if it still is, under this campaign. A node put back to work
+		// meanwhile (by hand, by a colleague's rollback) is evacuated again first.
+		ro := r.o.Run
+		ro.Campaign = r.o.Name
+		why, _, err := r.stillEmptied(ctx, n.Name, ro)
+		if err != nil {
+			return nil, err
+		}
+		if why == "" {
+			return nil, nil
+		}
+		r.setPhase(ctx, i, model.PhaseEvacuating, "")
+		r.note(n.Name, model.PhaseEvacuating, "the record says it was emptied, but "+why+": evacuated again before its step")
+		n.Phase = model.PhaseEvacuating
+	}
 	if n.Phase != model.PhasePending && n.Phase != model.PhaseEvacuating {
 		return nil, nil
 	}
@@ -530,7 +610,7 @@ func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
 // setState records the campaign's state (and why) and reports it.
 func (r *Roll) setState(ctx context.Context, s model.CampaignState, msg string) {
 	r.mu.Lock()
-	r.rec.State, r.rec.Message = s, msg
+	r.rec.State, r.rec.Message = s, bounded(msg)
 	r.mu.Unlock()
 	r.save(ctx)
 	r.emit(NewCampaignEvent(r.e.now(), r.Record(), "", "", msg))
@@ -547,7 +627,7 @@ func (r *Roll) setPhase(ctx context.Context, i int, ph model.NodePhase, errText 
 	if ph.Finished() {
 		n.Finished = now
 	}
-	n.Phase, n.Error = ph, errText
+	n.Phase, n.Error = ph, bounded(errText)
 	name := n.Name
 	r.mu.Unlock()
 	r.save(ctx)

@@ -1,18 +1,13 @@
 package ops
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
 // Health gates (kured's shape): before each node of a campaign starts, the campaign's window
@@ -22,11 +17,18 @@ import (
 // nodes in flight go on), the campaign says why (and until when, for a window), and it checks
 // again until it holds.
 
+// AlertSource says which alerts fire now (ops/prom reads Prometheus); String names it as it
+// may be printed.
+type AlertSource interface {
+	Firing(ctx context.Context) ([]string, error)
+	String() string
+}
+
 // GateOptions are a campaign's health gates.
 type GateOptions struct {
-	Cmd        string         // a shell command, {node} replaced; must exit 0
-	Prometheus string         // Prometheus' base URL; its /api/v1/alerts is read
-	Alerts     *regexp.Regexp // alert names that hold the campaign while they fire (nil: any)
+	Cmd string // a shell command, {node} replaced; must exit 0
+	// Alerts: while one of its alerts fires, no node starts (nil: no alert gate).
+	Alerts AlertSource
 	// Window: no node starts outside it (nil: any time).
 	Window *Window
 	// PDBBlockedFor: a PodDisruptionBudget of the cluster that has allowed no disruption for
@@ -70,24 +72,21 @@ func (r *Roll) gateClosed(ctx context.Context, node string) string {
 		return why
 	}
 	if g.Cmd != "" {
-		line := strings.ReplaceAll(g.Cmd, "{node}", shellQuote(node))
-		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
-		cmd.Env = append(os.Environ(), "DRAINCTL_NODE="+node)
-		cmd.WaitDelay = 5 * time.Second
-		out, err := cmd.CombinedOutput()
+		// The first run for a node says that it started; later runs (every few seconds while
+		// the gate is closed) speak only through the reason they give.
+		first := !r.gateSaid[node]
+		r.gateSaid[node] = true
+		err := r.e.runOperator(ctx, opcmd.Gate, g.Cmd, node, "", func(line string) {
+			if first && strings.HasPrefix(line, string(opcmd.Gate)+" started") {
+				r.note(node, model.PhasePending, line)
+			}
+		})
 		if err != nil {
-			last := strings.TrimSpace(string(out))
-			if i := strings.LastIndexByte(last, '\n'); i >= 0 {
-				last = last[i+1:]
-			}
-			if last != "" {
-				return fmt.Sprintf("gate command %q: %v (%s)", line, err, last)
-			}
-			return fmt.Sprintf("gate command %q: %v", line, err)
+			return err.Error()
 		}
 	}
-	if g.Prometheus != "" {
-		firing, err := firingAlerts(ctx, g.Prometheus, g.Alerts)
+	if g.Alerts != nil {
+		firing, err := g.Alerts.Firing(ctx)
 		switch {
 		case err != nil: // a gate that cannot be read is closed: the fleet's health is unknown
 			return "Prometheus gate: " + err.Error()
@@ -96,49 +95,6 @@ func (r *Roll) gateClosed(ctx context.Context, node string) string {
 		}
 	}
 	return ""
-}
-
-// firingAlerts reads Prometheus' alerts (GET /api/v1/alerts) and returns the names of those
-// firing that match re.
-func firingAlerts(ctx context.Context, base string, re *regexp.Regexp) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/api/v1/alerts", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
-	}
-	var body struct {
-		Status string `json:"status"`
-		Data   struct {
-			Alerts []struct {
-				Labels map[string]string `json:"labels"`
-				State  string            `json:"state"`
-			} `json:"alerts"`
-		} `json:"data"`
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(buf.Bytes(), &body); err != nil || body.Status != "success" {
-		return nil, fmt.Errorf("GET %s: not a Prometheus alerts answer", req.URL)
-	}
-	var out []string
-	for _, a := range body.Data.Alerts {
-		name := a.Labels["alertname"]
-		if a.State == "firing" && (re == nil || re.MatchString(name)) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
 }
 
 // fleetHurting says why the cluster is already hurting ("" when it is not): a node outside

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
 // node works node i of the campaign from the phase its record shows: a rerun repeats the
@@ -22,7 +22,8 @@ func (r *Roll) node(ctx context.Context, i int, plan *model.Plan) error {
 		r.setPhase(ctx, i, model.PhaseEvacuating, "")
 		ro := r.o.Run
 		ro.Leaving = nil
-		ro.KeepLease = true // the node stays ours through the step, until uncordon releases it
+		ro.Campaign = r.o.Name // journaled: a resume checks the node is still emptied under this campaign
+		ro.KeepLease = true    // the node stays ours through the step, until uncordon releases it
 		dctx, cancel := context.WithTimeoutCause(ctx, r.o.NodeDeadline, ErrNodeDeadline)
 		_, err := e.Run(dctx, *plan, ro, r.blockers(ctx, i, emit))
 		cancel()
@@ -163,7 +164,7 @@ func (r *Roll) setBlocked(ctx context.Context, i int, what string) (was string) 
 		r.mu.Unlock()
 		return was
 	}
-	n.Blocked = what
+	n.Blocked = bounded(what)
 	name := n.Name
 	r.mu.Unlock()
 	r.save(ctx)
@@ -244,8 +245,7 @@ func (r *Roll) step(ctx context.Context, i int, node string) error {
 
 // runExec runs the operator's command on the emptied node; each line it prints is reported.
 func (r *Roll) runExec(ctx context.Context, node string) error {
-	r.note(node, model.PhaseStep, "exec: "+strings.ReplaceAll(r.o.Exec, "{node}", shellQuote(node)))
-	err := runShell(ctx, "--exec", r.o.Exec, node, r.hostOf(ctx, node), func(line string) { r.note(node, model.PhaseStep, "exec: "+line) })
+	err := r.e.runOperator(ctx, opcmd.Exec, r.o.Exec, node, r.hostOf(ctx, node), func(line string) { r.note(node, model.PhaseStep, "exec: "+line) })
 	if err != nil && ctx.Err() != nil {
 		return &Interrupted{Node: node, Phase: "exec", Cause: context.Cause(ctx)}
 	}

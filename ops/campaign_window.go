@@ -34,6 +34,10 @@ func ParseWindow(s string) (*Window, error) {
 	}
 	w := &Window{text: s, loc: time.UTC}
 	if len(f) == 3 {
+		if strings.EqualFold(f[2], "local") {
+			// The zone of whichever machine runs drainctl: a rerun elsewhere would open another window.
+			return nil, bad("Local is no zone: name one (an IANA name, e.g. Europe/Berlin, or UTC)")
+		}
 		loc, err := time.LoadLocation(f[2])
 		if err != nil {
 			return nil, bad("unknown time zone " + f[2] + " (an IANA name, e.g. Europe/Berlin)")

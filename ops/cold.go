@@ -30,19 +30,23 @@ func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
 	}
 	r.recordCold(run.vm.ID)
 	run.ours, run.confirmed = true, false
-	return r.e.nova.ColdMigrate(ctx, run.vm.ID, dest)
+	if err := r.e.nova.ColdMigrate(ctx, run.vm.ID, dest); err != nil {
+		return err
+	}
+	r.nameCold(ctx, run.vm.ID)
+	return nil
 }
 
 // follow takes over a move already under way (found at the start of the run, or started
 // by someone else meanwhile): a live migration, or a cold one (RESIZE, VERIFY_RESIZE,
 // REVERT_RESIZE), which drainctl confirms only when ours says it asked for it.
-func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours map[string]bool) {
+func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours coldRecords) {
 	run.method = model.MoveLive
 	switch {
 	case r.plan.Op == model.OpRecover:
 		run.method = model.MoveRebuild
 	case run.vm.Status == model.VMResizing, run.vm.Status == model.VMVerifyResize, run.vm.Status == model.VMRevertResize:
-		run.method, run.ours = model.MoveCold, ours[run.vm.ID]
+		run.method, run.ours = model.MoveCold, len(ours[run.vm.ID]) > 0
 	}
 	run.adopted, run.attempt, run.started, run.state = true, max(run.attempt, 1), r.e.now(), MigAdopted
 	running[run.vm.ID] = run
@@ -56,7 +60,7 @@ func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours map[string]b
 // adoptCold finds the cold moves from the node's host whose server already reports the
 // destination (from resize_migrated on), so the host's server list no longer shows them:
 // a rerun follows them to their end (and confirms its own) instead of forgetting them.
-func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[string]*vmRun, ours map[string]bool) error {
+func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[string]*vmRun, ours coldRecords) error {
 	p := r.plan
 	ms, err := r.e.nova.ColdFrom(ctx, p.Host)
 	if err != nil {
@@ -119,6 +123,12 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		case run.confirmed:
 			return "", "", nil // the confirm is under way
 		}
+		if mine, err := r.coldProven(ctx, vm.ID); err != nil {
+			return "", "", err
+		} else if !mine {
+			run.ours = false
+			return MigCompleted, "moved by a cold migration drainctl did not ask for (os-migrations names another), which waits for its confirm: left to whoever asked", nil
+		}
 		phase(MigVerifyResize, "")
 		if err := e.nova.ConfirmResize(ctx, vm.ID); err != nil {
 			return "", "", err
@@ -175,32 +185,81 @@ func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) bool {
 	return true
 }
 
-// coldOurs is the set of VMs whose cold move the node's journal says drainctl asked for.
-func (r *runner) coldOurs() map[string]bool {
-	out := map[string]bool{}
+// coldRecords are the cold moves drainctl asked for, by VM.
+type coldRecords map[string][]ColdMove
+
+// proves says whether the migration is one drainctl asked for.
+func (c coldRecords) proves(m model.Migration) bool {
+	return slices.ContainsFunc(c[m.InstanceID], func(cm ColdMove) bool { return cm.Proves(m) })
+}
+
+// coldOurs are the cold moves the node's journal (and this run) say drainctl asked for.
+func (r *runner) coldOurs() coldRecords {
+	out := coldRecords{}
 	if k, ok := r.e.kube.Node(r.plan.Node); ok {
 		if j, ok := ReadJournal(k); ok {
-			for _, id := range j.ColdMoves {
-				out[id] = true
+			for _, c := range j.ColdMoves {
+				out[c.VM] = append(out[c.VM], c)
 			}
 		}
 	}
 	r.mu.Lock()
-	for _, id := range r.cold {
-		out[id] = true
+	for _, c := range r.cold {
+		out[c.VM] = append(out[c.VM], c)
 	}
 	r.mu.Unlock()
 	return out
+}
+
+// coldProven checks, before a confirm, that the VM's newest cold migration is one drainctl
+// asked for: the journal is a claim, os-migrations is the world (a colleague may have moved
+// the VM again since).
+func (r *runner) coldProven(ctx context.Context, vmID string) (bool, error) {
+	ms, err := r.e.nova.MigrationsOf(ctx, vmID)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range ms { // newest first
+		if m.Type == "migration" || m.Type == "resize" {
+			return r.coldOurs().proves(m), nil
+		}
+	}
+	return false, nil
 }
 
 // recordCold writes in the node's journal, before the request, that drainctl is about to
 // cold-migrate the VM.
 func (r *runner) recordCold(id string) {
 	r.mu.Lock()
-	if !slices.Contains(r.cold, id) {
-		r.cold = append(r.cold, id)
+	r.cold = append(r.cold, ColdMove{VM: id, Requested: r.e.now()})
+	r.mu.Unlock()
+	r.journalAgain()
+}
+
+// nameCold reads, right after the request, the migration Nova made for it and journals its
+// UUID. Unread (Nova slow to list it), the request's time stands in (ColdMove.Proves).
+func (r *runner) nameCold(ctx context.Context, id string) {
+	ms, err := r.e.nova.MigrationsOf(ctx, id)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	i := slices.IndexFunc(r.cold, func(c ColdMove) bool { return c.VM == id && c.Migration == "" })
+	named := false
+	for _, m := range ms {
+		if i >= 0 && (m.Type == "migration" || m.Type == "resize") && m.SourceCompute == r.plan.Host && r.cold[i].Proves(m) {
+			r.cold[i].Migration, named = m.UUID, true
+			break
+		}
 	}
 	r.mu.Unlock()
+	if named {
+		r.journalAgain()
+	}
+}
+
+// journalAgain writes the journal in the phase it is in.
+func (r *runner) journalAgain() {
 	phase := r.phase
 	if phase == "" {
 		phase = PhaseMigrating
@@ -223,8 +282,8 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 		}
 		left = left[:0]
 		for _, m := range ms {
-			if !ours[m.InstanceID] {
-				continue // someone else's: theirs to confirm or revert
+			if !ours.proves(m) {
+				continue // someone else's (by os-migrations, not only the journal): theirs to confirm or revert
 			}
 			vm, err := e.nova.Server(ctx, m.InstanceID)
 			if err != nil {

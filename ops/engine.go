@@ -27,6 +27,8 @@ type Engine struct {
 	mine     map[string]bool // VMs this engine has asked to migrate, still in flight
 	mu       sync.Mutex
 	running  map[string]*tracked // node -> its running operation, to stop it in-process
+	// forgotten: the Ready episode (its start) at which each node's fence record was deleted.
+	forgotten map[string]time.Time
 
 	rankMu    sync.Mutex
 	ranker    policy.Ranker // keeps the last ranking: each one judges again only what changed
@@ -99,7 +101,7 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		ns = nova
 	}
 	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
-		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, inflight: map[string]int{}, mine: map[string]bool{},
+		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{},
 		ranked: make(chan struct{})}
 }
 
@@ -133,6 +135,8 @@ type RunOptions struct {
 	// or by the operator's word (ConfirmFenced, journaled with who and when).
 	FenceCmd      string
 	ConfirmFenced bool
+	// Campaign: the campaign this evacuation is a node of, journaled on the node.
+	Campaign string
 }
 
 type tracked struct {

@@ -44,10 +44,48 @@ type Journal struct {
 	WasSchedulable bool   `json:"wasSchedulable"`
 	Error          string `json:"error,omitempty"`
 	// ColdMoves are the VMs drainctl asked to cold-migrate off the node, written before each
-	// request: a rerun confirms these (and only these) when it finds them in VERIFY_RESIZE.
-	ColdMoves []string `json:"coldMoves,omitempty"`
-	// Fenced: how a recovery proved the machine off, by whom and when; a rerun trusts it.
+	// request and completed with the migration's UUID once Nova has it: a rerun confirms or
+	// reverts a VM in VERIFY_RESIZE only when os-migrations shows that same migration.
+	ColdMoves []ColdMove `json:"coldMoves,omitempty"`
+	// Fenced mirrors a recovery's fence record for kubectl describe. It proves nothing: the
+	// record in drainctl's namespace does (ops/fence.go).
 	Fenced string `json:"fenced,omitempty"`
+	// Campaign names the campaign whose evacuation this is: a campaign resumes a node into
+	// its step only while the node is still emptied under its own name.
+	Campaign string `json:"campaign,omitempty"`
+}
+
+// ColdMove is one cold migration drainctl asked for.
+type ColdMove struct {
+	VM        string    `json:"vm"`
+	Migration string    `json:"migration,omitempty"` // os-migrations' uuid, once read
+	Requested time.Time `json:"requested"`
+}
+
+// UnmarshalJSON reads a journal written before the migrations were named (a bare VM ID).
+func (c *ColdMove) UnmarshalJSON(b []byte) error {
+	var id string
+	if json.Unmarshal(b, &id) == nil {
+		*c = ColdMove{VM: id}
+		return nil
+	}
+	type plain ColdMove
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// Proves says whether the migration m is the one this record asked for: its UUID, or, for
+// a request whose UUID was never read (killed in between), a migration of the VM created
+// after it was requested.
+func (c ColdMove) Proves(m model.Migration) bool {
+	switch {
+	case m.InstanceID != c.VM:
+		return false
+	case c.Migration != "":
+		return m.UUID == c.Migration
+	}
+	// Nova's clock and ours may differ a little; a colleague's move within a minute of ours
+	// is the one case the UUID (read right after the request) is there to tell apart.
+	return !c.Requested.IsZero() && !m.CreatedAt.Before(c.Requested.Add(-time.Minute))
 }
 
 // ReadJournal parses the node's annotation, if any.

@@ -271,7 +271,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			}
 			continue
 		}
-		if r.stillHolder(ctx) != nil || (run.method == model.MoveRebuild && r.hostAlive()) {
+		if r.stillHolder(ctx) != nil || (run.method == model.MoveRebuild && r.stopUnlessFenced(ctx)) {
 			<-e.migSlots
 			return failed // the run stops: the top of the loop records the interruption
 		}
@@ -530,7 +530,7 @@ func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...m
 
 // notMoved is a VM the run could not move, and the override that would move it ("": none).
 func notMoved(vm model.VM, msg string, o model.Override) model.Reason {
-	return model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: vm.Name, Message: msg, Override: o}
+	return model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: msg, Override: o}
 }
 
 // abortMigrations cancels the live migrations leaving the node's host.

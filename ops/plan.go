@@ -21,6 +21,7 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 	if err != nil {
 		return model.Plan{}, err
 	}
+	e.ForgetFences(ctx) // a node seen Ready: its last fence proves nothing any more
 	if op == model.OpMigrate {
 		return e.planMigrate(inv, target, ro)
 	}
@@ -80,7 +81,9 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 			markAllDone(&p) // nothing to change: no lease either, so a rerun makes no mutating call
 		}
 	case model.OpRecover:
-		e.planRecover(&p, node, inv, ro)
+		if err := e.planRecover(ctx, &p, node, inv, ro); err != nil {
+			return p, err
+		}
 	case model.OpUncordon:
 		e.planWayBack(&p, node, ro) // a recovered node: its service forced up, the taint gone first
 		enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !ro.ForceCompute)
@@ -238,8 +241,8 @@ func coldWaiting(node model.Node, inv model.Inventory) []string {
 		return nil
 	}
 	ours := map[string]bool{}
-	for _, id := range j.ColdMoves {
-		ours[id] = true
+	for _, c := range j.ColdMoves {
+		ours[c.VM] = true
 	}
 	var out []string
 	for _, n := range inv.Nodes {

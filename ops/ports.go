@@ -76,10 +76,14 @@ type Kube interface {
 	// DeleteNode deletes the Node object (scale-down).
 	DeleteNode(ctx context.Context, node string) error
 
-	// Record reads one of drainctl's own records on the cluster (a campaign's); found is
-	// false when there is none. SaveRecord writes it, creating it when missing.
+	// Record reads one of drainctl's own records on the cluster (a campaign's, a fence's);
+	// found is false when there is none. SaveRecord writes it, creating it when missing;
+	// Records lists those of one kind ("campaign", "fence") by name; DeleteRecord removes one.
+	// Records live where no node identity may write (ops/kube/records.go).
 	Record(ctx context.Context, name string) (data []byte, found bool, err error)
 	SaveRecord(ctx context.Context, name string, data []byte) error
+	Records(ctx context.Context, kind string) (map[string][]byte, error)
+	DeleteRecord(ctx context.Context, name string) error
 }
 
 // MachinePool terminates the machine under a node (internal/controllers/cloudpool.Client).
@@ -226,7 +230,7 @@ func (e *Interrupted) Error() string {
 	why := ""
 	var req *CancelRequest
 	switch {
-	case errors.Is(e.Cause, ErrLeaseLost), errors.Is(e.Cause, ErrHostAlive):
+	case errors.Is(e.Cause, ErrLeaseLost), errors.Is(e.Cause, ErrHostAlive), errors.Is(e.Cause, ErrFenceStale), errors.As(e.Cause, new(*RefusedError)):
 		why = " (" + e.Cause.Error() + ")"
 	case errors.As(e.Cause, &req):
 		why = " (" + req.Error() + ")"

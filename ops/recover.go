@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/opcmd"
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
@@ -24,22 +25,30 @@ import (
 // dead, and rebuilding its VMs elsewhere could run them twice.
 var ErrHostAlive = errors.New("the node turned Ready: the machine is not dead; no further VM is rebuilt")
 
-// planRecover adds a recovery's reasons and steps.
-func (e *Engine) planRecover(p *model.Plan, node model.Node, inv model.Inventory, ro RunOptions) {
+// planRecover adds a recovery's reasons and steps. A fence proven earlier counts only if
+// its record (in drainctl's namespace, never the node's annotation) proves this outage, and
+// only when no fence command is given: a command given always runs.
+func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node, inv model.Inventory, ro RunOptions) error {
 	k := node.Kube
-	j, journaled := ReadJournal(*k)
-	fencedBefore := journaled && j.Op == model.OpRecover && j.Fenced != ""
+	proof, stale, err := e.provenFence(ctx, *k)
+	if err != nil {
+		return err
+	}
+	fencedBefore := proof != nil && e.fenceCmd(ro) == "" && !ro.ConfirmFenced
 	fenced := e.fenceCmd(ro) != "" || ro.ConfirmFenced || fencedBefore
 	p.Reasons = append(p.Reasons, policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced)...)
+	if stale != "" && !fenced {
+		p.Reasons = append(p.Reasons, model.Reason{Code: model.NotFenced, Severity: model.Notes, Object: node.Name, Message: stale})
+	}
 	step := func(kind model.StepKind, done bool, detail string) {
 		p.Steps = append(p.Steps, model.Step{Kind: kind, Done: done, Detail: detail})
 	}
-	fence := "the operator's word that the machine is off (--confirm-fenced), journaled with who and when"
+	fence := "the operator's word that the machine is off (--confirm-fenced), recorded with who and when for this outage"
 	switch {
 	case fencedBefore:
-		fence = "fenced already: " + j.Fenced
+		fence = "fenced already for this outage: " + proof.Text()
 	case e.fenceCmd(ro) != "":
-		fence = "run " + strings.ReplaceAll(e.fenceCmd(ro), "{node}", shellQuote(node.Name)) + ": exit 0 proves the machine off"
+		fence = "run " + ShownCommand(e.fenceCmd(ro), node.Name) + ": exit 0 proves the machine off"
 	case !fenced:
 		fence = "not proven off: --fence-cmd or --confirm-fenced needed"
 	}
@@ -98,6 +107,7 @@ func (e *Engine) planRecover(p *model.Plan, node model.Node, inv model.Inventory
 	if onlyLeasePending(*p) {
 		markAllDone(p)
 	}
+	return nil
 }
 
 // fenceCmd is the command that proves the machine off: --fence-cmd, else [recover]
@@ -129,7 +139,8 @@ func (e *Engine) planWayBack(p *model.Plan, node model.Node, ro RunOptions) {
 
 // fence proves the machine off before anything changes: the preconditions are read again
 // (the plan may be old), then --fence-cmd must exit 0, or the operator's word is taken.
-// Either way the journal records how, by whom and when. A refusal changes nothing.
+// Either way the proof is recorded for this outage alone (model.FenceRecord), in drainctl's
+// namespace, and mirrored in the journal. A refusal changes nothing.
 func (r *runner) fence(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	k, ok := e.kube.Node(p.Node)
@@ -147,9 +158,9 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	if reasons := policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced); len(reasons) > 0 {
 		return "", &RefusedError{Reasons: reasons}
 	}
-	how := fmt.Sprintf("confirmed by %s at %s (--confirm-fenced)", e.o.Holder, e.now().UTC().Format(time.RFC3339))
+	how := "the operator's word (--confirm-fenced)"
 	if cmd != "" {
-		err := runShell(ctx, "--fence-cmd", cmd, p.Node, p.Host, func(line string) { r.nodeChanged("fence-cmd: " + line) })
+		err := e.runOperator(ctx, opcmd.Fence, cmd, p.Node, p.Host, func(line string) { r.nodeChanged("fence-cmd: " + line) })
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", err
@@ -157,11 +168,17 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 			return "", &RefusedError{Reasons: []model.Reason{{Code: model.NotFenced, Severity: model.Blocks, Object: p.Node,
 				Message: "the fence command failed, so the machine is not proven off: " + err.Error()}}}
 		}
-		how = fmt.Sprintf("--fence-cmd exited 0 (run by %s at %s)", e.o.Holder, e.now().UTC().Format(time.RFC3339))
+		how = "--fence-cmd exited 0"
 	}
-	r.fenced = how
+	// The outage proven is the one read before the command ran: a node that came back
+	// meanwhile shows another, and the first destructive step's check stops the run.
+	proof := model.NewFenceRecord(k, how, e.o.Holder, e.now())
+	if err := e.saveFence(ctx, proof); err != nil {
+		return "", fmt.Errorf("recording the fence: %w", err)
+	}
+	r.proof = &proof
 	r.journal(PhaseFenced, "")
-	return how, nil
+	return proof.Text(), nil
 }
 
 func (r *runner) forceDown(ctx context.Context) (string, error) {
@@ -178,6 +195,9 @@ func (r *runner) forceDown(ctx context.Context) (string, error) {
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err
 	}
+	if r.stopUnlessFenced(ctx) {
+		return "", context.Cause(ctx)
+	}
 	if _, err := e.nova.SetForcedDown(ctx, p.Host, true); err != nil {
 		return "", err
 	}
@@ -193,6 +213,9 @@ func (r *runner) outOfService(ctx context.Context) (string, error) {
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err
 	}
+	if r.stopUnlessFenced(ctx) {
+		return "", context.Cause(ctx)
+	}
 	if err := e.kube.SetTaint(ctx, p.Node, policy.OutOfService, true); err != nil {
 		return "", err
 	}
@@ -204,18 +227,11 @@ func (r *runner) rebuildVMs(ctx context.Context) (string, error) {
 	if r.e.nova == nil || r.plan.Host == "" {
 		return "no VMs: no compute service", nil
 	}
+	if r.stopUnlessFenced(ctx) {
+		return "", context.Cause(ctx)
+	}
 	r.journal(PhaseRebuilding, "")
 	return r.migrate(ctx)
-}
-
-// hostAlive stops the run (ErrHostAlive) if the node turned Ready: checked before each
-// rebuild is asked for.
-func (r *runner) hostAlive() bool {
-	if k, ok := r.e.kube.Node(r.plan.Node); ok && k.Ready {
-		r.stop(ErrHostAlive)
-		return true
-	}
-	return false
 }
 
 // pollRebuild follows one evacuation by its server: REBUILD while it is rebuilt, then its
@@ -293,6 +309,9 @@ func (r *runner) podsGone(ctx context.Context) (string, error) {
 		}
 		if forced == 0 && e.now().After(deadline) {
 			if err := r.stillHolder(ctx); err != nil {
+				return "", err
+			}
+			if err := r.fenceHolds(ctx); err != nil {
 				return "", err
 			}
 			var names []string

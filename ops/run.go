@@ -55,10 +55,10 @@ type runner struct {
 	// it). stop ends the run with a cause: a cancel request, a lost lease.
 	holding bool
 	stop    context.CancelCauseFunc
-	stopped string         // the holder an abort or rollback stopped: its lease may be taken over
-	keepers sync.WaitGroup // the lease's renewal and cancel watch
-	cold    []string       // VMs this run asked to cold-migrate (under mu), journaled
-	fenced  string         // recover: how the machine was proven off, journaled
+	stopped string             // the holder an abort or rollback stopped: its lease may be taken over
+	keepers sync.WaitGroup     // the lease's renewal and cancel watch
+	cold    []ColdMove         // the cold moves this run asked for (under mu), journaled
+	proof   *model.FenceRecord // recover: the fence this run proved or found for the outage
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -179,7 +179,7 @@ func (r *runner) interrupted(ctx context.Context) error {
 		}
 	case errors.As(cause, &req):
 		why = req.Error()
-	case errors.Is(cause, ErrHostAlive), errors.Is(cause, ErrNodeDeadline):
+	case errors.Is(cause, ErrHostAlive), errors.Is(cause, ErrFenceStale), errors.Is(cause, ErrNodeDeadline), errors.As(cause, new(*RefusedError)):
 		why = cause.Error()
 	}
 	r.journal(PhaseInterrupted, why)
@@ -207,15 +207,21 @@ func (r *runner) journal(phase, errMsg string) {
 	if r.plan.Op == model.OpEvacuate || r.plan.Op == model.OpCordon || r.plan.Op == model.OpRecover {
 		j.Op = r.plan.Op
 	}
-	if r.fenced != "" {
-		j.Fenced = r.fenced
+	if r.proof != nil { // a mirror for kubectl describe: the record in drainctl's namespace is the proof
+		j.Fenced = r.proof.Text()
 	}
 	j.Phase, j.Updated, j.Error = phase, r.e.now(), errMsg
 	r.mu.Lock()
-	for _, id := range r.cold {
-		if !slices.Contains(j.ColdMoves, id) {
-			j.ColdMoves = append(j.ColdMoves, id)
+	for _, c := range r.cold {
+		i := slices.IndexFunc(j.ColdMoves, func(o ColdMove) bool { return o.VM == c.VM && o.Requested.Equal(c.Requested) })
+		if i < 0 {
+			j.ColdMoves = append(j.ColdMoves, c)
+		} else {
+			j.ColdMoves[i] = c // its migration's UUID read since
 		}
+	}
+	if r.ro.Campaign != "" {
+		j.Campaign = r.ro.Campaign
 	}
 	r.mu.Unlock()
 	// Retried (an API server restarting): a node must not be left with a stale phase.

@@ -195,6 +195,13 @@ func (r *runner) uncordon(ctx context.Context) (string, error) {
 func (r *runner) release(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	r.clearCancel(ctx)
+	if k, ok := e.kube.Node(p.Node); ok {
+		if j, ok := ReadJournal(k); ok && j.Fenced != "" { // a recovery's proof ends with it
+			if err := e.kube.DeleteRecord(ctx, fenceKey(p.Node)); err != nil {
+				return "", err
+			}
+		}
+	}
 	if err := e.kube.SetAnnotation(ctx, p.Node, JournalAnnotation, ""); err != nil {
 		return "", err
 	}

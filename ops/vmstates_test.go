@@ -208,8 +208,8 @@ func TestColdMigrationConfirmedByTheRerun(t *testing.T) {
 	if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" || vm.Host == c0 {
 		t.Fatalf("vm-off: %s on %s", vm.Status, vm.Host)
 	}
-	if j, _ := ops.ReadJournal(c.Node(c0)); !slices.Contains(j.ColdMoves, off.ID) {
-		t.Fatalf("the journal does not record the cold move: %+v", j)
+	if j, _ := ops.ReadJournal(c.Node(c0)); !slices.ContainsFunc(j.ColdMoves, func(m ops.ColdMove) bool { return m.VM == off.ID && m.Migration != "" }) {
+		t.Fatalf("the journal does not record the cold move with its migration: %+v", j)
 	}
 	c.World.ClearFaults()
 

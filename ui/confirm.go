@@ -108,7 +108,8 @@ func (p *confirmPane) bindings(s *shared) []action {
 			next.ro.FromCache = true
 			return replan{&next}
 		}}
-		out = append(out, confirm, fenced, force, show(k.Back))
+		diskLoss := toggle(k.ToggleDiskLoss, func(o *policy.Options) { o.AcceptDiskLoss = !o.AcceptDiskLoss })
+		out = append(out, confirm, fenced, diskLoss, force, show(k.Back))
 		out = append(out, hide(emptyDir, eviction, lastNode, cold)...)
 	default:
 		out = append(out, confirm, force, emptyDir, eviction, lastNode, show(k.Back))

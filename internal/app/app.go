@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -54,12 +53,17 @@ type Options struct {
 	Parallel, ParallelPercent           int
 	SpreadBy, Order                     string
 	GateCmd, GatePrometheus, GateAlerts string
-	WaitReady                           bool
+	GatePromTokenFile, GatePromCAFile   string
+	WaitReady, Resume                   bool
 	Window, Undrainable                 string
 	NodeDeadline                        time.Duration
-	// recover: how the dead machine is proven off.
-	FenceCmd      string
-	ConfirmFenced bool
+	// recover: how the dead machine is proven off; AcceptDiskLoss lets it rebuild VMs whose
+	// local disk stays on the dead machine.
+	FenceCmd       string
+	ConfirmFenced  bool
+	AcceptDiskLoss bool
+	// Set names the flags given on the command line (a flag's default is not a request).
+	Set map[string]bool
 }
 
 // Run runs the mode the options ask for until it ends or ctx is cancelled. The error
@@ -198,14 +202,12 @@ func runAuto(ctx context.Context, e env) error {
 	if !auto.KnownVerb(verb) {
 		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + auto.Verbs}
 	}
-	recovering := verb == "recover" || (verb == "plan" && len(args) > 0 && args[0] == "recover")
-	if (e.o.FenceCmd != "" || e.o.ConfirmFenced) && !recovering {
-		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced belong to recover, not " + verb,
-			Hint: "drainctl --auto recover NODE --fence-cmd 'CMD {node}'"}
+	if err := checkAutoFlags(verb, args, e.o); err != nil {
+		return err
 	}
-	if e.o.FenceCmd != "" && e.o.ConfirmFenced {
-		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced both given: one proof is asked for",
-			Hint: "give --fence-cmd to power the machine off, or --confirm-fenced when you know it is off"}
+	alerts, err := e.alertGate()
+	if err != nil {
+		return err
 	}
 	cl, err := e.connect(ctx, e.stderr, nil)
 	if err != nil {
@@ -217,8 +219,8 @@ func runAuto(ctx context.Context, e env) error {
 			FenceCmd: e.o.FenceCmd, ConfirmFenced: e.o.ConfirmFenced}}
 	a.Roll = ops.RollOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
 		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec,
-		Gates:     ops.GateOptions{Cmd: e.o.GateCmd, Prometheus: e.o.GatePrometheus, PDBBlockedFor: e.cfg.Roll.PDBBlockedFor.D()},
-		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run,
+		Gates:     ops.GateOptions{Cmd: e.o.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Roll.PDBBlockedFor.D()},
+		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run, Resume: e.o.Resume,
 		NodeDeadline: e.cfg.Roll.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Undrainable, e.cfg.Roll.Undrainable)}
 	if e.o.NodeDeadline > 0 {
 		a.Roll.NodeDeadline = e.o.NodeDeadline
@@ -232,13 +234,6 @@ func runAuto(ctx context.Context, e env) error {
 			return err
 		}
 		a.Roll.Gates.Window = win
-	}
-	if e.o.GateAlerts != "" {
-		re, err := regexp.Compile(e.o.GateAlerts)
-		if err != nil {
-			return &ops.UsageError{Problem: fmt.Sprintf("--gate-alerts %q: %v", e.o.GateAlerts, err), Hint: "a Go regular expression over alert names, e.g. 'Node.*|Ceph.*'"}
-		}
-		a.Roll.Gates.Alerts = re
 	}
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
@@ -276,6 +271,7 @@ func policyOptions(cfg model.Config, o Options) (policy.Options, error) {
 	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.DeleteEmptyDir
 	p.AllowControlPlane, p.AllowLastNode = o.AllowControlPlane, o.AllowLastNode
 	p.ColdMigrateRunning, p.SkipVMs = o.ColdMigrateRunning, o.SkipVMs
+	p.AcceptDiskLoss = o.AcceptDiskLoss
 	return p, nil
 }
 

@@ -19,6 +19,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/opcmd"
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
@@ -113,6 +115,9 @@ func Parse(name string, data []byte) (model.Config, error) {
 	err = cfg.Validate()
 	if err == nil {
 		_, err = policy.FromConfig(cfg) // the selectors and drain rules parse
+	}
+	if err == nil {
+		err = checkOperatorParts(cfg)
 	}
 	if err != nil {
 		var fe *model.FieldError
@@ -337,3 +342,23 @@ func yamlProblem(err error) (int, string) {
 func reflectConfigType() reflect.Type { return reflect.TypeOf(model.Config{}) }
 
 func toKey(parts []string) toml.Key { return toml.Key(parts) }
+
+// checkOperatorParts checks, at load time, what a campaign or a recovery would otherwise
+// refuse hours later: the window parses in a named zone, the fence command's {node} is bare.
+func checkOperatorParts(cfg model.Config) error {
+	if w := cfg.Roll.Window; w != "" {
+		if _, err := ops.ParseWindow(w); err != nil {
+			var ue *ops.UsageError
+			if errors.As(err, &ue) {
+				return &model.FieldError{Key: "roll.window", Problem: strings.TrimPrefix(ue.Problem, "window "), Fix: ue.Hint}
+			}
+			return &model.FieldError{Key: "roll.window", Problem: err.Error()}
+		}
+	}
+	if c := cfg.Recover.FenceCmd; c != "" {
+		if err := opcmd.Validate(c); err != nil {
+			return &model.FieldError{Key: "recover.fence_cmd", Problem: err.Error()}
+		}
+	}
+	return nil
+}

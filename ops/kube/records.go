@@ -2,21 +2,43 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// drainctl's own records (a campaign's progress) are ConfigMaps in its namespace, beside its
-// leases: every process and a rerun on another machine read the same one, and RBAC grants
-// them with the leases (deploy/leases-role.yaml).
+// drainctl's own records (a campaign's progress, a recovery's fence) are ConfigMaps in its
+// namespace, beside its leases: every process and a rerun on another machine read the same
+// one. Only the operators' Role may write them (deploy/operator-rbac.yaml): no identity a
+// node holds (its kubelet, the per-node daemon) can forge one, as it could a Node annotation.
 
-const recordKey = "record.json"
+const (
+	recordKey = "record.json"
+	// recordLabel marks drainctl's records, so that they can be listed by kind.
+	recordLabel = "drainctl.io/record"
+)
 
-// RecordName is the ConfigMap that holds the record name.
-func RecordName(name string) string { return "drainctl-" + name }
+// RecordName is the ConfigMap that holds the record name. A name too long for an object
+// (node names may take 253 characters) keeps its start and gains a hash of the whole.
+func RecordName(name string) string {
+	n := "drainctl-" + name
+	if len(n) <= 253 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(n[:253-11], ".-") + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// recordKind is the record name's kind: "campaign" for "campaign-x", "fence" for "fence-n".
+func recordKind(name string) string {
+	kind, _, _ := strings.Cut(name, "-")
+	return kind
+}
 
 // Record reads the record; found is false when there is none.
 func (c *Client) Record(ctx context.Context, name string) ([]byte, bool, error) {
@@ -30,15 +52,37 @@ func (c *Client) Record(ctx context.Context, name string) ([]byte, bool, error) 
 	return []byte(cm.Data[recordKey]), true, nil
 }
 
+// Records lists the records of one kind ("campaign", "fence"), by record name.
+func (c *Client) Records(ctx context.Context, kind string) (map[string][]byte, error) {
+	list, err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: recordLabel + "=" + kind})
+	if err != nil {
+		return nil, fmt.Errorf("listing configmaps in %s: %w", LeaseNamespace, err)
+	}
+	out := make(map[string][]byte, len(list.Items))
+	for _, cm := range list.Items {
+		out[strings.TrimPrefix(cm.Name, "drainctl-")] = []byte(cm.Data[recordKey])
+	}
+	return out, nil
+}
+
+// DeleteRecord removes the record; one already gone is no error.
+func (c *Client) DeleteRecord(ctx context.Context, name string) error {
+	err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).Delete(ctx, RecordName(name), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
+	}
+	return nil
+}
+
 // SaveRecord writes the record, creating it (and drainctl's namespace) when missing. One
 // process writes a record at a time (it holds the record's lease), so the last write wins.
 func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error {
 	cms := c.cs.CoreV1().ConfigMaps(LeaseNamespace)
+	labels := map[string]string{"app.kubernetes.io/managed-by": "drainctl", recordLabel: recordKind(name)}
 	cm, err := cms.Get(ctx, RecordName(name), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: LeaseNamespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "drainctl"}},
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: LeaseNamespace, Labels: labels},
 			Data: map[string]string{recordKey: string(data)}}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) && c.ensureLeaseNamespace(ctx) == nil {
@@ -47,6 +91,12 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 	case err == nil:
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
+		}
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		for k, v := range labels { // records written before the kind label gain it
+			cm.Labels[k] = v
 		}
 		cm.Data[recordKey] = string(data)
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})

@@ -168,7 +168,7 @@ func PlacementReasons(node model.Node, vms []model.VM, inv model.Inventory, leav
 		}
 		// Nova would refuse the move whatever drainctl's overrides (--force included): only
 		// leaving the VM knowingly lifts it.
-		out = append(out, model.Reason{Code: model.NoLegalHost, Severity: model.Blocks, Object: vm.Name, Message: msg, Override: model.OverrideSkipVM})
+		out = append(out, model.Reason{Code: model.NoLegalHost, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: msg, Override: model.OverrideSkipVM})
 	}
 	return out
 }

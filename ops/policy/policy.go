@@ -31,6 +31,8 @@ type Options struct {
 	ColdMigrateRunning bool
 	// SkipVMs are VMs (names or IDs) left on the node knowingly (--skip-vm).
 	SkipVMs []string
+	// AcceptDiskLoss: a recovery may rebuild a VM from its image, losing its local disk.
+	AcceptDiskLoss bool
 }
 
 // ParseSelectors turns configured selectors into label selectors; the error names the bad one.
@@ -208,7 +210,7 @@ func PDBReason(p model.Pod, pdbs map[string]model.PDB, o Options) *model.Reason 
 func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	method, r := vmMove(vm, o)
 	if o.SkipVM(vm) && method != model.MoveStays { // left knowingly although it could move
-		return model.MoveStays, &model.Reason{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name,
+		return model.MoveStays, &model.Reason{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf("left on the node (--skip-vm): it would move %s", method)}
 	}
 	return method, r
@@ -216,7 +218,7 @@ func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 
 func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	stays := func(code model.ReasonCode, override model.Override, format string, a ...any) (model.MoveMethod, *model.Reason) {
-		r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, Message: fmt.Sprintf(format, a...), Override: override}
+		r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: fmt.Sprintf(format, a...), Override: override}
 		switch {
 		case o.SkipVM(vm):
 			r.Code, r.Severity, r.Override = model.VMSkipped, model.Notes, ""
@@ -271,7 +273,7 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 
 // Downtime is the note a running VM moved cold carries: it is stopped, moved, started again.
 func Downtime(vm model.VM) *model.Reason {
-	return &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name,
+	return &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 		Message: fmt.Sprintf("moved cold: stopped, moved and started again (%s)", memory(vm)), Override: model.OverrideColdMigrateRunning}
 }
 

@@ -25,7 +25,7 @@ const (
 // and what becomes of its disk (a loss is a LostForGood note).
 func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []model.Reason) {
 	stays := func(format string, a ...any) (model.MoveMethod, []model.Reason) {
-		r := model.Reason{Code: model.NotRecovered, Severity: model.Blocks, Object: vm.Name, Message: fmt.Sprintf(format, a...), Override: model.OverrideSkipVM}
+		r := model.Reason{Code: model.NotRecovered, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: fmt.Sprintf(format, a...), Override: model.OverrideSkipVM}
 		switch {
 		case o.SkipVM(vm):
 			r.Code, r.Severity, r.Override = model.VMSkipped, model.Notes, ""
@@ -44,12 +44,17 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 		return stays("status %s: Nova evacuates ACTIVE, SHUTOFF and ERROR servers only (openstack server set --state active, then run again)", vm.Status)
 	}
 	if o.SkipVM(vm) {
-		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name,
+		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: "left on the dead host (--skip-vm): it would be rebuilt elsewhere"}}
 	}
 	if DiskFate(vm, sharedStorage) == DiskLost {
-		return model.MoveRebuild, []model.Reason{{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name,
+		out := []model.Reason{{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf("%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)", DiskLost, vm.DiskGB)}}
+		if !o.AcceptDiskLoss { // as an evacuation asks before it deletes emptyDir data
+			out = append(out, model.Reason{Code: model.DiskLoss, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID,
+				Message: "its local disk would be lost: a rebuild elsewhere starts it from its image", Override: model.OverrideAcceptDiskLoss})
+		}
+		return model.MoveRebuild, out
 	}
 	return model.MoveRebuild, nil
 }

@@ -26,12 +26,12 @@ type Auto struct {
 }
 
 // Verbs lists the verbs --auto knows, for usage errors.
-const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, recover, doctor, recommend, scale-down, roll"
+const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, recover, doctor, recommend, scale-down, roll, campaigns"
 
 // KnownVerb reports whether --auto knows the verb.
 func KnownVerb(v string) bool {
 	switch v {
-	case "list", "plan", "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback", "recover", "doctor", "recommend", "scale-down", "roll":
+	case "list", "plan", "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback", "recover", "doctor", "recommend", "scale-down", "roll", "campaigns":
 		return true
 	}
 	return false
@@ -76,6 +76,8 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 		return a.scaleDown(ctx, args)
 	case "roll":
 		return a.roll(ctx, args)
+	case "campaigns":
+		return a.campaigns(ctx)
 	}
 	return &ops.UsageError{Problem: text.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + Verbs}
 }

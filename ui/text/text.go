@@ -211,6 +211,7 @@ var flags = map[model.Override]string{
 	model.OverrideColdMigrateRunning: "--cold-migrate-running",
 	model.OverrideFenced:             "--fence-cmd or --confirm-fenced",
 	model.OverrideFewerAtOnce:        "fewer nodes at once (--parallel), or [roll] min_headroom_percent",
+	model.OverrideAcceptDiskLoss:     "--accept-disk-loss",
 }
 
 // Flag is the reason's override as the command line gives it ("" without one).
@@ -219,7 +220,8 @@ func Flag(r model.Reason) string {
 	case "":
 		return ""
 	case model.OverrideSkipVM:
-		return "--skip-vm " + r.Object
+		// A tenant chose the VM's name: it is quoted as a shell word, and the ID preferred.
+		return "--skip-vm " + ShellWord(firstNonEmpty(r.ObjectID, r.Object))
 	}
 	if f, ok := flags[r.Override]; ok {
 		return f
@@ -233,4 +235,20 @@ func Reason(r model.Reason) string {
 		return r.Text() + " (use " + f + " to override)"
 	}
 	return r.Text()
+}
+
+// ShellWord quotes s for a POSIX shell when it holds anything but letters, digits and
+// -._/:@%+= (a value printed in a command to paste: cluster text is untrusted).
+func ShellWord(s string) string {
+	if s != "" && !strings.HasPrefix(s, "-") && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._/:@%+=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

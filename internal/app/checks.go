@@ -1,0 +1,125 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/opcmd"
+	"github.com/drainctl/drainctl/ops/prom"
+)
+
+// Bad input is refused before anything is read or changed (exit 2): a flag that the verb
+// does not use, a value out of range, a command template that could be turned against its
+// operator. A silently ignored flag is a request not carried out.
+
+// campaignFlags belong to roll alone.
+var campaignFlags = []string{"selector", "l", "parallel", "spread-by", "order", "exec", "wait-ready", "on-failure",
+	"campaign", "resume", "window", "undrainable", "node-deadline", "gate-cmd", "gate-prometheus", "gate-alerts",
+	"gate-prometheus-token-file", "gate-prometheus-ca-file"}
+
+// recoverFlags belong to recover alone.
+var recoverFlags = []string{"fence-cmd", "confirm-fenced", "accept-disk-loss"}
+
+// PromTokenEnv holds the Prometheus gate's bearer token, when no token file is given.
+const PromTokenEnv = "DRAINCTL_PROMETHEUS_TOKEN"
+
+func checkAutoFlags(verb string, args []string, o Options) error {
+	target := verb
+	if verb == "plan" && len(args) > 0 {
+		target = args[0]
+	}
+	if err := onlyFor(o, "roll", target, campaignFlags); err != nil {
+		return err
+	}
+	if err := onlyFor(o, "recover", target, recoverFlags); err != nil {
+		return err
+	}
+	if o.FenceCmd != "" && o.ConfirmFenced {
+		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced both given: one proof is asked for",
+			Hint: "give --fence-cmd to power the machine off, or --confirm-fenced when you know it is off"}
+	}
+	for _, n := range []struct {
+		flag string
+		neg  bool
+	}{{"timeout", o.Timeout < 0}, {"max-parallel", o.MaxParallel < 0}, {"node-deadline", o.NodeDeadline < 0}, {"count", o.Count < 0}} {
+		if n.neg {
+			return &ops.UsageError{Problem: "--" + n.flag + " must not be negative", Hint: "leave it out to use the default"}
+		}
+	}
+	if o.Set["node-deadline"] && o.NodeDeadline < time.Minute {
+		return &ops.UsageError{Problem: fmt.Sprintf("--node-deadline %s is under a minute: no node drains that fast", o.NodeDeadline),
+			Hint: "the default is 30m; give at least 1m"}
+	}
+	if o.Campaign != "" {
+		if errs := validation.IsDNS1123Label(o.Campaign); len(errs) > 0 {
+			return &ops.UsageError{Problem: fmt.Sprintf("--campaign %q is no DNS-1123 name: %s", o.Campaign, strings.Join(errs, "; ")),
+				Hint: "lower-case letters, digits and '-', e.g. rack-r1-firmware"}
+		}
+	}
+	if o.GateAlerts != "" && o.GatePrometheus == "" {
+		return &ops.UsageError{Problem: "--gate-alerts without --gate-prometheus: there is no Prometheus to read the alerts from",
+			Hint: "add --gate-prometheus https://prometheus.example:9090"}
+	}
+	for flag, tmpl := range map[string]string{"fence-cmd": o.FenceCmd, "exec": o.Exec, "gate-cmd": o.GateCmd} {
+		if err := opcmd.Validate(tmpl); tmpl != "" && err != nil {
+			return &ops.UsageError{Problem: "--" + flag + ": " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
+		}
+	}
+	return nil
+}
+
+// onlyFor refuses the flags of one verb given to another.
+func onlyFor(o Options, verb, target string, flags []string) error {
+	if target == verb {
+		return nil
+	}
+	var given []string
+	for _, f := range flags {
+		if o.Set[f] {
+			given = append(given, "--"+f)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	slices.Sort(given)
+	return &ops.UsageError{Problem: fmt.Sprintf("%s belong(s) to %s, not %s: %s would ignore it", strings.Join(given, ", "), verb, target, target),
+		Hint: "leave it out, or run drainctl --auto " + verb}
+}
+
+// alertGate is the Prometheus gate the flags ask for (nil: none). Its token comes from
+// --gate-prometheus-token-file or DRAINCTL_PROMETHEUS_TOKEN, never from the command line.
+func (e env) alertGate() (ops.AlertSource, error) {
+	o := e.o
+	if o.GatePrometheus == "" {
+		return nil, nil
+	}
+	po := prom.Options{URL: o.GatePrometheus, CAFile: o.GatePromCAFile, Token: model.Secret(e.getenv(PromTokenEnv))}
+	if o.GatePromTokenFile != "" {
+		b, err := os.ReadFile(o.GatePromTokenFile)
+		if err != nil {
+			return nil, &ops.UsageError{Problem: "--gate-prometheus-token-file: " + err.Error()}
+		}
+		po.Token = model.Secret(strings.TrimSpace(string(b)))
+	}
+	if o.GateAlerts != "" {
+		re, err := regexp.Compile(o.GateAlerts)
+		if err != nil {
+			return nil, &ops.UsageError{Problem: fmt.Sprintf("--gate-alerts %q: %v", o.GateAlerts, err), Hint: "a Go regular expression over alert names, e.g. 'Node.*|Ceph.*'"}
+		}
+		po.Match = re
+	}
+	c, err := prom.New(po)
+	if err != nil {
+		return nil, &ops.UsageError{Problem: "--gate-prometheus: " + err.Error(), Hint: "e.g. --gate-prometheus https://prometheus.example:9090"}
+	}
+	return c, nil
+}

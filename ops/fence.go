@@ -1,0 +1,117 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// A recovery's fence is proven once per outage and kept as a record in drainctl's namespace
+// (model.FenceRecord): a node cannot write it, as it can its own annotations, and it proves
+// only the NotReady episode it was made in. The journal mirrors it for kubectl describe;
+// nothing trusts the mirror.
+
+// ErrFenceStale stops a recovery whose node is no longer in the outage its fence proved.
+var ErrFenceStale = errors.New("the node is no longer in the outage its fence proved: no further VM is rebuilt")
+
+func fenceKey(node string) string { return "fence-" + node }
+
+// provenFence is the node's fence record if it proves the outage the node is in now; why
+// says why a record found does not.
+func (e *Engine) provenFence(ctx context.Context, k model.KubeNode) (rec *model.FenceRecord, why string, err error) {
+	data, found, err := e.kube.Record(ctx, fenceKey(k.Name))
+	if err != nil || !found {
+		return nil, "", err
+	}
+	var f model.FenceRecord
+	if json.Unmarshal(data, &f) != nil {
+		return nil, "its fence record is unreadable", nil
+	}
+	if ok, why := f.Proves(k); !ok {
+		return nil, "its fence record proves nothing now: " + why, nil
+	}
+	return &f, "", nil
+}
+
+// saveFence records the proof for the outage the node is in now.
+func (e *Engine) saveFence(ctx context.Context, f model.FenceRecord) error {
+	data, _ := json.Marshal(f)
+	return e.kube.SaveRecord(ctx, fenceKey(f.Node), data)
+}
+
+// ForgetFences deletes the fence records of nodes seen Ready (a node whose journal mirrors a
+// fence): once a machine has run again, the next outage needs a proof of its own. The
+// record could not prove a later outage anyway (it names its episode); this keeps none
+// around. The daemon, the controller and every plan call it; each node's return is
+// forgotten once per process.
+func (e *Engine) ForgetFences(ctx context.Context) {
+	for _, k := range e.kube.Nodes() {
+		if !k.Ready {
+			continue
+		}
+		j, ok := ReadJournal(k)
+		if !ok || j.Fenced == "" {
+			continue
+		}
+		e.mu.Lock()
+		done := e.forgotten[k.Name].Equal(k.ReadySince)
+		e.mu.Unlock()
+		if done {
+			continue
+		}
+		if e.kube.DeleteRecord(ctx, fenceKey(k.Name)) == nil {
+			e.mu.Lock()
+			e.forgotten[k.Name] = k.ReadySince
+			e.mu.Unlock()
+		}
+	}
+}
+
+// fenceHolds is checked before each destructive step of a recovery (force-down, the taint,
+// each rebuild, a force-delete): the machine must still be in the outage its fence proved.
+// A node that turned Ready stops the run (ErrHostAlive), as does a new outage, a reboot or
+// a re-created Node (ErrFenceStale).
+func (r *runner) fenceHolds(ctx context.Context) error {
+	k, ok := r.e.kube.Node(r.plan.Node)
+	if !ok {
+		return fmt.Errorf("node %s is gone", r.plan.Node)
+	}
+	if k.Ready {
+		return ErrHostAlive
+	}
+	if r.proof == nil { // the fence step was done by an earlier run of this outage
+		rec, why, err := r.e.provenFence(ctx, k)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			if why == "" {
+				why = "no fence record"
+			}
+			return &RefusedError{Reasons: []model.Reason{{Code: model.NotFenced, Severity: model.Blocks, Object: r.plan.Node,
+				Override: model.OverrideFenced, Message: "the machine is not proven off: " + why}}}
+		}
+		r.proof = rec
+	}
+	if ok, why := r.proof.Proves(k); !ok {
+		return fmt.Errorf("%w (%s)", ErrFenceStale, why)
+	}
+	return nil
+}
+
+// stopUnlessFenced stops the run (as hostAlive did) when the fence no longer holds; true
+// when it stopped.
+func (r *runner) stopUnlessFenced(ctx context.Context) bool {
+	err := r.fenceHolds(ctx)
+	if err == nil {
+		return false
+	}
+	r.stop(err)
+	return true
+}
+
+func fenceTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,74 @@
+package opcmd
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Secrets are never shown: a command line is printed (plans, progress lines, errors, NDJSON)
+// with the values that look like credentials masked. What looks like one: the word after an
+// option whose name says password, secret, token or key (and ipmitool's -P, curl's -u); the
+// value of NAME=value where NAME says so; the password of a URL; the word after "Bearer" or
+// "Basic". A secret passed through the environment ("$IPMI_PASSWORD", ipmitool -E) is never
+// in the command line at all: the README says how.
+
+const mask = "******"
+
+var (
+	secretName = regexp.MustCompile(`(?i)(pass|pwd|secret|token|key|credential|auth)`)
+	secretOpt  = map[string]bool{"-P": true, "-u": true, "--user": true}
+)
+
+// Shown is the command line as drainctl prints it: {node} replaced (when node is given), the
+// values that look like secrets masked.
+func Shown(template, node string) string {
+	if node != "" {
+		template = Expand(template, node)
+	}
+	words := strings.Fields(template)
+	maskNext := false
+	for i, w := range words {
+		switch {
+		case maskNext:
+			words[i] = mask
+			maskNext = false
+			continue
+		case secretOpt[w], strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && secretName.MatchString(w),
+			strings.EqualFold(strings.Trim(w, `'"`), "bearer"), strings.EqualFold(strings.Trim(w, `'"`), "basic"):
+			maskNext = true
+			continue
+		}
+		if k, _, ok := strings.Cut(w, "="); ok && secretName.MatchString(k) {
+			words[i] = k + "=" + mask
+			continue
+		}
+		if strings.Contains(w, "://") {
+			words[i] = RedactURL(w)
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// RedactURL masks the password of a URL (anywhere in s, quotes kept).
+func RedactURL(s string) string {
+	trimmed := strings.Trim(s, `'"`)
+	start := strings.Index(trimmed, "://")
+	if start < 0 {
+		return s
+	}
+	// the scheme starts at the last non-letter before ://
+	b := start
+	for b > 0 && isSchemeChar(trimmed[b-1]) {
+		b--
+	}
+	u, err := url.Parse(trimmed[b:])
+	if err != nil || u.User == nil {
+		return s
+	}
+	return strings.Replace(s, trimmed[b:], u.Redacted(), 1)
+}
+
+func isSchemeChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
+}
