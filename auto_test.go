@@ -124,7 +124,7 @@ func newAutoClusterWith(t *testing.T, o autoOptions) *autoCluster {
 	c.home = home
 	// A quicker poll than the default 2 s: the simulator runs 50 times faster than life.
 	os.MkdirAll(filepath.Join(home, ".config", "drainctl"), 0o755)
-	os.WriteFile(filepath.Join(home, ".config", "drainctl", "config.toml"), []byte("[timeouts]\npoll = \"50ms\"\n"), 0o600)
+	os.WriteFile(filepath.Join(home, ".config", "drainctl", "config.toml"), []byte("[timeouts]\npoll = \"100ms\"\n"), 0o600)
 	c.env = append(srv.Env(), "KUBECONFIG="+c.kubeconfig, "HOME="+home, "XDG_CONFIG_HOME=", "PATH="+os.Getenv("PATH"))
 	return c
 }
@@ -330,7 +330,7 @@ func TestAutoScaleDown(t *testing.T) {
 	}
 	defer pool.Close()
 	cfg := filepath.Join(c.home, ".config", "drainctl", "config.toml")
-	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"50ms\"\n[cloudpool]\nurl = \""+pool.URL+"\"\n"), 0o600)
+	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[cloudpool]\nurl = \""+pool.URL+"\"\n"), 0o600)
 	r := c.drainctl(t, nil, "--auto", "scale-down", c1, "-o", "json")
 	if r.code != 0 || !strings.Contains(r.stderr, "terminate done: machine "+c1+" terminated") {
 		t.Fatalf("scale-down: exit %d\n%s", r.code, r.stderr)

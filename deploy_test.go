@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +14,9 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -87,6 +93,11 @@ func TestServiceAccountsCannotTouchOthersLeases(t *testing.T) {
 		if _, err := cs.CoordinationV1().Leases("drainctl").Create(kubetest.Ctx(t), own, metav1.CreateOptions{}); err != nil {
 			t.Errorf("%s cannot create its own lease: %v", sa, err)
 		}
+		// No workload identity may write a record: a forged fence or a planted campaign.
+		rec := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "drainctl-fence-" + sa, Namespace: "drainctl"}}
+		if _, err := cs.CoreV1().ConfigMaps("drainctl").Create(kubetest.Ctx(t), rec, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("%s may create a record in drainctl: %v", sa, err)
+		}
 		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "x.", Namespace: "kube-system"}, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "x"}}
 		if _, err := cs.CoreV1().Events("kube-system").Create(kubetest.Ctx(t), ev, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("%s may write Events in kube-system: %v", sa, err)
@@ -143,4 +154,127 @@ func TestManifestsNameTheBuiltImage(t *testing.T) {
 	if n < 4 {
 		t.Errorf("found %d images in deploy/: is the search broken?", n)
 	}
+}
+
+// Every in-cluster identity deploy/ grants is granted exactly the writes its code uses
+// (create, update, patch, delete), each said why; a new grant or a dropped use fails here.
+// Reads are broad on purpose (deploy/README.md says why).
+func TestInClusterIdentitiesWriteOnlyWhatTheyUse(t *testing.T) {
+	uses := map[string][]string{
+		"drainctl-daemon": { // journal on its node; its leases; Events on Nodes
+			"|nodes|patch", "drainctl|coordination.k8s.io/leases|create", "drainctl|coordination.k8s.io/leases|update",
+			"drainctl|coordination.k8s.io/leases|delete", "default|events|create"},
+		"drainctl-daemon-cluster": { // as the daemon, and forgets the fence of a node seen Ready
+			"|nodes|patch", "drainctl|coordination.k8s.io/leases|create", "drainctl|coordination.k8s.io/leases|update",
+			"drainctl|coordination.k8s.io/leases|delete", "default|events|create", "drainctl|configmaps|delete"},
+		"drainctl-controller": { // cordons, evicts, its resource and status; forgets fences
+			"|nodes|update", "|nodes|patch", "|pods/eviction|create", "|maintenance.drainctl.io/nodemaintenances|patch",
+			"|maintenance.drainctl.io/nodemaintenances/status|patch", "drainctl|coordination.k8s.io/leases|create",
+			"drainctl|coordination.k8s.io/leases|update", "drainctl|coordination.k8s.io/leases|delete", "default|events|create",
+			"drainctl|configmaps|delete"},
+		"drainctl-proxy": { // as the controller, plus deleting the Node it terminates
+			"|nodes|update", "|nodes|patch", "|nodes|delete", "|pods/eviction|create", "drainctl|coordination.k8s.io/leases|create",
+			"drainctl|coordination.k8s.io/leases|update", "drainctl|coordination.k8s.io/leases|delete", "default|events|create"},
+	}
+	files, _ := filepath.Glob("deploy/*.yaml")
+	granted := rbacWrites(t, files)
+	for sa, want := range uses {
+		got := granted[sa]
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s writes\n got %v\nwant %v", sa, got, want)
+		}
+		for _, g := range got {
+			if strings.Contains(g, "|configmaps|") && !strings.HasSuffix(g, "|delete") {
+				t.Errorf("%s may write drainctl's records: %s", sa, g)
+			}
+		}
+	}
+	for sa := range granted {
+		if _, ok := uses[sa]; !ok {
+			t.Errorf("ServiceAccount %s has writes no test accounts for: %v", sa, granted[sa])
+		}
+	}
+}
+
+// rbacWrites reads the manifests' Roles, ClusterRoles and bindings, and returns each
+// ServiceAccount's write grants as "namespace|group/resource|verb" (namespace empty: cluster-wide).
+func rbacWrites(t *testing.T, files []string) map[string][]string {
+	type role struct{ rules []rbacv1.PolicyRule }
+	roles := map[string]role{} // "Kind/namespace/name"
+	var bindings []rbacv1.RoleBinding
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var obj unstructured.Unstructured
+			if err := dec.Decode(&obj.Object); err != nil {
+				if err == io.EOF {
+					break
+				}
+				t.Fatalf("%s: %v", f, err)
+			}
+			switch obj.GetKind() {
+			case "Role", "ClusterRole":
+				var r rbacv1.ClusterRole
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &r); err != nil {
+					t.Fatal(err)
+				}
+				roles[obj.GetKind()+"/"+obj.GetNamespace()+"/"+obj.GetName()] = role{r.Rules}
+			case "RoleBinding", "ClusterRoleBinding":
+				var b rbacv1.RoleBinding
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &b); err != nil {
+					t.Fatal(err)
+				}
+				b.Kind = obj.GetKind()
+				bindings = append(bindings, b)
+			}
+		}
+	}
+	writes := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true, "*": true,
+		"escalate": true, "bind": true, "impersonate": true}
+	out := map[string][]string{}
+	for _, b := range bindings {
+		ns := b.Namespace // a RoleBinding's grants hold in its namespace, a ClusterRoleBinding's everywhere
+		key := b.RoleRef.Kind + "/" + ns + "/" + b.RoleRef.Name
+		if b.RoleRef.Kind == "ClusterRole" {
+			key = "ClusterRole//" + b.RoleRef.Name
+		}
+		r, ok := roles[key]
+		if !ok {
+			t.Errorf("%s %s binds %s, which no manifest defines", b.Kind, b.Name, key)
+			continue
+		}
+		for _, s := range b.Subjects {
+			if s.Kind != "ServiceAccount" {
+				continue
+			}
+			for _, rule := range r.rules {
+				for _, g := range rule.APIGroups {
+					for _, res := range rule.Resources {
+						for _, v := range rule.Verbs {
+							if !writes[v] {
+								continue
+							}
+							gr := res
+							if g != "" {
+								gr = g + "/" + res
+							}
+							w := ns + "|" + gr + "|" + v
+							if !slices.Contains(out[s.Name], w) {
+								out[s.Name] = append(out[s.Name], w)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for sa := range out {
+		slices.Sort(out[sa])
+	}
+	return out
 }

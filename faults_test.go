@@ -104,7 +104,7 @@ func TestFaultMatrix(t *testing.T) {
 	t.Run("three processes under migrations_per_cluster = 1", func(t *testing.T) {
 		c := newAutoCluster(t)
 		cfg := filepath.Join(t.TempDir(), "config.toml")
-		os.WriteFile(cfg, []byte("[timeouts]\npoll = \"50ms\"\n[concurrency]\nmigrations_per_cluster = 1\n"), 0o600)
+		os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[concurrency]\nmigrations_per_cluster = 1\n"), 0o600)
 		c1, c2 := c.px+"-c1", c.px+"-c2"
 		c.world.AddServer("db-3", c2, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 		c.world.AddHost(c.px+"-spare", 64, 262144, 2000) // room for all: every worker is emptied

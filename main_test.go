@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,8 @@ func TestHouseDrawing(t *testing.T) {
 func TestControllersEmptyNodesThroughRunAlone(t *testing.T) {
 	reads := map[string]bool{"Holder": true, "Now": true, "Plan": true, "Recommend": true, "Inventory": true,
 		"KubeNode": true, "KubeNodeNames": true, "PodsOn": true, "Subscribe": true, "FirstRanking": true,
-		"NovaConfigured": true, "HoldLease": true, "ReleaseLease": true}
+		"NovaConfigured": true, "HoldLease": true, "ReleaseLease": true,
+		"ForgetFences": true} // not a read, but it empties nothing: it deletes fence records of nodes seen Ready
 	empties := map[string]bool{"Run": true, "ScaleDown": true}
 	calls := map[string]int{}
 	err := filepath.WalkDir("internal/controllers", func(path string, d os.DirEntry, err error) error {
@@ -565,10 +567,13 @@ func TestDemoRoll(t *testing.T) {
 // The demo's hosts carry VMs in every state: the plan says how each moves and what stops
 // it; leaving the broken one and moving the GPU one cold empties the rest, exit 6 (not
 // empty, on purpose); -o json carries each VM's method.
+// skipByID: a hint names a VM to leave by its ID (a tenant chose its name).
+var skipByID = regexp.MustCompile(`\(use --skip-vm [0-9a-f]{8}-[0-9a-f-]{27} to override\)`)
+
 func TestDemoVMStates(t *testing.T) {
 	r := drainctl(t, map[string]string{}, "--demo", "--auto", "plan", "evacuate", "compute-2")
 	if r.code != 3 || !strings.Contains(r.stdout, "stays  build-old (ERROR") || !strings.Contains(r.stdout, "stays  ml-train-0 (ACTIVE") ||
-		!strings.Contains(r.stdout, "--skip-vm build-old") || !strings.Contains(r.stdout, "--cold-migrate-running") {
+		!skipByID.MatchString(r.stdout) || !strings.Contains(r.stdout, "--cold-migrate-running") {
 		t.Errorf("plan evacuate compute-2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = drainctl(t, map[string]string{}, "--demo", "--demo-scale", "50", "--auto", "evacuate", "compute-2", "--skip-vm", "build-old", "--cold-migrate-running")

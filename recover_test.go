@@ -70,7 +70,7 @@ func TestRecoverADeadHost(t *testing.T) {
 	}
 	unchanged("refused without fencing")
 	// A fence command that fails proves nothing: refused, nothing changed, its output shown.
-	r = c.drainctl(t, nil, "--auto", "recover", c0, "--fence-cmd", "echo BMC of {node} unreachable; exit 1")
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--accept-disk-loss", "--fence-cmd", "echo BMC of {node} unreachable; exit 1")
 	if r.code != 3 || !strings.Contains(r.stderr, "BMC of "+c0+" unreachable") || !strings.Contains(r.stderr, "not proven off") {
 		t.Fatalf("failed fence: exit %d\n%s", r.code, r.stderr)
 	}
@@ -86,21 +86,21 @@ func TestRecoverADeadHost(t *testing.T) {
 	kubetest.SetReady(t, cs, c1, true, time.Now())
 
 	// The plan says what becomes of each VM's disk.
-	r = c.drainctl(t, nil, "--auto", "plan", "recover", c0, "--fence-cmd", "true")
+	r = c.drainctl(t, nil, "--auto", "plan", "recover", c0, "--accept-disk-loss", "--fence-cmd", "true")
 	if r.code != 0 || !strings.Contains(r.stdout, "rebuild db-2 (SHUTOFF, 2G): "+policy.DiskOnVolume) ||
 		!strings.Contains(r.stdout, "LOST   db-1: "+policy.DiskLost) {
 		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
 	// Fenced by a command: killed (kill -9) while a VM is being rebuilt.
-	p := c.startProcess(t, "--auto", "recover", c0, "--fence-cmd", "echo powering off {node}")
+	p := c.startProcess(t, "--auto", "recover", c0, "--accept-disk-loss", "--fence-cmd", "echo powering off {node}")
 	kubetest.Eventually(t, 60*time.Second, "a VM being rebuilt", func() bool { return rebuilding(c, "db-1", "db-2") })
 	p.cmd.Process.Kill() // kill -9: no safe point
 	p.wait(t)
 	if !strings.Contains(p.out(), "fence-cmd: powering off "+c0) {
 		t.Errorf("the fence command's output is not reported:\n%s", p.out())
 	}
-	r = c.drainctl(t, nil, "--auto", "recover", c0) // the journal holds the fence: no flag needed
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--accept-disk-loss") // the fence record proves this outage: no fence flag needed
 	if r.code != 0 || !strings.Contains(r.stderr, "fence skipped") {
 		t.Fatalf("rerun: exit %d\n%s\nfirst run:\n%s", r.code, r.stderr, p.out())
 	}
@@ -118,7 +118,7 @@ func TestRecoverADeadHost(t *testing.T) {
 	h, _ := c.world.Host(c0)
 	var j ops.Journal
 	json.Unmarshal([]byte(journal), &j)
-	if sched || !oos || !h.ForcedDown || h.Enabled || j.Op != "recover" || j.Phase != ops.PhaseDone || !strings.Contains(j.Fenced, "--fence-cmd exited 0") {
+	if sched || !oos || !h.ForcedDown || h.Enabled || j.Op != "recover" || j.Phase != ops.PhaseDone || !strings.Contains(j.Fenced, "--fence-cmd exited 0") || !strings.Contains(j.Fenced, "for the outage that began") {
 		t.Errorf("after recover: schedulable %v, out-of-service %v, forced down %v, enabled %v, journal %+v", sched, oos, h.ForcedDown, h.Enabled, j)
 	}
 
@@ -162,7 +162,7 @@ func TestRecoverStopsWhenTheNodeComesBack(t *testing.T) {
 	c0 := c.px + "-c0"
 	c.world.KillHost(c0)
 	kubetest.SetReady(t, cs, c0, false, time.Now().Add(-5*time.Minute))
-	p := c.startProcess(t, "--auto", "recover", c0, "--confirm-fenced")
+	p := c.startProcess(t, "--auto", "recover", c0, "--confirm-fenced", "--accept-disk-loss")
 	kubetest.Eventually(t, 60*time.Second, "the first VM being rebuilt", func() bool { return rebuilding(c, "db-1", "db-2") })
 	kubetest.SetReady(t, cs, c0, true, time.Now())
 	if code := p.wait(t); code != 4 || !strings.Contains(p.out(), "the node turned Ready") {

@@ -454,7 +454,7 @@ func TestRollForecastsAndKeepsHeadroom(t *testing.T) {
 		t.Errorf("the rate after a migration:\n%s", r.stderr)
 	}
 	cfg := filepath.Join(c.home, ".config", "drainctl", "config.toml")
-	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"50ms\"\n[roll]\nmin_headroom_percent = 99.99\n"), 0o600)
+	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[roll]\nmin_headroom_percent = 99.99\n"), 0o600)
 	r = c.drainctl(t, nil, "--auto", "roll", c0, c1, "--exec", "true")
 	if r.code != 3 || !strings.Contains(r.stderr, "min_headroom_percent") || !strings.Contains(r.stderr, "while "+c0+" is out") {
 		t.Fatalf("below the headroom: exit %d\n%s", r.code, r.stderr)

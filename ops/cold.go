@@ -236,8 +236,9 @@ func (r *runner) recordCold(id string) {
 	r.journalAgain()
 }
 
-// nameCold reads, right after the request, the migration Nova made for it and journals its
-// UUID. Unread (Nova slow to list it), the request's time stands in (ColdMove.Proves).
+// nameCold reads, right after the request, the migration Nova made for it (the VM's newest
+// cold migration from this host) and journals its UUID. Unread, the move proves nothing
+// later (ColdMove.Proves): a rerun leaves its confirm to the operator.
 func (r *runner) nameCold(ctx context.Context, id string) {
 	ms, err := r.e.nova.MigrationsOf(ctx, id)
 	if err != nil {
@@ -246,8 +247,9 @@ func (r *runner) nameCold(ctx context.Context, id string) {
 	r.mu.Lock()
 	i := slices.IndexFunc(r.cold, func(c ColdMove) bool { return c.VM == id && c.Migration == "" })
 	named := false
-	for _, m := range ms {
-		if i >= 0 && (m.Type == "migration" || m.Type == "resize") && m.SourceCompute == r.plan.Host && r.cold[i].Proves(m) {
+	for _, m := range ms { // newest first: the one just asked for, unless already named
+		known := slices.ContainsFunc(r.cold, func(c ColdMove) bool { return c.Migration == m.UUID })
+		if i >= 0 && !known && (m.Type == "migration" || m.Type == "resize") && m.SourceCompute == r.plan.Host && m.InstanceID == id {
 			r.cold[i].Migration, named = m.UUID, true
 			break
 		}

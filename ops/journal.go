@@ -73,19 +73,12 @@ func (c *ColdMove) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*plain)(c))
 }
 
-// Proves says whether the migration m is the one this record asked for: its UUID, or, for
-// a request whose UUID was never read (killed in between), a migration of the VM created
-// after it was requested.
+// Proves says whether the migration m is the one this record asked for: the same UUID. A
+// request whose UUID was never read (killed between the request and the read right after
+// it) proves nothing: its VM is left for the operator to confirm or revert, said so. Times
+// are no proof: Nova's clock is not ours.
 func (c ColdMove) Proves(m model.Migration) bool {
-	switch {
-	case m.InstanceID != c.VM:
-		return false
-	case c.Migration != "":
-		return m.UUID == c.Migration
-	}
-	// Nova's clock and ours may differ a little; a colleague's move within a minute of ours
-	// is the one case the UUID (read right after the request) is there to tell apart.
-	return !c.Requested.IsZero() && !m.CreatedAt.Before(c.Requested.Add(-time.Minute))
+	return m.InstanceID == c.VM && c.Migration != "" && m.UUID == c.Migration
 }
 
 // ReadJournal parses the node's annotation, if any.

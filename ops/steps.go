@@ -196,9 +196,11 @@ func (r *runner) release(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	r.clearCancel(ctx)
 	if k, ok := e.kube.Node(p.Node); ok {
-		if j, ok := ReadJournal(k); ok && j.Fenced != "" { // a recovery's proof ends with it
+		if j, ok := ReadJournal(k); ok && j.Fenced != "" {
+			// A recovery's proof ends with it. Not deleted (an identity that may not): it
+			// proves nothing once the node has been Ready anyway.
 			if err := e.kube.DeleteRecord(ctx, fenceKey(p.Node)); err != nil {
-				return "", err
+				r.nodeChanged("fence record left (it proves nothing once the node is Ready): " + err.Error())
 			}
 		}
 	}

@@ -44,6 +44,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	defer cancel()
 	defer d.wg.Wait()
 	loop(ctx, d.Resync, []<-chan struct{}{changes}, func(ctx context.Context) time.Duration {
+		d.Engine.ForgetFences(ctx) // a node seen Ready: its last fence proves nothing now
 		d.reconcileAll(ctx)
 		return 0
 	})

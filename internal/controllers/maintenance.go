@@ -73,7 +73,10 @@ func (c *MaintenanceController) Serve(ctx context.Context) error {
 	nodes, cancelNodes := c.Engine.Subscribe()
 	defer cancelNodes()
 	defer c.wg.Wait()
-	loop(ctx, c.Resync, []<-chan struct{}{changes, nodes, c.trigger}, c.reconcileAll)
+	loop(ctx, c.Resync, []<-chan struct{}{changes, nodes, c.trigger}, func(ctx context.Context) time.Duration {
+		c.Engine.ForgetFences(ctx) // a node seen Ready: its last fence proves nothing now
+		return c.reconcileAll(ctx)
+	})
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	neturl "net/url"
+	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
 )
@@ -51,13 +53,17 @@ func walk[P any](ctx context.Context, client *gophercloud.ServiceClient, url, li
 		body, err := io.ReadAll(resp.Body)
 		return fetched{url, body, err}
 	}
+	follow, err := newFollower(url)
+	if err != nil {
+		return err
+	}
 	cur := fetch(url)
 	for {
 		if cur.err != nil {
 			return cur.err
 		}
 		var ahead chan fetched
-		if guess := linkIn(cur.body, linksKey); guess != "" {
+		if guess := linkIn(cur.body, linksKey); guess != "" && follow.allowed(guess) == nil {
 			ahead = make(chan fetched, 1)
 			go func() { ahead <- fetch(guess) }()
 		}
@@ -69,6 +75,9 @@ func walk[P any](ctx context.Context, client *gophercloud.ServiceClient, url, li
 		next := nextLink(links)
 		if n == 0 || next == "" {
 			return nil
+		}
+		if err := follow.take(next); err != nil {
+			return fmt.Errorf("reading %s: %w", cur.url, err)
 		}
 		if ahead != nil {
 			if f := <-ahead; f.url == next {
@@ -169,5 +178,53 @@ func (f *flexID) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*f = flexID(b)
+	return nil
+}
+
+// follower keeps a walk on its endpoint and finite: a "next" link is followed only on the
+// host the first page came from (a link elsewhere would carry the token there), and never
+// twice, nor to a marker already seen (a server that repeats a page would be read forever).
+type follower struct {
+	base    *neturl.URL
+	seen    map[string]bool
+	markers map[string]bool
+}
+
+func newFollower(first string) (*follower, error) {
+	u, err := neturl.Parse(first)
+	if err != nil {
+		return nil, err
+	}
+	return &follower{base: u, seen: map[string]bool{first: true}, markers: map[string]bool{}}, nil
+}
+
+// allowed says why next must not be followed (nil: it may).
+func (f *follower) allowed(next string) error {
+	u, err := neturl.Parse(next)
+	switch {
+	case err != nil:
+		return fmt.Errorf("Nova's next link %q is no URL", next)
+	case !strings.EqualFold(u.Scheme, f.base.Scheme) || !strings.EqualFold(u.Host, f.base.Host):
+		return fmt.Errorf("Nova's next link leaves the endpoint (%s://%s, not %s://%s): not followed", u.Scheme, u.Host, f.base.Scheme, f.base.Host)
+	case f.seen[next]:
+		return fmt.Errorf("Nova's next link repeats a page already read (%s): stopped", u.Redacted())
+	}
+	if m := u.Query().Get("marker"); m != "" && f.markers[m] {
+		return fmt.Errorf("Nova's paging repeats the marker %s: stopped", m)
+	}
+	return nil
+}
+
+// take records next as followed, or says why it must not be.
+func (f *follower) take(next string) error {
+	if err := f.allowed(next); err != nil {
+		return err
+	}
+	f.seen[next] = true
+	if u, err := neturl.Parse(next); err == nil {
+		if m := u.Query().Get("marker"); m != "" {
+			f.markers[m] = true
+		}
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/drainctl/drainctl/model"
@@ -87,6 +88,9 @@ func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
 func (a *Auto) operate(ctx context.Context, op model.OpKind, targets []string) error {
 	b, err := a.Engine.PlanBatch(ctx, op, targets, a.Run)
 	if err != nil {
+		return err
+	}
+	if err := skipsNameOneVM(a.Run.Policy.SkipVMs, b.Plans); err != nil {
 		return err
 	}
 	refusals := b.Blockers()
@@ -327,4 +331,42 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 
 	}
 	return r.Run(ctx)
+}
+
+// skipsNameOneVM refuses a --skip-vm that names no VM of the targets (a typo would leave the
+// VM meant to stay to be moved, or in a recovery rebuilt from its image) or several (a
+// name is its owner's choice and need not be unique: the ID says which).
+func skipsNameOneVM(skips []string, plans []model.Plan) error {
+	for _, s := range skips {
+		var hits []model.VM
+		for _, p := range plans {
+			for _, vm := range p.VMs {
+				if vm.Name == s || vm.ID == s {
+					hits = append(hits, vm)
+				}
+			}
+		}
+		switch {
+		case len(hits) == 0:
+			var names []string
+			for _, p := range plans {
+				for _, vm := range p.VMs {
+					names = append(names, vm.Name)
+				}
+			}
+			hint := "the targets carry no VM"
+			if len(names) > 0 {
+				hint = "their VMs: " + strings.Join(names, ", ")
+			}
+			return &ops.UsageError{Problem: text.Sprintf("--skip-vm %s names no VM of the targets", text.ShellWord(s)), Hint: text.Sprintf("%s", hint)}
+		case len(hits) > 1:
+			ids := make([]string, len(hits))
+			for i, vm := range hits {
+				ids[i] = "--skip-vm " + vm.ID
+			}
+			return &ops.UsageError{Problem: text.Sprintf("--skip-vm %s names %d VMs", text.ShellWord(s), len(hits)),
+				Hint: text.Sprintf("name the one meant by its ID: %s", strings.Join(ids, " or "))}
+		}
+	}
+	return nil
 }

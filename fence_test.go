@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// A fence proves one outage. On the real API server, with the simulator over HTTP and
+// drainctl as its own process:
+//   - a journal annotation saying "fenced" (which the node's own identities may write) proves
+//     nothing;
+//   - a host recovered, then put back by hand (not by drainctl uncordon) and given a new VM,
+//     that dies again is not recovered on the old fence;
+//   - a fence command given always runs: one that fails refuses the recovery even when a
+//     record proves the outage;
+//   - a node seen Ready loses its fence record at the next plan.
+func TestAFenceProvesOneOutage(t *testing.T) {
+	c := newAutoClusterWith(t, autoOptions{seed: 13, spare: true, pdbMin: 1})
+	cs := kubetest.Client(t)
+	c0 := c.px + "-c0"
+	die := func(since time.Time) {
+		c.world.KillHost(c0)
+		kubetest.SetReady(t, cs, c0, false, since)
+	}
+	annotate := func(value string) {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{ops.JournalAnnotation: value}}})
+		if value == "" {
+			patch = []byte(`{"metadata":{"annotations":{"` + ops.JournalAnnotation + `":null}}}`)
+		}
+		if _, err := cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), c0, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stays := func(when string, vms ...string) {
+		t.Helper()
+		h, _ := c.world.Host(c0)
+		if h.ForcedDown {
+			t.Errorf("%s: nova-compute forced down", when)
+		}
+		for _, name := range vms {
+			if vm, _ := c.world.ServerByName(name); vm.Host != c0 || len(c.world.MigrationStatuses(vm.ID)) != 0 {
+				t.Errorf("%s: %s rebuilt (%s, evacuations %v)", when, name, vm.Host, c.world.MigrationStatuses(vm.ID))
+			}
+		}
+	}
+	record := func() (model.FenceRecord, bool) {
+		cm, err := cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Get(kubetest.Ctx(t), kube.RecordName("fence-"+c0), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return model.FenceRecord{}, false
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var f model.FenceRecord
+		if err := json.Unmarshal([]byte(cm.Data["record.json"]), &f); err != nil {
+			t.Fatal(err)
+		}
+		return f, true
+	}
+	die(time.Now().Add(-5 * time.Minute))
+
+	// Forged: one patch of the node's own annotation, as its kubelet could make.
+	annotate(`{"op":"recover","phase":"fenced","holder":"x","fenced":"--fence-cmd exited 0 (run by x)"}`)
+	r := c.drainctl(t, nil, "--auto", "recover", c0, "--accept-disk-loss")
+	if r.code != 3 || !strings.Contains(r.stderr, "not proven off") {
+		t.Fatalf("a forged journal: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	stays("after a forged journal", "db-1", "db-2")
+	annotate("")
+
+	// Losing a local disk is asked for by name.
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--confirm-fenced")
+	if r.code != 3 || !strings.Contains(r.stderr, "--accept-disk-loss") {
+		t.Fatalf("without --accept-disk-loss: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	stays("refused for the disk", "db-1", "db-2")
+
+	// Recovered on the operator's word: the record names this outage.
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--confirm-fenced", "--accept-disk-loss")
+	if r.code != 0 {
+		t.Fatalf("recover: exit %d\n%s", r.code, r.stderr)
+	}
+	f, ok := record()
+	if n, _ := cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{}); !ok || f.NodeUID != string(n.UID) || f.Outage.IsZero() {
+		t.Fatalf("fence record: %+v (found %v)", f, ok)
+	}
+
+	// Put back by hand, as two commands would (kubectl uncordon; openstack compute service
+	// set --up --enable), and given a VM by the scheduler. Nothing of drainctl saw it Ready.
+	c.world.ReviveHost(c0)
+	c.world.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) {
+		h[c0].ForcedDown, h[c0].Enabled, h[c0].DisabledReason = false, true, ""
+	})
+	kubetest.SetReady(t, cs, c0, true, time.Now().Add(-time.Minute))
+	uncordon := []byte(`{"spec":{"unschedulable":false,"taints":null}}`)
+	if _, err := cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), c0, types.MergePatchType, uncordon, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.world.AddServer("new-1", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	// It dies again: another outage. The old record proves nothing about it.
+	die(time.Now().Add(-2 * time.Minute))
+	if _, ok := record(); !ok {
+		t.Fatal("the old record is gone: the test would not show that it is not trusted")
+	}
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--accept-disk-loss")
+	if r.code != 3 || !strings.Contains(r.stderr, "not proven off") || !strings.Contains(r.stdout, "proves nothing now") {
+		t.Fatalf("a stale fence after a manual return: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	stays("after a stale fence", "new-1")
+
+	// A record for this very outage (an operator's, say) is trusted by a plan...
+	n, err := cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var since time.Time
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			since = cond.LastTransitionTime.Time
+		}
+	}
+	now := model.FenceRecord{Node: c0, NodeUID: string(n.UID), Outage: since, BootID: n.Status.NodeInfo.BootID, How: "the operator's word", By: "test", At: time.Now()}
+	data, _ := json.Marshal(now)
+	saveRecord(t, cs, "fence-"+c0, data)
+	r = c.drainctl(t, nil, "--auto", "plan", "recover", c0, "--accept-disk-loss")
+	if r.code != 0 || !strings.Contains(r.stdout, "fenced already for this outage") {
+		t.Fatalf("a record of this outage: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// ... but a fence command given runs all the same, and its failure refuses the recovery.
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--accept-disk-loss", "--fence-cmd", "echo BMC of {node} unreachable; exit 1")
+	if r.code != 3 || !strings.Contains(r.stderr, "BMC of "+c0+" unreachable") || !strings.Contains(r.stderr, "fence command failed") {
+		t.Fatalf("a failing fence command after a record: exit %d\n%s", r.code, r.stderr)
+	}
+	stays("after a failed fence command", "new-1")
+
+	// Seen Ready, the node's fence is forgotten by the next plan (the journal still mirrors it).
+	c.world.ReviveHost(c0)
+	kubetest.SetReady(t, cs, c0, true, time.Now())
+	r = c.drainctl(t, nil, "--auto", "plan", "evacuate", c0)
+	if _, ok := record(); ok {
+		t.Fatalf("the fence record of a node seen Ready is still there\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// saveRecord writes one of drainctl's records as an operator allowed to would.
+func saveRecord(t *testing.T, cs kubernetes.Interface, name string, data []byte) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.RecordName(name), Namespace: kube.LeaseNamespace,
+		Labels: map[string]string{"drainctl.io/record": strings.SplitN(name, "-", 2)[0]}}, Data: map[string]string{"record.json": string(data)}}
+	cms := cs.CoreV1().ConfigMaps(kube.LeaseNamespace)
+	if _, err := cms.Create(kubetest.Ctx(t), cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		_, err = cms.Update(kubetest.Ctx(t), cm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+}

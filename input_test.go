@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad input is refused before anything is read or changed, with what is wrong, where, and
+// how to fix it (exit 2): a flag the verb would ignore, a value out of range, a credential
+// on the command line, a template that quotes {node}, a config value that would bite later.
+func TestBadInputIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	conf := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o600)
+		return p
+	}
+	notReady := conf("notready.toml", "[recover]\nnot_ready_for = \"10s\"\n")
+	poll := conf("poll.toml", "# fast\n[timeouts]\npoll = \"10ms\"\n")
+	local := conf("local.toml", "[roll]\nwindow = \"Mon-Fri 22:00-06:00 Local\"\n")
+	badWindow := conf("window.toml", "\n[roll]\nwindow = \"weekdays 22-6\"\n")
+	quoted := conf("fence.toml", "[recover]\nfence_cmd = 'ipmitool -H \"{node}-bmc\" power off'\n")
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--auto", "evacuate", "n1", "--gate-cmd", "true"}, "--gate-cmd belong(s) to roll, not evacuate"},
+		{[]string{"--auto", "evacuate", "n1", "--window", "daily 01:00-05:00 UTC"}, "--window belong(s) to roll"},
+		{[]string{"--auto", "plan", "evacuate", "n1", "--node-deadline", "5m"}, "--node-deadline belong(s) to roll"},
+		{[]string{"--auto", "evacuate", "n1", "--fence-cmd", "true"}, "--fence-cmd belong(s) to recover"},
+		{[]string{"--auto", "evacuate", "n1", "--accept-disk-loss"}, "--accept-disk-loss belong(s) to recover"},
+		{[]string{"--auto", "roll", "n1", "--gate-alerts", "Node.*"}, "--gate-alerts without --gate-prometheus"},
+		{[]string{"--auto", "roll", "n1", "--gate-prometheus", "localhost:9090"}, "the scheme must be http or https"},
+		{[]string{"--auto", "roll", "n1", "--gate-prometheus", "https://"}, "has no host"},
+		{[]string{"--auto", "roll", "n1", "--gate-prometheus", "https://admin:hunter2@prom.example:9090"}, "carries a credential"},
+		{[]string{"--auto", "evacuate", "n1", "--timeout", "-1s"}, "--timeout must not be negative"},
+		{[]string{"--auto", "evacuate", "n1", "--max-parallel", "-2"}, "--max-parallel must not be negative"},
+		{[]string{"--auto", "roll", "n1", "--node-deadline", "-5m"}, "--node-deadline must not be negative"},
+		{[]string{"--auto", "recommend", "--count", "-1"}, "--count must not be negative"},
+		{[]string{"--auto", "roll", "n1", "--node-deadline", "30s"}, "under a minute"},
+		{[]string{"--auto", "roll", "n1", "--campaign", "Rack_1"}, "no DNS-1123 name"},
+		{[]string{"--auto", "roll", "n1", "--exec", `ssh "{node}" reboot`}, `{node} is inside " quotes`},
+		{[]string{"--auto", "roll", "n1", "--gate-cmd", `check '{node}'`}, "{node} is inside ' quotes"},
+		{[]string{"--config", notReady, "--auto", "list"}, notReady + ":2:1: recover.not_ready_for must be at least 30s"},
+		{[]string{"--config", poll, "--auto", "list"}, poll + ":3:1: timeouts.poll must be at least 100ms"},
+		{[]string{"--config", local, "--auto", "list"}, local + ":2:1: roll.window"},
+		{[]string{"--config", badWindow, "--auto", "list"}, badWindow + ":3:1: roll.window"},
+		{[]string{"--config", quoted, "--auto", "list"}, quoted + ":2:1: recover.fence_cmd"},
+	} {
+		r := drainctl(t, map[string]string{}, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.stderr) {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2 and %q", tc.args, r.code, r.stderr, tc.stderr)
+		}
+		if strings.Contains(r.stderr+r.stdout, "hunter2") {
+			t.Errorf("%v: the password is printed:\n%s", tc.args, r.stderr)
+		}
+	}
+	if r := drainctl(t, map[string]string{}, "--config", local, "--auto", "list"); !strings.Contains(r.stderr, "Local is no zone") {
+		t.Errorf("Local: %s", r.stderr)
+	}
+}
