@@ -90,9 +90,19 @@ func TestRollChecksItsRecord(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "resume_within") || !strings.Contains(r.stderr, "--resume") {
 		t.Fatalf("an old record: exit %d\n%s", r.code, r.stderr)
 	}
-	r = c.drainctl(t, nil, "--auto", "roll", c0, c1, "--campaign", "old", "--resume")
+	r = c.drainctl(t, nil, "--auto", "roll", c0, c1, "--campaign", "old", "--resume", "--exec", "bmc-reboot --password hunter2 {node}")
 	if r.code != 0 || !strings.Contains(r.stderr, "resuming") {
 		t.Fatalf("an old record with --resume: exit %d\n%s", r.code, r.stderr)
+	}
+	// The command line (and its password) is never stored on the cluster, nor printed.
+	cm, err := c.cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Get(kubetest.Ctx(t), kube.RecordName("campaign-old"), metav1.GetOptions{})
+	if err != nil || strings.Contains(cm.Data["record.json"], "bmc-reboot") || strings.Contains(r.stderr+r.stdout, "hunter2") {
+		t.Errorf("the exec command is stored or printed: %v\n%s\n%s", err, cm.Data["record.json"], r.stderr)
+	}
+	// --spread-by a label some node lacks: spreading would silently stop.
+	r = c.drainctl(t, nil, "--auto", "roll", c0, c1, "--spread-by", "zone", "--dry-run")
+	if r.code != 2 || !strings.Contains(r.stderr, "have no zone label") {
+		t.Fatalf("--spread-by a missing label: exit %d\n%s", r.code, r.stderr)
 	}
 	// A selector that matches other nodes than its record's: exit 2.
 	plant("rack", model.Campaign{Name: "rack", Selector: rack, State: model.CampaignInterrupted, Updated: time.Now(),

@@ -81,6 +81,20 @@ func TestAFenceProvesOneOutage(t *testing.T) {
 	stays("after a forged journal", "db-1", "db-2")
 	annotate("")
 
+	// A --skip-vm that names no VM of the node (a typo: the VM meant would lose its disk) or
+	// several (names are their owners' choice) is refused before anything.
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--confirm-fenced", "--accept-disk-loss", "--skip-vm", "db1")
+	if r.code != 2 || !strings.Contains(r.stderr, "--skip-vm db1 names no VM of the targets") || !strings.Contains(r.stderr, "db-1") {
+		t.Fatalf("a typo in --skip-vm: exit %d\n%s", r.code, r.stderr)
+	}
+	twin1 := c.world.AddServer("twin", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.world.AddServer("twin", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	r = c.drainctl(t, nil, "--auto", "recover", c0, "--confirm-fenced", "--accept-disk-loss", "--skip-vm", "twin")
+	if r.code != 2 || !strings.Contains(r.stderr, "names 2 VMs") || !strings.Contains(r.stderr, "--skip-vm "+twin1.ID) {
+		t.Fatalf("an ambiguous --skip-vm: exit %d\n%s", r.code, r.stderr)
+	}
+	stays("refused for its --skip-vm", "db-1", "db-2", "twin")
+
 	// Losing a local disk is asked for by name.
 	r = c.drainctl(t, nil, "--auto", "recover", c0, "--confirm-fenced")
 	if r.code != 3 || !strings.Contains(r.stderr, "--accept-disk-loss") {
@@ -160,6 +174,10 @@ func saveRecord(t *testing.T, cs kubernetes.Interface, name string, data []byte)
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.RecordName(name), Namespace: kube.LeaseNamespace,
 		Labels: map[string]string{"drainctl.io/record": strings.SplitN(name, "-", 2)[0]}}, Data: map[string]string{"record.json": string(data)}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(kubetest.Ctx(t), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	cms := cs.CoreV1().ConfigMaps(kube.LeaseNamespace)
 	if _, err := cms.Create(kubetest.Ctx(t), cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		_, err = cms.Update(kubetest.Ctx(t), cm, metav1.UpdateOptions{})

@@ -342,6 +342,10 @@ func TestRollWaitsForItsHealthGates(t *testing.T) {
 	var firing atomic.Bool
 	firing.Store(true)
 	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok-123" { // the token comes from its file, never argv
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
 		alerts := `{"labels":{"alertname":"Watchdog"},"state":"firing"}`
 		if firing.Load() {
 			alerts += `,{"labels":{"alertname":"CephHealthWarning","severity":"warning"},"state":"firing"}`
@@ -349,8 +353,10 @@ func TestRollWaitsForItsHealthGates(t *testing.T) {
 		fmt.Fprintf(w, `{"status":"success","data":{"alerts":[%s]}}`, alerts)
 	}))
 	defer prom.Close()
+	token := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(token, []byte("tok-123\n"), 0o600)
 	p := c.startProcess(t, "--auto", "roll", c0, "--exec", "true", "--gate-cmd", "test -f "+marker,
-		"--gate-prometheus", prom.URL, "--gate-alerts", "^Ceph")
+		"--gate-prometheus", prom.URL, "--gate-prometheus-token-file", token, "--gate-alerts", "^Ceph")
 	schedulable := func() bool {
 		k, err := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
 		return err == nil && !k.Spec.Unschedulable
@@ -368,6 +374,31 @@ func TestRollWaitsForItsHealthGates(t *testing.T) {
 	if code := p.wait(t); code != 0 || !strings.Contains(p.out(), "gates open: starting") {
 		t.Fatalf("roll: exit %d\n%s", code, p.out())
 	}
+	if strings.Contains(p.out(), "tok-123") {
+		t.Errorf("the token is printed:\n%s", p.out())
+	}
+}
+
+// A gate command that hangs is killed at [roll] gate_timeout with every process it started,
+// the campaign says so and holds; a line said it started before it ran.
+func TestRollBoundsAHangingGate(t *testing.T) {
+	c := newRollCluster(t)
+	c0 := c.px + "-c0"
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[roll]\ngate_timeout = \"1s\"\n"), 0o600)
+	left := filepath.Join(t.TempDir(), "left")
+	p := c.startProcess(t, "--config", cfg, "--auto", "roll", c0, "--gate-cmd", "(sleep 3; touch "+left+") & sleep 300")
+	p.waitFor(t, "gate command started (timeout 1s)")
+	p.waitFor(t, "gate command timed out after 1s")
+	time.Sleep(3500 * time.Millisecond)
+	if _, err := os.Stat(left); err == nil {
+		t.Error("the gate command's background child ran on after its timeout")
+	}
+	if k, err := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{}); err != nil || k.Spec.Unschedulable {
+		t.Errorf("the node was cordoned behind a gate that never answered: %v", err)
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	p.wait(t)
 }
 
 // --window: outside it no node starts; the campaign says until when and waits.
@@ -420,7 +451,8 @@ func TestRollQuarantinesAnUndrainableNode(t *testing.T) {
 		p, err := c.cs.PolicyV1().PodDisruptionBudgets(c.ns).Get(kubetest.Ctx(t), "web-pdb", metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.DesiredHealthy == 3 && p.Status.DisruptionsAllowed == 0
 	})
-	r := c.drainctl(t, nil, "--auto", "roll", c0, c2, "--exec", "true", "--node-deadline", "3s", "--campaign", "stuck")
+	// The shortest deadline the flag takes (a shorter one is a typo: 3s for 3m).
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c2, "--exec", "true", "--node-deadline", "1m", "--campaign", "stuck")
 	if r.code != 1 || !strings.Contains(r.stderr, c0+" (quarantined)") || !strings.Contains(r.stderr, "blocked: pod "+c.ns+"/web-") {
 		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
 	}

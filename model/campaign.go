@@ -59,9 +59,9 @@ type Campaign struct {
 	Started  time.Time      `json:"started"`
 	Updated  time.Time      `json:"updated"`
 	// How it runs: the options of the run that last ran it.
-	Parallel  int    `json:"parallel"`
-	SpreadBy  string `json:"spreadBy,omitempty"` // a node label: never two nodes of one value in flight
-	Order     string `json:"order,omitempty"`    // name, given or cost: how the nodes were ordered
+	Parallel int    `json:"parallel"`
+	SpreadBy string `json:"spreadBy,omitempty"` // a node label: never two nodes of one value in flight
+	Order    string `json:"order,omitempty"`    // name, given or cost: how the nodes were ordered
 	// Exec is the run's --exec, shown masked (its secrets hidden) and never written to the
 	// cluster: a command line often carries a BMC password.
 	Exec      string `json:"-"`

@@ -464,7 +464,7 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 		}()
 		return done
 	}
-	recovered := run(model.OpRecover, c0, ops.RunOptions{Policy: defaults(), ConfirmFenced: true})
+	recovered := run(model.OpRecover, c0, ops.RunOptions{Policy: withDiskLoss(), ConfirmFenced: true})
 	kubetest.Eventually(t, 20*time.Second, "a VM of the dead host being rebuilt", func() bool {
 		select {
 		case err := <-recovered:

@@ -567,3 +567,11 @@ func TestDestinationDisabledMeanwhileIsNotUsed(t *testing.T) {
 		}
 	}
 }
+
+// withDiskLoss: the defaults, and a recovery may rebuild VMs from their image
+// (--accept-disk-loss), as the tests' image-backed VMs need.
+func withDiskLoss() policy.Options {
+	o := defaults()
+	o.AcceptDiskLoss = true
+	return o
+}

@@ -3,6 +3,8 @@ package text
 import (
 	"testing"
 	"time"
+
+	"github.com/drainctl/drainctl/model"
 )
 
 func TestBytes(t *testing.T) {
@@ -28,5 +30,30 @@ func TestRateHasUnits(t *testing.T) {
 		if got := Rate(in); got != want {
 			t.Errorf("Rate(%v) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A value printed in a command to paste is one shell word: a tenant's VM name cannot add
+// commands or options to it.
+func TestShellWordQuotesUntrustedValues(t *testing.T) {
+	for in, want := range map[string]string{
+		"build-old":                            "build-old",
+		"fc256408-54c1-4dfc-acaa-8a2cecce5a3a": "fc256408-54c1-4dfc-acaa-8a2cecce5a3a",
+		"x $(rm -rf ~)":                        `'x $(rm -rf ~)'`,
+		"it's":                                 `'it'\''s'`,
+		"-oProxyCommand=x":                     `'-oProxyCommand=x'`,
+		"":                                     `''`,
+	} {
+		if got := ShellWord(in); got != want {
+			t.Errorf("ShellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+	r := model.Reason{Object: "x $(id)", ObjectID: "", Override: model.OverrideSkipVM}
+	if got := Flag(r); got != `--skip-vm 'x $(id)'` {
+		t.Errorf("Flag = %s", got)
+	}
+	r.ObjectID = "fc256408-54c1-4dfc-acaa-8a2cecce5a3a"
+	if got := Flag(r); got != "--skip-vm "+r.ObjectID {
+		t.Errorf("Flag with an ID = %s", got)
 	}
 }
