@@ -100,7 +100,13 @@ type Model struct {
 	bus *eventBus
 	s   shared
 
-	screen, back screen
+	screen screen
+	// backs are the screens esc returns to, the last on top: every screen reached by a key
+	// has one (pop falls back on the nodes), so no sequence of keys leaves one without a way back.
+	backs []screen
+	// listUnder is the list a picker (a target host, a context) was opened over: the picker
+	// shares the list pane, and the way back must show the list, not the picker again.
+	listUnder *listPane
 	loading      bool
 	ticking      bool          // a tickMsg is on its way (none on Kubernetes alone)
 	every        time.Duration // the wait before the next Nova read (load.go's nextEvery)
@@ -225,10 +231,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.confirm.pending = &p
 		m.setStatus("", false) // a status about the previous plan no longer holds
-		if m.screen != confirmScreen {
-			m.back = m.screen
-		}
-		m.screen = confirmScreen
+		m.push(confirmScreen)
 		return m, nil
 	case batchDone:
 		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) {
@@ -368,7 +371,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.cmdline.Focus()
 		return m, textinput.Blink
 	case matches(msg, k.Help):
-		m.back, m.screen = m.screen, helpScreen
+		m.push(helpScreen)
 		return m, nil
 	case matches(msg, k.Refresh):
 		m.setStatus("refreshing…", false)
@@ -390,8 +393,57 @@ func (m Model) goTo(s screen) Model {
 	if s != m.screen {
 		m.setStatus("", false) // a status belongs to the screen it was said on
 	}
-	m.screen = s
+	m.push(s)
 	return m
+}
+
+// push shows s, remembering the screen it came from. A screen already in the way back is
+// returned to instead (the way back never holds a screen twice, nor grows without bound).
+func (m *Model) push(s screen) {
+	if s == m.screen {
+		return
+	}
+	m.closePicker()
+	for i, b := range m.backs {
+		if b == s {
+			m.backs, m.screen = m.backs[:i], s
+			return
+		}
+	}
+	m.backs = append(m.backs, m.screen)
+	m.screen = s
+}
+
+// openPicker shows a picker in the list pane, over the screen on it: the list under it is
+// kept, and the way back holds this screen even if it is that list's (pickers do not nest).
+func (m *Model) openPicker(open func(*listPane)) {
+	under := m.list
+	m.listUnder = &under
+	open(&m.list)
+	m.backs = append(m.backs, m.screen)
+	m.screen = listScreen
+}
+
+// closePicker puts back the list a picker on screen was opened over.
+func (m *Model) closePicker() {
+	if m.screen == listScreen && (m.list.kind == hostPicker || m.list.kind == ctxPicker) && m.listUnder != nil {
+		m.list, m.listUnder = *m.listUnder, nil
+	}
+}
+
+// pop returns to the screen before this one: never to the screen itself, nor to a
+// confirmation with nothing left to confirm; with nothing before it, to the nodes.
+func (m *Model) pop() {
+	m.closePicker()
+	for len(m.backs) > 0 {
+		s := m.backs[len(m.backs)-1]
+		m.backs = m.backs[:len(m.backs)-1]
+		if s != m.screen && (s != confirmScreen || m.confirm.pending != nil) {
+			m.screen = s
+			return
+		}
+	}
+	m.screen = nodesScreen
 }
 
 // setStatus shows a line under the pane; statuses quote names and errors, so it is made Safe.
@@ -415,7 +467,7 @@ func (m Model) running(node string) bool { return m.s.ops.running(node) }
 // askQuit quits at once when nothing runs, else asks what to do with what runs.
 func (m Model) askQuit() (tea.Model, tea.Cmd) {
 	if len(m.s.ops.runningKeys()) > 0 || m.campaign.running() {
-		m.back, m.screen = m.screen, quitScreen
+		m.push(quitScreen)
 		return m, nil
 	}
 	return m, tea.Quit

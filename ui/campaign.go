@@ -78,7 +78,7 @@ func (m Model) rollReady(msg rollReady) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	m.campaign = campaignPane{roll: msg.roll}
-	m.back, m.screen = m.screen, campaignScreen
+	m.push(campaignScreen)
 	return m, nil
 }
 

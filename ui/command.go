@@ -78,9 +78,8 @@ func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
 				m.setStatus("no kubeconfig contexts to switch to", true)
 				return m, nil
 			}
-			m.list.openContextPicker(s.opts.Contexts, s.opts.Where.KubeContext, s)
-			m.back = m.screen
-			return m.goTo(listScreen), nil
+			m.openPicker(func(l *listPane) { l.openContextPicker(s.opts.Contexts, s.opts.Where.KubeContext, s) })
+			return m, nil
 		}
 		return m.apply(switchContext{arg})
 	case "sort":
@@ -90,7 +89,7 @@ func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
 		}
 		return m.goTo(nodesScreen), nil
 	case "help", "?":
-		m.back, m.screen = m.screen, helpScreen
+		m.push(helpScreen)
 		return m, nil
 	case "q", "quit", "q!":
 		return m.askQuit()

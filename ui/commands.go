@@ -46,7 +46,7 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		if m.screen == confirmScreen {
 			m.confirm.pending = nil
 		}
-		m.screen = m.back
+		m.pop()
 		return m, nil
 	case propose:
 		return m.propose(in.op, in.targets)
@@ -55,13 +55,13 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	case replan:
 		return m, m.plan(in.p.op, in.p.targets, in.p.ro)
 	case pickTarget:
-		m.list.openHostPicker(in.p, &m.s)
-		m.back, m.screen = confirmScreen, listScreen
+		m.openPicker(func(l *listPane) { l.openHostPicker(in.p, &m.s) }) // esc: back to the confirmation
 		return m, nil
 	case runPending:
 		return m.start(in.p)
 	case maintain:
-		m.screen, m.confirm.pending = m.back, nil
+		m.confirm.pending = nil
+		m.pop()
 		return m, m.maintain(in.p)
 	case runCmd:
 		return m, in.cmd
@@ -72,7 +72,7 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		m.setStatus(in.text, in.bad)
 		return m, nil
 	case quitWait:
-		m.screen = m.back
+		m.pop()
 		m.setStatus("waiting: quit again when the operations are done", false)
 		return m, nil
 	case quitLeave:
@@ -116,17 +116,17 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.desc = d
-		m.back, m.screen = m.screen, describeScreen
+		m.push(describeScreen)
 		return m, nil
 	case replanTo:
-		m.screen = confirmScreen
+		m.push(confirmScreen) // the picker returns to its confirmation
 		return m, m.plan(in.p.op, in.p.targets, in.ro)
 	case asking:
 		m.ask = askPane{question: in.question, yes: in.yes}
-		m.back, m.screen = m.screen, askScreen
+		m.push(askScreen)
 		return m, nil
 	case answered:
-		m.screen = m.back
+		m.pop()
 		return m.apply(in.yes)
 	case proposeRoll:
 		return m.proposeRoll(in.targets)
@@ -135,7 +135,8 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m.startRoll()
 	case dropRoll:
 		m.campaign = campaignPane{}
-		return m.goTo(m.back), nil
+		m.pop()
+		return m, nil
 	case showOp:
 		m.op.shown = in.key
 		return m.goTo(opScreen), nil

@@ -25,6 +25,9 @@ type live struct {
 	m      Model
 	cancel context.CancelFunc
 	events []tagged
+	// cmdWait bounds how long a key's Cmd is waited for (0: until it returns): a cursor's
+	// blink or a tick sleeps, and a walk over many keys need not wait for them.
+	cmdWait time.Duration
 }
 
 func newLive(t *testing.T, c *simtest.Cluster, e *ops.Engine) *live {
@@ -50,8 +53,20 @@ func (l *live) send(msg tea.Msg) {
 			go cmd()
 			return
 		}
-		if out := cmd(); out != nil {
-			l.send(out)
+		if l.cmdWait == 0 {
+			if out := cmd(); out != nil {
+				l.send(out)
+			}
+			return
+		}
+		got := make(chan tea.Msg, 1)
+		go func() { got <- cmd() }()
+		select {
+		case out := <-got:
+			if out != nil {
+				l.send(out)
+			}
+		case <-time.After(l.cmdWait):
 		}
 	}
 }
@@ -66,6 +81,10 @@ func (l *live) keys(keys ...string) {
 			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
 		case "esc":
 			msg = tea.KeyMsg{Type: tea.KeyEsc}
+		case "enter":
+			msg = tea.KeyMsg{Type: tea.KeyEnter}
+		case "pgdown":
+			msg = tea.KeyMsg{Type: tea.KeyPgDown}
 		}
 		l.send(msg)
 	}

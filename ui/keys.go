@@ -73,7 +73,7 @@ func DefaultKeys() KeyMap {
 		Help:           bind(false, "?", "help", "?"),
 		Quit:           bind(false, "q", "quit", "q"),
 		Interrupt:      bind(false, "ctrl+c", "quit (in the quit dialog: at once, operations recorded)", "ctrl+c"),
-		Confirm:        bind(true, "y", "run it", "y", "enter"),
+		Confirm:        bind(true, "y", "run it", "y"), // y alone: one enter too many must not cordon a node
 		Cancel:         bind(false, "n/esc", "cancel", "n", "esc", "q"),
 		ToggleForce:    bind(true, "F", "toggle --force", "F"),
 		ToggleEmptyDir: bind(true, "D", "toggle --delete-emptydir-data", "D"),

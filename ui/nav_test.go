@@ -1,0 +1,136 @@
+package ui
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/ops/sim/simtest"
+)
+
+// lines counts the non-blank lines of a view: a screen of a footer alone is a frozen screen.
+func lines(view string) int {
+	n := 0
+	for _, l := range strings.Split(view, "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// The target picker's way back: :vms, enter, m, t, esc, esc left a blank screen where esc,
+// q, : and ? did nothing (the picker had made the confirmation its own way back).
+func TestThePickersWayBack(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.keys(":", "v", "m", "s", "enter")
+	if l.m.screen != listScreen || l.m.list.kind != vmList {
+		t.Fatalf(":vms: screen %v", l.m.screen)
+	}
+	l.keys("m")
+	if l.m.screen != confirmScreen {
+		t.Fatalf("m: screen %v, status %q", l.m.screen, l.m.status)
+	}
+	l.keys("t")
+	if l.m.screen != listScreen {
+		t.Fatalf("t: screen %v", l.m.screen)
+	}
+	l.keys("esc")
+	if l.m.screen != confirmScreen || l.m.confirm.pending == nil {
+		t.Fatalf("esc from the picker: screen %v", l.m.screen)
+	}
+	l.keys("esc")
+	if l.m.screen != listScreen || l.m.list.kind != vmList || lines(l.m.View()) < 4 {
+		t.Fatalf("esc from the confirmation: screen %v\n%s", l.m.screen, l.m.View())
+	}
+}
+
+// A destructive plan starts on y alone: enter on a confirmation does nothing.
+func TestEnterDoesNotConfirm(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.keys("c")
+	if l.m.screen != confirmScreen {
+		t.Fatalf("c: screen %v, status %q", l.m.screen, l.m.status)
+	}
+	l.keys("enter")
+	if l.m.screen != confirmScreen || len(l.m.s.ops.order) != 0 {
+		t.Fatalf("enter ran the plan: screen %v, operations %v", l.m.screen, l.m.s.ops.order)
+	}
+	if k := c.Node(c.Name("c0")); !k.Schedulable {
+		t.Fatal("enter cordoned the node")
+	}
+}
+
+// No sequence of keys leaves a screen without a way back: random walks, each key drawn from
+// the bindings of the screen on show (y and ctrl+c aside: they run and quit) and the global
+// keys, each walk followed by esc until the nodes. Every screen on the way shows more than a
+// footer.
+func TestEverySequenceHasAWayBack(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.cmdWait = 60 * time.Millisecond // a plan answers within it (ms here); a cursor blink (530 ms) is not waited for
+	pool := [][]string{{"j"}, {"k"}, {"g"}, {"G"}, {"enter"}, {"esc"}, {"space"}, {"?"}, {"d"}, {"o"}, {"s"}, {"m"}, {"t"},
+		{"c"}, {"e"}, {"u"}, {"x"}, {"R"}, {"X"}, {"C"}, {"n"}, {"N"}, {"F"}, {"D"}, {"K"}, {"A"}, {"M"}, {"q"}, {"w"}, {"/"},
+		{"pgdown"}, {">"}, {":", "v", "m", "s", "enter"}, {":", "p", "o", "d", "s", "enter"}, {":", "o", "p", "s", "enter"},
+		{":", "v", "i", "c", "t", "i", "m", "s", "enter"}, {":", "h", "e", "l", "p", "enter"}, {":", "enter"}}
+	rng := rand.New(rand.NewSource(38))
+	for walk := 0; walk < 100; walk++ {
+		var typed []string
+		for i := 0; i < 10; i++ {
+			keys := pool[rng.Intn(len(pool))]
+			if own := screenKeys(l.m); len(own) > 0 && rng.Intn(3) > 0 { // mostly the screen's own keys
+				keys = []string{own[rng.Intn(len(own))]}
+			}
+			typed = append(typed, strings.Join(keys, ""))
+			l.keys(keys...)
+			if typing(l.m) {
+				continue // a line being typed: esc ends it
+			}
+			if v := l.m.View(); lines(v) < 3 {
+				t.Fatalf("walk %d %v: screen %v shows only:\n%s", walk, typed, l.m.screen, v)
+			}
+			// From here, esc leads home: probed on a copy, the walk goes on from here.
+			probe := &live{t: t, m: l.m, cmdWait: l.cmdWait}
+			for j := 0; probe.m.screen != nodesScreen; j++ {
+				if j == 12 || lines(probe.m.View()) < 3 {
+					t.Fatalf("walk %d %v: no way back from screen %v:\n%s", walk, typed, probe.m.screen, probe.m.View())
+				}
+				probe.keys("esc")
+			}
+		}
+		for i := 0; l.m.screen != nodesScreen || typing(l.m); i++ {
+			if i == 12 {
+				t.Fatalf("walk %d %v: no way back from screen %v:\n%s", walk, typed, l.m.screen, l.m.View())
+			}
+			l.keys("esc")
+		}
+		l.m.nodes.selected = map[string]bool{} // the next walk starts from no selection
+	}
+}
+
+// typing: a line is being typed (a command, a filter, a reason): keys go to it.
+func typing(m Model) bool {
+	return m.commanding || m.nodes.editing || m.list.editing || m.confirm.typing
+}
+
+// screenKeys are the keys the screen on show binds, y and ctrl+c aside.
+func screenKeys(m Model) []string {
+	var out []string
+	for _, a := range m.pane().bindings(&m.s) {
+		for _, k := range a.key.Keys() {
+			switch k {
+			case "y", "ctrl+c":
+			case "pgdown", "enter", "esc", "space": // the keys live.keys sends by name
+				out = append(out, k)
+			default:
+				if len([]rune(k)) == 1 {
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	return out
+}
