@@ -107,12 +107,12 @@ type Model struct {
 	// listUnder is the list a picker (a target host, a context) was opened over: the picker
 	// shares the list pane, and the way back must show the list, not the picker again.
 	listUnder *listPane
-	loading      bool
-	ticking      bool          // a tickMsg is on its way (none on Kubernetes alone)
-	every        time.Duration // the wait before the next Nova read (load.go's nextEvery)
-	wantFresh    bool          // a Nova read was asked for while another load ran: do it next
-	status       string
-	statusBad    bool
+	loading   bool
+	ticking   bool          // a tickMsg is on its way (none on Kubernetes alone)
+	every     time.Duration // the wait before the next Nova read (load.go's nextEvery)
+	wantFresh bool          // a Nova read was asked for while another load ran: do it next
+	status    string
+	statusBad bool
 
 	nodes    nodesPane
 	detail   detailPane
