@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -45,8 +46,11 @@ type Options struct {
 	// Where is the cluster: every screen's header names it.
 	Where model.Where
 	// Summary, when set, receives after the TUI closes what its operations left and how to
-	// resume them.
+	// resume them. Command is how those commands reach this cluster ("drainctl --config
+	// FILE --kubeconfig FILE"; the context on screen is added), so that none of them acts on
+	// another (a default kubeconfig's).
 	Summary io.Writer
+	Command string
 	// Contexts are the kubeconfig's contexts and Switch connects to one (:ctx); nil: no switching.
 	Contexts []string
 	Switch   Switcher
@@ -159,13 +163,25 @@ func Run(ctx context.Context, eng *ops.Engine, o Options) error {
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
 	final, err := p.Run()
 	m.stop(cancel, time.Minute)
+	left := 0
 	if fm, ok := final.(Model); ok && o.Summary != nil {
-		fm.summary(o.Summary)
+		left = fm.summary(o.Summary)
 	}
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return nil
+		err = nil
+	}
+	if err == nil && left > 0 {
+		return &UnfinishedError{Left: left}
 	}
 	return err
+}
+
+// UnfinishedError: the TUI closed with operations not done (the summary lists them, with
+// the commands that resume or undo each): a script that ran it must not read success.
+type UnfinishedError struct{ Left int }
+
+func (e *UnfinishedError) Error() string {
+	return fmt.Sprintf("%d operation(s) left unfinished (listed above)", e.Left)
 }
 
 // stop ends the view's operations: cancel makes each stop at its next safe point, and stop

@@ -132,8 +132,10 @@ func (p *askPane) view(s *shared) string {
 }
 
 // summary prints, once the TUI has closed and its operations have stopped, each operation
-// that did not end done: where it stands and the command that resumes or undoes it.
-func (m Model) summary(w io.Writer) {
+// that did not end done: where it stands and the command that resumes or undoes it, aimed
+// at the cluster on screen. It returns how many it listed.
+func (m Model) summary(w io.Writer) int {
+	drainctl := m.resumeCommand()
 	for _, ev := range m.bus.drain() { // what the operations reported while they stopped
 		m.s.ops.record(ev, m.s.opts.Now())
 	}
@@ -144,20 +146,20 @@ func (m Model) summary(w io.Writer) {
 		if v.plan.Op == model.OpMigrate {
 			target = v.plan.VM
 		}
-		resume := string(v.plan.Op) + " " + target
+		resume := string(v.plan.Op) + " " + text.ShellWord(target)
 		if v.flags != "" {
 			resume += " " + v.flags
 		}
 		switch {
 		case v.report == nil:
 			lines = append(lines, text.Sprintf("  %s %s: still stopping when drainctl exited (its journal on the node says where); "+
-				"resume: drainctl --auto %s", v.plan.Op, target, resume))
+				"resume: %s --auto %s", v.plan.Op, target, drainctl, resume))
 		case v.report.Result == ops.ResultInterrupted:
-			lines = append(lines, text.Sprintf("  %s %s: interrupted at %s; resume: drainctl --auto %s, or undo: drainctl --auto rollback %s",
-				v.plan.Op, target, orDash(string(v.step)), resume, v.plan.Node))
+			lines = append(lines, text.Sprintf("  %s %s: interrupted at %s; resume: %s --auto %s, or undo: %s --auto rollback %s",
+				v.plan.Op, target, orDash(string(v.step)), drainctl, resume, drainctl, text.ShellWord(v.plan.Node)))
 		case v.report.Result == ops.ResultFailed:
-			lines = append(lines, text.Sprintf("  %s %s: failed: %s; see drainctl --auto plan %s, or undo: drainctl --auto rollback %s",
-				v.plan.Op, target, firstLine(v.report.Error), resume, v.plan.Node))
+			lines = append(lines, text.Sprintf("  %s %s: failed: %s; see %s --auto plan %s, or undo: %s --auto rollback %s",
+				v.plan.Op, target, firstLine(v.report.Error), drainctl, resume, drainctl, text.ShellWord(v.plan.Node)))
 		}
 	}
 	if c := m.campaign; c.roll != nil && c.started {
@@ -165,17 +167,34 @@ func (m Model) summary(w io.Writer) {
 			done, _, _ := r.Count()
 			var nodes []string
 			for _, n := range r.Nodes {
-				nodes = append(nodes, n.Name)
+				nodes = append(nodes, text.ShellWord(n.Name))
 			}
-			lines = append(lines, text.Sprintf("  campaign %s: %s, %d of %d nodes done; resume: drainctl --auto roll %s",
-				r.Name, r.State, done, len(r.Nodes), strings.Join(nodes, " ")))
+			lines = append(lines, text.Sprintf("  campaign %s: %s, %d of %d nodes done; resume: %s --auto roll %s",
+				r.Name, r.State, done, len(r.Nodes), drainctl, strings.Join(nodes, " ")))
 		}
 	}
 	if len(lines) == 0 {
-		return
+		return 0
 	}
 	fmt.Fprintln(w, "drainctl: left unfinished:")
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
+	if m.s.opts.Where.Demo {
+		fmt.Fprintln(w, "drainctl: the demo's simulated cluster ended with this process: these commands would start a new demo, not resume this one")
+	}
+	return len(lines)
+}
+
+// resumeCommand is drainctl as it reaches the cluster on screen: the options it was started
+// with, the context now shown (after any :ctx), --demo in the demo.
+func (m Model) resumeCommand() string {
+	c := firstNonEmpty(m.s.opts.Command, "drainctl")
+	if m.s.opts.Where.Demo {
+		return c + " --demo"
+	}
+	if ctx := m.s.opts.Where.KubeContext; ctx != "" {
+		c += " --context " + text.ShellWord(ctx)
+	}
+	return c
 }

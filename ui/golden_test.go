@@ -220,11 +220,22 @@ func TestQuitSummarySaysHowToResume(t *testing.T) {
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("summary:\n%s\nwant a line with %q", b.String(), want)
 	}
+	// Every command names the cluster on screen: its configuration and context; the demo's
+	// says it would start a new demo (never a default kubeconfig's cluster).
+	m.s.opts.Command, m.s.opts.Where = "drainctl --config /etc/drainctl.toml", model.Where{KubeContext: "prod eu"}
+	b.Reset()
+	if n := m.summary(&b); n != 1 || !strings.Contains(b.String(), "resume: drainctl --config /etc/drainctl.toml --context 'prod eu' --auto evacuate compute-0 --force, or undo: drainctl --config /etc/drainctl.toml --context 'prod eu' --auto rollback compute-0") {
+		t.Errorf("summary on a context (%d):\n%s", n, b.String())
+	}
+	m.s.opts.Command, m.s.opts.Where = "drainctl", model.Where{Demo: true}
+	b.Reset()
+	if m.summary(&b); !strings.Contains(b.String(), "resume: drainctl --demo --auto evacuate compute-0") || !strings.Contains(b.String(), "would start a new demo") {
+		t.Errorf("summary in the demo:\n%s", b.String())
+	}
 	m.s.ops.views["compute-0"].report = &ops.Report{Result: ops.ResultDone}
 	b.Reset()
-	m.summary(&b)
-	if b.Len() != 0 {
-		t.Errorf("nothing was left, yet: %s", b.String())
+	if n := m.summary(&b); b.Len() != 0 || n != 0 {
+		t.Errorf("nothing was left, yet (%d): %s", n, b.String())
 	}
 }
 

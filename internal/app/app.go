@@ -21,6 +21,7 @@ import (
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/auto"
+	"github.com/drainctl/drainctl/ui/text"
 )
 
 // Options are the parsed command line.
@@ -167,7 +168,7 @@ func runTUI(ctx context.Context, e env) error {
 		return err
 	}
 	o := ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
-		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr} // the header says DEMO
+		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr, Command: e.command()} // the header says DEMO
 	if cl.Demo != nil {
 		o.Machines = cl.Demo
 	}
@@ -301,4 +302,20 @@ func firstNonBlank(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// command is drainctl as this process reaches its cluster (its configuration and
+// kubeconfig), for the commands a view prints; the view adds the context it shows.
+func (e env) command() string {
+	c := "drainctl"
+	if e.o.Config != "" {
+		c += " --config " + text.ShellWord(e.o.Config)
+	}
+	if e.o.LegacyConfig != "" {
+		c += " --config-path " + text.ShellWord(e.o.LegacyConfig)
+	}
+	if e.o.Kubeconfig != "" {
+		c += " --kubeconfig " + text.ShellWord(e.o.Kubeconfig)
+	}
+	return c
 }

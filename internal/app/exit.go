@@ -11,6 +11,7 @@ import (
 	"github.com/drainctl/drainctl/ops/config"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/auto"
 	"github.com/drainctl/drainctl/ui/text"
 )
@@ -49,7 +50,7 @@ func ExitCodeOf(err error) int {
 		return ExitUsage
 	case errors.As(err, new(*ops.RefusedError)), errors.As(err, new(*ops.LeaseHeldError)):
 		return ExitRefused
-	case errors.As(err, new(*ops.Interrupted)), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, new(*ops.Interrupted)), errors.As(err, new(*ui.UnfinishedError)), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ExitInterrupted
 	}
 	return ExitFailed
