@@ -600,7 +600,12 @@ func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
 		r.mu.Lock()
 		r.stopping = err
 		r.mu.Unlock()
-		r.emit(NewPlanReady(r.e.now(), plan))
+		// The plan is shown with its blockers, and closed as refused: a view must not keep a
+		// node that nothing runs on as an operation running.
+		now := r.e.now()
+		r.emit(NewPlanReady(now, plan))
+		r.emit(NewRunDone(now, Report{Op: plan.Op, Node: plan.Node, Started: now, Finished: now, Result: ResultRefused,
+			Reasons: b, Error: err.Error(), Pods: []PodReport{}, VMs: []VMReport{}}))
 		r.note(n.Name, n.Phase, "refused before anything changed on it: "+err.Error())
 		return nil, err
 	}
