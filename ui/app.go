@@ -247,6 +247,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.confirm.pending = &p
 		m.setStatus("", false) // a status about the previous plan no longer holds
+		if b := p.batch.Blockers(); p.rejudged && p.err == nil {
+			if len(b) == 0 {
+				m.setStatus("judged again: nothing refuses it now; y runs it", false)
+			} else {
+				m.setStatus(text.Sprintf("judged again: still refused by %d blocker(s); first: %s", len(b), text.Reason(b[0])), true)
+			}
+		}
 		m.push(confirmScreen)
 		return m, nil
 	case batchDone:

@@ -23,6 +23,10 @@ type pending struct {
 	// maintenance: confirming a NodeMaintenance to create or delete (the plan shows what
 	// the controller will do) instead of running the plan here.
 	maintenance string
+	// rejudged: this plan was made again, from a fresh read, because y was pressed on a
+	// refusal (its blockers may depend on time or on the world: a node NotReady long enough
+	// by now, a fence just given).
+	rejudged bool
 }
 
 // NodeMaintenance actions.
@@ -53,7 +57,20 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	case proposeMaint:
 		return m.proposeMaintenance(in.action, in.node)
 	case replan:
-		return m, m.plan(in.p.op, in.p.targets, in.p.ro)
+		cmd := m.plan(in.p.op, in.p.targets, in.p.ro)
+		if in.p.rejudged {
+			m.setStatus("judging the plan again from a fresh read…", false)
+			plan := cmd
+			cmd = func() tea.Msg {
+				msg := plan()
+				if p, ok := msg.(planMsg); ok {
+					p.rejudged = true
+					return p
+				}
+				return msg
+			}
+		}
+		return m, cmd
 	case pickTarget:
 		m.openPicker(func(l *listPane) { l.openHostPicker(in.p, &m.s) }) // esc: back to the confirmation
 		return m, nil

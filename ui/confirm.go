@@ -66,7 +66,13 @@ func (p *confirmPane) bindings(s *shared) []action {
 	case pd.err != nil:
 		confirm.do = nil // the error is on screen: nothing to run
 	case len(pd.batch.Blockers()) > 0:
-		confirm.disabled = "refused: resolve the blockers or toggle their overrides first"
+		// y judges the plan again from a fresh read: what refused it a minute ago (a node
+		// NotReady for 3 s only) may hold no more. It runs only on a y after that.
+		confirm.do = func() intent {
+			next := *pd
+			next.ro.FromCache, next.rejudged = false, true
+			return replan{&next}
+		}
 	}
 	toggle := func(b Binding, f func(*policy.Options)) action {
 		return action{key: b, do: func() intent {

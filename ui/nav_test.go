@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
@@ -133,4 +134,43 @@ func screenKeys(m Model) []string {
 		}
 	}
 	return out
+}
+
+// A refusal that depends on time is judged again when y is pressed: X right after a node
+// died refuses ("NotReady for 0s only"); a minute later y reads the world again, says what
+// is left, and only a y after that runs it.
+func TestYJudgesARefusalAgain(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0 := c.Name("c0")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	c.World.KillHost(c0)
+	kubetest.SetReady(t, c.CS, c0, false, time.Now())
+	kubetest.Eventually(t, 10*time.Second, "the view seeing the node NotReady", func() bool {
+		k, ok := l.m.eng.KubeNode(c0)
+		return ok && !k.Ready
+	})
+	l.send(l.m.load(true)()) // the view's next read
+	for i, row := range l.m.nodes.rows {
+		if l.m.s.inv.Nodes[row].Name == c0 {
+			l.m.nodes.cursor = i
+		}
+	}
+	l.keys("X", "K", "A")
+	if l.m.screen != confirmScreen || !strings.Contains(l.m.View(), "NotReady for") {
+		t.Fatalf("X on a node just dead: screen %v\n%s", l.m.screen, l.m.View())
+	}
+	l.keys("y") // still too early: judged again, still refused, nothing runs
+	if len(l.m.s.ops.order) != 0 || !strings.Contains(l.m.status, "still refused") || !strings.Contains(l.m.status, "NotReady for") {
+		t.Fatalf("y on a refusal: operations %v, status %q", l.m.s.ops.order, l.m.status)
+	}
+	// Time passes (the node has been NotReady for five minutes by now).
+	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 10*time.Second, "the view seeing the older outage", func() bool {
+		k, _ := l.m.eng.KubeNode(c0)
+		return time.Since(k.ReadySince) > time.Minute
+	})
+	l.keys("y")
+	if len(l.m.s.ops.order) != 0 || l.m.screen != confirmScreen || !strings.Contains(l.m.status, "nothing refuses it now") {
+		t.Fatalf("y judged again: operations %v, status %q\n%s", l.m.s.ops.order, l.m.status, l.m.View())
+	}
 }
