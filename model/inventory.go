@@ -230,6 +230,11 @@ func Join(k KubeSnapshot, n *NovaSnapshot, m HostMapper, at time.Time) Inventory
 	inv.Nodes = make([]Node, len(nodes))
 	for i, node := range nodes {
 		sort.Slice(node.VMs, func(a, b int) bool { return node.VMs[a].Name < node.VMs[b].Name })
+		if node.Hypervisor != nil {
+			// Nova stopped reporting running_vms at 2.88 (it reads 0 there): the servers on
+			// the host are counted instead, so that no view says 0 VMs beside ten.
+			node.Hypervisor.RunningVMs = len(node.VMs)
+		}
 		if !slices.IsSortedFunc(node.Pods, ComparePods) { // a shared run is sorted already: never written
 			slices.SortFunc(node.Pods, ComparePods)
 		}

@@ -99,7 +99,7 @@ func describeNode(n model.Node, s *shared) describePane {
 	if h := n.Hypervisor; h != nil {
 		add("hypervisor %s: vCPU %s · RAM %s · %d VMs", h.Hostname, text.VCPU(n), text.RAM(n), h.RunningVMs)
 	}
-	for _, m := range n.Mismatches(s.inv.NovaConfigured) {
+	for _, m := range policy.Disagreements(n, s.inv, s.opts.Policy) {
 		add("disagreement %s: %s", m.Code, m.Message)
 	}
 	if nm, ok := s.maint[n.Name]; ok {

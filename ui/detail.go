@@ -79,7 +79,7 @@ func (p *detailPane) view(s *shared) string {
 	if n.Compute != nil && n.Compute.DisabledReason != "" {
 		head += "\n" + st.Muted.Render("disabled reason: "+text.Safe(n.Compute.DisabledReason))
 	}
-	for _, mm := range n.Mismatches(s.inv.NovaConfigured) {
+	for _, mm := range policy.Disagreements(n, s.inv, s.opts.Policy) {
 		head += "\n" + st.Warn.Render("! "+text.Safe(mm.Message))
 	}
 	if nm, ok := s.maint[n.Name]; ok {

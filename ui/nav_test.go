@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
@@ -172,5 +174,23 @@ func TestYJudgesARefusalAgain(t *testing.T) {
 	l.keys("y")
 	if len(l.m.s.ops.order) != 0 || l.m.screen != confirmScreen || !strings.Contains(l.m.status, "nothing refuses it now") {
 		t.Fatalf("y judged again: operations %v, status %q\n%s", l.m.s.ops.order, l.m.status, l.m.View())
+	}
+}
+
+// The node list marks a disagreement by doctor's rule: a storage node with no compute
+// service is no hypervisor, and no disagreement; a node that runs the hypervisor pods but
+// matches no compute service is one.
+func TestRowsMarkDisagreementsAsDoctorDoes(t *testing.T) {
+	m := newModel(t, 3, 160, 45)
+	inv := m.s.inv
+	inv.Nodes = append(inv.Nodes, model.Node{Name: "compute-x", Kube: &model.KubeNode{Name: "compute-x", Ready: true, Schedulable: true},
+		Pods: []model.Pod{{Namespace: "openstack", Name: "libvirt-x", Phase: "Running", OwnerKind: "DaemonSet", Labels: map[string]string{"application": "libvirt"}}}})
+	next, _ := m.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.s.opts.Policy, policy.DefaultWeights())})
+	v := next.(Model).View()
+	if strings.Contains(v, "!storage-0") || strings.Contains(v, "no compute service") {
+		t.Errorf("storage-0 marked as a disagreement:\n%s", v)
+	}
+	if !strings.Contains(v, "!compute-x") || !strings.Contains(v, "no Nova host") {
+		t.Errorf("compute-x (hypervisor pods, no compute service) not marked:\n%s", v)
 	}
 }

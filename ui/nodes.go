@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ui/text"
 )
 
@@ -298,7 +299,7 @@ type rowKey struct {
 }
 
 func (p *nodesPane) row(s *shared, n model.Node, cols []column, cursor bool) string {
-	mism := n.Mismatches(s.inv.NovaConfigured)
+	mism := policy.Disagreements(n, s.inv, s.opts.Policy) // doctor's rule
 	key := rowKey{n.Name, cursor, p.selected[n.Name], s.ops.running(n.Name), s.syncing, notes(s, n, mism), s.width}
 	if p.cache == nil {
 		return p.renderRow(s, n, cols, key, mism)
@@ -350,12 +351,14 @@ func (p *nodesPane) renderRow(s *shared, n model.Node, cols []column, key rowKey
 
 // shortMismatch is a mismatch in a few words, for a row (the detail screen has the sentence).
 var shortMismatch = map[model.MismatchCode]string{
-	model.CordonedButEnabled:     "cordoned, compute enabled",
-	model.DisabledButSchedulable: "compute disabled, schedulable",
-	model.ReadyButComputeDown:    "Ready, compute down",
-	model.NoComputeService:       "no compute service",
-	model.NoKubeNode:             "no Kubernetes node",
-	model.NoHypervisor:           "no hypervisor",
+	model.CordonedButEnabled:               "cordoned, compute enabled",
+	model.DisabledButSchedulable:           "compute disabled, schedulable",
+	model.ReadyButComputeDown:              "Ready, compute down",
+	model.NoComputeService:                 "no compute service",
+	model.NoKubeNode:                       "no Kubernetes node",
+	model.NoHypervisor:                     "no hypervisor",
+	model.MismatchCode(model.NoNovaHost):   "no Nova host",
+	model.MismatchCode(model.HostConflict): "host shared",
 }
 
 var progressive = map[model.OpKind]string{model.OpCordon: "cordoning", model.OpEvacuate: "evacuating",

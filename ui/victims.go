@@ -48,8 +48,14 @@ func (p *victimsPane) view(s *shared) string {
 	for i := start; i < min(len(s.victims), start+rows); i++ {
 		v := s.victims[i]
 		why := ""
-		if len(v.Reasons) > 0 {
+		if len(v.Reasons) > 0 { // what it is about (a pod, a VM) and how many more the detail below lists
 			why = v.Reasons[0].Message
+			if o := v.Reasons[0].Object; o != v.Node {
+				why = v.Reasons[0].Text()
+			}
+			if len(v.Reasons) > 1 {
+				why += text.Sprintf(" (+%d more)", len(v.Reasons)-1)
+			}
 		}
 		line := text.Sprintf("%s%4s %s %6.1f  %4d  %3d  %9s   %s", marks(i == p.cursor, false), rankText(v.Rank), pad(text.Safe(v.Node), s.nameWidth), v.Cost, v.Pods, v.VMs, text.Bytes(v.VMMemory<<20), why)
 		line = truncate(line, s.width)

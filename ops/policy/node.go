@@ -226,3 +226,21 @@ func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leavin
 	return &model.Reason{Code: model.NoHostWithRoom, Severity: sev, Object: node.Name, Override: model.OverrideForce,
 		Message: fmt.Sprintf("the other enabled compute hosts have no room for %d VM(s): %s", len(unplaced), strings.Join(unplaced, ", "))}
 }
+
+// Disagreements are where the node's two halves disagree, the one rule doctor and every view
+// apply: a node without a compute service disagrees only when it should have one (it runs
+// the hypervisor pods, or [mapping] names its host: HostReason). A control-plane or storage
+// node is no hypervisor, and no disagreement.
+func Disagreements(n model.Node, inv model.Inventory, o Options) []model.Mismatch {
+	var out []model.Mismatch
+	if r := HostReason(n, inv, o); r != nil {
+		out = append(out, model.Mismatch{Code: model.MismatchCode(r.Code), Message: r.Object + " " + r.Message})
+	}
+	for _, m := range n.Mismatches(inv.NovaConfigured) {
+		if m.Code == model.NoComputeService || m.Code == model.NoHypervisor {
+			continue // expected of a node that is no hypervisor; HostReason speaks for one that is
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -224,6 +224,11 @@ func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRoo
 	add := func(code model.ReasonCode, override model.Override, format string, a ...any) {
 		v.Reasons = append(v.Reasons, model.Reason{Code: code, Severity: model.Blocks, Object: n.Name, Override: override, Message: fmt.Sprintf(format, a...)})
 	}
+	if !k.Ready {
+		// A dead node is not scaled down: its VMs cannot be live-migrated off a dead
+		// nova-compute, and its way is a recovery (rebuilt elsewhere, fenced first).
+		add(model.NodeIsDead, "", "is NotReady: a dead node's way is recover (fence it, rebuild its VMs elsewhere), not a scale-down")
+	}
 	if k.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] == "true" {
 		add(model.ScaleDownDisabled, "", `annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`)
 	}
@@ -264,10 +269,10 @@ func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRoo
 	movable := make([]item, 0, len(n.Pods))
 	for i := range n.Pods {
 		p := &n.Pods[i]
-		verdict, r := ClassifyPod(*p, o)
+		verdict, _ := ClassifyPod(*p, o)
 		switch verdict {
-		case Block:
-			v.Reasons = append(v.Reasons, *r)
+		case Block: // every reason, as the plan gives them (one override lifted must not meet the next)
+			v.Reasons = append(v.Reasons, PodBlocks(*p, o)...)
 			continue
 		case Stay:
 			continue

@@ -251,3 +251,31 @@ func BenchmarkRank(b *testing.B) {
 		Rank(inv, Options{IgnoreDaemonSets: true}, DefaultWeights())
 	}
 }
+
+// A NotReady node is never a scale-down candidate: the ranking names recover as its way.
+func TestRankSendsADeadNodeToRecover(t *testing.T) {
+	inv := clusterOf(4, 2, 1, rand.New(rand.NewSource(1)))
+	dead := inv.Nodes[0]
+	dead.Kube.Ready = false
+	v := victim(Rank(inv, Options{}, DefaultWeights()), dead.Name)
+	if v.Candidate || !codes(v)[model.NodeIsDead] {
+		t.Fatalf("a dead node: candidate %v, reasons %+v", v.Candidate, v.Reasons)
+	}
+}
+
+// The ranking gives every reason a pod blocks, as the plan does: a bare pod with a local
+// volume names both overrides at once.
+func TestRankGivesEveryBlockerOfAPod(t *testing.T) {
+	inv := clusterOf(3, 1, 0, rand.New(rand.NewSource(2)))
+	inv.Nodes[0].Pods = append(inv.Nodes[0].Pods, model.Pod{Namespace: "shop", Name: "cache-0", NodeName: inv.Nodes[0].Name, Phase: "Running", LocalVolume: "scratch"})
+	v := victim(Rank(inv, Options{}, DefaultWeights()), inv.Nodes[0].Name)
+	var on []string
+	for _, r := range v.Reasons {
+		if r.Object == "shop/cache-0" {
+			on = append(on, string(r.Override))
+		}
+	}
+	if len(on) != len(PodBlocks(inv.Nodes[0].Pods[1], Options{})) || len(on) < 2 {
+		t.Errorf("reasons on the pod: %v (the plan gives %d)", on, len(PodBlocks(inv.Nodes[0].Pods[1], Options{})))
+	}
+}

@@ -148,13 +148,7 @@ func (a *Auto) doctor(ctx context.Context) error {
 	}
 	var found []finding
 	for _, n := range inv.Nodes {
-		if r := policy.HostReason(n, inv, a.Run.Policy); r != nil {
-			found = append(found, finding{string(r.Code), r.Object, r.Object + " " + r.Message})
-		}
-		for _, m := range n.Mismatches(inv.NovaConfigured) {
-			if m.Code == model.NoComputeService || m.Code == model.NoHypervisor {
-				continue // expected on control-plane and storage nodes
-			}
+		for _, m := range policy.Disagreements(n, inv, a.Run.Policy) {
 			found = append(found, finding{string(m.Code), n.Name, m.Message})
 		}
 		if n.Compute != nil && n.Compute.ForcedDown {
