@@ -302,3 +302,10 @@ func (e *Engine) HoldLease(ctx context.Context, node string, ttl time.Duration) 
 func (e *Engine) ReleaseLease(ctx context.Context, node string) error {
 	return e.kube.ReleaseLease(ctx, node, e.o.Holder)
 }
+
+// TargetReason says why dest cannot take vm (nil: it can), by the destination rules an
+// evacuation applies (policy.TargetReason): the target picker offers only the hosts it
+// passes, as --to accepts only them.
+func (e *Engine) TargetReason(vm model.VM, dest model.Node) *model.Reason {
+	return policy.TargetReason(vm, dest, e.cpuRatio())
+}

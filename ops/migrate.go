@@ -381,13 +381,19 @@ func (r *runner) stays(run *vmRun, reason *model.Reason) (failure *model.Reason)
 
 // retry puts a failed VM back in the queue if it has attempts left.
 func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
-	if run.attempt >= r.e.o.Attempts {
+	if run.attempt >= r.e.o.Attempts || r.noValidHostAsked(msg) {
 		return false
 	}
 	run.notBefore = r.e.now().Add(r.e.o.Poll)
 	r.emitVM(run, MigRetrying, msg)
 	*pending = append(*pending, run)
 	return true
+}
+
+// noValidHostAsked: Nova's scheduler turned the requested host down (--to): asking again
+// for the same host gets the same answer.
+func (r *runner) noValidHostAsked(msg string) bool {
+	return r.ro.To != "" && strings.Contains(msg, "No valid host")
 }
 
 // pollOne reads one running migration. It returns an outcome (completed, failed, aborted)

@@ -323,6 +323,9 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 				case dest.Host == n.Host:
 					return p, &UsageError{Problem: fmt.Sprintf("%s is already on %s", vm.Name, ro.To)}
 				}
+				if r := policy.TargetReason(vm, dest, e.cpuRatio()); r != nil { // as the picker and an evacuation judge it
+					p.Reasons = append(p.Reasons, *r)
+				}
 			}
 			verb := "live-migrate "
 			if method == model.MoveCold {

@@ -72,7 +72,11 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		}
 		return m, cmd
 	case pickTarget:
-		m.openPicker(func(l *listPane) { l.openHostPicker(in.p, &m.s) }) // esc: back to the confirmation
+		var refuse func(model.VM, model.Node) *model.Reason
+		if m.eng != nil {
+			refuse = m.eng.TargetReason
+		}
+		m.openPicker(func(l *listPane) { l.openHostPicker(in.p, &m.s, refuse) }) // esc: back to the confirmation
 		return m, nil
 	case runPending:
 		return m.start(in.p)

@@ -295,9 +295,10 @@ func drainVerdict(p model.Pod, pdbs map[string]model.PDB, o policy.Options) stri
 	return "evict"
 }
 
-// openHostPicker lists where the migration may go: the scheduler's choice, then each
-// enabled, up compute host that is not a source of these VMs, filterable (t in a migrate plan).
-func (p *listPane) openHostPicker(pd *pending, s *shared) {
+// openHostPicker lists where the migration may go: the scheduler's choice, then each host
+// that may take every VM of the plan by the rules an evacuation applies (legal, enabled,
+// up, with room: refuse, when given, says why one may not), filterable (t in a migrate plan).
+func (p *listPane) openHostPicker(pd *pending, s *shared, refuse func(model.VM, model.Node) *model.Reason) {
 	p.open(hostPicker, s)
 	p.title = "Target host for the migration (enter picks, / filters, esc goes back)"
 	p.header = fitColumns([]listColumn{{"HOST", 24, 0}, {"VMS", 4, 1}, {"VCPU", 9, 2}, {"RAM", 11, 3}, {"ZONE", 12, 4}}, s.width)
@@ -306,8 +307,18 @@ func (p *listPane) openHostPicker(pd *pending, s *shared) {
 		sources[pl.Host] = true
 	}
 	p.rows = []listRow{{key: "", cells: []string{"(the scheduler chooses)"}, search: "scheduler"}}
+	legal := func(n model.Node) bool {
+		for _, pl := range pd.batch.Plans {
+			for _, vm := range pl.VMs {
+				if refuse != nil && refuse(vm, n) != nil {
+					return false
+				}
+			}
+		}
+		return true
+	}
 	for _, n := range s.inv.Nodes {
-		if c := n.Compute; c != nil && c.Enabled && c.Up && !sources[n.Host] {
+		if c := n.Compute; c != nil && c.Enabled && c.Up && !sources[n.Host] && legal(n) {
 			p.rows = append(p.rows, listRow{key: n.Host, cells: []string{n.Host, fmt.Sprint(len(n.VMs)), text.VCPU(n), text.RAM(n), c.Zone},
 				search: strings.ToLower(n.Host + " " + n.Name + " " + c.Zone)})
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/sim"
 	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
@@ -192,5 +193,47 @@ func TestRowsMarkDisagreementsAsDoctorDoes(t *testing.T) {
 	}
 	if !strings.Contains(v, "!compute-x") || !strings.Contains(v, "no Nova host") {
 		t.Errorf("compute-x (hypervisor pods, no compute service) not marked:\n%s", v)
+	}
+}
+
+// The target picker offers the hosts an evacuation would choose from, no other: not one
+// holding a member of the VM's hard anti-affinity group, not a disabled one.
+func TestThePickerOffersLegalHostsOnly(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c1, c2 := c.Name("c1"), c.Name("c2")
+	c.World.AddServer("vm-c", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.AddServerGroup("db", "anti-affinity", "vm-a", "vm-c")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.keys(":", "v", "m", "s", "enter")
+	for i, r := range l.m.list.rows {
+		if strings.Contains(strings.Join(r.cells, " "), "vm-a") {
+			l.m.list.cursor = i
+		}
+	}
+	l.keys("m", "t")
+	if l.m.screen != listScreen || l.m.list.kind != hostPicker {
+		t.Fatalf("m, t: screen %v, status %q", l.m.screen, l.m.status)
+	}
+	hosts := map[string]bool{}
+	for _, r := range l.m.list.rows {
+		hosts[r.key] = true
+	}
+	if hosts[c1] || !hosts[c2] {
+		t.Errorf("offered %v: %s holds vm-a's anti-affinity partner", hosts, c1)
+	}
+	// Disabled meanwhile: not offered either.
+	c.World.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) { h[c2].Enabled = false })
+	l.keys("esc", "esc")
+	l.send(l.m.load(true)())
+	for i, r := range l.m.list.rows {
+		if strings.Contains(strings.Join(r.cells, " "), "vm-a") {
+			l.m.list.cursor = i
+		}
+	}
+	l.keys("m", "t")
+	for _, r := range l.m.list.rows {
+		if r.key == c2 {
+			t.Errorf("the disabled %s is offered", c2)
+		}
 	}
 }

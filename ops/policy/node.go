@@ -244,3 +244,49 @@ func Disagreements(n model.Node, inv model.Inventory, o Options) []model.Mismatc
 	}
 	return out
 }
+
+// TargetReason says why dest cannot take vm, by the rules an evacuation's destination
+// choice applies (nil: it can): another host, its nova-compute enabled, up and not forced
+// down, in the VM's zone, holding no other member of the VM's hard anti-affinity groups,
+// with room for it where the capacity is known. Nova would refuse a move there (NoValidHost)
+// whatever drainctl's overrides: the picker does not offer it, --to is refused.
+func TargetReason(vm model.VM, dest model.Node, cpuRatio float64) *model.Reason {
+	block := func(code model.ReasonCode, format string, a ...any) *model.Reason {
+		return &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: fmt.Sprintf(format, a...)}
+	}
+	c := dest.Compute
+	switch {
+	case c == nil:
+		return block(model.NoLegalHost, "%s runs no nova-compute", dest.Name)
+	case dest.Host == vm.Host:
+		return block(model.NoLegalHost, "it is on %s already", dest.Host)
+	case !c.Enabled:
+		return block(model.NoLegalHost, "nova-compute on %s is disabled (%s): the scheduler sends it nothing", dest.Host, orNone(c.DisabledReason))
+	case !c.Up || c.ForcedDown:
+		return block(model.NoLegalHost, "nova-compute on %s is down", dest.Host)
+	}
+	groups := map[string]bool{}
+	for _, other := range dest.VMs {
+		for _, g := range other.Groups() {
+			groups[g] = true
+		}
+	}
+	if ok, why := vm.Legal(c.Zone, groups); !ok {
+		return block(model.NoLegalHost, "%s: %s", dest.Host, why)
+	}
+	if dest.Hypervisor != nil {
+		if room, ok := dest.Hypervisor.Room(cpuRatio); ok {
+			if room.MemoryMB.Free() < float64(vm.RAMMB) || room.VCPU.Free() < float64(vm.VCPUs) || diskFree(room) < float64(vm.DiskGB) {
+				return block(model.NoHostWithRoom, "%s has no room for it (%d MiB, %d vCPU, %d GB)", dest.Host, vm.RAMMB, vm.VCPUs, vm.DiskGB)
+			}
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no reason given"
+	}
+	return s
+}
