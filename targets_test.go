@@ -19,7 +19,9 @@ func TestMigrateTargetsFollowTheRules(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stdout+r.stderr, "anti-affinity") {
 		t.Fatalf("--to a host of the VM's anti-affinity group: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	c.world.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) { h[c2].Enabled, h[c2].DisabledReason = false, "rack work" })
+	c.world.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) {
+		h[c2].Enabled, h[c2].DisabledReason = false, "rack work"
+	})
 	r = c.drainctl(t, nil, "--auto", "migrate", "db-2", "--to", c2)
 	if r.code != 3 || !strings.Contains(r.stderr, "disabled") {
 		t.Fatalf("--to a disabled host: exit %d\n%s", r.code, r.stderr)
