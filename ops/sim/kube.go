@@ -50,6 +50,9 @@ type Kube struct {
 	timers  []*time.Timer
 	stopped bool
 	nextID  int
+	// daemons are the DaemonSet pods a dead node lost to its out-of-service taint, by node:
+	// the DaemonSet controller puts them back once the node is Ready and untainted.
+	daemons map[string][]*corev1.Pod
 }
 
 // NewKube makes a simulated cluster holding objs.
@@ -212,9 +215,12 @@ func (k *Kube) terminate(pod *corev1.Pod, grace *int64) error {
 	return nil
 }
 
-// remove deletes the pod for good and lets its controller replace it.
+// remove deletes the pod for good and lets its controller replace it. A pod already gone
+// (two sweeps, a force-delete after a sweep) was replaced by whoever removed it: never twice.
 func (k *Kube) remove(pod *corev1.Pod) error {
-	if err := k.Clientset.Tracker().Delete(podsGVR, pod.Namespace, pod.Name); err != nil && !apierrors.IsNotFound(err) {
+	if err := k.Clientset.Tracker().Delete(podsGVR, pod.Namespace, pod.Name); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	k.recomputePDBs(pod.Namespace)
@@ -427,7 +433,11 @@ func (k *Kube) SetNodeReady(name string, ready bool) error {
 	if !ready {
 		k.after(outOfServiceAfter, func() { k.sweepOutOfService(name) })
 	}
-	return k.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, "")
+	err = k.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, "")
+	if ready {
+		k.after(0, func() { k.restoreDaemons(name) })
+	}
+	return err
 }
 
 // outOfServiceAfter is how soon the controller manager deletes a dead node's pods once it
@@ -448,6 +458,7 @@ func (k *Kube) nodeWritten(a k8stesting.Action) (bool, runtime.Object, error) {
 	}
 	if name != "" {
 		k.after(outOfServiceAfter, func() { k.sweepOutOfService(name) })
+		k.after(0, func() { k.restoreDaemons(name) })
 	}
 	return false, nil, nil
 }
@@ -477,6 +488,49 @@ func (k *Kube) sweepOutOfService(name string) {
 		if p.Spec.NodeName != name || corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, taint, false) {
 			continue
 		}
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "DaemonSet" {
+			k.mu.Lock()
+			if k.daemons == nil {
+				k.daemons = map[string][]*corev1.Pod{}
+			}
+			k.daemons[name] = append(k.daemons[name], p.DeepCopy())
+			k.mu.Unlock()
+		}
 		_ = k.remove(&p)
+	}
+}
+
+// restoreDaemons plays the DaemonSet controller for a node back in service (Ready, the
+// out-of-service taint gone): the DaemonSet pods it lost are created on it again, Ready.
+func (k *Kube) restoreDaemons(name string) {
+	obj, err := k.Clientset.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", name)
+	if err != nil {
+		return
+	}
+	n := obj.(*corev1.Node)
+	if !nodeReady(n) {
+		return
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == "node.kubernetes.io/out-of-service" {
+			return
+		}
+	}
+	k.mu.Lock()
+	lost := k.daemons[name]
+	delete(k.daemons, name)
+	k.nextID++
+	id := k.nextID
+	k.mu.Unlock()
+	for i, old := range lost {
+		if _, err := k.getPod(old.Namespace, old.Name); err == nil {
+			continue // back already
+		}
+		p := old.DeepCopy()
+		p.ResourceVersion, p.DeletionTimestamp, p.DeletionGracePeriodSeconds = "", nil, nil
+		p.UID = typesUID(fmt.Sprintf("%s-d%d-%d", old.UID, id, i))
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(k.clock.Now())}}}
+		_ = k.Clientset.Tracker().Add(p)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 )
 
 func demo(t *testing.T, scale float64) *Demo {
@@ -166,5 +168,86 @@ func TestFaultSpec(t *testing.T) {
 		if err := d.World.ApplyFaultSpec(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// A recovery in the demo keeps the cluster consistent: a dead node's pods, swept by two
+// triggers (and a force-delete after), are replaced once each, never twice; its DaemonSet
+// pods come back once it is Ready and the out-of-service taint is gone, as the DaemonSet
+// controller puts them back.
+func TestOutOfServiceReplacesOnceAndDaemonSetsReturn(t *testing.T) {
+	d := demo(t, 1000)
+	node := d.Computes[0]
+	count := func() (all, daemons int) {
+		list, err := d.Kube.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list.Items {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			all++
+			if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "DaemonSet" && p.Spec.NodeName == node {
+				daemons++
+			}
+		}
+		return
+	}
+	taint := corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+	bare, swept, stay := 0, 0, 0 // pods nothing recreates; DaemonSet pods the taint sweeps; those that tolerate it
+	for _, p := range podsOn(t, d, node) {
+		tolerates := corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, &taint, false)
+		ref := metav1.GetControllerOf(&p)
+		switch {
+		case tolerates && ref != nil && ref.Kind == "DaemonSet":
+			stay++
+		case tolerates:
+		case ref == nil:
+			bare++
+		case ref.Kind == "DaemonSet":
+			swept++
+		}
+	}
+	before, ds := count()
+	if swept == 0 {
+		t.Fatal("the node runs no DaemonSet pod the taint sweeps: the test needs one")
+	}
+	n, err := d.Kube.Clientset.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Taints = append(n.Spec.Taints, taint)
+	if _, err := d.Kube.Clientset.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Kube.SetNodeReady(node, false); err != nil {
+		t.Fatal(err)
+	}
+	d.Kube.sweepOutOfService(node)
+	d.Kube.sweepOutOfService(node) // a second trigger
+	if after, dsAfter := count(); after != before-swept-bare || dsAfter != stay {
+		t.Errorf("after the sweeps: %d pods (want %d: %d DaemonSet and %d bare ones gone, the rest replaced once), %d DaemonSet pods on %s (want %d)",
+			after, before-swept-bare, swept, bare, dsAfter, node, stay)
+	}
+	// Back: Ready, the taint gone.
+	n, _ = d.Kube.Clientset.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	n.Spec.Taints = nil
+	if _, err := d.Kube.Clientset.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Kube.SetNodeReady(node, true); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, dsBack := count(); dsBack == ds {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, dsBack := count()
+			t.Fatalf("%d of %d DaemonSet pods back on %s", dsBack, ds, node)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
