@@ -218,6 +218,9 @@ func (k *Kube) terminate(pod *corev1.Pod, grace *int64) error {
 // remove deletes the pod for good and lets its controller replace it. A pod already gone
 // (two sweeps, a force-delete after a sweep) was replaced by whoever removed it: never twice.
 func (k *Kube) remove(pod *corev1.Pod) error {
+	if cur, err := k.getPod(pod.Namespace, pod.Name); err == nil && cur.UID != pod.UID {
+		return nil // replaced already (a StatefulSet pod keeps its name): this one is gone
+	}
 	if err := k.Clientset.Tracker().Delete(podsGVR, pod.Namespace, pod.Name); apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
