@@ -523,3 +523,33 @@ func TestRollForecastsAndKeepsHeadroom(t *testing.T) {
 		t.Error("a refused campaign cordoned its first node")
 	}
 }
+
+// A campaign checks every node before its first one: a node whose own plan is refused (a
+// bare pod) refuses the dry run (exit 3, its blockers named), or, with --on-failure skip, is
+// said to be skipped; the real run skips it untouched, works the next one, and exits 1
+// naming it.
+func TestRollChecksEveryNodeBeforeItStarts(t *testing.T) {
+	c := newRollCluster(t)
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	kubetest.Pod(t, c.cs, c.ns, "bare", c1)
+	r := c.drainctl(t, nil, "--auto", "roll", c1, c0, "--dry-run")
+	if r.code != 3 || !strings.Contains(r.stdout, c1+": pending") || !strings.Contains(r.stdout, "blocks "+c.ns+"/bare") {
+		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = c.drainctl(t, nil, "--auto", "roll", c1, c0, "--dry-run", "--on-failure", "skip")
+	if r.code != 0 || !strings.Contains(r.stdout, "would skip") || !strings.Contains(r.stdout, c1) {
+		t.Fatalf("dry run, skip: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = c.drainctl(t, nil, "--auto", "roll", c1, c0, "--on-failure", "skip", "--campaign", "skips")
+	if r.code != 1 || !strings.Contains(r.stderr, c1+" (skipped)") {
+		t.Fatalf("roll, skip: exit %d\n%s", r.code, r.stderr)
+	}
+	rec := c.campaign(t, "skips")
+	if rec.Nodes[0].Phase != model.PhaseSkipped || !strings.Contains(rec.Nodes[0].Error, "bare") || rec.Nodes[1].Phase != model.PhaseDone {
+		t.Errorf("record: %+v", rec.Nodes)
+	}
+	k, _ := c.cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c1, metav1.GetOptions{})
+	if k.Spec.Unschedulable || k.Annotations["drainctl.io/operation"] != "" {
+		t.Errorf("the skipped node was touched: %+v %v", k.Spec, k.Annotations)
+	}
+}

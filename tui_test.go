@@ -92,8 +92,8 @@ func TestTUIEvacuateAndUncordon(t *testing.T) {
 	if !strings.Contains(s, "migrate-vms") {
 		t.Errorf("the plan lacks its steps:\n%s", s)
 	}
-	tm.keys("y") // refused while blocked
-	tm.waitFor(5*time.Second, "refused: resolve the blockers")
+	tm.keys("y") // refused while blocked: judged again, and still refused, naming what is left
+	tm.waitFor(5*time.Second, "judged again: still refused by 2 blocker(s)")
 	tm.keys("D") // --delete-emptydir-data; cache-0 is also a bare pod, which the plan now shows
 	tm.waitFor(10*time.Second, "overrides: --delete-emptydir-data", "shop/cache-0: no controller", "--force")
 	tm.keys("F")

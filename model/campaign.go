@@ -149,4 +149,7 @@ type NodeForecast struct {
 	VMMemoryMB int64         `json:"vmMemoryMB"`
 	Pods       int           `json:"pods"`
 	Expected   time.Duration `json:"expected"` // its VMs' copy time
+	// Blockers refuse the node's own evacuation plan as the cluster stands (a bare pod, a
+	// VM that fits nowhere): the campaign's check at the node would refuse it.
+	Blockers []Reason `json:"blockers,omitempty"`
 }

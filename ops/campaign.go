@@ -442,6 +442,11 @@ func (r *Roll) Run(ctx context.Context) error {
 			break
 		}
 		plan, err := r.admit(ctx, i)
+		if errors.Is(err, errSkipped) { // refused at its check, left untouched: the next node
+			busy.done(n.Domain)
+			<-slots
+			continue
+		}
 		if err != nil {
 			busy.done(n.Domain)
 			<-slots
@@ -597,20 +602,28 @@ func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
 	}
 	if b := plan.Blockers(); len(b) > 0 {
 		err := &RefusedError{Reasons: b}
-		r.mu.Lock()
-		r.stopping = err
-		r.mu.Unlock()
 		// The plan is shown with its blockers, and closed as refused: a view must not keep a
 		// node that nothing runs on as an operation running.
 		now := r.e.now()
 		r.emit(NewPlanReady(now, plan))
 		r.emit(NewRunDone(now, Report{Op: plan.Op, Node: plan.Node, Started: now, Finished: now, Result: ResultRefused,
 			Reasons: b, Error: err.Error(), Pods: []PodReport{}, VMs: []VMReport{}}))
+		if r.o.OnFailure == "skip" && n.Phase == model.PhasePending {
+			// A failure like any other: nothing changed on it, so it is left as it is.
+			r.setPhase(ctx, i, model.PhaseSkipped, "refused at its check, left untouched: "+err.Error())
+			return nil, errSkipped
+		}
+		r.mu.Lock()
+		r.stopping = err
+		r.mu.Unlock()
 		r.note(n.Name, n.Phase, "refused before anything changed on it: "+err.Error())
 		return nil, err
 	}
 	return &plan, nil
 }
+
+// errSkipped: the node was refused at its check and skipped (--on-failure skip).
+var errSkipped = errors.New("skipped")
 
 // setState records the campaign's state (and why) and reports it.
 func (r *Roll) setState(ctx context.Context, s model.CampaignState, msg string) {

@@ -53,6 +53,15 @@ func (r *Roll) forecast(ctx context.Context) (model.Forecast, error) {
 				nf.Pods++
 			}
 		}
+		if n.Phase == model.PhasePending || n.Phase == model.PhaseEvacuating {
+			// Each node's own plan, as its check will make it (from the read above): a
+			// refusal is known before the first node, not two nodes into the campaign.
+			ro := r.o.Run
+			ro.FromCache, ro.Leaving = true, nil
+			if p, err := e.Plan(ctx, model.OpEvacuate, n.Name, ro); err == nil {
+				nf.Blockers = p.Blockers()
+			}
+		}
 		seconds := float64(nf.VMMemoryMB) / f.RateMiBps / float64(min(perSource, max(1, nf.VMs)))
 		nf.Expected = time.Duration(seconds * float64(time.Second))
 		f.Nodes = append(f.Nodes, nf)
@@ -139,14 +148,36 @@ func (r *Roll) lowestFree(f *model.Forecast, inv model.Inventory, order []string
 	}
 }
 
+// Skipped are the nodes an --on-failure skip campaign would skip as the cluster stands: their
+// own plans are refused.
+func (r *Roll) Skipped() []model.NodeForecast {
+	var out []model.NodeForecast
+	for _, n := range r.fc.Nodes {
+		if len(n.Blockers) > 0 && r.o.OnFailure == "skip" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Forecast is the campaign's forecast, made when it was read (NewRoll).
 func (r *Roll) Forecast() model.Forecast { return r.fc }
 
-// Refusal refuses a campaign that would bring the fleet's free memory below the headroom
-// (nil when it would not). The node where it falls short is planned with the nodes out beside
-// it, so that its own blockers (which VMs fit nowhere) come first.
+// Refusal refuses a campaign before its first node: a node whose own plan is refused
+// (unless --on-failure skip, which skips it: Skipped says which), or the fleet's free
+// memory falling below the headroom. The node where it falls short is planned with the
+// nodes out beside it, so that its own blockers (which VMs fit nowhere) come first.
 func (r *Roll) Refusal(ctx context.Context) error {
 	f := r.fc
+	if r.o.OnFailure != "skip" {
+		var refused []model.Reason
+		for _, n := range f.Nodes {
+			refused = append(refused, n.Blockers...)
+		}
+		if len(refused) > 0 {
+			return &RefusedError{Reasons: refused}
+		}
+	}
 	if f.Short == "" {
 		return nil
 	}

@@ -247,6 +247,12 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		switch {
 		case n.Blocked != "":
 			detail = "blocked: " + text.Safe(n.Blocked)
+		case !p.started && len(fc[n.Name].Blockers) > 0: // its check would refuse it
+			b := fc[n.Name].Blockers
+			detail = "refused: " + text.Reason(b[0])
+			if len(b) > 1 {
+				detail += fmt.Sprintf(" (+%d more)", len(b)-1)
+			}
 		case !p.started && fc[n.Name].Node != "":
 			detail = text.NodeForecast(fc[n.Name])
 		}
@@ -257,6 +263,9 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			style = st.Error
 		case model.PhaseDone:
 			style = st.OK
+		}
+		if !p.started && len(fc[n.Name].Blockers) > 0 {
+			style = st.Error
 		}
 		if n.Name == cur {
 			style = st.Selected

@@ -319,9 +319,23 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 				text.Fprintf(a.Stdout, "%s: %s\n", n.Name, n.Phase)
 				continue
 			}
-			text.Fprintf(a.Stdout, "%s: %s, %s\n", n.Name, n.Phase, text.NodeForecast(nf))
+			line := text.Sprintf("%s: %s, %s", n.Name, n.Phase, text.NodeForecast(nf))
+			if len(nf.Blockers) > 0 { // its check would refuse it: every blocker, each on its own line
+				line += text.Sprintf("; refused by %d blocker(s):", len(nf.Blockers))
+				for _, b := range nf.Blockers {
+					line += "\n  blocks " + text.Reason(b)
+				}
+			}
+			text.Fprintf(a.Stdout, "%s\n", line)
 		}
-		return r.Refusal(ctx) // below the headroom: exit 3, the node named
+		if skipped := r.Skipped(); len(skipped) > 0 {
+			names := make([]string, len(skipped))
+			for i, s := range skipped {
+				names[i] = s.Node
+			}
+			text.Fprintf(a.Stdout, "would skip (--on-failure skip: refused at their check, left untouched): %s\n", strings.Join(names, ", "))
+		}
+		return r.Refusal(ctx) // a node refused, or below the headroom: exit 3, the nodes named
 
 	}
 	return r.Run(ctx)
