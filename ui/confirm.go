@@ -174,11 +174,19 @@ func (p *confirmPane) view(s *shared) string {
 			case model.Waits:
 				style = st.Warn
 			}
-			what := text.Reason(r)
-			if pd.maintenance != "" {
-				what = r.Object + ": " + r.Message // the controller's policy decides, not this view's toggles
+			what, remedy := r.Text(), ""
+			if f := text.Flag(r); f != "" && pd.maintenance == "" { // the controller's policy decides, not this view's toggles
+				remedy = " (use " + f + " to override)"
 			}
-			b.WriteString(style.Render(truncate(text.Sprintf("  %-6s %s", r.Severity, what), width)) + "\n")
+			// A narrow line cuts the reason, never its remedy: the flag is what the operator acts on.
+			head := text.Sprintf("  %-6s ", r.Severity)
+			room := width - lipgloss.Width(head) - lipgloss.Width(remedy)
+			if room < 20 { // narrow: the remedy gets a line of its own, under the reason
+				b.WriteString(style.Render(head+truncate(text.Sprintf("%s", what), width-lipgloss.Width(head))) + "\n")
+				b.WriteString(style.Render(truncate(strings.Repeat(" ", lipgloss.Width(head))+strings.TrimSpace(remedy), width)) + "\n")
+				continue
+			}
+			b.WriteString(style.Render(head+truncate(text.Sprintf("%s", what), room)+text.Sprintf("%s", remedy)) + "\n")
 		}
 	}
 	on := overrideFlags(pd.ro.Policy)

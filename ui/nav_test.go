@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
@@ -234,6 +235,22 @@ func TestThePickerOffersLegalHostsOnly(t *testing.T) {
 	for _, r := range l.m.list.rows {
 		if r.key == c2 {
 			t.Errorf("the disabled %s is offered", c2)
+		}
+	}
+}
+
+// A blocker line too long for the screen is cut in its reason, never in its remedy: the flag
+// (with the VM's ID) is what the operator acts on.
+func TestABlockerKeepsItsRemedy(t *testing.T) {
+	for _, width := range []int{160, 80} {
+		m := newModel(t, 3, width, 45)
+		long := model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: "build-old", ObjectID: "fc256408-54c1-4dfc-acaa-8a2cecce5a3a",
+			Message: "ERROR: Failed to allocate the network(s), not rescheduling. (drainctl never resets a broken server: repair or delete it)", Override: model.OverrideSkipVM}
+		p := pending{op: model.OpEvacuate, targets: []string{"compute-0"},
+			batch: ops.Batch{Plans: []model.Plan{{Op: model.OpEvacuate, Node: "compute-0", Reasons: []model.Reason{long}}}}}
+		next, _ := m.Update(planMsg(p))
+		if v := next.(Model).View(); !strings.Contains(v, "(use --skip-vm fc256408-54c1-4dfc-acaa-8a2cecce5a3a to override)") {
+			t.Errorf("at %d columns the remedy is cut:\n%s", width, v)
 		}
 	}
 }
