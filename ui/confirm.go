@@ -88,6 +88,18 @@ func (p *confirmPane) bindings(s *shared) []action {
 	eviction := toggle(k.ToggleEviction, func(o *policy.Options) { o.DisableEviction = !o.DisableEviction })
 	lastNode := toggle(k.ToggleLastNode, func(o *policy.Options) { o.AllowLastNode = !o.AllowLastNode })
 	cold := toggle(k.ToggleCold, func(o *policy.Options) { o.ColdMigrateRunning = !o.ColdMigrateRunning })
+	// S leaves each VM that blocks where it is (by ID, as --skip-vm), or, given already, none.
+	skip := toggle(k.ToggleSkipVMs, func(o *policy.Options) {
+		if len(o.SkipVMs) > 0 {
+			o.SkipVMs = nil
+			return
+		}
+		for _, r := range pd.batch.Blockers() {
+			if r.Override == model.OverrideSkipVM {
+				o.SkipVMs = append(o.SkipVMs, firstNonEmpty(r.ObjectID, r.Object))
+			}
+		}
+	})
 	why := action{key: k.Why, hidden: true, do: func() intent {
 		p.why = textinput.New()
 		p.why.Prompt, p.why.CharLimit = "reason: ", 120
@@ -116,9 +128,16 @@ func (p *confirmPane) bindings(s *shared) []action {
 		}}
 		diskLoss := toggle(k.ToggleDiskLoss, func(o *policy.Options) { o.AcceptDiskLoss = !o.AcceptDiskLoss })
 		out = append(out, confirm, fenced, diskLoss, force, show(k.Back))
-		out = append(out, hide(emptyDir, eviction, lastNode, cold)...)
+		out = append(out, hide(emptyDir, eviction, lastNode, cold, skip)...)
+		if skips(pd) {
+			out = append(out, skip)
+		}
 	default:
-		out = append(out, confirm, force, emptyDir, eviction, lastNode, show(k.Back))
+		out = append(out, confirm, force, emptyDir, eviction, lastNode)
+		if skips(pd) {
+			out = append(out, skip)
+		}
+		out = append(out, show(k.Back))
 		out = append(out, hide(cold)...)
 	}
 	return append(out, why)
@@ -251,7 +270,7 @@ func overrideFlags(o policy.Options) []string {
 		}
 	}
 	for _, vm := range o.SkipVMs {
-		on = append(on, text.Sprintf("--skip-vm %s", vm))
+		on = append(on, "--skip-vm "+text.ShellWord(vm))
 	}
 	return on
 }
@@ -287,4 +306,17 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 		b.WriteString(style.Render(truncate(line, width)) + "\n")
 	}
 	return b.String()
+}
+
+// skips says whether S applies: a VM blocks that --skip-vm would leave, or S was given.
+func skips(pd *pending) bool {
+	if len(pd.ro.Policy.SkipVMs) > 0 {
+		return true
+	}
+	for _, r := range pd.batch.Blockers() {
+		if r.Override == model.OverrideSkipVM {
+			return true
+		}
+	}
+	return false
 }

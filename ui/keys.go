@@ -29,7 +29,7 @@ type KeyMap struct {
 	// In a confirmation.
 	Confirm, Cancel, ToggleForce, ToggleEmptyDir Binding
 	ToggleEviction, ToggleLastNode, ToggleCold   Binding
-	ToggleFenced, ToggleDiskLoss                 Binding
+	ToggleFenced, ToggleDiskLoss, ToggleSkipVMs  Binding
 	Target, Why                                  Binding
 	// In the quit dialog, while operations run.
 	QuitWait, QuitAbort, QuitLeave Binding
@@ -82,6 +82,7 @@ func DefaultKeys() KeyMap {
 		ToggleCold:     bind(true, "M", "toggle --cold-migrate-running (pinned VMs move cold, with downtime)", "M"),
 		ToggleFenced:   bind(true, "K", "recover: toggle --confirm-fenced (your word that the dead machine is off)", "K"),
 		ToggleDiskLoss: bind(true, "A", "recover: toggle --accept-disk-loss (VMs rebuilt from their image lose their local disk)", "A"),
+		ToggleSkipVMs:  bind(true, "S", "toggle --skip-vm for each VM that blocks (it stays where it is; --force's pod rules stay off)", "S"),
 		Target:         bind(true, "t", "migrate: pick the target host (a filterable list)", "t"),
 		Why:            bind(false, "w", "type the reason (nova-compute's disabled reason, as --reason)", "w"),
 		QuitWait:       bind(false, "w", "wait for them (go back)", "w", "esc"),
@@ -133,7 +134,7 @@ func (k KeyMap) groups() [][]Binding {
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause, k.Recover},
 		{k.Operations, k.Victims, k.Describe, k.Command, k.Sort, k.Refresh, k.Help, k.Quit, k.Interrupt},
-		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.ToggleFenced, k.ToggleDiskLoss, k.Target, k.Why},
+		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.ToggleFenced, k.ToggleDiskLoss, k.ToggleSkipVMs, k.Target, k.Why},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}
 }

@@ -254,3 +254,30 @@ func TestABlockerKeepsItsRemedy(t *testing.T) {
 		}
 	}
 }
+
+// S leaves each VM that blocks where it is, by ID, as --skip-vm does, without --force's
+// pod rules: the VM's blocker goes, the bare pod's stays.
+func TestSLeavesTheBlockingVMs(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.World.Break("vm-b", "disk /dev/sdb vanished")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.send(l.m.load(true)())
+	l.keys("e")
+	if l.m.screen != confirmScreen || !strings.Contains(l.m.View(), "vm-b") {
+		t.Fatalf("e: screen %v\n%s", l.m.screen, l.m.View())
+	}
+	l.keys("S")
+	vmb, _ := c.World.ServerByName("vm-b")
+	pd := l.m.confirm.pending
+	if len(pd.ro.Policy.SkipVMs) != 1 || pd.ro.Policy.SkipVMs[0] != vmb.ID || pd.ro.Policy.Force {
+		t.Fatalf("S: policy %+v", pd.ro.Policy)
+	}
+	for _, r := range pd.batch.Blockers() {
+		if r.Object == "vm-b" {
+			t.Errorf("vm-b still blocks: %s", r.Text())
+		}
+	}
+	if !strings.Contains(l.m.View(), "shell") {
+		t.Errorf("the bare pod's blocker went too (S is not --force):\n%s", l.m.View())
+	}
+}
