@@ -105,3 +105,55 @@ func TestEveryScreenHasAPane(t *testing.T) {
 		}
 	}
 }
+
+// The README's key table names every key the bindings have, and no other: help and the
+// README cannot say different things.
+func TestReadmeKeyTableMatchesTheBindings(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(data), "| key | does |")
+	if start < 0 {
+		t.Fatal("README: no key table")
+	}
+	table := string(data[start:])
+	table = table[:strings.Index(table, "\n\n")]
+	documented := map[string]bool{}
+	for _, row := range strings.Split(table, "\n")[2:] {
+		cells := strings.Split(row, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		for i, word := range strings.Split(cells[1]+" "+cells[2], "`") {
+			if i%2 == 1 { // inside backticks
+				documented[strings.TrimSpace(word)] = true
+			}
+		}
+	}
+	keys := DefaultKeys()
+	named := map[string]string{"↑/k": "k", "↓/j": "j", "pgup": "PgUp", "pgdn": "PgDn", "n/esc": "n", "space": "space", "enter": "enter", "esc": "esc", "ctrl+c": "ctrl+c"}
+	for _, b := range keys.all() {
+		key := b.Help().Key
+		if n, ok := named[key]; ok {
+			key = n
+		}
+		if !documented[key] && (len([]rune(key)) == 1 || !strings.Contains(table, key)) {
+			t.Errorf("the README's key table lacks %q (%s)", key, b.Help().Desc)
+		}
+	}
+	for word := range documented {
+		if len([]rune(word)) != 1 {
+			continue
+		}
+		found := false
+		for _, b := range keys.all() {
+			for _, k := range b.Keys() {
+				found = found || k == word
+			}
+		}
+		if !found && word != "●" && word != "▸" {
+			t.Errorf("the README's key table names %q, which no binding has", word)
+		}
+	}
+}
