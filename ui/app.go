@@ -108,6 +108,7 @@ type Model struct {
 	// backs are the screens esc returns to, the last on top: every screen reached by a key
 	// has one (pop falls back on the nodes), so no sequence of keys leaves one without a way back.
 	backs []screen
+	planSeq int // the last plan asked for (pending.seq)
 	// listUnder is the list a picker (a target host, a context) was opened over: the picker
 	// shares the list pane, and the way back must show the list, not the picker again.
 	listUnder *listPane
@@ -242,6 +243,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case planMsg:
 		p := pending(msg)
+		if p.seq < m.planSeq {
+			return m, nil // a newer plan was asked for since: it is on its way
+		}
 		if m.confirm.pending == nil || m.confirm.pending.op != p.op {
 			m.confirm.offset = 0
 		}

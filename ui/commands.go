@@ -27,6 +27,9 @@ type pending struct {
 	// refusal (its blockers may depend on time or on the world: a node NotReady long enough
 	// by now, a fence just given).
 	rejudged bool
+	// seq orders the plans asked for: one that arrives after a newer one was asked for (two
+	// toggles typed quickly) is dropped, so no toggle is lost.
+	seq int
 }
 
 // NodeMaintenance actions.
@@ -57,6 +60,13 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	case proposeMaint:
 		return m.proposeMaintenance(in.action, in.node)
 	case replan:
+		// The toggle counts at once: the next toggle builds on it, not on the plan on screen.
+		m.planSeq++
+		if m.confirm.pending != nil {
+			shown := *m.confirm.pending
+			shown.ro = in.p.ro
+			m.confirm.pending = &shown
+		}
 		cmd := m.plan(in.p.op, in.p.targets, in.p.ro)
 		if in.p.rejudged {
 			m.setStatus("judging the plan again from a fresh read…", false)
@@ -141,6 +151,7 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m, nil
 	case replanTo:
 		m.push(confirmScreen) // the picker returns to its confirmation
+		m.planSeq++
 		return m, m.plan(in.p.op, in.p.targets, in.ro)
 	case asking:
 		m.ask = askPane{question: in.question, yes: in.yes}
@@ -182,6 +193,7 @@ func (m Model) propose(op model.OpKind, targets []string) (tea.Model, tea.Cmd) {
 	}
 	ro.FromCache = false // a new proposal reads the cluster afresh
 	m.setStatus(text.Sprintf("planning %s of %s…", op, strings.Join(targets, ", ")), false)
+	m.planSeq++
 	return m, m.plan(op, targets, ro)
 }
 
@@ -214,6 +226,7 @@ func (m Model) proposeMaintenance(action string, node string) (tea.Model, tea.Cm
 	if action == maintainDelete {
 		op = model.OpUncordon
 	}
+	m.planSeq++
 	plan := m.plan(op, []string{node}, ops.RunOptions{Policy: m.s.opts.Policy})
 	return m, func() tea.Msg {
 		p := plan().(planMsg)
@@ -273,9 +286,9 @@ func (m Model) cannot(op model.OpKind, targets []string) string {
 // plan plans the batch in a Cmd: the engine's batch rules (an evacuation counts the other
 // targets as leaving).
 func (m Model) plan(op model.OpKind, targets []string, ro ops.RunOptions) tea.Cmd {
-	eng, ctx := m.eng, m.ctx
+	eng, ctx, seq := m.eng, m.ctx, m.planSeq
 	return func() tea.Msg {
-		p := pending{op: op, targets: targets, ro: ro}
+		p := pending{op: op, targets: targets, ro: ro, seq: seq}
 		p.batch, p.err = eng.PlanBatch(ctx, op, targets, ro)
 		return planMsg(p)
 	}

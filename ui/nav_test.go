@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
@@ -279,5 +281,30 @@ func TestSLeavesTheBlockingVMs(t *testing.T) {
 	}
 	if !strings.Contains(l.m.View(), "shell") {
 		t.Errorf("the bare pod's blocker went too (S is not --force):\n%s", l.m.View())
+	}
+}
+
+// Two toggles typed before the first one's plan arrives both count, whatever order the plans
+// arrive in: the second builds on the first, and the older plan is dropped.
+func TestTogglesTypedQuicklyAreNotLost(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.World.Break("vm-b", "disk /dev/sdb vanished")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.send(l.m.load(true)())
+	l.keys("e")
+	if l.m.screen != confirmScreen {
+		t.Fatalf("e: screen %v", l.m.screen)
+	}
+	key := func(r rune) tea.Cmd {
+		next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+		l.m = next.(Model)
+		return cmd
+	}
+	first, second := key('S'), key('F')
+	l.send(second()) // the newer plan arrives first
+	l.send(first())  // the older one after it: dropped
+	o := l.m.confirm.pending.ro.Policy
+	if len(o.SkipVMs) != 1 || !o.Force {
+		t.Errorf("after S and F typed quickly: skip %v, force %v", o.SkipVMs, o.Force)
 	}
 }
