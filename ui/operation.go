@@ -398,6 +398,9 @@ func (p *opPane) view(s *shared) string {
 			pct = 1
 		}
 		route := text.Safe(vm.source + " → " + orDash(vm.dest))
+		if vm.state == ops.MigSkipped { // it goes nowhere: no arrow to an unknown host
+			route = text.Safe("stays on " + vm.source)
+		}
 		line1 := fmt.Sprintf("%s%-14s %-15s %s", cursor, fit(vm.name, 14), vmStateStyle(s, vm).Render(fit(string(vm.state), 15)), truncate(route, max(10, width-34)))
 		detail := ""
 		if vm.total > 0 && vm.state == ops.MigRunning {
