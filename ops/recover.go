@@ -62,6 +62,7 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 		"taint "+policy.OutOfService.Key+":NoExecute: Kubernetes deletes the node's pods and detaches their volumes")
 
 	var movable []model.VM
+	var lost []string
 	keep, lose := 0, 0
 	for _, vm := range node.VMs {
 		method, reasons := policy.VMRecover(vm, e.cfg.Recover.SharedStorage, ro.Policy)
@@ -77,12 +78,17 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 		movable = append(movable, vm)
 		if vm.Disk == policy.DiskLost {
 			lose++
+			lost = append(lost, vm.Name)
 		} else {
 			keep++
 		}
 	}
 	if r := policy.CapacityReason(node, movable, inv, nil, e.cpuRatio(), ro.Policy); r != nil {
 		p.Reasons = append(p.Reasons, *r)
+	}
+	if lose > 0 && !ro.Policy.AcceptDiskLoss { // asked for by name, as an evacuation asks before deleting emptyDir data
+		p.Reasons = append(p.Reasons, model.Reason{Code: model.DiskLoss, Severity: model.Blocks, Object: node.Name, Override: model.OverrideAcceptDiskLoss,
+			Message: fmt.Sprintf("%d VM(s) would lose their local disk, rebuilt from their image (LOST FOR GOOD below): %s", lose, strings.Join(lost, ", "))})
 	}
 	vms := fmt.Sprintf("rebuild %d VM(s) on other hosts (Nova's evacuate): %d keep their disk, %d rebuilt from their image", len(movable), keep, lose)
 	if e.nova == nil || node.Compute == nil {

@@ -248,7 +248,7 @@ func (p *confirmPane) view(s *shared) string {
 	case blocked && pd.maintenance == maintainCreate:
 		b.WriteString(st.Warn.Render("The NodeMaintenance will be Failed, retried, until every blocker is resolved.") + "\n")
 	case blocked && pd.op == model.OpRecover:
-		b.WriteString(st.Warn.Render(truncate("Refused until every blocker is resolved (K: your word that the machine is off, --confirm-fenced; or set [recover] fence_cmd).", width)) + "\n")
+		b.WriteString(st.Warn.Render(truncate("Refused until every blocker is resolved (K: your word that the machine is off; A: accept the disks lost; S: leave the VMs that block; y judges it again).", width)) + "\n")
 	case blocked && pd.maintenance == "" && pinned:
 		b.WriteString(st.Warn.Render(truncate("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides; M moves pinned VMs cold).", width)) + "\n")
 	case blocked && pd.maintenance == "":

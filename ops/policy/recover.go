@@ -48,13 +48,8 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 			Message: "left on the dead host (--skip-vm): it would be rebuilt elsewhere"}}
 	}
 	if DiskFate(vm, sharedStorage) == DiskLost {
-		out := []model.Reason{{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+		return model.MoveRebuild, []model.Reason{{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf("%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)", DiskLost, vm.DiskGB)}}
-		if !o.AcceptDiskLoss { // as an evacuation asks before it deletes emptyDir data
-			out = append(out, model.Reason{Code: model.DiskLoss, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID,
-				Message: "its local disk would be lost: a rebuild elsewhere starts it from its image", Override: model.OverrideAcceptDiskLoss})
-		}
-		return model.MoveRebuild, out
 	}
 	return model.MoveRebuild, nil
 }
