@@ -264,7 +264,7 @@ func overrideFlags(o policy.Options) []string {
 		on   bool
 		name string
 	}{{o.Force, "--force"}, {o.DeleteEmptyDirData, "--delete-emptydir-data"}, {o.DisableEviction, "--disable-eviction"}, {o.AllowLastNode, "--allow-last-node"},
-		{o.ColdMigrateRunning, "--cold-migrate-running"}} {
+		{o.ColdMigrateRunning, "--cold-migrate-running"}, {o.AcceptDiskLoss, "--accept-disk-loss"}} {
 		if f.on {
 			on = append(on, f.name)
 		}
