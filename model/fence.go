@@ -22,8 +22,12 @@ type FenceRecord struct {
 
 // NewFenceRecord proves the outage the node is in now.
 func NewFenceRecord(k KubeNode, how, by string, at time.Time) FenceRecord {
-	return FenceRecord{Node: k.Name, NodeUID: k.UID, Outage: k.ReadySince, BootID: k.BootID, How: how, By: by, At: at}
+	return FenceRecord{Node: k.Name, NodeUID: k.UID, Outage: outage(k.ReadySince), BootID: k.BootID, How: how, By: by, At: at}
 }
+
+// outage is a Ready condition's transition time as the API keeps it: to the second (a
+// metav1.Time written back loses what a client held below it).
+func outage(t time.Time) time.Time { return t.Truncate(time.Second) }
 
 // Proves says whether the record still proves the node's machine off, and if not why.
 func (f FenceRecord) Proves(k KubeNode) (bool, string) {
@@ -32,7 +36,7 @@ func (f FenceRecord) Proves(k KubeNode) (bool, string) {
 		return false, "the record is for another Node object"
 	case k.Ready:
 		return false, "the node has been Ready since it was fenced"
-	case !k.ReadySince.Equal(f.Outage):
+	case !outage(k.ReadySince).Equal(outage(f.Outage)):
 		return false, fmt.Sprintf("it proved the outage that began %s; this one began %s",
 			f.Outage.UTC().Format(time.RFC3339), k.ReadySince.UTC().Format(time.RFC3339))
 	case f.BootID != k.BootID:
