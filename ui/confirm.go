@@ -132,13 +132,19 @@ func (p *confirmPane) bindings(s *shared) []action {
 		if skips(pd) {
 			out = append(out, skip)
 		}
-	default:
+	case model.OpEvacuate:
 		out = append(out, confirm, force, emptyDir, eviction, lastNode)
 		if skips(pd) {
 			out = append(out, skip)
 		}
 		out = append(out, show(k.Back))
 		out = append(out, hide(cold)...)
+	case model.OpCordon:
+		out = append(out, confirm, force, lastNode, show(k.Back))
+	case model.OpUncordon, model.OpRollback: // --force re-enables a service someone else disabled
+		out = append(out, confirm, force, show(k.Back))
+	default: // abort: nothing to override
+		out = append(out, confirm, show(k.Back))
 	}
 	return append(out, why)
 }

@@ -308,3 +308,27 @@ func TestTogglesTypedQuicklyAreNotLost(t *testing.T) {
 		t.Errorf("after S and F typed quickly: skip %v, force %v", o.SkipVMs, o.Force)
 	}
 }
+
+// A plan's footer offers the toggles that apply to its operation, no other: uncordon has
+// --force (re-enable a service someone else disabled), not the evacuation's pod overrides.
+func TestAPlanOffersItsOwnToggles(t *testing.T) {
+	for op, want := range map[model.OpKind][2][]string{
+		model.OpUncordon: {{"F toggle --force"}, {"D toggle", "E toggle", "L toggle"}},
+		model.OpAbort:    {{"y run it"}, {"F toggle", "D toggle"}},
+		model.OpEvacuate: {{"F toggle", "D toggle", "E toggle", "L toggle"}, nil},
+	} {
+		m := newModel(t, 3, 160, 45)
+		next, _ := m.Update(planMsg(pending{op: op, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{{Op: op, Node: "compute-0"}}}}))
+		v := next.(Model).View()
+		for _, s := range want[0] {
+			if !strings.Contains(v, s) {
+				t.Errorf("%s: the footer lacks %q:\n%s", op, s, v)
+			}
+		}
+		for _, s := range want[1] {
+			if strings.Contains(v, s) {
+				t.Errorf("%s: the footer offers %q, which does not apply", op, s)
+			}
+		}
+	}
+}
