@@ -323,16 +323,39 @@ func (e *Engine) rollNodes(o RollOptions) ([]string, error) {
 	return out, nil
 }
 
-// campaignName is stable for the same selector or set of nodes, so a rerun finds its record.
+// campaignName is stable for the same selector or set of nodes, so a rerun finds its record,
+// and says what it is: "roll-rack-r1-3f2a9c", "roll-compute-0-compute-4-and-1-more-8e61a0"
+// (a DNS-1123 label: the hash keeps two selectors that read alike apart).
 func campaignName(selector string, nodes []string) string {
 	key := "selector:" + selector
+	what := selector
 	if selector == "" {
 		sorted := slices.Clone(nodes)
 		sort.Strings(sorted)
 		key = "nodes:" + strings.Join(sorted, ",")
+		what = strings.Join(sorted[:min(2, len(sorted))], "-")
+		if len(sorted) > 2 {
+			what += fmt.Sprintf("-and-%d-more", len(sorted)-2)
+		}
 	}
 	sum := sha256.Sum256([]byte(key))
-	return "roll-" + hex.EncodeToString(sum[:])[:10]
+	var b strings.Builder
+	for _, r := range strings.ToLower(what) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	readable := strings.Trim(b.String(), "-")
+	if len(readable) > 44 {
+		readable = strings.Trim(readable[:44], "-")
+	}
+	if readable == "" {
+		return "roll-" + hex.EncodeToString(sum[:])[:10]
+	}
+	return "roll-" + readable + "-" + hex.EncodeToString(sum[:])[:6]
 }
 
 func sameNodes(rec []model.CampaignNode, nodes []string) bool {
