@@ -43,6 +43,10 @@ func (p *confirmPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 		p.offset++
 	case matches(msg, k.Up):
 		p.offset = max(0, p.offset-1)
+	case matches(msg, k.PageDown): // as the footer of a tall plan says
+		p.offset += max(1, s.pageSize())
+	case matches(msg, k.PageUp):
+		p.offset = max(0, p.offset-max(1, s.pageSize()))
 	default:
 		return nil, false
 	}

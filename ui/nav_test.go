@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -330,5 +331,23 @@ func TestAPlanOffersItsOwnToggles(t *testing.T) {
 				t.Errorf("%s: the footer offers %q, which does not apply", op, s)
 			}
 		}
+	}
+}
+
+// PgDn scrolls a tall plan, as its footer says.
+func TestPgDnScrollsATallPlan(t *testing.T) {
+	m := newModel(t, 3, 80, 24)
+	pl := model.Plan{Op: model.OpEvacuate, Node: "compute-0"}
+	for i := 0; i < 30; i++ {
+		pl.VMs = append(pl.VMs, model.VM{Name: fmt.Sprintf("vm-%02d", i), Status: "ACTIVE", Method: model.MoveCold, RAMMB: 1024})
+	}
+	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{pl}}}))
+	m = next.(Model)
+	if !strings.Contains(m.View(), "lines 1-") {
+		t.Fatalf("not a tall plan:\n%s", m.View())
+	}
+	next, _ = m.Update(tea.KeyMsg{Type: tea.KeyPgDown})
+	if v := next.(Model).View(); strings.Contains(v, "lines 1-") || !strings.Contains(v, "vm-29") {
+		t.Errorf("PgDn did not scroll:\n%s", v)
 	}
 }
