@@ -571,7 +571,7 @@ func (r *Roll) waitTurn(ctx context.Context, slots chan struct{}) bool {
 			return true
 		}
 		if r.Record().State != model.CampaignPaused {
-			r.setState(ctx, model.CampaignPaused, "paused: no new node starts until resumed")
+			r.setState(ctx, model.CampaignPaused, "no new node starts until resumed") // the state says paused
 		}
 		select {
 		case <-wake:

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"github.com/charmbracelet/lipgloss"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -204,7 +205,10 @@ func (p *confirmPane) view(s *shared) string {
 				style = st.Warn
 			}
 			what, remedy := r.Text(), ""
-			if f := text.Flag(r); f != "" && pd.maintenance == "" { // the controller's policy decides, not this view's toggles
+			// A remedy for what blocks, never one already given (F on an ERROR VM leaves it a
+			// note: --skip-vm is advice no more); the controller's policy decides for a
+			// NodeMaintenance, not this view's toggles.
+			if f := text.Flag(r); f != "" && pd.maintenance == "" && r.Severity != model.Notes && !slices.Contains(overrideFlags(pd.ro.Policy), f) {
 				remedy = " (use " + f + " to override)"
 			}
 			// A narrow line cuts the reason, never its remedy: the flag is what the operator acts on.

@@ -51,7 +51,7 @@ func DefaultKeys() KeyMap {
 		Filter:         bind(false, "/", "filter", "/"),
 		Enter:          bind(false, "enter", "details", "enter"),
 		Back:           bind(false, "esc", "back", "esc"),
-		Select:         bind(false, "space", "select", " "),
+		Select:         bind(false, "space", "select ↓", " "), // the arrow: it moves to the next row too
 		Cordon:         bind(true, "c", "cordon", "c"),
 		Uncordon:       bind(true, "u", "uncordon", "u"),
 		Evacuate:       bind(true, "e", "evacuate", "e"),

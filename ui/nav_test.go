@@ -351,3 +351,20 @@ func TestPgDnScrollsATallPlan(t *testing.T) {
 		t.Errorf("PgDn did not scroll:\n%s", v)
 	}
 }
+
+// A plan advises no flag already given, and no remedy for what does not block: with F, an
+// ERROR VM left on the node (a note) is not told to take --skip-vm.
+func TestAPlanAdvisesOnlyWhatHelps(t *testing.T) {
+	m := newModel(t, 3, 160, 45)
+	ro := ops.RunOptions{}
+	ro.Policy.Force = true
+	pl := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Reasons: []model.Reason{
+		{Code: model.NotMoved, Severity: model.Notes, Object: "build-old", ObjectID: "fc256408-54c1-4dfc-acaa-8a2cecce5a3a", Message: "ERROR: left on the node", Override: model.OverrideSkipVM},
+		{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: "compute-0", Message: "no room", Override: model.OverrideForce},
+	}}
+	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, ro: ro, batch: ops.Batch{Plans: []model.Plan{pl}}}))
+	v := next.(Model).View()
+	if strings.Contains(v, "(use --skip-vm") || strings.Contains(v, "(use --force") {
+		t.Errorf("advice that does not help:\n%s", v)
+	}
+}
