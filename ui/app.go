@@ -303,8 +303,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// refreshing is the status r shows until the read it asked for arrives.
+const refreshing = "refreshing…"
+
 func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 	m.loading = false
+	if m.status == refreshing && !m.wantFresh { // the refresh it spoke of has ended
+		m.setStatus("", false)
+	}
 	if msg.fresh && msg.err == nil {
 		m.every = m.nextEvery(msg)
 	}
@@ -401,7 +407,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.push(helpScreen)
 		return m, nil
 	case matches(msg, k.Refresh):
-		m.setStatus("refreshing…", false)
+		m.setStatus(refreshing, false)
 		if m.eng != nil {
 			m.eng.Inventory().ReadAllNext() // everything, not only what changed
 		}

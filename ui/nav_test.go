@@ -368,3 +368,13 @@ func TestAPlanAdvisesOnlyWhatHelps(t *testing.T) {
 		t.Errorf("advice that does not help:\n%s", v)
 	}
 }
+
+// r says "refreshing…" until the read it asked for has arrived, not longer.
+func TestRefreshingClearsWhenTheReadEnds(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.keys("r")
+	if l.m.status != "" {
+		t.Errorf("after r and its read: status %q", l.m.status)
+	}
+}
