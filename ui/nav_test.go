@@ -59,6 +59,7 @@ func TestThePickersWayBack(t *testing.T) {
 func TestEnterDoesNotConfirm(t *testing.T) {
 	c := simtest.NewCluster(t, 100)
 	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.cursorTo(c.Name("c0"))
 	l.keys("c")
 	if l.m.screen != confirmScreen {
 		t.Fatalf("c: screen %v, status %q", l.m.screen, l.m.status)
@@ -265,6 +266,7 @@ func TestSLeavesTheBlockingVMs(t *testing.T) {
 	c.World.Break("vm-b", "disk /dev/sdb vanished")
 	l := newLive(t, c, c.Engine("tui@test", nil))
 	l.send(l.m.load(true)())
+	l.cursorTo(c.Name("c0"))
 	l.keys("e")
 	if l.m.screen != confirmScreen || !strings.Contains(l.m.View(), "vm-b") {
 		t.Fatalf("e: screen %v\n%s", l.m.screen, l.m.View())
@@ -292,6 +294,7 @@ func TestTogglesTypedQuicklyAreNotLost(t *testing.T) {
 	c.World.Break("vm-b", "disk /dev/sdb vanished")
 	l := newLive(t, c, c.Engine("tui@test", nil))
 	l.send(l.m.load(true)())
+	l.cursorTo(c.Name("c0"))
 	l.keys("e")
 	if l.m.screen != confirmScreen {
 		t.Fatalf("e: screen %v", l.m.screen)
@@ -377,4 +380,16 @@ func TestRefreshingClearsWhenTheReadEnds(t *testing.T) {
 	if l.m.status != "" {
 		t.Errorf("after r and its read: status %q", l.m.status)
 	}
+}
+
+// cursorTo puts the node list's cursor on the node (the API server holds other tests' nodes).
+func (l *live) cursorTo(node string) {
+	l.t.Helper()
+	for i, row := range l.m.nodes.rows {
+		if l.m.s.inv.Nodes[row].Name == node {
+			l.m.nodes.cursor = i
+			return
+		}
+	}
+	l.t.Fatalf("no row for %s", node)
 }
