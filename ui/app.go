@@ -107,7 +107,7 @@ type Model struct {
 	screen screen
 	// backs are the screens esc returns to, the last on top: every screen reached by a key
 	// has one (pop falls back on the nodes), so no sequence of keys leaves one without a way back.
-	backs []screen
+	backs   []screen
 	planSeq int // the last plan asked for (pending.seq)
 	// listUnder is the list a picker (a target host, a context) was opened over: the picker
 	// shares the list pane, and the way back must show the list, not the picker again.
