@@ -393,3 +393,18 @@ func (l *live) cursorTo(node string) {
 	}
 	l.t.Fatalf("no row for %s", node)
 }
+
+// At 160 columns a dead node's whole state is on its row: NotReady,SD and disabled/forced-down.
+func TestADeadNodesStateIsNotCut(t *testing.T) {
+	m := newModel(t, 3, 160, 45)
+	inv := m.s.inv
+	k := *inv.Nodes[0].Kube
+	k.Ready, k.Schedulable = false, false
+	c := *inv.Nodes[0].Compute
+	c.Enabled, c.Up, c.ForcedDown = false, false, true
+	inv.Nodes[0].Kube, inv.Nodes[0].Compute = &k, &c
+	next, _ := m.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.s.opts.Policy, policy.DefaultWeights())})
+	if v := next.(Model).View(); !strings.Contains(v, "NotReady,SD") || !strings.Contains(v, "disabled/forced-down") {
+		t.Errorf("the dead node's state is cut:\n%s", v)
+	}
+}

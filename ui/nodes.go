@@ -228,7 +228,11 @@ type column struct {
 }
 
 func nodeColumns(s *shared) []column {
-	cols := []column{{"NAME", s.nameWidth}, {"ROLES", 13}, {"K8S", 9}, {"COMPUTE", 12}, {"VCPU", 7}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}, {"RANK", 4}}
+	k8s, compute := 9, 12
+	if s.width >= 150 { // room for a dead node's whole state: NotReady,SD and disabled/forced-down
+		k8s, compute = 11, 20
+	}
+	cols := []column{{"NAME", s.nameWidth}, {"ROLES", 13}, {"K8S", k8s}, {"COMPUTE", compute}, {"VCPU", 7}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}, {"RANK", 4}}
 	if s.width < 120 { // narrow terminals: the roles go first
 		cols = append(cols[:1], cols[2:]...)
 	}
