@@ -405,7 +405,7 @@ func (p *opPane) view(s *shared) string {
 		detail := ""
 		if vm.total > 0 && vm.state == ops.MigRunning {
 			detail = fmt.Sprintf("%s/%s  %s left  %s  eta %s", text.Bytes(vm.processed), text.Bytes(vm.total),
-				text.Bytes(vm.remaining), text.Rate(vm.rate), text.Duration(vm.eta))
+				text.Bytes(vm.remaining), text.MigrationRate(vm.rate), text.Duration(vm.eta))
 			if vm.stalled {
 				detail += "  " + st.Error.Render("STALLED")
 			}

@@ -46,6 +46,19 @@ func Rate(bps float64) string {
 	return fmt.Sprintf("%.0f %s", bps, units[i])
 }
 
+// MigrationRate formats a migration's copy rate in MiB/s always: a rate that crosses
+// 1 GiB/s and back keeps its unit, so the column reads as one series.
+func MigrationRate(bps float64) string {
+	if bps <= 0 {
+		return "-"
+	}
+	mib := bps / (1 << 20)
+	if mib < 10 {
+		return fmt.Sprintf("%.1f MiB/s", mib)
+	}
+	return fmt.Sprintf("%.0f MiB/s", mib)
+}
+
 // Duration formats a duration for an ETA column: 45s, 3m20s, 1h05m.
 func Duration(d time.Duration) string {
 	if d < 0 {

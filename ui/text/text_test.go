@@ -57,3 +57,12 @@ func TestShellWordQuotesUntrustedValues(t *testing.T) {
 		t.Errorf("Flag with an ID = %s", got)
 	}
 }
+
+// A migration's rate keeps one unit however fast it goes.
+func TestMigrationRateKeepsItsUnit(t *testing.T) {
+	for bps, want := range map[float64]string{900 << 20: "900 MiB/s", 1536 << 20: "1536 MiB/s", 5 << 19: "2.5 MiB/s", 0: "-"} {
+		if got := MigrationRate(bps); got != want {
+			t.Errorf("MigrationRate(%v) = %s, want %s", bps, got, want)
+		}
+	}
+}
