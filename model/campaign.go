@@ -105,6 +105,24 @@ func (c Campaign) Count() (finished, inProgress, pending int) {
 	return
 }
 
+// ETAAt is ETA counted down at now: the time the nodes in progress have run already is gone
+// from it (up to their expected share), so the figure falls while a node runs.
+func (c Campaign) ETAAt(now time.Time) time.Duration {
+	eta := c.ETA()
+	var ran time.Duration // the longest a node in progress has run
+	for _, n := range c.Nodes {
+		if n.Phase.Started() && !n.Phase.Finished() && !n.Started.IsZero() {
+			ran = max(ran, now.Sub(n.Started))
+		}
+	}
+	_, inProgress, pending := c.Count()
+	rounds := (inProgress + pending + max(1, c.Parallel) - 1) / max(1, c.Parallel)
+	if rounds > 0 {
+		ran = min(ran, eta/time.Duration(rounds)) // never below the rounds still to start
+	}
+	return max(0, eta-ran)
+}
+
 // ETA estimates the time left from the nodes done so far: their mean duration times the
 // rounds of parallel nodes still to go. Zero when no node has finished yet.
 func (c Campaign) ETA() time.Duration {

@@ -57,3 +57,22 @@ func TestProgressStall(t *testing.T) {
 		t.Error("samples span only 10 s: too early to call a 20 s stall")
 	}
 }
+
+// A campaign's ETA counts down while a node runs, down to the rounds still to start.
+func TestCampaignETACountsDown(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
+	c := Campaign{Parallel: 1, Nodes: []CampaignNode{
+		{Name: "a", Phase: PhaseDone, Started: t0, Finished: t0.Add(10 * time.Minute)},
+		{Name: "b", Phase: PhaseEvacuating, Started: t0.Add(10 * time.Minute)},
+		{Name: "c", Phase: PhasePending},
+	}}
+	if got := c.ETAAt(t0.Add(10 * time.Minute)); got != 20*time.Minute {
+		t.Errorf("as b starts: %s, want 20m", got)
+	}
+	if got := c.ETAAt(t0.Add(14 * time.Minute)); got != 16*time.Minute {
+		t.Errorf("4 minutes into b: %s, want 16m", got)
+	}
+	if got := c.ETAAt(t0.Add(40 * time.Minute)); got != 10*time.Minute {
+		t.Errorf("b running long: %s, want c's 10m still", got)
+	}
+}

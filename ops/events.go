@@ -244,7 +244,7 @@ func NewCampaignEvent(at time.Time, c model.Campaign, node string, phase model.N
 	done, inProgress, left := c.Count()
 	var eta time.Duration
 	if c.State == model.CampaignRunning || c.State == model.CampaignPaused {
-		eta = c.ETA()
+		eta = c.ETAAt(at) // counted down while a node runs
 	}
 	return CampaignEvent{header: header{At: at, Node: node}, Campaign: c.Name, State: c.State, Phase: phase,
 		Done: done, InProgress: inProgress, Left: left, ETA: eta, Message: msg}

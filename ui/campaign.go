@@ -199,7 +199,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		at = fmt.Sprintf("%d nodes at a time", c.Parallel)
 	}
 	summary := fmt.Sprintf("%d done · %d in progress · %d left · %s", done, inProgress, left, at)
-	if eta := c.ETA(); eta > 0 && p.running() {
+	if eta := c.ETAAt(s.opts.Now()); eta > 0 && p.running() {
 		summary += " · eta " + text.Duration(eta)
 	}
 	b.WriteString(truncate(summary, width) + "\n")
