@@ -53,15 +53,40 @@ func (p *describePane) view(s *shared) string {
 	return s.st.Title.Render(truncate(p.title, s.width)) + "\n" + scrolled(strings.Join(wrapped, "\n"), &off, max(3, s.height-4), s.st)
 }
 
-// wrap cuts a line into lines of at most w cells at word boundaries, continuing indented.
+// wrap cuts a line into lines of at most w cells at spaces only, continuing indented: a flag
+// (--cold-migrate-running) or a name is never broken at its hyphens. A word longer than a
+// line is cut where it must be.
 func wrap(l string, w int) []string {
 	if w < 20 || ansi.StringWidth(l) <= w {
 		return []string{l}
 	}
-	lines := strings.Split(ansi.Wrap(l, w, ""), "\n")
-	out := []string{lines[0]}
-	for _, c := range strings.Split(ansi.Wrap(strings.Join(lines[1:], " "), w-4, ""), "\n") {
-		out = append(out, "    "+c)
+	var out []string
+	body := strings.TrimLeft(l, " ")
+	indent := l[:len(l)-len(body)] // the line's own indentation stays on its first line
+	cur, width, limit := indent, len(indent), w
+	flush := func() {
+		out = append(out, cur)
+		cur, width, limit = "    ", 4, w
+	}
+	for _, word := range strings.Split(body, " ") {
+		ww := ansi.StringWidth(word)
+		switch {
+		case width > 0 && strings.TrimSpace(cur) != "" && width+1+ww > limit:
+			flush()
+		case width > 0 && strings.TrimSpace(cur) != "":
+			cur, width = cur+" ", width+1
+		}
+		for ww > limit-width { // a word longer than the line: cut
+			part := ansi.Truncate(word, limit-width, "")
+			cur += part
+			word = strings.TrimPrefix(word, part)
+			ww = ansi.StringWidth(word)
+			flush()
+		}
+		cur, width = cur+word, width+ww
+	}
+	if strings.TrimSpace(cur) != "" {
+		out = append(out, cur)
 	}
 	return out
 }

@@ -408,3 +408,24 @@ func TestADeadNodesStateIsNotCut(t *testing.T) {
 		t.Errorf("the dead node's state is cut:\n%s", v)
 	}
 }
+
+// describe wraps at spaces only: a flag is never broken at its hyphens, at any width, and
+// nothing is lost.
+func TestWrapKeepsFlagsWhole(t *testing.T) {
+	l := "blocks ml-train-0: cannot live-migrate: flavor g1.a100 has pci_passthrough:alias=a100:1 (use --cold-migrate-running to override)"
+	for w := 20; w < 140; w++ {
+		out := wrap(l, w)
+		joined := strings.Join(out, "\n")
+		if w >= 30 && !strings.Contains(joined, "--cold-migrate-running") { // narrower, a continued line is shorter than the flag
+			t.Errorf("w=%d: the flag is broken: %q", w, out)
+		}
+		for _, line := range out {
+			if len([]rune(line)) > w {
+				t.Errorf("w=%d: a line of %d: %q", w, len([]rune(line)), line)
+			}
+		}
+		if got := strings.Join(strings.Fields(joined), ""); got != strings.ReplaceAll(l, " ", "") {
+			t.Errorf("w=%d: text changed: %q", w, got)
+		}
+	}
+}
