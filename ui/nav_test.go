@@ -262,15 +262,7 @@ func TestABlockerKeepsItsRemedy(t *testing.T) {
 // S leaves each VM that blocks where it is, by ID, as --skip-vm does, without --force's
 // pod rules: the VM's blocker goes, the bare pod's stays.
 func TestSLeavesTheBlockingVMs(t *testing.T) {
-	c := simtest.NewCluster(t, 100)
-	c.World.Break("vm-b", "disk /dev/sdb vanished")
-	l := newLive(t, c, c.Engine("tui@test", nil))
-	l.send(l.m.load(true)())
-	l.cursorTo(c.Name("c0"))
-	l.keys("e")
-	if l.m.screen != confirmScreen || !strings.Contains(l.m.View(), "vm-b") {
-		t.Fatalf("e: screen %v\n%s", l.m.screen, l.m.View())
-	}
+	c, l := brokenVMPlan(t)
 	l.keys("S")
 	vmb, _ := c.World.ServerByName("vm-b")
 	pd := l.m.confirm.pending
@@ -290,15 +282,7 @@ func TestSLeavesTheBlockingVMs(t *testing.T) {
 // Two toggles typed before the first one's plan arrives both count, whatever order the plans
 // arrive in: the second builds on the first, and the older plan is dropped.
 func TestTogglesTypedQuicklyAreNotLost(t *testing.T) {
-	c := simtest.NewCluster(t, 100)
-	c.World.Break("vm-b", "disk /dev/sdb vanished")
-	l := newLive(t, c, c.Engine("tui@test", nil))
-	l.send(l.m.load(true)())
-	l.cursorTo(c.Name("c0"))
-	l.keys("e")
-	if l.m.screen != confirmScreen {
-		t.Fatalf("e: screen %v", l.m.screen)
-	}
+	_, l := brokenVMPlan(t)
 	key := func(r rune) tea.Cmd {
 		next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
 		l.m = next.(Model)
@@ -428,4 +412,19 @@ func TestWrapKeepsFlagsWhole(t *testing.T) {
 			t.Errorf("w=%d: text changed: %q", w, got)
 		}
 	}
+}
+
+// brokenVMPlan is the view on a cluster whose c0 holds a broken VM (vm-b, ERROR) and a bare
+// pod, showing c0's evacuation plan.
+func brokenVMPlan(t *testing.T) (*simtest.Cluster, *live) {
+	c := simtest.NewCluster(t, 100)
+	c.World.Break("vm-b", "disk /dev/sdb vanished")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.send(l.m.load(true)())
+	l.cursorTo(c.Name("c0"))
+	l.keys("e")
+	if l.m.screen != confirmScreen || !strings.Contains(l.m.View(), "vm-b") {
+		t.Fatalf("e: screen %v\n%s", l.m.screen, l.m.View())
+	}
+	return c, l
 }
