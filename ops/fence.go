@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -114,5 +113,3 @@ func (r *runner) stopUnlessFenced(ctx context.Context) bool {
 	r.stop(err)
 	return true
 }
-
-func fenceTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
