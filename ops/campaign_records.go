@@ -2,12 +2,18 @@ package ops
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
 // A campaign's record is kept on the cluster while it runs and after (what each node went
@@ -103,4 +109,108 @@ func (r *Roll) stillEmptied(ctx context.Context, name string, ro RunOptions) (st
 		return "", nil, nil
 	}
 	return why, &plan, nil
+}
+
+// checkResumable refuses to resume a record that does not match the request or the
+// cluster: another selector's or other nodes' record, a node that is no Node (a planted
+// name such as "-oProxyCommand=…" never reaches an operator's command), a record older than
+// [roll] resume_within without --resume.
+func (e *Engine) checkResumable(old model.Campaign, o RollOptions, nodes []string) error {
+	name := old.Name
+	if !sameNodes(old.Nodes, nodes) || old.Selector != o.Selector {
+		what := "the nodes " + strings.Join(nodes, ", ")
+		if o.Selector != "" {
+			what = fmt.Sprintf("--selector %q now matches %s", o.Selector, strings.Join(nodes, ", "))
+		}
+		return &UsageError{Problem: fmt.Sprintf("campaign %s is unfinished over other nodes (%s); %s", name, nodeNames(old.Nodes), what),
+			Hint: "rerun it as it was started to resume it, or give this one another --campaign name"}
+	}
+	for _, n := range old.Nodes {
+		if err := opcmd.CheckNode(n.Name); err != nil {
+			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names %s: nothing of it is resumed", name, err), Hint: "delete the record (kubectl -n drainctl delete configmap " + kubeRecordName(campaignKey(name)) + ") and start again"}
+		}
+		if _, ok := e.kube.Node(n.Name); !ok {
+			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names node %q, which does not exist", name, n.Name),
+				Hint: "give this campaign another --campaign name"}
+		}
+	}
+	if age := e.now().Sub(old.Updated); age > e.cfg.Roll.ResumeWithin.D() && !o.Resume {
+		return &UsageError{Problem: fmt.Sprintf("campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
+			name, age.Round(time.Minute), old.Updated.UTC().Format(time.RFC3339), e.cfg.Roll.ResumeWithin),
+			Hint: "add --resume to resume it (each node is checked again), or give this one another --campaign name"}
+	}
+	return nil
+}
+
+// kubeRecordName is the object a record is kept in (ops/kube.RecordName's rule, for hints).
+func kubeRecordName(key string) string { return "drainctl-" + key }
+
+// checkSpreadLabel refuses --spread-by when a node lacks the label: spreading would
+// silently stop for it.
+func (e *Engine) checkSpreadLabel(nodes []string, label string) error {
+	var without []string
+	for _, n := range nodes {
+		if k, _ := e.kube.Node(n); k.Labels[label] == "" {
+			without = append(without, n)
+		}
+	}
+	if len(without) > 0 {
+		return &UsageError{Problem: fmt.Sprintf("%d node(s) of the campaign have no %s label: %s", len(without), label, strings.Join(without, ", ")),
+			Hint: "label them (kubectl label node NODE " + label + "=VALUE), or spread by another label"}
+	}
+	return nil
+}
+
+// campaignName is stable for the same selector or set of nodes, so a rerun finds its record,
+// and says what it is: "roll-rack-r1-3f2a9c", "roll-compute-0-compute-4-and-1-more-8e61a0"
+// (a DNS-1123 label: the hash keeps two selectors that read alike apart).
+func campaignName(selector string, nodes []string) string {
+	key := "selector:" + selector
+	what := selector
+	if selector == "" {
+		sorted := slices.Clone(nodes)
+		sort.Strings(sorted)
+		key = "nodes:" + strings.Join(sorted, ",")
+		what = strings.Join(sorted[:min(2, len(sorted))], "-")
+		if len(sorted) > 2 {
+			what += fmt.Sprintf("-and-%d-more", len(sorted)-2)
+		}
+	}
+	sum := sha256.Sum256([]byte(key))
+	var b strings.Builder
+	for _, r := range strings.ToLower(what) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	readable := strings.Trim(b.String(), "-")
+	if len(readable) > 44 {
+		readable = strings.Trim(readable[:44], "-")
+	}
+	if readable == "" {
+		return "roll-" + hex.EncodeToString(sum[:])[:10]
+	}
+	return "roll-" + readable + "-" + hex.EncodeToString(sum[:])[:6]
+}
+
+func sameNodes(rec []model.CampaignNode, nodes []string) bool {
+	a := make([]string, len(rec))
+	for i, n := range rec {
+		a[i] = n.Name
+	}
+	b := slices.Clone(nodes)
+	sort.Strings(a)
+	sort.Strings(b)
+	return slices.Equal(a, b)
+}
+
+func nodeNames(ns []model.CampaignNode) string {
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.Name
+	}
+	return strings.Join(names, ", ")
 }

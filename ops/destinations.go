@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"strings"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -154,4 +155,10 @@ func (r *runner) under(host string, others map[string]int) bool {
 	r.e.destMu.Lock()
 	defer r.e.destMu.Unlock()
 	return r.e.inflight[host]+others[host] < r.e.cfg.Concurrency.MigrationsPerDestination
+}
+
+// noValidHostAsked: Nova's scheduler turned the requested host down (--to): asking again
+// for the same host gets the same answer.
+func (r *runner) noValidHostAsked(msg string) bool {
+	return r.ro.To != "" && strings.Contains(msg, "No valid host")
 }

@@ -390,12 +390,6 @@ func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
 	return true
 }
 
-// noValidHostAsked: Nova's scheduler turned the requested host down (--to): asking again
-// for the same host gets the same answer.
-func (r *runner) noValidHostAsked(msg string) bool {
-	return r.ro.To != "" && strings.Contains(msg, "No valid host")
-}
-
 // pollOne reads one running migration. It returns an outcome (completed, failed, aborted)
 // once the migration has ended, "" while it runs.
 func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, error) {
