@@ -428,3 +428,23 @@ func brokenVMPlan(t *testing.T) (*simtest.Cluster, *live) {
 	}
 	return c, l
 }
+
+// At 80x24 the VM on the move is on screen however many VMs come before it: until the
+// operator moves the cursor, it follows the first VM under way.
+func TestTheMigratingVMIsOnScreen(t *testing.T) {
+	m := newModel(t, 3, 80, 24)
+	var vms []model.VM
+	for i := 0; i < 12; i++ {
+		vms = append(vms, model.VM{ID: fmt.Sprintf("id-%02d", i), Name: fmt.Sprintf("vm-%02d", i), Status: "ACTIVE", RAMMB: 1024})
+	}
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Host: "compute-0", VMs: vms}
+	m.s.ops.add("compute-0", plan, t0, func() {})
+	m.op.shown, m.screen = "compute-0", opScreen
+	last := vms[11]
+	m = feed(m, "compute-0", ops.NewPlanReady(t0, plan),
+		ops.NewMigrationEvent(t0, "compute-0", ops.MigrationEvent{VM: last.Name, VMID: last.ID, State: ops.MigRunning, Source: "compute-0", Dest: "compute-1",
+			Total: 1 << 30, Processed: 1 << 29, Remaining: 1 << 29, Rate: 1 << 28}))
+	if v := m.View(); !strings.Contains(v, "▸ vm-11") {
+		t.Errorf("the migrating vm-11 is not on screen:\n%s", v)
+	}
+}

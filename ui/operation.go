@@ -272,6 +272,9 @@ type opPane struct {
 	shown      string // the operation's key
 	listCursor        // the VM under the cursor
 	back       int    // how many log lines the log is scrolled back (pgup/pgdn); 0: the newest
+	// moved: the operator moved the cursor. Until then it follows the first VM on the move,
+	// so that the migrating VM is on screen however many wait before it (80x24).
+	moved bool
 }
 
 func (p *opPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
@@ -288,7 +291,21 @@ func (p *opPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	if v := s.ops.views[p.shown]; v != nil {
 		n = len(v.vmOrder)
 	}
-	return nil, p.move(msg, s, n)
+	moved := p.move(msg, s, n)
+	p.moved = p.moved || moved
+	return nil, moved
+}
+
+// moving is the first VM whose move is under way (-1: none).
+func moving(v *opView) int {
+	for i, id := range v.vmOrder {
+		switch v.vms[id].state {
+		case "", ops.MigCompleted, ops.MigFailed, ops.MigAborted, ops.MigSkipped, ops.MigInterrupted, ops.MigReverted, "pending":
+		default:
+			return i
+		}
+	}
+	return -1
 }
 
 // bindings: abort and rollback act on the node of the operation shown (the confirmation
@@ -347,6 +364,9 @@ func (p *opPane) view(s *shared) string {
 	v, ok := s.ops.views[p.shown]
 	if !ok {
 		return st.Muted.Render("no operation")
+	}
+	if i := moving(v); !p.moved && i >= 0 {
+		p.cursor = i
 	}
 	state := "running: " + string(v.step)
 	switch {
