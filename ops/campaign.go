@@ -486,7 +486,7 @@ func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
 		// meanwhile (by hand, by a colleague's rollback) is evacuated again first.
 		ro := r.o.Run
 		ro.Campaign = r.o.Name
-		why, _, err := r.stillEmptied(ctx, n.Name, ro)
+		why, err := r.stillEmptied(ctx, n.Name, ro)
 		if err != nil {
 			return nil, err
 		}

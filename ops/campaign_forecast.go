@@ -57,8 +57,8 @@ func (r *Roll) forecast(ctx context.Context) (model.Forecast, error) {
 			// Each node's own plan, as its check will make it (from the read above): a
 			// refusal is known before the first node, not two nodes into the campaign.
 			ro := r.o.Run
-			ro.FromCache, ro.Leaving = true, nil
-			if p, err := e.Plan(ctx, model.OpEvacuate, n.Name, ro); err == nil {
+			ro.Leaving = nil
+			if p, err := e.planOn(ctx, inv, model.OpEvacuate, n.Name, ro); err == nil {
 				nf.Blockers = p.Blockers()
 			}
 		}

@@ -78,37 +78,32 @@ func (e *Engine) CollectCampaigns(ctx context.Context) error {
 	return nil
 }
 
-// stillEmptied says whether node i, recorded past its evacuation, is still emptied under
-// this campaign: cordoned with its journal naming the campaign, and nothing left to move
-// (a fresh evacuation plan with nothing pending). Otherwise it returns why not and the
-// plan that empties it again.
-func (r *Roll) stillEmptied(ctx context.Context, name string, ro RunOptions) (string, *model.Plan, error) {
+// stillEmptied says why node name, recorded past its evacuation, is no longer emptied under
+// this campaign ("": it still is): cordoned with its journal naming the campaign, and
+// nothing left to move (a fresh evacuation plan with nothing pending).
+func (r *Roll) stillEmptied(ctx context.Context, name string, ro RunOptions) (string, error) {
 	e := r.e
 	k, ok := e.kube.Node(name)
 	if !ok {
-		return "the node is gone", nil, nil
+		return "the node is gone", nil
 	}
 	j, journaled := ReadJournal(k)
-	var why string
 	switch {
 	case k.Schedulable || !k.HasTaint(e.cfg.Policy.TaintKey):
-		why = "it is no longer cordoned"
+		return "it is no longer cordoned", nil
 	case !journaled || j.Op != model.OpEvacuate || j.Phase != PhaseDone:
-		why = "its journal shows no finished evacuation"
+		return "its journal shows no finished evacuation", nil
 	case j.Campaign != r.o.Name:
-		why = "its journal names no evacuation of this campaign"
+		return "its journal names no evacuation of this campaign", nil
 	}
 	plan, err := e.Plan(ctx, model.OpEvacuate, name, ro)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
-	if why == "" && plan.Pending() {
-		why = "something is on it again"
+	if plan.Pending() {
+		return "something is on it again", nil
 	}
-	if why == "" {
-		return "", nil, nil
-	}
-	return why, &plan, nil
+	return "", nil
 }
 
 // checkResumable refuses to resume a record that does not match the request or the
@@ -127,7 +122,8 @@ func (e *Engine) checkResumable(old model.Campaign, o RollOptions, nodes []strin
 	}
 	for _, n := range old.Nodes {
 		if err := opcmd.CheckNode(n.Name); err != nil {
-			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names %s: nothing of it is resumed", name, err), Hint: "delete the record (kubectl -n drainctl delete configmap " + kubeRecordName(campaignKey(name)) + ") and start again"}
+			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names %s: nothing of it is resumed", name, err),
+				Hint: "delete that record (drainctl --auto campaigns lists the records) and start again"}
 		}
 		if _, ok := e.kube.Node(n.Name); !ok {
 			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names node %q, which does not exist", name, n.Name),
@@ -141,9 +137,6 @@ func (e *Engine) checkResumable(old model.Campaign, o RollOptions, nodes []strin
 	}
 	return nil
 }
-
-// kubeRecordName is the object a record is kept in (ops/kube.RecordName's rule, for hints).
-func kubeRecordName(key string) string { return "drainctl-" + key }
 
 // checkSpreadLabel refuses --spread-by when a node lacks the label: spreading would
 // silently stop for it.

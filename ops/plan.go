@@ -11,7 +11,8 @@ import (
 )
 
 // Plan builds the plan for op on target (a node, or a VM for migrate) from a fresh read of
-// the cluster. It changes nothing.
+// the cluster. It changes nothing on the cluster but forgetting the fence records of nodes
+// seen Ready (ForgetFences).
 func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
 	read := e.inv.Read
 	if ro.FromCache {
@@ -22,6 +23,12 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 		return model.Plan{}, err
 	}
 	e.ForgetFences(ctx) // a node seen Ready: its last fence proves nothing any more
+	return e.planOn(ctx, inv, op, target, ro)
+}
+
+// planOn builds the plan from an inventory already read: a campaign plans each of its nodes
+// from one read, not one read (or join) a node.
+func (e *Engine) planOn(ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
 	if op == model.OpMigrate {
 		return e.planMigrate(inv, target, ro)
 	}

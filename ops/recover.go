@@ -317,8 +317,8 @@ func (r *runner) podsGone(ctx context.Context) (string, error) {
 			if err := r.stillHolder(ctx); err != nil {
 				return "", err
 			}
-			if err := r.fenceHolds(ctx); err != nil {
-				return "", err
+			if r.stopUnlessFenced(ctx) { // as before every destructive step: interrupted, recorded
+				return "", context.Cause(ctx)
 			}
 			var names []string
 			for _, pod := range left {

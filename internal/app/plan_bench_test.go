@@ -92,3 +92,22 @@ func BenchmarkRejoin(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCampaignStart is what a campaign costs before its first node (NewRoll: the record,
+// the forecast and each node's own plan), for 100 nodes of the 1,000-node demo.
+func BenchmarkCampaignStart(b *testing.B) {
+	ctx, cl := demoCluster(b, 1000)
+	pol, _ := policy.FromConfig(model.DefaultConfig())
+	var nodes []string
+	for _, n := range cl.Engine.KubeNodeNames() {
+		if strings.HasPrefix(n, "compute-") && len(nodes) < 100 {
+			nodes = append(nodes, n)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := cl.Engine.NewRoll(ctx, ops.RollOptions{Nodes: nodes, OnFailure: "skip", Run: ops.RunOptions{Policy: pol}}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
