@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -203,35 +200,21 @@ func rbacWrites(t *testing.T, files []string) map[string][]string {
 	type role struct{ rules []rbacv1.PolicyRule }
 	roles := map[string]role{} // "Kind/namespace/name"
 	var bindings []rbacv1.RoleBinding
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var obj unstructured.Unstructured
-			if err := dec.Decode(&obj.Object); err != nil {
-				if err == io.EOF {
-					break
-				}
-				t.Fatalf("%s: %v", f, err)
+	for _, obj := range kubetest.Manifests(t, files...) {
+		switch obj.GetKind() {
+		case "Role", "ClusterRole":
+			var r rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &r); err != nil {
+				t.Fatal(err)
 			}
-			switch obj.GetKind() {
-			case "Role", "ClusterRole":
-				var r rbacv1.ClusterRole
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &r); err != nil {
-					t.Fatal(err)
-				}
-				roles[obj.GetKind()+"/"+obj.GetNamespace()+"/"+obj.GetName()] = role{r.Rules}
-			case "RoleBinding", "ClusterRoleBinding":
-				var b rbacv1.RoleBinding
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &b); err != nil {
-					t.Fatal(err)
-				}
-				b.Kind = obj.GetKind()
-				bindings = append(bindings, b)
+			roles[obj.GetKind()+"/"+obj.GetNamespace()+"/"+obj.GetName()] = role{r.Rules}
+		case "RoleBinding", "ClusterRoleBinding":
+			var b rbacv1.RoleBinding
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &b); err != nil {
+				t.Fatal(err)
 			}
+			b.Kind = obj.GetKind()
+			bindings = append(bindings, b)
 		}
 	}
 	writes := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true, "*": true,

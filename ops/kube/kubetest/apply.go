@@ -41,22 +41,7 @@ func Apply(t testing.TB, dryRun bool, files ...string) []error {
 	}
 	var errs []error
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var obj unstructured.Unstructured
-			if err := dec.Decode(&obj.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				t.Fatalf("%s: %v", f, err)
-			}
-			if obj.Object == nil {
-				continue
-			}
+		for _, obj := range Manifests(t, f) {
 			gvk := obj.GroupVersionKind()
 			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
@@ -73,4 +58,30 @@ func Apply(t testing.TB, dryRun bool, files ...string) []error {
 		}
 	}
 	return errs
+}
+
+// Manifests are the objects of the manifest files, in file order.
+func Manifests(t testing.TB, files ...string) []unstructured.Unstructured {
+	t.Helper()
+	var out []unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var obj unstructured.Unstructured
+			if err := dec.Decode(&obj.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				t.Fatalf("%s: %v", f, err)
+			}
+			if obj.Object != nil {
+				out = append(out, obj)
+			}
+		}
+	}
+	return out
 }
