@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +103,16 @@ func TestAFenceProvesOneOutage(t *testing.T) {
 		t.Fatalf("without --accept-disk-loss: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	stays("refused for the disk", "db-1", "db-2")
+
+	// A fence command that hangs, printing without end, is killed at [recover] fence_timeout:
+	// nothing proven, nothing changed, its flood cut to a bounded report.
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[recover]\nfence_timeout = \"2s\"\n"), 0o600)
+	r = c.drainctl(t, nil, "--config", cfg, "--auto", "recover", c0, "--accept-disk-loss", "--fence-cmd", "yes {node} powering off")
+	if r.code != 3 || !strings.Contains(r.stderr, "fence command timed out after 2s") || strings.Count(r.stderr, "powering off") > 300 {
+		t.Fatalf("an endless fence command: exit %d, %d bytes\n%.2000s", r.code, len(r.stderr), r.stderr)
+	}
+	stays("after an endless fence command", "db-1", "db-2")
 
 	// Recovered on the operator's word: the record names this outage.
 	r = c.drainctl(t, nil, "--auto", "recover", c0, "--confirm-fenced", "--accept-disk-loss")

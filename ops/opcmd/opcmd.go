@@ -2,7 +2,8 @@
 // gate command) the one way drainctl runs them: in a process group of its own that is killed
 // whole on cancel, on timeout and once the command has exited (no ipmitool left behind to
 // power a machine off after drainctl said it stopped); its output always drained, each line
-// cut at MaxLine and only the last TailBytes kept; a line saying it started before it runs.
+// cut at MaxLine and at most MaxLines reported (the rest counted); a line saying it started
+// before it runs.
 package opcmd
 
 import (
@@ -31,8 +32,9 @@ const (
 const (
 	// MaxLine bounds a line of output: the rest of it is dropped, with a marker.
 	MaxLine = 4 << 10
-	// TailBytes bounds the output kept (for the error): the last lines only.
-	TailBytes = 4 << 10
+	// MaxLines bounds the lines reported: a command that prints without end (yes) floods no
+	// screen, log or NDJSON stream; the rest is counted, and said once it has ended.
+	MaxLines  = 200
 	cutMarker = " … [line cut at 4 KiB]"
 )
 
@@ -150,14 +152,15 @@ func Run(ctx context.Context, s Spec, line func(string)) error {
 	return fmt.Errorf("%s %s: %w", s.Kind, shown, err)
 }
 
-// lines splits output into lines, cutting long ones, keeping the last TailBytes.
+// lines splits output into lines, cutting long ones, reporting the first MaxLines; it keeps
+// only the line being read and the last one (for the error).
 type lines struct {
-	emit func(string)
-	cur  []byte
-	cut  bool // the current line passed MaxLine: the rest of it is dropped
-	tail []string
-	size int
-	last string
+	emit    func(string)
+	cur     []byte
+	cut     bool // the current line passed MaxLine: the rest of it is dropped
+	last    string
+	emitted int
+	dropped int
 }
 
 func (l *lines) Write(p []byte) (int, error) {
@@ -193,18 +196,20 @@ func (l *lines) end() {
 	}
 	l.cur, l.cut = l.cur[:0], false
 	l.last = s
-	l.tail = append(l.tail, s)
-	l.size += len(s)
-	for l.size > TailBytes && len(l.tail) > 1 {
-		l.size -= len(l.tail[0])
-		l.tail = l.tail[1:]
+	if l.emitted == MaxLines {
+		l.dropped++
+		return
 	}
+	l.emitted++
 	l.emit(s)
 }
 
 func (l *lines) flush() {
 	if len(l.cur) > 0 || l.cut {
 		l.end()
+	}
+	if l.dropped > 0 {
+		l.emit(fmt.Sprintf("… %d more line(s) not shown (the first %d are)", l.dropped, MaxLines))
 	}
 }
 

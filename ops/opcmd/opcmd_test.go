@@ -129,3 +129,17 @@ func TestShownMasksSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A command that prints without end is reported in bounded lines and stopped at its
+// timeout: its flood reaches no screen, log or stream.
+func TestEndlessOutputIsBounded(t *testing.T) {
+	var c collected
+	err := Run(context.Background(), Spec{Kind: Fence, Template: "yes {node}", Node: "n1", Timeout: time.Second}, c.add)
+	got := c.all()
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(got) != MaxLines+2 || !strings.Contains(got[len(got)-1], "more line(s) not shown") {
+		t.Fatalf("%d lines reported, the last %q", len(got), got[len(got)-1])
+	}
+}
