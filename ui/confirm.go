@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
@@ -17,9 +16,8 @@ import (
 // confirmPane is a plan waiting for y: its steps, every blocker, the overrides toggled.
 type confirmPane struct {
 	pending *pending
-	offset  int             // first line shown, when the plan is taller than the screen
-	why     textinput.Model // the reason being typed (w), for nova-compute's disabled reason
-	typing  bool
+	offset  int       // first line shown, when the plan is taller than the screen
+	why     lineInput // the reason being typed (w), for nova-compute's disabled reason
 }
 
 func (p *confirmPane) modal() {}
@@ -29,16 +27,10 @@ func (p *confirmPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	k := s.keys
 	pd := p.pending
 	switch {
-	case p.typing:
-		switch msg.String() {
-		case "enter":
-			p.typing = false
-			pd.ro.Why = strings.TrimSpace(p.why.Value())
+	case p.why.typing():
+		if _, why, done := p.why.key(msg); done {
+			pd.ro.Why = why
 			pd.batch.Run.Why = pd.ro.Why // the batch runs with the options it was planned with
-		case "esc":
-			p.typing = false
-		default:
-			p.why, _ = p.why.Update(msg)
 		}
 	case matches(msg, k.Down):
 		p.offset++
@@ -106,11 +98,7 @@ func (p *confirmPane) bindings(s *shared) []action {
 		}
 	})
 	why := action{key: k.Why, hidden: true, do: func() intent {
-		p.why = textinput.New()
-		p.why.Prompt, p.why.CharLimit = "reason: ", 120
-		p.why.SetValue(pd.ro.Why)
-		p.why.Focus()
-		p.typing = true
+		p.why.open("why", "reason: ", pd.ro.Why, 120)
 		return nil
 	}}
 	hide := func(as ...action) []action {
@@ -183,11 +171,7 @@ func (p *confirmPane) view(s *shared) string {
 		}
 		b.WriteString(st.Title.Render(truncate(question, width)) + "\n")
 		for i, step := range pl.Steps {
-			mark := "[ ]"
-			if step.Done {
-				mark = "[✓]"
-			}
-			b.WriteString(truncate(text.Sprintf("  %d. %s %-16s %s", i+1, mark, step.Kind, step.Detail), width) + "\n")
+			b.WriteString(truncate("  "+text.Step(i, step), width) + "\n")
 		}
 		b.WriteString(vmMoves(pl, st, width))
 		for _, r := range pl.Reasons {
@@ -253,8 +237,8 @@ func (p *confirmPane) view(s *shared) string {
 		}
 	}
 	switch {
-	case p.typing:
-		b.WriteString(p.why.View() + "\n")
+	case p.why.typing():
+		b.WriteString(p.why.view() + "\n")
 	case pd.ro.Why != "":
 		b.WriteString(truncate(text.Sprintf("reason: %s (goes into nova-compute's disabled reason)", pd.ro.Why), width) + "\n")
 	}

@@ -122,7 +122,7 @@ func TestEverySequenceHasAWayBack(t *testing.T) {
 
 // typing: a line is being typed (a command, a filter, a reason): keys go to it.
 func typing(m Model) bool {
-	return m.commanding || m.nodes.editing || m.list.editing || m.confirm.typing
+	return m.commanding || m.nodes.editing || m.list.editing || m.confirm.why.typing() || m.campaign.input.typing()
 }
 
 // screenKeys are the keys the screen on show binds, y and ctrl+c aside.
@@ -446,5 +446,20 @@ func TestTheMigratingVMIsOnScreen(t *testing.T) {
 			Total: 1 << 30, Processed: 1 << 29, Remaining: 1 << 29, Rate: 1 << 28}))
 	if v := m.View(); !strings.Contains(v, "▸ vm-11") {
 		t.Errorf("the migrating vm-11 is not on screen:\n%s", v)
+	}
+}
+
+// A plan ticks nothing: nothing has run yet. A step the cluster already shows done (a node
+// cordoned already, no hypervisor pods to evict) says there is nothing to do.
+func TestAPlanTicksNoStep(t *testing.T) {
+	m := newModel(t, 3, 160, 45)
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Steps: []model.Step{
+		{Kind: model.StepCordon, Detail: "unschedulable + taint drainctl.io/maintenance", Done: true},
+		{Kind: model.StepEvictCarriers, Detail: "then 0 hypervisor pod(s)", Done: true},
+		{Kind: model.StepVerify, Detail: "nothing that had to go is left"}}}
+	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{plan}}}))
+	v := next.(Model).View()
+	if strings.Contains(v, "✓") || strings.Count(v, "[-]") != 2 || !strings.Contains(v, "then 0 hypervisor pod(s) (nothing to do)") {
+		t.Errorf("the plan ticks a step or hides that one has nothing to do:\n%s", v)
 	}
 }

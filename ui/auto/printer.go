@@ -186,11 +186,7 @@ func summary(r ops.Report) string {
 func WritePlan(w io.Writer, p model.Plan) {
 	text.Fprintf(w, "plan: %s\n", p.Summary())
 	for i, s := range p.Steps {
-		mark := " "
-		if s.Done {
-			mark = "✓"
-		}
-		text.Fprintf(w, "  %d. [%s] %-16s %s\n", i+1, mark, s.Kind, s.Detail)
+		text.Fprintf(w, "  %s\n", text.Step(i, s))
 	}
 	for _, vm := range p.VMs { // how each VM moves, when not every one moves live
 		if vm.Method != model.MoveLive && vm.Method != "" {

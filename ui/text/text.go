@@ -265,3 +265,13 @@ func firstNonEmpty(a, b string) string {
 	}
 	return b
 }
+
+// Step is a plan's step as a line: "1. [ ] cordon  unschedulable + taint …". A step the
+// cluster already shows done is marked "-" and says so: nothing has run yet, so nothing in
+// a plan is ticked.
+func Step(i int, s model.Step) string {
+	if s.Done {
+		return Sprintf("%d. [-] %-16s %s (nothing to do)", i+1, s.Kind, s.Detail)
+	}
+	return Sprintf("%d. [ ] %-16s %s", i+1, s.Kind, s.Detail)
+}
