@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
 // RollOptions say which nodes a campaign works and how.
@@ -93,6 +94,9 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	case Quarantine, "rollback", "fail":
 	default:
 		return nil, &UsageError{Problem: fmt.Sprintf("--undrainable %q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
+	}
+	if err := opcmd.Validate(o.Exec); err != nil {
+		return nil, &UsageError{Problem: "--exec: " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 	}
 	nodes, err := e.rollNodes(o)
 	if err != nil {

@@ -392,6 +392,9 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	p := m.pane()
+	if t, ok := p.(interface{ typingNow() bool }); ok && t.typingNow() {
+		return m.apply(pressKey(p, msg, &m.s)) // a line typed: q and : are letters
+	}
 	if _, ok := p.(modal); ok {
 		return m.apply(pressKey(p, msg, &m.s))
 	}

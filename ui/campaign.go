@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -17,10 +18,18 @@ import (
 // unfinished campaign of the same nodes) until y starts it; then each node's phase, the
 // counts and the ETA, and the current node's operation log. p pauses after the current
 // node (and resumes); enter opens the current node's operation view.
+//
+// Before y, the proposal takes the node plan's overrides (F, D, E, L, M, S) and the step
+// run on each emptied node (! types --exec, W toggles --wait-ready, w the reason): each
+// proposes the campaign again, every node planned anew, and y waits for that.
 
 // campaignPane is the campaign proposed or running in this view (one at a time).
 type campaignPane struct {
 	roll    *ops.Roll
+	opts    ops.RollOptions  // the options roll was made with
+	next    *ops.RollOptions // options asked for, while the campaign is proposed again
+	seq     int              // the last proposal asked for: an older answer is dropped
+	input   lineInput        // the step's command (!) or the reason (w), being typed
 	started bool
 	ended   bool
 	err     error
@@ -28,14 +37,20 @@ type campaignPane struct {
 	log     []logLine
 }
 
+// typingNow: a line is being typed, every key goes to it.
+func (p *campaignPane) typingNow() bool { return p.input.typing() }
+
 // running reports whether a campaign was started here and has not ended.
 func (p *campaignPane) running() bool { return p.started && !p.ended }
 
 // Messages of the campaign.
 type (
 	rollReady struct {
-		roll *ops.Roll
-		err  error
+		roll  *ops.Roll
+		o     ops.RollOptions
+		err   error
+		again bool // a proposal with other options, replacing the one on screen
+		seq   int
 	}
 	rollDone struct{ err error }
 )
@@ -55,11 +70,25 @@ func (m Model) proposeRoll(targets []string) (tea.Model, tea.Cmd) {
 		m.setStatus("nothing selected", true)
 		return m, nil
 	}
+	return m, m.newRoll(ops.RollOptions{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}, false, 0)
+}
+
+// reproposeRoll makes the proposal on screen again with other options: each node is
+// planned anew, and y waits for it.
+func (m Model) reproposeRoll(o ops.RollOptions) (tea.Model, tea.Cmd) {
+	if m.campaign.roll == nil || m.campaign.started {
+		return m, nil
+	}
+	m.campaign.seq++
+	m.campaign.next = &o
+	return m, m.newRoll(o, true, m.campaign.seq)
+}
+
+func (m Model) newRoll(o ops.RollOptions, again bool, seq int) tea.Cmd {
 	eng, ctx, bus := m.eng, m.ctx, m.bus
-	o := ops.RollOptions{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}
-	return m, func() tea.Msg {
+	return func() tea.Msg {
 		r, err := eng.NewRoll(ctx, o, func(ev ops.Event) { bus.push(rollTag(ev)) })
-		return rollReady{r, err}
+		return rollReady{roll: r, o: o, err: err, again: again, seq: seq}
 	}
 }
 
@@ -73,11 +102,25 @@ func rollTag(ev ops.Event) tagged {
 }
 
 func (m Model) rollReady(msg rollReady) (tea.Model, tea.Cmd) {
-	if msg.err != nil {
-		m.setStatus("campaign: "+firstLine(msg.err.Error()), true)
+	if msg.again {
+		p := &m.campaign
+		if p.roll == nil || p.started || msg.seq != p.seq {
+			return m, nil // dropped, started or asked again since: not this answer
+		}
+		p.next = nil
+		if msg.err != nil { // the proposal on screen stays, with its options
+			m.setStatus("campaign: "+firstLine(text.SafeErr(msg.err)), true)
+			return m, nil
+		}
+		p.roll, p.opts = msg.roll, msg.o
+		m.setStatus("", false)
 		return m, nil
 	}
-	m.campaign = campaignPane{roll: msg.roll}
+	if msg.err != nil {
+		m.setStatus("campaign: "+firstLine(text.SafeErr(msg.err)), true)
+		return m, nil
+	}
+	m.campaign = campaignPane{roll: msg.roll, opts: msg.o}
 	m.push(campaignScreen)
 	return m, nil
 }
@@ -113,6 +156,35 @@ func (p *campaignPane) record(ev ops.CampaignEvent) {
 	}
 }
 
+// stepsLine is what the campaign does at each node, its step (--exec, --wait-ready) included.
+func stepsLine(o ops.RollOptions) string {
+	step := ""
+	switch {
+	case o.Exec != "" && o.WaitReady:
+		step = " → run the command, wait for the reboot"
+	case o.Exec != "":
+		step = " → run the command"
+	case o.WaitReady:
+		step = " → wait for the reboot"
+	}
+	return "each node: capacity check (the rest must absorb it) → evacuate" + step + " → uncordon → verify it takes work again"
+}
+
+// campaignFlags are the command-line flags the proposal runs with: the overrides, then the step.
+func campaignFlags(o ops.RollOptions) []string {
+	on := overrideFlags(o.Run.Policy)
+	if o.Exec != "" {
+		on = append(on, "--exec "+text.ShellWord(ops.ShownCommand(o.Exec, "")))
+	}
+	if o.WaitReady {
+		on = append(on, "--wait-ready")
+	}
+	if o.Run.Why != "" {
+		on = append(on, "--reason "+text.ShellWord(o.Run.Why))
+	}
+	return on
+}
+
 // current is the node the campaign works now (the first in progress), or "".
 func current(c model.Campaign) string {
 	for _, n := range c.Nodes {
@@ -127,18 +199,43 @@ func (p *campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	if p.roll == nil {
 		return goTo{nodesScreen}, true
 	}
-	return nil, false
+	if !p.input.typing() {
+		return nil, false
+	}
+	field, value, done := p.input.key(msg)
+	if !done {
+		return nil, true
+	}
+	o := p.asked()
+	switch field {
+	case "exec":
+		if value == o.Exec {
+			return nil, true
+		}
+		o.Exec = value
+	case "why":
+		if value == o.Run.Why {
+			return nil, true
+		}
+		o.Run.Why = value
+	}
+	return reproposeRoll{o}, true
 }
 
-// bindings: before y, the proposal (y starts it, esc drops it); then p pauses and resumes,
-// and enter opens the current node's operation.
+// asked is the options of the latest proposal asked for (on screen, or on its way).
+func (p *campaignPane) asked() ops.RollOptions {
+	if p.next != nil {
+		return *p.next
+	}
+	return p.opts
+}
+
+// bindings: before y, the proposal (y starts it, esc drops it, the overrides and the step
+// propose it again); then p pauses and resumes, and enter opens the current node's operation.
 func (p *campaignPane) bindings(s *shared) []action {
 	k := s.keys
 	if !p.started {
-		return []action{
-			{key: k.Confirm, do: func() intent { return startRoll{} }},
-			{key: k.Back, do: func() intent { return dropRoll{} }},
-		}
+		return p.proposalBindings(s)
 	}
 	enter := action{key: k.Enter, disabled: "no node in progress"}
 	if p.roll != nil {
@@ -166,6 +263,74 @@ func (p *campaignPane) view(s *shared) string {
 		return s.st.Muted.Render("no campaign")
 	}
 	return p.render(s, p.roll.Record(), p.roll.Paused())
+}
+
+func (p *campaignPane) proposalBindings(s *shared) []action {
+	k := s.keys
+	confirm := action{key: k.Confirm, do: func() intent { return startRoll{} }}
+	if p.next != nil {
+		confirm.disabled = "planning every node again with the new options: y when it is on screen"
+	}
+	// The toggles are hidden from the footer (a line of the proposal names them): the footer
+	// keeps y, the step's keys and esc.
+	toggle := func(b Binding, f func(*ops.RollOptions)) action {
+		return action{key: b, hidden: true, do: func() intent {
+			o := p.asked()
+			o.Run.Policy.SkipVMs = slices.Clone(o.Run.Policy.SkipVMs)
+			f(&o)
+			o.Run.ForceCompute = o.Run.Policy.Force
+			return reproposeRoll{o}
+		}}
+	}
+	out := []action{
+		confirm,
+		toggle(k.ToggleForce, func(o *ops.RollOptions) { o.Run.Policy.Force = !o.Run.Policy.Force }),
+		toggle(k.ToggleEmptyDir, func(o *ops.RollOptions) { o.Run.Policy.DeleteEmptyDirData = !o.Run.Policy.DeleteEmptyDirData }),
+		toggle(k.ToggleEviction, func(o *ops.RollOptions) { o.Run.Policy.DisableEviction = !o.Run.Policy.DisableEviction }),
+		toggle(k.ToggleLastNode, func(o *ops.RollOptions) { o.Run.Policy.AllowLastNode = !o.Run.Policy.AllowLastNode }),
+		toggle(k.ToggleCold, func(o *ops.RollOptions) { o.Run.Policy.ColdMigrateRunning = !o.Run.Policy.ColdMigrateRunning }),
+	}
+	// S leaves every VM that blocks any node where it is (by ID, as --skip-vm), or, given
+	// already, none: as in a node's plan.
+	if skip := p.skippable(); len(skip) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
+		out = append(out, toggle(k.ToggleSkipVMs, func(o *ops.RollOptions) {
+			if len(o.Run.Policy.SkipVMs) > 0 {
+				o.Run.Policy.SkipVMs = nil
+				return
+			}
+			o.Run.Policy.SkipVMs = skip
+		}))
+	}
+	wait := toggle(k.WaitReady, func(o *ops.RollOptions) { o.WaitReady = !o.WaitReady })
+	wait.hidden = false
+	out = append(out, wait,
+		action{key: k.Exec, do: func() intent {
+			p.input.open("exec", "on each emptied node, run: ", p.asked().Exec, 400)
+			return nil
+		}},
+		action{key: k.Why, hidden: true, do: func() intent {
+			p.input.open("why", "reason: ", p.asked().Run.Why, 120)
+			return nil
+		}},
+		action{key: k.Back, do: func() intent { return dropRoll{} }},
+	)
+	return out
+}
+
+// skippable is every VM that blocks a node of the proposal and --skip-vm would leave.
+func (p *campaignPane) skippable() []string {
+	var out []string
+	if p.roll == nil {
+		return nil
+	}
+	for _, nf := range p.roll.Forecast().Nodes {
+		for _, r := range nf.Blockers {
+			if r.Override == model.OverrideSkipVM {
+				out = append(out, firstNonEmpty(r.ObjectID, r.Object))
+			}
+		}
+	}
+	return out
 }
 
 // render draws the campaign as its record stands (pausing: a pause was asked for).
@@ -204,7 +369,21 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	}
 	b.WriteString(truncate(summary, width) + "\n")
 	if !p.started {
-		b.WriteString(truncate("each node: capacity check (the rest must absorb it) → evacuate → uncordon → verify it takes work again", width) + "\n")
+		b.WriteString(truncate(stepsLine(p.asked()), width) + "\n")
+		if on := campaignFlags(p.asked()); len(on) > 0 {
+			b.WriteString(st.Danger.Render(truncate("runs with: "+strings.Join(on, " "), width)) + "\n")
+		}
+		keys := "F D E L M toggle the overrides for every node"
+		if len(p.skippable()) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
+			keys += ", S leaves the VMs that block"
+		}
+		b.WriteString(st.Muted.Render(truncate(keys+"; w types the reason", width)) + "\n")
+		switch {
+		case p.input.typing():
+			b.WriteString(p.input.view() + "\n")
+		case p.next != nil:
+			b.WriteString(st.Muted.Render("planning every node again…") + "\n")
+		}
 		if p.roll != nil { // what it will cost (campaign_forecast.go)
 			f := p.roll.Forecast()
 			style := st.Muted

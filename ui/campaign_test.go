@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
@@ -52,5 +54,64 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 	}
 	if _, ok := l.m.s.ops.views[c1]; !ok {
 		t.Errorf("no operation view for %s's evacuation", c1)
+	}
+}
+
+// The campaign's proposal takes the node plan's overrides and the step at each node: S
+// leaves the VM that refuses a node (every node planned again), ! types --exec (checked as
+// the command line checks it), W toggles --wait-ready, and y waits for the new proposal.
+func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.World.Break("vm-b", "disk /dev/sdb vanished")
+	vmb, _ := c.World.ServerByName("vm-b")
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	l := newLive(t, c, c.Engine("tui@campaign", nil))
+	l.selectNodes(c0, c1)
+	l.keys("C")
+	if l.m.screen != campaignScreen || !strings.Contains(l.m.View(), "refused: ") {
+		t.Fatalf("C: the refused %s is not shown (screen %v):\n%s", c0, l.m.screen, l.m.View())
+	}
+
+	// S, its proposal not yet back: y waits for it and says so.
+	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'S'}})
+	l.m = next.(Model)
+	l.keys("y")
+	if l.m.campaign.started || !strings.Contains(l.m.status, "planning every node again") {
+		t.Fatalf("y while the proposal is planned again: started %v, status %q", l.m.campaign.started, l.m.status)
+	}
+	l.send(cmd())
+	if o := l.m.campaign.opts.Run.Policy; len(o.SkipVMs) != 1 || o.SkipVMs[0] != vmb.ID || o.Force {
+		t.Fatalf("S: policy %+v", o)
+	}
+	if v := l.m.View(); strings.Contains(v, "vm-b") || !strings.Contains(v, "runs with: --skip-vm "+vmb.ID) {
+		t.Errorf("after S, vm-b still refuses %s or the override is not shown:\n%s", c0, v)
+	}
+
+	// A {node} inside quotes is refused as on the command line; the proposal stays as it was.
+	l.keys("!")
+	l.keys("ssh -- '{node}' reboot")
+	l.keys("enter")
+	if !strings.Contains(l.m.status, "inside ' quotes") || l.m.campaign.opts.Exec != "" {
+		t.Fatalf("a quoted {node}: status %q, exec %q", l.m.status, l.m.campaign.opts.Exec)
+	}
+	// q typed into the command is a letter, not quit.
+	l.keys("!")
+	l.keys("true {node} q")
+	l.keys("enter", "W")
+	if l.m.screen != campaignScreen {
+		t.Fatalf("typing the command left the screen: %v", l.m.screen)
+	}
+	r := l.m.campaign.roll.Record()
+	if r.Exec != "true {node} q" || !r.WaitReady || len(l.m.campaign.opts.Run.Policy.SkipVMs) != 1 {
+		t.Errorf("the proposal runs exec %q, wait-ready %v, options %+v", r.Exec, r.WaitReady, l.m.campaign.opts)
+	}
+	v := l.m.View()
+	for _, want := range []string{"run the command, wait for the reboot", "--exec 'true {node} q'", "--wait-ready"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the proposal does not show %q:\n%s", want, v)
+		}
+	}
+	if n := c.Muts.N.Load(); n != 0 {
+		t.Fatalf("proposing the campaign changed the cluster (%d calls)", n)
 	}
 }

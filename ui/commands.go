@@ -162,6 +162,8 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m.apply(in.yes)
 	case proposeRoll:
 		return m.proposeRoll(in.targets)
+	case reproposeRoll:
+		return m.reproposeRoll(in.o)
 	case startRoll:
 		m.setStatus("", false)
 		return m.startRoll()

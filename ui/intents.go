@@ -53,9 +53,10 @@ type (
 
 // Campaigns.
 type (
-	proposeRoll struct{ targets []string } // a campaign over the targets (C)
-	startRoll   struct{}
-	dropRoll    struct{}
+	proposeRoll   struct{ targets []string }  // a campaign over the targets (C)
+	reproposeRoll struct{ o ops.RollOptions } // the proposal on screen, with other options
+	startRoll     struct{}
+	dropRoll      struct{}
 )
 
 // Quitting while operations run, and contexts.
@@ -86,6 +87,7 @@ func (runPending) isIntent()    {}
 func (maintain) isIntent()      {}
 func (forceVM) isIntent()       {}
 func (proposeRoll) isIntent()   {}
+func (reproposeRoll) isIntent() {}
 func (startRoll) isIntent()     {}
 func (dropRoll) isIntent()      {}
 func (quitWait) isIntent()      {}

@@ -31,6 +31,7 @@ type KeyMap struct {
 	ToggleEviction, ToggleLastNode, ToggleCold   Binding
 	ToggleFenced, ToggleDiskLoss, ToggleSkipVMs  Binding
 	Target, Why                                  Binding
+	Exec, WaitReady                              Binding // a campaign's step at each node
 	// In the quit dialog, while operations run.
 	QuitWait, QuitAbort, QuitLeave Binding
 }
@@ -85,6 +86,8 @@ func DefaultKeys() KeyMap {
 		ToggleSkipVMs:  bind(true, "S", "toggle --skip-vm for each VM that blocks (it stays where it is; --force's pod rules stay off)", "S"),
 		Target:         bind(true, "t", "migrate: pick the target host (a filterable list)", "t"),
 		Why:            bind(false, "w", "type the reason (nova-compute's disabled reason, as --reason)", "w"),
+		Exec:           bind(true, "!", "campaign: type --exec, run on each emptied node", "!"),
+		WaitReady:      bind(true, "W", "campaign: toggle --wait-ready (each node reboots)", "W"),
 		QuitWait:       bind(false, "w", "wait for them (go back)", "w", "esc"),
 		QuitAbort:      bind(true, "a", "abort them (as x does), then quit", "a"),
 		QuitLeave:      bind(false, "l", "leave them: stop at a safe point, recorded; rerun resumes", "l"),
@@ -134,7 +137,7 @@ func (k KeyMap) groups() [][]Binding {
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause, k.Recover},
 		{k.Operations, k.Victims, k.Describe, k.Command, k.Sort, k.Refresh, k.Help, k.Quit, k.Interrupt},
-		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.ToggleFenced, k.ToggleDiskLoss, k.ToggleSkipVMs, k.Target, k.Why},
+		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.ToggleFenced, k.ToggleDiskLoss, k.ToggleSkipVMs, k.Target, k.Why, k.Exec, k.WaitReady},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}
 }
