@@ -348,6 +348,7 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 // showInventory puts an inventory on screen: totals, the node list's rows, an open list.
 func (m *Model) showInventory(inv model.Inventory) {
 	s := &m.s
+	on := m.nodes.currentName(s) // before the rows' indices change meaning
 	s.inv = inv
 	s.invGen++
 	s.nameWidth, s.totalVMs, s.totalPods = 8, 0, 0
@@ -356,7 +357,7 @@ func (m *Model) showInventory(inv model.Inventory) {
 		s.totalVMs += len(n.VMs)
 		s.totalPods += len(n.Pods)
 	}
-	m.nodes.applyFilter(s)
+	m.nodes.refilter(s, on)
 	if m.screen == listScreen && m.list.pick == nil {
 		m.list.rebuild(s)
 	}

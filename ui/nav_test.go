@@ -463,3 +463,28 @@ func TestAPlanTicksNoStep(t *testing.T) {
 		t.Errorf("the plan ticks a step or hides that one has nothing to do:\n%s", v)
 	}
 }
+
+// > sorts as it says, and the cursor stays on its node however the rows move (a new order,
+// a refresh that reorders them): a key acts on the node it was on.
+func TestSortKeepsTheCursorOnItsNode(t *testing.T) {
+	m := newModel(t, 4, 160, 45)
+	on := func() string { n, _ := m.nodes.current(&m.s); return n.Name }
+	if on() != "compute-0" {
+		t.Fatalf("the cursor starts on %s", on())
+	}
+	m = press(m, ">", ">") // vms (all tie: by name), then pods: compute-1 has the most
+	if m.s.inv.Nodes[m.nodes.rows[0]].Name != "compute-1" || on() != "compute-0" {
+		t.Errorf("sorted by pods: first %s, cursor on %s", m.s.inv.Nodes[m.nodes.rows[0]].Name, on())
+	}
+	inv := inventory(4) // compute-3 gains two pods: it goes first on the refresh
+	inv.Nodes[3].Pods = append(inv.Nodes[3].Pods, model.Pod{Namespace: "a", Name: "b"}, model.Pod{Namespace: "a", Name: "c"})
+	next, _ := m.Update(inventoryMsg{inv: inv})
+	m = next.(Model)
+	if on() != "compute-0" {
+		t.Errorf("after a refresh that reorders the rows the cursor is on %s", on())
+	}
+	m = press(m, ">", ">") // ram, then rank: the rank's order is its own, not the most first
+	if !strings.Contains(m.status, "the cheapest candidate first") || on() != "compute-0" {
+		t.Errorf("sorted by rank: status %q, cursor on %s", m.status, on())
+	}
+}

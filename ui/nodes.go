@@ -170,7 +170,20 @@ func editFilter(f *textinput.Model, editing *bool, msg tea.KeyMsg) tea.Cmd {
 }
 
 // applyFilter recomputes the visible rows; only here, not on every frame.
-func (p *nodesPane) applyFilter(s *shared) {
+// The cursor stays on its node wherever the node moves (a new order, a refresh): a key acts
+// on the node it was on, not on the one that took its row.
+func (p *nodesPane) applyFilter(s *shared) { p.refilter(s, p.currentName(s)) }
+
+// currentName is the name of the node under the cursor ("" without one).
+func (p *nodesPane) currentName(s *shared) string {
+	if n, ok := p.current(s); ok {
+		return n.Name
+	}
+	return ""
+}
+
+// refilter recomputes the rows and puts the cursor on the node named on, when it is listed.
+func (p *nodesPane) refilter(s *shared, on string) {
 	q := strings.ToLower(strings.TrimSpace(p.filter.Value()))
 	p.rows = p.rows[:0]
 	for i, n := range s.inv.Nodes {
@@ -183,6 +196,11 @@ func (p *nodesPane) applyFilter(s *shared) {
 			return sortKey(p.sortBy, s.inv.Nodes[p.rows[i]], s) > sortKey(p.sortBy, s.inv.Nodes[p.rows[j]], s)
 		})
 	}
+	for i, r := range p.rows {
+		if s.inv.Nodes[r].Name == on {
+			p.cursor = i
+		}
+	}
 	p.clamp(len(p.rows))
 }
 
@@ -194,7 +212,7 @@ func rolesOf(n model.Node) string {
 }
 
 func (p *nodesPane) current(s *shared) (model.Node, bool) {
-	if p.cursor < 0 || p.cursor >= len(p.rows) {
+	if p.cursor < 0 || p.cursor >= len(p.rows) || p.rows[p.cursor] >= len(s.inv.Nodes) {
 		return model.Node{}, false
 	}
 	return s.inv.Nodes[p.rows[p.cursor]], true
@@ -415,9 +433,13 @@ func notes(s *shared, n model.Node, mism []model.Mismatch) string {
 	return ""
 }
 
+// sortNote says the order as it is: the most first, but rank 1 (the cheapest candidate) first.
 func sortNote(by string) string {
-	if by == "" {
+	switch by {
+	case "":
 		return "name"
+	case "rank":
+		return "rank (the cheapest candidate first, the nodes that are none after; > for the next column)"
 	}
 	return by + " (most first; > for the next column)"
 }
