@@ -534,7 +534,9 @@ func TestRollChecksEveryNodeBeforeItStarts(t *testing.T) {
 	c0, c1 := c.px+"-c0", c.px+"-c1"
 	kubetest.Pod(t, c.cs, c.ns, "bare", c1)
 	r := c.drainctl(t, nil, "--auto", "roll", c1, c0, "--dry-run")
-	if r.code != 3 || !strings.Contains(r.stdout, c1+": pending") || !strings.Contains(r.stdout, "blocks "+c.ns+"/bare") {
+	// Each blocker on a line of its own (not escaped into the node's line); nothing recorded.
+	if r.code != 3 || !strings.Contains(r.stdout, c1+": pending") || !strings.Contains(r.stdout, "\n  blocks "+c.ns+"/bare") ||
+		strings.Contains(r.stdout, `\x0a`) || !strings.Contains(r.stderr, "dry run, 2 node(s), 0 done, parallel 1; nothing recorded") {
 		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = c.drainctl(t, nil, "--auto", "roll", c1, c0, "--dry-run", "--on-failure", "skip")

@@ -284,8 +284,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case rollDone:
 		m.campaign.ended, m.campaign.err = true, msg.err
 		m.s.ops.campaignCancel = nil
-		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) {
-			m.setStatus("campaign: "+firstLine(msg.err.Error()), true)
+		// The campaign screen's title says why it stopped: the status says it elsewhere only.
+		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) && m.screen != campaignScreen {
+			m.setStatus("campaign: "+firstLine(text.SafeErr(msg.err)), true)
 		}
 		return m, m.refresh(true)
 	case maintMsg:

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -147,7 +148,10 @@ func (p *campaignPane) record(ev ops.CampaignEvent) {
 	if ev.Node != "" {
 		line = text.Sprintf("%s %s", ev.Node, ev.Phase)
 	}
-	if ev.Message != "" {
+	// A campaign's stop is explained once, in the title (the error Run returns); its log
+	// says when.
+	stop := ev.Node == "" && (ev.State == model.CampaignStopped || ev.State == model.CampaignFailed)
+	if ev.Message != "" && !stop {
 		line += ": " + text.Safe(ev.Message)
 	}
 	p.log = append(p.log, logLine{ev.At, line, bad})
@@ -317,6 +321,19 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 	return out
 }
 
+// refused is how many nodes of the proposal their check would refuse.
+func (p *campaignPane) refused() int {
+	n := 0
+	if p.roll != nil {
+		for _, nf := range p.roll.Forecast().Nodes {
+			if len(nf.Blockers) > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // skippable is every VM that blocks a node of the proposal and --skip-vm would leave.
 func (p *campaignPane) skippable() []string {
 	var out []string
@@ -344,6 +361,8 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		state = fmt.Sprintf("unfinished: %d of %d done. y resumes it, esc cancels", done, len(c.Nodes))
 	case !p.started:
 		state = "y starts it, esc cancels"
+	case p.ended && p.err != nil && done == 0 && inProgress == 0 && p.refused() > 0 && errors.As(p.err, new(*ops.RefusedError)):
+		state = fmt.Sprintf("stopped before the first node: %d node(s) refused at the check, each beside its blockers (esc, then C proposes it again)", p.refused())
 	case p.ended && p.err != nil:
 		state += ": " + text.SafeErr(p.err)
 	case c.State == model.CampaignPaused && !p.ended:
@@ -411,6 +430,8 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	}
 	for i := first; i < len(c.Nodes) && i < first+rows; i++ {
 		n := c.Nodes[i]
+		// Until it starts, and when it stopped before the node, a node's refusal stays beside it.
+		refusable := n.Phase == model.PhasePending && (!p.started || p.ended)
 		mark := "  "
 		if n.Name == cur {
 			mark = "▸ "
@@ -426,7 +447,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		switch {
 		case n.Blocked != "":
 			detail = "blocked: " + text.Safe(n.Blocked)
-		case !p.started && len(fc[n.Name].Blockers) > 0: // its check would refuse it
+		case refusable && len(fc[n.Name].Blockers) > 0: // its check would refuse it
 			b := fc[n.Name].Blockers
 			detail = "refused: " + text.Reason(b[0])
 			if len(b) > 1 {
@@ -443,7 +464,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		case model.PhaseDone:
 			style = st.OK
 		}
-		if !p.started && len(fc[n.Name].Blockers) > 0 {
+		if refusable && len(fc[n.Name].Blockers) > 0 {
 			style = st.Error
 		}
 		if n.Name == cur {

@@ -115,3 +115,24 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 		t.Fatalf("proposing the campaign changed the cluster (%d calls)", n)
 	}
 }
+
+// A campaign refused at its check before the first node says so once: the title says it
+// stopped, each refused node keeps its blockers beside it, and no status line repeats them.
+func TestTUICampaignRefusalIsSaidOnce(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.World.Break("vm-b", "disk /dev/sdb vanished")
+	l := newLive(t, c, c.Engine("tui@campaign", nil))
+	l.selectNodes(c.Name("c0"), c.Name("c1"))
+	l.keys("C")
+	next, run := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'y'}})
+	l.m = next.(Model)
+	done, ok := run().(rollDone)
+	if !ok || done.err == nil {
+		t.Fatalf("y: %#v", done)
+	}
+	l.send(done)
+	v := l.m.View()
+	if n := strings.Count(v, "vm-b"); n != 1 || !strings.Contains(v, "stopped before the first node: 1 node(s) refused") || l.m.status != "" {
+		t.Errorf("the refusal is said %d times (status %q):\n%s", n, l.m.status, v)
+	}
+}

@@ -304,8 +304,12 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 	if done > 0 || c.State != "" {
 		verb = "resuming"
 	}
-	text.Fprintf(a.Stderr, "campaign %s: %s, %d node(s), %d done, parallel %d; recorded in configmap drainctl/drainctl-campaign-%s\n",
-		c.Name, verb, len(c.Nodes), done, c.Parallel, c.Name)
+	record := text.Sprintf("recorded in configmap drainctl/drainctl-campaign-%s", c.Name)
+	if a.DryRun {
+		verb, record = "dry run", "nothing recorded, nothing changed"
+	}
+	text.Fprintf(a.Stderr, "campaign %s: %s, %d node(s), %d done, parallel %d; %s\n",
+		c.Name, verb, len(c.Nodes), done, c.Parallel, record)
 	f := r.Forecast()
 	text.Fprintf(a.Stderr, "campaign %s: %s\n", c.Name, text.Forecast(f))
 	if a.DryRun {
@@ -320,13 +324,13 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 				continue
 			}
 			line := text.Sprintf("%s: %s, %s", n.Name, n.Phase, text.NodeForecast(nf))
-			if len(nf.Blockers) > 0 { // its check would refuse it: every blocker, each on its own line
+			if len(nf.Blockers) > 0 {
 				line += text.Sprintf("; refused by %d blocker(s):", len(nf.Blockers))
-				for _, b := range nf.Blockers {
-					line += "\n  blocks " + text.Reason(b)
-				}
 			}
 			text.Fprintf(a.Stdout, "%s\n", line)
+			for _, b := range nf.Blockers { // its check would refuse it: every blocker, each on its own line
+				text.Fprintf(a.Stdout, "  blocks %s\n", text.Reason(b))
+			}
 		}
 		if skipped := r.Skipped(); len(skipped) > 0 {
 			names := make([]string, len(skipped))
