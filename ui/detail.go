@@ -11,7 +11,8 @@ import (
 	"github.com/drainctl/drainctl/ui/text"
 )
 
-// detailPane is one node: its VMs (a cursor and a choice, for migrate) and its pods.
+// detailPane is one node: its VMs (a choice, for migrate) and its pods. The cursor walks the
+// VMs, then the pods, so every pod can be reached (and described) however many there are.
 type detailPane struct {
 	node string
 	listCursor
@@ -24,7 +25,15 @@ func (p *detailPane) open(node string) {
 
 func (p *detailPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	n, _ := s.inv.Node(p.node)
-	return nil, p.move(msg, s, len(n.VMs))
+	return nil, p.move(msg, s, len(n.VMs)+len(n.Pods))
+}
+
+// onPod is the index of the pod under the cursor, or -1 when the cursor is on a VM.
+func (p *detailPane) onPod(n model.Node) int {
+	if i := p.cursor - len(n.VMs); i >= 0 && i < len(n.Pods) {
+		return i
+	}
+	return -1
 }
 
 func (p *detailPane) bindings(s *shared) []action {
@@ -39,20 +48,32 @@ func (p *detailPane) bindings(s *shared) []action {
 	if len(vms) == 0 && p.cursor < len(n.VMs) {
 		vms = []string{n.VMs[p.cursor].Name}
 	}
-	noVM := ""
-	if len(vms) == 0 {
-		noVM = n.Name + " has no VMs to migrate"
+	noVM, notOnVM := "", ""
+	switch {
+	case len(n.VMs) == 0:
+		noVM, notOnVM = n.Name+" has no VMs to migrate", n.Name+" has no VMs to choose"
+	case p.cursor >= len(n.VMs):
+		notOnVM = "the cursor is on a pod: space chooses VMs"
+		if len(vms) == 0 {
+			noVM = "the cursor is on a pod: m migrates the VMs chosen or the VM under the cursor"
+		}
+	}
+	describeRow := describe{kind: "vm", key: ""}
+	switch i := p.onPod(n); {
+	case i >= 0:
+		describeRow = describe{kind: "pod", key: n.Pods[i].Key() + "@" + n.Name}
+	case p.cursor < len(n.VMs):
+		describeRow.key = n.VMs[p.cursor].ID
+	default:
+		describeRow = describe{kind: "node", key: n.Name}
 	}
 	node := []string{n.Name}
 	return []action{
 		show(k.Up),
-		{key: k.Select, disabled: noVM, do: func() intent {
-			if p.cursor >= len(n.VMs) {
-				return nil
-			}
+		{key: k.Select, disabled: notOnVM, do: func() intent {
 			name := n.VMs[p.cursor].Name
 			p.chosen[name] = !p.chosen[name]
-			p.step(len(n.VMs))
+			p.step(len(n.VMs) + len(n.Pods))
 			return nil
 		}},
 		{key: k.Migrate, disabled: noVM, do: func() intent { return propose{model.OpMigrate, vms} }},
@@ -61,7 +82,7 @@ func (p *detailPane) bindings(s *shared) []action {
 		{key: k.Back, do: func() intent { return goTo{nodesScreen} }},
 		show(k.Help),
 		{key: k.Uncordon, hidden: true, do: func() intent { return propose{model.OpUncordon, node} }},
-		{key: k.Describe, hidden: true, do: func() intent { return describe{kind: "node", key: n.Name} }},
+		{key: k.Describe, hidden: true, do: func() intent { return describeRow }}, // the VM or pod under the cursor
 		{key: k.Maintain, hidden: true, do: func() intent { return proposeMaint{maintainCreate, n.Name} }},
 		{key: k.EndMaintain, hidden: true, do: func() intent { return proposeMaint{maintainDelete, n.Name} }},
 	}
@@ -90,14 +111,20 @@ func (p *detailPane) view(s *shared) string {
 	if wide {
 		colW = s.width/2 - 1
 	}
-	rows := max(3, s.height-8-strings.Count(head, "\n"))
+	// Every line the screen has: its header and footer take three (a banner one more).
+	rows := max(3, s.height-4-strings.Count(head, "\n"))
+	if s.invErr != nil {
+		rows--
+	}
 	vmRows, podRows := rows, rows
 	if !wide {
-		vmRows = max(3, min(len(n.VMs)+2, rows/2)) // a title and the column headers, then the VMs
+		// A title and the column headers, then the rows: the VMs take what the pods leave,
+		// and at least half when both are long.
+		vmRows = max(3, min(len(n.VMs)+2, max(rows/2, rows-len(n.Pods)-2)))
 		podRows = rows - vmRows
 	}
 	vms := p.vmTable(s, n, colW, vmRows)
-	pods := podTable(s, n, colW, podRows)
+	pods := podTable(s, n, colW, podRows, p.onPod(n))
 	if wide {
 		return head + "\n" + joinColumns(vms, pods, colW)
 	}
@@ -132,7 +159,7 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 		migrating[mg.InstanceID] = text.Sprintf("%s %s→%s", mg.Status, mg.SourceCompute, orDash(mg.DestCompute))
 	}
 	start, fits := 0, max(1, rows-2) // two lines of title and column headers
-	if p.cursor >= fits {
+	if p.cursor >= fits && p.cursor < len(n.VMs) {
 		start = p.cursor - fits + 1 // the cursor's VM (the one m acts on) stays in view
 	}
 	for i := start; i < len(n.VMs) && len(lines) < rows; i++ {
@@ -162,14 +189,28 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 	return strings.Join(lines, "\n")
 }
 
-func podTable(s *shared, n model.Node, w, rows int) string {
+// podTable lists the pods that fit in rows lines, from the one that keeps the cursor's pod
+// (cursor, -1 for none) in view; a last line counts the pods below.
+func podTable(s *shared, n model.Node, w, rows, cursor int) string {
 	st := s.st
 	lines := []string{st.Title.Render(fmt.Sprintf("Pods (%d)", len(n.Pods))),
 		st.Header.Render(pad(fmt.Sprintf("  %-38s %-12s %-9s %s", "NAMESPACE/NAME", "OWNER", "PHASE", "DRAIN"), w))}
 	pdbs := pdbMap(s)
-	for _, p := range n.Pods {
-		if len(lines) >= rows {
-			lines = append(lines, st.Muted.Render(fmt.Sprintf("  … %d more", len(n.Pods)-(len(lines)-2))))
+	fits := max(1, rows-2)
+	if len(n.Pods) > fits {
+		fits = max(1, fits-1) // the line counting the rest
+	}
+	start := 0
+	if cursor >= fits {
+		start = cursor - fits + 1
+	}
+	if start > 0 {
+		lines[0] += st.Muted.Render(fmt.Sprintf(" · %d above", start))
+	}
+	for i := start; i < len(n.Pods); i++ {
+		p := n.Pods[i]
+		if i-start >= fits {
+			lines = append(lines, st.Muted.Render(fmt.Sprintf("  … %d more", len(n.Pods)-i)))
 			break
 		}
 		owner := p.OwnerKind
@@ -180,7 +221,11 @@ func podTable(s *shared, n model.Node, w, rows int) string {
 		if strings.HasPrefix(drain, "blocks") || strings.HasPrefix(drain, "waits") {
 			style = st.Warn
 		}
-		line := text.Sprintf("  %-38s %-12s %-9s ", fit(p.Key(), 38), fit(owner, 12), p.Phase)
+		line := text.Sprintf("%s%-38s %-12s %-9s ", marks(i == cursor, false), fit(p.Key(), 38), fit(owner, 12), p.Phase)
+		if i == cursor {
+			lines = append(lines, st.Cursor.Render(pad(line+text.Safe(drain), w)))
+			continue
+		}
 		lines = append(lines, pad(line+style.Render(text.Safe(drain)), w))
 	}
 	return strings.Join(lines, "\n")

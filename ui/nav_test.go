@@ -488,3 +488,28 @@ func TestSortKeepsTheCursorOnItsNode(t *testing.T) {
 		t.Errorf("sorted by rank: status %q, cursor on %s", m.status, on())
 	}
 }
+
+// The node detail reaches its last pod at 80x24: the cursor walks the VMs, then the pods,
+// the pod list scrolls to it, and d describes the pod under the cursor. Space and m, which
+// are the VMs', say so on a pod.
+func TestNodeDetailReachesItsLastPod(t *testing.T) {
+	m := newModel(t, 3, 80, 24)
+	inv := inventory(3)
+	for i := 0; i < 20; i++ {
+		inv.Nodes[0].Pods = append(inv.Nodes[0].Pods, model.Pod{Namespace: "shop", Name: fmt.Sprintf("batch-%02d", i), Phase: "Running", OwnerKind: "Job"})
+	}
+	next, _ := m.Update(inventoryMsg{inv: inv})
+	m = press(next.(Model), "enter", "G")
+	v := m.View()
+	if !strings.Contains(v, "▸ shop/batch-19") || strings.Count(v, "\n") > 23 {
+		t.Fatalf("G in the detail: the last pod is not under the cursor, or the screen overflows (%d lines):\n%s", strings.Count(v, "\n")+1, v)
+	}
+	m = press(m, "space")
+	if !strings.Contains(m.status, "the cursor is on a pod") {
+		t.Errorf("space on a pod: status %q", m.status)
+	}
+	m = press(m, "d")
+	if m.screen != describeScreen || !strings.Contains(m.View(), "batch-19") {
+		t.Errorf("d on the last pod: screen %v\n%s", m.screen, m.View())
+	}
+}
