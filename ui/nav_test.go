@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"math/rand"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -444,8 +445,16 @@ func TestTheMigratingVMIsOnScreen(t *testing.T) {
 	m = feed(m, "compute-0", ops.NewPlanReady(t0, plan),
 		ops.NewMigrationEvent(t0, "compute-0", ops.MigrationEvent{VM: last.Name, VMID: last.ID, State: ops.MigRunning, Source: "compute-0", Dest: "compute-1",
 			Total: 1 << 30, Processed: 1 << 29, Remaining: 1 << 29, Rate: 1 << 28}))
-	if v := m.View(); !strings.Contains(v, "▸ vm-11") {
+	v := m.View()
+	if !strings.Contains(v, "▸ vm-11") {
 		t.Errorf("the migrating vm-11 is not on screen:\n%s", v)
+	}
+	// The rows after the scroll marker keep their column (#38.12: they were pushed right).
+	lines := strings.Split(v, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "VMs above") && (i+1 == len(lines) || !regexp.MustCompile(`^(▸ | {2})vm-\d\d `).MatchString(lines[i+1])) {
+			t.Errorf("the row after the scroll marker is not aligned: %q\n%s", lines[min(i+1, len(lines)-1)], v)
+		}
 	}
 }
 

@@ -398,13 +398,13 @@ func (p *opPane) view(s *shared) string {
 		first = p.cursor - shown + 1
 	}
 	if first > 0 {
-		b.WriteString(st.Muted.Render(fmt.Sprintf("  … %d VMs above\n", first)))
+		b.WriteString(st.Muted.Render(fmt.Sprintf("  … %d VMs above", first)) + "\n") // a newline inside Render pads the next line
 		vmLines++
 	}
 	for i := first; i < len(v.vmOrder); i++ {
 		id := v.vmOrder[i]
 		if i-first >= shown {
-			b.WriteString(st.Muted.Render(fmt.Sprintf("  … %d more VMs\n", len(v.vmOrder)-i)))
+			b.WriteString(st.Muted.Render(fmt.Sprintf("  … %d more VMs", len(v.vmOrder)-i)) + "\n")
 			vmLines++
 			break
 		}
