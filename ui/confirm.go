@@ -242,15 +242,28 @@ func (p *confirmPane) view(s *shared) string {
 	case pd.ro.Why != "":
 		b.WriteString(truncate(text.Sprintf("reason: %s (goes into nova-compute's disabled reason)", pd.ro.Why), width) + "\n")
 	}
+	// What refuses it, and the keys that lift it: wrapped, not cut, since at 80 columns the
+	// footer cannot list every toggle.
+	hint := ""
 	switch {
 	case blocked && pd.maintenance == maintainCreate:
-		b.WriteString(st.Warn.Render("The NodeMaintenance will be Failed, retried, until every blocker is resolved.") + "\n")
+		hint = "The NodeMaintenance will be Failed, retried, until every blocker is resolved."
 	case blocked && pd.op == model.OpRecover:
-		b.WriteString(st.Warn.Render(truncate("Refused until every blocker is resolved (K: your word that the machine is off; A: accept the disks lost; S: leave the VMs that block; y judges it again).", width)) + "\n")
-	case blocked && pd.maintenance == "" && pinned:
-		b.WriteString(st.Warn.Render(truncate("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides; M moves pinned VMs cold).", width)) + "\n")
+		hint = "Refused until every blocker is resolved (K: your word that the machine is off; A: accept the disks lost; S: leave the VMs that block; y judges it again)."
 	case blocked && pd.maintenance == "":
-		b.WriteString(st.Warn.Render("Refused until every blocker is resolved or overridden (F, D, E, L toggle the overrides).") + "\n")
+		keys := []string{"F, D, E, L toggle the overrides"}
+		if pinned {
+			keys = append(keys, "M moves pinned VMs cold")
+		}
+		if skips(pd) {
+			keys = append(keys, "S leaves the VMs that block")
+		}
+		hint = "Refused until every blocker is resolved or overridden (" + strings.Join(keys, "; ") + "; y judges it again)."
+	}
+	if hint != "" {
+		for _, l := range wrap(hint, width) {
+			b.WriteString(st.Warn.Render(l) + "\n")
+		}
 	}
 	return scrolled(strings.TrimRight(b.String(), "\n"), &p.offset, max(3, s.height-4), st)
 }
