@@ -24,6 +24,7 @@ type KeyMap struct {
 	Recover                                 Binding
 	Operations, Victims, Refresh, Help      Binding
 	Describe, Command, Sort                 Binding
+	NextOp                                  Binding
 	Quit                                    Binding
 	Interrupt                               Binding
 	// In a confirmation.
@@ -66,6 +67,7 @@ func DefaultKeys() KeyMap {
 		Roll:           bind(true, "C", "campaign: roll the selected nodes one by one (shows the running one)", "C"),
 		Pause:          bind(false, "p", "campaign: pause after the current node / resume", "p"),
 		Operations:     bind(false, "o", "operations", "o"),
+		NextOp:         bind(false, "space", "next operation (operation view)", " "),
 		Describe:       bind(false, "d", "describe", "d"),
 		Command:        bind(false, ":", "command: :nodes :vms :pods :victims :ops :campaign :ctx :sort :q", ":"),
 		Sort:           bind(false, ">", "sort nodes by the next column (name, VMs, pods, RAM used, rank)", ">"),
@@ -136,7 +138,7 @@ func (k KeyMap) groups() [][]Binding {
 	return [][]Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause, k.Recover},
-		{k.Operations, k.Victims, k.Describe, k.Command, k.Sort, k.Refresh, k.Help, k.Quit, k.Interrupt},
+		{k.Operations, k.NextOp, k.Victims, k.Describe, k.Command, k.Sort, k.Refresh, k.Help, k.Quit, k.Interrupt},
 		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.ToggleFenced, k.ToggleDiskLoss, k.ToggleSkipVMs, k.Target, k.Why, k.Exec, k.WaitReady},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}

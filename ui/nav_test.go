@@ -523,3 +523,22 @@ func TestNodeDetailReachesItsLastPod(t *testing.T) {
 		t.Errorf("d on the last pod: screen %v\n%s", m.screen, m.View())
 	}
 }
+
+// In the operation view space shows the next operation, and its footer says so, only when
+// there is one; it never claims to select.
+func TestOperationViewSpaceSaysWhatItDoes(t *testing.T) {
+	m := newModel(t, 3, 160, 45)
+	plan := func(node string) model.Plan { return model.Plan{Op: model.OpEvacuate, Node: node, Host: node} }
+	m.s.ops.add("compute-0", plan("compute-0"), t0, func() {})
+	m.op.shown, m.screen = "compute-0", opScreen
+	if v := m.View(); strings.Contains(v, "space") {
+		t.Errorf("one operation: the footer offers space:\n%s", v)
+	}
+	m.s.ops.add("compute-1", plan("compute-1"), t0, func() {})
+	if v := m.View(); !strings.Contains(v, "space next operation") || strings.Contains(v, "select") {
+		t.Errorf("two operations: the footer does not say what space does:\n%s", v)
+	}
+	if m = press(m, "space"); m.op.shown != "compute-1" {
+		t.Errorf("space shows %s", m.op.shown)
+	}
+}

@@ -317,12 +317,16 @@ func (p *opPane) bindings(s *shared) []action {
 	if v != nil {
 		node, none = v.plan.Node, ""
 	}
+	one := ""
+	if len(s.ops.order) < 2 {
+		one = "one operation only: no next one to show"
+	}
 	return []action{
 		show(k.Up),
 		p.forceComplete(s, v),
 		{key: k.Abort, disabled: none, do: func() intent { return propose{model.OpAbort, []string{node}} }},
 		{key: k.Rollback, disabled: none, do: func() intent { return propose{model.OpRollback, []string{node}} }},
-		{key: k.Select, do: func() intent { // cycle through the operations
+		{key: k.NextOp, hidden: len(s.ops.order) < 2, disabled: one, do: func() intent { // cycle through the operations
 			for i, n := range s.ops.order {
 				if n == p.shown {
 					p.shown = s.ops.order[(i+1)%len(s.ops.order)]
