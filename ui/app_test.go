@@ -79,6 +79,8 @@ func press(m Model, keys ...string) Model {
 			msg = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
 		case "down":
 			msg = tea.KeyMsg{Type: tea.KeyDown}
+		case "pgdown":
+			msg = tea.KeyMsg{Type: tea.KeyPgDown}
 		default:
 			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
 		}

@@ -24,7 +24,6 @@ func (p *confirmPane) modal() {}
 
 // update takes the reason being typed (w) and the scrolling of a tall plan.
 func (p *confirmPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
-	k := s.keys
 	pd := p.pending
 	switch {
 	case p.why.typing():
@@ -32,14 +31,7 @@ func (p *confirmPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 			pd.ro.Why = why
 			pd.batch.Run.Why = pd.ro.Why // the batch runs with the options it was planned with
 		}
-	case matches(msg, k.Down):
-		p.offset++
-	case matches(msg, k.Up):
-		p.offset = max(0, p.offset-1)
-	case matches(msg, k.PageDown): // as the footer of a tall plan says
-		p.offset += max(1, s.pageSize())
-	case matches(msg, k.PageUp):
-		p.offset = max(0, p.offset-max(1, s.pageSize()))
+	case scrollKey(msg, s, &p.offset, p.body(s), p.rows(s)): // as the footer of a tall plan says
 	default:
 		return nil, false
 	}
@@ -142,8 +134,15 @@ func (p *confirmPane) bindings(s *shared) []action {
 	return append(out, why)
 }
 
-// view: the plan and its blockers, naming the targets, with the overrides.
+func (p *confirmPane) rows(s *shared) int { return max(3, s.height-4) }
+
+// view: the plan and its blockers, naming the targets, with the overrides, scrolled.
 func (p *confirmPane) view(s *shared) string {
+	return scrolled(p.body(s), &p.offset, p.rows(s), s.st)
+}
+
+// body is the whole plan, before scrolling.
+func (p *confirmPane) body(s *shared) string {
 	st, width := s.st, s.width
 	pd := p.pending
 	if pd == nil {
@@ -249,7 +248,11 @@ func (p *confirmPane) view(s *shared) string {
 	case blocked && pd.maintenance == maintainCreate:
 		hint = "The NodeMaintenance will be Failed, retried, until every blocker is resolved."
 	case blocked && pd.op == model.OpRecover:
-		hint = "Refused until every blocker is resolved (K: your word that the machine is off; A: accept the disks lost; S: leave the VMs that block; y judges it again)."
+		keys := "K: your word that the machine is off; A: accept the disks lost"
+		if skips(pd) {
+			keys += "; S: leave the VMs that block"
+		}
+		hint = "Refused until every blocker is resolved (" + keys + "; y judges it again)."
 	case blocked && pd.maintenance == "":
 		keys := []string{"F, D, E, L toggle the overrides"}
 		if pinned {
@@ -265,7 +268,7 @@ func (p *confirmPane) view(s *shared) string {
 			b.WriteString(st.Warn.Render(l) + "\n")
 		}
 	}
-	return scrolled(strings.TrimRight(b.String(), "\n"), &p.offset, max(3, s.height-4), st)
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // overrideFlags are the command-line flags of the overrides toggled on.

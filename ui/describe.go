@@ -22,20 +22,18 @@ type describePane struct {
 }
 
 func (p *describePane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
-	k := s.keys
-	switch {
-	case matches(msg, k.Down):
-		p.offset = min(p.offset+1, max(0, len(p.lines)-1))
-	case matches(msg, k.Up):
-		p.offset = max(0, p.offset-1)
-	case matches(msg, k.PageDown):
-		p.offset = min(p.offset+s.pageSize(), max(0, len(p.lines)-1))
-	case matches(msg, k.PageUp):
-		p.offset = max(0, p.offset-s.pageSize())
-	default:
-		return nil, false
+	return nil, scrollKey(msg, s, &p.offset, p.body(s), p.rows(s))
+}
+
+func (p *describePane) rows(s *shared) int { return max(3, s.height-4) }
+
+// body is the description wrapped to the screen, before scrolling.
+func (p *describePane) body(s *shared) string {
+	var wrapped []string
+	for _, l := range p.lines {
+		wrapped = append(wrapped, wrap(l, s.width)...)
 	}
-	return nil, true
+	return strings.Join(wrapped, "\n")
 }
 
 func (p *describePane) bindings(s *shared) []action {
@@ -45,12 +43,8 @@ func (p *describePane) bindings(s *shared) []action {
 }
 
 func (p *describePane) view(s *shared) string {
-	var wrapped []string
-	for _, l := range p.lines {
-		wrapped = append(wrapped, wrap(l, s.width)...)
-	}
 	off := p.offset
-	return s.st.Title.Render(truncate(p.title, s.width)) + "\n" + scrolled(strings.Join(wrapped, "\n"), &off, max(3, s.height-4), s.st)
+	return s.st.Title.Render(truncate(p.title, s.width)) + "\n" + scrolled(p.body(s), &off, p.rows(s), s.st)
 }
 
 // wrap cuts a line into lines of at most w cells at spaces only, continuing indented: a flag

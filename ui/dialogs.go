@@ -19,27 +19,19 @@ type helpPane struct{ offset int }
 func (p *helpPane) modal() {}
 
 func (p *helpPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
-	k, last := s.keys, strings.Count(helpView(s), "\n")
-	switch {
-	case matches(msg, k.Down):
-		p.offset = min(p.offset+1, last)
-	case matches(msg, k.Up):
-		p.offset = max(0, p.offset-1)
-	case matches(msg, k.PageDown):
-		p.offset = min(p.offset+s.pageSize(), last)
-	case matches(msg, k.PageUp):
-		p.offset = max(0, p.offset-s.pageSize())
-	default:
-		p.offset = 0
-		return goBack{}, true
+	if scrollKey(msg, s, &p.offset, helpView(s), p.rows(s)) {
+		return nil, true
 	}
-	return nil, true
+	p.offset = 0
+	return goBack{}, true
 }
+
+func (p *helpPane) rows(s *shared) int { return max(3, s.height-3) }
 
 func (p *helpPane) bindings(s *shared) []action { return []action{show(s.keys.Back)} }
 
 func (p *helpPane) view(s *shared) string {
-	return scrolled(helpView(s), &p.offset, max(3, s.height-3), s.st)
+	return scrolled(helpView(s), &p.offset, p.rows(s), s.st)
 }
 
 // helpView is generated from the key map.

@@ -542,3 +542,29 @@ func TestOperationViewSpaceSaysWhatItDoes(t *testing.T) {
 		t.Errorf("space shows %s", m.op.shown)
 	}
 }
+
+// PgDn past the end of a tall plan, help or description stops at its end: the first k
+// scrolls back up at once (the offset ran on, out of sight, and k spent presses first).
+func TestScrollingStopsAtTheEnd(t *testing.T) {
+	m := newModel(t, 3, 80, 24)
+	var reasons []model.Reason
+	for i := 0; i < 40; i++ {
+		reasons = append(reasons, model.Reason{Code: model.BarePod, Severity: model.Blocks, Object: fmt.Sprintf("shop/bare-%02d", i), Message: "no controller"})
+	}
+	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"},
+		batch: ops.Batch{Plans: []model.Plan{{Op: model.OpEvacuate, Node: "compute-0", Reasons: reasons}}}}))
+	where := regexp.MustCompile(`lines (\d+)-(\d+) of (\d+)`)
+	for _, screen := range []struct {
+		name string
+		open []string
+	}{{"plan", nil}, {"help", []string{"esc", "?"}}} {
+		m = press(next.(Model), screen.open...)
+		m = press(m, "pgdown", "pgdown", "pgdown", "pgdown", "pgdown", "pgdown")
+		end := where.FindStringSubmatch(m.View())
+		m = press(m, "k")
+		up := where.FindStringSubmatch(m.View())
+		if end == nil || up == nil || end[2] != end[3] || up[1] == end[1] {
+			t.Errorf("%s: after pgdn past the end %v, k shows %v:\n%s", screen.name, end, up, m.View())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/drainctl/drainctl/ui/text"
@@ -115,14 +116,41 @@ func (m Model) footer(p pane) string {
 // a last line saying where it is when it does not all fit: long help, long plans.
 func scrolled(body string, offset *int, rows int, st *Styles) string {
 	lines := strings.Split(body, "\n")
+	*offset = max(0, min(*offset, lastOffset(len(lines), rows)))
 	if len(lines) <= rows {
-		*offset = 0
 		return body
 	}
-	*offset = max(0, min(*offset, len(lines)-rows+1))
 	end := min(len(lines), *offset+rows-1)
 	return strings.Join(lines[*offset:end], "\n") + "\n" +
 		st.Muted.Render(fmt.Sprintf("lines %d-%d of %d · j/k, pgup/pgdn scroll", *offset+1, end, len(lines)))
+}
+
+// lastOffset is the last first line scrolled shows of n lines in rows (one is its footer).
+func lastOffset(n, rows int) int {
+	if n <= rows {
+		return 0
+	}
+	return n - rows + 1
+}
+
+// scrollKey moves a scrolled body's offset by a movement key, clamped as scrolled draws it
+// (a pgdn past the end does not leave k presses to spend before the view moves up).
+func scrollKey(msg tea.KeyMsg, s *shared, offset *int, body string, rows int) bool {
+	k := s.keys
+	switch {
+	case matches(msg, k.Down):
+		*offset++
+	case matches(msg, k.Up):
+		*offset--
+	case matches(msg, k.PageDown):
+		*offset += max(1, s.pageSize())
+	case matches(msg, k.PageUp):
+		*offset -= max(1, s.pageSize())
+	default:
+		return false
+	}
+	*offset = max(0, min(*offset, lastOffset(strings.Count(body, "\n")+1, rows)))
+	return true
 }
 
 // writeLog writes the last rows lines of a log, failures in the error style.
