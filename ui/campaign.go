@@ -448,11 +448,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		case n.Blocked != "":
 			detail = "blocked: " + text.Safe(n.Blocked)
 		case refusable && len(fc[n.Name].Blockers) > 0: // its check would refuse it
-			b := fc[n.Name].Blockers
-			detail = "refused: " + text.Reason(b[0])
-			if len(b) > 1 {
-				detail += fmt.Sprintf(" (+%d more)", len(b)-1)
-			}
+			detail = fmt.Sprintf("refused by %d blocker(s):", len(fc[n.Name].Blockers))
 		case !p.started && fc[n.Name].Node != "":
 			detail = text.NodeForecast(fc[n.Name])
 		}
@@ -471,6 +467,13 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			style = st.Selected
 		}
 		b.WriteString(style.Render(truncate(line, width)) + "\n")
+		if refusable { // every blocker, wrapped under its node: the remedy is what the operator acts on
+			for _, r := range fc[n.Name].Blockers {
+				for _, l := range wrap("      "+text.Reason(r), width) {
+					b.WriteString(st.Error.Render(l) + "\n")
+				}
+			}
+		}
 	}
 	if len(c.Nodes) > rows {
 		b.WriteString(st.Muted.Render(fmt.Sprintf("  (%d nodes)", len(c.Nodes))) + "\n")

@@ -68,7 +68,7 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@campaign", nil))
 	l.selectNodes(c0, c1)
 	l.keys("C")
-	if l.m.screen != campaignScreen || !strings.Contains(l.m.View(), "refused: ") {
+	if l.m.screen != campaignScreen || !strings.Contains(l.m.View(), "refused by 2 blocker(s):") {
 		t.Fatalf("C: the refused %s is not shown (screen %v):\n%s", c0, l.m.screen, l.m.View())
 	}
 

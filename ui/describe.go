@@ -58,9 +58,10 @@ func wrap(l string, w int) []string {
 	body := strings.TrimLeft(l, " ")
 	indent := l[:len(l)-len(body)] // the line's own indentation stays on its first line
 	cur, width, limit := indent, len(indent), w
+	more := strings.Repeat(" ", max(4, len(indent)+2)) // a continuation sits right of its line's start
 	flush := func() {
 		out = append(out, cur)
-		cur, width, limit = "    ", 4, w
+		cur, width, limit = more, len(more), w
 	}
 	for _, word := range strings.Split(body, " ") {
 		ww := ansi.StringWidth(word)
