@@ -131,7 +131,7 @@ func (m Model) rollReady(msg rollReady) (tea.Model, tea.Cmd) {
 func (m Model) startRoll() (tea.Model, tea.Cmd) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.campaign.started, m.campaign.cancel = true, cancel
-	m.s.ops.campaignCancel = cancel
+	m.s.ops.campaignCancel, m.s.ops.campaignName = cancel, m.campaign.roll.Record().Name
 	r := m.campaign.roll
 	ended := m.s.ops.begin()
 	return m, func() tea.Msg {

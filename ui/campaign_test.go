@@ -30,8 +30,13 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 	}
 	l.keys("y")
 	rec := func() model.Campaign { return l.m.campaign.roll.Record() }
-	l.drain(c1+" started", func() bool { return rec().Nodes[0].Phase.Started() })
-	l.keys("p")
+	l.drain(c1+"'s operation", func() bool { _, ok := l.m.s.ops.views[c1]; return ok && len(l.m.s.ops.runningKeys()) > 0 })
+	// q while a node works: the dialog names the node's operation and its campaign.
+	l.keys("q")
+	if v := l.m.View(); !strings.Contains(v, "evacuate "+c1+" (a node of campaign "+rec().Name+")") {
+		t.Errorf("the quit dialog during the campaign's node:\n%s", v)
+	}
+	l.keys("w", "p")
 	l.drain("the campaign paused after "+c1, func() bool { return rec().State == model.CampaignPaused })
 	if r := rec(); r.Nodes[0].Phase != model.PhaseDone || r.Nodes[1].Phase != model.PhasePending {
 		t.Fatalf("paused: %+v", r.Nodes)

@@ -77,11 +77,17 @@ func (quitPane) view(s *shared) string { return quitView(s) }
 
 func quitView(s *shared) string {
 	var running []string
+	campaign := text.Sprintf("campaign %s", s.ops.campaignName)
 	for _, n := range s.ops.runningKeys() {
-		running = append(running, string(s.ops.views[n].plan.Op)+" "+text.Safe(n))
+		v := s.ops.views[n]
+		line := string(v.plan.Op) + " " + text.Safe(n)
+		if v.campaign { // the campaign stops with its node's operation
+			line += " (a node of " + campaign + ")"
+		}
+		running = append(running, line)
 	}
 	if s.ops.campaignCancel != nil && len(running) == 0 {
-		running = append(running, "a campaign (between two of its nodes)")
+		running = append(running, "a "+campaign+" (between two of its nodes)")
 	}
 	k := s.keys
 	var b strings.Builder

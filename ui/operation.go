@@ -23,6 +23,7 @@ type operations struct {
 	batches sync.WaitGroup
 	// campaignCancel stops the campaign's node operations (they run inside it).
 	campaignCancel context.CancelFunc
+	campaignName   string // the campaign running, for the quit dialog
 }
 
 func newOperations() *operations { return &operations{views: map[string]*opView{}} }
@@ -82,6 +83,7 @@ func (o *operations) cancelAll() {
 func (o *operations) record(t tagged, now time.Time) bool {
 	if pr, ok := t.Event.(ops.PlanReady); ok && t.campaign {
 		o.add(t.key, pr.Plan, now, o.campaignCancel)
+		o.views[t.key].campaign = true
 	}
 	v, ok := o.views[t.key]
 	if !ok {
@@ -108,6 +110,8 @@ type opView struct {
 	log     []logLine
 	report  *ops.Report
 	flags   string // the overrides it runs with, as flags: a resume needs them too
+	// campaign: a node of the campaign running (its cancel stops the campaign too).
+	campaign bool
 }
 
 type vmView struct {
