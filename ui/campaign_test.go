@@ -3,6 +3,7 @@ package ui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -140,4 +141,28 @@ func TestTUICampaignRefusalIsSaidOnce(t *testing.T) {
 	if n := strings.Count(v, "vm-b"); n != 1 || !strings.Contains(v, "stopped before the first node: 1 node(s) refused") || l.m.status != "" {
 		t.Errorf("the refusal is said %d times (status %q):\n%s", n, l.m.status, v)
 	}
+}
+
+// Quitting a campaign mid-node: the summary's resume is the campaign's command with the
+// options it runs with (--force toggled in its proposal), and the node's line points to it.
+func TestTUICampaignLeftUnfinishedResumesWithItsOptions(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	l := newLive(t, c, c.Engine("tui@campaign", nil))
+	l.selectNodes(c0, c1)
+	l.keys("C", "F", "y")
+	l.drain(c0+"'s operation", func() bool { _, ok := l.m.s.ops.views[c0]; return ok && len(l.m.s.ops.runningKeys()) > 0 })
+	var b strings.Builder
+	l.m.summary(&b)
+	name := l.m.campaign.roll.Record().Name
+	for _, want := range []string{
+		"evacuate " + c0 + " (a node of campaign " + name + "): interrupted at",
+		"the campaign's command below resumes it",
+		"resume: drainctl --auto roll " + c0 + " " + c1 + " --force",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	l.m.stop(l.m.campaign.cancel, 30*time.Second)
 }

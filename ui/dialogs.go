@@ -149,6 +149,10 @@ func (m Model) summary(w io.Writer) int {
 			resume += " " + v.flags
 		}
 		switch {
+		case v.campaign && (v.report == nil || v.report.Result == ops.ResultInterrupted):
+			// Its campaign's command (below) resumes it, with the campaign's options.
+			lines = append(lines, text.Sprintf("  %s %s (a node of campaign %s): interrupted at %s; the campaign's command below resumes it, or undo: %s --auto rollback %s",
+				v.plan.Op, target, m.s.ops.campaignName, orDash(string(v.step)), drainctl, text.ShellWord(v.plan.Node)))
 		case v.report == nil:
 			lines = append(lines, text.Sprintf("  %s %s: still stopping when drainctl exited (its journal on the node says where); "+
 				"resume: %s --auto %s", v.plan.Op, target, drainctl, resume))
@@ -167,8 +171,9 @@ func (m Model) summary(w io.Writer) int {
 			for _, n := range r.Nodes {
 				nodes = append(nodes, text.ShellWord(n.Name))
 			}
+			resume := strings.Join(append(nodes, campaignFlags(c.opts)...), " ") // with the options it ran with
 			lines = append(lines, text.Sprintf("  campaign %s: %s, %d of %d nodes done; resume: %s --auto roll %s",
-				r.Name, r.State, done, len(r.Nodes), drainctl, strings.Join(nodes, " ")))
+				r.Name, r.State, done, len(r.Nodes), drainctl, resume))
 		}
 	}
 	if len(lines) == 0 {
