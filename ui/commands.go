@@ -127,6 +127,9 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m.switchTo(in.name)
 	case openDetail:
 		m.detail.open(in.node)
+		if n, ok := m.s.inv.Node(in.node); ok && in.vm != "" {
+			m.detail.cursorOn(n, in.vm)
+		}
 		return m.goTo(detailScreen), nil
 	case describe:
 		var d describePane

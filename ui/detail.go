@@ -23,6 +23,15 @@ func (p *detailPane) open(node string) {
 	p.node, p.cursor, p.chosen = node, 0, map[string]bool{}
 }
 
+// cursorOn puts the cursor on the VM with this ID (m migrates the VM the list was on).
+func (p *detailPane) cursorOn(n model.Node, vmID string) {
+	for i, vm := range n.VMs {
+		if vm.ID == vmID {
+			p.cursor = i
+		}
+	}
+}
+
 func (p *detailPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	n, _ := s.inv.Node(p.node)
 	return nil, p.move(msg, s, len(n.VMs)+len(n.Pods))

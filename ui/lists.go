@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -136,10 +137,13 @@ func (p *listPane) bindings(s *shared) []action {
 	}
 	enter := action{key: k.Enter, disabled: none}
 	switch {
-	case p.pick != nil:
+	case p.pick != nil: // enter picks the row: the footer says so
+		enter.key = Binding{Binding: key.NewBinding(key.WithKeys(k.Enter.Keys()...), key.WithHelp(k.Enter.Help().Key, "pick"))}
 		enter.do = func() intent { return p.pick(r.key) }
+	case r.node != "" && p.kind == vmList: // the node, its cursor on this VM
+		enter.do = func() intent { return openDetail{r.node, r.key} }
 	case r.node != "":
-		enter.do = func() intent { return openDetail{r.node} }
+		enter.do = func() intent { return openDetail{r.node, ""} }
 	}
 	back := action{key: k.Back, do: func() intent {
 		switch {

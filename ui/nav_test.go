@@ -46,6 +46,9 @@ func TestThePickersWayBack(t *testing.T) {
 	if l.m.screen != listScreen {
 		t.Fatalf("t: screen %v", l.m.screen)
 	}
+	if v := l.m.View(); !strings.Contains(v, "enter pick") || strings.Contains(v, "enter details") {
+		t.Errorf("the picker's footer does not say enter picks:\n%s", v)
+	}
 	l.keys("esc")
 	if l.m.screen != confirmScreen || l.m.confirm.pending == nil {
 		t.Fatalf("esc from the picker: screen %v", l.m.screen)
@@ -53,6 +56,14 @@ func TestThePickersWayBack(t *testing.T) {
 	l.keys("esc")
 	if l.m.screen != listScreen || l.m.list.kind != vmList || lines(l.m.View()) < 4 {
 		t.Fatalf("esc from the confirmation: screen %v\n%s", l.m.screen, l.m.View())
+	}
+	// enter on a VM opens its node with the cursor on that VM: m there migrates it.
+	l.keys("j")
+	row, _ := l.m.list.current()
+	l.keys("enter")
+	n, _ := l.m.s.inv.Node(l.m.detail.node)
+	if l.m.screen != detailScreen || l.m.detail.cursor >= len(n.VMs) || n.VMs[l.m.detail.cursor].ID != row.key {
+		t.Errorf("enter on VM %s: the detail's cursor is on row %d of %s", row.key, l.m.detail.cursor, n.Name)
 	}
 }
 
