@@ -16,7 +16,7 @@ import (
 	"github.com/drainctl/drainctl/internal/app"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ui/auto"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // Set by the linker: -X main.version=... -X main.commit=... -X main.date=...

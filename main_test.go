@@ -56,6 +56,10 @@ func TestHouseDrawing(t *testing.T) {
 				t.Errorf("the simulator imports the engine")
 			case (under(pkg, "ui") || under(pkg, "model")) && under(d, "internal"):
 				t.Errorf("%s imports %s", pkg, d)
+			case (under(pkg, "internal/controllers") || under(pkg, "ops")) && under(d, "ui"):
+				t.Errorf("%s imports %s: the controllers and the engine know no view (text/ formats for all)", pkg, d)
+			case under(pkg, "text") && (under(d, "ops") || under(d, "ui") || under(d, "internal")):
+				t.Errorf("text/ imports %s: it formats model values, for every view and the controllers", d)
 			}
 		}
 	}

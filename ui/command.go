@@ -9,7 +9,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // Command mode (k9s's ":"): :nodes, :vms, :pods, :victims, :ops, :campaign, :ctx [NAME],

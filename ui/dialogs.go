@@ -8,7 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // The help and quit screens and the yes/no question: modal panes.

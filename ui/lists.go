@@ -10,7 +10,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // Lists across the cluster (:vms, :pods) and pickers (a migration's target host, a kube

@@ -12,7 +12,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // operations are the operations started from this view: each one's view, built from its

@@ -7,7 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // View renders the current screen: the header, the pane on screen, the footer. It only

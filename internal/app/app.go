@@ -21,7 +21,7 @@ import (
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/auto"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // Options are the parsed command line.

@@ -13,7 +13,7 @@ import (
 	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/auto"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // Exit codes, the same for every mode and documented in the README. They are decided here

@@ -14,7 +14,7 @@ import (
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ui/auto"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // mode is one in-cluster mode for the serve skeleton: how it connects, and what it serves.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // campaignRecordLine is one record as -o json gives it: the record, its age and its counts.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ui/text"
+	"github.com/drainctl/drainctl/text"
 )
 
 // Formats for -o.

@@ -1,0 +1,88 @@
+// Command housemetrics prints the figures the house's steps are measured by (#39): the
+// checks on an operation's kind, the engine's production lines, its long functions and
+// its back-arrows. Run from the repository's root: go run ./hack/housemetrics
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// opCheck is a decision on an operation's kind: p.Op == model.OpEvacuate, switch op {…}.
+var opCheck = regexp.MustCompile(`\b(Op|op) [!=]= model\.Op|switch (\w+\.)*(Op|op) \{|case model\.Op\w+[,:]`)
+
+func main() {
+	var lines, checks int
+	var long []string
+	fset := token.NewFileSet()
+	_ = filepath.Walk("ops", func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines += strings.Count(string(src), "\n")
+		if !strings.HasPrefix(path, "ops/sim") { // the simulator plays Nova: its switches are Nova's
+			checks += len(opCheck.FindAllIndex(src, -1))
+		}
+		f, err := parser.ParseFile(fset, path, src, 0)
+		if err != nil {
+			return err
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok {
+				n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+				if n > 80 {
+					long = append(long, fmt.Sprintf("%s:%s (%d)", path, fn.Name.Name, n))
+				}
+			}
+		}
+		return nil
+	})
+	sort.Strings(long)
+	fmt.Printf("ops production lines: %d\n", lines)
+	fmt.Printf("checks on an operation's kind (ops/, the simulator aside): %d\n", checks)
+	fmt.Printf("functions over 80 lines in ops/: %d %v\n", len(long), long)
+	fmt.Printf("back-arrows: %v\n", backArrows())
+}
+
+// backArrows are imports that point up the drawing: an ops subpackage importing ops (or a
+// view), the controllers importing a view.
+func backArrows() []string {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
+	if err != nil {
+		return []string{"go list: " + err.Error()}
+	}
+	const mod = "github.com/drainctl/drainctl/"
+	var arrows []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		pkg := strings.TrimPrefix(f[0], mod)
+		for _, imp := range f[1:] {
+			imp = strings.TrimPrefix(imp, mod)
+			up := false
+			switch {
+			case strings.HasPrefix(pkg, "ops/") && (imp == "ops" || strings.HasPrefix(imp, "ui")):
+				up = true
+			case pkg == "ops" && strings.HasPrefix(imp, "ui"):
+				up = true
+			case strings.HasPrefix(pkg, "internal/controllers") && strings.HasPrefix(imp, "ui"):
+				up = true
+			}
+			if up {
+				arrows = append(arrows, pkg+" → "+imp)
+			}
+		}
+	}
+	return arrows
+}
