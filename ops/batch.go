@@ -32,7 +32,7 @@ func (b Batch) Blockers() []model.Reason {
 
 // PlanBatch plans op on every target from fresh reads of the cluster; it changes nothing.
 func (e *Engine) PlanBatch(ctx context.Context, op model.OpKind, targets []string, ro RunOptions) (Batch, error) {
-	if op == model.OpEvacuate {
+	if traitsOf(op).empties { // they leave the fleet together
 		ro.Leaving = targets
 	}
 	b := Batch{Op: op, Run: ro, Plans: make([]model.Plan, 0, len(targets))}

@@ -43,7 +43,7 @@ func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
 func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours coldRecords) {
 	run.method = model.MoveLive
 	switch {
-	case r.plan.Op == model.OpRecover:
+	case traitsOf(r.plan.Op).rebuilds:
 		run.method = model.MoveRebuild
 	case run.vm.Status == model.VMResizing, run.vm.Status == model.VMVerifyResize, run.vm.Status == model.VMRevertResize:
 		run.method, run.ours = model.MoveCold, len(ours[run.vm.ID]) > 0
@@ -71,7 +71,7 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[s
 		seen[vm.ID] = true
 	}
 	for _, m := range ms {
-		if seen[m.InstanceID] || (p.Op == model.OpMigrate && m.InstanceID != p.VMs[0].ID) {
+		if seen[m.InstanceID] || (traitsOf(p.Op).oneVM && m.InstanceID != p.VMs[0].ID) {
 			continue
 		}
 		seen[m.InstanceID] = true

@@ -141,3 +141,36 @@ func TestEveryStepKindHasAFunction(t *testing.T) {
 		t.Errorf("found %d step kinds: is the search broken?", n)
 	}
 }
+
+// Every operation kind model declares has its row in each of the engine's tables: a planner
+// and traits (scale-down names a report, not an operation that is planned).
+func TestEveryOperationHasItsRows(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "../model/plan.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []model.OpKind
+	ast.Inspect(f, func(n ast.Node) bool {
+		if vs, ok := n.(*ast.ValueSpec); ok {
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "OpKind" {
+				lit := vs.Values[0].(*ast.BasicLit)
+				kinds = append(kinds, model.OpKind(strings.Trim(lit.Value, `"`)))
+			}
+		}
+		return true
+	})
+	if len(kinds) < 7 {
+		t.Fatalf("found %d operation kinds in model/plan.go: is the search broken?", len(kinds))
+	}
+	for _, k := range kinds {
+		if k == model.OpScaleDown {
+			continue
+		}
+		if _, ok := planners[k]; !ok {
+			t.Errorf("%s has no planner (planners.go)", k)
+		}
+		if _, ok := traits[k]; !ok {
+			t.Errorf("%s has no traits (traits.go)", k)
+		}
+	}
+}

@@ -62,7 +62,8 @@ func (e *Engine) releaseSlot(run *vmRun) {
 func (r *runner) migrate(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	var vms []model.VM
-	if p.Op == model.OpMigrate {
+	t := traitsOf(p.Op)
+	if t.oneVM {
 		vm, err := e.nova.Server(ctx, p.VMs[0].ID)
 		if err != nil {
 			return "", err
@@ -76,7 +77,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		vms = all
 	}
 	moved := "migrated"
-	if p.Op == model.OpRecover {
+	if t.rebuilds {
 		moved = "rebuilt elsewhere"
 	}
 	handled, done := map[string]bool{}, 0
@@ -89,7 +90,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		if len(failed) > 0 {
 			return "", &NotMovedError{Moved: moved, VMs: failed}
 		}
-		if p.Op != model.OpEvacuate {
+		if !t.empties {
 			break // one VM asked for; a dead host takes no migration in
 		}
 		for _, vm := range vms {
@@ -175,7 +176,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 		}
 		pending = append(pending, run)
 	}
-	if p.Op != model.OpRecover { // a dead host's VMs are not cold-migrated
+	if !traitsOf(p.Op).rebuilds { // a dead host's VMs are not cold-migrated
 		if err := r.adoptCold(ctx, vms, running, ours); err != nil {
 			return 0, nil, err
 		}
@@ -242,7 +243,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 // classify is how the operation treats a VM of the node: an evacuation moves it (live,
 // cold, followed) or leaves it; a recovery rebuilds it elsewhere or leaves it.
 func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
-	if r.plan.Op != model.OpRecover {
+	if !traitsOf(r.plan.Op).rebuilds {
 		return policy.VMMove(vm, r.ro.Policy)
 	}
 	method, reasons := policy.VMRecover(vm, r.e.cfg.Recover.SharedStorage, r.ro.Policy)
@@ -264,31 +265,19 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			return failed // the cluster-wide cap is reached
 		}
 		run := (*pending)[0]
-		if handled, failure := r.movedMeanwhile(ctx, run, pending, running); handled {
+		q := &vmRequest{run: run, pending: pending, running: running, dests: dests}
+		switch r.checkBeforeRequest(ctx, q) { // prerequest.go: each check, named, at this moment
+		case handled:
 			<-e.migSlots
-			if failure != nil {
-				failed = append(failed, *failure)
+			if q.failure != nil {
+				failed = append(failed, *q.failure)
 			}
 			continue
-		}
-		if r.stillHolder(ctx) != nil || (run.method == model.MoveRebuild && r.stopUnlessFenced(ctx)) {
+		case stopRun, wait: // the top of the loop records a stop; a wait tries at the next poll
 			<-e.migSlots
-			return failed // the run stops: the top of the loop records the interruption
+			return failed
 		}
-		room, ok := r.clusterRoom(ctx)
-		if !ok {
-			<-e.migSlots
-			return failed // the cluster is at its cap (other drainctl processes count): wait
-		}
-		dest, ok := r.pickDestination(run.vm, dests, room.toDest)
-		for ok && dest != "" && dests != nil && r.ro.To == "" && !r.stillUsable(ctx, dest, dests) {
-			dest, ok = r.pickDestination(run.vm, dests, room.toDest)
-		}
-		if !ok {
-			room.unlock("", false)
-			<-e.migSlots
-			return failed // every destination is at its cap: wait for one to finish
-		}
+		room, dest := q.room, q.dest
 		*pending = (*pending)[1:]
 		run.slot = true
 		run.copied += run.attemptBytes(false)
@@ -321,46 +310,6 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 		running[run.vm.ID] = run
 	}
 	return failed
-}
-
-// movedMeanwhile re-reads the VM before its migration is requested: the list was taken at
-// the start, and someone may have moved it since. A VM no longer on the node left by itself
-// and is skipped; one already migrating (someone else's migration) is followed, not asked
-// again. It takes the VM off pending in both cases.
-func (r *runner) movedMeanwhile(ctx context.Context, run *vmRun, pending *[]*vmRun, running map[string]*vmRun) (handled bool, failure *model.Reason) {
-	e := r.e
-	cur, err := e.nova.Server(ctx, run.vm.ID)
-	switch {
-	case err != nil: // the request itself will say what is wrong
-		return false, nil
-	case cur.Host != run.vm.Host:
-		*pending = (*pending)[1:]
-		msg := "left the node by itself (now on " + cur.Host + ")"
-		run.dest, run.started = cur.Host, e.now()
-		r.report.VMs = append(r.report.VMs, r.vmReport(run, MigSkipped, msg))
-		r.emitVM(run, MigSkipped, msg)
-		return true, nil
-	}
-	method, reason := r.classify(cur)
-	switch {
-	case method == model.MoveFollow:
-		*pending = (*pending)[1:]
-		run.vm.Status, run.vm.TaskState = cur.Status, cur.TaskState
-		r.follow(run, running, nil) // someone else's: not drainctl's to confirm
-		r.emitVM(run, MigAdopted, "already migrating (someone else's request): followed")
-		return true, nil
-	case method == model.MoveStays:
-		*pending = (*pending)[1:]
-		run.vm = cur
-		if bad := r.stays(run, reason); bad != nil {
-			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message, reason.Override))
-			return true, bad
-		}
-		return true, nil
-	case method != run.method && run.attempt == 0: // stopped or started meanwhile
-		run.vm, run.method = cur, method
-	}
-	return false, nil
 }
 
 // stays accounts for a VM that does not move. Left on purpose (an override the plan

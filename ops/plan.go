@@ -27,111 +27,14 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 }
 
 // planOn builds the plan from an inventory already read: a campaign plans each of its nodes
-// from one read, not one read (or join) a node.
+// from one read, not one read (or join) a node. Each operation's planner is a row of
+// planners (planners.go).
 func (e *Engine) planOn(ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
-	if op == model.OpMigrate {
-		return e.planMigrate(inv, target, ro)
+	plan, ok := planners[op]
+	if !ok {
+		return model.Plan{}, &UsageError{Problem: fmt.Sprintf("unknown operation %q", op)}
 	}
-	node, ok := inv.Node(target)
-	if !ok || node.Kube == nil {
-		return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", target), Hint: "drainctl --auto list shows the nodes"}
-	}
-	p := model.Plan{Op: op, Node: node.Name, Host: node.Host}
-	leaving := map[string]bool{}
-	for _, n := range ro.Leaving {
-		leaving[n] = true
-	}
-	k := node.Kube
-	cordoned := !k.Schedulable && k.HasTaint(e.cfg.Policy.TaintKey)
-	computeDone := node.Compute == nil || !node.Compute.Enabled
-	_, journaled := ReadJournal(*k)
-	step := func(kind model.StepKind, done bool, detail string) {
-		p.Steps = append(p.Steps, model.Step{Kind: kind, Done: done, Detail: detail})
-	}
-	if node.Compute != nil && !node.Compute.Enabled && !DisabledByDrainctl(*node.Compute) {
-		p.Reasons = append(p.Reasons, model.Reason{Code: model.DisabledByOther, Severity: model.Notes, Object: node.Host,
-			Message: fmt.Sprintf("nova-compute already disabled by someone else (%q); drainctl leaves it so", node.Compute.DisabledReason)})
-	}
-
-	switch op {
-	case model.OpEvacuate:
-		if r := policy.HostReason(node, inv, ro.Policy); r != nil {
-			p.Reasons = append(p.Reasons, *r)
-		}
-		if ro.VMsOnly {
-			step(model.StepLease, false, "take the maintenance lease")
-			step(model.StepDisableCompute, computeDone, computeDetail(node))
-			e.planEvacuation(&p, node, inv, leaving, ro) // VMs only: the pods are not ours to judge
-			if onlyLeasePending(p) {
-				markAllDone(&p)
-			}
-			break
-		}
-		fallthrough
-	case model.OpCordon:
-		if r := policy.HostReason(node, inv, ro.Policy); r != nil && op == model.OpCordon {
-			p.Reasons = append(p.Reasons, *r) // (an evacuation has it already)
-		}
-		for _, r := range policy.NodeReasons(node, inv, leaving, ro.Policy) {
-			if op == model.OpCordon && r.Code == model.ControlPlane {
-				continue // cordoning a control-plane node empties nothing
-			}
-			p.Reasons = append(p.Reasons, r)
-		}
-		step(model.StepLease, false, "take the maintenance lease")
-		step(model.StepCordon, cordoned, "unschedulable + taint "+e.cfg.Policy.TaintKey)
-		step(model.StepDisableCompute, computeDone, computeDetail(node))
-		if op == model.OpEvacuate {
-			e.planEvacuation(&p, node, inv, leaving, ro)
-		}
-		if !p.Pending() || (len(p.Steps) > 0 && onlyLeasePending(p)) {
-			markAllDone(&p) // nothing to change: no lease either, so a rerun makes no mutating call
-		}
-	case model.OpRecover:
-		if err := e.planRecover(ctx, &p, node, inv, ro); err != nil {
-			return p, err
-		}
-	case model.OpUncordon:
-		e.planWayBack(&p, node, ro) // a recovered node: its service forced up, the taint gone first
-		enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !ro.ForceCompute)
-		step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
-		step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
-		step(model.StepRelease, !journaled, "clear the journal, release the lease")
-	case model.OpAbort, model.OpRollback:
-		inflight := 0
-		for _, m := range node.Migrations {
-			if m.SourceCompute == node.Host && m.InProgress() {
-				inflight++
-			}
-		}
-		// Another process working the node is stopped too: it holds the node's lease.
-		holder, _, err := e.kube.LeaseHolder(ctx, node.Name)
-		if err != nil {
-			return p, err
-		}
-		elsewhere := holder != "" && holder != e.o.Holder && !e.mayReplace(holder)
-		waiting := coldWaiting(node, inv) // drainctl's cold moves not confirmed: reverted
-		inflight += len(waiting)
-		detail := fmt.Sprintf("abort %d migration(s) in progress, stop evictions", inflight)
-		if len(waiting) > 0 {
-			detail += fmt.Sprintf(", revert the unconfirmed cold migration(s) of %s", strings.Join(waiting, ", "))
-		}
-		if elsewhere {
-			detail += "; ask " + holder + " to stop"
-		}
-		step(model.StepAbort, inflight == 0 && !e.isRunning(node.Name) && !elsewhere, detail)
-		if op == model.OpRollback {
-			j, _ := ReadJournal(*k)
-			enableDone := node.Compute == nil || node.Compute.Enabled || !DisabledByDrainctl(*node.Compute)
-			step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
-			wasCordoned := journaled && !j.WasSchedulable
-			step(model.StepUncordon, (k.Schedulable || wasCordoned) && !k.HasTaint(e.cfg.Policy.TaintKey), "back to how it was before")
-			step(model.StepRelease, !journaled, "clear the journal, release the lease")
-		}
-	default:
-		return p, &UsageError{Problem: fmt.Sprintf("unknown operation %q", op)}
-	}
-	return p, nil
+	return plan(e, ctx, inv, op, target, ro)
 }
 
 func (e *Engine) isRunning(node string) bool {

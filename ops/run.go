@@ -78,7 +78,8 @@ func (r *runner) run(ctx context.Context) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	r.stop = stop
-	if needsLease(p.Op) { // the operations that abort and rollback stop
+	t := traitsOf(p.Op)
+	if t.leases { // the operations that abort and rollback stop
 		defer e.track(p.Node, func() { stop(nil) })()
 	}
 	// Cordon and evacuate hold the lease for their whole run; rollback takes it once the
@@ -87,19 +88,19 @@ func (r *runner) run(ctx context.Context) error {
 		// The renewal stops before the release: a renewal after it would take the lease again.
 		stop(nil)
 		r.keepers.Wait()
-		if !r.holding || p.Op == model.OpCordon || p.Op == model.OpRecover || r.ro.KeepLease {
+		if !r.holding || t.keepsLease || r.ro.KeepLease {
 			return // a cordoned (or recovered) node keeps its lease until uncordon
 		}
 		rctx, c := context.WithTimeout(context.Background(), 10*time.Second)
 		defer c()
 		_ = e.kube.ReleaseLease(rctx, p.Node, e.o.Holder)
 	}()
-	if needsLease(p.Op) {
+	if t.leases {
 		if err := r.holdLease(ctx, stop); err != nil {
 			return err
 		}
 	}
-	slotted := p.Op != model.OpEvacuate // only an evacuation empties the node
+	slotted := !t.empties // only what empties the node takes a slot
 	for _, s := range p.Steps {
 		if s.Kind == model.StepLease {
 			continue
@@ -141,17 +142,10 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		r.step(s.Kind, StepDone, detail)
 	}
-	switch p.Op {
-	case model.OpEvacuate, model.OpRecover:
-		r.journal(PhaseDone, "")
-	case model.OpAbort:
-		r.journal(PhaseAborted, "")
+	if t.endPhase != "" {
+		r.journal(t.endPhase, "")
 	}
 	return nil
-}
-
-func needsLease(op model.OpKind) bool {
-	return op == model.OpCordon || op == model.OpEvacuate || op == model.OpRecover
 }
 
 func (r *runner) step(kind model.StepKind, state StepState, detail string) {
@@ -189,7 +183,8 @@ func (r *runner) interrupted(ctx context.Context) error {
 // journal records the phase on the node. It is written with a background context so that
 // an interruption is recorded even after ctx is cancelled.
 func (r *runner) journal(phase, errMsg string) {
-	if r.plan.Node == "" || r.plan.Op == model.OpMigrate || r.plan.Op == model.OpUncordon {
+	t := traitsOf(r.plan.Op)
+	if r.plan.Node == "" || !t.journals {
 		return
 	}
 	r.phase = phase
@@ -204,7 +199,7 @@ func (r *runner) journal(phase, errMsg string) {
 		j = Journal{Op: r.plan.Op, Started: r.e.now(), WasSchedulable: k.Schedulable}
 	}
 	j.Holder = r.e.o.Holder // who wrote it last: the holder working the node
-	if r.plan.Op == model.OpEvacuate || r.plan.Op == model.OpCordon || r.plan.Op == model.OpRecover {
+	if t.ownsJournal {
 		j.Op = r.plan.Op
 	}
 	if r.proof != nil { // a mirror for kubectl describe: the record in drainctl's namespace is the proof

@@ -124,7 +124,7 @@ func (r *runner) abort(ctx context.Context) (string, error) {
 	if err := r.stopHolder(ctx); err != nil {
 		return "", err
 	}
-	if p.Op == model.OpRollback {
+	if traitsOf(p.Op).leaseAfterAbort {
 		if err := r.holdLease(ctx, r.stop); err != nil {
 			return "", err
 		}
@@ -176,7 +176,7 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 func (r *runner) uncordon(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	k, _ := e.kube.Node(p.Node)
-	if j, ok := ReadJournal(k); ok && p.Op == model.OpRollback && !j.WasSchedulable {
+	if j, ok := ReadJournal(k); ok && traitsOf(p.Op).restoresCordon && !j.WasSchedulable {
 		// The node was cordoned before drainctl came: only the taint goes.
 		if !k.HasTaint(e.cfg.Policy.TaintKey) {
 			return "was cordoned before: left cordoned", nil
@@ -232,7 +232,7 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 				skipped[v.VMID] = true
 			}
 		}
-		if (p.Op == model.OpEvacuate || p.Op == model.OpRecover) && len(r.report.VMs) == 0 {
+		if traitsOf(p.Op).judgesStays && len(r.report.VMs) == 0 {
 			// A resumed run whose migrate step was already done: the VMs that stay are judged
 			// again, so the verdict does not depend on which run moved the others.
 			for _, vm := range vms {
@@ -248,7 +248,7 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	if p.Op == model.OpRecover {
+	if traitsOf(p.Op).rebuilds { // a dead node's pods are Kubernetes' to delete
 		for _, pod := range r.deadPods() {
 			left = append(left, "pod "+pod.Key())
 		}

@@ -39,6 +39,7 @@ import (
 // restarting API server does), and a number of 503s on evictions or node patches.
 type Mutations struct {
 	N               atomic.Int64
+	Log             CallLog // every request, Kubernetes' and Nova's, in order
 	Down            atomic.Bool
 	FailEvictions   atomic.Int32
 	FailNodePatches atomic.Int32
@@ -52,6 +53,7 @@ func (m *Mutations) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodGet {
 		m.N.Add(1)
 	}
+	m.Log.add("kube", r)
 	fail := func(n *atomic.Int32) bool {
 		for {
 			v := n.Load()
@@ -71,6 +73,30 @@ func (m *Mutations) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return m.next.RoundTrip(r)
 }
+
+// CallLog records requests in order, "kube GET /apis/…/leases/x", "nova POST /servers/ID/action":
+// a test counts what an engine step costs.
+type CallLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *CallLog) add(api string, r *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, api+" "+r.Method+" "+r.URL.Path)
+}
+
+// Calls is every request so far.
+func (l *CallLog) Calls() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.calls...)
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Cluster is one test's world: a namespace and nodes on the real API server, compute hosts
 // of the same names in the Nova simulator.
@@ -139,7 +165,11 @@ func NewClusterWith(t *testing.T, opts sim.Options) *Cluster {
 		env[k] = v
 	}
 	creds, _ := nova.ResolveCredentials(nil, model.OpenStackConfig{}, func(k string) string { return env[k] })
-	if c.Nova, err = nova.Connect(kubetest.Ctx(t), creds, nova.Options{}); err != nil {
+	logged := roundTripper(func(r *http.Request) (*http.Response, error) {
+		c.Muts.Log.add("nova", r)
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	if c.Nova, err = nova.Connect(kubetest.Ctx(t), creds, nova.Options{Transport: logged}); err != nil {
 		t.Fatal(err)
 	}
 	c.Kube = c.KubeClient()

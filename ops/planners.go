@@ -1,0 +1,176 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// planner builds an operation's plan from an inventory read: one row per operation, as the
+// steps are (steps.go) and the traits (traits.go).
+type planner func(e *Engine, ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error)
+
+var planners = map[model.OpKind]planner{
+	model.OpMigrate: func(e *Engine, _ context.Context, inv model.Inventory, _ model.OpKind, vm string, ro RunOptions) (model.Plan, error) {
+		return e.planMigrate(inv, vm, ro)
+	},
+	model.OpCordon:   onNode((*Engine).planCordon),
+	model.OpEvacuate: onNode((*Engine).planEvacuate),
+	model.OpRecover:  onNode((*Engine).planRecoverNode),
+	model.OpUncordon: onNode((*Engine).planUncordon),
+	model.OpAbort:    onNode((*Engine).planAbort),
+	model.OpRollback: onNode((*Engine).planRollback),
+}
+
+// nodePlan is what a node's planner starts from: the node as read, and the plan it fills.
+type nodePlan struct {
+	p       *model.Plan
+	inv     model.Inventory
+	node    model.Node
+	ro      RunOptions
+	leaving map[string]bool // the nodes leaving with this one (a batch, a campaign's wave)
+	// cordoned, computeDone, journaled: the node as the steps will find it.
+	cordoned, computeDone, journaled bool
+}
+
+func (n *nodePlan) step(kind model.StepKind, done bool, detail string) {
+	n.p.Steps = append(n.p.Steps, model.Step{Kind: kind, Done: done, Detail: detail})
+}
+
+// onNode makes a node's planner a planner: it finds the node, reads what every node plan
+// starts from, and notes a nova-compute someone else disabled.
+func onNode(f func(e *Engine, ctx context.Context, n *nodePlan) error) planner {
+	return func(e *Engine, ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
+		node, ok := inv.Node(target)
+		if !ok || node.Kube == nil {
+			return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", target), Hint: "drainctl --auto list shows the nodes"}
+		}
+		p := model.Plan{Op: op, Node: node.Name, Host: node.Host}
+		n := &nodePlan{p: &p, inv: inv, node: node, ro: ro, leaving: map[string]bool{}}
+		for _, l := range ro.Leaving {
+			n.leaving[l] = true
+		}
+		k := node.Kube
+		n.cordoned = !k.Schedulable && k.HasTaint(e.cfg.Policy.TaintKey)
+		n.computeDone = node.Compute == nil || !node.Compute.Enabled
+		_, n.journaled = ReadJournal(*k)
+		if node.Compute != nil && !node.Compute.Enabled && !DisabledByDrainctl(*node.Compute) {
+			p.Reasons = append(p.Reasons, model.Reason{Code: model.DisabledByOther, Severity: model.Notes, Object: node.Host,
+				Message: fmt.Sprintf("nova-compute already disabled by someone else (%q); drainctl leaves it so", node.Compute.DisabledReason)})
+		}
+		err := f(e, ctx, n)
+		return p, err
+	}
+}
+
+// planCordon: cordon and disable nova-compute; what would refuse emptying the node is said,
+// but a control-plane node may be cordoned (that empties nothing).
+func (e *Engine) planCordon(_ context.Context, n *nodePlan) error {
+	if r := policy.HostReason(n.node, n.inv, n.ro.Policy); r != nil {
+		n.p.Reasons = append(n.p.Reasons, *r)
+	}
+	for _, r := range policy.NodeReasons(n.node, n.inv, n.leaving, n.ro.Policy) {
+		if r.Code != model.ControlPlane {
+			n.p.Reasons = append(n.p.Reasons, r)
+		}
+	}
+	e.planMaintenance(n)
+	if !n.p.Pending() || onlyLeasePending(*n.p) {
+		markAllDone(n.p) // nothing to change: no lease either, so a rerun makes no mutating call
+	}
+	return nil
+}
+
+// planEvacuate: cordon, disable nova-compute, then move the VMs and evict the pods (with
+// VMsOnly, the VMs alone: the pods are not ours to judge).
+func (e *Engine) planEvacuate(_ context.Context, n *nodePlan) error {
+	if r := policy.HostReason(n.node, n.inv, n.ro.Policy); r != nil {
+		n.p.Reasons = append(n.p.Reasons, *r)
+	}
+	if n.ro.VMsOnly {
+		n.step(model.StepLease, false, "take the maintenance lease")
+		n.step(model.StepDisableCompute, n.computeDone, computeDetail(n.node))
+		e.planEvacuation(n.p, n.node, n.inv, n.leaving, n.ro)
+		if onlyLeasePending(*n.p) {
+			markAllDone(n.p)
+		}
+		return nil
+	}
+	n.p.Reasons = append(n.p.Reasons, policy.NodeReasons(n.node, n.inv, n.leaving, n.ro.Policy)...)
+	e.planMaintenance(n)
+	e.planEvacuation(n.p, n.node, n.inv, n.leaving, n.ro)
+	if !n.p.Pending() || onlyLeasePending(*n.p) {
+		markAllDone(n.p) // nothing to change: no lease either, so a rerun makes no mutating call
+	}
+	return nil
+}
+
+// planMaintenance is the start of cordon and evacuate: the lease, the cordon, nova-compute.
+func (e *Engine) planMaintenance(n *nodePlan) {
+	n.step(model.StepLease, false, "take the maintenance lease")
+	n.step(model.StepCordon, n.cordoned, "unschedulable + taint "+e.cfg.Policy.TaintKey)
+	n.step(model.StepDisableCompute, n.computeDone, computeDetail(n.node))
+}
+
+func (e *Engine) planRecoverNode(ctx context.Context, n *nodePlan) error {
+	return e.planRecover(ctx, n.p, n.node, n.inv, n.ro)
+}
+
+// planUncordon: a recovered node's service forced up and its taint gone first, then
+// nova-compute enabled (if drainctl disabled it), schedulable, the journal and lease released.
+func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
+	k, node := n.node.Kube, n.node
+	e.planWayBack(n.p, node, n.ro)
+	enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !n.ro.ForceCompute)
+	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
+	n.step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
+	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")
+	return nil
+}
+
+// planAbort: abort the node's migrations (and revert drainctl's unconfirmed cold moves),
+// stop its evictions, and ask another process working the node to stop.
+func (e *Engine) planAbort(ctx context.Context, n *nodePlan) error {
+	node := n.node
+	inflight := 0
+	for _, m := range node.Migrations {
+		if m.SourceCompute == node.Host && m.InProgress() {
+			inflight++
+		}
+	}
+	// Another process working the node is stopped too: it holds the node's lease.
+	holder, _, err := e.kube.LeaseHolder(ctx, node.Name)
+	if err != nil {
+		return err
+	}
+	elsewhere := holder != "" && holder != e.o.Holder && !e.mayReplace(holder)
+	waiting := coldWaiting(node, n.inv) // drainctl's cold moves not confirmed: reverted
+	inflight += len(waiting)
+	detail := fmt.Sprintf("abort %d migration(s) in progress, stop evictions", inflight)
+	if len(waiting) > 0 {
+		detail += fmt.Sprintf(", revert the unconfirmed cold migration(s) of %s", strings.Join(waiting, ", "))
+	}
+	if elsewhere {
+		detail += "; ask " + holder + " to stop"
+	}
+	n.step(model.StepAbort, inflight == 0 && !e.isRunning(node.Name) && !elsewhere, detail)
+	return nil
+}
+
+// planRollback: abort, then put the node back as it was before drainctl came.
+func (e *Engine) planRollback(ctx context.Context, n *nodePlan) error {
+	if err := e.planAbort(ctx, n); err != nil {
+		return err
+	}
+	k, node := n.node.Kube, n.node
+	j, _ := ReadJournal(*k)
+	enableDone := node.Compute == nil || node.Compute.Enabled || !DisabledByDrainctl(*node.Compute)
+	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
+	wasCordoned := n.journaled && !j.WasSchedulable
+	n.step(model.StepUncordon, (k.Schedulable || wasCordoned) && !k.HasTaint(e.cfg.Policy.TaintKey), "back to how it was before")
+	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")
+	return nil
+}

@@ -1,0 +1,141 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Before drainctl asks Nova to move a VM, every check of beforeRequest holds at that moment,
+// in order: the plan and the lists were read earlier, and the cluster has more than one
+// actor (someone migrating the VM by hand, a colleague taking the node, a dead host coming
+// back, another drainctl starting migrations). Each check is a named function that says
+// what it reads; the next check goes into the list.
+var beforeRequest = []requestCheck{
+	{"moved meanwhile", "Nova: the server (1 GET)", (*runner).movedMeanwhile},
+	{"still the holder", "Kubernetes: the node's lease (1 GET, when the run holds it)", (*runner).stillHoldsNode},
+	{"still fenced", "a rebuild only: the Node (the informer's cache); once a run, the fence record (1 GET)", (*runner).stillFenced},
+	{"cluster room", "Kubernetes: the migration lock, a lease (1 GET, 1 PUT); Nova: the migrations in progress (1 GET)", (*runner).roomInCluster},
+	{"destination usable", "Nova: the chosen destination's compute service (1 GET a candidate; none for the scheduler's choice)", (*runner).usableDestination},
+}
+
+// requestCheck is one check before a VM's move is requested.
+type requestCheck struct {
+	name  string // what it proves
+	reads string // what it reads, with the API calls it costs
+	check func(r *runner, ctx context.Context, q *vmRequest) verdict
+}
+
+// vmRequest is one VM's request being checked: what the checks read and decide.
+type vmRequest struct {
+	run     *vmRun
+	pending *[]*vmRun
+	running map[string]*vmRun
+	dests   []*destRoom
+	room    cluster       // held from "cluster room" until the request is made
+	dest    string        // the destination chosen ("" leaves it to Nova's scheduler)
+	failure *model.Reason // handled as a failure (a VM that became unmovable)
+}
+
+// verdict is what a check decides.
+type verdict int
+
+const (
+	proceed verdict = iota // this check holds: the next one
+	handled                // the VM is off pending (left by itself, followed, unmovable): the next VM
+	stopRun                // the run stops (it lost the node, the fence no longer holds)
+	wait                   // no room now: try again at the next poll
+)
+
+// checkBeforeRequest runs beforeRequest in order; the first check that does not hold decides.
+// A check after "cluster room" that does not hold releases the room.
+func (r *runner) checkBeforeRequest(ctx context.Context, q *vmRequest) verdict {
+	for _, c := range beforeRequest {
+		if v := c.check(r, ctx, q); v != proceed {
+			if q.room.unlock != nil {
+				q.room.unlock("", false)
+			}
+			return v
+		}
+	}
+	return proceed
+}
+
+func (r *runner) stillHoldsNode(ctx context.Context, _ *vmRequest) verdict {
+	if r.stillHolder(ctx) != nil {
+		return stopRun
+	}
+	return proceed
+}
+
+// stillFenced: a rebuild acts on the disks of a host proven off; a host back (or in another
+// outage) stops the run.
+func (r *runner) stillFenced(ctx context.Context, q *vmRequest) verdict {
+	if q.run.method == model.MoveRebuild && r.stopUnlessFenced(ctx) {
+		return stopRun
+	}
+	return proceed
+}
+
+// roomInCluster: the cluster-wide migration cap, counted where every drainctl process sees it.
+func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
+	room, ok := r.clusterRoom(ctx)
+	if !ok {
+		return wait // the cluster is at its cap (other drainctl processes count)
+	}
+	q.room = room
+	return proceed
+}
+
+// usableDestination chooses the destination, each candidate read again (disabled or down
+// since the hosts were read: the next one).
+func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
+	dest, ok := r.pickDestination(q.run.vm, q.dests, q.room.toDest)
+	for ok && dest != "" && q.dests != nil && r.ro.To == "" && !r.stillUsable(ctx, dest, q.dests) {
+		dest, ok = r.pickDestination(q.run.vm, q.dests, q.room.toDest)
+	}
+	if !ok {
+		return wait // every destination is at its cap: wait for one to finish
+	}
+	q.dest = dest
+	return proceed
+}
+
+// movedMeanwhile re-reads the VM before its migration is requested: the list was taken at
+// the start, and someone may have moved it since. A VM no longer on the node left by itself
+// and is skipped; one already migrating (someone else's migration) is followed, not asked
+// again. It takes the VM off pending in both cases.
+func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
+	e, run, pending, running := r.e, q.run, q.pending, q.running
+	cur, err := e.nova.Server(ctx, run.vm.ID)
+	switch {
+	case err != nil: // the request itself will say what is wrong
+		return proceed
+	case cur.Host != run.vm.Host:
+		*pending = (*pending)[1:]
+		msg := "left the node by itself (now on " + cur.Host + ")"
+		run.dest, run.started = cur.Host, e.now()
+		r.report.VMs = append(r.report.VMs, r.vmReport(run, MigSkipped, msg))
+		r.emitVM(run, MigSkipped, msg)
+		return handled
+	}
+	method, reason := r.classify(cur)
+	switch {
+	case method == model.MoveFollow:
+		*pending = (*pending)[1:]
+		run.vm.Status, run.vm.TaskState = cur.Status, cur.TaskState
+		r.follow(run, running, nil) // someone else's: not drainctl's to confirm
+		r.emitVM(run, MigAdopted, "already migrating (someone else's request): followed")
+		return handled
+	case method == model.MoveStays:
+		*pending = (*pending)[1:]
+		run.vm = cur
+		if q.failure = r.stays(run, reason); q.failure != nil {
+			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message, reason.Override))
+		}
+		return handled
+	case method != run.method && run.attempt == 0: // stopped or started meanwhile
+		run.vm, run.method = cur, method
+	}
+	return proceed
+}

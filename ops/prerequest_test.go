@@ -1,0 +1,64 @@
+package ops_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
+)
+
+// What a VM's move request costs, measured on the wire: from the first request to the
+// second, every API call is one the named checks before a request read (prerequest.go), the
+// request itself, or the wait for Nova to show it under way before the migration lock goes.
+// An unnamed check that reads something new fails here; the figure is in the log.
+func TestAVMRequestCostsItsNamedChecks(t *testing.T) {
+	c := simtest.NewClusterWith(t, sim.Options{Scale: 100, Seed: 7, MaxConcurrentLiveMigrations: 2})
+	c.Cfg.Concurrency.MigrationsPerSource = 2 // both requests before any poll: the window holds checks alone
+	e := c.Engine("test@checks", nil)
+	ctx := kubetest.Ctx(t)
+	ro := ops.RunOptions{VMsOnly: true}
+	plan, err := e.Plan(ctx, model.OpEvacuate, c.Name("c0"), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run(ctx, plan, ro, func(ops.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	calls := c.Muts.Log.Calls()
+	request := regexp.MustCompile(`^nova POST .*/servers/[^/]+/action$`)
+	var at []int
+	for i, call := range calls {
+		if request.MatchString(call) {
+			at = append(at, i)
+		}
+	}
+	if len(at) != 2 {
+		t.Fatalf("%d move requests, want 2 (vm-a, vm-b):\n%s", len(at), strings.Join(calls, "\n"))
+	}
+	window := calls[at[0]+1 : at[1]+1]
+	named := []*regexp.Regexp{
+		regexp.MustCompile(`^nova GET .*/servers/[^/]+$`),                                                    // moved meanwhile
+		regexp.MustCompile(`^kube GET /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`),          // still the holder; the migration lock
+		regexp.MustCompile(`^kube (PUT|DELETE) /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`), // the migration lock, taken and given back
+		regexp.MustCompile(`^kube POST /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases$`),               // the migration lock, created
+		regexp.MustCompile(`^nova GET .*/os-migrations$`),                                                    // cluster room
+		regexp.MustCompile(`^nova GET .*/os-services$`),                                                      // destination usable
+		regexp.MustCompile(`^nova GET .*/servers/[^/]+/migrations$`),                                         // the previous request shows under way
+		request,
+	}
+	for _, call := range window {
+		ok := false
+		for _, re := range named {
+			ok = ok || re.MatchString(call)
+		}
+		if !ok {
+			t.Errorf("a VM request made a call no named check reads: %s", call)
+		}
+	}
+	t.Logf("a VM's move request costs %d API calls:\n  %s", len(window), strings.Join(window, "\n  "))
+}
