@@ -176,7 +176,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = app.Run(ctx, opts, stdout, stderr, getenv)
 	}
 	if err != nil {
-		text.Fprintf(stderr, "drainctl: error: %v\n", err)
+		text.Fprintf(stderr, "drainctl: error: %s\n", app.ErrorText(err))
 		if hint := app.HintOf(err); hint != "" {
 			text.Fprintf(stderr, "drainctl: hint: %s\n", hint)
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainctl/drainctl/internal/app"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
@@ -600,5 +602,45 @@ func TestDemoVMStates(t *testing.T) {
 		if vm.Method != want {
 			t.Errorf("%s: method %q, want %q", vm.Name, vm.Method, want)
 		}
+	}
+}
+
+// The engine speaks no command line: no string of ops/ names one of drainctl's flags. An
+// override is a typed model.Override, an option at fault a typed ops.Option, and the views
+// name them (text.Flag, internal/app's ErrorText and HintOf).
+func TestTheEngineNamesNoFlag(t *testing.T) {
+	var names []string
+	flagSet(new(app.Options), new(bool), new(bool)).VisitAll(func(f *flag.Flag) {
+		if len(f.Name) > 1 {
+			names = append(names, regexp.QuoteMeta(f.Name))
+		}
+	})
+	if len(names) < 30 {
+		t.Fatalf("%d flags: is the flag set read?", len(names))
+	}
+	named := regexp.MustCompile(`(^|[^\w-])--(` + strings.Join(names, "|") + `)\b`)
+	found := 0
+	err := filepath.WalkDir("ops", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				found++
+				if m := named.FindString(lit.Value); m != "" {
+					t.Errorf("%s: %s names the flag %s", fset.Position(lit.Pos()), lit.Value, strings.TrimSpace(m))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil || found < 500 {
+		t.Fatalf("walked ops/: %v, %d strings", err, found)
 	}
 }

@@ -118,7 +118,7 @@ func TestRecoverADeadHost(t *testing.T) {
 	h, _ := c.world.Host(c0)
 	var j ops.Journal
 	json.Unmarshal([]byte(journal), &j)
-	if sched || !oos || !h.ForcedDown || h.Enabled || j.Op != "recover" || j.Phase != ops.PhaseDone || !strings.Contains(j.Fenced, "--fence-cmd exited 0") || !strings.Contains(j.Fenced, "for the outage that began") {
+	if sched || !oos || !h.ForcedDown || h.Enabled || j.Op != "recover" || j.Phase != ops.PhaseDone || !strings.Contains(j.Fenced, "the fence command exited 0") || !strings.Contains(j.Fenced, "for the outage that began") {
 		t.Errorf("after recover: schedulable %v, out-of-service %v, forced down %v, enabled %v, journal %+v", sched, oos, h.ForcedDown, h.Enabled, j)
 	}
 

@@ -89,6 +89,8 @@ type Reason struct {
 	ObjectID string   `json:"objectID,omitempty"`
 	Message  string   `json:"message"`
 	Override Override `json:"override,omitempty"`
+	// By is the override given that makes it so (a loss under --force): a view names it.
+	By Override `json:"by,omitempty"`
 }
 
 // Text is the object and the message, without the override (a view names it in its own terms).

@@ -80,7 +80,7 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 		o.OnFailure = "stop"
 	}
 	if o.OnFailure != "stop" && o.OnFailure != "skip" {
-		return nil, &UsageError{Problem: fmt.Sprintf("--on-failure %q", o.OnFailure), Hint: `use "stop" or "skip"`}
+		return nil, &UsageError{Option: OptOnFailure, Problem: fmt.Sprintf("%q", o.OnFailure), Hint: `use "stop" or "skip"`}
 	}
 	if o.VerifyWithin <= 0 {
 		o.VerifyWithin = 5 * time.Minute
@@ -93,10 +93,10 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 		o.Undrainable = Quarantine
 	case Quarantine, "rollback", "fail":
 	default:
-		return nil, &UsageError{Problem: fmt.Sprintf("--undrainable %q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
+		return nil, &UsageError{Option: OptUndrainable, Problem: fmt.Sprintf("%q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
 	}
 	if err := opcmd.Validate(o.Exec); err != nil {
-		return nil, &UsageError{Problem: "--exec: " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
+		return nil, &UsageError{Option: OptExec, Problem: "(the command run on each emptied node): " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 	}
 	nodes, err := e.rollNodes(o)
 	if err != nil {
@@ -112,7 +112,7 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	// would only wait cordoned for a slot.
 	lowered := ""
 	if n := max(1, e.cfg.Concurrency.Nodes); o.Parallel > n {
-		lowered = fmt.Sprintf("--parallel %d lowered to %d: concurrency.nodes caps the nodes emptied at once (raise it with --max-parallel or [concurrency] nodes)", o.Parallel, n)
+		lowered = fmt.Sprintf("%d nodes at a time lowered to %d: concurrency.nodes caps the nodes emptied at once (raise [concurrency] nodes, or this process's cap)", o.Parallel, n)
 		o.Parallel = n
 	}
 
@@ -212,7 +212,7 @@ func (e *Engine) orderNodes(ctx context.Context, o RollOptions, nodes []string) 
 			return nodes[i] < nodes[j]
 		})
 	default:
-		return nil, &UsageError{Problem: fmt.Sprintf("--order %q", o.Order), Hint: "use name, given or cost"}
+		return nil, &UsageError{Option: OptOrder, Problem: fmt.Sprintf("%q", o.Order), Hint: "use name, given or cost"}
 	}
 	if o.SpreadBy == "" {
 		return nodes, nil
@@ -247,19 +247,19 @@ func spread(nodes []string, domainOf func(string) string) []string {
 // rollNodes are the nodes named, or those the selector matches, by name.
 func (e *Engine) rollNodes(o RollOptions) ([]string, error) {
 	if (o.Selector == "") == (len(o.Nodes) == 0) {
-		return nil, &UsageError{Problem: "roll needs nodes or --selector, not both", Hint: "e.g. drainctl --auto roll --selector rack=r1"}
+		return nil, &UsageError{Option: OptSelector, Problem: "given with nodes: a campaign takes its nodes or a selector, not both", Hint: "give one of them"}
 	}
 	if o.Selector == "" {
 		for _, n := range o.Nodes {
 			if _, ok := e.kube.Node(n); !ok {
-				return nil, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", n), Hint: "drainctl --auto list shows the nodes"}
+				return nil, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", n), Hint: "the node list shows their names"}
 			}
 		}
 		return o.Nodes, nil
 	}
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
-		return nil, &UsageError{Problem: fmt.Sprintf("bad --selector %q: %v", o.Selector, err), Hint: `use the kubectl form, e.g. "rack=r1"`}
+		return nil, &UsageError{Option: OptSelector, Problem: fmt.Sprintf("%q is no label selector: %v", o.Selector, err), Hint: `use the kubectl form, e.g. "rack=r1"`}
 	}
 	var out []string
 	for _, n := range e.KubeNodeNames() {
@@ -268,7 +268,7 @@ func (e *Engine) rollNodes(o RollOptions) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, &UsageError{Problem: fmt.Sprintf("no node matches --selector %q", o.Selector)}
+		return nil, &UsageError{Option: OptSelector, Problem: fmt.Sprintf("%q matches no node", o.Selector)}
 	}
 	sort.Strings(out)
 	return out, nil

@@ -80,7 +80,7 @@ var ErrNodeDeadline = errors.New("the node deadline passed")
 // is what held it last.
 func (r *Roll) undrainable(ctx context.Context, i int, blocked string) error {
 	name := r.Record().Nodes[i].Name
-	why := fmt.Sprintf("not drained within %s (--node-deadline)", r.o.NodeDeadline)
+	why := fmt.Sprintf("not drained within its deadline (%s)", r.o.NodeDeadline)
 	if blocked != "" {
 		why += ": " + blocked
 	}
@@ -224,7 +224,7 @@ func (r *Roll) step(ctx context.Context, i int, node string) error {
 	k, _ := e.kube.Node(node)
 	bootBefore := k.BootID
 	if r.o.Exec == "" && !r.o.WaitReady {
-		r.note(node, model.PhaseStep, "no --exec or --wait-ready: nothing to do while empty")
+		r.note(node, model.PhaseStep, "no command to run, no reboot to wait for: nothing to do while empty")
 		return nil
 	}
 	if r.o.Exec != "" {

@@ -115,25 +115,25 @@ func (e *Engine) checkResumable(old model.Campaign, o RollOptions, nodes []strin
 	if !sameNodes(old.Nodes, nodes) || old.Selector != o.Selector {
 		what := "the nodes " + strings.Join(nodes, ", ")
 		if o.Selector != "" {
-			what = fmt.Sprintf("--selector %q now matches %s", o.Selector, strings.Join(nodes, ", "))
+			what = fmt.Sprintf("the selector %q now matches %s", o.Selector, strings.Join(nodes, ", "))
 		}
 		return &UsageError{Problem: fmt.Sprintf("campaign %s is unfinished over other nodes (%s); %s", name, nodeNames(old.Nodes), what),
-			Hint: "rerun it as it was started to resume it, or give this one another --campaign name"}
+			Hint: "rerun it as it was started to resume it, or give this one another name", Fix: []Option{OptCampaign}}
 	}
 	for _, n := range old.Nodes {
 		if err := opcmd.CheckNode(n.Name); err != nil {
 			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names %s: nothing of it is resumed", name, err),
-				Hint: "delete that record (drainctl --auto campaigns lists the records) and start again"}
+				Hint: "delete that record (the campaigns' list shows the records) and start again"}
 		}
 		if _, ok := e.kube.Node(n.Name); !ok {
 			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names node %q, which does not exist", name, n.Name),
-				Hint: "give this campaign another --campaign name"}
+				Hint: "give this campaign another name", Fix: []Option{OptCampaign}}
 		}
 	}
 	if age := e.now().Sub(old.Updated); age > e.cfg.Roll.ResumeWithin.D() && !o.Resume {
 		return &UsageError{Problem: fmt.Sprintf("campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
 			name, age.Round(time.Minute), old.Updated.UTC().Format(time.RFC3339), e.cfg.Roll.ResumeWithin),
-			Hint: "add --resume to resume it (each node is checked again), or give this one another --campaign name"}
+			Hint: "ask to resume it (each node is checked again), or give this one another name", Fix: []Option{OptResume, OptCampaign}}
 	}
 	return nil
 }

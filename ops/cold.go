@@ -180,7 +180,7 @@ func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) bool {
 		return false
 	}
 	run.method, run.notBefore = model.MoveCold, r.e.now()
-	r.emitVM(run, MigRetrying, "cannot move live ("+msg+"): moving it cold, with downtime (--cold-migrate-running)")
+	r.emitVM(run, MigRetrying, "cannot move live ("+msg+"): moving it cold, with downtime, as the cold-move override allows")
 	*pending = append([]*vmRun{run}, *pending...)
 	return true
 }

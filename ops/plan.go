@@ -229,7 +229,7 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 				dest, ok := inv.Node(ro.To)
 				switch {
 				case !ok || dest.Compute == nil:
-					return p, &UsageError{Problem: fmt.Sprintf("no compute host named %q", ro.To), Hint: "drainctl --auto list shows the hosts"}
+					return p, &UsageError{Problem: fmt.Sprintf("no compute host named %q", ro.To), Hint: "the node list shows the hosts"}
 				case dest.Host == n.Host:
 					return p, &UsageError{Problem: fmt.Sprintf("%s is already on %s", vm.Name, ro.To)}
 				}
@@ -249,5 +249,5 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 			return p, nil
 		}
 	}
-	return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no VM named %q", target), Hint: "use the VM's name or ID; drainctl --auto list -o json shows them"}
+	return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no VM named %q", target), Hint: "use the VM's name or ID; the VM list shows them"}
 }

@@ -46,7 +46,7 @@ func onNode(f func(e *Engine, ctx context.Context, n *nodePlan) error) planner {
 	return func(e *Engine, ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
 		node, ok := inv.Node(target)
 		if !ok || node.Kube == nil {
-			return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", target), Hint: "drainctl --auto list shows the nodes"}
+			return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", target), Hint: "the node list shows their names"}
 		}
 		p := model.Plan{Op: op, Node: node.Name, Host: node.Host}
 		n := &nodePlan{p: &p, inv: inv, node: node, ro: ro, leaving: map[string]bool{}}

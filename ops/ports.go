@@ -262,13 +262,36 @@ func (e *NotEmptyError) Error() string {
 }
 
 // UsageError is a request that cannot be carried out as asked (an unknown node or VM, a
-// verb without its target), with a hint on how to fix it.
+// verb without its target), with a hint on how to fix it. The engine speaks no command
+// line: the option at fault and the options that fix it are typed, and each view names
+// them as it takes them (a flag of --auto: internal/app's ErrorText and HintOf).
 type UsageError struct {
+	Option  Option // the option at fault ("": none); Problem follows its name
 	Problem string
 	Hint    string
+	Fix     []Option // the options the hint means
 }
 
-func (e *UsageError) Error() string { return e.Problem }
+func (e *UsageError) Error() string {
+	if e.Option != "" {
+		return string(e.Option) + " " + e.Problem
+	}
+	return e.Problem
+}
+
+// Option names an engine option a view takes from its user.
+type Option string
+
+// The options an error may name.
+const (
+	OptOnFailure   Option = "on-failure"
+	OptUndrainable Option = "undrainable"
+	OptExec        Option = "exec"
+	OptOrder       Option = "order"
+	OptSelector    Option = "selector"
+	OptCampaign    Option = "campaign"
+	OptResume      Option = "resume"
+)
 
 // MaintenanceFinalizer holds a NodeMaintenance until the node is put back.
 const MaintenanceFinalizer = "maintenance.drainctl.io/restore-node"

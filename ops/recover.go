@@ -43,14 +43,14 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	step := func(kind model.StepKind, done bool, detail string) {
 		p.Steps = append(p.Steps, model.Step{Kind: kind, Done: done, Detail: detail})
 	}
-	fence := "the operator's word that the machine is off (--confirm-fenced), recorded with who and when for this outage"
+	fence := "the operator's word that the machine is off, recorded with who and when for this outage"
 	switch {
 	case fencedBefore:
 		fence = "fenced already for this outage: " + proof.Text()
 	case e.fenceCmd(ro) != "":
 		fence = "run " + ShownCommand(e.fenceCmd(ro), node.Name) + ": exit 0 proves the machine off"
 	case !fenced:
-		fence = "not proven off: --fence-cmd or --confirm-fenced needed"
+		fence = "not proven off: a fence command or the operator's word is needed"
 	}
 	step(model.StepLease, false, "take the maintenance lease")
 	step(model.StepFence, fencedBefore, fence)
@@ -164,7 +164,7 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	if reasons := policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced); len(reasons) > 0 {
 		return "", &RefusedError{Reasons: reasons}
 	}
-	how := "the operator's word (--confirm-fenced)"
+	how := "the operator's word"
 	if cmd != "" {
 		err := e.runOperator(ctx, opcmd.Fence, cmd, p.Node, p.Host, func(line string) { r.nodeChanged("fence-cmd: " + line) })
 		if err != nil {
@@ -174,7 +174,7 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 			return "", &RefusedError{Reasons: []model.Reason{{Code: model.NotFenced, Severity: model.Blocks, Object: p.Node,
 				Message: "the fence command failed, so the machine is not proven off: " + err.Error()}}}
 		}
-		how = "--fence-cmd exited 0"
+		how = "the fence command exited 0"
 	}
 	// The outage proven is the one read before the command ran: a node that came back
 	// meanwhile shows another, and the first destructive step's check stops the run.

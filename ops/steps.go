@@ -161,7 +161,7 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 	case !ok || svc.Enabled:
 		return "already enabled", nil
 	case !DisabledByDrainctl(svc) && !r.ro.ForceCompute:
-		return fmt.Sprintf("left disabled: someone else disabled it (%q); --force re-enables", svc.DisabledReason), nil
+		return fmt.Sprintf("left disabled: someone else disabled it (%q); the force override re-enables it", svc.DisabledReason), nil
 	}
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err

@@ -242,12 +242,22 @@ func Flag(r model.Reason) string {
 	return string(r.Override)
 }
 
-// Reason is a reason with the flag that lifts it, as the command line and the TUI show it.
+// Reason is a reason with the flag that lifts it, as the command line and the TUI show it,
+// or the flag given that makes it so (a loss: "(--force)").
 func Reason(r model.Reason) string {
 	if f := Flag(r); f != "" {
 		return r.Text() + " (use " + f + " to override)"
 	}
+	if f := By(r); f != "" {
+		return r.Text() + " (" + f + ")"
+	}
 	return r.Text()
+}
+
+// By is the flag given that makes the reason so (--force for a loss, --skip-vm ID for a VM
+// left), or "".
+func By(r model.Reason) string {
+	return Flag(model.Reason{Override: r.By, Object: r.Object, ObjectID: r.ObjectID})
 }
 
 // ShellWord quotes s for a POSIX shell when it holds anything but letters, digits and

@@ -215,7 +215,7 @@ func (p *confirmPane) body(s *shared) string {
 	var losses, downtime []string
 	for _, pl := range pd.batch.Plans {
 		for _, r := range pl.Losses() {
-			losses = append(losses, text.Sprintf("  %s: %s", r.Object, r.Message))
+			losses = append(losses, "  "+text.Reason(r)) // with the flag that makes it so
 		}
 		for _, r := range pl.Reasons {
 			if r.Code == model.Downtime {

@@ -86,7 +86,7 @@ func confirmModel(m Model) Model {
 		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},
 		Reasons: []model.Reason{
 			{Code: model.PDBExhausted, Severity: model.Waits, Object: "shop/web-compute-1", Message: "web-pdb", Override: "--disable-eviction"},
-			{Code: model.LostForGood, Severity: model.Notes, Object: "shop/debug-shell", Message: "bare pod: once evicted nothing recreates it (--force)"}}}
+			{Code: model.LostForGood, Severity: model.Notes, Object: "shop/debug-shell", Message: "bare pod: once evicted nothing recreates it", By: model.OverrideForce}}}
 	ro := ops.RunOptions{Policy: policy.Options{Force: true}, Why: "kernel 6.12 (CHG-2291)"}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, ro: ro, batch: ops.Batch{Run: ro, Plans: []model.Plan{plan}}})
 	return next.(Model)
@@ -140,7 +140,7 @@ func vmStatesOperation(t testing.TB, w, h int) Model {
 	return feed(m, "compute-1",
 		ops.NewPlanReady(at(0), plan),
 		ops.NewStepEvent(at(1), "compute-1", model.StepMigrateVMs, ops.StepStarted, "move 4 VM(s): 1 live, 2 cold, 1 stays"),
-		ev(1, vms[0], ops.MigSkipped, "", "left on the node (--skip-vm): ERROR: Failed to allocate the network(s), not rescheduling."),
+		ev(1, vms[0], ops.MigSkipped, "", "left on the node as asked (skipped): ERROR: Failed to allocate the network(s), not rescheduling."),
 		ev(2, vms[2], ops.MigRequested, "", ""),
 		ev(4, vms[2], ops.MigVerifyResize, "compute-2", ""),
 		ev(5, vms[1], ops.MigRequested, "", ""),

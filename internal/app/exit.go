@@ -57,14 +57,21 @@ func ExitCodeOf(err error) int {
 }
 
 // HintOf returns the hint an error carries, if any.
-func HintOf(err error) string {
+func HintOf(err error) string { // (ErrorText says the error itself)
 	var hinted interface{ HintText() string }
 	if errors.As(err, &hinted) {
 		return hinted.HintText()
 	}
 	var ue *ops.UsageError
 	if errors.As(err, &ue) {
-		return ue.Hint
+		if len(ue.Fix) == 0 {
+			return ue.Hint
+		}
+		var flags []string
+		for _, o := range ue.Fix {
+			flags = append(flags, flagOf(o))
+		}
+		return ue.Hint + " (" + strings.Join(flags, ", ") + ")"
 	}
 	// The engine names overrides in its own words; the command line names its flags.
 	var reasons []model.Reason
@@ -87,3 +94,16 @@ func HintOf(err error) string {
 	}
 	return ""
 }
+
+// ErrorText is the error as the command line says it: the engine's typed option named by its
+// flag ("--on-failure \"x\"", not the engine's "on-failure \"x\"").
+func ErrorText(err error) string {
+	var ue *ops.UsageError
+	if errors.As(err, &ue) && ue.Option != "" && err == error(ue) {
+		return flagOf(ue.Option) + " " + ue.Problem
+	}
+	return err.Error()
+}
+
+// flagOf is the flag that sets an engine option: the command line's word for it.
+func flagOf(o ops.Option) string { return "--" + string(o) }

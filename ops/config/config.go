@@ -76,7 +76,7 @@ func Load(path string, explicit bool) (model.Config, error) {
 			return cfg, nil
 		}
 		return cfg, &Error{File: path, Problem: "cannot read the configuration file: " + unwrapPathError(err),
-			Hint: "check the path given to --config", Err: err}
+			Hint: "check the configuration file's path", Err: err}
 	}
 	return Parse(path, data)
 }

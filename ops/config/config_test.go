@@ -90,7 +90,7 @@ func TestLoadConfigMissingFile(t *testing.T) {
 		t.Errorf("a missing default file must be fine, got %v", err)
 	}
 	_, err := Load(filepath.Join(t.TempDir(), "none.toml"), true)
-	if err == nil || !strings.Contains(err.Error(), "cannot read the configuration file: no such file or directory; check the path given to --config") {
+	if err == nil || !strings.Contains(err.Error(), "cannot read the configuration file: no such file or directory; check the configuration file's path") {
 		t.Errorf("a missing explicit file: got %v", err)
 	}
 }

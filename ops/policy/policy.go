@@ -96,10 +96,12 @@ func PodBlocks(p model.Pod, o Options) []model.Reason {
 func Losses(p model.Pod, o Options) []model.Reason {
 	var out []model.Reason
 	if p.OwnerKind == "" && o.Force && !p.Mirror {
-		out = append(out, *reason(model.LostForGood, model.Notes, p.Key(), "", "bare pod: once evicted nothing recreates it (--force)"))
+		out = append(out, model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: p.Key(), By: model.OverrideForce,
+			Message: "bare pod: once evicted nothing recreates it"})
 	}
 	if p.LocalVolume != "" && o.DeleteEmptyDirData {
-		out = append(out, *reason(model.LostForGood, model.Notes, p.Key(), "", "the data of local volume %q is deleted (--delete-emptydir-data)", p.LocalVolume))
+		out = append(out, model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: p.Key(), By: model.OverrideDeleteEmptyDirData,
+			Message: fmt.Sprintf("the data of local volume %q is deleted", p.LocalVolume)})
 	}
 	return out
 }
@@ -210,8 +212,8 @@ func PDBReason(p model.Pod, pdbs map[string]model.PDB, o Options) *model.Reason 
 func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	method, r := vmMove(vm, o)
 	if o.SkipVM(vm) && method != model.MoveStays { // left knowingly although it could move
-		return model.MoveStays, &model.Reason{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-			Message: fmt.Sprintf("left on the node (--skip-vm): it would move %s", method)}
+		return model.MoveStays, &model.Reason{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideSkipVM,
+			Message: fmt.Sprintf("left on the node as asked (skipped): it would move %s", method)}
 	}
 	return method, r
 }
@@ -221,8 +223,8 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: fmt.Sprintf(format, a...), Override: override}
 		switch {
 		case o.SkipVM(vm):
-			r.Code, r.Severity, r.Override = model.VMSkipped, model.Notes, ""
-			r.Message = "left on the node (--skip-vm): " + r.Message
+			r.Code, r.Severity, r.Override, r.By = model.VMSkipped, model.Notes, "", model.OverrideSkipVM
+			r.Message = "left on the node as asked (skipped): " + r.Message
 		case o.Force:
 			r.Severity = model.Notes // --force: the VM is left where it is and the node will not be empty
 		}

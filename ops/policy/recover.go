@@ -28,8 +28,8 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 		r := model.Reason{Code: model.NotRecovered, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: fmt.Sprintf(format, a...), Override: model.OverrideSkipVM}
 		switch {
 		case o.SkipVM(vm):
-			r.Code, r.Severity, r.Override = model.VMSkipped, model.Notes, ""
-			r.Message = "left on the dead host (--skip-vm): " + r.Message
+			r.Code, r.Severity, r.Override, r.By = model.VMSkipped, model.Notes, "", model.OverrideSkipVM
+			r.Message = "left on the dead host as asked (skipped): " + r.Message
 		case o.Force:
 			r.Severity = model.Notes
 		}
@@ -44,8 +44,8 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 		return stays("status %s: Nova evacuates ACTIVE, SHUTOFF and ERROR servers only (openstack server set --state active, then run again)", vm.Status)
 	}
 	if o.SkipVM(vm) {
-		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-			Message: "left on the dead host (--skip-vm): it would be rebuilt elsewhere"}}
+		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideSkipVM,
+			Message: "left on the dead host as asked (skipped): it would be rebuilt elsewhere"}}
 	}
 	if DiskFate(vm, sharedStorage) == DiskLost {
 		return model.MoveRebuild, []model.Reason{{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
@@ -88,7 +88,7 @@ func DeadHost(node model.Node, now time.Time, notReadyFor time.Duration, fenced 
 	}
 	if !fenced {
 		block(model.NotFenced, model.OverrideFenced,
-			"the machine is not proven off: give --fence-cmd 'CMD {node}' (powers it off, exit 0) or --confirm-fenced (your word that it is off)")
+			"the machine is not proven off: a fence command that powers it off (exit 0), or your word that it is off")
 	}
 	return out
 }
