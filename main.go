@@ -15,8 +15,8 @@ import (
 
 	"github.com/drainctl/drainctl/internal/app"
 	"github.com/drainctl/drainctl/ops"
-	"github.com/drainctl/drainctl/ui/auto"
 	"github.com/drainctl/drainctl/text"
+	"github.com/drainctl/drainctl/ui/auto"
 )
 
 // Set by the linker: -X main.version=... -X main.commit=... -X main.date=...

@@ -16,8 +16,8 @@ type intent interface{ isIntent() }
 // Moving between screens.
 type (
 	goTo       struct{ screen screen }
-	goBack     struct{} // to the screen this one was opened from (a dialog, a list, help)
-	openDetail struct{ node, vm string } // vm: the VM's ID the cursor starts on ("": the first row)
+	goBack     struct{}                   // to the screen this one was opened from (a dialog, a list, help)
+	openDetail struct{ node, vm string }  // vm: the VM's ID the cursor starts on ("": the first row)
 	describe   struct{ kind, key string } // kind: node, vm or pod
 	showOps    struct{}                   // the operations screen (o, :ops)
 	showOp     struct{ key string }       // one operation (a campaign's current node)

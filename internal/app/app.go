@@ -19,9 +19,9 @@ import (
 	"github.com/drainctl/drainctl/ops/config"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/text"
 	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/auto"
-	"github.com/drainctl/drainctl/text"
 )
 
 // Options are the parsed command line.

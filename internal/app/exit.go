@@ -11,9 +11,9 @@ import (
 	"github.com/drainctl/drainctl/ops/config"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/text"
 	"github.com/drainctl/drainctl/ui"
 	"github.com/drainctl/drainctl/ui/auto"
-	"github.com/drainctl/drainctl/text"
 )
 
 // Exit codes, the same for every mode and documented in the README. They are decided here

@@ -13,8 +13,8 @@ import (
 	"github.com/drainctl/drainctl/internal/controllers/proxy"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
-	"github.com/drainctl/drainctl/ui/auto"
 	"github.com/drainctl/drainctl/text"
+	"github.com/drainctl/drainctl/ui/auto"
 )
 
 // mode is one in-cluster mode for the serve skeleton: how it connects, and what it serves.
