@@ -22,7 +22,7 @@ func completion(w io.Writer, shell string, fs *flag.FlagSet) error {
 		}
 	})
 	sort.Strings(flags)
-	verbs := strings.Split(strings.ReplaceAll(auto.Verbs, ",", ""), " ")
+	verbs := strings.Split(strings.ReplaceAll(auto.Verbs(), ",", ""), " ")
 	switch shell {
 	case "bash":
 		fmt.Fprintf(w, `# bash completion for drainctl (drainctl completion bash)

@@ -26,7 +26,7 @@ var (
 	date    = "unknown"
 )
 
-const usage = `drainctl: empty, fix and remove nodes of a Kubernetes + OpenStack Nova cluster.
+var usage = `drainctl: empty, fix and remove nodes of a Kubernetes + OpenStack Nova cluster.
 
 Usage:
   drainctl [flags]                      the interactive view (TUI)
@@ -42,26 +42,7 @@ Usage:
   kubectl drainctl ...                  the same, as a kubectl plugin (kubectl-drainctl on PATH)
 
 Verbs (--auto):
-  list                 nodes with their hypervisor, VMs and pods (-o json for JSON)
-  plan VERB ARGS       what VERB would do: steps and blockers (same as --dry-run)
-  cordon NODE...       unschedulable + maintenance taint, nova-compute disabled
-  evacuate NODE...     cordon, live-migrate every VM away, evict every pod, verify
-  migrate VM... [--to HOST]   live-migrate VMs (the scheduler picks unless --to)
-  uncordon NODE...     re-enable nova-compute (if drainctl disabled it), schedulable again
-  abort NODE           stop the operation on NODE, abort its migrations in progress
-  rollback NODE        abort, then put NODE back as it was before
-  recover NODE         a dead host: fence it, cordon, force nova-compute down, taint it
-                       out-of-service, rebuild its VMs elsewhere (Nova's evacuate), wait
-                       until its pods are gone; uncordon brings it back once it runs again
-  doctor               where Kubernetes and Nova disagree (exit 0 when they agree)
-  recommend [--count N]   scale-down victims across both layers, cheapest first, and why
-                       every other node cannot go
-  scale-down [NODE... | --count N]   evacuate, delete the Node and (with [cloudpool] url)
-                       terminate its machine; without NODE the top-ranked candidates
-  roll NODE... | --selector L=V   rolling maintenance, one campaign: for each node, check
-                       the rest can absorb it, evacuate, run the step, uncordon, verify it
-                       takes work again; recorded on the cluster, a rerun resumes
-  (no verb)            evacuate the node drainctl runs on (NODE_NAME, else the hostname)
+` + auto.VerbUsage() + `  (no verb)            evacuate the node drainctl runs on (NODE_NAME, else the hostname)
 
 Operation flags:
   --dry-run            print the plan, change nothing

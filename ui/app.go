@@ -408,9 +408,6 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.cmdline.SetValue("")
 		m.cmdline.Focus()
 		return m, textinput.Blink
-	case matches(msg, k.Help):
-		m.push(helpScreen)
-		return m, nil
 	case matches(msg, k.Refresh):
 		m.setStatus(refreshing, false)
 		if m.eng != nil {
@@ -418,11 +415,11 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		m.every = 0
 		return m, m.refresh(true)
-	case matches(msg, k.Victims):
-		m.victims.cursor = 0
-		return m.goTo(victimsScreen), nil
-	case matches(msg, k.Operations):
-		return m.apply(showOps{})
+	}
+	for _, row := range screens { // the keys that open a screen from anywhere
+		if row.key != nil && matches(msg, row.key(k)) {
+			return row.commands[0].run(m, "")
+		}
 	}
 	return m.apply(pressKey(p, msg, &m.s))
 }

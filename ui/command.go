@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -12,8 +13,10 @@ import (
 	"github.com/drainctl/drainctl/text"
 )
 
-// Command mode (k9s's ":"): :nodes, :vms, :pods, :victims, :ops, :campaign, :ctx [NAME],
-// :sort COLUMN, :help, :q. The line is typed in the footer; enter runs it, esc drops it.
+// Command mode (k9s's ":"): the screens' commands (:nodes, :vms, :pods, :victims, :ops,
+// :campaign, :help) and the actions (:ctx [NAME], :sort COLUMN, :q; the demo's :kill and
+// :revive), all from the tables of screens.go. The line is typed in the footer; enter runs
+// it, esc drops it.
 
 // Switcher connects to another kube context (the app builds the engine; the view only asks).
 type Switcher func(ctx context.Context, kubeContext string) (Switched, error)
@@ -46,58 +49,34 @@ func (m Model) commandKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-// runCommand carries out one command line.
+// runCommand carries out one command line: the screens' commands and the actions (screens.go).
 func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
 	verb, arg, _ := strings.Cut(line, " ")
 	arg = strings.TrimSpace(arg)
-	s := &m.s
-	switch verb {
-	case "nodes", "node", "no":
-		return m.goTo(nodesScreen), nil
-	case "vms", "vm", "servers":
-		m.list.open(vmList, s)
-		return m.goTo(listScreen), nil
-	case "pods", "pod", "po":
-		m.list.open(podList, s)
-		return m.goTo(listScreen), nil
-	case "kill", "revive":
-		return m.power(verb, arg)
-	case "victims", "scale-down", "sd":
-		return m.goTo(victimsScreen), nil
-	case "ops", "operations", "op":
-		return m.apply(showOps{})
-	case "campaign", "roll":
-		if m.campaign.roll == nil {
-			m.setStatus("no campaign: select nodes and press C", true)
-			return m, nil
-		}
-		return m.goTo(campaignScreen), nil
-	case "ctx", "context":
-		if arg == "" {
-			if len(s.opts.Contexts) == 0 {
-				m.setStatus("no kubeconfig contexts to switch to", true)
-				return m, nil
-			}
-			m.openPicker(func(l *listPane) { l.openContextPicker(s.opts.Contexts, s.opts.Where.KubeContext, s) })
-			return m, nil
-		}
-		return m.apply(switchContext{arg})
-	case "sort":
-		if err := m.nodes.setSort(arg, s); err != nil {
-			m.setStatus(err.Error(), true)
-			return m, nil
-		}
-		return m.goTo(nodesScreen), nil
-	case "help", "?":
-		m.push(helpScreen)
-		return m, nil
-	case "q", "quit", "q!":
-		return m.askQuit()
-	case "":
+	if verb == "" {
 		return m, nil
 	}
-	m.setStatus("unknown command :"+verb+" (try :nodes :vms :pods :victims :ops :campaign :ctx :sort :help :q)", true)
+	for _, c := range colonCommands() {
+		if slices.Contains(c.names, verb) {
+			return c.run(m, arg)
+		}
+	}
+	m.setStatus("unknown command :"+verb+" (try "+commandHelp()+")", true)
 	return m, nil
+}
+
+// contextCommand is :ctx: a picker of the kubeconfig's contexts, or the one named.
+func (m Model) contextCommand(arg string) (tea.Model, tea.Cmd) {
+	s := &m.s
+	if arg == "" {
+		if len(s.opts.Contexts) == 0 {
+			m.setStatus("no kubeconfig contexts to switch to", true)
+			return m, nil
+		}
+		m.openPicker(func(l *listPane) { l.openContextPicker(s.opts.Contexts, s.opts.Where.KubeContext, s) })
+		return m, nil
+	}
+	return m.apply(switchContext{arg})
 }
 
 // switchTo connects to another context in a Cmd; operations running on this one must end
@@ -132,10 +111,12 @@ func (m Model) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
 	o := m.s.opts
 	o.Where, o.Maintenances = msg.to.Where, msg.to.Maintenances
 	m.s = shared{opts: o, keys: m.s.keys, st: m.s.st, width: m.s.width, height: m.s.height, ops: newOperations()}
-	m.nodes = nodesPane{filter: m.nodes.filter, selected: map[string]bool{}, sortBy: m.nodes.sortBy, cache: &rowCache{}}
-	m.nodes.filter.SetValue("")
-	m.detail, m.op, m.victims, m.campaign = detailPane{chosen: map[string]bool{}}, opPane{}, victimsPane{}, campaignPane{}
-	m.screen, m.loading = nodesScreen, false
+	for _, row := range screens { // each screen's state for the new cluster
+		if row.reset != nil {
+			row.reset(&m)
+		}
+	}
+	m.screen, m.backs, m.loading = nodesScreen, nil, false
 	m.setStatus("now on context "+o.Where.KubeContext, false)
 	var tick tea.Cmd
 	if !m.ticking { // stopped on Kubernetes alone; this context may have Nova

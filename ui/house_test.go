@@ -94,13 +94,16 @@ func TestIntentSwitchIsExhaustive(t *testing.T) {
 func TestEveryScreenHasAPane(t *testing.T) {
 	m := newModel(t, 3, 120, 30)
 	for s := range numScreens {
-		get, ok := panes[s]
-		if !ok {
-			t.Errorf("screen %d has no pane", s)
+		row, ok := screens[s]
+		if !ok || row.pane == nil {
+			t.Errorf("screen %d has no row, or no pane in it (screens.go)", s)
 			continue
 		}
+		if row.key != nil && len(row.commands) == 0 {
+			t.Errorf("screen %d has a key but no command to open it with", s)
+		}
 		m.screen = s
-		if p := get(&m); footerKeys(p, &m.s) == "" {
+		if p := row.pane(&m); footerKeys(p, &m.s) == "" {
 			t.Errorf("screen %d: the footer shows no key", s)
 		}
 	}
@@ -155,5 +158,25 @@ func TestReadmeKeyTableMatchesTheBindings(t *testing.T) {
 		if !found && word != "●" && word != "▸" {
 			t.Errorf("the README's key table names %q, which no binding has", word)
 		}
+	}
+}
+
+// Every `:` name opens one thing: the screens' commands and the actions never share a name,
+// and each is listed in the : key's help unless it is the demo's or help's own.
+func TestColonCommandsAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range colonCommands() {
+		for _, n := range c.names {
+			if seen[n] {
+				t.Errorf(":%s names two commands", n)
+			}
+			seen[n] = true
+		}
+	}
+	if len(seen) < 20 {
+		t.Fatalf("%d command names: is the table read?", len(seen))
+	}
+	if h := DefaultKeys().Command.Help().Desc; !strings.Contains(h, ":vms") || !strings.Contains(h, ":ctx") {
+		t.Errorf("the : key's help is not drawn from the table: %q", h)
 	}
 }

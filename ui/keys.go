@@ -69,7 +69,7 @@ func DefaultKeys() KeyMap {
 		Operations:     bind(false, "o", "operations", "o"),
 		NextOp:         bind(false, "space", "next operation (operation view)", " "),
 		Describe:       bind(false, "d", "describe", "d"),
-		Command:        bind(false, ":", "command: :nodes :vms :pods :victims :ops :campaign :ctx :sort :q", ":"),
+		Command:        bind(false, ":", "command: "+commandHelp(), ":"),
 		Sort:           bind(false, ">", "sort nodes by the next column (name, VMs, pods, RAM used, rank)", ">"),
 		Victims:        bind(false, "s", "scale-down ranking", "s"),
 		Refresh:        bind(false, "r", "refresh", "r"),

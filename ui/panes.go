@@ -34,23 +34,8 @@ type action struct {
 // show is an action the footer lists but the root or the cursor handles.
 func show(b Binding) action { return action{key: b} }
 
-// panes is the table of screens.
-var panes = map[screen]func(m *Model) pane{
-	nodesScreen:    func(m *Model) pane { return &m.nodes },
-	detailScreen:   func(m *Model) pane { return &m.detail },
-	opScreen:       func(m *Model) pane { return &m.op },
-	confirmScreen:  func(m *Model) pane { return &m.confirm },
-	helpScreen:     func(m *Model) pane { return &m.help },
-	quitScreen:     func(m *Model) pane { return quitPane{} },
-	victimsScreen:  func(m *Model) pane { return &m.victims },
-	campaignScreen: func(m *Model) pane { return &m.campaign },
-	askScreen:      func(m *Model) pane { return &m.ask },
-	listScreen:     func(m *Model) pane { return &m.list },
-	describeScreen: func(m *Model) pane { return &m.desc },
-}
-
 // pane is the pane on screen.
-func (m *Model) pane() pane { return panes[m.screen](m) }
+func (m *Model) pane() pane { return screens[m.screen].pane(m) }
 
 // pressKey carries a key to a pane: its own keys first, then the first of its actions bound to
 // the key; an action that cannot act says why.

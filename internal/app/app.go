@@ -201,7 +201,7 @@ func runAuto(ctx context.Context, e env) error {
 		args = []string{firstNonBlank(e.getenv("NODE_NAME"), hostname())}
 	}
 	if !auto.KnownVerb(verb) {
-		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + auto.Verbs}
+		return &ops.UsageError{Problem: fmt.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + auto.Verbs()}
 	}
 	if err := checkAutoFlags(verb, args, e.o); err != nil {
 		return err

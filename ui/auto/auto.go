@@ -26,63 +26,6 @@ type Auto struct {
 	Stderr io.Writer
 }
 
-// Verbs lists the verbs --auto knows, for usage errors.
-const Verbs = "list, plan, cordon, evacuate, migrate, uncordon, abort, rollback, recover, doctor, recommend, scale-down, roll, campaigns"
-
-// KnownVerb reports whether --auto knows the verb.
-func KnownVerb(v string) bool {
-	switch v {
-	case "list", "plan", "cordon", "evacuate", "migrate", "uncordon", "abort", "rollback", "recover", "doctor", "recommend", "scale-down", "roll", "campaigns":
-		return true
-	}
-	return false
-}
-
-// Do runs verb on its arguments. The error carries the exit code (ops.ExitCodeOf).
-func (a *Auto) Do(ctx context.Context, verb string, args []string) error {
-	switch verb {
-	case "list":
-		inv, err := a.Engine.Inventory().Read(ctx)
-		if err != nil {
-			return err
-		}
-		format := FormatTable
-		if a.JSON {
-			format = FormatJSON
-		}
-		return WriteInventory(a.Stdout, inv, format)
-	case "plan":
-		if len(args) < 2 {
-			return &ops.UsageError{Problem: "plan needs a verb and its targets", Hint: "e.g. drainctl --auto plan evacuate compute-3"}
-		}
-		a.DryRun = true
-		return a.Do(ctx, args[0], args[1:])
-	case "cordon", "evacuate", "uncordon", "abort", "rollback", "migrate", "recover":
-		if len(args) == 0 {
-			what := "NODE"
-			if verb == "migrate" {
-				what = "VM"
-			}
-			return &ops.UsageError{Problem: verb + " needs at least one " + what, Hint: "drainctl --auto list shows them"}
-		}
-		if (verb == "abort" || verb == "rollback" || verb == "recover") && len(args) > 1 {
-			return &ops.UsageError{Problem: verb + " takes one node"}
-		}
-		return a.operate(ctx, model.OpKind(verb), args)
-	case "doctor":
-		return a.doctor(ctx)
-	case "recommend":
-		return a.recommend(ctx)
-	case "scale-down":
-		return a.scaleDown(ctx, args)
-	case "roll":
-		return a.roll(ctx, args)
-	case "campaigns":
-		return a.campaigns(ctx)
-	}
-	return &ops.UsageError{Problem: text.Sprintf("unknown verb %q", verb), Hint: "the verbs are: " + Verbs}
-}
-
 // operate plans every target, refuses the whole batch if any plan is blocked (exit 3,
 // nothing changed), then runs it: the engine's batch rules (concurrency.nodes) apply.
 func (a *Auto) operate(ctx context.Context, op model.OpKind, targets []string) error {
