@@ -169,6 +169,17 @@ const (
 	MigrationFailed    MigrationStatus = "failed"    // Nova: error, failed
 	MigrationCancelled MigrationStatus = "cancelled" // aborted by a user
 	MigrationReverted  MigrationStatus = "reverted"
+	// A cold move's confirm or revert under way (Nova's words, kept as they are).
+	MigrationConfirming MigrationStatus = "confirming"
+	MigrationReverting  MigrationStatus = "reverting"
+)
+
+// The kinds of Nova migration records (Migration.Type), as Nova names them.
+const (
+	MigrationTypeLive       = "live-migration"
+	MigrationTypeCold       = "migration"
+	MigrationTypeResize     = "resize"
+	MigrationTypeEvacuation = "evacuation"
 )
 
 // Final reports whether the migration has ended (any way).

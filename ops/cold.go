@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -19,23 +18,6 @@ import (
 // Which cold moves are drainctl's is written in the node's journal before each request, so
 // that a rerun after a kill -9 confirms a VM it finds in VERIFY_RESIZE instead of moving it
 // again, and never confirms someone else's.
-
-// request asks Nova to move the VM by its method; a cold request is journaled first.
-func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
-	switch run.method {
-	case model.MoveRebuild:
-		return r.e.nova.Evacuate(ctx, run.vm.ID, dest)
-	case model.MoveLive:
-		return r.e.nova.LiveMigrate(ctx, run.vm.ID, dest)
-	}
-	r.recordCold(run.vm.ID)
-	run.ours, run.confirmed = true, false
-	if err := r.e.nova.ColdMigrate(ctx, run.vm.ID, dest); err != nil {
-		return err
-	}
-	r.nameCold(ctx, run.vm.ID)
-	return nil
-}
 
 // follow takes over a move already under way (found at the start of the run, or started
 // by someone else meanwhile): a live migration, or a cold one (RESIZE, VERIFY_RESIZE,
@@ -95,78 +77,6 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[s
 	return nil
 }
 
-// pollCold reads a cold move's server. It returns an outcome once the move has ended, ""
-// while it goes on; it confirms drainctl's own move once the server waits in VERIFY_RESIZE
-// (unless policy.confirm_cold = false).
-func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, error) {
-	e := r.e
-	vm, err := e.nova.Server(ctx, run.vm.ID)
-	if err != nil {
-		return "", "", err
-	}
-	phase := func(st MigState, msg string) {
-		if st != run.state {
-			run.state = st
-			r.emitVM(run, st, msg)
-		}
-	}
-	if vm.Host != run.vm.Host && vm.Host != "" {
-		run.dest = vm.Host
-	}
-	switch {
-	case vm.Status == model.VMVerifyResize:
-		switch {
-		case !run.ours:
-			return MigCompleted, "moved by someone else's cold migration, which waits for its confirm: left to them", nil
-		case !e.cfg.Policy.ConfirmCold:
-			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm", nil
-		case run.confirmed:
-			return "", "", nil // the confirm is under way
-		}
-		if mine, err := r.coldProven(ctx, vm.ID); err != nil {
-			return "", "", err
-		} else if !mine {
-			run.ours = false
-			return MigCompleted, "moved by a cold migration drainctl did not ask for (os-migrations names another), which waits for its confirm: left to whoever asked", nil
-		}
-		phase(MigVerifyResize, "")
-		if err := e.nova.ConfirmResize(ctx, vm.ID); err != nil {
-			return "", "", err
-		}
-		run.confirmed = true
-		phase(MigConfirming, "")
-	case vm.Status == model.VMResizing || vm.TaskState != "":
-		if vm.TaskState != "" {
-			phase(MigState(vm.TaskState), "")
-		}
-	case vm.Status == model.VMBroken:
-		return MigFailed, "the server went to ERROR: " + vm.Fault, nil
-	case vm.Host != run.vm.Host:
-		msg := ""
-		if vm.Status != run.vm.Status && run.vm.Status != "" {
-			msg = fmt.Sprintf("now %s (was %s)", vm.Status, run.vm.Status)
-		}
-		return MigCompleted, msg, nil
-	default: // back on its source, no task: failed or reverted; the record says which
-		recs, err := e.nova.MigrationsOf(ctx, vm.ID)
-		if err != nil {
-			return "", "", err
-		}
-		if len(recs) > 0 && recs[0].Status == model.MigrationReverted {
-			return MigAborted, "reverted", nil
-		}
-		msg, err := e.nova.LastActionError(ctx, vm.ID, "migrate")
-		if err != nil || msg == "" {
-			msg = "cold migration failed"
-		}
-		return MigFailed, msg, nil
-	}
-	if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
-		return MigFailed, fmt.Sprintf("cold migration not done after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show", d), nil
-	}
-	return "", "", nil
-}
-
 // cannotLive reports whether a live migration's failure says it cannot be done live at all
 // (Nova refused it up front, or its pre-check failed): retrying live does not help.
 func (r *runner) cannotLive(run *vmRun, msg string) bool {
@@ -220,7 +130,7 @@ func (r *runner) coldProven(ctx context.Context, vmID string) (bool, error) {
 		return false, err
 	}
 	for _, m := range ms { // newest first
-		if m.Type == "migration" || m.Type == "resize" {
+		if m.Type == model.MigrationTypeCold || m.Type == model.MigrationTypeResize {
 			return r.coldOurs().proves(m), nil
 		}
 	}
@@ -249,7 +159,7 @@ func (r *runner) nameCold(ctx context.Context, id string) {
 	named := false
 	for _, m := range ms { // newest first: the one just asked for, unless already named
 		known := slices.ContainsFunc(r.cold, func(c ColdMove) bool { return c.Migration == m.UUID })
-		if i >= 0 && !known && (m.Type == "migration" || m.Type == "resize") && m.SourceCompute == r.plan.Host && m.InstanceID == id {
+		if i >= 0 && !known && (m.Type == model.MigrationTypeCold || m.Type == model.MigrationTypeResize) && m.SourceCompute == r.plan.Host && m.InstanceID == id {
 			r.cold[i].Migration, named = m.UUID, true
 			break
 		}
@@ -299,7 +209,7 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 				reverted++
 				r.emit(NewMigrationEvent(e.now(), p.Node, MigrationEvent{VMID: vm.ID, VM: vm.Name, Method: model.MoveCold,
 					State: MigReverted, Source: p.Host, Dest: vm.Host, Message: "reverted: back on " + p.Host}))
-			case m.Status != model.MigrationStatus("reverting") && m.Status != model.MigrationStatus("confirming"):
+			case m.Status != model.MigrationReverting && m.Status != model.MigrationConfirming:
 				left = append(left, vm.Name)
 			}
 		}

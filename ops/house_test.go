@@ -174,3 +174,30 @@ func TestEveryOperationHasItsRows(t *testing.T) {
 		}
 	}
 }
+
+// Every way a VM moves has its mover (movers.go): the methods model declares, but follow (a
+// move already under way, followed as the method it is) and stays.
+func TestEveryMoveMethodHasAMover(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "../model/vm.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	ast.Inspect(f, func(node ast.Node) bool {
+		vs, ok := node.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "MoveMethod" {
+			n++
+			m := model.MoveMethod(strings.Trim(vs.Values[0].(*ast.BasicLit).Value, `"`))
+			if _, ok := movers[m]; !ok && m != model.MoveFollow && m != model.MoveStays {
+				t.Errorf("move method %s has no mover (movers.go)", m)
+			}
+		}
+		return true
+	})
+	if n < 4 {
+		t.Fatalf("found %d move methods in model/vm.go: is the search broken?", n)
+	}
+}

@@ -339,114 +339,6 @@ func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
 	return true
 }
 
-// pollOne reads one running migration. It returns an outcome (completed, failed, aborted)
-// once the migration has ended, "" while it runs.
-func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, error) {
-	e := r.e
-	switch run.method {
-	case model.MoveCold:
-		return r.pollCold(ctx, run)
-	case model.MoveRebuild:
-		return r.pollRebuild(ctx, run)
-	}
-	ms, err := e.nova.ServerMigrations(ctx, run.vm.ID)
-	if err != nil {
-		return "", "", err
-	}
-	if len(ms) > 0 {
-		m := ms[0]
-		run.mid = m.ID
-		if m.DestCompute != "" {
-			run.dest = m.DestCompute
-		}
-		if st := MigStateOf(m.Status); st != run.state {
-			run.state = st
-			r.emitVM(run, st, "")
-		}
-		if m.MemoryTotal != nil {
-			run.total = *m.MemoryTotal
-		}
-		run.progress.Add(m, e.now())
-		if m.Status == model.MigrationRunning {
-			r.emitProgress(run)
-			r.watchdog(ctx, run)
-		}
-		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
-			if err := e.nova.AbortMigration(ctx, run.vm.ID, m.ID); err != nil {
-				// Nova may have ended it meanwhile (then it refuses: 400); the VM is reported
-				// failed either way, and a rerun follows whatever still runs.
-				return MigFailed, fmt.Sprintf("timed out after %s (timeouts.migration); the abort failed: %v", d, err), nil
-			}
-			return MigFailed, fmt.Sprintf("timed out after %s (timeouts.migration); aborted", d), nil
-		}
-		return "", "", nil
-	}
-	// Not in the in-progress list: accepted, post-migrating, or finished. Only the
-	// os-migrations record says which; an empty list is not success.
-	recs, err := e.nova.MigrationsOf(ctx, run.vm.ID)
-	if err != nil {
-		return "", "", err
-	}
-	if len(recs) == 0 {
-		return "", "", nil
-	}
-	m := recs[0]
-	if m.DestCompute != "" {
-		run.dest = m.DestCompute
-	}
-	switch m.Status {
-	case model.MigrationCompleted:
-		vm, err := e.nova.Server(ctx, run.vm.ID)
-		if err != nil {
-			return "", "", err
-		}
-		if vm.Host == run.vm.Host || vm.Status == model.VMMigrating || vm.TaskState != "" {
-			return "", "", nil // the record leads the server by a moment
-		}
-		run.dest = vm.Host
-		return MigCompleted, "", nil
-	case model.MigrationFailed:
-		msg, err := e.nova.LastActionError(ctx, run.vm.ID, "live-migration")
-		if err != nil || msg == "" {
-			msg = "migration failed"
-		}
-		return MigFailed, msg, nil
-	case model.MigrationCancelled, model.MigrationReverted:
-		return MigAborted, "aborted", nil
-	}
-	if st := MigStateOf(m.Status); st != run.state {
-		run.state = st
-		r.emitVM(run, st, "")
-	}
-	return "", "", nil
-}
-
-// watchdog escalates a stalled migration as the policy says.
-func (r *runner) watchdog(ctx context.Context, run *vmRun) {
-	e := r.e
-	if run.escalated || !run.progress.Stalled(e.o.StallAfter) {
-		return
-	}
-	run.escalated = true
-	switch e.o.OnStall {
-	case StallForceComplete:
-		if err := e.nova.ForceComplete(ctx, run.vm.ID, run.mid); err != nil {
-			// Not tried again: the migration goes on as it is, and the timeout still bounds it.
-			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s; force-complete refused: %v", e.o.StallAfter, err))
-			return
-		}
-		r.emitVM(run, MigForced, fmt.Sprintf("stalled for %s: force-completing", e.o.StallAfter))
-	case StallAbort:
-		if err := e.nova.AbortMigration(ctx, run.vm.ID, run.mid); err != nil {
-			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s; abort refused: %v", e.o.StallAfter, err))
-			return
-		}
-		r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s: aborting", e.o.StallAfter))
-	default:
-		r.emitVM(run, MigStalled, fmt.Sprintf("no progress for %s; waiting (policy)", e.o.StallAfter))
-	}
-}
-
 func (r *runner) emitVM(run *vmRun, state MigState, msg string) {
 	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: state,
 		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total}))
@@ -466,7 +358,7 @@ func (r *runner) emitProgress(run *vmRun) {
 // vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.
 func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...model.Override) VMReport {
 	bytes := run.copied + run.attemptBytes(result == MigCompleted)
-	if run.method == model.MoveCold || run.method == model.MoveRebuild {
+	if !movers[run.method].copies {
 		bytes = 0 // a cold move copies disks, a rebuild nothing: Nova counts no bytes
 	}
 	rep := VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,

@@ -119,7 +119,8 @@ type Nova interface {
 	MovingFrom(ctx context.Context, host string) ([]model.Migration, error)
 	ForceComplete(ctx context.Context, id string, migrationID int64) error
 	AbortMigration(ctx context.Context, id string, migrationID int64) error
-	LastActionError(ctx context.Context, id, action string) (string, error)
+	// LastActionError is why the server's latest move by method failed ("" when it did not).
+	LastActionError(ctx context.Context, id string, method model.MoveMethod) (string, error)
 	// A dead host: SetForcedDown forces its service down or up (up is refused with an
 	// *EvacuationsPendingError while "done" evacuations remain); Evacuate rebuilds a server
 	// elsewhere; EvacuationsFrom lists the host's evacuation records.

@@ -240,46 +240,6 @@ func (r *runner) rebuildVMs(ctx context.Context) (string, error) {
 	return r.migrate(ctx)
 }
 
-// pollRebuild follows one evacuation by its server: REBUILD while it is rebuilt, then its
-// host is another one. A server still on the dead host with no task has failed (or not
-// started yet): its evacuation record says which.
-func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string, error) {
-	e := r.e
-	vm, err := e.nova.Server(ctx, run.vm.ID)
-	if err != nil {
-		return "", "", err
-	}
-	switch {
-	case vm.Status == model.VMRebuilding || vm.TaskState != "":
-		if st := MigState(firstNonEmpty(vm.TaskState, "rebuilding")); st != run.state {
-			run.state = st
-			r.emitVM(run, st, "")
-		}
-	case vm.Host != run.vm.Host && vm.Host != "":
-		run.dest = vm.Host
-		if vm.Status == model.VMBroken {
-			return MigFailed, "rebuilt on " + vm.Host + " but went to ERROR: " + vm.Fault, nil
-		}
-		return MigCompleted, "now " + string(vm.Status) + " on " + vm.Host, nil
-	default:
-		recs, err := e.nova.MigrationsOf(ctx, vm.ID)
-		if err != nil {
-			return "", "", err
-		}
-		if len(recs) > 0 && recs[0].Type == "evacuation" && recs[0].Status == model.MigrationFailed {
-			msg, err := e.nova.LastActionError(ctx, vm.ID, "evacuate")
-			if err != nil || msg == "" {
-				msg = "evacuation failed"
-			}
-			return MigFailed, msg, nil
-		}
-	}
-	if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
-		return MigFailed, fmt.Sprintf("not rebuilt after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show", d), nil
-	}
-	return "", "", nil
-}
-
 // podsGone waits until Kubernetes has deleted the dead node's pods (the out-of-service
 // taint's effect); those still there after [recover] pods_gone_within are force-deleted
 // (the machine is fenced: none of their containers can still run).

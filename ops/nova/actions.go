@@ -199,9 +199,13 @@ func (c *Client) AbortMigration(ctx context.Context, id string, migrationID int6
 	return nil
 }
 
-// LastActionError returns the message of the failed event of the server's most recent action
-// named action (e.g. "live-migration"), or "" when it did not fail.
-func (c *Client) LastActionError(ctx context.Context, id, action string) (string, error) {
+// instanceActions are Nova's names of the instance actions that move a server, by method.
+var instanceActions = map[model.MoveMethod]string{model.MoveLive: "live-migration", model.MoveCold: "migrate", model.MoveRebuild: "evacuate"}
+
+// LastActionError returns the message of the failed event of the server's most recent move
+// by method (its instance action: live-migration, migrate, evacuate), or "" when it did not fail.
+func (c *Client) LastActionError(ctx context.Context, id string, method model.MoveMethod) (string, error) {
+	action := instanceActions[method]
 	var list struct {
 		Actions []struct {
 			Action    string `json:"action"`

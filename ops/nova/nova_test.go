@@ -328,7 +328,7 @@ func TestNoValidHost(t *testing.T) {
 	if final.Status != model.MigrationFailed { // Nova says "error"; mapped once, to failed
 		t.Fatalf("status %s", final.Status)
 	}
-	msg, err := c.LastActionError(ctx(t), vm.ID, "live-migration")
+	msg, err := c.LastActionError(ctx(t), vm.ID, model.MoveLive)
 	if err != nil || msg != "No valid host was found. There are not enough hosts available." {
 		t.Errorf("action error %q %v", msg, err)
 	}

@@ -1,0 +1,80 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// The cold mover: Nova's migrate action, journaled first as drainctl's (cold.go keeps those
+// records), followed by the server (RESIZE, then VERIFY_RESIZE, confirmed when it is ours).
+
+func requestCold(r *runner, ctx context.Context, run *vmRun, dest string) error {
+	r.recordCold(run.vm.ID)
+	run.ours, run.confirmed = true, false
+	if err := r.e.nova.ColdMigrate(ctx, run.vm.ID, dest); err != nil {
+		return err
+	}
+	r.nameCold(ctx, run.vm.ID)
+	return nil
+}
+
+// pollCold reads a cold move's server. It returns an outcome once the move has ended, ""
+// while it goes on; it confirms drainctl's own move once the server waits in VERIFY_RESIZE
+// (unless policy.confirm_cold = false).
+func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, error) {
+	e := r.e
+	vm, err := e.nova.Server(ctx, run.vm.ID)
+	if err != nil {
+		return "", "", err
+	}
+	if vm.Host != run.vm.Host && vm.Host != "" {
+		run.dest = vm.Host
+	}
+	switch {
+	case vm.Status == model.VMVerifyResize:
+		switch {
+		case !run.ours:
+			return MigCompleted, "moved by someone else's cold migration, which waits for its confirm: left to them", nil
+		case !e.cfg.Policy.ConfirmCold:
+			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm", nil
+		case run.confirmed:
+			return "", "", nil // the confirm is under way
+		}
+		if mine, err := r.coldProven(ctx, vm.ID); err != nil {
+			return "", "", err
+		} else if !mine {
+			run.ours = false
+			return MigCompleted, "moved by a cold migration drainctl did not ask for (os-migrations names another), which waits for its confirm: left to whoever asked", nil
+		}
+		r.moveState(run, MigVerifyResize, "")
+		if err := e.nova.ConfirmResize(ctx, vm.ID); err != nil {
+			return "", "", err
+		}
+		run.confirmed = true
+		r.moveState(run, MigConfirming, "")
+	case vm.Status == model.VMResizing || vm.TaskState != "":
+		if vm.TaskState != "" {
+			r.moveState(run, MigState(vm.TaskState), "")
+		}
+	case vm.Status == model.VMBroken:
+		return MigFailed, "the server went to ERROR: " + vm.Fault, nil
+	case vm.Host != run.vm.Host:
+		msg := ""
+		if vm.Status != run.vm.Status && run.vm.Status != "" {
+			msg = fmt.Sprintf("now %s (was %s)", vm.Status, run.vm.Status)
+		}
+		return MigCompleted, msg, nil
+	default: // back on its source, no task: failed or reverted; the record says which
+		recs, err := e.nova.MigrationsOf(ctx, vm.ID)
+		if err != nil {
+			return "", "", err
+		}
+		if len(recs) > 0 && recs[0].Status == model.MigrationReverted {
+			return MigAborted, "reverted", nil
+		}
+		return MigFailed, r.actionError(ctx, run, "cold migration failed"), nil
+	}
+	return r.unstoppableOverdue(run, "cold migration not done")
+}

@@ -1,0 +1,108 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// The live mover: Nova's live migration (os-migrateLive), followed by its migration record,
+// its memory copied counted in bytes; a stalled one is escalated as the policy says, one
+// past timeouts.migration aborted.
+
+func requestLive(r *runner, ctx context.Context, run *vmRun, dest string) error {
+	return r.e.nova.LiveMigrate(ctx, run.vm.ID, dest)
+}
+
+// pollLive reads one running live migration. It returns an outcome (completed, failed,
+// aborted) once the migration has ended, "" while it runs.
+func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, error) {
+	e := r.e
+	ms, err := e.nova.ServerMigrations(ctx, run.vm.ID)
+	if err != nil {
+		return "", "", err
+	}
+	if len(ms) > 0 {
+		m := ms[0]
+		run.mid = m.ID
+		if m.DestCompute != "" {
+			run.dest = m.DestCompute
+		}
+		r.moveState(run, MigStateOf(m.Status), "")
+		if m.MemoryTotal != nil {
+			run.total = *m.MemoryTotal
+		}
+		run.progress.Add(m, e.now())
+		if m.Status == model.MigrationRunning {
+			r.emitProgress(run)
+			r.watchdog(ctx, run)
+		}
+		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
+			if err := e.nova.AbortMigration(ctx, run.vm.ID, m.ID); err != nil {
+				// Nova may have ended it meanwhile (then it refuses: 400); the VM is reported
+				// failed either way, and a rerun follows whatever still runs.
+				return MigFailed, fmt.Sprintf("timed out after %s (timeouts.migration); the abort failed: %v", d, err), nil
+			}
+			return MigFailed, fmt.Sprintf("timed out after %s (timeouts.migration); aborted", d), nil
+		}
+		return "", "", nil
+	}
+	// Not in the in-progress list: accepted, post-migrating, or finished. Only the
+	// os-migrations record says which; an empty list is not success.
+	recs, err := e.nova.MigrationsOf(ctx, run.vm.ID)
+	if err != nil {
+		return "", "", err
+	}
+	if len(recs) == 0 {
+		return "", "", nil
+	}
+	m := recs[0]
+	if m.DestCompute != "" {
+		run.dest = m.DestCompute
+	}
+	switch m.Status {
+	case model.MigrationCompleted:
+		vm, err := e.nova.Server(ctx, run.vm.ID)
+		if err != nil {
+			return "", "", err
+		}
+		if vm.Host == run.vm.Host || vm.Status == model.VMMigrating || vm.TaskState != "" {
+			return "", "", nil // the record leads the server by a moment
+		}
+		run.dest = vm.Host
+		return MigCompleted, "", nil
+	case model.MigrationFailed:
+		return MigFailed, r.actionError(ctx, run, "migration failed"), nil
+	case model.MigrationCancelled, model.MigrationReverted:
+		return MigAborted, "aborted", nil
+	}
+	r.moveState(run, MigStateOf(m.Status), "")
+	return "", "", nil
+}
+
+// watchdog escalates a stalled migration as the policy says.
+func (r *runner) watchdog(ctx context.Context, run *vmRun) {
+	e := r.e
+	if run.escalated || !run.progress.Stalled(e.o.StallAfter) {
+		return
+	}
+	run.escalated = true
+	switch e.o.OnStall {
+	case StallForceComplete:
+		if err := e.nova.ForceComplete(ctx, run.vm.ID, run.mid); err != nil {
+			// Not tried again: the migration goes on as it is, and the timeout still bounds it.
+			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s; force-complete refused: %v", e.o.StallAfter, err))
+			return
+		}
+		r.emitVM(run, MigForced, fmt.Sprintf("stalled for %s: force-completing", e.o.StallAfter))
+	case StallAbort:
+		if err := e.nova.AbortMigration(ctx, run.vm.ID, run.mid); err != nil {
+			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s; abort refused: %v", e.o.StallAfter, err))
+			return
+		}
+		r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s: aborting", e.o.StallAfter))
+	default:
+		r.emitVM(run, MigStalled, fmt.Sprintf("no progress for %s; waiting (policy)", e.o.StallAfter))
+	}
+}
