@@ -79,7 +79,7 @@ func TestHouseDrawing(t *testing.T) {
 // The controllers (the daemon, the NodeMaintenance controller, the cloudpool proxy) empty
 // nodes through one engine entry, Run (ScaleDown is Run with a node deletion after it), where
 // every emptying step first takes a node slot: they call no other engine method that moves
-// VMs or pods (RunBatch, NewRoll, ForceComplete, Cancel), so concurrency.nodes bounds them.
+// VMs or pods (RunBatch, NewCampaign, ForceComplete, Cancel), so concurrency.nodes bounds them.
 func TestControllersEmptyNodesThroughRunAlone(t *testing.T) {
 	reads := map[string]bool{"Holder": true, "Now": true, "Plan": true, "Recommend": true, "Inventory": true,
 		"KubeNode": true, "KubeNodeNames": true, "PodsOn": true, "Subscribe": true, "FirstRanking": true,

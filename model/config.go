@@ -26,11 +26,11 @@ type Config struct {
 	CloudPool   CloudPoolConfig   `toml:"cloudpool"`
 	Drain       DrainConfig       `toml:"drain"`
 	Recover     RecoverConfig     `toml:"recover"`
-	Roll        RollConfig        `toml:"roll"`
+	Campaign        CampaignConfig        `toml:"roll"`
 }
 
-// RollConfig is the [roll] table: a campaign's defaults (the flags override them).
-type RollConfig struct {
+// CampaignConfig is the [roll] table: a campaign's defaults (the flags override them).
+type CampaignConfig struct {
 	// Window: no node starts outside it ("Mon-Fri 22:00-06:00 Europe/Berlin"; "" any time).
 	Window string `toml:"window"`
 	// PDBBlockedFor: a PodDisruptionBudget allowing no disruption this long holds the
@@ -255,7 +255,7 @@ func DefaultConfig() Config {
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
 		Recover:   RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute), FenceTimeout: Duration(2 * time.Minute)},
-		Roll: RollConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
+		Campaign: CampaignConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
 			MigrationRateMiB: 500, MinHeadroomPercent: 10, GateTimeout: Duration(time.Minute), ExecTimeout: Duration(time.Hour),
 			ResumeWithin: Duration(24 * time.Hour), KeepRecords: Duration(7 * 24 * time.Hour)},
 	}
@@ -307,25 +307,25 @@ func (c Config) Validate() error {
 		{"policy.stall_after", c.Policy.StallAfter},
 		{"recover.pods_gone_within", c.Recover.PodsGoneWithin},
 		{"recover.fence_timeout", c.Recover.FenceTimeout},
-		{"roll.gate_timeout", c.Roll.GateTimeout},
-		{"roll.exec_timeout", c.Roll.ExecTimeout},
-		{"roll.resume_within", c.Roll.ResumeWithin},
-		{"roll.keep_records", c.Roll.KeepRecords},
+		{"roll.gate_timeout", c.Campaign.GateTimeout},
+		{"roll.exec_timeout", c.Campaign.ExecTimeout},
+		{"roll.resume_within", c.Campaign.ResumeWithin},
+		{"roll.keep_records", c.Campaign.KeepRecords},
 	}
 	for _, d := range durations {
 		if d.v <= 0 {
 			return &FieldError{d.key, fmt.Sprintf("must be positive, got %q", d.v), `use a duration such as "30s" or "5m"`}
 		}
 	}
-	switch c.Roll.Undrainable {
+	switch c.Campaign.Undrainable {
 	case "quarantine", "rollback", "fail":
 	default:
-		return &FieldError{"roll.undrainable", fmt.Sprintf("unknown behaviour %q", c.Roll.Undrainable), `use "quarantine", "rollback" or "fail"`}
+		return &FieldError{"roll.undrainable", fmt.Sprintf("unknown behaviour %q", c.Campaign.Undrainable), `use "quarantine", "rollback" or "fail"`}
 	}
-	if c.Roll.MigrationRateMiB <= 0 || c.Roll.MinHeadroomPercent < 0 || c.Roll.MinHeadroomPercent >= 100 {
+	if c.Campaign.MigrationRateMiB <= 0 || c.Campaign.MinHeadroomPercent < 0 || c.Campaign.MinHeadroomPercent >= 100 {
 		return &FieldError{"roll.migration_rate_mib", "migration_rate_mib must be positive and min_headroom_percent between 0 and 100", ""}
 	}
-	if c.Roll.NodeDeadline <= 0 || c.Roll.PDBBlockedFor < 0 {
+	if c.Campaign.NodeDeadline <= 0 || c.Campaign.PDBBlockedFor < 0 {
 		return &FieldError{"roll.node_deadline", "node_deadline must be positive and pdb_blocked_for not negative", `e.g. "30m" and "10m"`}
 	}
 	if c.Recover.NotReadyFor.D() < 30*time.Second {

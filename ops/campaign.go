@@ -17,8 +17,8 @@ import (
 	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
-// RollOptions say which nodes a campaign works and how.
-type RollOptions struct {
+// CampaignOptions say which nodes a campaign works and how.
+type CampaignOptions struct {
 	Name     string   // the record's name; "" derives one from the selector or the nodes
 	Selector string   // label selector of the nodes (or Nodes)
 	Nodes    []string // in this order
@@ -49,11 +49,11 @@ type RollOptions struct {
 	Resume bool
 }
 
-// Roll is a campaign being run: Run works it; Pause and Resume may be called meanwhile
+// Campaign is a campaign being run: Run works it; Pause and Resume may be called meanwhile
 // (the TUI's p). It is the only writer of its record while it holds the campaign's lease.
-type Roll struct {
+type Campaign struct {
 	e    *Engine
-	o    RollOptions
+	o    CampaignOptions
 	emit func(Event)
 
 	mu       sync.Mutex
@@ -63,16 +63,16 @@ type Roll struct {
 	stopping error                // a failure or refusal: no new node starts
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
 	gateSaid map[string]bool      // nodes whose gate command has said it started (one goroutine: Run's loop)
-	fc       model.Forecast       // made by NewRoll (campaign_forecast.go)
+	fc       model.Forecast       // made by NewCampaign (campaign_forecast.go)
 }
 
 // campaignKey is the lease and record key of a campaign.
 func campaignKey(name string) string { return "campaign-" + name }
 
-// NewRoll resolves the campaign's nodes and reads its record: an unfinished campaign of the
+// NewCampaign resolves the campaign's nodes and reads its record: an unfinished campaign of the
 // same name is resumed (its nodes, where each stopped), a finished one starts anew. It
 // changes nothing.
-func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (*Roll, error) {
+func (e *Engine) NewCampaign(ctx context.Context, o CampaignOptions, emit func(Event)) (*Campaign, error) {
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
@@ -98,7 +98,7 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	if err := opcmd.Validate(o.Exec); err != nil {
 		return nil, &UsageError{Option: OptExec, Problem: "(the command run on each emptied node): " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 	}
-	nodes, err := e.rollNodes(o)
+	nodes, err := e.campaignNodes(o)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (e *Engine) NewRoll(ctx context.Context, o RollOptions, emit func(Event)) (
 	if err := e.CollectCampaigns(ctx); err != nil {
 		return nil, err
 	}
-	r := &Roll{e: e, o: o, emit: emit, wake: make(chan struct{}), gateSaid: map[string]bool{}}
+	r := &Campaign{e: e, o: o, emit: emit, wake: make(chan struct{}), gateSaid: map[string]bool{}}
 	data, found, err := e.kube.Record(ctx, campaignKey(o.Name))
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func (e *Engine) domainOf(node, label string) string {
 // orderNodes puts the campaign's nodes in the order it works them: as given or by name, or
 // by the ranking's cost (cheapest first; nodes the ranking does not call candidates keep
 // their place after them, by name), then, with SpreadBy, round-robin over its values.
-func (e *Engine) orderNodes(ctx context.Context, o RollOptions, nodes []string) ([]string, error) {
+func (e *Engine) orderNodes(ctx context.Context, o CampaignOptions, nodes []string) ([]string, error) {
 	switch o.Order {
 	case "", "given", "name":
 		if o.Order == "name" {
@@ -244,8 +244,8 @@ func spread(nodes []string, domainOf func(string) string) []string {
 	return out
 }
 
-// rollNodes are the nodes named, or those the selector matches, by name.
-func (e *Engine) rollNodes(o RollOptions) ([]string, error) {
+// campaignNodes are the nodes named, or those the selector matches, by name.
+func (e *Engine) campaignNodes(o CampaignOptions) ([]string, error) {
 	if (o.Selector == "") == (len(o.Nodes) == 0) {
 		return nil, &UsageError{Option: OptSelector, Problem: "given with nodes: a campaign takes its nodes or a selector, not both", Hint: "give one of them"}
 	}
@@ -275,7 +275,7 @@ func (e *Engine) rollNodes(o RollOptions) ([]string, error) {
 }
 
 // Record is the campaign as it stands.
-func (r *Roll) Record() model.Campaign {
+func (r *Campaign) Record() model.Campaign {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.rec
@@ -284,14 +284,14 @@ func (r *Roll) Record() model.Campaign {
 }
 
 // Pause asks the campaign to start no new node once its current ones are done.
-func (r *Roll) Pause() {
+func (r *Campaign) Pause() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.paused = true
 }
 
 // Resume lifts a pause.
-func (r *Roll) Resume() {
+func (r *Campaign) Resume() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.paused {
@@ -302,7 +302,7 @@ func (r *Roll) Resume() {
 }
 
 // Paused reports whether a pause was asked for.
-func (r *Roll) Paused() bool {
+func (r *Campaign) Paused() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.paused
@@ -315,7 +315,7 @@ func (r *Roll) Paused() bool {
 // check or a failed node stops new nodes from starting; the nodes in flight finish, so at
 // most the failed one is left half-done (its journal says where). Cancelling ctx stops at
 // the next safe point; a rerun resumes.
-func (r *Roll) Run(ctx context.Context) error {
+func (r *Campaign) Run(ctx context.Context) error {
 	e := r.e
 	key := campaignKey(r.o.Name)
 	ctx, release, err := e.holdKey(ctx, key)
@@ -447,7 +447,7 @@ func (d *domains) done(domain string) {
 
 // waitTurn waits for a free slot and for no pause; false when the campaign must start no
 // new node (ctx ended, or a failure).
-func (r *Roll) waitTurn(ctx context.Context, slots chan struct{}) bool {
+func (r *Campaign) waitTurn(ctx context.Context, slots chan struct{}) bool {
 	select {
 	case slots <- struct{}{}:
 	case <-ctx.Done():
@@ -481,7 +481,7 @@ func (r *Roll) waitTurn(ctx context.Context, slots chan struct{}) bool {
 // admit checks, from a fresh read, that the rest of the cluster can absorb node i with the
 // nodes in flight gone too; it returns the evacuation plan (nil for a node already past
 // its evacuation). A refusal stops the campaign before anything changes on the node.
-func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
+func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 	rec := r.Record()
 	n := rec.Nodes[i]
 	if n.Phase == model.PhaseStep {
@@ -546,7 +546,7 @@ func (r *Roll) admit(ctx context.Context, i int) (*model.Plan, error) {
 var errSkipped = errors.New("skipped")
 
 // setState records the campaign's state (and why) and reports it.
-func (r *Roll) setState(ctx context.Context, s model.CampaignState, msg string) {
+func (r *Campaign) setState(ctx context.Context, s model.CampaignState, msg string) {
 	r.mu.Lock()
 	r.rec.State, r.rec.Message = s, bounded(msg)
 	r.mu.Unlock()
@@ -555,7 +555,7 @@ func (r *Roll) setState(ctx context.Context, s model.CampaignState, msg string) 
 }
 
 // setPhase records node i's phase before the phase starts (or when it ends).
-func (r *Roll) setPhase(ctx context.Context, i int, ph model.NodePhase, errText string) {
+func (r *Campaign) setPhase(ctx context.Context, i int, ph model.NodePhase, errText string) {
 	now := r.e.now()
 	r.mu.Lock()
 	n := &r.rec.Nodes[i]
@@ -573,13 +573,13 @@ func (r *Roll) setPhase(ctx context.Context, i int, ph model.NodePhase, errText 
 }
 
 // note reports a line about a node without changing the record.
-func (r *Roll) note(node string, ph model.NodePhase, msg string) {
+func (r *Campaign) note(node string, ph model.NodePhase, msg string) {
 	r.emit(NewCampaignEvent(r.e.now(), r.Record(), node, ph, msg))
 }
 
 // save writes the record; a failed write is reported and retried at the next change (the
 // nodes' own journals still say where each stands).
-func (r *Roll) save(ctx context.Context) {
+func (r *Campaign) save(ctx context.Context) {
 	r.mu.Lock()
 	r.rec.Updated = r.e.now()
 	data, _ := json.Marshal(r.rec)

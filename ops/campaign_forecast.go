@@ -20,13 +20,13 @@ import (
 const measuredMigrations = 20
 
 // forecast computes the forecast of the campaign's nodes not yet finished.
-func (r *Roll) forecast(ctx context.Context) (model.Forecast, error) {
+func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 	e := r.e
 	inv, err := e.inv.Read(ctx)
 	if err != nil {
 		return model.Forecast{}, err
 	}
-	f := model.Forecast{RateMiBps: e.cfg.Roll.MigrationRateMiB, RateSource: "configured: [roll] migration_rate_mib"}
+	f := model.Forecast{RateMiBps: e.cfg.Campaign.MigrationRateMiB, RateSource: "configured: [roll] migration_rate_mib"}
 	if e.nova != nil {
 		if ms, err := e.nova.RecentLiveMigrations(ctx, measuredMigrations); err == nil {
 			if rate, n := migrationRate(ms, inv); n > 0 {
@@ -100,7 +100,7 @@ func migrationRate(ms []model.Migration, inv model.Inventory) (mibps float64, n 
 // lowestFree walks the campaign in order, Parallel nodes out at a time: the hosts not out
 // keep their free memory less the VMs of the nodes out. It records the least, and the first
 // node out when it falls below the headroom.
-func (r *Roll) lowestFree(f *model.Forecast, inv model.Inventory, order []string) {
+func (r *Campaign) lowestFree(f *model.Forecast, inv model.Inventory, order []string) {
 	type host struct{ free, capacity, vms int64 }
 	hosts := map[string]host{}
 	var free, capacity int64
@@ -125,7 +125,7 @@ func (r *Roll) lowestFree(f *model.Forecast, inv model.Inventory, order []string
 		return
 	}
 	par := max(1, r.o.Parallel)
-	headroom := r.e.cfg.Roll.MinHeadroomPercent
+	headroom := r.e.cfg.Campaign.MinHeadroomPercent
 	f.MinFreePercent = 101
 	for i := range order {
 		out := order[i:min(len(order), i+par)]
@@ -150,7 +150,7 @@ func (r *Roll) lowestFree(f *model.Forecast, inv model.Inventory, order []string
 
 // Skipped are the nodes an --on-failure skip campaign would skip as the cluster stands: their
 // own plans are refused.
-func (r *Roll) Skipped() []model.NodeForecast {
+func (r *Campaign) Skipped() []model.NodeForecast {
 	var out []model.NodeForecast
 	for _, n := range r.fc.Nodes {
 		if len(n.Blockers) > 0 && r.o.OnFailure == "skip" {
@@ -160,14 +160,14 @@ func (r *Roll) Skipped() []model.NodeForecast {
 	return out
 }
 
-// Forecast is the campaign's forecast, made when it was read (NewRoll).
-func (r *Roll) Forecast() model.Forecast { return r.fc }
+// Forecast is the campaign's forecast, made when it was read (NewCampaign).
+func (r *Campaign) Forecast() model.Forecast { return r.fc }
 
 // Refusal refuses a campaign before its first node: a node whose own plan is refused
 // (unless --on-failure skip, which skips it: Skipped says which), or the fleet's free
 // memory falling below the headroom. The node where it falls short is planned with the
 // nodes out beside it, so that its own blockers (which VMs fit nowhere) come first.
-func (r *Roll) Refusal(ctx context.Context) error {
+func (r *Campaign) Refusal(ctx context.Context) error {
 	f := r.fc
 	if r.o.OnFailure != "skip" {
 		var refused []model.Reason
@@ -197,6 +197,6 @@ func (r *Roll) Refusal(ctx context.Context) error {
 	}
 	return &RefusedError{Reasons: append(reasons, model.Reason{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: f.Short,
 		Message: fmt.Sprintf("while %s is out the fleet's free memory would fall to %.0f%% (%d MiB), below [roll] min_headroom_percent (%.0f%%)",
-			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.cfg.Roll.MinHeadroomPercent),
+			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.cfg.Campaign.MinHeadroomPercent),
 		Override: model.OverrideFewerAtOnce})}
 }

@@ -38,7 +38,7 @@ type GateOptions struct {
 }
 
 // gateOpen waits until every gate holds for node; false when ctx ended or the campaign stops.
-func (r *Roll) gateOpen(ctx context.Context, node string) bool {
+func (r *Campaign) gateOpen(ctx context.Context, node string) bool {
 	said := ""
 	for {
 		why := r.gateClosed(ctx, node)
@@ -62,7 +62,7 @@ func (r *Roll) gateOpen(ctx context.Context, node string) bool {
 }
 
 // gateClosed says why a gate does not hold now ("" when every one does).
-func (r *Roll) gateClosed(ctx context.Context, node string) string {
+func (r *Campaign) gateClosed(ctx context.Context, node string) string {
 	g := r.o.Gates
 	if w := g.Window; w != nil && !w.Open(r.e.now()) {
 		next := w.NextOpen(r.e.now()).In(w.loc)
@@ -102,7 +102,7 @@ func (r *Roll) gateClosed(ctx context.Context, node string) string {
 // is someone's maintenance or recovery), or a PodDisruptionBudget that has allowed no disruption for longer
 // than PDBBlockedFor (the campaign's own nodes' budgets go to 0 for a while as they drain:
 // the bound lets that pass).
-func (r *Roll) fleetHurting() string {
+func (r *Campaign) fleetHurting() string {
 	ours := map[string]bool{}
 	for _, n := range r.Record().Nodes {
 		ours[n.Name] = true

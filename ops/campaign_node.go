@@ -13,7 +13,7 @@ import (
 // node works node i of the campaign from the phase its record shows: a rerun repeats the
 // phase it stopped in (each is idempotent: the evacuation and uncordon skip what is done;
 // the operator's step runs again).
-func (r *Roll) node(ctx context.Context, i int, plan *model.Plan) error {
+func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 	e := r.e
 	name := r.Record().Nodes[i].Name
 	phase := r.Record().Nodes[i].Phase
@@ -78,7 +78,7 @@ var ErrNodeDeadline = errors.New("the node deadline passed")
 
 // undrainable handles a node whose drain passed the deadline, as --undrainable says; blocked
 // is what held it last.
-func (r *Roll) undrainable(ctx context.Context, i int, blocked string) error {
+func (r *Campaign) undrainable(ctx context.Context, i int, blocked string) error {
 	name := r.Record().Nodes[i].Name
 	why := fmt.Sprintf("not drained within its deadline (%s)", r.o.NodeDeadline)
 	if blocked != "" {
@@ -110,7 +110,7 @@ func (r *Roll) undrainable(ctx context.Context, i int, blocked string) error {
 }
 
 // stop ends node i as failed and stops the campaign starting new nodes.
-func (r *Roll) stop(ctx context.Context, i int, err error) error {
+func (r *Campaign) stop(ctx context.Context, i int, err error) error {
 	name := r.Record().Nodes[i].Name
 	r.mu.Lock()
 	if r.stopping == nil {
@@ -123,7 +123,7 @@ func (r *Roll) stop(ctx context.Context, i int, err error) error {
 
 // blockers passes node i's events on, and records what holds its drain while it holds: a
 // pod a budget refuses, a VM's migration stalled or retried, a node slot waited for.
-func (r *Roll) blockers(ctx context.Context, i int, emit func(Event)) func(Event) {
+func (r *Campaign) blockers(ctx context.Context, i int, emit func(Event)) func(Event) {
 	return func(ev Event) {
 		emit(ev)
 		switch ev := ev.(type) {
@@ -156,7 +156,7 @@ func (r *Roll) blockers(ctx context.Context, i int, emit func(Event)) func(Event
 
 // setBlocked records what holds node i ("" : nothing now) when it changed, and returns what
 // held it before.
-func (r *Roll) setBlocked(ctx context.Context, i int, what string) (was string) {
+func (r *Campaign) setBlocked(ctx context.Context, i int, what string) (was string) {
 	r.mu.Lock()
 	n := &r.rec.Nodes[i]
 	was = n.Blocked
@@ -178,7 +178,7 @@ func (r *Roll) setBlocked(ctx context.Context, i int, what string) (was string) 
 // the phase, for a rerun. With on-failure skip, the node is rolled back (migrations
 // aborted, back to how it was) and the campaign goes on; otherwise, or when the rollback
 // fails too, the campaign starts no new node and this one stays as its journal says.
-func (r *Roll) failed(ctx context.Context, i int, ph model.NodePhase, err error) error {
+func (r *Campaign) failed(ctx context.Context, i int, ph model.NodePhase, err error) error {
 	name := r.Record().Nodes[i].Name
 	if ctx.Err() != nil || errors.As(err, new(*Interrupted)) {
 		r.note(name, ph, "interrupted: "+err.Error())
@@ -211,7 +211,7 @@ func (r *Roll) failed(ctx context.Context, i int, ph model.NodePhase, err error)
 
 // step is the operator's work on the emptied node: --exec, then --wait-ready. The node's
 // lease is renewed meanwhile, so nobody else starts on it; losing it stops the step.
-func (r *Roll) step(ctx context.Context, i int, node string) error {
+func (r *Campaign) step(ctx context.Context, i int, node string) error {
 	e := r.e
 	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.Timeouts.Operation.D(), errors.New("timeouts.operation passed"))
 	defer cancel()
@@ -244,7 +244,7 @@ func (r *Roll) step(ctx context.Context, i int, node string) error {
 }
 
 // runExec runs the operator's command on the emptied node; each line it prints is reported.
-func (r *Roll) runExec(ctx context.Context, node string) error {
+func (r *Campaign) runExec(ctx context.Context, node string) error {
 	err := r.e.runOperator(ctx, opcmd.Exec, r.o.Exec, node, r.hostOf(ctx, node), func(line string) { r.note(node, model.PhaseStep, "exec: "+line) })
 	if err != nil && ctx.Err() != nil {
 		return &Interrupted{Node: node, Phase: "exec", Cause: context.Cause(ctx)}
@@ -254,7 +254,7 @@ func (r *Roll) runExec(ctx context.Context, node string) error {
 
 // waitRebooted waits until the node has rebooted (seen NotReady, or its boot ID changed) and
 // is Ready again with its nova-compute service up.
-func (r *Roll) waitRebooted(ctx context.Context, node, bootBefore string) error {
+func (r *Campaign) waitRebooted(ctx context.Context, node, bootBefore string) error {
 	r.note(node, model.PhaseStep, "waiting for the node to reboot and come back Ready")
 	rebooted := false
 	return r.waitFor(ctx, node, func(k model.KubeNode, svc *model.ComputeService) (bool, string) {
@@ -275,7 +275,7 @@ func (r *Roll) waitRebooted(ctx context.Context, node, bootBefore string) error 
 
 // verifyReturned waits (VerifyWithin) until the node takes work again: Ready, schedulable,
 // without drainctl's taint, its nova-compute service enabled and up.
-func (r *Roll) verifyReturned(ctx context.Context, node string) error {
+func (r *Campaign) verifyReturned(ctx context.Context, node string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.VerifyWithin)
 	defer cancel()
 	taint := r.e.cfg.Policy.TaintKey
@@ -306,7 +306,7 @@ func (r *Roll) verifyReturned(ctx context.Context, node string) error {
 
 // waitFor polls the node (on every Kubernetes change, and every timeouts.poll for Nova)
 // until ok says so; the error says what it last waited for.
-func (r *Roll) waitFor(ctx context.Context, node string, ok func(model.KubeNode, *model.ComputeService) (bool, string)) error {
+func (r *Campaign) waitFor(ctx context.Context, node string, ok func(model.KubeNode, *model.ComputeService) (bool, string)) error {
 	e := r.e
 	changes, unsubscribe := e.kube.Subscribe()
 	defer unsubscribe()
@@ -346,7 +346,7 @@ func (r *Roll) waitFor(ctx context.Context, node string, ok func(model.KubeNode,
 
 // hostOf is the node's compute host, from the Kubernetes cache and the last Nova read (the
 // mapping does not change during a campaign; a fresh Nova read costs a full snapshot).
-func (r *Roll) hostOf(ctx context.Context, node string) string {
+func (r *Campaign) hostOf(ctx context.Context, node string) string {
 	if inv, err := r.e.inv.Rejoin(ctx); err == nil {
 		if n, ok := inv.Node(node); ok {
 			return n.Host

@@ -15,7 +15,7 @@ func TestRollOrderByCost(t *testing.T) {
 	c := newCluster(t, 100)
 	e := c.Engine("tester@a", nil)
 	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
-	r, err := e.NewRoll(kubetest.Ctx(t), ops.RollOptions{Nodes: []string{c0, c1, c2}, Order: "cost", Run: ops.RunOptions{Policy: defaults()}}, func(ops.Event) {})
+	r, err := e.NewCampaign(kubetest.Ctx(t), ops.CampaignOptions{Nodes: []string{c0, c1, c2}, Order: "cost", Run: ops.RunOptions{Policy: defaults()}}, func(ops.Event) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestRollOrderByCost(t *testing.T) {
 	if strings.Join(got, " ") != "c2 c1 c0" {
 		t.Errorf("order by cost: %v, want c2 c1 c0", got)
 	}
-	if _, err := e.NewRoll(kubetest.Ctx(t), ops.RollOptions{Nodes: []string{c0}, Order: "random"}, func(ops.Event) {}); !errors.As(err, new(*ops.UsageError)) {
+	if _, err := e.NewCampaign(kubetest.Ctx(t), ops.CampaignOptions{Nodes: []string{c0}, Order: "random"}, func(ops.Event) {}); !errors.As(err, new(*ops.UsageError)) {
 		t.Errorf("an unknown order: %v", err)
 	}
 }

@@ -67,7 +67,7 @@ func (e *Engine) CollectCampaigns(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	keep := e.cfg.Roll.KeepRecords.D()
+	keep := e.cfg.Campaign.KeepRecords.D()
 	for _, c := range all {
 		if c.State == model.CampaignDone && e.now().Sub(c.Updated) > keep {
 			if err := e.kube.DeleteRecord(ctx, campaignKey(c.Name)); err != nil {
@@ -81,7 +81,7 @@ func (e *Engine) CollectCampaigns(ctx context.Context) error {
 // stillEmptied says why node name, recorded past its evacuation, is no longer emptied under
 // this campaign ("": it still is): cordoned with its journal naming the campaign, and
 // nothing left to move (a fresh evacuation plan with nothing pending).
-func (r *Roll) stillEmptied(ctx context.Context, name string, ro RunOptions) (string, error) {
+func (r *Campaign) stillEmptied(ctx context.Context, name string, ro RunOptions) (string, error) {
 	e := r.e
 	k, ok := e.kube.Node(name)
 	if !ok {
@@ -110,7 +110,7 @@ func (r *Roll) stillEmptied(ctx context.Context, name string, ro RunOptions) (st
 // cluster: another selector's or other nodes' record, a node that is no Node (a planted
 // name such as "-oProxyCommand=…" never reaches an operator's command), a record older than
 // [roll] resume_within without --resume.
-func (e *Engine) checkResumable(old model.Campaign, o RollOptions, nodes []string) error {
+func (e *Engine) checkResumable(old model.Campaign, o CampaignOptions, nodes []string) error {
 	name := old.Name
 	if !sameNodes(old.Nodes, nodes) || old.Selector != o.Selector {
 		what := "the nodes " + strings.Join(nodes, ", ")
@@ -130,9 +130,9 @@ func (e *Engine) checkResumable(old model.Campaign, o RollOptions, nodes []strin
 				Hint: "give this campaign another name", Fix: []Option{OptCampaign}}
 		}
 	}
-	if age := e.now().Sub(old.Updated); age > e.cfg.Roll.ResumeWithin.D() && !o.Resume {
+	if age := e.now().Sub(old.Updated); age > e.cfg.Campaign.ResumeWithin.D() && !o.Resume {
 		return &UsageError{Problem: fmt.Sprintf("campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
-			name, age.Round(time.Minute), old.Updated.UTC().Format(time.RFC3339), e.cfg.Roll.ResumeWithin),
+			name, age.Round(time.Minute), old.Updated.UTC().Format(time.RFC3339), e.cfg.Campaign.ResumeWithin),
 			Hint: "ask to resume it (each node is checked again), or give this one another name", Fix: []Option{OptResume, OptCampaign}}
 	}
 	return nil

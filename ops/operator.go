@@ -19,9 +19,9 @@ func (e *Engine) commandTimeout(kind opcmd.Kind) time.Duration {
 	case opcmd.Fence:
 		return e.cfg.Recover.FenceTimeout.D()
 	case opcmd.Exec:
-		return e.cfg.Roll.ExecTimeout.D()
+		return e.cfg.Campaign.ExecTimeout.D()
 	case opcmd.Gate:
-		return e.cfg.Roll.GateTimeout.D()
+		return e.cfg.Campaign.GateTimeout.D()
 	}
 	return 0
 }

@@ -173,7 +173,9 @@ func (r *runner) interrupted(ctx context.Context) error {
 		}
 	case errors.As(cause, &req):
 		why = req.Error()
-	case errors.Is(cause, ErrHostAlive), errors.Is(cause, ErrFenceStale), errors.Is(cause, ErrNodeDeadline), errors.As(cause, new(*RefusedError)):
+	case cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded):
+		// A stop with a cause of its own (the host alive, a stale fence, a refusal, a
+		// deadline a caller set): the journal says it. The operator's own stop says nothing.
 		why = cause.Error()
 	}
 	r.journal(PhaseInterrupted, why)

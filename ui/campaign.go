@@ -26,11 +26,11 @@ import (
 
 // campaignPane is the campaign proposed or running in this view (one at a time).
 type campaignPane struct {
-	roll    *ops.Roll
-	opts    ops.RollOptions  // the options roll was made with
-	next    *ops.RollOptions // options asked for, while the campaign is proposed again
-	seq     int              // the last proposal asked for: an older answer is dropped
-	input   lineInput        // the step's command (!) or the reason (w), being typed
+	run     *ops.Campaign
+	opts    ops.CampaignOptions  // the options run was made with
+	next    *ops.CampaignOptions // options asked for, while the campaign is proposed again
+	seq     int                  // the last proposal asked for: an older answer is dropped
+	input   lineInput            // the step's command (!) or the reason (w), being typed
 	started bool
 	ended   bool
 	err     error
@@ -46,66 +46,66 @@ func (p *campaignPane) running() bool { return p.started && !p.ended }
 
 // Messages of the campaign.
 type (
-	rollReady struct {
-		roll  *ops.Roll
-		o     ops.RollOptions
+	campaignReady struct {
+		run   *ops.Campaign
+		o     ops.CampaignOptions
 		err   error
 		again bool // a proposal with other options, replacing the one on screen
 		seq   int
 	}
-	rollDone struct{ err error }
+	campaignDone struct{ err error }
 )
 
 const campaignKey = "campaign"
 
-// proposeRoll reads (or creates) the campaign of the targets in a Cmd; the screen then
+// proposeCampaign reads (or creates) the campaign of the targets in a Cmd; the screen then
 // shows it for confirmation.
-func (m Model) proposeRoll(targets []string) (tea.Model, tea.Cmd) {
+func (m newCampaign) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
 	switch {
 	case m.eng == nil:
 		m.setStatus("no cluster", true)
 		return m, nil
-	case m.campaign.roll != nil && m.campaign.running():
+	case m.campaign.run != nil && m.campaign.running():
 		return m.goTo(campaignScreen), nil // one campaign at a time: show the running one
 	case len(targets) == 0:
 		m.setStatus("nothing selected", true)
 		return m, nil
 	}
-	return m, m.newRoll(ops.RollOptions{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}, false, 0)
+	return m, m.newCampaign(ops.CampaignOptions{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}, false, 0)
 }
 
-// reproposeRoll makes the proposal on screen again with other options: each node is
+// reproposeCampaign makes the proposal on screen again with other options: each node is
 // planned anew, and y waits for it.
-func (m Model) reproposeRoll(o ops.RollOptions) (tea.Model, tea.Cmd) {
-	if m.campaign.roll == nil || m.campaign.started {
+func (m newCampaign) reproposeCampaign(o ops.CampaignOptions) (tea.Model, tea.Cmd) {
+	if m.campaign.run == nil || m.campaign.started {
 		return m, nil
 	}
 	m.campaign.seq++
 	m.campaign.next = &o
-	return m, m.newRoll(o, true, m.campaign.seq)
+	return m, m.newCampaign(o, true, m.campaign.seq)
 }
 
-func (m Model) newRoll(o ops.RollOptions, again bool, seq int) tea.Cmd {
+func (m newCampaign) newCampaign(o ops.CampaignOptions, again bool, seq int) tea.Cmd {
 	eng, ctx, bus := m.eng, m.ctx, m.bus
 	return func() tea.Msg {
-		r, err := eng.NewRoll(ctx, o, func(ev ops.Event) { bus.push(rollTag(ev)) })
-		return rollReady{roll: r, o: o, err: err, again: again, seq: seq}
+		r, err := eng.NewCampaign(ctx, o, func(ev ops.Event) { bus.push(campaignTag(ev)) })
+		return campaignReady{run: r, o: o, err: err, again: again, seq: seq}
 	}
 }
 
-// rollTag routes a campaign's events: its own to the campaign screen, each node operation's
+// campaignTag routes a campaign's events: its own to the campaign screen, each node operation's
 // to that node's operation view (created when its plan arrives).
-func rollTag(ev ops.Event) tagged {
+func campaignTag(ev ops.Event) tagged {
 	if _, ok := ev.(ops.CampaignEvent); ok {
 		return tagged{Event: ev, key: campaignKey}
 	}
 	return tagged{Event: ev, key: ev.NodeName(), campaign: true}
 }
 
-func (m Model) rollReady(msg rollReady) (tea.Model, tea.Cmd) {
+func (m newCampaign) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
 	if msg.again {
 		p := &m.campaign
-		if p.roll == nil || p.started || msg.seq != p.seq {
+		if p.run == nil || p.started || msg.seq != p.seq {
 			return m, nil // dropped, started or asked again since: not this answer
 		}
 		p.next = nil
@@ -113,7 +113,7 @@ func (m Model) rollReady(msg rollReady) (tea.Model, tea.Cmd) {
 			m.setStatus("campaign: "+firstLine(text.SafeErr(msg.err)), true)
 			return m, nil
 		}
-		p.roll, p.opts = msg.roll, msg.o
+		p.run, p.opts = msg.run, msg.o
 		m.setStatus("", false)
 		return m, nil
 	}
@@ -121,23 +121,23 @@ func (m Model) rollReady(msg rollReady) (tea.Model, tea.Cmd) {
 		m.setStatus("campaign: "+firstLine(text.SafeErr(msg.err)), true)
 		return m, nil
 	}
-	m.campaign = campaignPane{roll: msg.roll, opts: msg.o}
+	m.campaign = campaignPane{run: msg.run, opts: msg.o}
 	m.push(campaignScreen)
 	return m, nil
 }
 
-// startRoll runs the confirmed campaign in the background; quitting waits for it like for
+// startCampaign runs the confirmed campaign in the background; quitting waits for it like for
 // any operation (it stops at a safe point and its record says where).
-func (m Model) startRoll() (tea.Model, tea.Cmd) {
+func (m newCampaign) startCampaign() (tea.Model, tea.Cmd) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.campaign.started, m.campaign.cancel = true, cancel
-	m.s.ops.campaignCancel, m.s.ops.campaignName = cancel, m.campaign.roll.Record().Name
-	r := m.campaign.roll
+	m.s.ops.campaignCancel, m.s.ops.campaignName = cancel, m.campaign.run.Record().Name
+	r := m.campaign.run
 	ended := m.s.ops.begin()
 	return m, func() tea.Msg {
 		defer ended()
 		defer cancel()
-		return rollDone{r.Run(ctx)}
+		return campaignDone{r.Run(ctx)}
 	}
 }
 
@@ -161,7 +161,7 @@ func (p *campaignPane) record(ev ops.CampaignEvent) {
 }
 
 // stepsLine is what the campaign does at each node, its step (--exec, --wait-ready) included.
-func stepsLine(o ops.RollOptions) string {
+func stepsLine(o ops.CampaignOptions) string {
 	step := ""
 	switch {
 	case o.Exec != "" && o.WaitReady:
@@ -175,7 +175,7 @@ func stepsLine(o ops.RollOptions) string {
 }
 
 // campaignFlags are the command-line flags the proposal runs with: the overrides, then the step.
-func campaignFlags(o ops.RollOptions) []string {
+func campaignFlags(o ops.CampaignOptions) []string {
 	on := overrideFlags(o.Run.Policy)
 	if o.Exec != "" {
 		on = append(on, "--exec "+text.ShellWord(ops.ShownCommand(o.Exec, "")))
@@ -200,7 +200,7 @@ func current(c model.Campaign) string {
 }
 
 func (p *campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
-	if p.roll == nil {
+	if p.run == nil {
 		return goTo{nodesScreen}, true
 	}
 	if !p.input.typing() {
@@ -223,11 +223,11 @@ func (p *campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 		}
 		o.Run.Why = value
 	}
-	return reproposeRoll{o}, true
+	return reproposeCampaign{o}, true
 }
 
 // asked is the options of the latest proposal asked for (on screen, or on its way).
-func (p *campaignPane) asked() ops.RollOptions {
+func (p *campaignPane) asked() ops.CampaignOptions {
 	if p.next != nil {
 		return *p.next
 	}
@@ -242,8 +242,8 @@ func (p *campaignPane) bindings(s *shared) []action {
 		return p.proposalBindings(s)
 	}
 	enter := action{key: k.Enter, disabled: "no node in progress"}
-	if p.roll != nil {
-		if n := current(p.roll.Record()); n != "" {
+	if p.run != nil {
+		if n := current(p.run.Record()); n != "" {
 			enter.disabled, enter.do = "", func() intent { return showOp{n} }
 		}
 	}
@@ -252,52 +252,52 @@ func (p *campaignPane) bindings(s *shared) []action {
 		return []action{enter, back, show(k.Help)}
 	}
 	pause := action{key: k.Pause, do: func() intent {
-		if p.roll.Paused() {
-			p.roll.Resume()
+		if p.run.Paused() {
+			p.run.Resume()
 			return showStatus{"campaign resumed", false}
 		}
-		p.roll.Pause()
+		p.run.Pause()
 		return showStatus{"pausing: no new node starts after the current one", false}
 	}}
 	return []action{pause, enter, back, show(k.Help)}
 }
 
 func (p *campaignPane) view(s *shared) string {
-	if p.roll == nil {
+	if p.run == nil {
 		return s.st.Muted.Render("no campaign")
 	}
-	return p.render(s, p.roll.Record(), p.roll.Paused())
+	return p.render(s, p.run.Record(), p.run.Paused())
 }
 
 func (p *campaignPane) proposalBindings(s *shared) []action {
 	k := s.keys
-	confirm := action{key: k.Confirm, do: func() intent { return startRoll{} }}
+	confirm := action{key: k.Confirm, do: func() intent { return startCampaign{} }}
 	if p.next != nil {
 		confirm.disabled = "planning every node again with the new options: y when it is on screen"
 	}
 	// The toggles are hidden from the footer (a line of the proposal names them): the footer
 	// keeps y, the step's keys and esc.
-	toggle := func(b Binding, f func(*ops.RollOptions)) action {
+	toggle := func(b Binding, f func(*ops.CampaignOptions)) action {
 		return action{key: b, hidden: true, do: func() intent {
 			o := p.asked()
 			o.Run.Policy.SkipVMs = slices.Clone(o.Run.Policy.SkipVMs)
 			f(&o)
 			o.Run.ForceCompute = o.Run.Policy.Force
-			return reproposeRoll{o}
+			return reproposeCampaign{o}
 		}}
 	}
 	out := []action{
 		confirm,
-		toggle(k.ToggleForce, func(o *ops.RollOptions) { o.Run.Policy.Force = !o.Run.Policy.Force }),
-		toggle(k.ToggleEmptyDir, func(o *ops.RollOptions) { o.Run.Policy.DeleteEmptyDirData = !o.Run.Policy.DeleteEmptyDirData }),
-		toggle(k.ToggleEviction, func(o *ops.RollOptions) { o.Run.Policy.DisableEviction = !o.Run.Policy.DisableEviction }),
-		toggle(k.ToggleLastNode, func(o *ops.RollOptions) { o.Run.Policy.AllowLastNode = !o.Run.Policy.AllowLastNode }),
-		toggle(k.ToggleCold, func(o *ops.RollOptions) { o.Run.Policy.ColdMigrateRunning = !o.Run.Policy.ColdMigrateRunning }),
+		toggle(k.ToggleForce, func(o *ops.CampaignOptions) { o.Run.Policy.Force = !o.Run.Policy.Force }),
+		toggle(k.ToggleEmptyDir, func(o *ops.CampaignOptions) { o.Run.Policy.DeleteEmptyDirData = !o.Run.Policy.DeleteEmptyDirData }),
+		toggle(k.ToggleEviction, func(o *ops.CampaignOptions) { o.Run.Policy.DisableEviction = !o.Run.Policy.DisableEviction }),
+		toggle(k.ToggleLastNode, func(o *ops.CampaignOptions) { o.Run.Policy.AllowLastNode = !o.Run.Policy.AllowLastNode }),
+		toggle(k.ToggleCold, func(o *ops.CampaignOptions) { o.Run.Policy.ColdMigrateRunning = !o.Run.Policy.ColdMigrateRunning }),
 	}
 	// S leaves every VM that blocks any node where it is (by ID, as --skip-vm), or, given
 	// already, none: as in a node's plan.
 	if skip := p.skippable(); len(skip) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
-		out = append(out, toggle(k.ToggleSkipVMs, func(o *ops.RollOptions) {
+		out = append(out, toggle(k.ToggleSkipVMs, func(o *ops.CampaignOptions) {
 			if len(o.Run.Policy.SkipVMs) > 0 {
 				o.Run.Policy.SkipVMs = nil
 				return
@@ -305,7 +305,7 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 			o.Run.Policy.SkipVMs = skip
 		}))
 	}
-	wait := toggle(k.WaitReady, func(o *ops.RollOptions) { o.WaitReady = !o.WaitReady })
+	wait := toggle(k.WaitReady, func(o *ops.CampaignOptions) { o.WaitReady = !o.WaitReady })
 	wait.hidden = false
 	out = append(out, wait,
 		action{key: k.Exec, do: func() intent {
@@ -316,7 +316,7 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 			p.input.open("why", "reason: ", p.asked().Run.Why, 120)
 			return nil
 		}},
-		action{key: k.Back, do: func() intent { return dropRoll{} }},
+		action{key: k.Back, do: func() intent { return dropCampaign{} }},
 	)
 	return out
 }
@@ -324,8 +324,8 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 // refused is how many nodes of the proposal their check would refuse.
 func (p *campaignPane) refused() int {
 	n := 0
-	if p.roll != nil {
-		for _, nf := range p.roll.Forecast().Nodes {
+	if p.run != nil {
+		for _, nf := range p.run.Forecast().Nodes {
 			if len(nf.Blockers) > 0 {
 				n++
 			}
@@ -337,10 +337,10 @@ func (p *campaignPane) refused() int {
 // skippable is every VM that blocks a node of the proposal and --skip-vm would leave.
 func (p *campaignPane) skippable() []string {
 	var out []string
-	if p.roll == nil {
+	if p.run == nil {
 		return nil
 	}
-	for _, nf := range p.roll.Forecast().Nodes {
+	for _, nf := range p.run.Forecast().Nodes {
 		for _, r := range nf.Blockers {
 			if r.Override == model.OverrideSkipVM {
 				out = append(out, firstNonEmpty(r.ObjectID, r.Object))
@@ -403,8 +403,8 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		case p.next != nil:
 			b.WriteString(st.Muted.Render("planning every node again…") + "\n")
 		}
-		if p.roll != nil { // what it will cost (campaign_forecast.go)
-			f := p.roll.Forecast()
+		if p.run != nil { // what it will cost (campaign_forecast.go)
+			f := p.run.Forecast()
 			style := st.Muted
 			if f.Short != "" {
 				style = st.Error
@@ -417,8 +417,8 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	rows := max(3, (s.height-8)/2)
 	cur := current(c)
 	fc := map[string]model.NodeForecast{}
-	if p.roll != nil {
-		for _, nf := range p.roll.Forecast().Nodes {
+	if p.run != nil {
+		for _, nf := range p.run.Forecast().Nodes {
 			fc[nf.Node] = nf
 		}
 	}

@@ -20,7 +20,7 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@campaign", nil))
 	l.selectNodes(c1, c2)
 	l.keys("C")
-	if l.m.screen != campaignScreen || l.m.campaign.roll == nil || l.m.campaign.started {
+	if l.m.screen != campaignScreen || l.m.campaign.run == nil || l.m.campaign.started {
 		t.Fatalf("C: screen %v, status %q", l.m.screen, l.m.status)
 	}
 	if v := l.m.View(); !strings.Contains(v, "y starts it") || strings.Count(v, " pending ") != 2 {
@@ -30,7 +30,7 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 		t.Fatalf("proposing the campaign changed the cluster (%d calls)", n)
 	}
 	l.keys("y")
-	rec := func() model.Campaign { return l.m.campaign.roll.Record() }
+	rec := func() model.Campaign { return l.m.campaign.run.Record() }
 	l.drain(c1+"'s operation", func() bool { _, ok := l.m.s.ops.views[c1]; return ok && len(l.m.s.ops.runningKeys()) > 0 })
 	// q while a node works: the dialog names the node's operation and its campaign.
 	l.keys("q")
@@ -80,7 +80,7 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 
 	// S, its proposal not yet back: y waits for it and says so.
 	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'S'}})
-	l.m = next.(Model)
+	l.m = next.(newCampaign)
 	l.keys("y")
 	if l.m.campaign.started || !strings.Contains(l.m.status, "planning every node again") {
 		t.Fatalf("y while the proposal is planned again: started %v, status %q", l.m.campaign.started, l.m.status)
@@ -107,7 +107,7 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 	if l.m.screen != campaignScreen {
 		t.Fatalf("typing the command left the screen: %v", l.m.screen)
 	}
-	r := l.m.campaign.roll.Record()
+	r := l.m.campaign.run.Record()
 	if r.Exec != "true {node} q" || !r.WaitReady || len(l.m.campaign.opts.Run.Policy.SkipVMs) != 1 {
 		t.Errorf("the proposal runs exec %q, wait-ready %v, options %+v", r.Exec, r.WaitReady, l.m.campaign.opts)
 	}
@@ -131,8 +131,8 @@ func TestTUICampaignRefusalIsSaidOnce(t *testing.T) {
 	l.selectNodes(c.Name("c0"), c.Name("c1"))
 	l.keys("C")
 	next, run := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'y'}})
-	l.m = next.(Model)
-	done, ok := run().(rollDone)
+	l.m = next.(newCampaign)
+	done, ok := run().(campaignDone)
 	if !ok || done.err == nil {
 		t.Fatalf("y: %#v", done)
 	}
@@ -154,7 +154,7 @@ func TestTUICampaignLeftUnfinishedResumesWithItsOptions(t *testing.T) {
 	l.drain(c0+"'s operation", func() bool { _, ok := l.m.s.ops.views[c0]; return ok && len(l.m.s.ops.runningKeys()) > 0 })
 	var b strings.Builder
 	l.m.summary(&b)
-	name := l.m.campaign.roll.Record().Name
+	name := l.m.campaign.run.Record().Name
 	for _, want := range []string{
 		"evacuate " + c0 + " (a node of campaign " + name + "): interrupted at",
 		"the campaign's command below resumes it",

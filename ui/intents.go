@@ -53,10 +53,10 @@ type (
 
 // Campaigns.
 type (
-	proposeRoll   struct{ targets []string }  // a campaign over the targets (C)
-	reproposeRoll struct{ o ops.RollOptions } // the proposal on screen, with other options
-	startRoll     struct{}
-	dropRoll      struct{}
+	proposeCampaign   struct{ targets []string }  // a campaign over the targets (C)
+	reproposeCampaign struct{ o ops.CampaignOptions } // the proposal on screen, with other options
+	startCampaign     struct{}
+	dropCampaign      struct{}
 )
 
 // Quitting while operations run, and contexts.
@@ -86,10 +86,10 @@ func (pickTarget) isIntent()    {}
 func (runPending) isIntent()    {}
 func (maintain) isIntent()      {}
 func (forceVM) isIntent()       {}
-func (proposeRoll) isIntent()   {}
-func (reproposeRoll) isIntent() {}
-func (startRoll) isIntent()     {}
-func (dropRoll) isIntent()      {}
+func (proposeCampaign) isIntent()   {}
+func (reproposeCampaign) isIntent() {}
+func (startCampaign) isIntent()     {}
+func (dropCampaign) isIntent()      {}
 func (quitWait) isIntent()      {}
 func (quitLeave) isIntent()     {}
 func (quitAbort) isIntent()     {}

@@ -135,7 +135,7 @@ func (p *nodesPane) bindings(s *shared) []action {
 			p.applyFilter(s)
 			return showStatus{"sorted by " + sortNote(p.sortBy), false}
 		}},
-		{key: k.Roll, hidden: true, do: func() intent { return proposeRoll{targets} }},
+		{key: k.Roll, hidden: true, do: func() intent { return proposeCampaign{targets} }},
 		// Abort and rollback act on every selected node; recover on one dead node.
 		{key: k.Abort, hidden: true, disabled: none, do: plan(model.OpAbort)},
 		{key: k.Rollback, hidden: true, disabled: none, do: plan(model.OpRollback)},

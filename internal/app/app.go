@@ -218,15 +218,15 @@ func runAuto(ctx context.Context, e env) error {
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
 		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force,
 			FenceCmd: e.o.FenceCmd, ConfirmFenced: e.o.ConfirmFenced}}
-	a.Roll = ops.RollOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
+	a.Campaign = ops.CampaignOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
 		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec,
-		Gates:     ops.GateOptions{Cmd: e.o.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Roll.PDBBlockedFor.D()},
+		Gates:     ops.GateOptions{Cmd: e.o.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
 		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run, Resume: e.o.Resume,
-		NodeDeadline: e.cfg.Roll.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Undrainable, e.cfg.Roll.Undrainable)}
+		NodeDeadline: e.cfg.Campaign.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Undrainable, e.cfg.Campaign.Undrainable)}
 	if e.o.NodeDeadline > 0 {
-		a.Roll.NodeDeadline = e.o.NodeDeadline
+		a.Campaign.NodeDeadline = e.o.NodeDeadline
 	}
-	if w := firstNonBlank(e.o.Window, e.cfg.Roll.Window); w != "" {
+	if w := firstNonBlank(e.o.Window, e.cfg.Campaign.Window); w != "" {
 		win, err := ops.ParseWindow(w)
 		if err != nil {
 			if e.o.Window == "" {
@@ -234,7 +234,7 @@ func runAuto(ctx context.Context, e env) error {
 			}
 			return err
 		}
-		a.Roll.Gates.Window = win
+		a.Campaign.Gates.Window = win
 	}
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())

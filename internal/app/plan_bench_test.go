@@ -93,7 +93,7 @@ func BenchmarkRejoin(b *testing.B) {
 	}
 }
 
-// BenchmarkCampaignStart is what a campaign costs before its first node (NewRoll: the record,
+// BenchmarkCampaignStart is what a campaign costs before its first node (NewCampaign: the record,
 // the forecast and each node's own plan), for 100 nodes of the 1,000-node demo.
 func BenchmarkCampaignStart(b *testing.B) {
 	ctx, cl := demoCluster(b, 1000)
@@ -106,7 +106,7 @@ func BenchmarkCampaignStart(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := cl.Engine.NewRoll(ctx, ops.RollOptions{Nodes: nodes, OnFailure: "skip", Run: ops.RunOptions{Policy: pol}}, nil); err != nil {
+		if _, err := cl.Engine.NewCampaign(ctx, ops.CampaignOptions{Nodes: nodes, OnFailure: "skip", Run: ops.RunOptions{Policy: pol}}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -346,7 +346,7 @@ func toKey(parts []string) toml.Key { return toml.Key(parts) }
 // checkOperatorParts checks, at load time, what a campaign or a recovery would otherwise
 // refuse hours later: the window parses in a named zone, the fence command's {node} is bare.
 func checkOperatorParts(cfg model.Config) error {
-	if w := cfg.Roll.Window; w != "" {
+	if w := cfg.Campaign.Window; w != "" {
 		if _, err := ops.ParseWindow(w); err != nil {
 			var ue *ops.UsageError
 			if errors.As(err, &ue) {

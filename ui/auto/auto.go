@@ -21,7 +21,7 @@ type Auto struct {
 	JSON   bool
 	Count  int             // recommend, scale-down: how many candidates (0: all; scale-down: 1)
 	Pool   ops.MachinePool // scale-down: the cloudpool, nil when none is configured
-	Roll   ops.RollOptions // roll: the campaign's options (its nodes come from the arguments)
+	Campaign   ops.CampaignOptions // roll: the campaign's options (its nodes come from the arguments)
 	Stdout io.Writer
 	Stderr io.Writer
 }
@@ -234,10 +234,10 @@ func (a *Auto) scaleDown(ctx context.Context, nodes []string) error {
 // roll runs a rolling maintenance campaign over the nodes named or selected. --dry-run
 // prints the campaign and each node's evacuation plan as it would be checked first.
 func (a *Auto) roll(ctx context.Context, nodes []string) error {
-	o := a.Roll
+	o := a.Campaign
 	o.Nodes = nodes
 	pr := a.printer(a.Stderr)
-	r, err := a.Engine.NewRoll(ctx, o, pr.Emit)
+	r, err := a.Engine.NewCampaign(ctx, o, pr.Emit)
 	if err != nil {
 		return err
 	}
