@@ -15,15 +15,15 @@ import (
 
 // Auto is a headless run of one verb.
 type Auto struct {
-	Engine *ops.Engine
-	Run    ops.RunOptions
-	DryRun bool
-	JSON   bool
-	Count  int             // recommend, scale-down: how many candidates (0: all; scale-down: 1)
-	Pool   ops.MachinePool // scale-down: the cloudpool, nil when none is configured
-	Campaign   ops.CampaignOptions // roll: the campaign's options (its nodes come from the arguments)
-	Stdout io.Writer
-	Stderr io.Writer
+	Engine   *ops.Engine
+	Run      ops.RunOptions
+	DryRun   bool
+	JSON     bool
+	Count    int                 // recommend, scale-down: how many candidates (0: all; scale-down: 1)
+	Pool     ops.MachinePool     // scale-down: the cloudpool, nil when none is configured
+	Campaign ops.CampaignOptions // roll: the campaign's options (its nodes come from the arguments)
+	Stdout   io.Writer
+	Stderr   io.Writer
 }
 
 // operate plans every target, refuses the whole batch if any plan is blocked (exit 3,
@@ -74,13 +74,6 @@ func (a *Auto) printer(progress io.Writer) *Printer {
 	return NewPrinter(progress, j)
 }
 
-// finding is one disagreement doctor reports.
-type finding struct {
-	Code    string `json:"code"`
-	Object  string `json:"object"` // the node, VM or migration it is about
-	Message string `json:"message"`
-}
-
 // doctor prints where Kubernetes and Nova disagree, one finding per line (-o json: one
 // {"type":"finding"} object per line, then {"type":"summary"}); exit 0 when they agree, 5
 // (Findings) when they do not.
@@ -89,32 +82,7 @@ func (a *Auto) doctor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var found []finding
-	for _, n := range inv.Nodes {
-		for _, m := range policy.Disagreements(n, inv, a.Run.Policy) {
-			found = append(found, finding{string(m.Code), n.Name, m.Message})
-		}
-		if n.Compute != nil && n.Compute.ForcedDown {
-			found = append(found, finding{"ComputeForcedDown", n.Host,
-				fmt.Sprintf("nova-compute on %s is forced down: nothing is scheduled there until it is forced up (openstack compute service set --up)", n.Host)})
-		}
-		for _, vm := range n.VMs {
-			if vm.Status == "VERIFY_RESIZE" {
-				found = append(found, finding{"VMAwaitsConfirm", vm.Name,
-					fmt.Sprintf("VM %s (%s) on %s waits in VERIFY_RESIZE: its source still holds its resources until the move is confirmed or reverted", vm.Name, vm.ShortID(), vm.Host)})
-			}
-		}
-		for _, m := range n.Migrations {
-			if m.SourceCompute == n.Host && m.Stuck(inv.At) {
-				found = append(found, finding{"MigrationStuck", m.InstanceID,
-					fmt.Sprintf("migration %d of %s has been %s since %s", m.ID, m.InstanceID, m.Status, m.UpdatedAt.Format("15:04:05"))})
-			}
-		}
-	}
-	for _, vm := range inv.UnplacedVMs {
-		found = append(found, finding{"VMOnUnknownHost", vm.Name,
-			fmt.Sprintf("VM %s (%s) is on host \"%s\", which no Kubernetes node or compute service matches", vm.Name, vm.ShortID(), vm.Host)})
-	}
+	found := policy.Findings(inv, a.Run.Policy)
 	if a.JSON {
 		for _, f := range found {
 			if err := writeLine(a.Stdout, "finding", f); err != nil {
