@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/opcmd"
@@ -73,30 +70,9 @@ func campaignKey(name string) string { return "campaign-" + name }
 // same name is resumed (its nodes, where each stopped), a finished one starts anew. It
 // changes nothing.
 func (e *Engine) NewCampaign(ctx context.Context, o CampaignOptions, emit func(Event)) (*Campaign, error) {
-	if o.Parallel < 1 {
-		o.Parallel = 1
-	}
-	if o.OnFailure == "" {
-		o.OnFailure = "stop"
-	}
-	if o.OnFailure != "stop" && o.OnFailure != "skip" {
-		return nil, &UsageError{Option: OptOnFailure, Problem: fmt.Sprintf("%q", o.OnFailure), Hint: `use "stop" or "skip"`}
-	}
-	if o.VerifyWithin <= 0 {
-		o.VerifyWithin = 5 * time.Minute
-	}
-	if o.NodeDeadline <= 0 {
-		o.NodeDeadline = 30 * time.Minute
-	}
-	switch o.Undrainable {
-	case "":
-		o.Undrainable = Quarantine
-	case Quarantine, "rollback", "fail":
-	default:
-		return nil, &UsageError{Option: OptUndrainable, Problem: fmt.Sprintf("%q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
-	}
-	if err := opcmd.Validate(o.Exec); err != nil {
-		return nil, &UsageError{Option: OptExec, Problem: "(the command run on each emptied node): " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
+	o, err := withDefaults(o)
+	if err != nil {
+		return nil, err
 	}
 	nodes, err := e.campaignNodes(o)
 	if err != nil {
@@ -115,7 +91,6 @@ func (e *Engine) NewCampaign(ctx context.Context, o CampaignOptions, emit func(E
 		lowered = fmt.Sprintf("%d nodes at a time lowered to %d: concurrency.nodes caps the nodes emptied at once (raise [concurrency] nodes, or this process's cap)", o.Parallel, n)
 		o.Parallel = n
 	}
-
 	if o.Name == "" {
 		o.Name = campaignName(o.Selector, nodes)
 	}
@@ -128,36 +103,8 @@ func (e *Engine) NewCampaign(ctx context.Context, o CampaignOptions, emit func(E
 		return nil, err
 	}
 	r := &Campaign{e: e, o: o, emit: emit, wake: make(chan struct{}), gateSaid: map[string]bool{}}
-	data, found, err := e.kube.Record(ctx, campaignKey(o.Name))
-	if err != nil {
+	if r.rec, err = e.campaignRecord(ctx, o, nodes); err != nil {
 		return nil, err
-	}
-	var old model.Campaign
-	if found && json.Unmarshal(data, &old) == nil && old.State.Resumable() {
-		// The record is a claim: anyone allowed to write it may have, and the cluster may
-		// have moved on since. It is checked against the world before anything runs.
-		if err := e.checkResumable(old, o, nodes); err != nil {
-			return nil, err
-		}
-		r.rec = old // resume: its nodes and where each stopped (each checked again as it starts)
-		r.rec.Message = ""
-	} else {
-		r.rec = model.Campaign{Name: o.Name, Selector: o.Selector, Started: e.now(), SpreadBy: o.SpreadBy, Order: o.Order}
-		for _, n := range nodes {
-			r.rec.Nodes = append(r.rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending, Domain: e.domainOf(n, o.SpreadBy)})
-		}
-	}
-	r.rec.Holder, r.rec.Parallel, r.rec.Exec, r.rec.WaitReady, r.rec.OnFailure = e.o.Holder, o.Parallel, ShownCommand(o.Exec, ""), o.WaitReady, o.OnFailure
-	r.rec.NodeDeadline, r.rec.Undrainable = o.NodeDeadline, o.Undrainable
-	if o.Gates.Window != nil {
-		r.rec.Window = o.Gates.Window.String()
-	}
-	if r.rec.SpreadBy != "" { // a resumed campaign keeps its domains; a new label re-reads them
-		for i := range r.rec.Nodes {
-			if r.rec.Nodes[i].Domain == "" {
-				r.rec.Nodes[i].Domain = e.domainOf(r.rec.Nodes[i].Name, r.rec.SpreadBy)
-			}
-		}
 	}
 	if lowered != "" && emit != nil {
 		emit(NewCampaignEvent(e.now(), r.rec, "", "", lowered))
@@ -169,109 +116,72 @@ func (e *Engine) NewCampaign(ctx context.Context, o CampaignOptions, emit func(E
 	return r, nil
 }
 
-// domainOf is the node's value of the spread label ("" without one).
-func (e *Engine) domainOf(node, label string) string {
-	if label == "" {
-		return ""
+// withDefaults fills the options left unset and refuses the ones no campaign can take.
+func withDefaults(o CampaignOptions) (CampaignOptions, error) {
+	if o.Parallel < 1 {
+		o.Parallel = 1
 	}
-	k, _ := e.kube.Node(node)
-	return k.Labels[label]
-}
-
-// orderNodes puts the campaign's nodes in the order it works them: as given or by name, or
-// by the ranking's cost (cheapest first; nodes the ranking does not call candidates keep
-// their place after them, by name), then, with SpreadBy, round-robin over its values.
-func (e *Engine) orderNodes(ctx context.Context, o CampaignOptions, nodes []string) ([]string, error) {
-	switch o.Order {
-	case "", "given", "name":
-		if o.Order == "name" {
-			nodes = slices.Clone(nodes)
-			slices.Sort(nodes)
-		}
-	case "cost":
-		victims, _, err := e.Recommend(ctx, o.Run.Policy, false)
-		if err != nil {
-			return nil, err
-		}
-		cost := map[string]float64{}
-		for _, v := range victims {
-			if v.Candidate {
-				cost[v.Node] = v.Cost
-			}
-		}
-		nodes = slices.Clone(nodes)
-		sort.SliceStable(nodes, func(i, j int) bool {
-			ci, iok := cost[nodes[i]]
-			cj, jok := cost[nodes[j]]
-			switch {
-			case iok && jok:
-				return ci < cj
-			case iok != jok:
-				return iok
-			}
-			return nodes[i] < nodes[j]
-		})
+	if o.OnFailure == "" {
+		o.OnFailure = "stop"
+	}
+	if o.OnFailure != "stop" && o.OnFailure != "skip" {
+		return o, &UsageError{Option: OptOnFailure, Problem: fmt.Sprintf("%q", o.OnFailure), Hint: `use "stop" or "skip"`}
+	}
+	if o.VerifyWithin <= 0 {
+		o.VerifyWithin = 5 * time.Minute
+	}
+	if o.NodeDeadline <= 0 {
+		o.NodeDeadline = 30 * time.Minute
+	}
+	switch o.Undrainable {
+	case "":
+		o.Undrainable = Quarantine
+	case Quarantine, "rollback", "fail":
 	default:
-		return nil, &UsageError{Option: OptOrder, Problem: fmt.Sprintf("%q", o.Order), Hint: "use name, given or cost"}
+		return o, &UsageError{Option: OptUndrainable, Problem: fmt.Sprintf("%q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
 	}
-	if o.SpreadBy == "" {
-		return nodes, nil
+	if err := opcmd.Validate(o.Exec); err != nil {
+		return o, &UsageError{Option: OptExec, Problem: "(the command run on each emptied node): " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 	}
-	return spread(nodes, func(n string) string { return e.domainOf(n, o.SpreadBy) }), nil
+	return o, nil
 }
 
-// spread interleaves the nodes by domain, round-robin, keeping each domain's own order and
-// the domains in the order their first node comes: a1 a2 b1 c1 b2 → a1 b1 c1 a2 b2.
-func spread(nodes []string, domainOf func(string) string) []string {
-	var domains []string
-	by := map[string][]string{}
-	for _, n := range nodes {
-		d := domainOf(n)
-		if _, ok := by[d]; !ok {
-			domains = append(domains, d)
-		}
-		by[d] = append(by[d], n)
-	}
-	out := make([]string, 0, len(nodes))
-	for len(out) < len(nodes) {
-		for _, d := range domains {
-			if len(by[d]) > 0 {
-				out = append(out, by[d][0])
-				by[d] = by[d][1:]
-			}
-		}
-	}
-	return out
-}
-
-// campaignNodes are the nodes named, or those the selector matches, by name.
-func (e *Engine) campaignNodes(o CampaignOptions) ([]string, error) {
-	if (o.Selector == "") == (len(o.Nodes) == 0) {
-		return nil, &UsageError{Option: OptSelector, Problem: "given with nodes: a campaign takes its nodes or a selector, not both", Hint: "give one of them"}
-	}
-	if o.Selector == "" {
-		for _, n := range o.Nodes {
-			if _, ok := e.kube.Node(n); !ok {
-				return nil, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", n), Hint: "the node list shows their names"}
-			}
-		}
-		return o.Nodes, nil
-	}
-	sel, err := labels.Parse(o.Selector)
+// campaignRecord is the campaign's record: an unfinished one of the same name, checked
+// against the world and resumed, or a new one; with this run's options.
+func (e *Engine) campaignRecord(ctx context.Context, o CampaignOptions, nodes []string) (model.Campaign, error) {
+	var rec model.Campaign
+	data, found, err := e.kube.Record(ctx, campaignKey(o.Name))
 	if err != nil {
-		return nil, &UsageError{Option: OptSelector, Problem: fmt.Sprintf("%q is no label selector: %v", o.Selector, err), Hint: `use the kubectl form, e.g. "rack=r1"`}
+		return rec, err
 	}
-	var out []string
-	for _, n := range e.KubeNodeNames() {
-		if k, ok := e.kube.Node(n); ok && sel.Matches(labels.Set(k.Labels)) {
-			out = append(out, n)
+	var old model.Campaign
+	if found && json.Unmarshal(data, &old) == nil && old.State.Resumable() {
+		// The record is a claim: anyone allowed to write it may have, and the cluster may
+		// have moved on since. It is checked against the world before anything runs.
+		if err := e.checkResumable(old, o, nodes); err != nil {
+			return rec, err
+		}
+		rec = old // resume: its nodes and where each stopped (each checked again as it starts)
+		rec.Message = ""
+	} else {
+		rec = model.Campaign{Name: o.Name, Selector: o.Selector, Started: e.now(), SpreadBy: o.SpreadBy, Order: o.Order}
+		for _, n := range nodes {
+			rec.Nodes = append(rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending, Domain: e.domainOf(n, o.SpreadBy)})
 		}
 	}
-	if len(out) == 0 {
-		return nil, &UsageError{Option: OptSelector, Problem: fmt.Sprintf("%q matches no node", o.Selector)}
+	rec.Holder, rec.Parallel, rec.Exec, rec.WaitReady, rec.OnFailure = e.o.Holder, o.Parallel, ShownCommand(o.Exec, ""), o.WaitReady, o.OnFailure
+	rec.NodeDeadline, rec.Undrainable = o.NodeDeadline, o.Undrainable
+	if o.Gates.Window != nil {
+		rec.Window = o.Gates.Window.String()
 	}
-	sort.Strings(out)
-	return out, nil
+	if rec.SpreadBy != "" { // a resumed campaign keeps its domains; a new label re-reads them
+		for i := range rec.Nodes {
+			if rec.Nodes[i].Domain == "" {
+				rec.Nodes[i].Domain = e.domainOf(rec.Nodes[i].Name, rec.SpreadBy)
+			}
+		}
+	}
+	return rec, nil
 }
 
 // Record is the campaign as it stands.
