@@ -60,6 +60,10 @@ func TestHouseDrawing(t *testing.T) {
 				t.Errorf("%s imports %s", pkg, d)
 			case (under(pkg, "internal/controllers") || under(pkg, "ops")) && under(d, "ui"):
 				t.Errorf("%s imports %s: the controllers and the engine know no view (text/ formats for all)", pkg, d)
+			case under(pkg, "internal/controllers") && d == "ops/campaign":
+				t.Errorf("%s imports the campaign: the controllers empty nodes through Run alone", pkg)
+			case pkg == "ops" && (dep == "os/exec" || dep == "net/http"):
+				t.Errorf("the engine imports %s: commands and HTTP go behind its ports (ops/opcmd, ops/prom, the adapters)", dep)
 			case under(pkg, "text") && (under(d, "ops") || under(d, "ui") || under(d, "internal")):
 				t.Errorf("text/ imports %s: it formats model values, for every view and the controllers", d)
 			}
@@ -79,7 +83,7 @@ func TestHouseDrawing(t *testing.T) {
 // The controllers (the daemon, the NodeMaintenance controller, the cloudpool proxy) empty
 // nodes through one engine entry, Run (ScaleDown is Run with a node deletion after it), where
 // every emptying step first takes a node slot: they call no other engine method that moves
-// VMs or pods (RunBatch, NewCampaign, ForceComplete, Cancel), so concurrency.nodes bounds them.
+// VMs or pods (RunBatch, campaign.New, ForceComplete, Cancel), so concurrency.nodes bounds them.
 func TestControllersEmptyNodesThroughRunAlone(t *testing.T) {
 	reads := map[string]bool{"Holder": true, "Now": true, "Plan": true, "Recommend": true, "Inventory": true,
 		"KubeNode": true, "KubeNodeNames": true, "PodsOn": true, "Subscribe": true, "FirstRanking": true,

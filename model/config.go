@@ -26,7 +26,7 @@ type Config struct {
 	CloudPool   CloudPoolConfig   `toml:"cloudpool"`
 	Drain       DrainConfig       `toml:"drain"`
 	Recover     RecoverConfig     `toml:"recover"`
-	Campaign        CampaignConfig        `toml:"roll"`
+	Campaign    CampaignConfig    `toml:"roll"`
 }
 
 // CampaignConfig is the [roll] table: a campaign's defaults (the flags override them).

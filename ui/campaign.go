@@ -11,6 +11,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/text"
 )
 
@@ -26,11 +27,11 @@ import (
 
 // campaignPane is the campaign proposed or running in this view (one at a time).
 type campaignPane struct {
-	run     *ops.Campaign
-	opts    ops.CampaignOptions  // the options run was made with
-	next    *ops.CampaignOptions // options asked for, while the campaign is proposed again
-	seq     int                  // the last proposal asked for: an older answer is dropped
-	input   lineInput            // the step's command (!) or the reason (w), being typed
+	run     *campaign.Campaign
+	opts    campaign.Options  // the options run was made with
+	next    *campaign.Options // options asked for, while the campaign is proposed again
+	seq     int               // the last proposal asked for: an older answer is dropped
+	input   lineInput         // the step's command (!) or the reason (w), being typed
 	started bool
 	ended   bool
 	err     error
@@ -47,8 +48,8 @@ func (p *campaignPane) running() bool { return p.started && !p.ended }
 // Messages of the campaign.
 type (
 	campaignReady struct {
-		run   *ops.Campaign
-		o     ops.CampaignOptions
+		run   *campaign.Campaign
+		o     campaign.Options
 		err   error
 		again bool // a proposal with other options, replacing the one on screen
 		seq   int
@@ -71,12 +72,12 @@ func (m newCampaign) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
 		m.setStatus("nothing selected", true)
 		return m, nil
 	}
-	return m, m.newCampaign(ops.CampaignOptions{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}, false, 0)
+	return m, m.newCampaign(campaign.Options{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}, false, 0)
 }
 
 // reproposeCampaign makes the proposal on screen again with other options: each node is
 // planned anew, and y waits for it.
-func (m newCampaign) reproposeCampaign(o ops.CampaignOptions) (tea.Model, tea.Cmd) {
+func (m newCampaign) reproposeCampaign(o campaign.Options) (tea.Model, tea.Cmd) {
 	if m.campaign.run == nil || m.campaign.started {
 		return m, nil
 	}
@@ -85,10 +86,10 @@ func (m newCampaign) reproposeCampaign(o ops.CampaignOptions) (tea.Model, tea.Cm
 	return m, m.newCampaign(o, true, m.campaign.seq)
 }
 
-func (m newCampaign) newCampaign(o ops.CampaignOptions, again bool, seq int) tea.Cmd {
+func (m newCampaign) newCampaign(o campaign.Options, again bool, seq int) tea.Cmd {
 	eng, ctx, bus := m.eng, m.ctx, m.bus
 	return func() tea.Msg {
-		r, err := eng.NewCampaign(ctx, o, func(ev ops.Event) { bus.push(campaignTag(ev)) })
+		r, err := campaign.New(ctx, eng, o, func(ev ops.Event) { bus.push(campaignTag(ev)) })
 		return campaignReady{run: r, o: o, err: err, again: again, seq: seq}
 	}
 }
@@ -161,7 +162,7 @@ func (p *campaignPane) record(ev ops.CampaignEvent) {
 }
 
 // stepsLine is what the campaign does at each node, its step (--exec, --wait-ready) included.
-func stepsLine(o ops.CampaignOptions) string {
+func stepsLine(o campaign.Options) string {
 	step := ""
 	switch {
 	case o.Exec != "" && o.WaitReady:
@@ -175,7 +176,7 @@ func stepsLine(o ops.CampaignOptions) string {
 }
 
 // campaignFlags are the command-line flags the proposal runs with: the overrides, then the step.
-func campaignFlags(o ops.CampaignOptions) []string {
+func campaignFlags(o campaign.Options) []string {
 	on := overrideFlags(o.Run.Policy)
 	if o.Exec != "" {
 		on = append(on, "--exec "+text.ShellWord(ops.ShownCommand(o.Exec, "")))
@@ -227,7 +228,7 @@ func (p *campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 }
 
 // asked is the options of the latest proposal asked for (on screen, or on its way).
-func (p *campaignPane) asked() ops.CampaignOptions {
+func (p *campaignPane) asked() campaign.Options {
 	if p.next != nil {
 		return *p.next
 	}
@@ -277,7 +278,7 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 	}
 	// The toggles are hidden from the footer (a line of the proposal names them): the footer
 	// keeps y, the step's keys and esc.
-	toggle := func(b Binding, f func(*ops.CampaignOptions)) action {
+	toggle := func(b Binding, f func(*campaign.Options)) action {
 		return action{key: b, hidden: true, do: func() intent {
 			o := p.asked()
 			o.Run.Policy.SkipVMs = slices.Clone(o.Run.Policy.SkipVMs)
@@ -288,16 +289,16 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 	}
 	out := []action{
 		confirm,
-		toggle(k.ToggleForce, func(o *ops.CampaignOptions) { o.Run.Policy.Force = !o.Run.Policy.Force }),
-		toggle(k.ToggleEmptyDir, func(o *ops.CampaignOptions) { o.Run.Policy.DeleteEmptyDirData = !o.Run.Policy.DeleteEmptyDirData }),
-		toggle(k.ToggleEviction, func(o *ops.CampaignOptions) { o.Run.Policy.DisableEviction = !o.Run.Policy.DisableEviction }),
-		toggle(k.ToggleLastNode, func(o *ops.CampaignOptions) { o.Run.Policy.AllowLastNode = !o.Run.Policy.AllowLastNode }),
-		toggle(k.ToggleCold, func(o *ops.CampaignOptions) { o.Run.Policy.ColdMigrateRunning = !o.Run.Policy.ColdMigrateRunning }),
+		toggle(k.ToggleForce, func(o *campaign.Options) { o.Run.Policy.Force = !o.Run.Policy.Force }),
+		toggle(k.ToggleEmptyDir, func(o *campaign.Options) { o.Run.Policy.DeleteEmptyDirData = !o.Run.Policy.DeleteEmptyDirData }),
+		toggle(k.ToggleEviction, func(o *campaign.Options) { o.Run.Policy.DisableEviction = !o.Run.Policy.DisableEviction }),
+		toggle(k.ToggleLastNode, func(o *campaign.Options) { o.Run.Policy.AllowLastNode = !o.Run.Policy.AllowLastNode }),
+		toggle(k.ToggleCold, func(o *campaign.Options) { o.Run.Policy.ColdMigrateRunning = !o.Run.Policy.ColdMigrateRunning }),
 	}
 	// S leaves every VM that blocks any node where it is (by ID, as --skip-vm), or, given
 	// already, none: as in a node's plan.
 	if skip := p.skippable(); len(skip) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
-		out = append(out, toggle(k.ToggleSkipVMs, func(o *ops.CampaignOptions) {
+		out = append(out, toggle(k.ToggleSkipVMs, func(o *campaign.Options) {
 			if len(o.Run.Policy.SkipVMs) > 0 {
 				o.Run.Policy.SkipVMs = nil
 				return
@@ -305,7 +306,7 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 			o.Run.Policy.SkipVMs = skip
 		}))
 	}
-	wait := toggle(k.WaitReady, func(o *ops.CampaignOptions) { o.WaitReady = !o.WaitReady })
+	wait := toggle(k.WaitReady, func(o *campaign.Options) { o.WaitReady = !o.WaitReady })
 	wait.hidden = false
 	out = append(out, wait,
 		action{key: k.Exec, do: func() intent {
@@ -403,7 +404,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		case p.next != nil:
 			b.WriteString(st.Muted.Render("planning every node again…") + "\n")
 		}
-		if p.run != nil { // what it will cost (campaign_forecast.go)
+		if p.run != nil { // what it will cost (ops/campaign/forecast.go)
 			f := p.run.Forecast()
 			style := st.Muted
 			if f.Short != "" {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 )
 
 // intent is what a pane's key asks the root to do: panes change their own state, the root
@@ -53,8 +54,8 @@ type (
 
 // Campaigns.
 type (
-	proposeCampaign   struct{ targets []string }  // a campaign over the targets (C)
-	reproposeCampaign struct{ o ops.CampaignOptions } // the proposal on screen, with other options
+	proposeCampaign   struct{ targets []string }   // a campaign over the targets (C)
+	reproposeCampaign struct{ o campaign.Options } // the proposal on screen, with other options
 	startCampaign     struct{}
 	dropCampaign      struct{}
 )
@@ -68,30 +69,30 @@ type (
 	switchContext struct{ name string }
 )
 
-func (goTo) isIntent()          {}
-func (goBack) isIntent()        {}
-func (openDetail) isIntent()    {}
-func (describe) isIntent()      {}
-func (showOps) isIntent()       {}
-func (showOp) isIntent()        {}
-func (asking) isIntent()        {}
-func (answered) isIntent()      {}
-func (showStatus) isIntent()    {}
-func (runCmd) isIntent()        {}
-func (propose) isIntent()       {}
-func (proposeMaint) isIntent()  {}
-func (replan) isIntent()        {}
-func (replanTo) isIntent()      {}
-func (pickTarget) isIntent()    {}
-func (runPending) isIntent()    {}
-func (maintain) isIntent()      {}
-func (forceVM) isIntent()       {}
+func (goTo) isIntent()              {}
+func (goBack) isIntent()            {}
+func (openDetail) isIntent()        {}
+func (describe) isIntent()          {}
+func (showOps) isIntent()           {}
+func (showOp) isIntent()            {}
+func (asking) isIntent()            {}
+func (answered) isIntent()          {}
+func (showStatus) isIntent()        {}
+func (runCmd) isIntent()            {}
+func (propose) isIntent()           {}
+func (proposeMaint) isIntent()      {}
+func (replan) isIntent()            {}
+func (replanTo) isIntent()          {}
+func (pickTarget) isIntent()        {}
+func (runPending) isIntent()        {}
+func (maintain) isIntent()          {}
+func (forceVM) isIntent()           {}
 func (proposeCampaign) isIntent()   {}
 func (reproposeCampaign) isIntent() {}
 func (startCampaign) isIntent()     {}
 func (dropCampaign) isIntent()      {}
-func (quitWait) isIntent()      {}
-func (quitLeave) isIntent()     {}
-func (quitAbort) isIntent()     {}
-func (quitNow) isIntent()       {}
-func (switchContext) isIntent() {}
+func (quitWait) isIntent()          {}
+func (quitLeave) isIntent()         {}
+func (quitAbort) isIntent()         {}
+func (quitNow) isIntent()           {}
+func (switchContext) isIntent()     {}

@@ -60,7 +60,7 @@ type screenRow struct {
 	pane     func(m *newCampaign) pane
 	commands []colonCommand          // the `:` commands that open it
 	key      func(k *KeyMap) Binding // the key that opens it from any screen but a modal one (nil: none)
-	reset    func(m *newCampaign)          // its state for another cluster (nil: nothing to reset)
+	reset    func(m *newCampaign)    // its state for another cluster (nil: nothing to reset)
 }
 
 // colonCommand is a `:` command: its names (the first is the one help shows) and what it does.

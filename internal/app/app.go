@@ -16,6 +16,7 @@ import (
 	"github.com/drainctl/drainctl/internal/controllers/cloudpool"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/config"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -218,16 +219,16 @@ func runAuto(ctx context.Context, e env) error {
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
 		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force,
 			FenceCmd: e.o.FenceCmd, ConfirmFenced: e.o.ConfirmFenced}}
-	a.Campaign = ops.CampaignOptions{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
+	a.Campaign = campaign.Options{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
 		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec,
-		Gates:     ops.GateOptions{Cmd: e.o.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
+		Gates:     campaign.GateOptions{Cmd: e.o.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
 		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run, Resume: e.o.Resume,
 		NodeDeadline: e.cfg.Campaign.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Undrainable, e.cfg.Campaign.Undrainable)}
 	if e.o.NodeDeadline > 0 {
 		a.Campaign.NodeDeadline = e.o.NodeDeadline
 	}
 	if w := firstNonBlank(e.o.Window, e.cfg.Campaign.Window); w != "" {
-		win, err := ops.ParseWindow(w)
+		win, err := campaign.ParseWindow(w)
 		if err != nil {
 			if e.o.Window == "" {
 				return &ops.UsageError{Problem: "config: roll.window: " + err.Error(), Hint: HintOf(err)}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/opcmd"
 	"github.com/drainctl/drainctl/ops/prom"
 )
@@ -97,7 +98,7 @@ func onlyFor(o Options, verb, target string, flags []string) error {
 
 // alertGate is the Prometheus gate the flags ask for (nil: none). Its token comes from
 // --gate-prometheus-token-file or DRAINCTL_PROMETHEUS_TOKEN, never from the command line.
-func (e env) alertGate() (ops.AlertSource, error) {
+func (e env) alertGate() (campaign.AlertSource, error) {
 	o := e.o
 	if o.GatePrometheus == "" {
 		return nil, nil

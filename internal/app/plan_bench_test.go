@@ -9,6 +9,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
@@ -106,7 +107,7 @@ func BenchmarkCampaignStart(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := cl.Engine.NewCampaign(ctx, ops.CampaignOptions{Nodes: nodes, OnFailure: "skip", Run: ops.RunOptions{Policy: pol}}, nil); err != nil {
+		if _, err := campaign.New(ctx, cl.Engine, campaign.Options{Nodes: nodes, OnFailure: "skip", Run: ops.RunOptions{Policy: pol}}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

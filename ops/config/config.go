@@ -20,6 +20,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/opcmd"
 	"github.com/drainctl/drainctl/ops/policy"
 )
@@ -347,7 +348,7 @@ func toKey(parts []string) toml.Key { return toml.Key(parts) }
 // refuse hours later: the window parses in a named zone, the fence command's {node} is bare.
 func checkOperatorParts(cfg model.Config) error {
 	if w := cfg.Campaign.Window; w != "" {
-		if _, err := ops.ParseWindow(w); err != nil {
+		if _, err := campaign.ParseWindow(w); err != nil {
 			var ue *ops.UsageError
 			if errors.As(err, &ue) {
 				return &model.FieldError{Key: "roll.window", Problem: strings.TrimPrefix(ue.Problem, "window "), Fix: ue.Hint}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/text"
 )
@@ -19,9 +20,9 @@ type Auto struct {
 	Run      ops.RunOptions
 	DryRun   bool
 	JSON     bool
-	Count    int                 // recommend, scale-down: how many candidates (0: all; scale-down: 1)
-	Pool     ops.MachinePool     // scale-down: the cloudpool, nil when none is configured
-	Campaign ops.CampaignOptions // roll: the campaign's options (its nodes come from the arguments)
+	Count    int              // recommend, scale-down: how many candidates (0: all; scale-down: 1)
+	Pool     ops.MachinePool  // scale-down: the cloudpool, nil when none is configured
+	Campaign campaign.Options // roll: the campaign's options (its nodes come from the arguments)
 	Stdout   io.Writer
 	Stderr   io.Writer
 }
@@ -205,7 +206,7 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 	o := a.Campaign
 	o.Nodes = nodes
 	pr := a.printer(a.Stderr)
-	r, err := a.Engine.NewCampaign(ctx, o, pr.Emit)
+	r, err := campaign.New(ctx, a.Engine, o, pr.Emit)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/text"
 )
 
@@ -22,10 +23,10 @@ type campaignRecordLine struct {
 // campaigns lists the campaign records on the cluster with their state and age; finished
 // ones older than [roll] keep_records are collected first.
 func (a *Auto) campaigns(ctx context.Context) error {
-	if err := a.Engine.CollectCampaigns(ctx); err != nil {
+	if err := campaign.Collect(ctx, a.Engine); err != nil {
 		return err
 	}
-	all, err := a.Engine.Campaigns(ctx)
+	all, err := campaign.List(ctx, a.Engine)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package ops
+package campaign
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
@@ -22,19 +23,19 @@ const measuredMigrations = 20
 // forecast computes the forecast of the campaign's nodes not yet finished.
 func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 	e := r.e
-	inv, err := e.inv.Read(ctx)
+	inv, err := e.Inventory().Read(ctx)
 	if err != nil {
 		return model.Forecast{}, err
 	}
-	f := model.Forecast{RateMiBps: e.cfg.Campaign.MigrationRateMiB, RateSource: "configured: [roll] migration_rate_mib"}
-	if e.nova != nil {
-		if ms, err := e.nova.RecentLiveMigrations(ctx, measuredMigrations); err == nil {
+	f := model.Forecast{RateMiBps: e.Config().Campaign.MigrationRateMiB, RateSource: "configured: [roll] migration_rate_mib"}
+	if e.NovaConfigured() {
+		if ms, err := e.RecentLiveMigrations(ctx, measuredMigrations); err == nil {
 			if rate, n := migrationRate(ms, inv); n > 0 {
 				f.RateMiBps, f.RateSource = rate, fmt.Sprintf("measured from the last %d live migration(s)", n)
 			}
 		}
 	}
-	perSource := max(1, e.cfg.Concurrency.MigrationsPerSource)
+	perSource := max(1, e.Config().Concurrency.MigrationsPerSource)
 	var order []string
 	for _, n := range r.Record().Nodes {
 		if n.Phase.Finished() {
@@ -58,7 +59,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 			// refusal is known before the first node, not two nodes into the campaign.
 			ro := r.o.Run
 			ro.Leaving = nil
-			if p, err := e.planOn(ctx, inv, model.OpEvacuate, n.Name, ro); err == nil {
+			if p, err := e.PlanOn(ctx, inv, model.OpEvacuate, n.Name, ro); err == nil {
 				nf.Blockers = p.Blockers()
 			}
 		}
@@ -108,7 +109,7 @@ func (r *Campaign) lowestFree(f *model.Forecast, inv model.Inventory, order []st
 		if n.Hypervisor == nil || n.Compute == nil || !n.Compute.Enabled {
 			continue
 		}
-		room, ok := n.Hypervisor.Room(r.e.cpuRatio())
+		room, ok := n.Hypervisor.Room(r.e.CPURatio())
 		if !ok {
 			continue
 		}
@@ -125,7 +126,7 @@ func (r *Campaign) lowestFree(f *model.Forecast, inv model.Inventory, order []st
 		return
 	}
 	par := max(1, r.o.Parallel)
-	headroom := r.e.cfg.Campaign.MinHeadroomPercent
+	headroom := r.e.Config().Campaign.MinHeadroomPercent
 	f.MinFreePercent = 101
 	for i := range order {
 		out := order[i:min(len(order), i+par)]
@@ -160,7 +161,7 @@ func (r *Campaign) Skipped() []model.NodeForecast {
 	return out
 }
 
-// Forecast is the campaign's forecast, made when it was read (NewCampaign).
+// Forecast is the campaign's forecast, made when it was read (New).
 func (r *Campaign) Forecast() model.Forecast { return r.fc }
 
 // Refusal refuses a campaign before its first node: a node whose own plan is refused
@@ -175,7 +176,7 @@ func (r *Campaign) Refusal(ctx context.Context) error {
 			refused = append(refused, n.Blockers...)
 		}
 		if len(refused) > 0 {
-			return &RefusedError{Reasons: refused}
+			return &ops.RefusedError{Reasons: refused}
 		}
 	}
 	if f.Short == "" {
@@ -195,8 +196,8 @@ func (r *Campaign) Refusal(ctx context.Context) error {
 	if p, err := r.e.Plan(ctx, model.OpEvacuate, f.Short, ro); err == nil {
 		reasons = p.Blockers()
 	}
-	return &RefusedError{Reasons: append(reasons, model.Reason{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: f.Short,
+	return &ops.RefusedError{Reasons: append(reasons, model.Reason{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: f.Short,
 		Message: fmt.Sprintf("while %s is out the fleet's free memory would fall to %.0f%% (%d MiB), below [roll] min_headroom_percent (%.0f%%)",
-			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.cfg.Campaign.MinHeadroomPercent),
+			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.Config().Campaign.MinHeadroomPercent),
 		Override: model.OverrideFewerAtOnce})}
 }

@@ -1,4 +1,4 @@
-package ops
+package campaign
 
 import (
 	"context"
@@ -7,23 +7,25 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/drainctl/drainctl/ops"
 )
 
 // A campaign's nodes: those named or selected, in the order it works them.
 
 // domainOf is the node's value of the spread label ("" without one).
-func (e *Engine) domainOf(node, label string) string {
+func domainOf(e *ops.Engine, node, label string) string {
 	if label == "" {
 		return ""
 	}
-	k, _ := e.kube.Node(node)
+	k, _ := e.KubeNode(node)
 	return k.Labels[label]
 }
 
 // orderNodes puts the campaign's nodes in the order it works them: as given or by name, or
 // by the ranking's cost (cheapest first; nodes the ranking does not call candidates keep
 // their place after them, by name), then, with SpreadBy, round-robin over its values.
-func (e *Engine) orderNodes(ctx context.Context, o CampaignOptions, nodes []string) ([]string, error) {
+func orderNodes(ctx context.Context, e *ops.Engine, o Options, nodes []string) ([]string, error) {
 	switch o.Order {
 	case "", "given", "name":
 		if o.Order == "name" {
@@ -54,12 +56,12 @@ func (e *Engine) orderNodes(ctx context.Context, o CampaignOptions, nodes []stri
 			return nodes[i] < nodes[j]
 		})
 	default:
-		return nil, &UsageError{Option: OptOrder, Problem: fmt.Sprintf("%q", o.Order), Hint: "use name, given or cost"}
+		return nil, &ops.UsageError{Option: ops.OptOrder, Problem: fmt.Sprintf("%q", o.Order), Hint: "use name, given or cost"}
 	}
 	if o.SpreadBy == "" {
 		return nodes, nil
 	}
-	return spread(nodes, func(n string) string { return e.domainOf(n, o.SpreadBy) }), nil
+	return spread(nodes, func(n string) string { return domainOf(e, n, o.SpreadBy) }), nil
 }
 
 // spread interleaves the nodes by domain, round-robin, keeping each domain's own order and
@@ -87,30 +89,30 @@ func spread(nodes []string, domainOf func(string) string) []string {
 }
 
 // campaignNodes are the nodes named, or those the selector matches, by name.
-func (e *Engine) campaignNodes(o CampaignOptions) ([]string, error) {
+func campaignNodes(e *ops.Engine, o Options) ([]string, error) {
 	if (o.Selector == "") == (len(o.Nodes) == 0) {
-		return nil, &UsageError{Option: OptSelector, Problem: "given with nodes: a campaign takes its nodes or a selector, not both", Hint: "give one of them"}
+		return nil, &ops.UsageError{Option: ops.OptSelector, Problem: "given with nodes: a campaign takes its nodes or a selector, not both", Hint: "give one of them"}
 	}
 	if o.Selector == "" {
 		for _, n := range o.Nodes {
-			if _, ok := e.kube.Node(n); !ok {
-				return nil, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", n), Hint: "the node list shows their names"}
+			if _, ok := e.KubeNode(n); !ok {
+				return nil, &ops.UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", n), Hint: "the node list shows their names"}
 			}
 		}
 		return o.Nodes, nil
 	}
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
-		return nil, &UsageError{Option: OptSelector, Problem: fmt.Sprintf("%q is no label selector: %v", o.Selector, err), Hint: `use the kubectl form, e.g. "rack=r1"`}
+		return nil, &ops.UsageError{Option: ops.OptSelector, Problem: fmt.Sprintf("%q is no label selector: %v", o.Selector, err), Hint: `use the kubectl form, e.g. "rack=r1"`}
 	}
 	var out []string
 	for _, n := range e.KubeNodeNames() {
-		if k, ok := e.kube.Node(n); ok && sel.Matches(labels.Set(k.Labels)) {
+		if k, ok := e.KubeNode(n); ok && sel.Matches(labels.Set(k.Labels)) {
 			out = append(out, n)
 		}
 	}
 	if len(out) == 0 {
-		return nil, &UsageError{Option: OptSelector, Problem: fmt.Sprintf("%q matches no node", o.Selector)}
+		return nil, &ops.UsageError{Option: ops.OptSelector, Problem: fmt.Sprintf("%q matches no node", o.Selector)}
 	}
 	sort.Strings(out)
 	return out, nil

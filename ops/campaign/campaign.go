@@ -1,4 +1,4 @@
-package ops
+package campaign
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
-// CampaignOptions say which nodes a campaign works and how.
-type CampaignOptions struct {
+// Options say which nodes a campaign works and how.
+type Options struct {
 	Name     string   // the record's name; "" derives one from the selector or the nodes
 	Selector string   // label selector of the nodes (or Nodes)
 	Nodes    []string // in this order
@@ -29,7 +30,7 @@ type CampaignOptions struct {
 	// Order: "name" (a selector's default), "given" (named nodes' default) or "cost" (the
 	// ranking's cheapest first, so the fleet has the most room when the dear ones go).
 	Order string
-	// Gates must hold before each node starts (campaign_gates.go).
+	// Gates must hold before each node starts (gates.go).
 	Gates     GateOptions
 	Exec      string // a shell command run on each emptied node; {node} is its name
 	WaitReady bool   // wait for the node to reboot (NotReady or a new boot ID) and come back
@@ -39,7 +40,7 @@ type CampaignOptions struct {
 	// "rollback" (roll it back and stop) or "fail" (stop, the node left as it is).
 	NodeDeadline time.Duration
 	Undrainable  string
-	Run          RunOptions
+	Run          ops.RunOptions
 	// VerifyWithin bounds how long a returned node may take to take work again (default 5 min).
 	VerifyWithin time.Duration
 	// Resume: resume an unfinished record older than [roll] resume_within.
@@ -49,9 +50,9 @@ type CampaignOptions struct {
 // Campaign is a campaign being run: Run works it; Pause and Resume may be called meanwhile
 // (the TUI's p). It is the only writer of its record while it holds the campaign's lease.
 type Campaign struct {
-	e    *Engine
-	o    CampaignOptions
-	emit func(Event)
+	e    *ops.Engine
+	o    Options
+	emit func(ops.Event)
 
 	mu       sync.Mutex
 	rec      model.Campaign
@@ -60,34 +61,34 @@ type Campaign struct {
 	stopping error                // a failure or refusal: no new node starts
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
 	gateSaid map[string]bool      // nodes whose gate command has said it started (one goroutine: Run's loop)
-	fc       model.Forecast       // made by NewCampaign (campaign_forecast.go)
+	fc       model.Forecast       // made by New (forecast.go)
 }
 
 // campaignKey is the lease and record key of a campaign.
 func campaignKey(name string) string { return "campaign-" + name }
 
-// NewCampaign resolves the campaign's nodes and reads its record: an unfinished campaign of the
+// New resolves the campaign's nodes and reads its record: an unfinished campaign of the
 // same name is resumed (its nodes, where each stopped), a finished one starts anew. It
 // changes nothing.
-func (e *Engine) NewCampaign(ctx context.Context, o CampaignOptions, emit func(Event)) (*Campaign, error) {
+func New(ctx context.Context, e *ops.Engine, o Options, emit func(ops.Event)) (*Campaign, error) {
 	o, err := withDefaults(o)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := e.campaignNodes(o)
+	nodes, err := campaignNodes(e, o)
 	if err != nil {
 		return nil, err
 	}
 	if o.ParallelPercent > 0 {
 		o.Parallel = max(1, (len(nodes)*o.ParallelPercent+99)/100)
 	}
-	if nodes, err = e.orderNodes(ctx, o, nodes); err != nil {
+	if nodes, err = orderNodes(ctx, e, o, nodes); err != nil {
 		return nil, err
 	}
 	// concurrency.nodes caps every evacuation of the engine (its node slots): nodes above it
 	// would only wait cordoned for a slot.
 	lowered := ""
-	if n := max(1, e.cfg.Concurrency.Nodes); o.Parallel > n {
+	if n := max(1, e.Config().Concurrency.Nodes); o.Parallel > n {
 		lowered = fmt.Sprintf("%d nodes at a time lowered to %d: concurrency.nodes caps the nodes emptied at once (raise [concurrency] nodes, or this process's cap)", o.Parallel, n)
 		o.Parallel = n
 	}
@@ -95,19 +96,19 @@ func (e *Engine) NewCampaign(ctx context.Context, o CampaignOptions, emit func(E
 		o.Name = campaignName(o.Selector, nodes)
 	}
 	if o.SpreadBy != "" {
-		if err := e.checkSpreadLabel(nodes, o.SpreadBy); err != nil {
+		if err := checkSpreadLabel(e, nodes, o.SpreadBy); err != nil {
 			return nil, err
 		}
 	}
-	if err := e.CollectCampaigns(ctx); err != nil {
+	if err := Collect(ctx, e); err != nil {
 		return nil, err
 	}
 	r := &Campaign{e: e, o: o, emit: emit, wake: make(chan struct{}), gateSaid: map[string]bool{}}
-	if r.rec, err = e.campaignRecord(ctx, o, nodes); err != nil {
+	if r.rec, err = campaignRecord(ctx, e, o, nodes); err != nil {
 		return nil, err
 	}
 	if lowered != "" && emit != nil {
-		emit(NewCampaignEvent(e.now(), r.rec, "", "", lowered))
+		emit(ops.NewCampaignEvent(e.Now(), r.rec, "", "", lowered))
 	}
 	if r.fc, err = r.forecast(ctx); err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (e *Engine) NewCampaign(ctx context.Context, o CampaignOptions, emit func(E
 }
 
 // withDefaults fills the options left unset and refuses the ones no campaign can take.
-func withDefaults(o CampaignOptions) (CampaignOptions, error) {
+func withDefaults(o Options) (Options, error) {
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
@@ -125,7 +126,7 @@ func withDefaults(o CampaignOptions) (CampaignOptions, error) {
 		o.OnFailure = "stop"
 	}
 	if o.OnFailure != "stop" && o.OnFailure != "skip" {
-		return o, &UsageError{Option: OptOnFailure, Problem: fmt.Sprintf("%q", o.OnFailure), Hint: `use "stop" or "skip"`}
+		return o, &ops.UsageError{Option: ops.OptOnFailure, Problem: fmt.Sprintf("%q", o.OnFailure), Hint: `use "stop" or "skip"`}
 	}
 	if o.VerifyWithin <= 0 {
 		o.VerifyWithin = 5 * time.Minute
@@ -138,19 +139,19 @@ func withDefaults(o CampaignOptions) (CampaignOptions, error) {
 		o.Undrainable = Quarantine
 	case Quarantine, "rollback", "fail":
 	default:
-		return o, &UsageError{Option: OptUndrainable, Problem: fmt.Sprintf("%q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
+		return o, &ops.UsageError{Option: ops.OptUndrainable, Problem: fmt.Sprintf("%q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
 	}
 	if err := opcmd.Validate(o.Exec); err != nil {
-		return o, &UsageError{Option: OptExec, Problem: "(the command run on each emptied node): " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
+		return o, &ops.UsageError{Option: ops.OptExec, Problem: "(the command run on each emptied node): " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 	}
 	return o, nil
 }
 
 // campaignRecord is the campaign's record: an unfinished one of the same name, checked
 // against the world and resumed, or a new one; with this run's options.
-func (e *Engine) campaignRecord(ctx context.Context, o CampaignOptions, nodes []string) (model.Campaign, error) {
+func campaignRecord(ctx context.Context, e *ops.Engine, o Options, nodes []string) (model.Campaign, error) {
 	var rec model.Campaign
-	data, found, err := e.kube.Record(ctx, campaignKey(o.Name))
+	data, found, err := e.Records().Record(ctx, campaignKey(o.Name))
 	if err != nil {
 		return rec, err
 	}
@@ -158,18 +159,18 @@ func (e *Engine) campaignRecord(ctx context.Context, o CampaignOptions, nodes []
 	if found && json.Unmarshal(data, &old) == nil && old.State.Resumable() {
 		// The record is a claim: anyone allowed to write it may have, and the cluster may
 		// have moved on since. It is checked against the world before anything runs.
-		if err := e.checkResumable(old, o, nodes); err != nil {
+		if err := checkResumable(e, old, o, nodes); err != nil {
 			return rec, err
 		}
 		rec = old // resume: its nodes and where each stopped (each checked again as it starts)
 		rec.Message = ""
 	} else {
-		rec = model.Campaign{Name: o.Name, Selector: o.Selector, Started: e.now(), SpreadBy: o.SpreadBy, Order: o.Order}
+		rec = model.Campaign{Name: o.Name, Selector: o.Selector, Started: e.Now(), SpreadBy: o.SpreadBy, Order: o.Order}
 		for _, n := range nodes {
-			rec.Nodes = append(rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending, Domain: e.domainOf(n, o.SpreadBy)})
+			rec.Nodes = append(rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending, Domain: domainOf(e, n, o.SpreadBy)})
 		}
 	}
-	rec.Holder, rec.Parallel, rec.Exec, rec.WaitReady, rec.OnFailure = e.o.Holder, o.Parallel, ShownCommand(o.Exec, ""), o.WaitReady, o.OnFailure
+	rec.Holder, rec.Parallel, rec.Exec, rec.WaitReady, rec.OnFailure = e.Holder(), o.Parallel, ops.ShownCommand(o.Exec, ""), o.WaitReady, o.OnFailure
 	rec.NodeDeadline, rec.Undrainable = o.NodeDeadline, o.Undrainable
 	if o.Gates.Window != nil {
 		rec.Window = o.Gates.Window.String()
@@ -177,7 +178,7 @@ func (e *Engine) campaignRecord(ctx context.Context, o CampaignOptions, nodes []
 	if rec.SpreadBy != "" { // a resumed campaign keeps its domains; a new label re-reads them
 		for i := range rec.Nodes {
 			if rec.Nodes[i].Domain == "" {
-				rec.Nodes[i].Domain = e.domainOf(rec.Nodes[i].Name, rec.SpreadBy)
+				rec.Nodes[i].Domain = domainOf(e, rec.Nodes[i].Name, rec.SpreadBy)
 			}
 		}
 	}
@@ -228,9 +229,9 @@ func (r *Campaign) Paused() bool {
 func (r *Campaign) Run(ctx context.Context) error {
 	e := r.e
 	key := campaignKey(r.o.Name)
-	ctx, release, err := e.holdKey(ctx, key)
+	ctx, release, err := e.HoldKey(ctx, key)
 	if err != nil {
-		var held *LeaseHeldError
+		var held *ops.LeaseHeldError
 		if errors.As(err, &held) {
 			held.Reason = "another drainctl runs campaign " + r.o.Name
 		}
@@ -240,7 +241,7 @@ func (r *Campaign) Run(ctx context.Context) error {
 		release()
 		rctx, c := context.WithTimeout(context.Background(), 10*time.Second)
 		defer c()
-		_ = e.kube.ReleaseLease(rctx, key, e.o.Holder)
+		_ = e.ReleaseKey(rctx, key)
 	}()
 
 	if err := r.Refusal(ctx); err != nil {
@@ -291,9 +292,9 @@ func (r *Campaign) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	err = Worst(errs)
+	err = ops.Worst(errs)
 	if cause := context.Cause(ctx); err == nil && ctx.Err() != nil {
-		err = &Interrupted{Node: r.o.Name, Phase: "campaign", Cause: cause}
+		err = &ops.Interrupted{Node: r.o.Name, Phase: "campaign", Cause: cause}
 	}
 	var skipped []string
 	for _, n := range r.Record().Nodes {
@@ -308,9 +309,9 @@ func (r *Campaign) Run(ctx context.Context) error {
 		r.setState(context.WithoutCancel(ctx), model.CampaignDone, err.Error())
 	case err == nil:
 		r.setState(context.WithoutCancel(ctx), model.CampaignDone, "")
-	case errors.As(err, new(*RefusedError)):
+	case errors.As(err, new(*ops.RefusedError)):
 		r.setState(context.WithoutCancel(ctx), model.CampaignStopped, err.Error())
-	case errors.As(err, new(*Interrupted)), errors.Is(err, context.Canceled):
+	case errors.As(err, new(*ops.Interrupted)), errors.Is(err, context.Canceled):
 		r.setState(context.WithoutCancel(ctx), model.CampaignInterrupted, err.Error())
 	default:
 		r.setState(context.WithoutCancel(ctx), model.CampaignFailed, err.Error())
@@ -431,13 +432,13 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 		return nil, err
 	}
 	if b := plan.Blockers(); len(b) > 0 {
-		err := &RefusedError{Reasons: b}
+		err := &ops.RefusedError{Reasons: b}
 		// The plan is shown with its blockers, and closed as refused: a view must not keep a
 		// node that nothing runs on as an operation running.
-		now := r.e.now()
-		r.emit(NewPlanReady(now, plan))
-		r.emit(NewRunDone(now, Report{Op: plan.Op, Node: plan.Node, Started: now, Finished: now, Result: ResultRefused,
-			Reasons: b, Error: err.Error(), Pods: []PodReport{}, VMs: []VMReport{}}))
+		now := r.e.Now()
+		r.emit(ops.NewPlanReady(now, plan))
+		r.emit(ops.NewRunDone(now, ops.Report{Op: plan.Op, Node: plan.Node, Started: now, Finished: now, Result: ops.ResultRefused,
+			Reasons: b, Error: err.Error(), Pods: []ops.PodReport{}, VMs: []ops.VMReport{}}))
 		if r.o.OnFailure == "skip" && n.Phase == model.PhasePending {
 			// A failure like any other: nothing changed on it, so it is left as it is.
 			r.setPhase(ctx, i, model.PhaseSkipped, "refused at its check, left untouched: "+err.Error())
@@ -461,12 +462,12 @@ func (r *Campaign) setState(ctx context.Context, s model.CampaignState, msg stri
 	r.rec.State, r.rec.Message = s, bounded(msg)
 	r.mu.Unlock()
 	r.save(ctx)
-	r.emit(NewCampaignEvent(r.e.now(), r.Record(), "", "", msg))
+	r.emit(ops.NewCampaignEvent(r.e.Now(), r.Record(), "", "", msg))
 }
 
 // setPhase records node i's phase before the phase starts (or when it ends).
 func (r *Campaign) setPhase(ctx context.Context, i int, ph model.NodePhase, errText string) {
-	now := r.e.now()
+	now := r.e.Now()
 	r.mu.Lock()
 	n := &r.rec.Nodes[i]
 	if !n.Phase.Started() && ph.Started() {
@@ -479,23 +480,23 @@ func (r *Campaign) setPhase(ctx context.Context, i int, ph model.NodePhase, errT
 	name := n.Name
 	r.mu.Unlock()
 	r.save(ctx)
-	r.emit(NewCampaignEvent(now, r.Record(), name, ph, errText))
+	r.emit(ops.NewCampaignEvent(now, r.Record(), name, ph, errText))
 }
 
 // note reports a line about a node without changing the record.
 func (r *Campaign) note(node string, ph model.NodePhase, msg string) {
-	r.emit(NewCampaignEvent(r.e.now(), r.Record(), node, ph, msg))
+	r.emit(ops.NewCampaignEvent(r.e.Now(), r.Record(), node, ph, msg))
 }
 
 // save writes the record; a failed write is reported and retried at the next change (the
 // nodes' own journals still say where each stands).
 func (r *Campaign) save(ctx context.Context) {
 	r.mu.Lock()
-	r.rec.Updated = r.e.now()
+	r.rec.Updated = r.e.Now()
 	data, _ := json.Marshal(r.rec)
 	r.mu.Unlock()
-	if err := r.e.kube.SaveRecord(ctx, campaignKey(r.o.Name), data); err != nil && ctx.Err() == nil {
-		r.emit(NewCampaignEvent(r.e.now(), r.Record(), "", "", "could not record the campaign: "+err.Error()))
+	if err := r.e.Records().SaveRecord(ctx, campaignKey(r.o.Name), data); err != nil && ctx.Err() == nil {
+		r.emit(ops.NewCampaignEvent(r.e.Now(), r.Record(), "", "", "could not record the campaign: "+err.Error()))
 	}
 }
 
@@ -509,4 +510,16 @@ type SkippedError struct {
 func (e *SkippedError) Error() string {
 	return fmt.Sprintf("campaign %s finished with %d node(s) skipped (failed, rolled back): %s; rerun the campaign's command for them after fixing them",
 		e.Campaign, len(e.Nodes), strings.Join(e.Nodes, ", "))
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -1,4 +1,4 @@
-package ops
+package campaign
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
@@ -38,8 +39,8 @@ func bounded(s string) string {
 
 // Campaigns are the campaign records on the cluster, newest first; a record that cannot be
 // read is listed by name with its state "unreadable".
-func (e *Engine) Campaigns(ctx context.Context) ([]model.Campaign, error) {
-	recs, err := e.kube.Records(ctx, "campaign")
+func List(ctx context.Context, e *ops.Engine) ([]model.Campaign, error) {
+	recs, err := e.Records().Records(ctx, "campaign")
 	if err != nil {
 		return nil, err
 	}
@@ -62,15 +63,15 @@ func (e *Engine) Campaigns(ctx context.Context) ([]model.Campaign, error) {
 
 // CollectCampaigns deletes the records of campaigns that finished more than [roll]
 // keep_records ago. Unfinished ones stay: they say where a campaign stopped.
-func (e *Engine) CollectCampaigns(ctx context.Context) error {
-	all, err := e.Campaigns(ctx)
+func Collect(ctx context.Context, e *ops.Engine) error {
+	all, err := List(ctx, e)
 	if err != nil {
 		return err
 	}
-	keep := e.cfg.Campaign.KeepRecords.D()
+	keep := e.Config().Campaign.KeepRecords.D()
 	for _, c := range all {
-		if c.State == model.CampaignDone && e.now().Sub(c.Updated) > keep {
-			if err := e.kube.DeleteRecord(ctx, campaignKey(c.Name)); err != nil {
+		if c.State == model.CampaignDone && e.Now().Sub(c.Updated) > keep {
+			if err := e.Records().DeleteRecord(ctx, campaignKey(c.Name)); err != nil {
 				return err
 			}
 		}
@@ -81,17 +82,17 @@ func (e *Engine) CollectCampaigns(ctx context.Context) error {
 // stillEmptied says why node name, recorded past its evacuation, is no longer emptied under
 // this campaign ("": it still is): cordoned with its journal naming the campaign, and
 // nothing left to move (a fresh evacuation plan with nothing pending).
-func (r *Campaign) stillEmptied(ctx context.Context, name string, ro RunOptions) (string, error) {
+func (r *Campaign) stillEmptied(ctx context.Context, name string, ro ops.RunOptions) (string, error) {
 	e := r.e
-	k, ok := e.kube.Node(name)
+	k, ok := e.KubeNode(name)
 	if !ok {
 		return "the node is gone", nil
 	}
-	j, journaled := ReadJournal(k)
+	j, journaled := ops.ReadJournal(k)
 	switch {
-	case k.Schedulable || !k.HasTaint(e.cfg.Policy.TaintKey):
+	case k.Schedulable || !k.HasTaint(e.Config().Policy.TaintKey):
 		return "it is no longer cordoned", nil
-	case !journaled || j.Op != model.OpEvacuate || j.Phase != PhaseDone:
+	case !journaled || j.Op != model.OpEvacuate || j.Phase != ops.PhaseDone:
 		return "its journal shows no finished evacuation", nil
 	case j.Campaign != r.o.Name:
 		return "its journal names no evacuation of this campaign", nil
@@ -110,45 +111,45 @@ func (r *Campaign) stillEmptied(ctx context.Context, name string, ro RunOptions)
 // cluster: another selector's or other nodes' record, a node that is no Node (a planted
 // name such as "-oProxyCommand=…" never reaches an operator's command), a record older than
 // [roll] resume_within without --resume.
-func (e *Engine) checkResumable(old model.Campaign, o CampaignOptions, nodes []string) error {
+func checkResumable(e *ops.Engine, old model.Campaign, o Options, nodes []string) error {
 	name := old.Name
 	if !sameNodes(old.Nodes, nodes) || old.Selector != o.Selector {
 		what := "the nodes " + strings.Join(nodes, ", ")
 		if o.Selector != "" {
 			what = fmt.Sprintf("the selector %q now matches %s", o.Selector, strings.Join(nodes, ", "))
 		}
-		return &UsageError{Problem: fmt.Sprintf("campaign %s is unfinished over other nodes (%s); %s", name, nodeNames(old.Nodes), what),
-			Hint: "rerun it as it was started to resume it, or give this one another name", Fix: []Option{OptCampaign}}
+		return &ops.UsageError{Problem: fmt.Sprintf("campaign %s is unfinished over other nodes (%s); %s", name, nodeNames(old.Nodes), what),
+			Hint: "rerun it as it was started to resume it, or give this one another name", Fix: []ops.Option{ops.OptCampaign}}
 	}
 	for _, n := range old.Nodes {
 		if err := opcmd.CheckNode(n.Name); err != nil {
-			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names %s: nothing of it is resumed", name, err),
+			return &ops.UsageError{Problem: fmt.Sprintf("campaign %s's record names %s: nothing of it is resumed", name, err),
 				Hint: "delete that record (the campaigns' list shows the records) and start again"}
 		}
-		if _, ok := e.kube.Node(n.Name); !ok {
-			return &UsageError{Problem: fmt.Sprintf("campaign %s's record names node %q, which does not exist", name, n.Name),
-				Hint: "give this campaign another name", Fix: []Option{OptCampaign}}
+		if _, ok := e.KubeNode(n.Name); !ok {
+			return &ops.UsageError{Problem: fmt.Sprintf("campaign %s's record names node %q, which does not exist", name, n.Name),
+				Hint: "give this campaign another name", Fix: []ops.Option{ops.OptCampaign}}
 		}
 	}
-	if age := e.now().Sub(old.Updated); age > e.cfg.Campaign.ResumeWithin.D() && !o.Resume {
-		return &UsageError{Problem: fmt.Sprintf("campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
-			name, age.Round(time.Minute), old.Updated.UTC().Format(time.RFC3339), e.cfg.Campaign.ResumeWithin),
-			Hint: "ask to resume it (each node is checked again), or give this one another name", Fix: []Option{OptResume, OptCampaign}}
+	if age := e.Now().Sub(old.Updated); age > e.Config().Campaign.ResumeWithin.D() && !o.Resume {
+		return &ops.UsageError{Problem: fmt.Sprintf("campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
+			name, age.Round(time.Minute), old.Updated.UTC().Format(time.RFC3339), e.Config().Campaign.ResumeWithin),
+			Hint: "ask to resume it (each node is checked again), or give this one another name", Fix: []ops.Option{ops.OptResume, ops.OptCampaign}}
 	}
 	return nil
 }
 
 // checkSpreadLabel refuses --spread-by when a node lacks the label: spreading would
 // silently stop for it.
-func (e *Engine) checkSpreadLabel(nodes []string, label string) error {
+func checkSpreadLabel(e *ops.Engine, nodes []string, label string) error {
 	var without []string
 	for _, n := range nodes {
-		if k, _ := e.kube.Node(n); k.Labels[label] == "" {
+		if k, _ := e.KubeNode(n); k.Labels[label] == "" {
 			without = append(without, n)
 		}
 	}
 	if len(without) > 0 {
-		return &UsageError{Problem: fmt.Sprintf("%d node(s) of the campaign have no %s label: %s", len(without), label, strings.Join(without, ", ")),
+		return &ops.UsageError{Problem: fmt.Sprintf("%d node(s) of the campaign have no %s label: %s", len(without), label, strings.Join(without, ", ")),
 			Hint: "label them (kubectl label node NODE " + label + "=VALUE), or spread by another label"}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package ops
+package campaign
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func (r *Campaign) gateOpen(ctx context.Context, node string) bool {
 		r.mu.Lock()
 		stopping := r.stopping
 		r.mu.Unlock()
-		if stopping != nil || !sleep(ctx, max(r.e.o.Poll*5, 250*time.Millisecond)) {
+		if stopping != nil || !sleep(ctx, max(r.e.PollInterval()*5, 250*time.Millisecond)) {
 			return false
 		}
 	}
@@ -64,8 +64,8 @@ func (r *Campaign) gateOpen(ctx context.Context, node string) bool {
 // gateClosed says why a gate does not hold now ("" when every one does).
 func (r *Campaign) gateClosed(ctx context.Context, node string) string {
 	g := r.o.Gates
-	if w := g.Window; w != nil && !w.Open(r.e.now()) {
-		next := w.NextOpen(r.e.now()).In(w.loc)
+	if w := g.Window; w != nil && !w.Open(r.e.Now()) {
+		next := w.NextOpen(r.e.Now()).In(w.loc)
 		return fmt.Sprintf("outside the window %s: it opens %s", w, next.Format("Mon 2006-01-02 15:04 MST"))
 	}
 	if why := r.fleetHurting(); why != "" {
@@ -76,7 +76,7 @@ func (r *Campaign) gateClosed(ctx context.Context, node string) string {
 		// the gate is closed) speak only through the reason they give.
 		first := !r.gateSaid[node]
 		r.gateSaid[node] = true
-		err := r.e.runOperator(ctx, opcmd.Gate, g.Cmd, node, "", func(line string) {
+		err := r.e.RunOperator(ctx, opcmd.Gate, g.Cmd, node, "", func(line string) {
 			if first && strings.HasPrefix(line, string(opcmd.Gate)+" started") {
 				r.note(node, model.PhasePending, line)
 			}
@@ -108,7 +108,7 @@ func (r *Campaign) fleetHurting() string {
 		ours[n.Name] = true
 	}
 	var down []string
-	for _, n := range r.e.kube.Nodes() {
+	for _, n := range r.e.KubeNodes() {
 		if !ours[n.Name] && !n.Ready && n.Schedulable {
 			down = append(down, n.Name)
 		}
@@ -120,7 +120,7 @@ func (r *Campaign) fleetHurting() string {
 	if bound <= 0 {
 		return ""
 	}
-	now := r.e.now()
+	now := r.e.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pdbZero == nil {
@@ -128,7 +128,7 @@ func (r *Campaign) fleetHurting() string {
 	}
 	seen := map[string]bool{}
 	var stuck []string
-	for _, p := range r.e.kube.PDBs() {
+	for _, p := range r.e.PDBs() {
 		key := p.Namespace + "/" + p.Name
 		if p.DisruptionsAllowed > 0 || p.ExpectedPods == 0 {
 			continue

@@ -1,4 +1,4 @@
-package ops
+package campaign
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/opcmd"
 )
 
@@ -99,10 +100,10 @@ func (r *Campaign) undrainable(ctx context.Context, i int, blocked string) error
 	if r.o.Undrainable != Quarantine {
 		return r.stop(ctx, i, errors.New(why))
 	}
-	if err := r.e.kube.SetLabel(ctx, name, QuarantineLabel, "deadline"); err != nil {
+	if err := r.e.LabelNode(ctx, name, QuarantineLabel, "deadline"); err != nil {
 		return r.stop(ctx, i, fmt.Errorf("%s; labelling it failed: %w", why, err))
 	}
-	if err := r.e.kube.SetAnnotation(ctx, name, QuarantineReason, why); err != nil {
+	if err := r.e.AnnotateNode(ctx, name, QuarantineReason, why); err != nil {
 		return r.stop(ctx, i, fmt.Errorf("%s; annotating it failed: %w", why, err))
 	}
 	r.setPhase(ctx, i, model.PhaseQuarantined, why+"; labelled "+QuarantineLabel)
@@ -123,33 +124,33 @@ func (r *Campaign) stop(ctx context.Context, i int, err error) error {
 
 // blockers passes node i's events on, and records what holds its drain while it holds: a
 // pod a budget refuses, a VM's migration stalled or retried, a node slot waited for.
-func (r *Campaign) blockers(ctx context.Context, i int, emit func(Event)) func(Event) {
-	return func(ev Event) {
+func (r *Campaign) blockers(ctx context.Context, i int, emit func(ops.Event)) func(ops.Event) {
+	return func(ev ops.Event) {
 		emit(ev)
 		switch ev := ev.(type) {
-		case PodEvent:
+		case ops.PodEvent:
 			switch ev.State {
-			case PodBlocked:
+			case ops.PodBlocked:
 				what := "pod " + ev.Pod + " held by its PodDisruptionBudget"
 				if ev.PDB != "" {
 					what = "pod " + ev.Pod + " held by PodDisruptionBudget " + ev.PDB
 				}
 				r.setBlocked(ctx, i, what)
-			case PodGone, PodEvicted:
+			case ops.PodGone, ops.PodEvicted:
 				r.setBlocked(ctx, i, "")
 			}
-		case MigrationEvent:
+		case ops.MigrationEvent:
 			switch ev.State {
-			case MigStalled, MigRetrying, MigFailed:
+			case ops.MigStalled, ops.MigRetrying, ops.MigFailed:
 				r.setBlocked(ctx, i, fmt.Sprintf("VM %s: migration %s %s", ev.VM, ev.State, ev.Message))
-			case MigCompleted:
+			case ops.MigCompleted:
 				r.setBlocked(ctx, i, "")
 			}
-		case StepEvent:
-			if ev.State == StepQueued {
+		case ops.StepEvent:
+			if ev.State == ops.StepQueued {
 				r.setBlocked(ctx, i, "waiting for a node slot: "+ev.Detail)
 			}
-		case PlanReady, NodeChanged, RunDone, CampaignEvent: // nothing holds the drain
+		case ops.PlanReady, ops.NodeChanged, ops.RunDone, ops.CampaignEvent: // nothing holds the drain
 		}
 	}
 }
@@ -180,12 +181,12 @@ func (r *Campaign) setBlocked(ctx context.Context, i int, what string) (was stri
 // fails too, the campaign starts no new node and this one stays as its journal says.
 func (r *Campaign) failed(ctx context.Context, i int, ph model.NodePhase, err error) error {
 	name := r.Record().Nodes[i].Name
-	if ctx.Err() != nil || errors.As(err, new(*Interrupted)) {
+	if ctx.Err() != nil || errors.As(err, new(*ops.Interrupted)) {
 		r.note(name, ph, "interrupted: "+err.Error())
-		if errors.As(err, new(*Interrupted)) {
+		if errors.As(err, new(*ops.Interrupted)) {
 			return err
 		}
-		return &Interrupted{Node: name, Phase: string(ph), Cause: context.Cause(ctx)}
+		return &ops.Interrupted{Node: name, Phase: string(ph), Cause: context.Cause(ctx)}
 	}
 	if r.o.OnFailure == "skip" {
 		ro := r.o.Run
@@ -213,15 +214,15 @@ func (r *Campaign) failed(ctx context.Context, i int, ph model.NodePhase, err er
 // lease is renewed meanwhile, so nobody else starts on it; losing it stops the step.
 func (r *Campaign) step(ctx context.Context, i int, node string) error {
 	e := r.e
-	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.Timeouts.Operation.D(), errors.New("timeouts.operation passed"))
+	ctx, cancel := context.WithTimeoutCause(ctx, e.Config().Timeouts.Operation.D(), errors.New("timeouts.operation passed"))
 	defer cancel()
-	ctx, release, err := e.holdKey(ctx, node)
+	ctx, release, err := e.HoldKey(ctx, node)
 	if err != nil {
 		return err
 	}
 	defer release()
 
-	k, _ := e.kube.Node(node)
+	k, _ := e.KubeNode(node)
 	bootBefore := k.BootID
 	if r.o.Exec == "" && !r.o.WaitReady {
 		r.note(node, model.PhaseStep, "no command to run, no reboot to wait for: nothing to do while empty")
@@ -238,16 +239,16 @@ func (r *Campaign) step(ctx context.Context, i int, node string) error {
 		}
 	}
 	if ctx.Err() != nil {
-		return &Interrupted{Node: node, Phase: string(model.PhaseStep), Cause: context.Cause(ctx)}
+		return &ops.Interrupted{Node: node, Phase: string(model.PhaseStep), Cause: context.Cause(ctx)}
 	}
 	return nil
 }
 
 // runExec runs the operator's command on the emptied node; each line it prints is reported.
 func (r *Campaign) runExec(ctx context.Context, node string) error {
-	err := r.e.runOperator(ctx, opcmd.Exec, r.o.Exec, node, r.hostOf(ctx, node), func(line string) { r.note(node, model.PhaseStep, "exec: "+line) })
+	err := r.e.RunOperator(ctx, opcmd.Exec, r.o.Exec, node, r.hostOf(ctx, node), func(line string) { r.note(node, model.PhaseStep, "exec: "+line) })
 	if err != nil && ctx.Err() != nil {
-		return &Interrupted{Node: node, Phase: "exec", Cause: context.Cause(ctx)}
+		return &ops.Interrupted{Node: node, Phase: "exec", Cause: context.Cause(ctx)}
 	}
 	return err
 }
@@ -278,7 +279,7 @@ func (r *Campaign) waitRebooted(ctx context.Context, node, bootBefore string) er
 func (r *Campaign) verifyReturned(ctx context.Context, node string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.VerifyWithin)
 	defer cancel()
-	taint := r.e.cfg.Policy.TaintKey
+	taint := r.e.Config().Policy.TaintKey
 	othersReason := ""
 	err := r.waitFor(ctx, node, func(k model.KubeNode, svc *model.ComputeService) (bool, string) {
 		switch {
@@ -286,7 +287,7 @@ func (r *Campaign) verifyReturned(ctx context.Context, node string) error {
 			return false, "node NotReady"
 		case !k.Schedulable || k.HasTaint(taint):
 			return false, "node still cordoned"
-		case svc != nil && !svc.Enabled && !DisabledByDrainctl(*svc):
+		case svc != nil && !svc.Enabled && !ops.DisabledByDrainctl(*svc):
 			// Someone else disabled it (before the campaign, or since): not ours to enable,
 			// and no wait changes it. The node is back as drainctl found it.
 			othersReason = svc.DisabledReason
@@ -308,20 +309,20 @@ func (r *Campaign) verifyReturned(ctx context.Context, node string) error {
 // until ok says so; the error says what it last waited for.
 func (r *Campaign) waitFor(ctx context.Context, node string, ok func(model.KubeNode, *model.ComputeService) (bool, string)) error {
 	e := r.e
-	changes, unsubscribe := e.kube.Subscribe()
+	changes, unsubscribe := e.Subscribe()
 	defer unsubscribe()
 	host := r.hostOf(ctx, node)
-	tick := time.NewTicker(e.o.Poll)
+	tick := time.NewTicker(e.PollInterval())
 	defer tick.Stop()
 	why := "nothing read yet"
 	for {
-		k, found := e.kube.Node(node)
+		k, found := e.KubeNode(node)
 		if !found {
 			return fmt.Errorf("node %s is gone from Kubernetes", node)
 		}
 		var svc *model.ComputeService
-		if e.nova != nil && host != "" {
-			if ss, err := e.nova.ComputeServices(ctx, host); err == nil && len(ss) > 0 {
+		if e.NovaConfigured() && host != "" {
+			if ss, err := e.ComputeServices(ctx, host); err == nil && len(ss) > 0 {
 				svc = &ss[0]
 			} else if err != nil {
 				why = "reading nova-compute: " + err.Error()
@@ -337,7 +338,7 @@ func (r *Campaign) waitFor(ctx context.Context, node string, ok func(model.KubeN
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("node %s did not come back in time (%v): %s", node, context.Cause(ctx), why)
 			}
-			return &Interrupted{Node: node, Phase: "wait", Cause: context.Cause(ctx)}
+			return &ops.Interrupted{Node: node, Phase: "wait", Cause: context.Cause(ctx)}
 		case <-changes:
 		case <-tick.C:
 		}
@@ -347,7 +348,7 @@ func (r *Campaign) waitFor(ctx context.Context, node string, ok func(model.KubeN
 // hostOf is the node's compute host, from the Kubernetes cache and the last Nova read (the
 // mapping does not change during a campaign; a fresh Nova read costs a full snapshot).
 func (r *Campaign) hostOf(ctx context.Context, node string) string {
-	if inv, err := r.e.inv.Rejoin(ctx); err == nil {
+	if inv, err := r.e.Inventory().Rejoin(ctx); err == nil {
 		if n, ok := inv.Node(node); ok {
 			return n.Host
 		}
