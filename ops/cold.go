@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -75,12 +74,6 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[s
 		r.emitVM(run, MigAdopted, msg)
 	}
 	return nil
-}
-
-// cannotLive reports whether a live migration's failure says it cannot be done live at all
-// (Nova refused it up front, or its pre-check failed): retrying live does not help.
-func (r *runner) cannotLive(run *vmRun, msg string) bool {
-	return run.method == model.MoveLive && (strings.Contains(msg, "pre-check") || strings.Contains(msg, "cannot be live-migrated"))
 }
 
 // coldInstead moves a running VM cold after Nova said it cannot move live, when the operator

@@ -31,6 +31,9 @@ type vmRun struct {
 	claimed   string // the destination counted against its cap
 	total     int64
 	copied    int64 // bytes copied by the earlier attempts
+	// cannotLive: Nova said this VM cannot move live at all (its pre-check refused it):
+	// retrying live does not help.
+	cannotLive bool
 }
 
 // attemptBytes is what the current attempt copied: the last sample's processed bytes; once
@@ -224,7 +227,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			default:
 				r.emitVM(run, MigFailed, msg)
 				var cold model.Override
-				if r.cannotLive(run, msg) {
+				if run.method == model.MoveLive && run.cannotLive {
 					if r.coldInstead(run, msg, &pending) {
 						continue
 					}
@@ -292,7 +295,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			e.releaseSlot(run)
 			msg := err.Error()
 			var cold model.Override
-			if r.cannotLive(run, msg) || (run.method == model.MoveLive && refusedByNova(err)) {
+			if run.method == model.MoveLive && (errors.Is(err, ErrCannotMoveLive) || refusedByNova(err)) {
 				if r.coldInstead(run, msg, pending) {
 					continue
 				}

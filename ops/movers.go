@@ -46,13 +46,14 @@ func (r *runner) moveState(run *vmRun, st MigState, msg string) {
 }
 
 // actionError is why Nova's move of the VM failed (its instance action's error), or
-// fallback when Nova does not say.
+// fallback when Nova does not say; it notes on run whether Nova said it cannot move live.
 func (r *runner) actionError(ctx context.Context, run *vmRun, fallback string) string {
-	msg, err := r.e.nova.LastActionError(ctx, run.vm.ID, run.method)
-	if err != nil || msg == "" {
+	f, err := r.e.nova.LastActionError(ctx, run.vm.ID, run.method)
+	if err != nil || f.Message == "" {
 		return fallback
 	}
-	return msg
+	run.cannotLive = f.CannotLive
+	return f.Message
 }
 
 // unstoppableOverdue fails a move Nova cannot stop (a cold move, a rebuild) once it has run

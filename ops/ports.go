@@ -119,8 +119,8 @@ type Nova interface {
 	MovingFrom(ctx context.Context, host string) ([]model.Migration, error)
 	ForceComplete(ctx context.Context, id string, migrationID int64) error
 	AbortMigration(ctx context.Context, id string, migrationID int64) error
-	// LastActionError is why the server's latest move by method failed ("" when it did not).
-	LastActionError(ctx context.Context, id string, method model.MoveMethod) (string, error)
+	// LastActionError is why the server's latest move by method failed (no Message when it did not).
+	LastActionError(ctx context.Context, id string, method model.MoveMethod) (ActionFailure, error)
 	// A dead host: SetForcedDown forces its service down or up (up is refused with an
 	// *EvacuationsPendingError while "done" evacuations remain); Evacuate rebuilds a server
 	// elsewhere; EvacuationsFrom lists the host's evacuation records.
@@ -241,6 +241,16 @@ func (e *Interrupted) Error() string {
 func (e *Interrupted) Unwrap() error { return e.Cause }
 func (e *Interrupted) HintText() string {
 	return "the node records where it stopped (annotation " + JournalAnnotation + ")"
+}
+
+// ErrCannotMoveLive: Nova says the server cannot move live at all (its request or its
+// pre-check refused it); the Nova adapter reads Nova's words and says so with this.
+var ErrCannotMoveLive = errors.New("cannot move live")
+
+// ActionFailure is why Nova's move of a server failed, as its instance action says.
+type ActionFailure struct {
+	Message    string // "" when it did not fail
+	CannotLive bool   // it cannot move live at all: retrying live does not help
 }
 
 // refusedByNova reports whether err is Nova's 400 or 409 to an action: it cannot be done as

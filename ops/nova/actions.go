@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -65,10 +66,28 @@ func (c *Client) LiveMigrate(ctx context.Context, id, host string) error {
 		h = &host
 	}
 	if err := servers.LiveMigrate(ctx, c.compute, id, liveMigrate{h}).ExtractErr(); err != nil {
-		return fmt.Errorf("live-migrating server %s: %w", id, describe(err))
+		err = fmt.Errorf("live-migrating server %s: %w", id, describe(err))
+		if cannotLive(err.Error()) {
+			return cannotLiveError{err}
+		}
+		return err
 	}
 	return nil
 }
+
+// cannotLive reads Nova's words for a server that cannot move live at all: its API refused
+// the request, or the conductor's pre-check failed (Nova: "Migration pre-check error: …",
+// "… cannot be live-migrated").
+func cannotLive(msg string) bool {
+	return strings.Contains(msg, "pre-check") || strings.Contains(msg, "cannot be live-migrated")
+}
+
+// cannotLiveError is Nova's refusal, as it said it, that is also ops.ErrCannotMoveLive.
+type cannotLiveError struct{ err error }
+
+func (e cannotLiveError) Error() string        { return e.err.Error() }
+func (e cannotLiveError) Unwrap() error        { return e.err }
+func (e cannotLiveError) Is(target error) bool { return target == ops.ErrCannotMoveLive }
 
 // ColdMigrate asks Nova to cold-migrate a server (the migrate action): it is stopped if it
 // runs, moved, and waits in VERIFY_RESIZE for ConfirmResize. A host needs 2.56; "" lets the
@@ -204,8 +223,12 @@ var instanceActions = map[model.MoveMethod]string{model.MoveLive: "live-migratio
 
 // LastActionError returns the message of the failed event of the server's most recent move
 // by method (its instance action: live-migration, migrate, evacuate), or "" when it did not fail.
-func (c *Client) LastActionError(ctx context.Context, id string, method model.MoveMethod) (string, error) {
-	action := instanceActions[method]
+func (c *Client) LastActionError(ctx context.Context, id string, method model.MoveMethod) (ops.ActionFailure, error) {
+	msg, err := c.lastActionError(ctx, id, instanceActions[method])
+	return ops.ActionFailure{Message: msg, CannotLive: method == model.MoveLive && cannotLive(msg)}, err
+}
+
+func (c *Client) lastActionError(ctx context.Context, id, action string) (string, error) {
 	var list struct {
 		Actions []struct {
 			Action    string `json:"action"`

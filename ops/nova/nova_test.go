@@ -328,9 +328,9 @@ func TestNoValidHost(t *testing.T) {
 	if final.Status != model.MigrationFailed { // Nova says "error"; mapped once, to failed
 		t.Fatalf("status %s", final.Status)
 	}
-	msg, err := c.LastActionError(ctx(t), vm.ID, model.MoveLive)
-	if err != nil || msg != "No valid host was found. There are not enough hosts available." {
-		t.Errorf("action error %q %v", msg, err)
+	f, err := c.LastActionError(ctx(t), vm.ID, model.MoveLive)
+	if err != nil || f.Message != "No valid host was found. There are not enough hosts available." || f.CannotLive {
+		t.Errorf("action error %+v %v", f, err)
 	}
 	if s, _ := c.Server(ctx(t), vm.ID); s.Host != "compute-0" || s.Status != "ACTIVE" || s.TaskState != "" {
 		t.Errorf("server after error: %+v", s)
