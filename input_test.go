@@ -22,6 +22,8 @@ func TestBadInputIsRefused(t *testing.T) {
 	local := conf("local.toml", "[roll]\nwindow = \"Mon-Fri 22:00-06:00 Local\"\n")
 	badWindow := conf("window.toml", "\n[roll]\nwindow = \"weekdays 22-6\"\n")
 	quoted := conf("fence.toml", "[recover]\nfence_cmd = 'ipmitool -H \"{node}-bmc\" power off'\n")
+	automatic := conf("automatic.toml", "[recover]\n# opted in, with no fence command\nautomatic = true\n")
+	unhealthy := conf("unhealthy.toml", "[recover]\nmax_unhealthy = \"half\"\n")
 	for _, tc := range []struct {
 		args   []string
 		stderr string
@@ -48,6 +50,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{[]string{"--config", local, "--auto", "list"}, local + ":2:1: roll.window"},
 		{[]string{"--config", badWindow, "--auto", "list"}, badWindow + ":3:1: roll.window"},
 		{[]string{"--config", quoted, "--auto", "list"}, quoted + ":2:1: recover.fence_cmd"},
+		{[]string{"--config", automatic, "--auto", "list"}, automatic + ":3:1: recover.automatic needs recover.fence_cmd"},
+		{[]string{"--config", unhealthy, "--auto", "list"}, unhealthy + ":2:1: recover.max_unhealthy must be a count or a percentage"},
 	} {
 		r := drainctl(t, map[string]string{}, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.stderr) {

@@ -87,7 +87,9 @@ func TestHouseDrawing(t *testing.T) {
 func TestControllersEmptyNodesThroughRunAlone(t *testing.T) {
 	reads := map[string]bool{"Holder": true, "Now": true, "Plan": true, "Recommend": true, "Inventory": true,
 		"KubeNode": true, "KubeNodeNames": true, "PodsOn": true, "Subscribe": true, "FirstRanking": true,
-		"NovaConfigured": true, "HoldLease": true, "ReleaseLease": true,
+		"NovaConfigured": true, "HoldLease": true, "ReleaseLease": true, "RecoverConfig": true,
+		"HoldKey": true, "ReleaseKey": true, // the recovery lease: one recovery at a time
+		"SaveRecovery": true, // a recovery's ledger
 		"ForgetFences": true} // not a read, but it empties nothing: it deletes fence records of nodes seen Ready
 	empties := map[string]bool{"Run": true, "ScaleDown": true}
 	calls := map[string]int{}

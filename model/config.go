@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -75,6 +76,25 @@ type RecoverConfig struct {
 	// FenceTimeout bounds the fence command: past it, it is killed (with every process it
 	// started) and the machine is not proven off.
 	FenceTimeout Duration `toml:"fence_timeout"`
+	// Automatic: the controller (--controller) recovers a dead node by itself. Opt-in, and
+	// only with FenceCmd: nothing but the fence command's exit 0 proves a machine off.
+	Automatic bool `toml:"automatic"`
+	// MaxUnhealthy: no automatic recovery while more compute nodes than this are unhealthy,
+	// a count ("1") or a share ("30%"): many nodes down at once is a partition, not dead machines.
+	MaxUnhealthy string `toml:"max_unhealthy"`
+	// StormCooldown: no automatic recovery for this long after such a storm ended.
+	StormCooldown Duration `toml:"storm_cooldown"`
+}
+
+// UnhealthyLimit is how many of compute nodes may be unhealthy before the storm guard holds.
+func (r RecoverConfig) UnhealthyLimit(compute int) int {
+	s := strings.TrimSpace(r.MaxUnhealthy)
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		pct, _ := strconv.Atoi(p)
+		return compute * pct / 100
+	}
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // DrainOrderLabel on a pod puts it in an eviction order group ("10", "-5") or, with "skip",
@@ -254,7 +274,8 @@ func DefaultConfig() Config {
 		},
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
-		Recover:   RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute), FenceTimeout: Duration(2 * time.Minute)},
+		Recover: RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute), FenceTimeout: Duration(2 * time.Minute),
+			MaxUnhealthy: "1", StormCooldown: Duration(10 * time.Minute)},
 		Campaign: CampaignConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
 			MigrationRateMiB: 500, MinHeadroomPercent: 10, GateTimeout: Duration(time.Minute), ExecTimeout: Duration(time.Hour),
 			ResumeWithin: Duration(24 * time.Hour), KeepRecords: Duration(7 * 24 * time.Hour)},
@@ -307,6 +328,7 @@ func (c Config) Validate() error {
 		{"policy.stall_after", c.Policy.StallAfter},
 		{"recover.pods_gone_within", c.Recover.PodsGoneWithin},
 		{"recover.fence_timeout", c.Recover.FenceTimeout},
+		{"recover.storm_cooldown", c.Recover.StormCooldown},
 		{"roll.gate_timeout", c.Campaign.GateTimeout},
 		{"roll.exec_timeout", c.Campaign.ExecTimeout},
 		{"roll.resume_within", c.Campaign.ResumeWithin},
@@ -332,6 +354,13 @@ func (c Config) Validate() error {
 		// A kubelet restart or a short partition is not a dead machine: a recovery that
 		// rebuilds VMs elsewhere must not race one.
 		return &FieldError{"recover.not_ready_for", fmt.Sprintf("must be at least 30s, got %q", c.Recover.NotReadyFor), `the default is "60s"`}
+	}
+	if c.Recover.Automatic && strings.TrimSpace(c.Recover.FenceCmd) == "" {
+		return &FieldError{"recover.automatic", "needs recover.fence_cmd: an automatic recovery proves the machine off by the fence command alone",
+			`set fence_cmd (e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"), or leave automatic = false`}
+	}
+	if m := strings.TrimSpace(strings.TrimSuffix(c.Recover.MaxUnhealthy, "%")); m == "" || strings.Trim(m, "0123456789") != "" {
+		return &FieldError{"recover.max_unhealthy", fmt.Sprintf("must be a count or a percentage, got %q", c.Recover.MaxUnhealthy), `e.g. "1" or "30%"`}
 	}
 	if c.Timeouts.Poll.D() < 100*time.Millisecond {
 		return &FieldError{"timeouts.poll", fmt.Sprintf("must be at least 100ms, got %q", c.Timeouts.Poll), `the default is "2s"; a shorter poll only loads Nova`}

@@ -12,6 +12,9 @@ import (
 // engine sees it, its configuration, its records port, and the few writes a campaign makes
 // beside the operations it runs (Plan, Run).
 
+// RecoverConfig is the engine's [recover] configuration.
+func (e *Engine) RecoverConfig() model.RecoverConfig { return e.cfg.Recover }
+
 // Config is the engine's configuration.
 func (e *Engine) Config() model.Config { return e.cfg }
 

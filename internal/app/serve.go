@@ -91,11 +91,24 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 		}
 		mc := &controllers.MaintenanceController{Engine: cl.Engine, Store: cl.Maintenances, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason},
 			Events: cl.Kube, Emit: emit}
+		// Automatic recovery ([recover] automatic = true) runs beside it, under the same leader.
+		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit,
+			Log: func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) }}
+		serve := func(ctx context.Context) error {
+			done := make(chan struct{})
+			go func() { defer close(done); _ = rc.Serve(ctx) }()
+			err := mc.Serve(ctx)
+			<-done
+			return err
+		}
+		if e.cfg.Recover.Automatic {
+			fmt.Fprintln(e.stderr, "drainctl: automatic recovery on ([recover] automatic): a dead node is fenced and recovered without a person")
+		}
 		if e.o.Demo {
-			return mc.Serve, "", nil
+			return serve, "", nil
 		}
 		fmt.Fprintln(e.stderr, "drainctl: NodeMaintenance controller (leader-elected)")
-		return mc.Serve, "drainctl-controller", nil
+		return serve, "drainctl-controller", nil
 	}}
 
 // proxyMode serves the cloudpool API in front of the backend pool

@@ -50,6 +50,8 @@ func verbTable() []verb {
 			usage: `  roll NODE... | --selector L=V   rolling maintenance, one campaign: for each node, check
                        the rest can absorb it, evacuate, run the step, uncordon, verify it
                        takes work again; recorded on the cluster, a rerun resumes`},
+		{name: "recoveries", do: (*Auto).recoveries,
+			usage: `  recoveries           the recoveries recorded on the cluster, each with its ledger of VM moves`},
 		{name: "campaigns", do: func(a *Auto, ctx context.Context, _ []string) error { return a.campaigns(ctx) },
 			usage: `  campaigns            the campaigns recorded on the cluster: each one's state and nodes`},
 	}

@@ -1,0 +1,265 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// Recoverer is automatic recovery ([recover] automatic = true, in the leader-elected
+// controller): a compute node dead for not_ready_for (NotReady, and its nova-compute down in
+// Nova's own view) is recovered as `drainctl --auto recover` would, fence command first,
+// through the engine's recover: no second implementation. Masakari and InstanceHA taught the
+// storm guard: while more compute nodes than [recover] max_unhealthy are unhealthy (a
+// partition looks like many dead hosts) nothing is fenced, and for storm_cooldown after it
+// ended. One recovery runs at a time, cluster-wide (a lease every drainctl process sees).
+// Each recovery keeps a ledger of its VMs' moves in a record no node can write; the way back
+// stays a person's (uncordon).
+type Recoverer struct {
+	Engine *ops.Engine
+	Policy policy.Options
+	Events NodeEvents // may be nil
+	Emit   func(ops.Event)
+	Log    func(string)  // a line for the controller's log (may be nil)
+	Resync time.Duration // a pass even without changes (default 10 s: Nova's view of a service is not watched)
+
+	inStorm bool
+	calm    time.Time            // when the last storm ended
+	said    map[string]string    // node -> the last refusal said, said once
+	stopped map[string]time.Time // node -> the outage (its NotReady since) whose ladder stopped: a person's now
+}
+
+// PauseAnnotation on a node holds its automatic recovery (NodeHealthCheck's pause request).
+const PauseAnnotation = "drainctl.io/recover-pause"
+
+// recoveryKey is the lease that lets one recovery run at a time, cluster-wide.
+const recoveryKey = "recovery"
+
+// Serve recovers until ctx ends.
+func (r *Recoverer) Serve(ctx context.Context) error {
+	if r.Resync == 0 {
+		r.Resync = 10 * time.Second
+	}
+	if r.Emit == nil {
+		r.Emit = func(ops.Event) {}
+	}
+	if r.Log == nil {
+		r.Log = func(string) {}
+	}
+	r.said, r.stopped = map[string]string{}, map[string]time.Time{}
+	nodes, cancel := r.Engine.Subscribe()
+	defer cancel()
+	loop(ctx, r.Resync, []<-chan struct{}{nodes}, r.pass)
+	return nil
+}
+
+// pass looks at every compute node once: the storm guard first, then the first dead node.
+func (r *Recoverer) pass(ctx context.Context) time.Duration {
+	cfg := r.Engine.RecoverConfig()
+	if !cfg.Automatic {
+		return 0
+	}
+	inv, err := r.Engine.Inventory().Read(ctx)
+	if err != nil {
+		r.Log("automatic recovery: reading the cluster: " + err.Error())
+		return 0
+	}
+	var compute, unhealthy []model.Node
+	for _, n := range inv.Nodes {
+		if n.Compute == nil || n.Kube == nil {
+			continue
+		}
+		compute = append(compute, n)
+		if !n.Kube.Ready || !n.Compute.Up {
+			unhealthy = append(unhealthy, n)
+		}
+	}
+	now := r.Engine.Now()
+	if limit := cfg.UnhealthyLimit(len(compute)); len(unhealthy) > limit {
+		r.storm(ctx, unhealthy, limit, len(compute))
+		return 0
+	}
+	if r.inStorm {
+		r.inStorm, r.calm = false, now
+		r.Log(fmt.Sprintf("automatic recovery: the storm is over; none starts before %s (storm_cooldown)", now.Add(cfg.StormCooldown.D()).Format(time.RFC3339)))
+	}
+	if wait := r.calm.Add(cfg.StormCooldown.D()).Sub(now); !r.calm.IsZero() && wait > 0 {
+		return wait
+	}
+	for _, n := range unhealthy {
+		if why := r.notDead(n, now, cfg.NotReadyFor.D()); why != "" {
+			continue
+		}
+		r.recover(ctx, n)
+		return time.Second // the next one, one at a time
+	}
+	return 0
+}
+
+// storm holds every automatic recovery and says so once, loudly, on each unhealthy node.
+func (r *Recoverer) storm(ctx context.Context, unhealthy []model.Node, limit, compute int) {
+	if r.inStorm {
+		return
+	}
+	r.inStorm = true
+	var names []string
+	for _, n := range unhealthy {
+		names = append(names, n.Name)
+	}
+	msg := fmt.Sprintf("storm guard: %d of %d compute nodes unhealthy (%s), more than [recover] max_unhealthy (%d): no automatic recovery, nothing fenced",
+		len(unhealthy), compute, strings.Join(names, ", "), limit)
+	r.Log("automatic recovery: " + msg)
+	for _, n := range unhealthy {
+		r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStorm", msg)
+	}
+}
+
+// notDead says why the node is no candidate ("": it is one): Ready, or not for long enough;
+// nova-compute up in Nova's view; paused; or another operation's (cordoned by someone, or
+// under a drainctl operation that is no recovery). A recovery left unfinished is resumed.
+func (r *Recoverer) notDead(n model.Node, now time.Time, notReadyFor time.Duration) string {
+	k := *n.Kube
+	j, journaled := ops.ReadJournal(k)
+	switch {
+	case k.Ready:
+		return "Ready"
+	case now.Sub(k.ReadySince) < notReadyFor:
+		return "NotReady for less than not_ready_for"
+	case n.Compute.Up:
+		return "its nova-compute is up"
+	case k.Annotations[PauseAnnotation] != "":
+		return "paused"
+	case r.stopped[n.Name].Equal(k.ReadySince):
+		return "its recovery stopped in this outage (a failed fence, a failed rebuild): a person's now"
+	case journaled && j.Op == model.OpRecover && j.Phase == ops.PhaseDone:
+		return "recovered already: the way back is a person's (uncordon)"
+	case journaled && j.Op != model.OpRecover:
+		return "under another operation"
+	case !journaled && !k.Schedulable:
+		return "cordoned by someone else"
+	}
+	return ""
+}
+
+// recover runs the engine's recovery of the node under the cluster-wide recovery lease,
+// with the fence command, and keeps its ledger.
+func (r *Recoverer) recover(ctx context.Context, n model.Node) {
+	e, cfg := r.Engine, r.Engine.RecoverConfig()
+	ctx, release, err := e.HoldKey(ctx, recoveryKey)
+	if err != nil {
+		return // another process recovers a node now: the next pass
+	}
+	defer func() {
+		release()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = e.ReleaseKey(rctx, recoveryKey)
+	}()
+	ro := ops.RunOptions{Policy: r.Policy, FenceCmd: cfg.FenceCmd, Why: "automatic recovery"}
+	plan, err := e.Plan(ctx, model.OpRecover, n.Name, ro)
+	if err == nil && !cfg.SharedStorage {
+		// A VM whose local disk a rebuild would lose is a person's to decide: it stays,
+		// in the ledger with its reason.
+		for _, vm := range plan.VMs {
+			if policy.DiskFate(vm, false) == policy.DiskLost {
+				ro.Policy.SkipVMs = append(ro.Policy.SkipVMs, vm.ID)
+			}
+		}
+		if len(ro.Policy.SkipVMs) > 0 {
+			plan, err = e.Plan(ctx, model.OpRecover, n.Name, ro)
+		}
+	}
+	rec := model.Recovery{Node: n.Name, Host: n.Host, Automatic: true, Started: e.Now(), Outcome: "running"}
+	if err == nil && len(plan.Blockers()) > 0 {
+		err = &ops.RefusedError{Reasons: plan.Blockers()}
+	}
+	if err != nil {
+		if msg := err.Error(); r.said[n.Name] != msg { // said once a reason
+			r.said[n.Name] = msg
+			r.event(ctx, n.Name, "Warning", "DrainctlRecoveryRefused", "automatic recovery refused: "+msg)
+			r.Log("automatic recovery of " + n.Name + " refused: " + msg)
+		}
+		return
+	}
+	delete(r.said, n.Name)
+	for _, vm := range plan.VMs {
+		rec.Moves = append(rec.Moves, model.VMMove{VM: vm.Name, VMID: vm.ID, Source: n.Host, Method: vm.Method, Status: model.MovePending})
+	}
+	r.save(ctx, rec)
+	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", fmt.Sprintf("automatic recovery: %s dead since %s, fencing it, then %d VM(s) rebuilt elsewhere",
+		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs)))
+	rep, err := e.Run(ctx, plan, ro, recordSteps(ctx, r.Events, r.Emit))
+	rec.Finished, rec.Outcome = e.Now(), string(rep.Result)
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	rec.Moves = ledger(rec.Moves, rep.VMs)
+	r.save(ctx, rec)
+	if rep.Result != ops.ResultDone && rep.Result != ops.ResultInterrupted {
+		r.stopped[n.Name] = n.Kube.ReadySince // never again by itself in this outage: no fence loop
+	}
+	typ, reason := "Normal", "DrainctlRecoveryDone"
+	if err != nil {
+		typ, reason = "Warning", "DrainctlRecoveryFailed"
+	}
+	r.event(ctx, n.Name, typ, reason, summary(rec))
+	r.Log("automatic recovery of " + n.Name + ": " + summary(rec))
+}
+
+// ledger fills the moves planned from the run's account of each VM.
+func ledger(moves []model.VMMove, done []ops.VMReport) []model.VMMove {
+	for i := range moves {
+		for _, v := range done {
+			if v.VMID != moves[i].VMID {
+				continue
+			}
+			m := &moves[i]
+			m.Dest, m.Duration, m.Reason = v.Dest, v.Duration, v.Message
+			switch v.Result {
+			case ops.MigCompleted:
+				m.Status = model.MoveSucceeded
+			case ops.MigSkipped:
+				m.Status = model.MoveLeft
+			default:
+				m.Status = model.MoveFailed
+			}
+		}
+	}
+	return moves
+}
+
+// summary is the recovery in a line: its outcome and its moves by status.
+func summary(rec model.Recovery) string {
+	count := map[string]int{}
+	for _, m := range rec.Moves {
+		count[m.Status]++
+	}
+	s := fmt.Sprintf("recovery of %s %s: %d VM(s) rebuilt, %d failed, %d left", rec.Node, rec.Outcome, count[model.MoveSucceeded], count[model.MoveFailed], count[model.MoveLeft])
+	if rec.Error != "" {
+		s += ": " + rec.Error
+	}
+	return s
+}
+
+// save writes the recovery's record, where no node identity may write.
+func (r *Recoverer) save(ctx context.Context, rec model.Recovery) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.Engine.SaveRecovery(wctx, rec); err != nil {
+		r.Log("automatic recovery: recording " + rec.Node + "'s ledger: " + err.Error())
+	}
+}
+
+func (r *Recoverer) event(ctx context.Context, node, typ, reason, msg string) {
+	if r.Events == nil {
+		return
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	r.Events.NodeEvent(ectx, node, typ, reason, msg)
+}

@@ -1,0 +1,171 @@
+package controllers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ui/auto"
+)
+
+// startRecoverer runs automatic recovery as the controller's ServiceAccount with the
+// opt-in recovery-rbac.yaml: what it does proves those grants are enough. fenced is the
+// directory the fence command marks each node it powers off in.
+func (c *cluster) startRecoverer(fenceCmd string) (stop func()) {
+	for _, err := range kubetest.Apply(c.T, false, "../../deploy/namespace.yaml", "../../deploy/leases-role.yaml",
+		"../../deploy/controller-rbac.yaml", "../../deploy/recovery-rbac.yaml") {
+		c.T.Fatal(err)
+	}
+	c.Cfg.Recover.Automatic, c.Cfg.Recover.FenceCmd, c.Cfg.Recover.SharedStorage = true, fenceCmd, true
+	c.Cfg.Recover.PodsGoneWithin = model.Duration(time.Second)
+	cfg := kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400})
+	cfg.Impersonate.UserName = controllerUser
+	kc := c.KubeClientFor(cfg)
+	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: "controller@test", Poll: 5 * time.Millisecond,
+		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: 100 * time.Millisecond, Log: func(l string) { c.T.Log(l) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rc.Serve(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+// die makes a node's machine dead five minutes ago: NotReady, its nova-compute down.
+func (c *cluster) die(node string) {
+	c.World.KillHost(node)
+	kubetest.SetReady(c.T, c.CS, node, false, time.Now().Add(-5*time.Minute))
+}
+
+// recovery is the node's recovery record, if any.
+func (c *cluster) recovery(node string) (model.Recovery, bool) {
+	cm, err := c.CS.CoreV1().ConfigMaps(kube.LeaseNamespace).Get(kubetest.Ctx(c.T), kube.RecordName(ops.RecoveryRecord(node)), metav1.GetOptions{})
+	if err != nil {
+		return model.Recovery{}, false
+	}
+	var rec model.Recovery
+	if err := json.Unmarshal([]byte(cm.Data["record.json"]), &rec); err != nil {
+		c.T.Fatal(err)
+	}
+	return rec, true
+}
+
+// nodeEvents are the reasons of the Events on the node.
+func (c *cluster) nodeEvents(node string) []string {
+	list, err := c.CS.CoreV1().Events("default").List(kubetest.Ctx(c.T), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+// A node that dies is recovered without a person: fenced by the fence command, its VMs
+// rebuilt elsewhere, each in the ledger, Events on the node; the way back stays manual.
+func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	marks := t.TempDir()
+	c.die(c0)
+	stop := c.startRecoverer("touch " + marks + "/{node}")
+	defer stop()
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	rec, _ := c.recovery(c0)
+	if _, err := os.Stat(filepath.Join(marks, c0)); err != nil || !rec.Automatic || len(rec.Moves) != 2 {
+		t.Fatalf("fence mark %v, record %+v", err, rec)
+	}
+	for _, m := range rec.Moves {
+		vm, _ := c.World.ServerByName(m.VM)
+		if m.Status != model.MoveSucceeded || m.Dest == "" || m.Dest == c0 || vm.Host != m.Dest || m.Method != model.MoveRebuild {
+			t.Errorf("ledger %+v; the server is on %s", m, vm.Host)
+		}
+	}
+	if ev := c.nodeEvents(c0); !slices.Contains(ev, "DrainctlRecoveryStarted") || !slices.Contains(ev, "DrainctlRecoveryDone") {
+		t.Errorf("Events on %s: %v", c0, ev)
+	}
+	if k := c.Node(c0); k.Schedulable {
+		t.Errorf("%s was put back: the way back is a person's", c0)
+	}
+	// --auto recoveries lists it with its ledger, one JSON object a recovery.
+	var out, errOut bytes.Buffer
+	a := &auto.Auto{Engine: c.Engine("operator@test", nil), JSON: true, Stdout: &out, Stderr: &errOut}
+	if err := a.Do(kubetest.Ctx(t), "recoveries", nil); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Type string `json:"type"`
+		model.Recovery
+	}
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Type != "recovery" || line.Node != c0 || len(line.Moves) != 2 || line.Moves[0].Status != model.MoveSucceeded {
+		t.Errorf("--auto recoveries -o json: %v\n%s", err, out.String())
+	}
+}
+
+// Two of three compute nodes dead at once, with max_unhealthy = 1: a storm. Nothing is
+// fenced, nothing rebuilt, and the storm is said on the nodes.
+func TestAStormFencesNothing(t *testing.T) {
+	c := newCluster(t, 100)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	marks := t.TempDir()
+	c.die(c0)
+	c.die(c1)
+	stop := c.startRecoverer("touch " + marks + "/{node}")
+	kubetest.Eventually(t, 30*time.Second, "the storm said", func() bool { return slices.Contains(c.nodeEvents(c0), "DrainctlRecoveryStorm") })
+	time.Sleep(time.Second) // passes go on meanwhile: none may fence
+	stop()
+	if entries, _ := os.ReadDir(marks); len(entries) != 0 {
+		t.Errorf("fenced during a storm: %v", entries)
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c0 {
+			t.Errorf("%s moved during a storm: on %s", name, vm.Host)
+		}
+	}
+	if _, ok := c.recovery(c0); ok {
+		t.Errorf("a recovery was recorded during a storm")
+	}
+}
+
+// A fence command that fails stops the ladder: nothing rebuilt, and the refusal said.
+func TestAFailedFenceRebuildsNothing(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.die(c0)
+	marks := t.TempDir()
+	stop := c.startRecoverer("echo {node} >> " + marks + "/tries; false")
+	kubetest.Eventually(t, 30*time.Second, "the failed fence said", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome != "running"
+	})
+	time.Sleep(time.Second) // passes go on meanwhile: none may fence again in this outage
+	stop()
+	if tries, _ := os.ReadFile(filepath.Join(marks, "tries")); len(tries) != len(c0)+1 {
+		t.Errorf("the fence ran %q: once is all, in one outage", tries)
+	}
+	rec, _ := c.recovery(c0)
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c0 {
+			t.Errorf("%s rebuilt without a fence: on %s", name, vm.Host)
+		}
+	}
+	if rec.Outcome == string(ops.ResultDone) || rec.Error == "" || !slices.Contains(c.nodeEvents(c0), "DrainctlRecoveryFailed") {
+		t.Errorf("record %+v, Events %v", rec, c.nodeEvents(c0))
+	}
+}

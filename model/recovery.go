@@ -1,0 +1,38 @@
+package model
+
+import "time"
+
+// Recovery is a dead node's recovery as its record keeps it: where it stands, and its ledger,
+// one move per VM of the node (Masakari's VMoves, for both layers' tool).
+type Recovery struct {
+	Node      string    `json:"node"`
+	Host      string    `json:"host,omitempty"`
+	Automatic bool      `json:"automatic"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished,omitempty"`
+	// Outcome: running, done, failed, refused (nothing changed), interrupted (a rerun resumes).
+	Outcome string   `json:"outcome"`
+	Error   string   `json:"error,omitempty"`
+	Moves   []VMMove `json:"moves"`
+}
+
+// VMMove is one VM of a recovery: where it went, how, and how it ended.
+type VMMove struct {
+	VM     string     `json:"vm"`
+	VMID   string     `json:"vmID"`
+	Source string     `json:"source"`
+	Dest   string     `json:"dest,omitempty"`
+	Method MoveMethod `json:"method"`
+	// Status: pending, ongoing, succeeded, failed, left (Reason says why it stays).
+	Status   string        `json:"status"`
+	Reason   string        `json:"reason,omitempty"`
+	Duration time.Duration `json:"durationNs,omitempty"`
+}
+
+// The statuses of a recovery's move.
+const (
+	MovePending   = "pending"
+	MoveSucceeded = "succeeded"
+	MoveFailed    = "failed"
+	MoveLeft      = "left"
+)
