@@ -24,6 +24,10 @@ import (
 // opt-in recovery-rbac.yaml: what it does proves those grants are enough. fenced is the
 // directory the fence command marks each node it powers off in.
 func (c *cluster) startRecoverer(fenceCmd string) (stop func()) {
+	return c.startRecovererAs("controller@test", fenceCmd)
+}
+
+func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 	for _, err := range kubetest.Apply(c.T, false, "../../deploy/namespace.yaml", "../../deploy/leases-role.yaml",
 		"../../deploy/controller-rbac.yaml", "../../deploy/recovery-rbac.yaml") {
 		c.T.Fatal(err)
@@ -33,7 +37,7 @@ func (c *cluster) startRecoverer(fenceCmd string) (stop func()) {
 	cfg := kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400})
 	cfg.Impersonate.UserName = controllerUser
 	kc := c.KubeClientFor(cfg)
-	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: "controller@test", Poll: 5 * time.Millisecond,
+	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: holder, Poll: 5 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
 	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: 100 * time.Millisecond, Log: func(l string) { c.T.Log(l) }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -167,5 +171,71 @@ func TestAFailedFenceRebuildsNothing(t *testing.T) {
 	}
 	if rec.Outcome == string(ops.ResultDone) || rec.Error == "" || !slices.Contains(c.nodeEvents(c0), "DrainctlRecoveryFailed") {
 		t.Errorf("record %+v, Events %v", rec, c.nodeEvents(c0))
+	}
+}
+
+// Two controllers at once (two replicas, a leader change half way): one recovery. The fence
+// runs once and each VM is rebuilt once, under the cluster-wide recovery lease.
+func TestTwoRecoverersRecoverOnce(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	marks := t.TempDir()
+	c.die(c0)
+	fence := "echo {node} >> " + marks + "/tries"
+	stop1 := c.startRecovererAs("controller-1@test", fence)
+	defer stop1()
+	stop2 := c.startRecovererAs("controller-2@test", fence)
+	defer stop2()
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	time.Sleep(500 * time.Millisecond) // the other's passes go on: none may start again
+	if tries, _ := os.ReadFile(filepath.Join(marks, "tries")); len(tries) != len(c0)+1 {
+		t.Errorf("the fence ran %q: once is all", tries)
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if st := c.World.MigrationStatuses(mustServer(t, c, name)); len(st) != 1 {
+			t.Errorf("%s: evacuations %v, want one", name, st)
+		}
+	}
+}
+
+func mustServer(t *testing.T, c *cluster, name string) string {
+	vm, ok := c.World.ServerByName(name)
+	if !ok {
+		t.Fatalf("no server %s", name)
+	}
+	return vm.ID
+}
+
+// A node seen Ready again mid-ladder stops it before the next rebuild: its machine is back,
+// and a VM rebuilt elsewhere would run beside its own disk.
+func TestANodeBackMidLadderStopsTheRebuilds(t *testing.T) {
+	c := newCluster(t, 1) // life speed: a rebuild takes seconds
+	c.Cfg.Concurrency.MigrationsPerSource = 1
+	c0 := c.Name("c0")
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 30*time.Second, "the first rebuild", func() bool {
+		a, _ := c.World.ServerByName("vm-a")
+		b, _ := c.World.ServerByName("vm-b")
+		return a.Status == "REBUILD" || b.Status == "REBUILD"
+	})
+	kubetest.SetReady(t, c.CS, c0, true, time.Now())
+	kubetest.Eventually(t, 30*time.Second, "the recovery stopped", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome != "running"
+	})
+	rec, _ := c.recovery(c0)
+	moved := 0
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c0 {
+			moved++
+		}
+	}
+	if moved != 1 || rec.Outcome != string(ops.ResultInterrupted) {
+		t.Errorf("%d VM(s) moved after the node came back, record %+v", moved, rec)
 	}
 }
