@@ -95,10 +95,10 @@ func (s *shared) pageSize() int {
 	return max(1, s.height-6)
 }
 
-// newCampaign is the root model: it routes messages, handles the global keys, owns the running
+// Model is the root model: it routes messages, handles the global keys, owns the running
 // operations (and waits for them on quit), and leaves each pane its own state, keys and
 // drawing. Update only records messages and starts Cmds; it never waits on the cluster.
-type newCampaign struct {
+type Model struct {
 	eng *ops.Engine
 	ctx context.Context
 	bus *eventBus
@@ -135,7 +135,7 @@ type newCampaign struct {
 }
 
 // New builds the model. eng may be nil in tests that only render.
-func New(ctx context.Context, eng *ops.Engine, o Options) newCampaign {
+func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -149,7 +149,7 @@ func New(ctx context.Context, eng *ops.Engine, o Options) newCampaign {
 	if o.ReadOnly {
 		keys = keys.WithoutDangerous()
 	}
-	return newCampaign{eng: eng, ctx: ctx, bus: newEventBus(), ticking: true, // Init starts the tick
+	return Model{eng: eng, ctx: ctx, bus: newEventBus(), ticking: true, // Init starts the tick
 		s:     shared{opts: o, keys: &keys, st: &st, width: 80, height: 24, ops: newOperations()},
 		nodes: nodesPane{filter: ti, selected: map[string]bool{}, cache: &rowCache{}}, detail: detailPane{chosen: map[string]bool{}}, cmdline: newCommandLine()}
 }
@@ -165,7 +165,7 @@ func Run(ctx context.Context, eng *ops.Engine, o Options) error {
 	final, err := p.Run()
 	m.stop(cancel, time.Minute)
 	left := 0
-	if fm, ok := final.(newCampaign); ok && o.Summary != nil {
+	if fm, ok := final.(Model); ok && o.Summary != nil {
 		left = fm.summary(o.Summary)
 	}
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
@@ -187,18 +187,18 @@ func (e *UnfinishedError) Error() string {
 
 // stop ends the view's operations: cancel makes each stop at its next safe point, and stop
 // returns once they have recorded where they stopped on their nodes (or after timeout).
-func (m newCampaign) stop(cancel context.CancelFunc, timeout time.Duration) {
+func (m Model) stop(cancel context.CancelFunc, timeout time.Duration) {
 	cancel()
 	m.s.ops.wait(timeout)
 }
 
 // Init loads the inventory and starts listening to the engine and to Kubernetes.
-func (m newCampaign) Init() tea.Cmd {
+func (m Model) Init() tea.Cmd {
 	return tea.Batch(m.load(true), m.watchSync(0), m.bus.wait(), m.tick(), m.watchKube(), m.watchMaintenances())
 }
 
 // Update records a message and returns what to do next.
-func (m newCampaign) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.s.width, m.s.height = msg.Width, msg.Height
@@ -307,7 +307,7 @@ func (m newCampaign) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // refreshing is the status r shows until the read it asked for arrives.
 const refreshing = "refreshing…"
 
-func (m newCampaign) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
+func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 	m.loading = false
 	if m.status == refreshing && !m.wantFresh { // the refresh it spoke of has ended
 		m.setStatus("", false)
@@ -347,7 +347,7 @@ func (m newCampaign) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 }
 
 // showInventory puts an inventory on screen: totals, the node list's rows, an open list.
-func (m *newCampaign) showInventory(inv model.Inventory) {
+func (m *Model) showInventory(inv model.Inventory) {
 	s := &m.s
 	on := m.nodes.currentName(s) // before the rows' indices change meaning
 	s.inv = inv
@@ -366,14 +366,14 @@ func (m *newCampaign) showInventory(inv model.Inventory) {
 
 // key: the keys typed together come one by one, the filter takes its keys, the dialogs
 // theirs, then the global keys, then the pane on screen.
-func (m newCampaign) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	// Keys typed fast (or pasted) arrive as one message of several runes: take them one by one.
 	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !m.nodes.editing && !m.commanding && !m.list.editing && !msg.Paste {
 		var cmds []tea.Cmd
 		var next tea.Model = m
 		for _, r := range msg.Runes {
 			var cmd tea.Cmd
-			next, cmd = next.(newCampaign).key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+			next, cmd = next.(Model).key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
 			cmds = append(cmds, cmd)
 		}
 		return next, tea.Batch(cmds...)
@@ -424,7 +424,7 @@ func (m newCampaign) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m.apply(pressKey(p, msg, &m.s))
 }
 
-func (m newCampaign) goTo(s screen) newCampaign {
+func (m Model) goTo(s screen) Model {
 	if s != m.screen {
 		m.setStatus("", false) // a status belongs to the screen it was said on
 	}
@@ -434,7 +434,7 @@ func (m newCampaign) goTo(s screen) newCampaign {
 
 // push shows s, remembering the screen it came from. A screen already in the way back is
 // returned to instead (the way back never holds a screen twice, nor grows without bound).
-func (m *newCampaign) push(s screen) {
+func (m *Model) push(s screen) {
 	if s == m.screen {
 		return
 	}
@@ -451,7 +451,7 @@ func (m *newCampaign) push(s screen) {
 
 // openPicker shows a picker in the list pane, over the screen on it: the list under it is
 // kept, and the way back holds this screen even if it is that list's (pickers do not nest).
-func (m *newCampaign) openPicker(open func(*listPane)) {
+func (m *Model) openPicker(open func(*listPane)) {
 	under := m.list
 	m.listUnder = &under
 	open(&m.list)
@@ -460,7 +460,7 @@ func (m *newCampaign) openPicker(open func(*listPane)) {
 }
 
 // closePicker puts back the list a picker on screen was opened over.
-func (m *newCampaign) closePicker() {
+func (m *Model) closePicker() {
 	if m.screen == listScreen && (m.list.kind == hostPicker || m.list.kind == ctxPicker) && m.listUnder != nil {
 		m.list, m.listUnder = *m.listUnder, nil
 	}
@@ -468,7 +468,7 @@ func (m *newCampaign) closePicker() {
 
 // pop returns to the screen before this one: never to the screen itself, nor to a
 // confirmation with nothing left to confirm; with nothing before it, to the nodes.
-func (m *newCampaign) pop() {
+func (m *Model) pop() {
 	m.closePicker()
 	for len(m.backs) > 0 {
 		s := m.backs[len(m.backs)-1]
@@ -482,9 +482,9 @@ func (m *newCampaign) pop() {
 }
 
 // setStatus shows a line under the pane; statuses quote names and errors, so it is made Safe.
-func (m *newCampaign) setStatus(s string, bad bool) { m.status, m.statusBad = text.Safe(s), bad }
+func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = text.Safe(s), bad }
 
-func (m *newCampaign) setMaintenances(list []model.NodeMaintenance) {
+func (m *Model) setMaintenances(list []model.NodeMaintenance) {
 	m.s.maint = make(map[string]model.NodeMaintenance, len(list))
 	for _, nm := range list {
 		m.s.maint[nm.NodeName] = nm
@@ -492,15 +492,15 @@ func (m *newCampaign) setMaintenances(list []model.NodeMaintenance) {
 }
 
 // current is the node under the nodes pane's cursor.
-func (m newCampaign) current() (model.Node, bool) { return m.nodes.current(&m.s) }
+func (m Model) current() (model.Node, bool) { return m.nodes.current(&m.s) }
 
 // targets are the selected nodes, or the one under the cursor.
-func (m newCampaign) targets() []string { return m.nodes.targets(&m.s) }
+func (m Model) targets() []string { return m.nodes.targets(&m.s) }
 
-func (m newCampaign) running(node string) bool { return m.s.ops.running(node) }
+func (m Model) running(node string) bool { return m.s.ops.running(node) }
 
 // askQuit quits at once when nothing runs, else asks what to do with what runs.
-func (m newCampaign) askQuit() (tea.Model, tea.Cmd) {
+func (m Model) askQuit() (tea.Model, tea.Cmd) {
 	if len(m.s.ops.runningKeys()) > 0 || m.campaign.running() {
 		m.push(quitScreen)
 		return m, nil

@@ -58,16 +58,16 @@ func inventory(n int) model.Inventory {
 	return inv
 }
 
-func newModel(t testing.TB, n int, w, h int) newCampaign {
+func newModel(t testing.TB, n int, w, h int) Model {
 	hp, _ := policy.ParseSelectors("x", []string{"application in (nova, libvirt)"})
 	m := New(context.Background(), nil, Options{Policy: policy.Options{IgnoreDaemonSets: true, HypervisorPods: hp[0]}, Title: "test", Now: func() time.Time { return t0 }})
 	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	inv := inventory(n)
 	next, _ = next.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.s.opts.Policy, policy.DefaultWeights())})
-	return next.(newCampaign)
+	return next.(Model)
 }
 
-func press(m newCampaign, keys ...string) newCampaign {
+func press(m Model, keys ...string) Model {
 	for _, k := range keys {
 		var msg tea.KeyMsg
 		switch k {
@@ -85,7 +85,7 @@ func press(m newCampaign, keys ...string) newCampaign {
 			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
 		}
 		next, _ := m.Update(msg)
-		m = next.(newCampaign)
+		m = next.(Model)
 	}
 	return m
 }
@@ -153,16 +153,16 @@ func TestKeysThatCannotActSayWhy(t *testing.T) {
 }
 
 // feed plays an operation's events into the model, as the engine would send them.
-func feed(m newCampaign, key string, evs ...ops.Event) newCampaign {
+func feed(m Model, key string, evs ...ops.Event) Model {
 	batch := eventsMsg{}
 	for _, ev := range evs {
 		batch = append(batch, tagged{Event: ev, key: key})
 	}
 	next, _ := m.Update(batch)
-	return next.(newCampaign)
+	return next.(Model)
 }
 
-func opModel(t testing.TB, w, h int) newCampaign {
+func opModel(t testing.TB, w, h int) Model {
 	m := newModel(t, 3, w, h)
 	node, _ := m.s.inv.Node("compute-0")
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Host: "compute-0", VMs: node.VMs, Pods: node.Pods[1:]}
@@ -210,7 +210,7 @@ func TestQuitWhileRunningAsks(t *testing.T) {
 	cancelled := false
 	m.s.ops.views["compute-0"].cancel = func() { cancelled = true }
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
-	m = next.(newCampaign)
+	m = next.(Model)
 	if m.screen != quitScreen || cmd != nil || !strings.Contains(m.View(), "Still running: evacuate compute-0") {
 		t.Fatalf("q while running: screen %v\n%s", m.screen, m.View())
 	}
@@ -225,12 +225,12 @@ func TestQuitWhileRunningAsks(t *testing.T) {
 }
 
 // Goldens: fixed sizes, ASCII profile, fixed times; the final View is compared.
-func golden(t *testing.T, m newCampaign, w, h int) {
+func golden(t *testing.T, m Model, w, h int) {
 	t.Helper()
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))
 	tm.Send(tea.WindowSizeMsg{Width: w, Height: h})
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC}) // quits (no operation runs in these models)
-	fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(newCampaign)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
 	teatest.RequireEqualOutput(t, []byte(fm.View()))
 }
 
@@ -266,7 +266,7 @@ func TestGoldenConfirm(t *testing.T) {
 			{Code: model.BarePod, Severity: model.Blocks, Object: "shop/debug-shell", Message: "no controller", Override: "--force"},
 			{Code: model.PDBExhausted, Severity: model.Waits, Object: "shop/web-compute-1", Message: "web-pdb", Override: "--disable-eviction"}}}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, batch: ops.Batch{Plans: []model.Plan{plan}}})
-	golden(t, next.(newCampaign), 100, 24)
+	golden(t, next.(Model), 100, 24)
 }
 
 // BenchmarkFrame measures one Update (a key) and one View, the cost of a frame.
@@ -284,7 +284,7 @@ func BenchmarkFrame(b *testing.B) {
 					msg = up
 				}
 				next, _ := m.Update(msg)
-				m = next.(newCampaign)
+				m = next.(Model)
 				_ = m.View()
 			}
 		})
@@ -297,7 +297,7 @@ func TestMigrateTargetPicker(t *testing.T) {
 	m := newModel(t, 3, 120, 30)
 	plan := model.Plan{Op: model.OpMigrate, Node: "compute-0", Host: "compute-0", VM: "vm-0000"}
 	next, _ := m.Update(planMsg{op: model.OpMigrate, targets: []string{"vm-0000"}, batch: ops.Batch{Plans: []model.Plan{plan}}})
-	m = press(next.(newCampaign), "t")
+	m = press(next.(Model), "t")
 	if m.screen != listScreen || m.list.kind != hostPicker {
 		t.Fatalf("t: screen %v", m.screen)
 	}
@@ -311,8 +311,8 @@ func TestMigrateTargetPicker(t *testing.T) {
 	}
 	m = press(m, "/", "c", "o", "m", "enter")
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
-	if next.(newCampaign).screen != confirmScreen || cmd == nil {
-		t.Errorf("enter on compute-1: screen %v, cmd %v", next.(newCampaign).screen, cmd != nil)
+	if next.(Model).screen != confirmScreen || cmd == nil {
+		t.Errorf("enter on compute-1: screen %v, cmd %v", next.(Model).screen, cmd != nil)
 	}
 	if r, _ := m.list.current(); r.key != "compute-1" {
 		t.Errorf("the filter left %q under the cursor", r.key)
@@ -332,7 +332,7 @@ func TestFreshRefreshIsNotDropped(t *testing.T) {
 		t.Fatal("a fresh refresh during a load must be remembered, not started")
 	}
 	next, cmd := m.Update(inventoryMsg{inv: inventory(3)})
-	m = next.(newCampaign)
+	m = next.(Model)
 	if cmd == nil || !m.loading || m.wantFresh {
 		t.Errorf("the remembered refresh must start when the load lands: cmd=%v loading=%v", cmd != nil, m.loading)
 	}
@@ -357,15 +357,15 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 	node, _ := m.s.inv.Node("compute-0")
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", VMs: node.VMs, Steps: []model.Step{{Kind: model.StepCordon}}}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{plan}}, maintenance: maintainCreate})
-	m = next.(newCampaign)
+	m = next.(Model)
 	if v := m.View(); m.screen != confirmScreen || !strings.Contains(v, "Create a NodeMaintenance for compute-0? The controller will:") ||
 		strings.Contains(v, "toggle --force") {
 		t.Fatalf("confirm:\n%s", v)
 	}
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
-	m = next.(newCampaign)
+	m = next.(Model)
 	next, _ = m.Update(cmd())
-	m = next.(newCampaign)
+	m = next.(Model)
 	list := store.List()
 	if len(list) != 1 || list[0].NodeName != "compute-0" || !strings.HasPrefix(list[0].Reason, "requested in drainctl by ") {
 		t.Fatalf("store: %+v", list)
@@ -377,7 +377,7 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 	store.UpdateStatus(context.Background(), "compute-0", model.MaintenanceStatus{Phase: model.MaintenanceRunning, DrainProgress: 50,
 		EvictionPods: 2, PendingPods: []string{"shop/web-compute-0"}, TotalVMs: 2, MigratedVMs: 1, PendingVMs: []string{"vm-0001"}})
 	next, _ = m.Update(maintMsg(store.List()))
-	m = next.(newCampaign)
+	m = next.(Model)
 	if row := m.View(); !strings.Contains(row, "NM Running 50%") {
 		t.Errorf("row:\n%s", row)
 	}
@@ -387,7 +387,7 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 	store.UpdateStatus(context.Background(), "compute-0", model.MaintenanceStatus{Phase: model.MaintenanceFailed,
 		LastError: "refused: shop/debug-shell: no controller (attempt 2, next in 2s)"})
 	next, _ = m.Update(maintMsg(store.List()))
-	if row := next.(newCampaign).View(); !strings.Contains(row, "NM Failed, retrying: refused: shop") {
+	if row := next.(Model).View(); !strings.Contains(row, "NM Failed, retrying: refused: shop") {
 		t.Errorf("row when Failed:\n%s", row)
 	}
 	m = press(m, "n")
@@ -396,12 +396,12 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 	}
 	// N: the restore's plan, then the deletion (no finalizer in this store: it goes at once).
 	next, _ = m.Update(planMsg{op: model.OpUncordon, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{{Op: model.OpUncordon, Node: "compute-0"}}}, maintenance: maintainDelete})
-	m = next.(newCampaign)
+	m = next.(Model)
 	if v := m.View(); !strings.Contains(v, "Delete NodeMaintenance compute-0? The controller will put compute-0 back:") {
 		t.Fatalf("confirm delete:\n%s", v)
 	}
 	next, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
-	m = next.(newCampaign)
+	m = next.(Model)
 	m.Update(cmd())
 	if len(store.List()) != 0 {
 		t.Errorf("not deleted: %+v", store.List())
@@ -416,7 +416,7 @@ func TestGoldenMaintenanceConfirm(t *testing.T) {
 			{Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},
 		Reasons: []model.Reason{{Code: model.BarePod, Severity: model.Blocks, Object: "shop/debug-shell", Message: "no controller", Override: "--force"}}}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, batch: ops.Batch{Plans: []model.Plan{plan}}, maintenance: maintainCreate})
-	golden(t, next.(newCampaign), 100, 24)
+	golden(t, next.(Model), 100, 24)
 }
 
 // While the first read goes on the node rows are on screen, the header says so, and the
@@ -430,7 +430,7 @@ func TestRowsWhileThePodsAreRead(t *testing.T) {
 		partial.Nodes[i].Pods = nil
 	}
 	next, _ = next.Update(syncMsg{inv: partial, syncing: true})
-	view := next.(newCampaign).View()
+	view := next.(Model).View()
 	if !strings.Contains(view, "reading pods…") || !strings.Contains(view, partial.Nodes[0].Name) || strings.Contains(view, "reading the cluster…") {
 		t.Fatalf("while syncing:\n%s", view)
 	}
@@ -443,8 +443,8 @@ func TestRowsWhileThePodsAreRead(t *testing.T) {
 	full := inventory(3)
 	next, _ = next.Update(inventoryMsg{inv: full, victims: policy.Rank(full, policy.Options{}, policy.DefaultWeights())})
 	next, _ = next.Update(syncMsg{inv: partial, syncing: false})
-	view = next.(newCampaign).View()
-	if strings.Contains(view, "reading pods…") || next.(newCampaign).s.totalPods == 0 {
-		t.Fatalf("after the full read (%d pods):\n%s", next.(newCampaign).s.totalPods, view)
+	view = next.(Model).View()
+	if strings.Contains(view, "reading pods…") || next.(Model).s.totalPods == 0 {
+		t.Fatalf("after the full read (%d pods):\n%s", next.(Model).s.totalPods, view)
 	}
 }

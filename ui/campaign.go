@@ -61,7 +61,7 @@ const campaignKey = "campaign"
 
 // proposeCampaign reads (or creates) the campaign of the targets in a Cmd; the screen then
 // shows it for confirmation.
-func (m newCampaign) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
+func (m Model) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
 	switch {
 	case m.eng == nil:
 		m.setStatus("no cluster", true)
@@ -77,7 +77,7 @@ func (m newCampaign) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
 
 // reproposeCampaign makes the proposal on screen again with other options: each node is
 // planned anew, and y waits for it.
-func (m newCampaign) reproposeCampaign(o campaign.Options) (tea.Model, tea.Cmd) {
+func (m Model) reproposeCampaign(o campaign.Options) (tea.Model, tea.Cmd) {
 	if m.campaign.run == nil || m.campaign.started {
 		return m, nil
 	}
@@ -86,7 +86,7 @@ func (m newCampaign) reproposeCampaign(o campaign.Options) (tea.Model, tea.Cmd) 
 	return m, m.newCampaign(o, true, m.campaign.seq)
 }
 
-func (m newCampaign) newCampaign(o campaign.Options, again bool, seq int) tea.Cmd {
+func (m Model) newCampaign(o campaign.Options, again bool, seq int) tea.Cmd {
 	eng, ctx, bus := m.eng, m.ctx, m.bus
 	return func() tea.Msg {
 		r, err := campaign.New(ctx, eng, o, func(ev ops.Event) { bus.push(campaignTag(ev)) })
@@ -103,7 +103,7 @@ func campaignTag(ev ops.Event) tagged {
 	return tagged{Event: ev, key: ev.NodeName(), campaign: true}
 }
 
-func (m newCampaign) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
+func (m Model) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
 	if msg.again {
 		p := &m.campaign
 		if p.run == nil || p.started || msg.seq != p.seq {
@@ -129,7 +129,7 @@ func (m newCampaign) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
 
 // startCampaign runs the confirmed campaign in the background; quitting waits for it like for
 // any operation (it stops at a safe point and its record says where).
-func (m newCampaign) startCampaign() (tea.Model, tea.Cmd) {
+func (m Model) startCampaign() (tea.Model, tea.Cmd) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.campaign.started, m.campaign.cancel = true, cancel
 	m.s.ops.campaignCancel, m.s.ops.campaignName = cancel, m.campaign.run.Record().Name

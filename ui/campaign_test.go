@@ -80,7 +80,7 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 
 	// S, its proposal not yet back: y waits for it and says so.
 	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'S'}})
-	l.m = next.(newCampaign)
+	l.m = next.(Model)
 	l.keys("y")
 	if l.m.campaign.started || !strings.Contains(l.m.status, "planning every node again") {
 		t.Fatalf("y while the proposal is planned again: started %v, status %q", l.m.campaign.started, l.m.status)
@@ -131,7 +131,7 @@ func TestTUICampaignRefusalIsSaidOnce(t *testing.T) {
 	l.selectNodes(c.Name("c0"), c.Name("c1"))
 	l.keys("C")
 	next, run := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'y'}})
-	l.m = next.(newCampaign)
+	l.m = next.(Model)
 	done, ok := run().(campaignDone)
 	if !ok || done.err == nil {
 		t.Fatalf("y: %#v", done)

@@ -35,7 +35,7 @@ func newCommandLine() textinput.Model {
 }
 
 // commandKey takes a key while the command line is typed.
-func (m newCampaign) commandKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m Model) commandKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch msg.String() {
 	case "esc":
 		m.commanding = false
@@ -50,7 +50,7 @@ func (m newCampaign) commandKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 }
 
 // runCommand carries out one command line: the screens' commands and the actions (screens.go).
-func (m newCampaign) runCommand(line string) (tea.Model, tea.Cmd) {
+func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
 	verb, arg, _ := strings.Cut(line, " ")
 	arg = strings.TrimSpace(arg)
 	if verb == "" {
@@ -66,7 +66,7 @@ func (m newCampaign) runCommand(line string) (tea.Model, tea.Cmd) {
 }
 
 // contextCommand is :ctx: a picker of the kubeconfig's contexts, or the one named.
-func (m newCampaign) contextCommand(arg string) (tea.Model, tea.Cmd) {
+func (m Model) contextCommand(arg string) (tea.Model, tea.Cmd) {
 	s := &m.s
 	if arg == "" {
 		if len(s.opts.Contexts) == 0 {
@@ -81,7 +81,7 @@ func (m newCampaign) contextCommand(arg string) (tea.Model, tea.Cmd) {
 
 // switchTo connects to another context in a Cmd; operations running on this one must end
 // first (they belong to this cluster's engine).
-func (m newCampaign) switchTo(name string) (tea.Model, tea.Cmd) {
+func (m Model) switchTo(name string) (tea.Model, tea.Cmd) {
 	switch {
 	case m.s.opts.Switch == nil:
 		m.setStatus("switching contexts is not available here", true)
@@ -102,7 +102,7 @@ func (m newCampaign) switchTo(name string) (tea.Model, tea.Cmd) {
 }
 
 // switched shows the other cluster: a new engine, nothing of the old one's state.
-func (m newCampaign) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
+func (m Model) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
 	if msg.err != nil {
 		m.setStatus("switching context: "+firstLine(msg.err.Error()), true)
 		return m, nil
@@ -126,7 +126,7 @@ func (m newCampaign) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
 }
 
 // power makes a demo node's machine die (:kill NODE) or come back (:revive NODE).
-func (m newCampaign) power(verb, node string) (tea.Model, tea.Cmd) {
+func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
 	mach := m.s.opts.Machines
 	switch {
 	case mach == nil:

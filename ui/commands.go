@@ -39,7 +39,7 @@ const (
 )
 
 // apply carries out a pane's intent.
-func (m newCampaign) apply(in intent) (tea.Model, tea.Cmd) {
+func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	if in == nil {
 		return m, nil
 	}
@@ -183,7 +183,7 @@ func (m newCampaign) apply(in intent) (tea.Model, tea.Cmd) {
 
 // propose asks the engine for plans (in a Cmd) and then shows them for confirmation. Keys
 // that cannot act say why instead of doing nothing.
-func (m newCampaign) propose(op model.OpKind, targets []string) (tea.Model, tea.Cmd) {
+func (m Model) propose(op model.OpKind, targets []string) (tea.Model, tea.Cmd) {
 	if len(targets) == 0 {
 		m.setStatus("nothing selected", true)
 		return m, nil
@@ -204,7 +204,7 @@ func (m newCampaign) propose(op model.OpKind, targets []string) (tea.Model, tea.
 
 // proposeMaintenance shows what creating (or deleting) the node's NodeMaintenance will make
 // the controller do, for confirmation: the evacuation's plan, or the restore's.
-func (m newCampaign) proposeMaintenance(action string, node string) (tea.Model, tea.Cmd) {
+func (m Model) proposeMaintenance(action string, node string) (tea.Model, tea.Cmd) {
 	if m.s.opts.Maintenances == nil {
 		m.setStatus("NodeMaintenance is not available: install deploy/crd-nodemaintenance.yaml and run drainctl --controller", true)
 		return m, nil
@@ -241,7 +241,7 @@ func (m newCampaign) proposeMaintenance(action string, node string) (tea.Model, 
 }
 
 // maintain creates or deletes the NodeMaintenance; the controller does the rest.
-func (m newCampaign) maintain(p *pending) tea.Cmd {
+func (m Model) maintain(p *pending) tea.Cmd {
 	store, ctx, node := m.s.opts.Maintenances, m.ctx, p.targets[0]
 	nm := m.s.maint[node]
 	return func() tea.Msg {
@@ -260,7 +260,7 @@ func (m newCampaign) maintain(p *pending) tea.Cmd {
 }
 
 // cannot says why an operation makes no sense on these targets, or "".
-func (m newCampaign) cannot(op model.OpKind, targets []string) string {
+func (m Model) cannot(op model.OpKind, targets []string) string {
 	if m.eng == nil {
 		return "no cluster"
 	}
@@ -290,7 +290,7 @@ func (m newCampaign) cannot(op model.OpKind, targets []string) string {
 
 // plan plans the batch in a Cmd: the engine's batch rules (an evacuation counts the other
 // targets as leaving).
-func (m newCampaign) plan(op model.OpKind, targets []string, ro ops.RunOptions) tea.Cmd {
+func (m Model) plan(op model.OpKind, targets []string, ro ops.RunOptions) tea.Cmd {
 	eng, ctx, seq := m.eng, m.ctx, m.planSeq
 	return func() tea.Msg {
 		p := pending{op: op, targets: targets, ro: ro, seq: seq}
@@ -301,7 +301,7 @@ func (m newCampaign) plan(op model.OpKind, targets []string, ro ops.RunOptions) 
 
 // start runs the confirmed batch in the background through the engine's RunBatch, which
 // holds concurrency.nodes: plans beyond it wait their turn, shown as queued.
-func (m newCampaign) start(p *pending) (tea.Model, tea.Cmd) {
+func (m Model) start(p *pending) (tea.Model, tea.Cmd) {
 	m.confirm.pending, m.screen, m.op.cursor = nil, opScreen, 0
 	m.setStatus("", false)
 	return m, m.runBatch(p.batch, func(err error) tea.Msg { return batchDone{err} })
@@ -309,7 +309,7 @@ func (m newCampaign) start(p *pending) (tea.Model, tea.Cmd) {
 
 // runBatch shows each plan of the batch as an operation and runs the batch; the Cmd ends
 // with the batch, after every plan recorded where it stands, with done's message.
-func (m *newCampaign) runBatch(b ops.Batch, done func(error) tea.Msg) tea.Cmd {
+func (m *Model) runBatch(b ops.Batch, done func(error) tea.Msg) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
 	flags := strings.Join(overrideFlags(b.Run.Policy), " ")
 	for _, pl := range b.Plans {
@@ -337,7 +337,7 @@ func opKey(p model.Plan) string {
 }
 
 // forceComplete asks Nova to finish the VM's migration and reports how that went.
-func (m newCampaign) forceComplete(vmID, name string) tea.Cmd {
+func (m Model) forceComplete(vmID, name string) tea.Cmd {
 	eng, ctx := m.eng, m.ctx
 	return func() tea.Msg {
 		if err := eng.ForceComplete(ctx, vmID); err != nil {
@@ -349,7 +349,7 @@ func (m newCampaign) forceComplete(vmID, name string) tea.Cmd {
 
 // abortForQuit aborts what runs, as x does (the plan, its events in the operation view,
 // its errors), then quits; a failed abort stays on screen instead of quitting.
-func (m newCampaign) abortForQuit() (tea.Model, tea.Cmd) {
+func (m Model) abortForQuit() (tea.Model, tea.Cmd) {
 	var nodes []string
 	for _, k := range m.s.ops.runningKeys() {
 		if v := m.s.ops.views[k]; v.plan.Op != model.OpMigrate {
@@ -373,7 +373,7 @@ func (m newCampaign) abortForQuit() (tea.Model, tea.Cmd) {
 type abortPlanned struct{ b ops.Batch }
 
 // waitStopped returns once no operation of this view is running (bounded).
-func (m newCampaign) waitStopped() tea.Cmd {
+func (m Model) waitStopped() tea.Cmd {
 	tracker := m.s.ops
 	return func() tea.Msg {
 		tracker.wait(30 * time.Second)

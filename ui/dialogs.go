@@ -132,7 +132,7 @@ func (p *askPane) view(s *shared) string {
 // summary prints, once the TUI has closed and its operations have stopped, each operation
 // that did not end done: where it stands and the command that resumes or undoes it, aimed
 // at the cluster on screen. It returns how many it listed.
-func (m newCampaign) summary(w io.Writer) int {
+func (m Model) summary(w io.Writer) int {
 	drainctl := m.resumeCommand()
 	for _, ev := range m.bus.drain() { // what the operations reported while they stopped
 		m.s.ops.record(ev, m.s.opts.Now())
@@ -191,7 +191,7 @@ func (m newCampaign) summary(w io.Writer) int {
 
 // resumeCommand is drainctl as it reaches the cluster on screen: the options it was started
 // with, the context now shown (after any :ctx), --demo in the demo.
-func (m newCampaign) resumeCommand() string {
+func (m Model) resumeCommand() string {
 	c := firstNonEmpty(m.s.opts.Command, "drainctl")
 	if m.s.opts.Where.Demo {
 		return c + " --demo"

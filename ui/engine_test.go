@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
 // types, and the engine's events as the program would deliver them.
 type live struct {
 	t      *testing.T
-	m      newCampaign
+	m      Model
 	cancel context.CancelFunc
 	events []tagged
 	// cmdWait bounds how long a key's Cmd is waited for (0: until it returns): a cursor's
@@ -43,7 +43,7 @@ func newLive(t *testing.T, c *simtest.Cluster, e *ops.Engine) *live {
 // batch, which is started in the background as the program would).
 func (l *live) send(msg tea.Msg) {
 	next, cmd := l.m.Update(msg)
-	l.m = next.(newCampaign)
+	l.m = next.(Model)
 	if cmd == nil {
 		return
 	}
@@ -101,7 +101,7 @@ func (l *live) drain(what string, cond func() bool) {
 		case msg := <-got:
 			l.events = append(l.events, msg.(eventsMsg)...)
 			next, _ := l.m.Update(msg)
-			l.m = next.(newCampaign)
+			l.m = next.(Model)
 		case <-deadline:
 			l.t.Fatalf("timed out waiting for %s", what)
 		}
@@ -177,7 +177,7 @@ func TestTUIQuitMidOperationRecordsInterrupted(t *testing.T) {
 		t.Fatalf("ctrl-c while running must ask, screen %v", l.m.screen)
 	}
 	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyCtrlC})
-	l.m = next.(newCampaign)
+	l.m = next.(Model)
 	if cmd == nil {
 		t.Fatal("ctrl-c in the quit dialog must quit")
 	}
@@ -212,16 +212,16 @@ func TestTUIQuitDialogAbortsLikeX(t *testing.T) {
 	}
 	// a: the abort is planned, then run as a batch, then the view quits.
 	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a")})
-	l.m = next.(newCampaign)
+	l.m = next.(Model)
 	planned := cmd()
 	next, cmd = l.m.Update(planned)
-	l.m = next.(newCampaign)
+	l.m = next.(Model)
 	if _, ok := planned.(abortPlanned); !ok || cmd == nil {
 		t.Fatalf("the abort was not planned: %#v", planned)
 	}
 	ended := cmd()
 	next, cmd = l.m.Update(ended)
-	l.m = next.(newCampaign)
+	l.m = next.(Model)
 	if res, ok := ended.(abortedForQuit); !ok || res.err != nil {
 		t.Fatalf("the abort batch: %#v", ended)
 	}

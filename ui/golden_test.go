@@ -23,35 +23,35 @@ var where = model.Where{KubeContext: "prod-eu-1", KubeServer: "https://10.20.0.1
 // Every pane at 80x24 and 160x45 (lipgloss renders without colour here, as under NO_COLOR:
 // the cursor and the selection must show by their marks alone).
 func TestGoldenPanes(t *testing.T) {
-	panes := map[string]func(w, h int) newCampaign{
-		"nodes": func(w, h int) newCampaign {
+	panes := map[string]func(w, h int) Model{
+		"nodes": func(w, h int) Model {
 			m := withWhere(newModel(t, 30, w, h))
 			return press(m, "j", "space", "j", "j")
 		},
-		"nova-down": func(w, h int) newCampaign {
+		"nova-down": func(w, h int) Model {
 			m := withWhere(newModel(t, 5, w, h))
 			next, _ := m.Update(inventoryMsg{inv: m.s.inv, err: errors.New(`cannot reach Nova at https://nova.example.net:8774/v2.1/: listing nova-compute services: 503 Service Unavailable`),
 				stale: true, novaAt: t0.Add(-90e9)})
-			return next.(newCampaign)
+			return next.(Model)
 		},
-		"detail": func(w, h int) newCampaign {
+		"detail": func(w, h int) Model {
 			return press(withWhere(newModel(t, 3, w, h)), "j", "enter", "j")
 		},
-		"victims": func(w, h int) newCampaign { return press(withWhere(newModel(t, 4, w, h)), "s", "j") },
-		"operation": func(w, h int) newCampaign {
+		"victims": func(w, h int) Model { return press(withWhere(newModel(t, 4, w, h)), "s", "j") },
+		"operation": func(w, h int) Model {
 			m := withWhere(opModel(t, w, h))
 			m.s.ops.views["compute-0"].report = &ops.Report{Result: ops.ResultDone}
 			return m
 		},
-		"confirm":             func(w, h int) newCampaign { return confirmModel(withWhere(newModel(t, 3, w, h))) },
-		"help":                func(w, h int) newCampaign { return press(withWhere(newModel(t, 3, w, h)), "?") },
-		"quit":                func(w, h int) newCampaign { return press(withWhere(opModel(t, w, h)), "q") },
-		"vms":                 func(w, h int) newCampaign { return command(withWhere(newModel(t, 6, w, h)), "vms") },
-		"pods":                func(w, h int) newCampaign { return press(command(withWhere(newModel(t, 3, w, h)), "pods"), "j", "j") },
-		"describe":            func(w, h int) newCampaign { return press(withWhere(newModel(t, 3, w, h)), "j", "d") },
-		"confirm-vm-states":   func(w, h int) newCampaign { return vmStatesConfirm(withWhere(newModel(t, 3, w, h))) },
-		"operation-vm-states": func(w, h int) newCampaign { return withWhere(vmStatesOperation(t, w, h)) },
-		"ask": func(w, h int) newCampaign {
+		"confirm":             func(w, h int) Model { return confirmModel(withWhere(newModel(t, 3, w, h))) },
+		"help":                func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "?") },
+		"quit":                func(w, h int) Model { return press(withWhere(opModel(t, w, h)), "q") },
+		"vms":                 func(w, h int) Model { return command(withWhere(newModel(t, 6, w, h)), "vms") },
+		"pods":                func(w, h int) Model { return press(command(withWhere(newModel(t, 3, w, h)), "pods"), "j", "j") },
+		"describe":            func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "j", "d") },
+		"confirm-vm-states":   func(w, h int) Model { return vmStatesConfirm(withWhere(newModel(t, 3, w, h))) },
+		"operation-vm-states": func(w, h int) Model { return withWhere(vmStatesOperation(t, w, h)) },
+		"ask": func(w, h int) Model {
 			m := withWhere(opModel(t, w, h))
 			return press(m, "f")
 		},
@@ -74,13 +74,13 @@ func TestGoldenNodesInColour(t *testing.T) {
 	goldenView(t, press(withWhere(newModel(t, 3, 80, 24)), "j", "space"))
 }
 
-func withWhere(m newCampaign) newCampaign {
+func withWhere(m Model) Model {
 	m.s.opts.Where = where
 	return m
 }
 
 // confirmModel: an evacuation plan with a blocker, a wait, what --force would lose, a reason.
-func confirmModel(m newCampaign) newCampaign {
+func confirmModel(m Model) Model {
 	node, _ := m.s.inv.Node("compute-1")
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", VMs: node.VMs, Pods: node.Pods[1:],
 		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "live-migrate 2 VM(s)"}},
@@ -89,7 +89,7 @@ func confirmModel(m newCampaign) newCampaign {
 			{Code: model.LostForGood, Severity: model.Notes, Object: "shop/debug-shell", Message: "bare pod: once evicted nothing recreates it", By: model.OverrideForce}}}
 	ro := ops.RunOptions{Policy: policy.Options{Force: true}, Why: "kernel 6.12 (CHG-2291)"}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, ro: ro, batch: ops.Batch{Run: ro, Plans: []model.Plan{plan}}})
-	return next.(newCampaign)
+	return next.(Model)
 }
 
 // vmStates are a host's VMs in every state: running (live), stopped (cold), passing a GPU
@@ -106,7 +106,7 @@ func vmStates() []model.VM {
 }
 
 // vmStatesConfirm: the plan of that host, as the engine makes it, with the overrides on.
-func vmStatesConfirm(m newCampaign) newCampaign {
+func vmStatesConfirm(m Model) Model {
 	ro := ops.RunOptions{Policy: policy.Options{MoveStopped: true, ColdMigrateRunning: true, SkipVMs: []string{"build-old"}}}
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", Host: "compute-1",
 		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "move 4 VM(s): 1 live, 2 cold, 1 stays"}}}
@@ -119,12 +119,12 @@ func vmStatesConfirm(m newCampaign) newCampaign {
 		}
 	}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, ro: ro, batch: ops.Batch{Run: ro, Plans: []model.Plan{plan}}})
-	return next.(newCampaign)
+	return next.(Model)
 }
 
 // vmStatesOperation: that plan running: the broken VM stays, the stopped one waits for its
 // confirm, the GPU one is mid-move (a cold move's phase, no percentage), the live one runs.
-func vmStatesOperation(t testing.TB, w, h int) newCampaign {
+func vmStatesOperation(t testing.TB, w, h int) Model {
 	m := newModel(t, 3, w, h)
 	vms := vmStates()
 	for i := range vms {
@@ -151,11 +151,11 @@ func vmStatesOperation(t testing.TB, w, h int) newCampaign {
 }
 
 // goldenView compares the view with testdata/<test name>.golden (go test -update writes it).
-func goldenView(t *testing.T, m newCampaign) {
+func goldenView(t *testing.T, m Model) {
 	t.Helper()
 	tm := m
 	next, _ := tm.Update(tea.WindowSizeMsg{Width: m.s.width, Height: m.s.height})
-	teatest.RequireEqualOutput(t, []byte(next.(newCampaign).View()))
+	teatest.RequireEqualOutput(t, []byte(next.(Model).View()))
 }
 
 // checkFits: no line wider than the terminal, no more lines than it has.
@@ -180,12 +180,12 @@ func TestForceCompleteAsksFirst(t *testing.T) {
 		t.Fatalf("f did not ask:\n%s", m.View())
 	}
 	back, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n")})
-	if back.(newCampaign).screen != opScreen || cmd != nil {
-		t.Errorf("n: screen %v, cmd %v", back.(newCampaign).screen, cmd != nil)
+	if back.(Model).screen != opScreen || cmd != nil {
+		t.Errorf("n: screen %v, cmd %v", back.(Model).screen, cmd != nil)
 	}
 	yes, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
-	if yes.(newCampaign).screen != opScreen || cmd == nil || !strings.Contains(yes.(newCampaign).status, "force-completing vm-0000") {
-		t.Errorf("y: screen %v, cmd %v, status %q", yes.(newCampaign).screen, cmd != nil, yes.(newCampaign).status)
+	if yes.(Model).screen != opScreen || cmd == nil || !strings.Contains(yes.(Model).status, "force-completing vm-0000") {
+		t.Errorf("y: screen %v, cmd %v, status %q", yes.(Model).screen, cmd != nil, yes.(Model).status)
 	}
 	if q := press(opModel(t, 100, 30), "j", "f"); q.screen != opScreen || !strings.Contains(q.status, "only a running migration") {
 		t.Errorf("f on a queued VM: %v %q", q.screen, q.status)
@@ -240,13 +240,13 @@ func TestQuitSummarySaysHowToResume(t *testing.T) {
 }
 
 // command types a command line (":" line enter).
-func command(m newCampaign, line string) newCampaign {
+func command(m Model, line string) Model {
 	m = press(m, ":")
 	for _, r := range line {
 		m = press(m, string(r))
 	}
 	next, _ := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
-	return next.(newCampaign)
+	return next.(Model)
 }
 
 // Command mode: each list opens, a filter narrows it, a bad command says what exists.
@@ -325,12 +325,12 @@ func TestOperationLogScrolls(t *testing.T) {
 		t.Fatalf("the newest line is not shown:\n%s", m.View())
 	}
 	next, _ := m.Update(tea.KeyMsg{Type: tea.KeyPgUp})
-	m = next.(newCampaign)
+	m = next.(Model)
 	if v := m.View(); strings.Contains(v, newest) || !strings.Contains(v, "log scrolled back") || !strings.Contains(v, "vm vm-0000 requested") {
 		t.Errorf("pgup:\n%s", v)
 	}
 	next, _ = m.Update(tea.KeyMsg{Type: tea.KeyPgDown})
-	if v := next.(newCampaign).View(); !strings.Contains(v, newest) {
+	if v := next.(Model).View(); !strings.Contains(v, newest) {
 		t.Errorf("pgdn:\n%s", v)
 	}
 }
@@ -340,7 +340,7 @@ func TestTickWithoutNovaReadsNothing(t *testing.T) {
 	m := newModel(t, 3, 100, 30)
 	m.eng = &ops.Engine{} // no Nova
 	next, _ := m.Update(tickMsg{})
-	if next.(newCampaign).loading {
+	if next.(Model).loading {
 		t.Error("a tick without Nova started a load")
 	}
 }

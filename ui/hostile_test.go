@@ -31,7 +31,7 @@ func obeyable(s string) (rune, bool) {
 
 // hostileModel: VM name, Nova fault message, pod name, node name, disabled_reason and a
 // NodeMaintenance reason all carry the hostile text.
-func hostileModel(t *testing.T, w, h int) newCampaign {
+func hostileModel(t *testing.T, w, h int) Model {
 	m := newModel(t, 3, w, h)
 	inv := inventory(3)
 	n := &inv.Nodes[0]
@@ -44,7 +44,7 @@ func hostileModel(t *testing.T, w, h int) newCampaign {
 	next, _ := m.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.s.opts.Policy, policy.DefaultWeights()),
 		maint: []model.NodeMaintenance{{Name: "nm", NodeName: n.Name, Reason: "DIMM" + hostile,
 			Status: model.MaintenanceStatus{Phase: model.MaintenanceFailed, LastError: "refused" + hostile}}}})
-	m = next.(newCampaign)
+	m = next.(Model)
 	m.s.opts.Maintenances = nil
 	return m
 }
@@ -71,9 +71,9 @@ func TestHostileTextIsShownEscapedInEveryPane(t *testing.T) {
 	confirm, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{node.Name}, batch: ops.Batch{Plans: []model.Plan{plan}}})
 	status := m
 	status.setStatus("cannot migrate vm"+hostile, true)
-	panes := map[string]newCampaign{
+	panes := map[string]Model{
 		"nodes": m, "detail": press(m, "enter"), "victims": press(m, "s"), "operation": op, "quit": quit,
-		"confirm": confirm.(newCampaign), "status": status,
+		"confirm": confirm.(Model), "status": status,
 	}
 	for name, pm := range panes {
 		v := pm.View()

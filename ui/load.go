@@ -10,7 +10,7 @@ import (
 
 // load reads the inventory and ranks it. fresh reads Nova again; otherwise the Kubernetes
 // cache is re-joined with the last Nova read.
-func (m newCampaign) load(fresh bool) tea.Cmd {
+func (m Model) load(fresh bool) tea.Cmd {
 	if m.eng == nil {
 		return nil
 	}
@@ -30,7 +30,7 @@ func (m newCampaign) load(fresh bool) tea.Cmd {
 	}
 }
 
-func (m *newCampaign) refresh(fresh bool) tea.Cmd {
+func (m *Model) refresh(fresh bool) tea.Cmd {
 	if m.loading {
 		m.wantFresh = m.wantFresh || fresh
 		return nil
@@ -41,7 +41,7 @@ func (m *newCampaign) refresh(fresh bool) tea.Cmd {
 
 // watchMaintenances follows the NodeMaintenance resources (their status moves on while the
 // controller works), at most four times a second.
-func (m newCampaign) watchMaintenances() tea.Cmd {
+func (m Model) watchMaintenances() tea.Cmd {
 	store := m.s.opts.Maintenances
 	if store == nil {
 		return nil
@@ -51,7 +51,7 @@ func (m newCampaign) watchMaintenances() tea.Cmd {
 
 // watch waits for a change, then for quiet (at most one message per quiet period), and
 // reports it as msg.
-func (m newCampaign) watch(subscribe func() (<-chan struct{}, func()), quiet time.Duration, msg func() tea.Msg) tea.Cmd {
+func (m Model) watch(subscribe func() (<-chan struct{}, func()), quiet time.Duration, msg func() tea.Msg) tea.Cmd {
 	ctx := m.ctx
 	return func() tea.Msg {
 		ch, cancel := subscribe()
@@ -69,7 +69,7 @@ func (m newCampaign) watch(subscribe func() (<-chan struct{}, func()), quiet tim
 	}
 }
 
-func (m newCampaign) tick() tea.Cmd {
+func (m Model) tick() tea.Cmd {
 	return tea.Tick(max(m.every, m.s.opts.Refresh), func(time.Time) tea.Msg { return tickMsg{} })
 }
 
@@ -77,7 +77,7 @@ func (m newCampaign) tick() tea.Cmd {
 // something new, doubling while it shows nothing (up to twelve times the interval: a minute
 // by default), and never less than three times what the last read took. An idle terminal
 // must not load a production Nova and Placement; r still reads everything at once.
-func (m newCampaign) nextEvery(msg inventoryMsg) time.Duration {
+func (m Model) nextEvery(msg inventoryMsg) time.Duration {
 	base := m.s.opts.Refresh
 	every := base
 	if msg.unmoved {
@@ -87,7 +87,7 @@ func (m newCampaign) nextEvery(msg inventoryMsg) time.Duration {
 }
 
 // watchKube turns informer changes into refreshes, at most one a second.
-func (m newCampaign) watchKube() tea.Cmd {
+func (m Model) watchKube() tea.Cmd {
 	if m.eng == nil {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (m newCampaign) watchKube() tea.Cmd {
 
 // watchSync shows the cluster while its first read goes on: the nodes at once, their pods
 // as they arrive (twice a second), then everything read, before the ranking is done.
-func (m newCampaign) watchSync(after time.Duration) tea.Cmd {
+func (m Model) watchSync(after time.Duration) tea.Cmd {
 	if m.eng == nil {
 		return nil
 	}

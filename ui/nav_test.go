@@ -133,12 +133,12 @@ func TestEverySequenceHasAWayBack(t *testing.T) {
 }
 
 // typing: a line is being typed (a command, a filter, a reason): keys go to it.
-func typing(m newCampaign) bool {
+func typing(m Model) bool {
 	return m.commanding || m.nodes.editing || m.list.editing || m.confirm.why.typing() || m.campaign.input.typing()
 }
 
 // screenKeys are the keys the screen on show binds, y and ctrl+c aside.
-func screenKeys(m newCampaign) []string {
+func screenKeys(m Model) []string {
 	var out []string
 	for _, a := range m.pane().bindings(&m.s) {
 		for _, k := range a.key.Keys() {
@@ -204,7 +204,7 @@ func TestRowsMarkDisagreementsAsDoctorDoes(t *testing.T) {
 	inv.Nodes = append(inv.Nodes, model.Node{Name: "compute-x", Kube: &model.KubeNode{Name: "compute-x", Ready: true, Schedulable: true},
 		Pods: []model.Pod{{Namespace: "openstack", Name: "libvirt-x", Phase: "Running", OwnerKind: "DaemonSet", Labels: map[string]string{"application": "libvirt"}}}})
 	next, _ := m.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.s.opts.Policy, policy.DefaultWeights())})
-	v := next.(newCampaign).View()
+	v := next.(Model).View()
 	if strings.Contains(v, "!storage-0") || strings.Contains(v, "no compute service") {
 		t.Errorf("storage-0 marked as a disagreement:\n%s", v)
 	}
@@ -265,7 +265,7 @@ func TestABlockerKeepsItsRemedy(t *testing.T) {
 		p := pending{op: model.OpEvacuate, targets: []string{"compute-0"},
 			batch: ops.Batch{Plans: []model.Plan{{Op: model.OpEvacuate, Node: "compute-0", Reasons: []model.Reason{long}}}}}
 		next, _ := m.Update(planMsg(p))
-		if v := next.(newCampaign).View(); !strings.Contains(v, "(use --skip-vm fc256408-54c1-4dfc-acaa-8a2cecce5a3a to override)") {
+		if v := next.(Model).View(); !strings.Contains(v, "(use --skip-vm fc256408-54c1-4dfc-acaa-8a2cecce5a3a to override)") {
 			t.Errorf("at %d columns the remedy is cut:\n%s", width, v)
 		}
 	}
@@ -297,7 +297,7 @@ func TestTogglesTypedQuicklyAreNotLost(t *testing.T) {
 	_, l := brokenVMPlan(t)
 	key := func(r rune) tea.Cmd {
 		next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
-		l.m = next.(newCampaign)
+		l.m = next.(Model)
 		return cmd
 	}
 	first, second := key('S'), key('F')
@@ -319,7 +319,7 @@ func TestAPlanOffersItsOwnToggles(t *testing.T) {
 	} {
 		m := newModel(t, 3, 160, 45)
 		next, _ := m.Update(planMsg(pending{op: op, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{{Op: op, Node: "compute-0"}}}}))
-		v := next.(newCampaign).View()
+		v := next.(Model).View()
 		for _, s := range want[0] {
 			if !strings.Contains(v, s) {
 				t.Errorf("%s: the footer lacks %q:\n%s", op, s, v)
@@ -341,12 +341,12 @@ func TestPgDnScrollsATallPlan(t *testing.T) {
 		pl.VMs = append(pl.VMs, model.VM{Name: fmt.Sprintf("vm-%02d", i), Status: "ACTIVE", Method: model.MoveCold, RAMMB: 1024})
 	}
 	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{pl}}}))
-	m = next.(newCampaign)
+	m = next.(Model)
 	if !strings.Contains(m.View(), "lines 1-") {
 		t.Fatalf("not a tall plan:\n%s", m.View())
 	}
 	next, _ = m.Update(tea.KeyMsg{Type: tea.KeyPgDown})
-	if v := next.(newCampaign).View(); strings.Contains(v, "lines 1-") || !strings.Contains(v, "vm-29") {
+	if v := next.(Model).View(); strings.Contains(v, "lines 1-") || !strings.Contains(v, "vm-29") {
 		t.Errorf("PgDn did not scroll:\n%s", v)
 	}
 }
@@ -362,7 +362,7 @@ func TestAPlanAdvisesOnlyWhatHelps(t *testing.T) {
 		{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: "compute-0", Message: "no room", Override: model.OverrideForce},
 	}}
 	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, ro: ro, batch: ops.Batch{Plans: []model.Plan{pl}}}))
-	v := next.(newCampaign).View()
+	v := next.(Model).View()
 	if strings.Contains(v, "(use --skip-vm") || strings.Contains(v, "(use --force") {
 		t.Errorf("advice that does not help:\n%s", v)
 	}
@@ -400,7 +400,7 @@ func TestADeadNodesStateIsNotCut(t *testing.T) {
 	c.Enabled, c.Up, c.ForcedDown = false, false, true
 	inv.Nodes[0].Kube, inv.Nodes[0].Compute = &k, &c
 	next, _ := m.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.s.opts.Policy, policy.DefaultWeights())})
-	if v := next.(newCampaign).View(); !strings.Contains(v, "NotReady,SD") || !strings.Contains(v, "disabled/forced-down") {
+	if v := next.(Model).View(); !strings.Contains(v, "NotReady,SD") || !strings.Contains(v, "disabled/forced-down") {
 		t.Errorf("the dead node's state is cut:\n%s", v)
 	}
 }
@@ -479,7 +479,7 @@ func TestAPlanTicksNoStep(t *testing.T) {
 		{Kind: model.StepEvictCarriers, Detail: "then 0 hypervisor pod(s)", Done: true},
 		{Kind: model.StepVerify, Detail: "nothing that had to go is left"}}}
 	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{plan}}}))
-	v := next.(newCampaign).View()
+	v := next.(Model).View()
 	if strings.Contains(v, "✓") || strings.Count(v, "[-]") != 2 || !strings.Contains(v, "then 0 hypervisor pod(s) (nothing to do)") {
 		t.Errorf("the plan ticks a step or hides that one has nothing to do:\n%s", v)
 	}
@@ -500,7 +500,7 @@ func TestSortKeepsTheCursorOnItsNode(t *testing.T) {
 	inv := inventory(4) // compute-3 gains two pods: it goes first on the refresh
 	inv.Nodes[3].Pods = append(inv.Nodes[3].Pods, model.Pod{Namespace: "a", Name: "b"}, model.Pod{Namespace: "a", Name: "c"})
 	next, _ := m.Update(inventoryMsg{inv: inv})
-	m = next.(newCampaign)
+	m = next.(Model)
 	if on() != "compute-0" {
 		t.Errorf("after a refresh that reorders the rows the cursor is on %s", on())
 	}
@@ -520,7 +520,7 @@ func TestNodeDetailReachesItsLastPod(t *testing.T) {
 		inv.Nodes[0].Pods = append(inv.Nodes[0].Pods, model.Pod{Namespace: "shop", Name: fmt.Sprintf("batch-%02d", i), Phase: "Running", OwnerKind: "Job"})
 	}
 	next, _ := m.Update(inventoryMsg{inv: inv})
-	m = press(next.(newCampaign), "enter", "G")
+	m = press(next.(Model), "enter", "G")
 	v := m.View()
 	if !strings.Contains(v, "▸ shop/batch-19") || strings.Count(v, "\n") > 23 {
 		t.Fatalf("G in the detail: the last pod is not under the cursor, or the screen overflows (%d lines):\n%s", strings.Count(v, "\n")+1, v)
@@ -569,7 +569,7 @@ func TestScrollingStopsAtTheEnd(t *testing.T) {
 		name string
 		open []string
 	}{{"plan", nil}, {"help", []string{"esc", "?"}}} {
-		m = press(next.(newCampaign), screen.open...)
+		m = press(next.(Model), screen.open...)
 		m = press(m, "pgdown", "pgdown", "pgdown", "pgdown", "pgdown", "pgdown")
 		end := where.FindStringSubmatch(m.View())
 		m = press(m, "k")

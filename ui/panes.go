@@ -35,7 +35,7 @@ type action struct {
 func show(b Binding) action { return action{key: b} }
 
 // pane is the pane on screen.
-func (m *newCampaign) pane() pane { return screens[m.screen].pane(m) }
+func (m *Model) pane() pane { return screens[m.screen].pane(m) }
 
 // pressKey carries a key to a pane: its own keys first, then the first of its actions bound to
 // the key; an action that cannot act says why.

@@ -12,7 +12,7 @@ import (
 
 // View renders the current screen: the header, the pane on screen, the footer. It only
 // formats state: no I/O, no clock, no sorting of the whole inventory.
-func (m newCampaign) View() string {
+func (m Model) View() string {
 	s := &m.s
 	p := m.pane()
 	body := p.view(s)
@@ -25,7 +25,7 @@ func (m newCampaign) View() string {
 
 // banner says, while reading the cluster fails, what failed and since when, and what the
 // screen shows instead (the Kubernetes half, with the last Nova read).
-func (m newCampaign) banner() string {
+func (m Model) banner() string {
 	s := &m.s
 	if s.invErr == nil {
 		return ""
@@ -40,7 +40,7 @@ func (m newCampaign) banner() string {
 
 // header names the cluster on every screen (context and server, cloud, region), and says
 // DEMO and READ-ONLY: the operator always sees what a key would change.
-func (m newCampaign) header() string {
+func (m Model) header() string {
 	s, w := &m.s, m.s.opts.Where
 	parts := []string{s.st.Title.Render("drainctl")}
 	if w.Demo {
@@ -91,7 +91,7 @@ func firstNonEmpty(a, b string) string {
 }
 
 // footer is the status line and the pane's keys (p: the pane on screen, looked up once a frame).
-func (m newCampaign) footer(p pane) string {
+func (m Model) footer(p pane) string {
 	s := &m.s
 	var status string
 	if m.status != "" {
