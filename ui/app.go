@@ -71,21 +71,22 @@ type shared struct {
 	st            *Styles
 	width, height int
 
-	inv       model.Inventory
-	invErr    error
-	errSince  time.Time // when reading began to fail
-	novaAt    time.Time // when Nova was last read, while reads fail
-	invGen    int       // counts the inventories shown: a row rendered for another is stale
-	loaded    bool      // a full read (with its ranking) has arrived
-	partial   bool      // inv is what the first read had so far (syncing: it goes on)
-	syncing   bool
-	nameWidth int // the longest node name (+1 for the mismatch mark), set per inventory
-	totalVMs  int
-	totalPods int
-	maint     map[string]model.NodeMaintenance // node -> the NodeMaintenance on it
-	victims   []policy.Victim                  // scale-down ranking, from the same read as inv
-	rank      map[string]int                   // node -> rank (0: not a candidate)
-	ops       *operations                      // the operations started here, running or ended
+	inv        model.Inventory
+	invErr     error
+	errSince   time.Time // when reading began to fail
+	novaAt     time.Time // when Nova was last read, while reads fail
+	invGen     int       // counts the inventories shown: a row rendered for another is stale
+	loaded     bool      // a full read (with its ranking) has arrived
+	partial    bool      // inv is what the first read had so far (syncing: it goes on)
+	syncing    bool
+	nameWidth  int // the longest node name (+1 for the mismatch mark), set per inventory
+	totalVMs   int
+	totalPods  int
+	maint      map[string]model.NodeMaintenance // node -> the NodeMaintenance on it
+	victims    []policy.Victim                  // scale-down ranking, from the same read as inv
+	rank       map[string]int                   // node -> rank (0: not a candidate)
+	ops        *operations                      // the operations started here, running or ended
+	recoveries []model.Recovery                 // the recovery records, as :recoveries last read them
 }
 
 func (s *shared) pageSize() int {
@@ -281,6 +282,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.campaignReady(msg)
 	case ctxSwitched:
 		return m.switched(msg)
+	case recoveriesMsg:
+		return m.recoveriesRead(msg)
 	case campaignDone:
 		m.campaign.ended, m.campaign.err = true, msg.err
 		m.s.ops.campaignCancel = nil

@@ -22,6 +22,7 @@ type listKind int
 const (
 	vmList listKind = iota
 	podList
+	recoveryList
 	hostPicker
 	ctxPicker
 )
@@ -91,6 +92,8 @@ func (p *listPane) rebuild(s *shared) {
 		p.title, p.header, p.rows = "VMs", vmColumns(s), vmRows(s)
 	case podList:
 		p.title, p.header, p.rows = "Pods", podColumns(s), podRows(s)
+	case recoveryList:
+		p.title, p.header, p.rows = "Recoveries (the records on the cluster, newest first)", recoveryColumns(s), recoveryRows(s)
 	}
 	p.applyFilter()
 	for i, idx := range p.shown {

@@ -579,3 +579,23 @@ func TestScrollingStopsAtTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// :recoveries lists the recovery records with their ledgers: a row a recovery, then a row a VM.
+func TestRecoveriesListsTheLedger(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	e := c.Engine("tui@test", nil)
+	c0 := c.Name("c0")
+	rec := model.Recovery{Node: c0, Host: c0, Automatic: true, Started: t0, Finished: t0.Add(90 * time.Second), Outcome: "done",
+		Moves: []model.VMMove{{VM: "vm-a", VMID: "id-a", Source: c0, Dest: c.Name("c1"), Method: model.MoveRebuild, Status: model.MoveSucceeded, Duration: time.Minute},
+			{VM: "vm-b", VMID: "id-b", Source: c0, Method: model.MoveRebuild, Status: model.MoveLeft, Reason: "its local disk would be lost"}}}
+	if err := e.SaveRecovery(kubetest.Ctx(t), rec); err != nil {
+		t.Fatal(err)
+	}
+	l := newLive(t, c, e)
+	l.keys(":", "recoveries", "enter")
+	v := l.m.View()
+	if l.m.screen != listScreen || !strings.Contains(v, c0[:20]) || !strings.Contains(v, "automatic") || !strings.Contains(v, "vm-a") ||
+		!strings.Contains(v, "succeeded") || !strings.Contains(v, "its local disk would be lost") {
+		t.Errorf(":recoveries: screen %v, status %q\n%s", l.m.screen, l.m.status, v)
+	}
+}

@@ -51,6 +51,7 @@ var screens = map[screen]screenRow{
 			m.list.open(podList, &m.s)
 			return m.goTo(listScreen), nil
 		}},
+		{names: []string{"recoveries", "recovery", "rec"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.openRecoveries() }},
 	}},
 	describeScreen: {pane: func(m *Model) pane { return &m.desc }},
 }
@@ -60,7 +61,7 @@ type screenRow struct {
 	pane     func(m *Model) pane
 	commands []colonCommand          // the `:` commands that open it
 	key      func(k *KeyMap) Binding // the key that opens it from any screen but a modal one (nil: none)
-	reset    func(m *Model)    // its state for another cluster (nil: nothing to reset)
+	reset    func(m *Model)          // its state for another cluster (nil: nothing to reset)
 }
 
 // colonCommand is a `:` command: its names (the first is the one help shows) and what it does.

@@ -1,0 +1,75 @@
+package ui
+
+import (
+	"context"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/text"
+)
+
+// :recoveries lists the recoveries recorded on the cluster with their ledgers (by hand or
+// automatic): a row for each recovery, then one for each of its VMs. The records are read
+// when the list opens (they are no part of the inventory).
+
+type recoveriesMsg struct {
+	recs []model.Recovery
+	err  error
+}
+
+// openRecoveries reads the records in a Cmd; the list opens when they arrive.
+func (m Model) openRecoveries() (tea.Model, tea.Cmd) {
+	if m.eng == nil {
+		m.setStatus("no cluster", true)
+		return m, nil
+	}
+	eng, ctx := m.eng, m.ctx
+	return m, func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, m.s.opts.Refresh)
+		defer cancel()
+		recs, err := eng.Recoveries(ctx)
+		return recoveriesMsg{recs, err}
+	}
+}
+
+func (m Model) recoveriesRead(msg recoveriesMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		m.setStatus("reading the recovery records: "+firstLine(text.SafeErr(msg.err)), true)
+		return m, nil
+	}
+	m.s.recoveries = msg.recs
+	m.list.open(recoveryList, &m.s)
+	return m.goTo(listScreen), nil
+}
+
+// recoveryColumns: the node or VM, its outcome or status, where it went, how long, and
+// how it was started (by hand, automatic) or why a VM stays.
+func recoveryColumns(s *shared) []listColumn {
+	return fitColumns([]listColumn{{"NODE / VM", 24, 0}, {"STATUS", 12, 1}, {"TO", 16, 2}, {"TOOK", 8, 3}, {"STARTED", 19, 4}, {"WHY", 30, 5}}, s.width)
+}
+
+// recoveryRows: each recovery, then its ledger's moves.
+func recoveryRows(s *shared) []listRow {
+	var out []listRow
+	for _, r := range s.recoveries {
+		how, took := "by hand", ""
+		if r.Automatic {
+			how = "automatic"
+		}
+		if !r.Finished.IsZero() {
+			took = text.Duration(r.Finished.Sub(r.Started))
+		}
+		why := how
+		if r.Error != "" {
+			why += ": " + text.Safe(firstLine(r.Error))
+		}
+		out = append(out, listRow{key: r.Node, node: r.Node, search: text.Safe(r.Node),
+			cells: []string{text.Safe(r.Node), r.Outcome, "", took, r.Started.Format("2006-01-02 15:04:05"), why}})
+		for _, mv := range r.Moves {
+			out = append(out, listRow{key: mv.VMID, node: r.Node, search: text.Safe(r.Node + " " + mv.VM),
+				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), text.Duration(mv.Duration), "", text.Safe(mv.Reason)}})
+		}
+	}
+	return out
+}
