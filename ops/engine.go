@@ -118,6 +118,7 @@ func (e *Engine) NovaConfigured() bool { return e.nova != nil }
 type RunOptions struct {
 	Policy       policy.Options
 	Why          string   // appended to nova-compute's disabled_reason
+	Automatic    bool     // recover: started by automatic recovery, not a person (its ledger says so)
 	To           string   // migrate: destination host ("" lets Nova's scheduler choose)
 	ForceCompute bool     // uncordon: re-enable a service someone else disabled
 	Leaving      []string // other nodes emptied in the same batch

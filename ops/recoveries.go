@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -40,4 +42,54 @@ func (e *Engine) Recoveries(ctx context.Context) ([]model.Recovery, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.After(out[j].Started) })
 	return out, nil
+}
+
+// saveLedger writes the recovery's record as the run stands: a move per VM of the plan, each
+// filled from the run's account once it has one. A record that cannot be written is said, and
+// the recovery goes on: the ledger is an account, not a proof.
+func (r *runner) saveLedger(ctx context.Context, outcome string) {
+	p := r.plan
+	rec := model.Recovery{Node: p.Node, Host: p.Host, Automatic: r.ro.Automatic, Started: r.report.Started, Outcome: outcome, Error: r.report.Error}
+	if outcome != "running" {
+		rec.Finished = r.report.Finished
+	}
+	for _, vm := range p.VMs {
+		m := model.VMMove{VM: vm.Name, VMID: vm.ID, Source: p.Host, Method: vm.Method, Status: model.MovePending}
+		if vm.Method == model.MoveStays {
+			m.Status = model.MoveLeft
+		}
+		for _, v := range r.report.VMs {
+			if v.VMID != vm.ID {
+				continue
+			}
+			m.Dest, m.Duration, m.Reason = v.Dest, v.Duration, v.Message
+			switch v.Result {
+			case MigCompleted:
+				m.Status = model.MoveSucceeded
+			case MigSkipped:
+				m.Status = model.MoveLeft
+			default:
+				m.Status = model.MoveFailed
+			}
+		}
+		rec.Moves = append(rec.Moves, m)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	// A rerun resumes an unfinished recovery: its plan holds only the VMs left, so the
+	// moves an earlier run made are kept, and so is when it started.
+	if data, found, err := r.e.kube.Record(wctx, RecoveryRecord(p.Node)); err == nil && found {
+		var old model.Recovery
+		if json.Unmarshal(data, &old) == nil && (old.Outcome == "running" || old.Outcome == string(ResultInterrupted)) {
+			rec.Started, rec.Automatic = old.Started, rec.Automatic || old.Automatic
+			for _, m := range old.Moves {
+				if !slices.ContainsFunc(rec.Moves, func(n model.VMMove) bool { return n.VMID == m.VMID }) {
+					rec.Moves = append(rec.Moves, m)
+				}
+			}
+		}
+	}
+	if err := r.e.SaveRecovery(wctx, rec); err != nil {
+		r.nodeChanged("the recovery's ledger could not be recorded: " + err.Error())
+	}
 }

@@ -38,6 +38,9 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 	if err != nil {
 		r.report.Error = err.Error()
 	}
+	if traitsOf(plan.Op).rebuilds && r.holding {
+		r.saveLedger(ctx, string(r.report.Result))
+	}
 	emit(NewRunDone(e.now(), r.report))
 	return r.report, err
 }
@@ -98,6 +101,9 @@ func (r *runner) run(ctx context.Context) error {
 	if t.leases {
 		if err := r.holdLease(ctx, stop); err != nil {
 			return err
+		}
+		if t.rebuilds { // the node is this run's: its recovery's ledger is too
+			r.saveLedger(ctx, "running")
 		}
 	}
 	slotted := !t.empties // only what empties the node takes a slot

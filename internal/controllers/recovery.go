@@ -160,7 +160,7 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		defer cancel()
 		_ = e.ReleaseKey(rctx, recoveryKey)
 	}()
-	ro := ops.RunOptions{Policy: r.Policy, FenceCmd: cfg.FenceCmd, Why: "automatic recovery"}
+	ro := ops.RunOptions{Policy: r.Policy, FenceCmd: cfg.FenceCmd, Why: "automatic recovery", Automatic: true}
 	plan, err := e.Plan(ctx, model.OpRecover, n.Name, ro)
 	if err == nil && !cfg.SharedStorage {
 		// A VM whose local disk a rebuild would lose is a person's to decide: it stays,
@@ -174,7 +174,6 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 			plan, err = e.Plan(ctx, model.OpRecover, n.Name, ro)
 		}
 	}
-	rec := model.Recovery{Node: n.Name, Host: n.Host, Automatic: true, Started: e.Now(), Outcome: "running"}
 	if err == nil && len(plan.Blockers()) > 0 {
 		err = &ops.RefusedError{Reasons: plan.Blockers()}
 	}
@@ -187,19 +186,10 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		return
 	}
 	delete(r.said, n.Name)
-	for _, vm := range plan.VMs {
-		rec.Moves = append(rec.Moves, model.VMMove{VM: vm.Name, VMID: vm.ID, Source: n.Host, Method: vm.Method, Status: model.MovePending})
-	}
-	r.save(ctx, rec)
 	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", fmt.Sprintf("automatic recovery: %s dead since %s, fencing it, then %d VM(s) rebuilt elsewhere",
 		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs)))
+	// The engine's recover keeps the ledger (ops/recoveries.go), as for a recovery by hand.
 	rep, err := e.Run(ctx, plan, ro, recordSteps(ctx, r.Events, r.Emit))
-	rec.Finished, rec.Outcome = e.Now(), string(rep.Result)
-	if err != nil {
-		rec.Error = err.Error()
-	}
-	rec.Moves = ledger(rec.Moves, rep.VMs)
-	r.save(ctx, rec)
 	if rep.Result != ops.ResultDone && rep.Result != ops.ResultInterrupted {
 		r.stopped[n.Name] = n.Kube.ReadySince // never again by itself in this outage: no fence loop
 	}
@@ -207,52 +197,22 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 	if err != nil {
 		typ, reason = "Warning", "DrainctlRecoveryFailed"
 	}
-	r.event(ctx, n.Name, typ, reason, summary(rec))
-	r.Log("automatic recovery of " + n.Name + ": " + summary(rec))
+	r.event(ctx, n.Name, typ, reason, summary(n.Name, rep))
+	r.Log("automatic recovery of " + n.Name + ": " + summary(n.Name, rep))
 }
 
-// ledger fills the moves planned from the run's account of each VM.
-func ledger(moves []model.VMMove, done []ops.VMReport) []model.VMMove {
-	for i := range moves {
-		for _, v := range done {
-			if v.VMID != moves[i].VMID {
-				continue
-			}
-			m := &moves[i]
-			m.Dest, m.Duration, m.Reason = v.Dest, v.Duration, v.Message
-			switch v.Result {
-			case ops.MigCompleted:
-				m.Status = model.MoveSucceeded
-			case ops.MigSkipped:
-				m.Status = model.MoveLeft
-			default:
-				m.Status = model.MoveFailed
-			}
-		}
+// summary is the recovery in a line: its outcome and its VMs by how they ended.
+func summary(node string, rep ops.Report) string {
+	count := map[ops.MigState]int{}
+	for _, v := range rep.VMs {
+		count[v.Result]++
 	}
-	return moves
-}
-
-// summary is the recovery in a line: its outcome and its moves by status.
-func summary(rec model.Recovery) string {
-	count := map[string]int{}
-	for _, m := range rec.Moves {
-		count[m.Status]++
-	}
-	s := fmt.Sprintf("recovery of %s %s: %d VM(s) rebuilt, %d failed, %d left", rec.Node, rec.Outcome, count[model.MoveSucceeded], count[model.MoveFailed], count[model.MoveLeft])
-	if rec.Error != "" {
-		s += ": " + rec.Error
+	s := fmt.Sprintf("recovery of %s %s: %d VM(s) rebuilt, %d failed, %d left", node, rep.Result,
+		count[ops.MigCompleted], len(rep.VMs)-count[ops.MigCompleted]-count[ops.MigSkipped], count[ops.MigSkipped])
+	if rep.Error != "" {
+		s += ": " + rep.Error
 	}
 	return s
-}
-
-// save writes the recovery's record, where no node identity may write.
-func (r *Recoverer) save(ctx context.Context, rec model.Recovery) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := r.Engine.SaveRecovery(wctx, rec); err != nil {
-		r.Log("automatic recovery: recording " + rec.Node + "'s ledger: " + err.Error())
-	}
 }
 
 func (r *Recoverer) event(ctx context.Context, node, typ, reason, msg string) {
