@@ -28,6 +28,7 @@ type Config struct {
 	Drain       DrainConfig       `toml:"drain"`
 	Recover     RecoverConfig     `toml:"recover"`
 	Campaign    CampaignConfig    `toml:"roll"`
+	Notify      NotifyConfig      `toml:"notify"`
 }
 
 // CampaignConfig is the [roll] table: a campaign's defaults (the flags override them).
@@ -84,6 +85,15 @@ type RecoverConfig struct {
 	MaxUnhealthy string `toml:"max_unhealthy"`
 	// StormCooldown: no automatic recovery for this long after such a storm ended.
 	StormCooldown Duration `toml:"storm_cooldown"`
+}
+
+// NotifyConfig is where drainctl tells the person on call what they must know (a recovery
+// started or failed, a storm): one JSON POST an event to Webhook.
+type NotifyConfig struct {
+	Webhook string `toml:"webhook"` // an http(s) URL; "" sends nothing
+	// TokenFile holds the bearer token (or DRAINCTL_WEBHOOK_TOKEN): never on a command line.
+	TokenFile string `toml:"token_file"`
+	CAFile    string `toml:"ca_file"` // the CA the webhook's certificate is checked against ("" the system's)
 }
 
 // UnhealthyLimit is how many of compute nodes may be unhealthy before the storm guard holds.

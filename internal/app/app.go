@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drainctl/drainctl/internal/app/metrics"
 	"github.com/drainctl/drainctl/internal/controllers/cloudpool"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -132,6 +133,7 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	met    *metrics.Metrics // the in-cluster modes' metrics (serve)
 }
 
 func (e env) connect(ctx context.Context, progress io.Writer, mod func(*ConnectOptions)) (*Cluster, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/controllers/cloudpool"
 	"github.com/drainctl/drainctl/internal/controllers/proxy"
+	"github.com/drainctl/drainctl/internal/notify"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/text"
@@ -51,6 +52,7 @@ func serve(ctx context.Context, e env, m mode) error {
 		return err
 	}
 	pr := auto.NewPrinter(e.stderr, nil)
+	e.met = met
 	run, election, err := m.start(ctx, e, cl, func(ev ops.Event) { met.Observe(ev); pr.Emit(ev) })
 	if err != nil {
 		return err
@@ -92,10 +94,24 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 		mc := &controllers.MaintenanceController{Engine: cl.Engine, Store: cl.Maintenances, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason},
 			Events: cl.Kube, Emit: emit}
 		// Automatic recovery ([recover] automatic = true) runs beside it, under the same leader.
-		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit,
-			Log: func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) }}
+		logLine := func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) }
+		hook, err := notify.New(e.cfg.Notify, e.getenv, func(n notify.Notice, err error) {
+			e.met.WebhookFailed()
+			logLine(fmt.Sprintf("the [notify] webhook did not take the %s notice: %v", n.Kind, err))
+		})
+		if err != nil {
+			return nil, "", &ops.UsageError{Problem: err.Error()}
+		}
+		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine,
+			Notify: func(kind, node, message string) {
+				e.met.Notice(kind)
+				hook.Notify(notify.Notice{Kind: kind, Node: node, Message: message})
+			}}
 		serve := func(ctx context.Context) error {
 			done := make(chan struct{})
+			if hook != nil {
+				go hook.Run(ctx)
+			}
 			go func() { defer close(done); _ = rc.Serve(ctx) }()
 			err := mc.Serve(ctx)
 			<-done

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/internal/notify"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
@@ -24,9 +25,14 @@ import (
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
 
 // cluster is the shared test world, with the controllers' own helpers.
-type cluster struct{ *simtest.Cluster }
+type cluster struct {
+	*simtest.Cluster
+	hook *notify.Webhook // automatic recovery's webhook, when a test listens
+}
 
-func newCluster(t *testing.T, scale float64) *cluster { return &cluster{simtest.NewCluster(t, scale)} }
+func newCluster(t *testing.T, scale float64) *cluster {
+	return &cluster{Cluster: simtest.NewCluster(t, scale)}
+}
 
 func defaults() policy.Options { return simtest.Defaults() }
 

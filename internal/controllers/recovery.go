@@ -25,7 +25,10 @@ type Recoverer struct {
 	Policy policy.Options
 	Events NodeEvents // may be nil
 	Emit   func(ops.Event)
-	Log    func(string)  // a line for the controller's log (may be nil)
+	Log    func(string) // a line for the controller's log (may be nil)
+	// Notify tells the person on call (the [notify] webhook, a metric): kind is storm,
+	// recovery-started, recovery-done, recovery-failed or recovery-refused. May be nil.
+	Notify func(kind, node, message string)
 	Resync time.Duration // a pass even without changes (default 10 s: Nova's view of a service is not watched)
 
 	inStorm bool
@@ -50,6 +53,9 @@ func (r *Recoverer) Serve(ctx context.Context) error {
 	}
 	if r.Log == nil {
 		r.Log = func(string) {}
+	}
+	if r.Notify == nil {
+		r.Notify = func(string, string, string) {}
 	}
 	r.said, r.stopped = map[string]string{}, map[string]time.Time{}
 	nodes, cancel := r.Engine.Subscribe()
@@ -114,6 +120,7 @@ func (r *Recoverer) storm(ctx context.Context, unhealthy []model.Node, limit, co
 	msg := fmt.Sprintf("storm guard: %d of %d compute nodes unhealthy (%s), more than [recover] max_unhealthy (%d): no automatic recovery, nothing fenced",
 		len(unhealthy), compute, strings.Join(names, ", "), limit)
 	r.Log("automatic recovery: " + msg)
+	r.Notify("storm", "", msg)
 	for _, n := range unhealthy {
 		r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStorm", msg)
 	}
@@ -182,22 +189,26 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 			r.said[n.Name] = msg
 			r.event(ctx, n.Name, "Warning", "DrainctlRecoveryRefused", "automatic recovery refused: "+msg)
 			r.Log("automatic recovery of " + n.Name + " refused: " + msg)
+			r.Notify("recovery-refused", n.Name, "automatic recovery refused: "+msg)
 		}
 		return
 	}
 	delete(r.said, n.Name)
-	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", fmt.Sprintf("automatic recovery: %s dead since %s, fencing it, then %d VM(s) rebuilt elsewhere",
-		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs)))
+	started := fmt.Sprintf("automatic recovery: %s dead since %s, fencing it, then %d VM(s) rebuilt elsewhere",
+		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs))
+	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", started)
+	r.Notify("recovery-started", n.Name, started)
 	// The engine's recover keeps the ledger (ops/recoveries.go), as for a recovery by hand.
 	rep, err := e.Run(ctx, plan, ro, recordSteps(ctx, r.Events, r.Emit))
 	if rep.Result != ops.ResultDone && rep.Result != ops.ResultInterrupted {
 		r.stopped[n.Name] = n.Kube.ReadySince // never again by itself in this outage: no fence loop
 	}
-	typ, reason := "Normal", "DrainctlRecoveryDone"
+	typ, reason, kind := "Normal", "DrainctlRecoveryDone", "recovery-done"
 	if err != nil {
-		typ, reason = "Warning", "DrainctlRecoveryFailed"
+		typ, reason, kind = "Warning", "DrainctlRecoveryFailed", "recovery-failed"
 	}
 	r.event(ctx, n.Name, typ, reason, summary(n.Name, rep))
+	r.Notify(kind, n.Name, summary(n.Name, rep))
 	r.Log("automatic recovery of " + n.Name + ": " + summary(n.Name, rep))
 }
 

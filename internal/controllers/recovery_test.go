@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/internal/notify"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
@@ -40,6 +44,9 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: holder, Poll: 5 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
 	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: 100 * time.Millisecond, Log: func(l string) { c.T.Log(l) }}
+	if c.hook != nil {
+		rc.Notify = func(kind, node, msg string) { c.hook.Notify(notify.Notice{Kind: kind, Node: node, Message: msg}) }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { rc.Serve(ctx); close(done) }()
@@ -79,11 +86,33 @@ func (c *cluster) nodeEvents(node string) []string {
 }
 
 // A node that dies is recovered without a person: fenced by the fence command, its VMs
-// rebuilt elsewhere, each in the ledger, Events on the node; the way back stays manual.
+// rebuilt elsewhere, each in the ledger, Events on the node, the person on call told by
+// webhook (with its token); the way back stays manual.
 func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	c := newCluster(t, 100)
 	c0 := c.Name("c0")
 	marks := t.TempDir()
+	var mu sync.Mutex
+	var told []notify.Notice
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n notify.Notice
+		if r.Header.Get("Authorization") != "Bearer s3cret" || json.NewDecoder(r.Body).Decode(&n) != nil {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		told = append(told, n)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	hook, err := notify.New(model.NotifyConfig{Webhook: srv.URL}, func(k string) string { return map[string]string{"DRAINCTL_WEBHOOK_TOKEN": "s3cret"}[k] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go hook.Run(ctx)
+	c.hook = hook
 	c.die(c0)
 	stop := c.startRecoverer("touch " + marks + "/{node}")
 	defer stop()
@@ -107,6 +136,15 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	if k := c.Node(c0); k.Schedulable {
 		t.Errorf("%s was put back: the way back is a person's", c0)
 	}
+	kubetest.Eventually(t, 10*time.Second, "the webhook told of the start and the end", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		kinds := []string{}
+		for _, n := range told {
+			kinds = append(kinds, n.Kind)
+		}
+		return slices.Contains(kinds, "recovery-started") && slices.Contains(kinds, "recovery-done")
+	})
 	// --auto recoveries lists it with its ledger, one JSON object a recovery.
 	var out, errOut bytes.Buffer
 	a := &auto.Auto{Engine: c.Engine("operator@test", nil), JSON: true, Stdout: &out, Stderr: &errOut}

@@ -19,6 +19,8 @@ type Metrics struct {
 	bytes      prometheus.Counter
 	evictions  *prometheus.CounterVec
 	operations *prometheus.CounterVec
+	notices    *prometheus.CounterVec
+	webhookErr prometheus.Counter
 	ready      atomic.Bool
 }
 
@@ -35,10 +37,20 @@ func New() *Metrics {
 			Help: "Pod evictions by outcome: gone, blocked (a PDB refusal), failed."}, []string{"outcome"}),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_operations_total",
 			Help: "Operations by kind and result."}, []string{"op", "result"}),
+		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_recovery_notices_total",
+			Help: "Automatic recovery's notices by kind: storm, recovery-started, recovery-done, recovery-failed, recovery-refused."}, []string{"kind"}),
+		webhookErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_webhook_failures_total",
+			Help: "Notices the [notify] webhook did not take (after its retries, or dropped from a full queue)."}),
 	}
-	m.reg.MustRegister(m.migrations, m.duration, m.bytes, m.evictions, m.operations)
+	m.reg.MustRegister(m.migrations, m.duration, m.bytes, m.evictions, m.operations, m.notices, m.webhookErr)
 	return m
 }
+
+// Notice counts one of automatic recovery's notices.
+func (m *Metrics) Notice(kind string) { m.notices.WithLabelValues(kind).Inc() }
+
+// WebhookFailed counts a notice the webhook did not take.
+func (m *Metrics) WebhookFailed() { m.webhookErr.Inc() }
 
 // Observe counts one event; use it as (part of) the engine's emit function.
 func (m *Metrics) Observe(ev ops.Event) {

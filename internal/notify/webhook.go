@@ -1,0 +1,148 @@
+// Package notify tells the person on call what they must know, by webhook: one JSON POST an
+// event, in the background, with a timeout and bounded retries. A failing webhook is counted
+// and logged; it never holds the work that notifies.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Notice is one event a person must know.
+type Notice struct {
+	Kind    string    `json:"kind"` // recovery-started, recovery-done, recovery-failed, recovery-refused, storm
+	Node    string    `json:"node,omitempty"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// Webhook posts notices to one URL.
+type Webhook struct {
+	url      string
+	token    string
+	client   *http.Client
+	queue    chan Notice
+	attempts int
+	backoff  time.Duration
+	failed   func(Notice, error) // a notice given up on (may be nil)
+}
+
+// New is the webhook of the configuration, or nil when none is set. The token comes from
+// token_file or getenv("DRAINCTL_WEBHOOK_TOKEN"); a URL that carries a credential is refused.
+func New(cfg model.NotifyConfig, getenv func(string) string, failed func(Notice, error)) (*Webhook, error) {
+	if cfg.Webhook == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(cfg.Webhook)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return nil, fmt.Errorf("[notify] webhook %q is not an http(s) URL", cfg.Webhook)
+	case u.User != nil:
+		return nil, fmt.Errorf("[notify] webhook %s carries a credential: give the token in token_file or DRAINCTL_WEBHOOK_TOKEN", u.Redacted())
+	}
+	token := strings.TrimSpace(getenv("DRAINCTL_WEBHOOK_TOKEN"))
+	if cfg.TokenFile != "" {
+		data, err := os.ReadFile(cfg.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("[notify] token_file: %w", err)
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("[notify] ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("[notify] ca_file %s holds no PEM certificate", cfg.CAFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	if failed == nil {
+		failed = func(Notice, error) {}
+	}
+	return &Webhook{url: cfg.Webhook, token: token, client: &http.Client{Timeout: 5 * time.Second, Transport: tr},
+		queue: make(chan Notice, 64), attempts: 3, backoff: time.Second, failed: failed}, nil
+}
+
+// Run posts the queued notices until ctx ends.
+func (w *Webhook) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-w.queue:
+			if err := w.post(ctx, n); err != nil {
+				w.failed(n, err)
+			}
+		}
+	}
+}
+
+// Notify queues the notice; a full queue (a webhook down for long) drops it, counted as failed.
+func (w *Webhook) Notify(n Notice) {
+	if w == nil {
+		return
+	}
+	if n.At.IsZero() {
+		n.At = time.Now()
+	}
+	select {
+	case w.queue <- n:
+	default:
+		w.failed(n, fmt.Errorf("the webhook's queue is full"))
+	}
+}
+
+// post sends one notice, retried with backoff; a 4xx other than 429 is not retried.
+func (w *Webhook) post(ctx context.Context, n Notice) error {
+	body, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	var last error
+	for i := 0; i < w.attempts; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(w.backoff << (i - 1)):
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if w.token != "" {
+			req.Header.Set("Authorization", "Bearer "+w.token)
+		}
+		resp, err := w.client.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode < 300:
+			return nil
+		case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
+			return fmt.Errorf("webhook answered %s", resp.Status)
+		}
+		last = fmt.Errorf("webhook answered %s", resp.Status)
+	}
+	return last
+}
