@@ -206,7 +206,10 @@ func (p *listPane) view(s *shared) string {
 		}
 		b.WriteString(line + "\n")
 	}
-	if len(p.shown) == 0 {
+	switch {
+	case len(p.rows) == 0:
+		b.WriteString(st.Muted.Render("  none") + "\n")
+	case len(p.shown) == 0:
 		b.WriteString(st.Muted.Render("  nothing matches") + "\n")
 	}
 	for i := end - start; i < rows; i++ {
