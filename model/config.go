@@ -77,6 +77,9 @@ type RecoverConfig struct {
 	// FenceTimeout bounds the fence command: past it, it is killed (with every process it
 	// started) and the machine is not proven off.
 	FenceTimeout Duration `toml:"fence_timeout"`
+	// FenceRetries: a fence command that fails is run again this many times, all of them
+	// within FenceTimeout (a BMC that drops one request), as fence-agents-remediation does.
+	FenceRetries int `toml:"fence_retries"`
 	// Automatic: the controller (--controller) recovers a dead node by itself. Opt-in, and
 	// only with FenceCmd: nothing but the fence command's exit 0 proves a machine off.
 	Automatic bool `toml:"automatic"`
@@ -285,7 +288,7 @@ func DefaultConfig() Config {
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
 		Recover: RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute), FenceTimeout: Duration(2 * time.Minute),
-			MaxUnhealthy: "1", StormCooldown: Duration(10 * time.Minute)},
+			MaxUnhealthy: "1", StormCooldown: Duration(10 * time.Minute), FenceRetries: 2},
 		Campaign: CampaignConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
 			MigrationRateMiB: 500, MinHeadroomPercent: 10, GateTimeout: Duration(time.Minute), ExecTimeout: Duration(time.Hour),
 			ResumeWithin: Duration(24 * time.Hour), KeepRecords: Duration(7 * 24 * time.Hour)},
@@ -364,6 +367,9 @@ func (c Config) Validate() error {
 		// A kubelet restart or a short partition is not a dead machine: a recovery that
 		// rebuilds VMs elsewhere must not race one.
 		return &FieldError{"recover.not_ready_for", fmt.Sprintf("must be at least 30s, got %q", c.Recover.NotReadyFor), `the default is "60s"`}
+	}
+	if c.Recover.FenceRetries < 0 {
+		return &FieldError{"recover.fence_retries", fmt.Sprintf("must not be negative, got %d", c.Recover.FenceRetries), "the default is 2"}
 	}
 	if c.Recover.Automatic && strings.TrimSpace(c.Recover.FenceCmd) == "" {
 		return &FieldError{"recover.automatic", "needs recover.fence_cmd: an automatic recovery proves the machine off by the fence command alone",

@@ -166,8 +166,7 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	}
 	how := "the operator's word"
 	if cmd != "" {
-		err := e.runOperator(ctx, opcmd.Fence, cmd, p.Node, p.Host, func(line string) { r.nodeChanged("fence-cmd: " + line) })
-		if err != nil {
+		if err := r.runFence(ctx, cmd); err != nil {
 			if ctx.Err() != nil {
 				return "", err
 			}
@@ -185,6 +184,38 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	r.proof = &proof
 	r.journal(PhaseFenced, "")
 	return proof.Text(), nil
+}
+
+// runFence runs the fence command, and again [recover] fence_retries times when it fails, all
+// within fence_timeout: a BMC may drop one request. A command that hung to its timeout is not
+// run again (no time is left). The last failure is returned.
+func (r *runner) runFence(ctx context.Context, cmd string) error {
+	e, p := r.e, r.plan
+	window := e.cfg.Recover.FenceTimeout.D()
+	deadline := time.Now().Add(window)
+	tries := 1 + max(0, e.cfg.Recover.FenceRetries)
+	var err error
+	for i := 1; i <= tries; i++ {
+		left := time.Until(deadline)
+		if i == 1 {
+			left = window // the first try has the whole window, as a single run always had
+		}
+		err = opcmd.Run(ctx, opcmd.Spec{Kind: opcmd.Fence, Template: cmd, Node: p.Node, Host: p.Host, Timeout: left},
+			func(line string) { r.nodeChanged("fence-cmd: " + line) })
+		if err == nil || ctx.Err() != nil || errors.Is(err, opcmd.ErrTimedOut) {
+			return err
+		}
+		if i < tries {
+			if time.Until(deadline) <= e.o.Backoff {
+				return err // no time left in fence_timeout for another try
+			}
+			r.nodeChanged(fmt.Sprintf("the fence command failed (try %d of %d): %v; again", i, tries, err))
+			if !sleep(ctx, e.o.Backoff) {
+				return err
+			}
+		}
+	}
+	return err
 }
 
 func (r *runner) forceDown(ctx context.Context) (string, error) {

@@ -191,6 +191,7 @@ func TestAFailedFenceRebuildsNothing(t *testing.T) {
 	c0 := c.Name("c0")
 	c.die(c0)
 	marks := t.TempDir()
+	c.Cfg.Recover.FenceRetries = 1
 	stop := c.startRecoverer("echo {node} >> " + marks + "/tries; false")
 	kubetest.Eventually(t, 30*time.Second, "the failed fence said", func() bool {
 		rec, ok := c.recovery(c0)
@@ -198,8 +199,8 @@ func TestAFailedFenceRebuildsNothing(t *testing.T) {
 	})
 	time.Sleep(time.Second) // passes go on meanwhile: none may fence again in this outage
 	stop()
-	if tries, _ := os.ReadFile(filepath.Join(marks, "tries")); len(tries) != len(c0)+1 {
-		t.Errorf("the fence ran %q: once is all, in one outage", tries)
+	if tries, _ := os.ReadFile(filepath.Join(marks, "tries")); len(tries) != 2*(len(c0)+1) {
+		t.Errorf("the fence ran %q: once and its one retry is all, in one outage", tries)
 	}
 	rec, _ := c.recovery(c0)
 	for _, name := range []string{"vm-a", "vm-b"} {
@@ -276,4 +277,19 @@ func TestANodeBackMidLadderStopsTheRebuilds(t *testing.T) {
 	if moved != 1 || rec.Outcome != string(ops.ResultInterrupted) {
 		t.Errorf("%d VM(s) moved after the node came back, record %+v", moved, rec)
 	}
+}
+
+// A fence command that fails once (a BMC dropping a request) is run again within
+// fence_timeout, and the recovery goes on.
+func TestAFenceThatFailsOnceIsRetried(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	marks := t.TempDir()
+	c.die(c0)
+	stop := c.startRecoverer("test -e " + marks + "/{node} || { touch " + marks + "/{node}; false; }")
+	defer stop()
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
 }

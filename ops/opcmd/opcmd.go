@@ -9,6 +9,7 @@ package opcmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -83,6 +84,9 @@ func Expand(template, node string) string {
 	return strings.ReplaceAll(template, "{node}", shellQuote(node))
 }
 
+// ErrTimedOut is a command killed at its timeout.
+var ErrTimedOut = errors.New("timed out")
+
 // Run runs the command; line gets each line of its output (cut at MaxLine) as it comes, and
 // first a line saying it started. The error says how it ended, with its last line.
 func Run(ctx context.Context, s Spec, line func(string)) error {
@@ -94,7 +98,7 @@ func Run(ctx context.Context, s Spec, line func(string)) error {
 	}
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("%s timed out after %s", s.Kind, s.Timeout))
+		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("%s %w after %s", s.Kind, ErrTimedOut, s.Timeout))
 		defer cancel()
 	}
 	shown := Shown(s.Template, s.Node)
