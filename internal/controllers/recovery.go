@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,9 +59,9 @@ func (r *Recoverer) Serve(ctx context.Context) error {
 		r.Notify = func(string, string, string) {}
 	}
 	r.said, r.stopped = map[string]string{}, map[string]time.Time{}
-	nodes, cancel := r.Engine.Subscribe()
-	defer cancel()
-	loop(ctx, r.Resync, []<-chan struct{}{nodes}, r.pass)
+	// On its resync only: a node is dead after not_ready_for (a minute), so a pass on every
+	// change the informers signal (each pod's, at 150,000 pods) would only read more often.
+	loop(ctx, r.Resync, nil, r.pass)
 	return nil
 }
 
@@ -68,6 +69,13 @@ func (r *Recoverer) Serve(ctx context.Context) error {
 func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	cfg := r.Engine.RecoverConfig()
 	if !cfg.Automatic {
+		return 0
+	}
+	now := r.Engine.Now()
+	// Every node Ready in the cache: nothing can be dead and no storm holds anything; the
+	// cluster (Nova's services, the join) is read only while a node is NotReady.
+	if !slices.ContainsFunc(r.Engine.KubeNodes(), func(k model.KubeNode) bool { return !k.Ready }) {
+		r.calmed(now, cfg.StormCooldown.D())
 		return 0
 	}
 	inv, err := r.Engine.Inventory().Read(ctx)
@@ -85,15 +93,11 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			unhealthy = append(unhealthy, n)
 		}
 	}
-	now := r.Engine.Now()
 	if limit := cfg.UnhealthyLimit(len(compute)); len(unhealthy) > limit {
 		r.storm(ctx, unhealthy, limit, len(compute))
 		return 0
 	}
-	if r.inStorm {
-		r.inStorm, r.calm = false, now
-		r.Log(fmt.Sprintf("automatic recovery: the storm is over; none starts before %s (storm_cooldown)", now.Add(cfg.StormCooldown.D()).Format(time.RFC3339)))
-	}
+	r.calmed(now, cfg.StormCooldown.D())
 	if wait := r.calm.Add(cfg.StormCooldown.D()).Sub(now); !r.calm.IsZero() && wait > 0 {
 		return wait
 	}
@@ -105,6 +109,14 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return time.Second // the next one, one at a time
 	}
 	return 0
+}
+
+// calmed ends a storm, if one held: no recovery starts for cooldown from now.
+func (r *Recoverer) calmed(now time.Time, cooldown time.Duration) {
+	if r.inStorm {
+		r.inStorm, r.calm = false, now
+		r.Log(fmt.Sprintf("automatic recovery: the storm is over; none starts before %s (storm_cooldown)", now.Add(cooldown).Format(time.RFC3339)))
+	}
 }
 
 // storm holds every automatic recovery and says so once, loudly, on each unhealthy node.
@@ -141,7 +153,7 @@ func (r *Recoverer) notDead(n model.Node, now time.Time, notReadyFor time.Durati
 		return "its nova-compute is up"
 	case k.Annotations[PauseAnnotation] != "":
 		return "paused"
-	case r.stopped[n.Name].Equal(k.ReadySince):
+	case stoppedIn(r.stopped, n.Name, k.ReadySince):
 		return "its recovery stopped in this outage (a failed fence, a failed rebuild): a person's now"
 	case journaled && j.Op == model.OpRecover && j.Phase == ops.PhaseDone:
 		return "recovered already: the way back is a person's (uncordon)"
@@ -151,6 +163,12 @@ func (r *Recoverer) notDead(n model.Node, now time.Time, notReadyFor time.Durati
 		return "cordoned by someone else"
 	}
 	return ""
+}
+
+// stoppedIn reports whether the node's ladder stopped in the outage that began at since.
+func stoppedIn(stopped map[string]time.Time, node string, since time.Time) bool {
+	t, ok := stopped[node]
+	return ok && t.Equal(since)
 }
 
 // recover runs the engine's recovery of the node under the cluster-wide recovery lease,
