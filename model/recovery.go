@@ -9,7 +9,10 @@ type Recovery struct {
 	Host      string    `json:"host,omitempty"`
 	Automatic bool      `json:"automatic"`
 	Started   time.Time `json:"started"`
-	Finished  time.Time `json:"finished,omitempty"`
+	// Outage is when the node went NotReady: the outage this recovery is of (a rerun in
+	// another outage starts a ledger of its own).
+	Outage   time.Time `json:"outage,omitempty"`
+	Finished time.Time `json:"finished,omitempty"`
 	// Outcome: running, done, failed, refused (nothing changed), interrupted (a rerun resumes).
 	Outcome string   `json:"outcome"`
 	Error   string   `json:"error,omitempty"`

@@ -50,6 +50,9 @@ func (e *Engine) Recoveries(ctx context.Context) ([]model.Recovery, error) {
 func (r *runner) saveLedger(ctx context.Context, outcome string) {
 	p := r.plan
 	rec := model.Recovery{Node: p.Node, Host: p.Host, Automatic: r.ro.Automatic, Started: r.report.Started, Outcome: outcome, Error: r.report.Error}
+	if k, ok := r.e.kube.Node(p.Node); ok && !k.Ready {
+		rec.Outage = k.ReadySince
+	}
 	if outcome != "running" {
 		rec.Finished = r.report.Finished
 	}
@@ -76,11 +79,13 @@ func (r *runner) saveLedger(ctx context.Context, outcome string) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	// A rerun resumes an unfinished recovery: its plan holds only the VMs left, so the
-	// moves an earlier run made are kept, and so is when it started.
+	// A rerun resumes an unfinished recovery of the same outage: its plan holds only the VMs
+	// left, so the moves an earlier run made are kept, and so is when it started. A record of
+	// another outage (or written by someone else for another) is not taken in.
 	if data, found, err := r.e.kube.Record(wctx, RecoveryRecord(p.Node)); err == nil && found {
 		var old model.Recovery
-		if json.Unmarshal(data, &old) == nil && (old.Outcome == "running" || old.Outcome == string(ResultInterrupted)) {
+		if json.Unmarshal(data, &old) == nil && (old.Outcome == "running" || old.Outcome == string(ResultInterrupted)) &&
+			!rec.Outage.IsZero() && old.Outage.Equal(rec.Outage) {
 			rec.Started, rec.Automatic = old.Started, rec.Automatic || old.Automatic
 			for _, m := range old.Moves {
 				if !slices.ContainsFunc(rec.Moves, func(n model.VMMove) bool { return n.VMID == m.VMID }) {

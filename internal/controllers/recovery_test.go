@@ -113,6 +113,12 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	defer cancel()
 	go hook.Run(ctx)
 	c.hook = hook
+	// A ledger left unfinished by an earlier outage (or planted): none of it is taken in.
+	stale := model.Recovery{Node: c0, Started: time.Now().Add(-time.Hour), Outage: time.Now().Add(-2 * time.Hour), Outcome: string(ops.ResultInterrupted),
+		Moves: []model.VMMove{{VM: "vm-x", VMID: "id-x", Source: c0, Method: model.MoveRebuild, Status: model.MoveSucceeded}}}
+	if err := c.Engine("operator@test", nil).SaveRecovery(kubetest.Ctx(t), stale); err != nil {
+		t.Fatal(err)
+	}
 	c.die(c0)
 	stop := c.startRecoverer("touch " + marks + "/{node}")
 	defer stop()
