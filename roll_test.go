@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -480,10 +481,38 @@ func TestRollQuarantinesAnUndrainableNode(t *testing.T) {
 		p, err := c.cs.PolicyV1().PodDisruptionBudgets(c.ns).Get(kubetest.Ctx(t), "web-pdb", metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.DesiredHealthy == 3 && p.Status.DisruptionsAllowed == 0
 	})
+	// The person on call hears of it by the [notify] webhook: the start, the node past its
+	// deadline, its quarantine, the end; posted before the run exits.
+	var mu sync.Mutex
+	var told []model.Notice
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n model.Notice
+		if r.Header.Get("Authorization") != "Bearer t0ken" || json.NewDecoder(r.Body).Decode(&n) != nil {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		told = append(told, n)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[notify]\nwebhook = \""+hook.URL+"\"\n"), 0o600)
 	// The shortest deadline the flag takes (a shorter one is a typo: 3s for 3m).
-	r := c.drainctl(t, nil, "--auto", "roll", c0, c2, "--exec", "true", "--node-deadline", "1m", "--campaign", "stuck")
+	r := c.drainctl(t, []string{"DRAINCTL_WEBHOOK_TOKEN=t0ken"}, "--config", cfg, "--auto", "roll", c0, c2, "--exec", "true", "--node-deadline", "1m", "--campaign", "stuck")
 	if r.code != 1 || !strings.Contains(r.stderr, c0+" (quarantined)") || !strings.Contains(r.stderr, "blocked: pod "+c.ns+"/web-") {
 		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
+	}
+	mu.Lock()
+	var kinds []model.NoticeKind
+	for _, n := range told {
+		if n.Campaign == "stuck" && (n.Node == "" || n.Node == c0) {
+			kinds = append(kinds, n.Kind)
+		}
+	}
+	mu.Unlock()
+	if want := []model.NoticeKind{model.NoticeCampaignStarted, model.NoticeNodePastDeadline, model.NoticeNodeQuarantined, model.NoticeCampaignFinished}; !slices.Equal(kinds, want) {
+		t.Errorf("the webhook heard %v, want %v\n%s", kinds, want, r.stderr)
 	}
 	rec := c.campaign(t, "stuck")
 	if rec.Nodes[0].Phase != model.PhaseQuarantined || !strings.Contains(rec.Nodes[0].Error, "PodDisruptionBudget") ||

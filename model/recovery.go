@@ -30,6 +30,8 @@ type VMMove struct {
 	Status   string        `json:"status"`
 	Reason   string        `json:"reason,omitempty"`
 	Duration time.Duration `json:"durationNs,omitempty"`
+	// MigrationID is Nova's evacuation record of the move (os-migrations), when known.
+	MigrationID int64 `json:"migrationID,omitempty"`
 }
 
 // The statuses of a recovery's move.

@@ -223,6 +223,8 @@ type VMReport struct {
 	Duration time.Duration    `json:"durationNs"`
 	Message  string           `json:"message,omitempty"`
 	Override model.Override   `json:"override,omitempty"` // what would have moved it (a failure)
+	// MigrationID is Nova's migration record of the last attempt (os-migrations), when known.
+	MigrationID int64 `json:"migrationID,omitempty"`
 }
 
 // CampaignEvent: a rolling maintenance moved on: a node changed phase (Node set), the
@@ -237,6 +239,9 @@ type CampaignEvent struct {
 	Left       int                 `json:"left"`
 	ETA        time.Duration       `json:"etaNs,omitempty"`
 	Message    string              `json:"message,omitempty"`
+	// PastDeadline: the node (Node) was not drained within the campaign's node deadline;
+	// Message says what held it and what is done with it.
+	PastDeadline bool `json:"pastDeadline,omitempty"`
 }
 
 // NewCampaignEvent reports the campaign c as it stands, about node (may be "").

@@ -27,6 +27,7 @@ func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string,
 		r.moveState(run, MigState(firstNonEmpty(vm.TaskState, "rebuilding")), "")
 	case vm.Host != run.vm.Host && vm.Host != "":
 		run.dest = vm.Host
+		r.evacuationRecord(ctx, run)
 		if vm.Status == model.VMBroken {
 			return MigFailed, "rebuilt on " + vm.Host + " but went to ERROR: " + vm.Fault, nil
 		}
@@ -37,8 +38,28 @@ func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string,
 			return "", "", err
 		}
 		if len(recs) > 0 && recs[0].Type == model.MigrationTypeEvacuation && recs[0].Status == model.MigrationFailed {
+			run.mid = recs[0].ID
 			return MigFailed, r.actionError(ctx, run, "evacuation failed"), nil
 		}
 	}
 	return r.unstoppableOverdue(run, "not rebuilt")
+}
+
+// evacuationRecord notes the ID of Nova's evacuation record of the VM from its host, for the
+// recovery's ledger (os-migrations' newest first). Not found, the ledger goes without it: the
+// VM is rebuilt either way.
+func (r *runner) evacuationRecord(ctx context.Context, run *vmRun) {
+	if run.mid != 0 {
+		return
+	}
+	recs, err := r.e.nova.MigrationsOf(ctx, run.vm.ID)
+	if err != nil {
+		return
+	}
+	for _, m := range recs {
+		if m.Type == model.MigrationTypeEvacuation && m.SourceCompute == run.vm.Host {
+			run.mid = m.ID
+			return
+		}
+	}
 }

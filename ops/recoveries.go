@@ -65,7 +65,7 @@ func (r *runner) saveLedger(ctx context.Context, outcome string) {
 			if v.VMID != vm.ID {
 				continue
 			}
-			m.Dest, m.Duration, m.Reason = v.Dest, v.Duration, v.Message
+			m.Dest, m.Duration, m.Reason, m.MigrationID = v.Dest, v.Duration, v.Message, v.MigrationID
 			switch v.Result {
 			case MigCompleted:
 				m.Status = model.MoveSucceeded

@@ -56,6 +56,13 @@ type Options struct {
 	Switch   Switcher
 	// Machines, in the demo, lets a node's machine die and come back (:kill, :revive).
 	Machines Machines
+	// Observe sees every event of a campaign run from the TUI ([notify]'s webhook); may be nil.
+	Observe func(ops.Event)
+	// AutoRecovery: automatic recovery runs in this process (the demo's controller).
+	AutoRecovery bool
+	// Notices are what the controllers running in this process tell the person on call (the
+	// demo's automatic recovery): each is shown on the status line. May be nil.
+	Notices <-chan model.Notice
 }
 
 // Machines is the demo's power switch over its nodes' machines.
@@ -195,7 +202,7 @@ func (m Model) stop(cancel context.CancelFunc, timeout time.Duration) {
 
 // Init loads the inventory and starts listening to the engine and to Kubernetes.
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(m.load(true), m.watchSync(0), m.bus.wait(), m.tick(), m.watchKube(), m.watchMaintenances())
+	return tea.Batch(m.load(true), m.watchSync(0), m.bus.wait(), m.tick(), m.watchKube(), m.watchMaintenances(), m.watchNotices())
 }
 
 // Update records a message and returns what to do next.
@@ -295,6 +302,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case maintMsg:
 		m.setMaintenances(msg)
 		return m, m.watchMaintenances()
+	case noticeMsg:
+		m.setStatus(msg.Message, noticeIsBad[msg.Kind])
+		return m, tea.Batch(m.watchNotices(), m.refresh(false))
 	case statusMsg:
 		m.setStatus(string(msg), false)
 		return m, nil

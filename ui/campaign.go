@@ -87,9 +87,14 @@ func (m Model) reproposeCampaign(o campaign.Options) (tea.Model, tea.Cmd) {
 }
 
 func (m Model) newCampaign(o campaign.Options, again bool, seq int) tea.Cmd {
-	eng, ctx, bus := m.eng, m.ctx, m.bus
+	eng, ctx, bus, observe := m.eng, m.ctx, m.bus, m.s.opts.Observe
 	return func() tea.Msg {
-		r, err := campaign.New(ctx, eng, o, func(ev ops.Event) { bus.push(campaignTag(ev)) })
+		r, err := campaign.New(ctx, eng, o, func(ev ops.Event) {
+			bus.push(campaignTag(ev))
+			if observe != nil {
+				observe(ev)
+			}
+		})
 		return campaignReady{run: r, o: o, err: err, again: again, seq: seq}
 	}
 }

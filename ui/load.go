@@ -4,6 +4,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drainctl/drainctl/model"
 )
 
 // Reading the cluster: every call runs in a Cmd, off the UI path.
@@ -47,6 +49,30 @@ func (m Model) watchMaintenances() tea.Cmd {
 		return nil
 	}
 	return m.watch(store.Subscribe, 250*time.Millisecond, func() tea.Msg { return maintMsg(store.List()) })
+}
+
+// noticeMsg is what a controller of this process told the person on call.
+type noticeMsg struct{ model.Notice }
+
+// noticeIsBad: the notices shown as a warning.
+var noticeIsBad = map[model.NoticeKind]bool{model.NoticeStorm: true, model.NoticeRecoveryFailed: true, model.NoticeRecoveryRefused: true,
+	model.NoticeFenceFailed: true, model.NoticeVMNotRebuilt: true, model.NoticeWebhookFailed: true}
+
+// watchNotices waits for the next notice of the controllers running beside the TUI (the
+// demo's automatic recovery).
+func (m Model) watchNotices() tea.Cmd {
+	ch, ctx := m.s.opts.Notices, m.ctx
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case n := <-ch:
+			return noticeMsg{n}
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // watch waits for a change, then for quiet (at most one message per quiet period), and

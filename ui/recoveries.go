@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"strconv"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -46,7 +47,7 @@ func (m Model) recoveriesRead(msg recoveriesMsg) (tea.Model, tea.Cmd) {
 // recoveryColumns: the node or VM, its outcome or status, where it went, how long, and
 // how it was started (by hand, automatic) or why a VM stays.
 func recoveryColumns(s *shared) []listColumn {
-	return fitColumns([]listColumn{{"NODE / VM", 24, 0}, {"STATUS", 12, 1}, {"TO", 16, 2}, {"TOOK", 8, 3}, {"STARTED", 19, 4}, {"WHY", 30, 5}}, s.width)
+	return fitColumns([]listColumn{{"NODE / VM", 24, 0}, {"STATUS", 12, 1}, {"TO", 16, 2}, {"TOOK", 8, 3}, {"MIGRATION", 9, 4}, {"STARTED", 19, 5}, {"WHY", 30, 6}}, s.width)
 }
 
 // recoveryRows: each recovery, then its ledger's moves.
@@ -65,11 +66,19 @@ func recoveryRows(s *shared) []listRow {
 			why += ": " + text.Safe(firstLine(r.Error))
 		}
 		out = append(out, listRow{key: r.Node, node: r.Node, search: text.Safe(r.Node),
-			cells: []string{text.Safe(r.Node), r.Outcome, "", took, r.Started.Format("2006-01-02 15:04:05"), why}})
+			cells: []string{text.Safe(r.Node), r.Outcome, "", took, "", r.Started.Format("2006-01-02 15:04:05"), why}})
 		for _, mv := range r.Moves {
 			out = append(out, listRow{key: mv.VMID, node: r.Node, search: text.Safe(r.Node + " " + mv.VM),
-				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), text.Duration(mv.Duration), "", text.Safe(mv.Reason)}})
+				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), text.Duration(mv.Duration), migrationID(mv.MigrationID), "", text.Safe(mv.Reason)}})
 		}
 	}
 	return out
+}
+
+// migrationID is Nova's migration record as `openstack server migration list` names it.
+func migrationID(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/controllers/cloudpool"
 	"github.com/drainctl/drainctl/internal/controllers/proxy"
-	"github.com/drainctl/drainctl/internal/notify"
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/text"
@@ -95,23 +95,21 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 			Events: cl.Kube, Emit: emit}
 		// Automatic recovery ([recover] automatic = true) runs beside it, under the same leader.
 		logLine := func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) }
-		hook, err := notify.New(e.cfg.Notify, e.getenv, func(n notify.Notice, err error) {
+		hook, stopHook, err := e.webhook(ctx, func(n model.Notice, err error) {
 			e.met.WebhookFailed()
-			logLine(fmt.Sprintf("the [notify] webhook did not take the %s notice: %v", n.Kind, err))
+			logLine(webhookFailed(n, err))
 		})
 		if err != nil {
 			return nil, "", &ops.UsageError{Problem: err.Error()}
 		}
 		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine,
-			Notify: func(kind, node, message string) {
-				e.met.Notice(kind)
-				hook.Notify(notify.Notice{Kind: kind, Node: node, Message: message})
+			Notify: func(n model.Notice) {
+				e.met.Notice(n)
+				hook.Notify(n)
 			}}
 		serve := func(ctx context.Context) error {
+			defer stopHook()
 			done := make(chan struct{})
-			if hook != nil {
-				go hook.Run(ctx)
-			}
 			go func() { defer close(done); _ = rc.Serve(ctx) }()
 			err := mc.Serve(ctx)
 			<-done

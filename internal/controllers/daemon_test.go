@@ -28,6 +28,34 @@ func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
 type cluster struct {
 	*simtest.Cluster
 	hook *notify.Webhook // automatic recovery's webhook, when a test listens
+
+	mu      sync.Mutex
+	notices []model.Notice // what automatic recovery told the person on call
+	// localDisks: the instances' disks are local (no [recover] shared_storage).
+	localDisks bool
+}
+
+// told are the kinds of the notices automatic recovery gave, in order.
+func (c *cluster) told() []model.NoticeKind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var kinds []model.NoticeKind
+	for _, n := range c.notices {
+		kinds = append(kinds, n.Kind)
+	}
+	return kinds
+}
+
+// notice is the last notice of the kind given.
+func (c *cluster) notice(kind model.NoticeKind) (model.Notice, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.notices) - 1; i >= 0; i-- {
+		if c.notices[i].Kind == kind {
+			return c.notices[i], true
+		}
+	}
+	return model.Notice{}, false
 }
 
 func newCluster(t *testing.T, scale float64) *cluster {

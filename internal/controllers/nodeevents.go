@@ -40,7 +40,7 @@ func recordSteps(ctx context.Context, events NodeEvents, emit func(ops.Event)) f
 		case ops.MigrationEvent:
 			switch ev.State {
 			case ops.MigCompleted:
-				record(ev.Node, "Normal", "DrainctlVMMigrated", fmt.Sprintf("VM %s live-migrated from %s to %s", ev.VM, ev.Source, ev.Dest))
+				record(ev.Node, "Normal", "DrainctlVMMigrated", fmt.Sprintf("VM %s %s from %s to %s", ev.VM, moved[ev.Method], ev.Source, ev.Dest))
 			case ops.MigFailed, ops.MigAborted:
 				record(ev.Node, "Warning", "DrainctlVMNotMigrated", fmt.Sprintf("VM %s: %s: %s", ev.VM, ev.State, ev.Message))
 			}
@@ -48,6 +48,10 @@ func recordSteps(ctx context.Context, events NodeEvents, emit func(ops.Event)) f
 		}
 	}
 }
+
+// moved says how a VM left, as its method did (a rebuild is no migration).
+var moved = map[model.MoveMethod]string{model.MoveLive: "live-migrated", model.MoveCold: "cold-migrated", model.MoveRebuild: "rebuilt",
+	"": "live-migrated"}
 
 // camel turns a step's name into an Event reason: "disable-compute" -> "DisableCompute".
 func camel(k model.StepKind) string {

@@ -27,15 +27,15 @@ type Recoverer struct {
 	Events NodeEvents // may be nil
 	Emit   func(ops.Event)
 	Log    func(string) // a line for the controller's log (may be nil)
-	// Notify tells the person on call (the [notify] webhook, a metric): kind is storm,
-	// recovery-started, recovery-done, recovery-failed or recovery-refused. May be nil.
-	Notify func(kind, node, message string)
+	// Notify tells the person on call (the [notify] webhook, the metrics). May be nil.
+	Notify func(model.Notice)
 	Resync time.Duration // a pass even without changes (default 10 s: Nova's view of a service is not watched)
 
-	inStorm bool
-	calm    time.Time            // when the last storm ended
-	said    map[string]string    // node -> the last refusal said, said once
-	stopped map[string]time.Time // node -> the outage (its NotReady since) whose ladder stopped: a person's now
+	inStorm   bool
+	stormSaid bool
+	calm      time.Time            // when the last storm ended
+	said      map[string]string    // node -> the last refusal said, said once
+	stopped   map[string]time.Time // node -> the outage (its NotReady since) whose ladder stopped: a person's now
 }
 
 // PauseAnnotation on a node holds its automatic recovery (NodeHealthCheck's pause request).
@@ -56,7 +56,7 @@ func (r *Recoverer) Serve(ctx context.Context) error {
 		r.Log = func(string) {}
 	}
 	if r.Notify == nil {
-		r.Notify = func(string, string, string) {}
+		r.Notify = func(model.Notice) {}
 	}
 	r.said, r.stopped = map[string]string{}, map[string]time.Time{}
 	// On its resync only: a node is dead after not_ready_for (a minute), so a pass on every
@@ -94,7 +94,15 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		}
 	}
 	if limit := cfg.UnhealthyLimit(len(compute)); len(unhealthy) > limit {
-		r.storm(ctx, unhealthy, limit, len(compute))
+		r.inStorm = true // held at once: a partition's nodes do not all go NotReady in the same second
+		// Said once a node would have been recovered: two kubelets restarting together
+		// page no one.
+		if !r.stormSaid && slices.ContainsFunc(unhealthy, func(n model.Node) bool {
+			return !n.Kube.Ready && now.Sub(n.Kube.ReadySince) >= cfg.NotReadyFor.D()
+		}) {
+			r.stormSaid = true
+			r.storm(ctx, unhealthy, limit, len(compute))
+		}
 		return 0
 	}
 	r.calmed(now, cfg.StormCooldown.D())
@@ -114,17 +122,18 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 // calmed ends a storm, if one held: no recovery starts for cooldown from now.
 func (r *Recoverer) calmed(now time.Time, cooldown time.Duration) {
 	if r.inStorm {
-		r.inStorm, r.calm = false, now
+		said := r.stormSaid
+		r.inStorm, r.stormSaid = false, false
+		if !said {
+			return // shorter than not_ready_for: no storm anyone was told of, no cooldown
+		}
+		r.calm = now
 		r.Log(fmt.Sprintf("automatic recovery: the storm is over; none starts before %s (storm_cooldown)", now.Add(cooldown).Format(time.RFC3339)))
 	}
 }
 
-// storm holds every automatic recovery and says so once, loudly, on each unhealthy node.
+// storm says, once a storm, loudly, on each unhealthy node, that every automatic recovery is held.
 func (r *Recoverer) storm(ctx context.Context, unhealthy []model.Node, limit, compute int) {
-	if r.inStorm {
-		return
-	}
-	r.inStorm = true
 	var names []string
 	for _, n := range unhealthy {
 		names = append(names, n.Name)
@@ -132,7 +141,7 @@ func (r *Recoverer) storm(ctx context.Context, unhealthy []model.Node, limit, co
 	msg := fmt.Sprintf("storm guard: %d of %d compute nodes unhealthy (%s), more than [recover] max_unhealthy (%d): no automatic recovery, nothing fenced",
 		len(unhealthy), compute, strings.Join(names, ", "), limit)
 	r.Log("automatic recovery: " + msg)
-	r.Notify("storm", "", msg)
+	r.notify(model.Notice{Kind: model.NoticeStorm, Message: msg})
 	for _, n := range unhealthy {
 		r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStorm", msg)
 	}
@@ -185,20 +194,11 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		defer cancel()
 		_ = e.ReleaseKey(rctx, recoveryKey)
 	}()
+	// A VM whose local disk a rebuild would lose is a person's to decide: it stays, in the
+	// ledger with its reason.
 	ro := ops.RunOptions{Policy: r.Policy, FenceCmd: cfg.FenceCmd, Why: "automatic recovery", Automatic: true}
+	ro.Policy.KeepLocalDisks = true
 	plan, err := e.Plan(ctx, model.OpRecover, n.Name, ro)
-	if err == nil && !cfg.SharedStorage {
-		// A VM whose local disk a rebuild would lose is a person's to decide: it stays,
-		// in the ledger with its reason.
-		for _, vm := range plan.VMs {
-			if policy.DiskFate(vm, false) == policy.DiskLost {
-				ro.Policy.SkipVMs = append(ro.Policy.SkipVMs, vm.ID)
-			}
-		}
-		if len(ro.Policy.SkipVMs) > 0 {
-			plan, err = e.Plan(ctx, model.OpRecover, n.Name, ro)
-		}
-	}
 	if err == nil && len(plan.Blockers()) > 0 {
 		err = &ops.RefusedError{Reasons: plan.Blockers()}
 	}
@@ -207,37 +207,96 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 			r.said[n.Name] = msg
 			r.event(ctx, n.Name, "Warning", "DrainctlRecoveryRefused", "automatic recovery refused: "+msg)
 			r.Log("automatic recovery of " + n.Name + " refused: " + msg)
-			r.Notify("recovery-refused", n.Name, "automatic recovery refused: "+msg)
+			r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: "automatic recovery refused: " + msg})
 		}
 		return
 	}
 	delete(r.said, n.Name)
-	started := fmt.Sprintf("automatic recovery: %s dead since %s, fencing it, then %d VM(s) rebuilt elsewhere",
-		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs))
+	left := 0
+	for _, vm := range plan.VMs {
+		if vm.Method == model.MoveStays {
+			left++
+		}
+	}
+	started := fmt.Sprintf("automatic recovery: %s dead since %s, fencing it, then %d VM(s) rebuilt elsewhere, %d left (see the ledger)",
+		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs)-left, left)
 	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", started)
-	r.Notify("recovery-started", n.Name, started)
-	// The engine's recover keeps the ledger (ops/recoveries.go), as for a recovery by hand.
-	rep, err := e.Run(ctx, plan, ro, recordSteps(ctx, r.Events, r.Emit))
+	r.notify(model.Notice{Kind: model.NoticeRecoveryStarted, Node: n.Name, Message: started})
+	// The engine's recover keeps the ledger (ops/recoveries.go), as for a recovery by hand;
+	// the run's events say what a person on call must know on the way.
+	var lastRunning time.Time // the last VM's rebuild done: every VM running elsewhere
+	emit := recordSteps(ctx, r.Events, r.Emit)
+	rep, err := e.Run(ctx, plan, ro, func(ev ops.Event) {
+		emit(ev)
+		switch ev := ev.(type) {
+		case ops.StepEvent:
+			if ev.Step == model.StepFence && ev.State == ops.StepFailed {
+				r.notify(model.Notice{Kind: model.NoticeFenceFailed, Node: n.Name,
+					Message: "fencing " + n.Name + " failed: nothing is rebuilt: " + ev.Detail})
+			}
+		case ops.MigrationEvent:
+			if ev.State == ops.MigCompleted {
+				lastRunning = ev.At
+			}
+		case ops.PlanReady, ops.PodEvent, ops.NodeChanged, ops.RunDone, ops.CampaignEvent: // the ledger and the Events say these
+		}
+	})
 	if rep.Result != ops.ResultDone && rep.Result != ops.ResultInterrupted {
 		r.stopped[n.Name] = n.Kube.ReadySince // never again by itself in this outage: no fence loop
 	}
-	typ, reason, kind := "Normal", "DrainctlRecoveryDone", "recovery-done"
-	if err != nil {
-		typ, reason, kind = "Warning", "DrainctlRecoveryFailed", "recovery-failed"
+	for _, v := range rep.VMs {
+		if v.Result != ops.MigCompleted && v.Result != ops.MigSkipped && v.Result != ops.MigInterrupted {
+			r.notify(model.Notice{Kind: model.NoticeVMNotRebuilt, Node: n.Name,
+				Message: fmt.Sprintf("VM %s (%s) of %s was not rebuilt: %s", v.VM, v.VMID, n.Name, v.Message)})
+		}
 	}
-	r.event(ctx, n.Name, typ, reason, summary(n.Name, rep))
-	r.Notify(kind, n.Name, summary(n.Name, rep))
-	r.Log("automatic recovery of " + n.Name + ": " + summary(n.Name, rep))
+	done := model.Notice{Kind: model.NoticeRecoveryDone, Node: n.Name, Message: summary(n.Name, plan, rep), Ledger: ledger(plan, rep)}
+	typ, reason := "Normal", "DrainctlRecoveryDone"
+	if err != nil {
+		typ, reason, done.Kind = "Warning", "DrainctlRecoveryFailed", model.NoticeRecoveryFailed
+	}
+	if c := done.Ledger; err == nil && c.Failed+c.Pending == 0 && c.Succeeded > 0 {
+		done.VMsRunningAfter = lastRunning.Sub(n.Kube.ReadySince)
+	}
+	r.event(ctx, n.Name, typ, reason, done.Message)
+	r.notify(done)
+	r.Log("automatic recovery of " + n.Name + ": " + done.Message)
+}
+
+// notify stamps the notice and tells it.
+func (r *Recoverer) notify(n model.Notice) {
+	if n.At.IsZero() {
+		n.At = r.Engine.Now()
+	}
+	r.Notify(n)
+}
+
+// ledger is the recovery's ledger in counts: the plan's VMs by how the run left them.
+func ledger(plan model.Plan, rep ops.Report) *model.LedgerCounts {
+	c := &model.LedgerCounts{}
+	for _, vm := range plan.VMs {
+		i := slices.IndexFunc(rep.VMs, func(v ops.VMReport) bool { return v.VMID == vm.ID })
+		switch {
+		case vm.Method == model.MoveStays || (i >= 0 && rep.VMs[i].Result == ops.MigSkipped):
+			c.Left++
+		case i < 0 || rep.VMs[i].Result == ops.MigInterrupted:
+			c.Pending++
+		case rep.VMs[i].Result == ops.MigCompleted:
+			c.Succeeded++
+		default:
+			c.Failed++
+		}
+	}
+	return c
 }
 
 // summary is the recovery in a line: its outcome and its VMs by how they ended.
-func summary(node string, rep ops.Report) string {
-	count := map[ops.MigState]int{}
-	for _, v := range rep.VMs {
-		count[v.Result]++
+func summary(node string, plan model.Plan, rep ops.Report) string {
+	c := ledger(plan, rep)
+	s := fmt.Sprintf("recovery of %s %s: %d VM(s) rebuilt, %d failed, %d left", node, rep.Result, c.Succeeded, c.Failed, c.Left)
+	if c.Pending > 0 {
+		s += fmt.Sprintf(", %d not reached", c.Pending)
 	}
-	s := fmt.Sprintf("recovery of %s %s: %d VM(s) rebuilt, %d failed, %d left", node, rep.Result,
-		count[ops.MigCompleted], len(rep.VMs)-count[ops.MigCompleted]-count[ops.MigSkipped], count[ops.MigSkipped])
 	if rep.Error != "" {
 		s += ": " + rep.Error
 	}

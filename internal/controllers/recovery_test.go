@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
 	"github.com/drainctl/drainctl/ui/auto"
 )
 
@@ -36,7 +38,7 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 		"../../deploy/controller-rbac.yaml", "../../deploy/recovery-rbac.yaml") {
 		c.T.Fatal(err)
 	}
-	c.Cfg.Recover.Automatic, c.Cfg.Recover.FenceCmd, c.Cfg.Recover.SharedStorage = true, fenceCmd, true
+	c.Cfg.Recover.Automatic, c.Cfg.Recover.FenceCmd, c.Cfg.Recover.SharedStorage = true, fenceCmd, !c.localDisks
 	c.Cfg.Recover.PodsGoneWithin = model.Duration(time.Second)
 	cfg := kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400})
 	cfg.Impersonate.UserName = controllerUser
@@ -44,8 +46,13 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: holder, Poll: 5 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
 	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: 100 * time.Millisecond, Log: func(l string) { c.T.Log(l) }}
-	if c.hook != nil {
-		rc.Notify = func(kind, node, msg string) { c.hook.Notify(notify.Notice{Kind: kind, Node: node, Message: msg}) }
+	rc.Notify = func(n model.Notice) {
+		c.mu.Lock()
+		c.notices = append(c.notices, n)
+		c.mu.Unlock()
+		if c.hook != nil {
+			c.hook.Notify(n)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -132,8 +139,10 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	}
 	for _, m := range rec.Moves {
 		vm, _ := c.World.ServerByName(m.VM)
-		if m.Status != model.MoveSucceeded || m.Dest == "" || m.Dest == c0 || vm.Host != m.Dest || m.Method != model.MoveRebuild {
-			t.Errorf("ledger %+v; the server is on %s", m, vm.Host)
+		ids := c.World.MigrationIDs(vm.ID)
+		if m.Status != model.MoveSucceeded || m.Dest == "" || m.Dest == c0 || vm.Host != m.Dest || m.Method != model.MoveRebuild ||
+			len(ids) != 1 || m.MigrationID != ids[0] {
+			t.Errorf("ledger %+v; the server is on %s, its migrations %v", m, vm.Host, ids)
 		}
 	}
 	if ev := c.nodeEvents(c0); !slices.Contains(ev, "DrainctlRecoveryStarted") || !slices.Contains(ev, "DrainctlRecoveryDone") {
@@ -145,12 +154,18 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	kubetest.Eventually(t, 10*time.Second, "the webhook told of the start and the end", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		kinds := []string{}
+		kinds := []model.NoticeKind{}
 		for _, n := range told {
 			kinds = append(kinds, n.Kind)
 		}
-		return slices.Contains(kinds, "recovery-started") && slices.Contains(kinds, "recovery-done")
+		return slices.Contains(kinds, model.NoticeRecoveryStarted) && slices.Contains(kinds, model.NoticeRecoveryDone)
 	})
+	// The notice of the end carries the ledger in counts and the time from NotReady (five
+	// minutes before) to both VMs running elsewhere.
+	if done, _ := c.notice(model.NoticeRecoveryDone); done.Ledger == nil || *done.Ledger != (model.LedgerCounts{Succeeded: 2}) ||
+		done.VMsRunningAfter < 5*time.Minute || done.VMsRunningAfter > 6*time.Minute {
+		t.Errorf("the recovery-done notice: %+v", done)
+	}
 	// --auto recoveries lists it with its ledger, one JSON object a recovery.
 	var out, errOut bytes.Buffer
 	a := &auto.Auto{Engine: c.Engine("operator@test", nil), JSON: true, Stdout: &out, Stderr: &errOut}
@@ -163,6 +178,44 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Type != "recovery" || line.Node != c0 || len(line.Moves) != 2 || line.Moves[0].Status != model.MoveSucceeded {
 		t.Errorf("--auto recoveries -o json: %v\n%s", err, out.String())
+	}
+}
+
+// Without shared storage, a VM whose local disk a rebuild would lose is a person's to decide:
+// automatic recovery rebuilds the VM that boots from a volume and leaves the other, in the
+// ledger with its reason; the recovery is done, the node not empty, and said so.
+func TestAutomaticRecoveryLeavesALocalDiskToAPerson(t *testing.T) {
+	c := newCluster(t, 100)
+	c.localDisks = true
+	c0 := c.Name("c0")
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			vm.VolumeBacked = vm.Name == "vm-a"
+		}
+	})
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome != "running"
+	})
+	rec, _ := c.recovery(c0)
+	a, _ := c.World.ServerByName("vm-a")
+	b, _ := c.World.ServerByName("vm-b")
+	if rec.Outcome != string(ops.ResultDone) || a.Host == c0 || b.Host != c0 || len(c.World.MigrationStatuses(b.ID)) != 0 {
+		t.Errorf("record %+v; vm-a on %s, vm-b on %s", rec, a.Host, b.Host)
+	}
+	for _, m := range rec.Moves {
+		if m.VM == "vm-b" && (m.Status != model.MoveLeft || !strings.Contains(m.Reason, "local disk")) {
+			t.Errorf("vm-b in the ledger: %+v", m)
+		}
+	}
+	if started, _ := c.notice(model.NoticeRecoveryStarted); !strings.Contains(started.Message, "1 VM(s) rebuilt elsewhere, 1 left") {
+		t.Errorf("the start said %q", started.Message)
+	}
+	if done, _ := c.notice(model.NoticeRecoveryDone); done.Ledger == nil || *done.Ledger != (model.LedgerCounts{Succeeded: 1, Left: 1}) || done.VMsRunningAfter < 5*time.Minute {
+		t.Errorf("the recovery-done notice: %+v", done)
 	}
 }
 
@@ -188,6 +241,35 @@ func TestAStormFencesNothing(t *testing.T) {
 	}
 	if _, ok := c.recovery(c0); ok {
 		t.Errorf("a recovery was recorded during a storm")
+	}
+	if told := c.told(); !slices.Equal(told, []model.NoticeKind{model.NoticeStorm}) {
+		t.Errorf("told %v; want the storm, once", told)
+	}
+}
+
+// Two nodes NotReady together for less than not_ready_for (two kubelets restarting) hold
+// every recovery, page no one, and leave no cooldown: once one is back, the other, dead for
+// long enough, is recovered at once.
+func TestAShortStormPagesNoOne(t *testing.T) {
+	c := newCluster(t, 100)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.World.KillHost(c0)
+	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-10*time.Second))
+	kubetest.SetReady(t, c.CS, c1, false, time.Now().Add(-10*time.Second))
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	time.Sleep(time.Second) // passes go on meanwhile
+	if told := c.told(); len(told) != 0 || slices.Contains(c.nodeEvents(c0), "DrainctlRecoveryStorm") {
+		t.Errorf("told %v, Events %v: a storm shorter than not_ready_for pages no one", told, c.nodeEvents(c0))
+	}
+	kubetest.SetReady(t, c.CS, c1, true, time.Now())
+	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	if slices.Contains(c.told(), model.NoticeStorm) {
+		t.Errorf("told %v", c.told())
 	}
 }
 
@@ -216,6 +298,12 @@ func TestAFailedFenceRebuildsNothing(t *testing.T) {
 	}
 	if rec.Outcome == string(ops.ResultDone) || rec.Error == "" || !slices.Contains(c.nodeEvents(c0), "DrainctlRecoveryFailed") {
 		t.Errorf("record %+v, Events %v", rec, c.nodeEvents(c0))
+	}
+	if told := c.told(); !slices.Equal(told, []model.NoticeKind{model.NoticeRecoveryStarted, model.NoticeFenceFailed, model.NoticeRecoveryFailed}) {
+		t.Errorf("told %v; want the start, the fence failed, the recovery failed", told)
+	}
+	if failed, _ := c.notice(model.NoticeRecoveryFailed); failed.Ledger == nil || failed.Ledger.Pending != 2 || failed.VMsRunningAfter != 0 {
+		t.Errorf("the recovery-failed notice: %+v", failed)
 	}
 }
 

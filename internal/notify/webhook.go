@@ -14,18 +14,14 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
 )
 
 // Notice is one event a person must know.
-type Notice struct {
-	Kind    string    `json:"kind"` // recovery-started, recovery-done, recovery-failed, recovery-refused, storm
-	Node    string    `json:"node,omitempty"`
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
-}
+type Notice = model.Notice
 
 // Webhook posts notices to one URL.
 type Webhook struct {
@@ -36,6 +32,7 @@ type Webhook struct {
 	attempts int
 	backoff  time.Duration
 	failed   func(Notice, error) // a notice given up on (may be nil)
+	pending  sync.WaitGroup      // notices queued or being posted
 }
 
 // New is the webhook of the configuration, or nil when none is set. The token comes from
@@ -88,6 +85,7 @@ func (w *Webhook) Run(ctx context.Context) {
 			if err := w.post(ctx, n); err != nil {
 				w.failed(n, err)
 			}
+			w.pending.Done()
 		}
 	}
 }
@@ -100,10 +98,28 @@ func (w *Webhook) Notify(n Notice) {
 	if n.At.IsZero() {
 		n.At = time.Now()
 	}
+	w.pending.Add(1)
 	select {
 	case w.queue <- n:
 	default:
+		w.pending.Done()
 		w.failed(n, fmt.Errorf("the webhook's queue is full"))
+	}
+}
+
+// Flush waits until the queued notices are posted (or given up on), at most for d: a
+// headless run that ends posts what it said before it exits. It reports whether all went.
+func (w *Webhook) Flush(d time.Duration) bool {
+	if w == nil {
+		return true
+	}
+	done := make(chan struct{})
+	go func() { w.pending.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 

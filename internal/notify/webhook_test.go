@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 )
 
 // A webhook down is retried a bounded number of times, then the notice is given up on and
@@ -46,5 +48,79 @@ func TestAWebhookDownIsCountedNotBlocking(t *testing.T) {
 	}
 	if _, err := New(model.NotifyConfig{Webhook: "https://user:pw@hook.example/x"}, func(string) string { return "" }, nil); err == nil || strings.Contains(err.Error(), "pw") {
 		t.Errorf("a URL with a credential: %v", err)
+	}
+}
+
+// A webhook that never answers holds nothing: each try ends at the client's timeout, the
+// notice is given up on after its tries, the next notice is still taken, and Flush is bounded.
+func TestAHangingWebhookIsGivenUpOn(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	failed := make(chan error, 2)
+	w, err := New(model.NotifyConfig{Webhook: srv.URL}, func(string) string { return "" }, func(_ Notice, err error) { failed <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.backoff, w.client.Timeout = 10*time.Millisecond, 100*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Run(ctx)
+	w.Notify(Notice{Kind: model.NoticeStorm, Message: "one"})
+	w.Notify(Notice{Kind: model.NoticeRecoveryStarted, Message: "two"})
+	if w.Flush(50 * time.Millisecond) {
+		t.Errorf("Flush says all went while the webhook hangs")
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-failed:
+			if !strings.Contains(err.Error(), "Timeout") && !strings.Contains(err.Error(), "deadline") {
+				t.Errorf("notice %d given up on with %v", i+1, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("notice %d was never given up on (%d calls)", i+1, calls.Load())
+		}
+	}
+	if calls.Load() != 6 {
+		t.Errorf("%d calls, want three tries a notice", calls.Load())
+	}
+	if !w.Flush(time.Second) {
+		t.Errorf("Flush after both were given up on")
+	}
+}
+
+// The campaign's notices: started once (not again after a pause), a node past its deadline,
+// a quarantine, the end; a pause and a resume are a person's, no notice.
+func TestCampaignNoticesAreWhatOnCallMustKnow(t *testing.T) {
+	var c Campaigns
+	rec := model.Campaign{Name: "fleet", Nodes: []model.CampaignNode{{Name: "a"}, {Name: "b"}}}
+	at := func(s model.CampaignState, node string, ph model.NodePhase, msg string) ops.CampaignEvent {
+		rec.State = s
+		return ops.NewCampaignEvent(time.Now(), rec, node, ph, msg)
+	}
+	past := at(model.CampaignRunning, "a", model.PhaseEvacuating, "not drained within its deadline (30m0s)")
+	past.PastDeadline = true
+	var kinds []model.NoticeKind
+	for _, ev := range []ops.CampaignEvent{at("", "", "", ""), at(model.CampaignRunning, "", "", ""), at(model.CampaignRunning, "a", model.PhaseEvacuating, ""),
+		past, at(model.CampaignRunning, "a", model.PhaseQuarantined, "rolled back"), at(model.CampaignPaused, "", "", "paused"),
+		at(model.CampaignRunning, "", "", ""), at(model.CampaignDone, "", "", "")} {
+		for _, n := range c.Notices(ev) {
+			if n.Campaign != "fleet" || n.Message == "" {
+				t.Errorf("notice %+v", n)
+			}
+			kinds = append(kinds, n.Kind)
+		}
+	}
+	want := []model.NoticeKind{model.NoticeCampaignStarted, model.NoticeNodePastDeadline, model.NoticeNodeQuarantined, model.NoticeCampaignFinished}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("notices %v, want %v", kinds, want)
 	}
 }

@@ -85,6 +85,9 @@ func (r *Campaign) undrainable(ctx context.Context, i int, blocked string) error
 	if blocked != "" {
 		why += ": " + blocked
 	}
+	past := ops.NewCampaignEvent(r.e.Now(), r.Record(), name, model.PhaseEvacuating, fmt.Sprintf("%s; --undrainable %s", why, r.o.Undrainable))
+	past.PastDeadline = true
+	r.emit(past)
 	if r.o.Undrainable != "fail" {
 		ro := r.o.Run
 		ro.Leaving = nil

@@ -33,6 +33,9 @@ type Options struct {
 	SkipVMs []string
 	// AcceptDiskLoss: a recovery may rebuild a VM from its image, losing its local disk.
 	AcceptDiskLoss bool
+	// KeepLocalDisks: a recovery leaves a VM whose local disk a rebuild would lose, with
+	// its reason (automatic recovery: that loss is a person's to accept).
+	KeepLocalDisks bool
 }
 
 // ParseSelectors turns configured selectors into label selectors; the error names the bad one.

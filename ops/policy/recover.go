@@ -47,6 +47,10 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideSkipVM,
 			Message: "left on the dead host as asked (skipped): it would be rebuilt elsewhere"}}
 	}
+	if DiskFate(vm, sharedStorage) == DiskLost && o.KeepLocalDisks {
+		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+			Message: fmt.Sprintf("stays on the dead host: a rebuild would lose its local disk (%d GB), a loss automatic recovery leaves to a person (a recovery by hand that accepts it rebuilds the VM)", vm.DiskGB)}}
+	}
 	if DiskFate(vm, sharedStorage) == DiskLost {
 		return model.MoveRebuild, []model.Reason{{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf("%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)", DiskLost, vm.DiskGB)}}

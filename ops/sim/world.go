@@ -340,6 +340,19 @@ func (w *World) MigrationStatuses(serverID string) [][]string {
 	return out
 }
 
+// MigrationIDs returns the IDs of a server's migrations, in the order they were made.
+func (w *World) MigrationIDs(serverID string) []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []int64
+	for _, m := range w.migrations {
+		if m.server.ID == serverID {
+			out = append(out, m.id)
+		}
+	}
+	return out
+}
+
 // sortedServers returns servers newest first, then by id, as Nova sorts them by default.
 // The order is kept until servers are added or changed by hand (changes): a page of
 // 1,000 out of 50,000 costs a lookup, as in Nova's database, not a sort.

@@ -25,6 +25,8 @@ type Auto struct {
 	Campaign campaign.Options // roll: the campaign's options (its nodes come from the arguments)
 	Stdout   io.Writer
 	Stderr   io.Writer
+	// Observe sees every event of a campaign beside the printer ([notify]'s webhook); may be nil.
+	Observe func(ops.Event)
 }
 
 // operate plans every target, refuses the whole batch if any plan is blocked (exit 3,
@@ -206,7 +208,11 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 	o := a.Campaign
 	o.Nodes = nodes
 	pr := a.printer(a.Stderr)
-	r, err := campaign.New(ctx, a.Engine, o, pr.Emit)
+	emit := pr.Emit
+	if a.Observe != nil {
+		emit = func(ev ops.Event) { pr.Emit(ev); a.Observe(ev) }
+	}
+	r, err := campaign.New(ctx, a.Engine, o, emit)
 	if err != nil {
 		return err
 	}

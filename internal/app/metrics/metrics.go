@@ -3,11 +3,13 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 )
 
@@ -20,6 +22,10 @@ type Metrics struct {
 	evictions  *prometheus.CounterVec
 	operations *prometheus.CounterVec
 	notices    *prometheus.CounterVec
+	recoveries *prometheus.CounterVec
+	storms     prometheus.Counter
+	fenceErr   prometheus.Counter
+	vmsRunning prometheus.Histogram
 	webhookErr prometheus.Counter
 	ready      atomic.Bool
 }
@@ -37,17 +43,39 @@ func New() *Metrics {
 			Help: "Pod evictions by outcome: gone, blocked (a PDB refusal), failed."}, []string{"outcome"}),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_operations_total",
 			Help: "Operations by kind and result."}, []string{"op", "result"}),
-		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_recovery_notices_total",
-			Help: "Automatic recovery's notices by kind: storm, recovery-started, recovery-done, recovery-failed, recovery-refused."}, []string{"kind"}),
+		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_notices_total",
+			Help: "Notices for the person on call by kind (storm, recovery-started, recovery-done, fence-failed, campaign-finished...)."}, []string{"kind"}),
+		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_recoveries_total",
+			Help: "Automatic recoveries by outcome: done, failed, refused (its plan blocked: nothing changed)."}, []string{"outcome"}),
+		storms: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_recovery_storms_total",
+			Help: "Storms seen: more compute nodes unhealthy than [recover] max_unhealthy; nothing fenced."}),
+		fenceErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_fence_failures_total",
+			Help: "Fence commands that did not prove a machine off (after their retries): the recovery stopped."}),
+		vmsRunning: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "drainctl_recovery_vms_running_seconds",
+			Help: "Time from a node's NotReady to every VM its automatic recovery rebuilt running elsewhere.", Buckets: prometheus.ExponentialBuckets(15, 2, 10)}),
 		webhookErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_webhook_failures_total",
 			Help: "Notices the [notify] webhook did not take (after its retries, or dropped from a full queue)."}),
 	}
-	m.reg.MustRegister(m.migrations, m.duration, m.bytes, m.evictions, m.operations, m.notices, m.webhookErr)
+	m.reg.MustRegister(m.migrations, m.duration, m.bytes, m.evictions, m.operations, m.notices, m.recoveries, m.storms,
+		m.fenceErr, m.vmsRunning, m.webhookErr)
 	return m
 }
 
-// Notice counts one of automatic recovery's notices.
-func (m *Metrics) Notice(kind string) { m.notices.WithLabelValues(kind).Inc() }
+// Notice counts a notice, and what it tells of recoveries.
+func (m *Metrics) Notice(n model.Notice) {
+	m.notices.WithLabelValues(string(n.Kind)).Inc()
+	switch n.Kind {
+	case model.NoticeRecoveryDone, model.NoticeRecoveryFailed, model.NoticeRecoveryRefused:
+		m.recoveries.WithLabelValues(strings.TrimPrefix(string(n.Kind), "recovery-")).Inc()
+	case model.NoticeStorm:
+		m.storms.Inc()
+	case model.NoticeFenceFailed:
+		m.fenceErr.Inc()
+	}
+	if n.VMsRunningAfter > 0 {
+		m.vmsRunning.Observe(n.VMsRunningAfter.Seconds())
+	}
+}
 
 // WebhookFailed counts a notice the webhook did not take.
 func (m *Metrics) WebhookFailed() { m.webhookErr.Inc() }

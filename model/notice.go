@@ -1,0 +1,46 @@
+package model
+
+import "time"
+
+// Notice is an event a person on call must know: the [notify] webhook posts each as one JSON
+// object, and the in-cluster modes count them as metrics.
+type Notice struct {
+	Kind     NoticeKind `json:"kind"`
+	Node     string     `json:"node,omitempty"`
+	Campaign string     `json:"campaign,omitempty"`
+	Message  string     `json:"message"`
+	At       time.Time  `json:"at"`
+	// Ledger is a recovery's ledger in counts (recovery-done, recovery-failed).
+	Ledger *LedgerCounts `json:"ledger,omitempty"`
+	// VMsRunningAfter is the time from the node's NotReady to every VM the recovery rebuilt
+	// running elsewhere (recovery-done, when none failed; a VM left is in the ledger).
+	VMsRunningAfter time.Duration `json:"vmsRunningAfterNs,omitempty"`
+}
+
+// NoticeKind says what happened.
+type NoticeKind string
+
+// The notices.
+const (
+	NoticeStorm            NoticeKind = "storm" // too many nodes unhealthy: nothing is fenced
+	NoticeRecoveryStarted  NoticeKind = "recovery-started"
+	NoticeRecoveryDone     NoticeKind = "recovery-done"
+	NoticeRecoveryFailed   NoticeKind = "recovery-failed"
+	NoticeRecoveryRefused  NoticeKind = "recovery-refused" // its plan is blocked: nothing changed
+	NoticeFenceFailed      NoticeKind = "fence-failed"     // the ladder stopped before anything was rebuilt
+	NoticeVMNotRebuilt     NoticeKind = "vm-not-rebuilt"
+	NoticeCampaignStarted  NoticeKind = "campaign-started"
+	NoticeNodePastDeadline NoticeKind = "campaign-node-past-deadline"
+	NoticeNodeQuarantined  NoticeKind = "campaign-node-quarantined"
+	NoticeCampaignFinished NoticeKind = "campaign-finished" // done, failed or stopped: Message says which
+	// NoticeWebhookFailed is the webhook's own failure: never posted, said where drainctl runs.
+	NoticeWebhookFailed NoticeKind = "webhook-failed"
+)
+
+// LedgerCounts are a recovery's moves by how they ended.
+type LedgerCounts struct {
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Left      int `json:"left"`    // stays, with its reason (a local disk a rebuild would lose)
+	Pending   int `json:"pending"` // not reached: the recovery stopped first
+}
