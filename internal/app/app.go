@@ -172,9 +172,25 @@ func runTUI(ctx context.Context, e env) error {
 	}
 	o := ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
 		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr, Command: e.command()} // the header says DEMO
-	if cl.Demo != nil {
-		o.Machines = cl.Demo
+	notices := cl.Notices // the demo's automatic recovery's, and the webhook's failures
+	if notices == nil {
+		notices = make(chan model.Notice, 16)
 	}
+	o.Notices = notices
+	if cl.Demo != nil {
+		o.Machines, o.AutoRecovery = cl.Demo, cl.Notices != nil
+	}
+	hook, stopHook, err := e.webhook(ctx, func(n model.Notice, err error) {
+		select { // said on the status line
+		case notices <- model.Notice{Kind: model.NoticeWebhookFailed, Message: webhookFailed(n, err)}:
+		default:
+		}
+	})
+	if err != nil {
+		return &ops.UsageError{Problem: err.Error()}
+	}
+	defer stopHook()
+	o.Observe = campaignNotices(hook)
 	if !e.o.Demo {
 		o.Contexts = kube.Contexts(kube.Options{Kubeconfig: firstNonBlank(e.o.Kubeconfig, e.cfg.Kubernetes.Kubeconfig)})
 		o.Switch = func(ctx context.Context, name string) (ui.Switched, error) {
@@ -242,6 +258,12 @@ func runAuto(ctx context.Context, e env) error {
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
 	}
+	hook, stopHook, err := e.webhook(ctx, func(n model.Notice, err error) { text.Fprintf(e.stderr, "drainctl: %s\n", webhookFailed(n, err)) })
+	if err != nil {
+		return &ops.UsageError{Problem: err.Error()}
+	}
+	defer stopHook()
+	a.Observe = campaignNotices(hook)
 	return a.Do(ctx, verb, args)
 }
 

@@ -61,6 +61,8 @@ type Cluster struct {
 	Where model.Where
 	// Demo is the simulated cluster of --demo (its machines can die), nil otherwise.
 	Demo *sim.Demo
+	// Notices are what the demo's automatic recovery tells the person on call (nil elsewhere).
+	Notices chan model.Notice
 	// background: what the connection runs besides the engine (the demo's NodeMaintenance
 	// controller); Stopped waits for it once the connection's context has ended.
 	background sync.WaitGroup
@@ -69,6 +71,20 @@ type Cluster struct {
 // Stopped waits, after the connection's context has ended, for what it ran in the background
 // to stop at a safe point (an operation the demo's controller was running records where).
 func (cl *Cluster) Stopped() { cl.background.Wait() }
+
+// demoFence is the demo's fence command: its machines have no BMC, and one :kill powered off
+// stays off until :revive (which a recovery notices: the node turns Ready).
+const demoFence = "echo {node} is off: the demo machine was powered off by :kill"
+
+// demoRecovery is the demo's [recover]: automatic recovery on, fenced by demoFence, unless
+// the configuration turns it on with a fence of its own. The TUI's X keeps the configuration
+// as it is (a fence command or K, the operator's word).
+func demoRecovery(cfg model.Config) model.Config {
+	if !cfg.Recover.Automatic {
+		cfg.Recover.Automatic, cfg.Recover.FenceCmd = true, demoFence
+	}
+	return cfg
+}
 
 // Connect builds the engine: the Kubernetes informers (synced) and, when configured,
 // an authenticated Nova client. OpenStack configured but unreachable is an error, never a
@@ -193,8 +209,21 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 			Run: ops.RunOptions{Policy: pol}, Resync: 5 * time.Second, Events: kc}
 		// Owned by the connection (Stopped waits for it). Serve returns only once ctx ends;
 		// what fails on the way is written in each NodeMaintenance's status, which the TUI shows.
-		cl.background.Add(1)
+		cl.background.Add(2)
 		go func() { defer cl.background.Done(); _ = mc.Serve(ctx) }()
+		// And automatic recovery, as a controller with [recover] automatic would.
+		rcfg := demoRecovery(cfg)
+		reo := eo
+		reo.Holder, reo.Successor = ops.SingletonHolder("drainctl-controller")
+		cl.Notices = make(chan model.Notice, 16)
+		rc := &controllers.Recoverer{Engine: ops.NewEngine(kc, nc, rcfg, reo), Policy: pol, Events: kc, Resync: 2 * time.Second,
+			Notify: func(n model.Notice) {
+				select {
+				case cl.Notices <- n:
+				default: // the screen shows the newest; the Events on the node keep them all
+				}
+			}}
+		go func() { defer cl.background.Done(); _ = rc.Serve(ctx) }()
 	default:
 		store := kube.NewMaintenances(dyn)
 		if err := store.Start(ctx, max(cfg.Timeouts.API.D(), time.Minute)); err != nil {

@@ -193,6 +193,7 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 
 	// VMs: a few per compute, of several flavors.
 	vmIndex := 0
+	var onVolumes []*VM // a third of the VMs boot from a volume: a dead host's rebuild keeps their disks
 	for i, host := range d.Computes {
 		n := 3 + rng.Intn(4)
 		if o.VMsPerNode > 0 {
@@ -203,7 +204,10 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 		}
 		for j := 0; j < n; j++ {
 			f := flavors[rng.Intn(len(flavors))]
-			w.AddServer(fmt.Sprintf("vm-%04d", vmIndex), host, f)
+			vm := w.AddServer(fmt.Sprintf("vm-%04d", vmIndex), host, f)
+			if vmIndex%3 == 1 {
+				onVolumes = append(onVolumes, vm)
+			}
 			vmIndex++
 		}
 	}
@@ -224,6 +228,9 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
 		slow.DirtyBytesPerSec = 0.85 * float64(w.opts.BandwidthBytesPerSec) // converges, slowly
 		flaky.FailAt, flaky.FailOnce = "running", true
+		for _, vm := range onVolumes {
+			vm.VolumeBacked = true
+		}
 		if len(d.Computes) > 5 {
 			h := hosts[d.Computes[5]]
 			h.Enabled, h.DisabledReason = false, "hardware ticket #4411: DIMM errors (alice)"
