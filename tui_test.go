@@ -248,3 +248,41 @@ func firstRow(screen string) string {
 	}
 	return ""
 }
+
+// TestTUIDemoRecoversByItself: the demo runs automatic recovery as a controller would. A node
+// killed is fenced and recovered by itself after not_ready_for, said on the status line, its
+// ledger in :recoveries (the VM on a volume rebuilt, the others left with their reason). Two
+// more killed while it is still dead: three of eight unhealthy, a storm, held and said, and
+// nothing of theirs is touched.
+func TestTUIDemoRecoversByItself(t *testing.T) {
+	bin := binary(t)
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte("[recover]\nnot_ready_for = \"30s\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTmux(t, 160, 45, "HOME="+t.TempDir()+" "+bin+" --demo --demo-scale 20 --config "+cfg)
+	tm.waitFor(20*time.Second, "compute-0", "cp-0")
+	tm.keys(":", "kill compute-0", "Enter")
+	tm.waitFor(5*time.Second, "compute-0 dead", "recovered by itself after not_ready_for")
+	tm.waitFor(40*time.Second, "automatic recovery: compute-0 dead since", "1 VM(s) rebuilt elsewhere, 3 left")
+	tm.waitFor(60*time.Second, "recovery of compute-0 done: 1 VM(s) rebuilt, 0 failed, 3 left")
+	tm.keys(":", "recoveries", "Enter")
+	s := tm.waitFor(10*time.Second, "Recoveries (the records on the cluster", "automatic")
+	if row := line(s, "vm-0001"); !strings.Contains(row, "succeeded") || !strings.Contains(row, "now ACTIVE on") {
+		t.Errorf("the VM on a volume in the ledger: %q\n%s", row, s)
+	}
+	if row := line(s, "vm-0000"); !strings.Contains(row, "left") || !strings.Contains(row, "stays on the dead host: a rebuild would lose") {
+		t.Errorf("a VM with a local disk in the ledger: %q\n%s", row, s)
+	}
+	tm.keys("Escape")
+	tm.keys(":", "kill compute-1", "Enter")
+	tm.keys(":", "kill compute-2", "Enter")
+	tm.waitFor(20*time.Second, "storm guard: 3 of 8 compute nodes unhealthy", "nothing fenced")
+	time.Sleep(3 * time.Second) // passes go on meanwhile
+	s = tm.screen()
+	for _, node := range []string{"compute-1", "compute-2"} {
+		if row := line(s, node); !strings.Contains(row, "NotReady") || !strings.Contains(row, "enabled/down") {
+			t.Errorf("%s was touched in a storm: %q", node, row)
+		}
+	}
+}

@@ -33,6 +33,7 @@ type cluster struct {
 	notices []model.Notice // what automatic recovery told the person on call
 	// localDisks: the instances' disks are local (no [recover] shared_storage).
 	localDisks bool
+	resync     time.Duration // automatic recovery's resync (default 100 ms)
 }
 
 // told are the kinds of the notices automatic recovery gave, in order.

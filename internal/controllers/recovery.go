@@ -109,14 +109,18 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	if wait := r.calm.Add(cfg.StormCooldown.D()).Sub(now); !r.calm.IsZero() && wait > 0 {
 		return wait
 	}
+	var due time.Duration // the soonest a NotReady node turns not_ready_for old: a pass then, not a resync later
 	for _, n := range unhealthy {
 		if why := r.notDead(n, now, cfg.NotReadyFor.D()); why != "" {
+			if wait := n.Kube.ReadySince.Add(cfg.NotReadyFor.D()).Sub(now); !n.Kube.Ready && wait > 0 && (due == 0 || wait < due) {
+				due = wait
+			}
 			continue
 		}
 		r.recover(ctx, n)
 		return time.Second // the next one, one at a time
 	}
-	return 0
+	return due
 }
 
 // calmed ends a storm, if one held: no recovery starts for cooldown from now.

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -45,7 +46,7 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 	kc := c.KubeClientFor(cfg)
 	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: holder, Poll: 5 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
-	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: 100 * time.Millisecond, Log: func(l string) { c.T.Log(l) }}
+	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: cmp.Or(c.resync, 100*time.Millisecond), Log: func(l string) { c.T.Log(l) }}
 	rc.Notify = func(n model.Notice) {
 		c.mu.Lock()
 		c.notices = append(c.notices, n)
@@ -245,6 +246,23 @@ func TestAStormFencesNothing(t *testing.T) {
 	if told := c.told(); !slices.Equal(told, []model.NoticeKind{model.NoticeStorm}) {
 		t.Errorf("told %v; want the storm, once", told)
 	}
+}
+
+// A node NotReady for less than not_ready_for is recovered once it is not_ready_for old, not
+// a resync later: here the resync never comes.
+func TestADeadNodeIsRecoveredAtNotReadyFor(t *testing.T) {
+	c := newCluster(t, 100)
+	c.resync = time.Hour
+	c.Cfg.Recover.NotReadyFor = model.Duration(3 * time.Second)
+	c0 := c.Name("c0")
+	c.World.KillHost(c0)
+	kubetest.SetReady(t, c.CS, c0, false, time.Now())
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 30*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
 }
 
 // Two nodes NotReady together for less than not_ready_for (two kubelets restarting) hold
