@@ -11,8 +11,8 @@ type Recovery struct {
 	Started   time.Time `json:"started"`
 	// Outage is when the node went NotReady: the outage this recovery is of (a rerun in
 	// another outage starts a ledger of its own).
-	Outage   time.Time `json:"outage,omitempty"`
-	Finished time.Time `json:"finished,omitempty"`
+	Outage   time.Time `json:"outage,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
 	// Outcome: running, done, failed, refused (nothing changed), interrupted (a rerun resumes).
 	Outcome string   `json:"outcome"`
 	Error   string   `json:"error,omitempty"`
@@ -29,6 +29,8 @@ type VMMove struct {
 	// Status: pending, ongoing, succeeded, failed, left (Reason says why it stays).
 	Status   string        `json:"status"`
 	Reason   string        `json:"reason,omitempty"`
+	Started  time.Time     `json:"started,omitzero"`  // its rebuild asked of Nova
+	Finished time.Time     `json:"finished,omitzero"` // seen ended
 	Duration time.Duration `json:"durationNs,omitempty"`
 	// MigrationID is Nova's evacuation record of the move (os-migrations), when known.
 	MigrationID int64 `json:"migrationID,omitempty"`
@@ -37,7 +39,16 @@ type VMMove struct {
 // The statuses of a recovery's move.
 const (
 	MovePending   = "pending"
+	MoveOngoing   = "ongoing"
 	MoveSucceeded = "succeeded"
 	MoveFailed    = "failed"
 	MoveLeft      = "left"
 )
+
+// RecoveryPause holds every automatic recovery, cluster-wide, until it is lifted (NodeHealthCheck's
+// pauseRequests): a person's word, kept where no node can write it.
+type RecoveryPause struct {
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}

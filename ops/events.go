@@ -219,7 +219,8 @@ type VMReport struct {
 	Source   string           `json:"source"`
 	Dest     string           `json:"dest,omitempty"`
 	Attempts int              `json:"attempts"`
-	Bytes    int64            `json:"bytes"` // copied, over all attempts
+	Bytes    int64            `json:"bytes"`            // copied, over all attempts
+	Started  time.Time        `json:"started,omitzero"` // its last attempt asked of Nova
 	Duration time.Duration    `json:"durationNs"`
 	Message  string           `json:"message,omitempty"`
 	Override model.Override   `json:"override,omitempty"` // what would have moved it (a failure)

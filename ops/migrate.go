@@ -198,6 +198,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			return done, failed, ctx.Err()
 		}
 		failed = append(failed, r.startAllowed(ctx, &pending, running, dests)...)
+		r.ledgerMoved(ctx, running)
 		if !sleep(ctx, e.o.Poll) {
 			continue // the top of the loop records the interruption
 		}
@@ -365,7 +366,7 @@ func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...m
 		bytes = 0 // a cold move copies disks, a rebuild nothing: Nova counts no bytes
 	}
 	rep := VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
-		Attempts: run.attempt, Bytes: bytes, Duration: r.e.now().Sub(run.started), Message: msg, MigrationID: run.mid}
+		Attempts: run.attempt, Bytes: bytes, Started: run.started, Duration: r.e.now().Sub(run.started), Message: msg, MigrationID: run.mid}
 	if len(override) > 0 {
 		rep.Override = override[0]
 	}

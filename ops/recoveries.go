@@ -44,10 +44,41 @@ func (e *Engine) Recoveries(ctx context.Context) ([]model.Recovery, error) {
 	return out, nil
 }
 
+// pauseRecord is the record of a pause of automatic recovery.
+const pauseRecord = "pause-recovery"
+
+// PauseRecovery holds every automatic recovery, cluster-wide, until ResumeRecovery.
+func (e *Engine) PauseRecovery(ctx context.Context, why string) error {
+	data, err := json.Marshal(model.RecoveryPause{By: e.o.Holder, Reason: why, At: e.now()})
+	if err != nil {
+		return err
+	}
+	return e.kube.SaveRecord(ctx, pauseRecord, data)
+}
+
+// ResumeRecovery lifts the pause; none is no error.
+func (e *Engine) ResumeRecovery(ctx context.Context) error {
+	return e.kube.DeleteRecord(ctx, pauseRecord)
+}
+
+// RecoveryPause is the pause of automatic recovery, nil when there is none. A record that
+// cannot be read as one still pauses: whoever wrote it meant to hold recoveries.
+func (e *Engine) RecoveryPause(ctx context.Context) (*model.RecoveryPause, error) {
+	data, found, err := e.kube.Record(ctx, pauseRecord)
+	if err != nil || !found {
+		return nil, err
+	}
+	var p model.RecoveryPause
+	if json.Unmarshal(data, &p) != nil {
+		p = model.RecoveryPause{By: "unknown", Reason: "record " + pauseRecord + " is unreadable"}
+	}
+	return &p, nil
+}
+
 // saveLedger writes the recovery's record as the run stands: a move per VM of the plan, each
 // filled from the run's account once it has one. A record that cannot be written is said, and
 // the recovery goes on: the ledger is an account, not a proof.
-func (r *runner) saveLedger(ctx context.Context, outcome string) {
+func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[string]*vmRun) {
 	p := r.plan
 	rec := model.Recovery{Node: p.Node, Host: p.Host, Automatic: r.ro.Automatic, Started: r.report.Started, Outcome: outcome, Error: r.report.Error}
 	if k, ok := r.e.kube.Node(p.Node); ok && !k.Ready {
@@ -61,16 +92,24 @@ func (r *runner) saveLedger(ctx context.Context, outcome string) {
 		if vm.Method == model.MoveStays {
 			m.Status = model.MoveLeft
 		}
+		if run, ok := moving[vm.ID]; ok {
+			m.Status, m.Started, m.MigrationID = model.MoveOngoing, run.started, run.mid
+		}
 		for _, v := range r.report.VMs {
 			if v.VMID != vm.ID {
 				continue
 			}
 			m.Dest, m.Duration, m.Reason, m.MigrationID = v.Dest, v.Duration, v.Message, v.MigrationID
+			if !v.Started.IsZero() {
+				m.Started, m.Finished = v.Started, v.Started.Add(v.Duration)
+			}
 			switch v.Result {
 			case MigCompleted:
 				m.Status = model.MoveSucceeded
 			case MigSkipped:
 				m.Status = model.MoveLeft
+			case MigInterrupted: // left rebuilding in Nova: a rerun follows it
+				m.Status = model.MoveOngoing
 			default:
 				m.Status = model.MoveFailed
 			}
@@ -97,4 +136,23 @@ func (r *runner) saveLedger(ctx context.Context, outcome string) {
 	if err := r.e.SaveRecovery(wctx, rec); err != nil {
 		r.nodeChanged("the recovery's ledger could not be recorded: " + err.Error())
 	}
+}
+
+// ledgerMoved writes a recovery's ledger when a rebuild has started or ended since it was last
+// written: a person reading it (or a successor resuming) sees each VM ongoing, not pending.
+func (r *runner) ledgerMoved(ctx context.Context, moving map[string]*vmRun) {
+	if !traitsOf(r.plan.Op).rebuilds {
+		return
+	}
+	ids := make([]string, 0, len(moving))
+	for id := range moving {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	now := fmt.Sprint(len(r.report.VMs), ids)
+	if now == r.ledgerAt {
+		return
+	}
+	r.ledgerAt = now
+	r.saveLedger(ctx, "running", moving)
 }

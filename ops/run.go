@@ -39,21 +39,22 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 		r.report.Error = err.Error()
 	}
 	if traitsOf(plan.Op).rebuilds && r.holding {
-		r.saveLedger(ctx, string(r.report.Result))
+		r.saveLedger(ctx, string(r.report.Result), nil)
 	}
 	emit(NewRunDone(e.now(), r.report))
 	return r.report, err
 }
 
 type runner struct {
-	mu     sync.Mutex
-	gates  map[string]*sync.Mutex // one per PDB: its pods try one at a time
-	e      *Engine
-	plan   model.Plan
-	ro     RunOptions
-	emit   func(Event)
-	report Report
-	phase  string
+	ledgerAt string // the moves the recovery's ledger was last written with
+	mu       sync.Mutex
+	gates    map[string]*sync.Mutex // one per PDB: its pods try one at a time
+	e        *Engine
+	plan     model.Plan
+	ro       RunOptions
+	emit     func(Event)
+	report   Report
+	phase    string
 	// holding: this run took the node's lease (and releases it at the end unless it keeps
 	// it). stop ends the run with a cause: a cancel request, a lost lease.
 	holding bool
@@ -103,7 +104,7 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		if t.rebuilds { // the node is this run's: its recovery's ledger is too
-			r.saveLedger(ctx, "running")
+			r.saveLedger(ctx, "running", nil)
 		}
 	}
 	slotted := !t.empties // only what empties the node takes a slot

@@ -591,9 +591,15 @@ func TestRecoveriesListsTheLedger(t *testing.T) {
 	if err := e.SaveRecovery(kubetest.Ctx(t), rec); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.PauseRecovery(kubetest.Ctx(t), "core switch firmware"); err != nil {
+		t.Fatal(err)
+	}
 	l := newLive(t, c, e)
 	l.keys(":", "recoveries", "enter")
 	v := l.m.View()
+	if !strings.Contains(l.m.status, "automatic recovery is paused by tui@test") || !strings.Contains(l.m.status, "core switch firmware") {
+		t.Errorf("the pause is not said: status %q", l.m.status)
+	}
 	if l.m.screen != listScreen || !strings.Contains(v, c0[:20]) || !strings.Contains(v, "automatic") || !strings.Contains(v, "vm-a") ||
 		!strings.Contains(v, "succeeded") || !strings.Contains(v, "its local disk would be lost") {
 		t.Errorf(":recoveries: screen %v, status %q\n%s", l.m.screen, l.m.status, v)

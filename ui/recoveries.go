@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"strconv"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -15,8 +16,9 @@ import (
 // when the list opens (they are no part of the inventory).
 
 type recoveriesMsg struct {
-	recs []model.Recovery
-	err  error
+	recs  []model.Recovery
+	pause *model.RecoveryPause // automatic recovery held by a person, or nil
+	err   error
 }
 
 // openRecoveries reads the records in a Cmd; the list opens when they arrive.
@@ -30,7 +32,11 @@ func (m Model) openRecoveries() (tea.Model, tea.Cmd) {
 		ctx, cancel := context.WithTimeout(ctx, m.s.opts.Refresh)
 		defer cancel()
 		recs, err := eng.Recoveries(ctx)
-		return recoveriesMsg{recs, err}
+		if err != nil {
+			return recoveriesMsg{err: err}
+		}
+		pause, err := eng.RecoveryPause(ctx)
+		return recoveriesMsg{recs, pause, err}
 	}
 }
 
@@ -41,7 +47,11 @@ func (m Model) recoveriesRead(msg recoveriesMsg) (tea.Model, tea.Cmd) {
 	}
 	m.s.recoveries = msg.recs
 	m.list.open(recoveryList, &m.s)
-	return m.goTo(listScreen), nil
+	m = m.goTo(listScreen)
+	if p := msg.pause; p != nil { // said on the list's screen
+		m.setStatus(text.Sprintf("automatic recovery is paused by %s since %s: %s", p.By, p.At.Format("2006-01-02 15:04:05"), p.Reason), true)
+	}
+	return m, nil
 }
 
 // recoveryColumns: the node or VM, its outcome or status, where it went, how long, and
@@ -66,10 +76,10 @@ func recoveryRows(s *shared) []listRow {
 			why += ": " + text.Safe(firstLine(r.Error))
 		}
 		out = append(out, listRow{key: r.Node, node: r.Node, search: text.Safe(r.Node),
-			cells: []string{text.Safe(r.Node), r.Outcome, "", took, "", r.Started.Format("2006-01-02 15:04:05"), why}})
+			cells: []string{text.Safe(r.Node), r.Outcome, "", took, "", when(r.Started), why}})
 		for _, mv := range r.Moves {
 			out = append(out, listRow{key: mv.VMID, node: r.Node, search: text.Safe(r.Node + " " + mv.VM),
-				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), text.Duration(mv.Duration), migrationID(mv.MigrationID), "", text.Safe(mv.Reason)}})
+				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), text.Duration(mv.Duration), migrationID(mv.MigrationID), when(mv.Started), text.Safe(mv.Reason)}})
 		}
 	}
 	return out
@@ -81,4 +91,12 @@ func migrationID(id int64) string {
 		return ""
 	}
 	return strconv.FormatInt(id, 10)
+}
+
+// when is a ledger's time ("" when there is none yet).
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("2006-01-02 15:04:05")
 }

@@ -109,6 +109,14 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	if wait := r.calm.Add(cfg.StormCooldown.D()).Sub(now); !r.calm.IsZero() && wait > 0 {
 		return wait
 	}
+	if held := r.paused(ctx); held != "" {
+		if r.said[""] != held {
+			r.said[""] = held
+			r.Log("automatic recovery " + held)
+		}
+		return 0
+	}
+	delete(r.said, "")
 	var due time.Duration // the soonest a NotReady node turns not_ready_for old: a pass then, not a resync later
 	for _, n := range unhealthy {
 		if why := r.notDead(n, now, cfg.NotReadyFor.D()); why != "" {
@@ -121,6 +129,20 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return time.Second // the next one, one at a time
 	}
 	return due
+}
+
+// paused says why every automatic recovery is held by a person ("": none is): the pause in
+// drainctl's namespace. A pause that cannot be read holds too: a recovery is never started on
+// the guess that nobody paused it.
+func (r *Recoverer) paused(ctx context.Context) string {
+	p, err := r.Engine.RecoveryPause(ctx)
+	switch {
+	case err != nil:
+		return "held: its pause cannot be read: " + err.Error()
+	case p != nil:
+		return fmt.Sprintf("paused by %s since %s: %s", p.By, p.At.Format(time.RFC3339), p.Reason)
+	}
+	return ""
 }
 
 // calmed ends a storm, if one held: no recovery starts for cooldown from now.

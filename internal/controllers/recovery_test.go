@@ -16,6 +16,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/notify"
@@ -248,6 +249,51 @@ func TestAStormFencesNothing(t *testing.T) {
 	}
 }
 
+// A person's pause in drainctl's namespace (--auto pause-recovery, as NodeHealthCheck's
+// pauseRequests) holds every automatic recovery, cluster-wide, and says so; once lifted, the
+// dead node is recovered.
+func TestAPauseHoldsEveryRecovery(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	var out, errOut bytes.Buffer
+	a := &auto.Auto{Engine: c.Engine("operator@test", nil), Run: ops.RunOptions{Why: "core switch firmware"}, Stdout: &out, Stderr: &errOut}
+	if err := a.Do(kubetest.Ctx(t), "pause-recovery", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	time.Sleep(time.Second) // passes go on meanwhile: none may start
+	if _, ok := c.recovery(c0); ok {
+		t.Fatalf("a recovery started while paused")
+	}
+	out.Reset()
+	if err := a.Do(kubetest.Ctx(t), "recoveries", nil); err != nil || !strings.Contains(out.String(), "automatic recovery is paused by operator@test") ||
+		!strings.Contains(out.String(), "core switch firmware") {
+		t.Errorf("--auto recoveries: %v\n%s", err, out.String())
+	}
+	// The node's own pause (its annotation) holds it still once the cluster's is lifted.
+	annotate := func(value string) {
+		patch := `{"metadata":{"annotations":{"` + controllers.PauseAnnotation + `":` + value + `}}}`
+		if _, err := c.CS.CoreV1().Nodes().Patch(kubetest.Ctx(t), c0, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annotate(`"disk replacement under way"`)
+	if err := a.Do(kubetest.Ctx(t), "resume-recovery", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if _, ok := c.recovery(c0); ok {
+		t.Fatalf("a recovery started on a node annotated %s", controllers.PauseAnnotation)
+	}
+	annotate("null")
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered once both pauses are lifted", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+}
+
 // A node NotReady for less than not_ready_for is recovered once it is not_ready_for old, not
 // a resync later: here the resync never comes.
 func TestADeadNodeIsRecoveredAtNotReadyFor(t *testing.T) {
@@ -373,6 +419,17 @@ func TestANodeBackMidLadderStopsTheRebuilds(t *testing.T) {
 		a, _ := c.World.ServerByName("vm-a")
 		b, _ := c.World.ServerByName("vm-b")
 		return a.Status == "REBUILD" || b.Status == "REBUILD"
+	})
+	// The ledger says so while it lasts: that VM ongoing since its request, the other pending.
+	kubetest.Eventually(t, 10*time.Second, "the ledger showing the rebuild ongoing", func() bool {
+		rec, _ := c.recovery(c0)
+		st := map[string]int{}
+		for _, m := range rec.Moves {
+			if m.Status != model.MoveOngoing || !m.Started.IsZero() {
+				st[m.Status]++
+			}
+		}
+		return st[model.MoveOngoing] == 1 && st[model.MovePending] == 1
 	})
 	kubetest.SetReady(t, c.CS, c0, true, time.Now())
 	kubetest.Eventually(t, 30*time.Second, "the recovery stopped", func() bool {

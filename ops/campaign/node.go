@@ -85,7 +85,7 @@ func (r *Campaign) undrainable(ctx context.Context, i int, blocked string) error
 	if blocked != "" {
 		why += ": " + blocked
 	}
-	past := ops.NewCampaignEvent(r.e.Now(), r.Record(), name, model.PhaseEvacuating, fmt.Sprintf("%s; --undrainable %s", why, r.o.Undrainable))
+	past := ops.NewCampaignEvent(r.e.Now(), r.Record(), name, model.PhaseEvacuating, fmt.Sprintf("%s; the campaign's rule for it: %s", why, r.o.Undrainable))
 	past.PastDeadline = true
 	r.emit(past)
 	if r.o.Undrainable != "fail" {

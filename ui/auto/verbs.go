@@ -52,6 +52,10 @@ func verbTable() []verb {
                        takes work again; recorded on the cluster, a rerun resumes`},
 		{name: "recoveries", do: (*Auto).recoveries,
 			usage: `  recoveries           the recoveries recorded on the cluster, each with its ledger of VM moves`},
+		{name: "pause-recovery", do: func(a *Auto, ctx context.Context, _ []string) error { return a.pauseRecovery(ctx) },
+			usage: `  pause-recovery [--reason TEXT]   hold every automatic recovery, cluster-wide, until resume-recovery`},
+		{name: "resume-recovery", do: func(a *Auto, ctx context.Context, _ []string) error { return a.resumeRecovery(ctx) },
+			usage: `  resume-recovery      lift the pause: automatic recovery takes dead nodes up again`},
 		{name: "campaigns", do: func(a *Auto, ctx context.Context, _ []string) error { return a.campaigns(ctx) },
 			usage: `  campaigns            the campaigns recorded on the cluster: each one's state and nodes`},
 	}
