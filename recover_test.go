@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -198,4 +200,57 @@ func rebuilding(c *autoCluster, vms ...string) bool {
 		}
 	}
 	return false
+}
+
+// Two controller replicas, as a Deployment of two runs them: one leads and recovers a dead node
+// by itself; killed (kill -9) while a VM is being rebuilt, the other takes its leases over and
+// finishes the same recovery. Each VM is rebuilt once, and the ledger holds both.
+func TestTwoControllersRecoverADeadNodeOnce(t *testing.T) {
+	c := newAutoClusterWith(t, autoOptions{seed: 11, spare: true, pdbMin: 1, scale: 1}) // a rebuild takes 3 s
+	cs := kubetest.Client(t)
+	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/crd-nodemaintenance.yaml") {
+		t.Fatal(err)
+	}
+	c0 := c.px + "-c0"
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.toml")
+	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[concurrency]\nmigrations_per_source = 1\n"+
+		"[recover]\nautomatic = true\nshared_storage = true\nnot_ready_for = \"30s\"\npods_gone_within = \"1s\"\n"+
+		"fence_cmd = \"echo {node} >> "+dir+"/fenced\"\n"), 0o600)
+	a := c.startProcess(t, "--controller", "--config", cfg)
+	b := c.startProcess(t, "--controller", "--config", cfg)
+	a.waitFor(t, "automatic recovery on")
+	b.waitFor(t, "automatic recovery on")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replica a:\n%s\nreplica b:\n%s", a.out(), b.out())
+		}
+	})
+	c.world.KillHost(c0)
+	kubetest.SetReady(t, cs, c0, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 60*time.Second, "a VM being rebuilt", func() bool { return rebuilding(c, "db-1", "db-2") })
+	leader, other := a, b
+	if !strings.Contains(a.out(), "automatic recovery: "+c0+" dead since") {
+		leader, other = b, a
+	}
+	if !strings.Contains(leader.out(), "automatic recovery: "+c0+" dead since") {
+		t.Fatalf("neither replica said it recovers %s:\n%s\n---\n%s", c0, a.out(), b.out())
+	}
+	leader.cmd.Process.Kill() // kill -9: no safe point
+	leader.wait(t)
+	kubetest.Eventually(t, 90*time.Second, "the other replica finishing the recovery", func() bool {
+		return strings.Contains(other.out(), "automatic recovery of "+c0+": recovery of "+c0+" done")
+	})
+	for _, name := range []string{"db-1", "db-2"} {
+		vm, _ := c.world.ServerByName(name)
+		if st := c.world.MigrationStatuses(vm.ID); len(st) != 1 || vm.Host == c0 {
+			t.Errorf("%s on %s, evacuations %v: want one rebuild elsewhere", name, vm.Host, st)
+		}
+	}
+	r := c.drainctl(t, nil, "--auto", "recoveries", "-o", "json")
+	if r.code != 0 || strings.Count(r.stdout, `"status":"succeeded"`) != 2 || !strings.Contains(r.stdout, `"automatic":true`) ||
+		!strings.Contains(r.stdout, `"outcome":"done"`) {
+		t.Errorf("--auto recoveries: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("the leader:\n%s\nthe other:\n%s", leader.out(), other.out())
 }

@@ -128,7 +128,7 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 			rec.Started, rec.Automatic = old.Started, rec.Automatic || old.Automatic
 			for _, m := range old.Moves {
 				if !slices.ContainsFunc(rec.Moves, func(n model.VMMove) bool { return n.VMID == m.VMID }) {
-					rec.Moves = append(rec.Moves, m)
+					rec.Moves = append(rec.Moves, r.settled(wctx, m))
 				}
 			}
 		}
@@ -155,4 +155,28 @@ func (r *runner) ledgerMoved(ctx context.Context, moving map[string]*vmRun) {
 	}
 	r.ledgerAt = now
 	r.saveLedger(ctx, "running", moving)
+}
+
+// settled is an earlier run's move that this run's plan no longer holds (the VM has left the
+// host), as Nova shows it now: a run killed mid-rebuild wrote it pending or ongoing, and its
+// VM was rebuilt (or failed, or was deleted) after.
+func (r *runner) settled(ctx context.Context, m model.VMMove) model.VMMove {
+	if m.Status != model.MovePending && m.Status != model.MoveOngoing {
+		return m
+	}
+	vm, err := r.e.nova.Server(ctx, m.VMID)
+	switch {
+	case err != nil, vm.Host == m.Source:
+		return m // unread (the next write asks again), or still there: this run's plan has it
+	case vm.Status == model.VMBroken:
+		m.Status, m.Dest, m.Reason = model.MoveFailed, vm.Host, "rebuilt on "+vm.Host+" but in ERROR: "+vm.Fault
+	default:
+		m.Status, m.Dest, m.Reason = model.MoveSucceeded, vm.Host, "found "+string(vm.Status)+" on "+vm.Host+" (rebuilt by an earlier run)"
+		if m.MigrationID == 0 {
+			run := &vmRun{vm: model.VM{ID: m.VMID, Host: m.Source}}
+			r.evacuationRecord(ctx, run)
+			m.MigrationID = run.mid
+		}
+	}
+	return m
 }

@@ -61,7 +61,8 @@ func serve(ctx context.Context, e env, m mode) error {
 	if election == "" {
 		return run(ctx)
 	}
-	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), election, ops.DefaultHolder(), run)
+	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), election, ops.DefaultHolder(),
+		func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) }, run)
 	if ctx.Err() != nil {
 		return nil // stopped by a signal: the operations recorded where they stopped
 	}

@@ -120,6 +120,10 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	var due time.Duration // the soonest a NotReady node turns not_ready_for old: a pass then, not a resync later
 	for _, n := range unhealthy {
 		if why := r.notDead(n, now, cfg.NotReadyFor.D()); why != "" {
+			if !n.Kube.Ready && r.said["not:"+n.Name] != why { // why an unhealthy node waits, said once a reason
+				r.said["not:"+n.Name] = why
+				r.Log("automatic recovery: " + n.Name + " is not taken up: " + why)
+			}
 			if wait := n.Kube.ReadySince.Add(cfg.NotReadyFor.D()).Sub(now); !n.Kube.Ready && wait > 0 && (due == 0 || wait < due) {
 				due = wait
 			}
@@ -248,6 +252,7 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs)-left, left)
 	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", started)
 	r.notify(model.Notice{Kind: model.NoticeRecoveryStarted, Node: n.Name, Message: started})
+	r.Log(started)
 	// The engine's recover keeps the ledger (ops/recoveries.go), as for a recovery by hand;
 	// the run's events say what a person on call must know on the way.
 	var lastRunning time.Time // the last VM's rebuild done: every VM running elsewhere

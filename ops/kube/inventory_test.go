@@ -323,7 +323,7 @@ func TestLosingTheLeadershipIsAnError(t *testing.T) {
 	name := kubetest.Prefix(t) + "-leader"
 	leading, errc := make(chan struct{}), make(chan error, 1)
 	go func() {
-		errc <- kube.RunAsLeader(context.Background(), cs, name, "me", func(ctx context.Context) error {
+		errc <- kube.RunAsLeader(context.Background(), cs, name, "me", nil, func(ctx context.Context) error {
 			close(leading)
 			<-ctx.Done()
 			return nil
@@ -354,6 +354,34 @@ func TestLosingTheLeadershipIsAnError(t *testing.T) {
 		}
 	case <-time.After(40 * time.Second):
 		t.Fatal("still running after losing the leadership")
+	}
+}
+
+// A replica that may not write the leader lease (no RBAC, no namespace) says why, once,
+// instead of waiting in silence for a leadership it can never get.
+func TestALeaseThatCannotBeWrittenIsSaid(t *testing.T) {
+	cs := kubetest.Client(t)
+	kubetest.Namespace(t, cs, kube.LeaseNamespace)
+	cfg := kubetest.Config(t)
+	cfg.Impersonate.UserName = "nobody@test" // no Role: every write is forbidden
+	nobody := kubernetes.NewForConfigOrDie(cfg)
+	said := make(chan string, 16)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	err := kube.RunAsLeader(ctx, nobody, kubetest.Prefix(t)+"-leader", "me", func(l string) { said <- l }, func(context.Context) error {
+		t.Error("led without a lease")
+		return nil
+	})
+	if err == nil {
+		t.Errorf("RunAsLeader returned nil, never having led")
+	}
+	close(said)
+	var lines []string
+	for l := range said {
+		lines = append(lines, l)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "cannot hold the leader lease "+kube.LeaseNamespace+"/") || !strings.Contains(lines[0], "forbidden") {
+		t.Errorf("said %q: want once, why", lines)
 	}
 }
 

@@ -419,13 +419,16 @@ func (c *Client) NodeEvent(ctx context.Context, node, eventType, reason, message
 }
 
 // RunAsLeader runs fn while this process holds the leader lease LeaseNamespace/lockName;
-// fn's context ends when leadership is lost.
-func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identity string, fn func(context.Context) error) error {
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, lockName,
+// fn's context ends when leadership is lost. say hears, once each, why the lease cannot be
+// read or written (no namespace, no RBAC): a replica that can never lead says so instead of waiting
+// in silence.
+func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identity string, say func(string), fn func(context.Context) error) error {
+	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, lockName,
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return err
 	}
+	lock := &saidLock{Interface: inner, say: say}
 	started, done := make(chan struct{}), make(chan error, 1)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{Lock: lock, ReleaseOnCancel: true, Name: lockName,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -447,6 +450,42 @@ func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identit
 	// The leadership was lost while ctx was alive (the lease not renewed in time, taken over):
 	// exit non-zero so that the pod restarts and campaigns again, rather than idle as a follower.
 	return fmt.Errorf("lost the leadership (lease %s/%s): another instance may lead now; exiting so that this one restarts", LeaseNamespace, lockName)
+}
+
+// saidLock is the leader lease, saying why it could not be read or written (client-go only
+// logs it).
+type saidLock struct {
+	resourcelock.Interface
+	say  func(string)
+	last string
+}
+
+func (l *saidLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	r, raw, err := l.Interface.Get(ctx)
+	if !apierrors.IsNotFound(err) { // none yet is how every first leader starts
+		l.seen(err)
+	}
+	return r, raw, err
+}
+
+func (l *saidLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return l.seen(l.Interface.Create(ctx, r))
+}
+
+func (l *saidLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return l.seen(l.Interface.Update(ctx, r))
+}
+
+func (l *saidLock) seen(err error) error {
+	if err != nil && err.Error() != l.last && l.say != nil {
+		l.say(fmt.Sprintf("cannot hold the leader lease %s: %v", l.Describe(), err))
+	}
+	if err == nil {
+		l.last = ""
+	} else {
+		l.last = err.Error()
+	}
+	return err
 }
 
 // DeleteNode deletes the Node object; already gone is fine.
