@@ -210,6 +210,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.s.width, m.s.height = msg.Width, msg.Height
+		if m.screen == listScreen && m.list.pick == nil {
+			m.list.rebuild(&m.s) // its columns are fitted to the width
+		}
 		return m, nil
 	case inventoryMsg:
 		return m.inventoryLoaded(msg)

@@ -597,6 +597,11 @@ func TestRecoveriesListsTheLedger(t *testing.T) {
 	l := newLive(t, c, e)
 	l.keys(":", "recoveries", "enter")
 	v := l.m.View()
+	// At 80 columns too, a VM that stays says why.
+	narrow, _ := l.m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	if v := narrow.(Model).View(); !strings.Contains(v, "its local disk") || !strings.Contains(v, "vm-a") {
+		t.Errorf(":recoveries at 80 columns:\n%s", v)
+	}
 	if !strings.Contains(l.m.status, "automatic recovery is paused by tui@test") || !strings.Contains(l.m.status, "core switch firmware") {
 		t.Errorf("the pause is not said: status %q", l.m.status)
 	}

@@ -57,6 +57,9 @@ func (m Model) recoveriesRead(msg recoveriesMsg) (tea.Model, tea.Cmd) {
 // recoveryColumns: the node or VM, its outcome or status, where it went, how long, and
 // how it was started (by hand, automatic) or why a VM stays.
 func recoveryColumns(s *shared) []listColumn {
+	if s.width < 120 { // narrow: where each VM went and why one stays come before when and how long
+		return fitColumns([]listColumn{{"NODE / VM", 22, 0}, {"STATUS", 10, 1}, {"TO", 14, 2}, {"WHY", 20, 6}}, s.width)
+	}
 	return fitColumns([]listColumn{{"NODE / VM", 24, 0}, {"STATUS", 12, 1}, {"TO", 16, 2}, {"TOOK", 8, 3}, {"MIGRATION", 9, 4}, {"STARTED", 19, 5}, {"WHY", 30, 6}}, s.width)
 }
 
