@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/drainctl/drainctl/internal/notify/notifytest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
@@ -483,19 +484,7 @@ func TestRollQuarantinesAnUndrainableNode(t *testing.T) {
 	})
 	// The person on call hears of it by the [notify] webhook: the start, the node past its
 	// deadline, its quarantine, the end; posted before the run exits.
-	var mu sync.Mutex
-	var told []model.Notice
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var n model.Notice
-		if r.Header.Get("Authorization") != "Bearer t0ken" || json.NewDecoder(r.Body).Decode(&n) != nil {
-			http.Error(w, "no", http.StatusUnauthorized)
-			return
-		}
-		mu.Lock()
-		told = append(told, n)
-		mu.Unlock()
-	}))
-	defer hook.Close()
+	hook := notifytest.Start(t, "t0ken")
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[notify]\nwebhook = \""+hook.URL+"\"\n"), 0o600)
 	// The shortest deadline the flag takes (a shorter one is a typo: 3s for 3m).
@@ -503,14 +492,7 @@ func TestRollQuarantinesAnUndrainableNode(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, c0+" (quarantined)") || !strings.Contains(r.stderr, "blocked: pod "+c.ns+"/web-") {
 		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
 	}
-	mu.Lock()
-	var kinds []model.NoticeKind
-	for _, n := range told {
-		if n.Campaign == "stuck" && (n.Node == "" || n.Node == c0) {
-			kinds = append(kinds, n.Kind)
-		}
-	}
-	mu.Unlock()
+	kinds := hook.Kinds(func(n model.Notice) bool { return n.Campaign == "stuck" && (n.Node == "" || n.Node == c0) })
 	if want := []model.NoticeKind{model.NoticeCampaignStarted, model.NoticeNodePastDeadline, model.NoticeNodeQuarantined, model.NoticeCampaignFinished}; !slices.Equal(kinds, want) {
 		t.Errorf("the webhook heard %v, want %v\n%s", kinds, want, r.stderr)
 	}

@@ -5,13 +5,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/notify"
+	"github.com/drainctl/drainctl/internal/notify/notifytest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
@@ -101,19 +99,7 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	c := newCluster(t, 100)
 	c0 := c.Name("c0")
 	marks := t.TempDir()
-	var mu sync.Mutex
-	var told []notify.Notice
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var n notify.Notice
-		if r.Header.Get("Authorization") != "Bearer s3cret" || json.NewDecoder(r.Body).Decode(&n) != nil {
-			http.Error(w, "no", http.StatusUnauthorized)
-			return
-		}
-		mu.Lock()
-		told = append(told, n)
-		mu.Unlock()
-	}))
-	defer srv.Close()
+	srv := notifytest.Start(t, "s3cret")
 	hook, err := notify.New(model.NotifyConfig{Webhook: srv.URL}, func(k string) string { return map[string]string{"DRAINCTL_WEBHOOK_TOKEN": "s3cret"}[k] }, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,12 +140,7 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 		t.Errorf("%s was put back: the way back is a person's", c0)
 	}
 	kubetest.Eventually(t, 10*time.Second, "the webhook told of the start and the end", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		kinds := []model.NoticeKind{}
-		for _, n := range told {
-			kinds = append(kinds, n.Kind)
-		}
+		kinds := srv.Kinds(nil)
 		return slices.Contains(kinds, model.NoticeRecoveryStarted) && slices.Contains(kinds, model.NoticeRecoveryDone)
 	})
 	// The notice of the end carries the ledger in counts and the time from NotReady (five
