@@ -84,6 +84,9 @@ func (m *Metrics) WebhookFailed() { m.webhookErr.Inc() }
 func (m *Metrics) Observe(ev ops.Event) {
 	switch e := ev.(type) {
 	case ops.MigrationEvent:
+		if e.Method != model.MoveLive && e.Method != "" { // a cold move or a rebuild is no live migration
+			return
+		}
 		switch e.State {
 		case ops.MigRequested, ops.MigCompleted, ops.MigFailed, ops.MigAborted:
 			m.migrations.WithLabelValues(string(e.State)).Inc()
@@ -96,7 +99,7 @@ func (m *Metrics) Observe(ev ops.Event) {
 	case ops.RunDone:
 		m.operations.WithLabelValues(string(e.Report.Op), string(e.Report.Result)).Inc()
 		for _, v := range e.Report.VMs {
-			if v.Result == ops.MigCompleted {
+			if v.Result == ops.MigCompleted && v.Method == model.MoveLive {
 				m.duration.Observe(v.Duration.Seconds())
 				m.bytes.Add(float64(v.Bytes))
 			}
