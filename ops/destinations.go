@@ -39,22 +39,25 @@ type destRoom struct {
 	gone  bool // disabled or down since the hosts were read: never picked again
 }
 
-// destinations reads the enabled, up compute hosts and their free capacity, once per run,
-// when drainctl must choose destinations itself: only when the per-destination cap can bind
-// (it is below what may be in flight at once). Otherwise, and without capacity figures
-// (2.88+), Nova's scheduler chooses, with everything it knows (server groups, aggregates).
+// destinations are the enabled, up compute hosts and their free capacity, once per run, when
+// drainctl must choose destinations itself: only when the per-destination cap can bind (it is
+// below what may be in flight at once). Otherwise, and without capacity figures (2.88+),
+// Nova's scheduler chooses, with everything it knows (server groups, aggregates). They come
+// from the Nova read the run was planned on (shared with the other plans of that moment): a
+// host picked is read again, by itself, just before a VM is sent there (stillUsable), so
+// twenty nodes in flight do not read the whole cloud's services and hypervisors twenty times.
 func (r *runner) destinations(ctx context.Context) []*destRoom {
 	e := r.e
 	c := e.cfg.Concurrency
 	if r.ro.To != "" || c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes {
 		return nil
 	}
-	svcs, err := e.nova.ComputeServices(ctx, "")
+	ns, err := e.inv.lastRead(ctx)
 	if err != nil {
 		return nil
 	}
 	usable, zone := map[string]bool{}, map[string]string{}
-	for _, s := range svcs {
+	for _, s := range ns.Services {
 		usable[s.Host] = s.Enabled && s.Up && !s.ForcedDown
 		zone[s.Host] = s.Zone
 	}
@@ -62,12 +65,8 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 	for _, n := range r.ro.Leaving {
 		leaving[n] = true
 	}
-	hvs, err := e.nova.Hypervisors(ctx)
-	if err != nil {
-		return nil
-	}
 	var out []*destRoom
-	for _, h := range hvs {
+	for _, h := range ns.Hypervisors {
 		c, ok := h.Room(e.cpuRatio())
 		if !ok {
 			return nil

@@ -575,3 +575,43 @@ func withDiskLoss() policy.Options {
 	o.AcceptDiskLoss = true
 	return o
 }
+
+// Plans asked at once (a campaign's nodes in flight) share the Nova read that begins after
+// they asked: twenty reads cost at most two reads of the whole cloud, and each sees what was
+// true when it asked (a VM stopped before the reads began is seen stopped by all).
+func TestReadsAtOnceShareOneNovaRead(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("reader@test", nil)
+	if _, err := e.Inventory().Read(kubetest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c.World.Stop("vm-a")
+	c.World.ResetStats()
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inv, err := e.Inventory().Read(kubetest.Ctx(t))
+			if err == nil {
+				n, _ := inv.Node(c.Name("c0"))
+				i := slices.IndexFunc(n.VMs, func(vm model.VM) bool { return vm.Name == "vm-a" })
+				if i < 0 || n.VMs[i].Status != model.VMShutoff {
+					err = fmt.Errorf("a read did not see vm-a stopped: %v", n.VMs)
+				}
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := c.World.Stats().ByRoute["GET /os-services"]; n < 1 || n > 2 {
+		t.Errorf("20 reads at once read the services %d times, want 1 or 2", n)
+	}
+}

@@ -20,7 +20,21 @@ type Inventory struct {
 	novaAt   time.Time           // when it was read
 	novaSum  uint64              // its fingerprint: what a view shows of it
 	unmoved  bool                // the last read showed nothing new
+
+	rmu     sync.Mutex
+	next    *novaRead // the read the callers waiting now share; nil: none waits
+	reading bool      // the reader runs
 }
+
+// novaRead is one Nova read shared by every caller that asked for it before it began.
+type novaRead struct {
+	done chan struct{}
+	ns   model.NovaSnapshot
+	err  error
+}
+
+// novaReadTimeout bounds one shared read: its callers may have gone, others wait.
+const novaReadTimeout = 5 * time.Minute
 
 // NewInventory joins kube and nova (nova may be nil: Kubernetes alone).
 func NewInventory(kube KubeSource, nova NovaSource, mapping model.MappingConfig) *Inventory {
@@ -37,21 +51,76 @@ func (i *Inventory) Subscribe() (<-chan struct{}, func()) { return i.kube.Subscr
 func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {
 	var ns *model.NovaSnapshot
 	if i.nova != nil {
-		s, err := i.nova.Snapshot(ctx)
+		s, err := i.readNova(ctx)
 		if err != nil {
 			return model.Inventory{}, err
 		}
 		ns = &s
-		sum := s.Fingerprint()
-		i.mu.Lock()
-		i.lastNova, i.novaAt = ns, i.now()
-		i.unmoved, i.novaSum = sum == i.novaSum, sum
-		i.mu.Unlock()
 	}
 	if err := i.kube.WaitSynced(ctx); err != nil { // Nova was read meanwhile
 		return model.Inventory{}, err
 	}
 	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
+}
+
+// lastRead is the last Nova read (one now when there has been none).
+func (i *Inventory) lastRead(ctx context.Context) (model.NovaSnapshot, error) {
+	i.mu.Lock()
+	ns := i.lastNova
+	i.mu.Unlock()
+	if ns != nil {
+		return *ns, nil
+	}
+	return i.readNova(ctx)
+}
+
+// readNova reads Nova afresh. Callers that ask while a read is under way share the next one:
+// each gets a read that began after it asked (never an older one), and twenty plans at once
+// (a campaign's nodes in flight) cost two reads of the whole cloud, not twenty.
+func (i *Inventory) readNova(ctx context.Context) (model.NovaSnapshot, error) {
+	i.rmu.Lock()
+	r := i.next
+	if r == nil {
+		r = &novaRead{done: make(chan struct{})}
+		i.next = r
+	}
+	if !i.reading {
+		i.reading = true
+		go i.reader()
+	}
+	i.rmu.Unlock()
+	select {
+	case <-r.done:
+		return r.ns, r.err
+	case <-ctx.Done():
+		return model.NovaSnapshot{}, ctx.Err()
+	}
+}
+
+// reader makes the reads asked for, one at a time, until none waits.
+func (i *Inventory) reader() {
+	for {
+		i.rmu.Lock()
+		r := i.next
+		i.next = nil
+		if r == nil {
+			i.reading = false
+			i.rmu.Unlock()
+			return
+		}
+		i.rmu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), novaReadTimeout)
+		r.ns, r.err = i.nova.Snapshot(ctx)
+		cancel()
+		if r.err == nil {
+			sum := r.ns.Fingerprint()
+			i.mu.Lock()
+			i.lastNova, i.novaAt = &r.ns, i.now()
+			i.unmoved, i.novaSum = sum == i.novaSum, sum
+			i.mu.Unlock()
+		}
+		close(r.done)
+	}
 }
 
 // NovaUnmoved reports whether the last Nova read showed nothing new: a view may then wait

@@ -138,9 +138,16 @@ func runRoll(ctx context.Context, o options) error {
 	fmt.Printf("| Kubernetes requests | %d | %.1f |\n", kubeReqs, float64(kubeReqs)/n)
 	fmt.Printf("| Nova requests | %d | %.1f |\n", novaReqs, float64(novaReqs)/n)
 	fmt.Printf("| Placement requests | %d | %.1f |\n", placementReqs, float64(placementReqs)/n)
+	fmt.Printf("| Nova bytes (response bodies) | %.1f MiB | %.1f KiB |\n", float64(stats.Bytes["nova"])/(1<<20), float64(stats.Bytes["nova"])/1024/n)
+	fmt.Printf("| Placement bytes | %.1f MiB | %.1f KiB |\n", float64(stats.Bytes["placement"])/(1<<20), float64(stats.Bytes["placement"])/1024/n)
 	fmt.Printf("| wall time | %s | %s |\n", secs(wall), secs(wall/time.Duration(ro.nodes)))
 	fmt.Printf("| floor: the nodes' own migration times (Σ %s) ÷ %d | %s | wall ÷ floor %.2f× |\n", secs(floorSum), ro.parallel, secs(floor), wall.Seconds()/floor.Seconds())
 	fmt.Printf("| drainctl RSS over the campaign: peak / mean | %.0f MiB / %.0f MiB | |\n", float64(peak)/(1<<20), float64(mean)/(1<<20))
+	if !runs.halfAt.IsZero() {
+		took := runs.end.Sub(runs.halfAt)
+		fmt.Printf("| ETA at half the nodes done, against the time the rest took | %s / %s | error %+.0f %% |\n",
+			secs(runs.halfETA), secs(took), 100*(runs.halfETA.Seconds()-took.Seconds())/took.Seconds())
+	}
 	fmt.Println()
 	fmt.Println("| step | mean time a node |")
 	fmt.Println("|---|---|")
@@ -174,7 +181,11 @@ func runRoll(ctx context.Context, o options) error {
 
 // rollRuns is what the campaign's JSON lines say of its nodes.
 type rollRuns struct {
-	done      int
+	done int
+	// halfAt is when the campaign first said half its nodes were done, halfETA the ETA it gave
+	// then, end when it last spoke: halfETA against end - halfAt is the ETA's error.
+	halfAt, end time.Time
+	halfETA     time.Duration
 	migrating map[string]time.Duration // node -> its migrate step's time
 	steps     map[string]time.Duration // step kind -> its time, summed over the nodes
 }
@@ -196,6 +207,10 @@ func readRuns(r io.Reader) (rollRuns, error) {
 				Op     string `json:"op"`
 				Result string `json:"result"`
 			} `json:"report"`
+			Done       int           `json:"done"`
+			InProgress int           `json:"inProgress"`
+			Left       int           `json:"left"`
+			ETA        time.Duration `json:"etaNs"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return out, fmt.Errorf("roll -o json: %v: %s", err, sc.Text())
@@ -207,6 +222,12 @@ func readRuns(r io.Reader) (rollRuns, error) {
 			} else if at, ok := stepStarted[key]; ok {
 				out.steps[ev.Step] += ev.At.Sub(at)
 				delete(stepStarted, key)
+			}
+		}
+		if ev.Type == "campaign" {
+			out.end = ev.At
+			if all := ev.Done + ev.InProgress + ev.Left; out.halfAt.IsZero() && all > 0 && 2*ev.Done >= all && ev.ETA > 0 {
+				out.halfAt, out.halfETA = ev.At, ev.ETA
 			}
 		}
 		switch {

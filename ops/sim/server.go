@@ -25,9 +25,41 @@ func Serve(world *World, addr string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{URL: "http://" + ln.Addr().String(), world: world, ln: ln}
-	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: s.counted(s.routes()), ReadHeaderTimeout: 10 * time.Second}
 	go s.http.Serve(ln) //nolint:errcheck // ends with Close
 	return s, nil
+}
+
+// counted adds each response's body bytes to the world's stats, by API (what a client's reads
+// cost grows with the cloud when it reads whole lists).
+func (s *Server) counted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &countingWriter{ResponseWriter: w}
+		h.ServeHTTP(cw, r)
+		api := "nova"
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/placement"):
+			api = "placement"
+		case strings.HasPrefix(r.URL.Path, "/identity"):
+			api = "keystone"
+		case strings.HasPrefix(r.URL.Path, "/network"):
+			api = "neutron"
+		}
+		s.world.mu.Lock()
+		s.world.stats.Bytes[api] += cw.n
+		s.world.mu.Unlock()
+	})
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 // World is the state behind the server.

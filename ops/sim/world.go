@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"reflect"
 	"sort"
@@ -144,8 +145,10 @@ type World struct {
 
 // Stats counts requests, for tests and benchmarks.
 type Stats struct {
-	Requests  int
-	ByRoute   map[string]int
+	Requests int
+	ByRoute  map[string]int
+	// Bytes are the response bodies' bytes by API: nova, placement, keystone, neutron.
+	Bytes     map[string]int64
 	Mutations int
 	// MaxConcurrentMigrations is the most live migrations ever unfinished at once (a cap
 	// across every client is measured here, where all of them meet).
@@ -185,7 +188,7 @@ func NewWorld(opts Options) *World {
 	return &World{
 		opts: opts, clock: clock, rng: rand.New(rand.NewSource(opts.Seed)),
 		hosts: map[string]*Host{}, servers: map[string]*VM{}, actions: map[string][]*action{},
-		nextMigID: 1, nextInst: 1, tokens: map[string]token{}, stats: Stats{ByRoute: map[string]int{}},
+		nextMigID: 1, nextInst: 1, tokens: map[string]token{}, stats: Stats{ByRoute: map[string]int{}, Bytes: map[string]int64{}},
 	}
 }
 
@@ -292,6 +295,7 @@ func (w *World) Stats() Stats {
 	for k, v := range w.stats.ByRoute {
 		s.ByRoute[k] = v
 	}
+	s.Bytes = maps.Clone(w.stats.Bytes)
 	return s
 }
 
@@ -299,7 +303,7 @@ func (w *World) Stats() Stats {
 func (w *World) ResetStats() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.stats = Stats{ByRoute: map[string]int{}}
+	w.stats = Stats{ByRoute: map[string]int{}, Bytes: map[string]int64{}}
 }
 
 // ServerByName finds a server by display name.

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -46,6 +47,9 @@ type Controllers struct {
 	// ReadyAfter later.
 	ReplaceOn  string
 	ReadyAfter time.Duration
+	// Every is how often it looks (default 20 ms); a fleet of namespaces looks less often,
+	// or its lists would load the API server more than what is measured.
+	Every time.Duration
 	// Non-graceful node shutdown, as the controller manager plays it (Kubernetes 1.28+): the
 	// pods of a NotReady node tainted node.kubernetes.io/out-of-service that do not tolerate
 	// the taint are force-deleted. Always played.
@@ -95,7 +99,7 @@ func (c *Controllers) Run(t testing.TB, cs kubernetes.Interface, ns string) {
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(20 * time.Millisecond)
+		tick := time.NewTicker(cmp.Or(c.Every, 20*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
