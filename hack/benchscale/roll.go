@@ -186,8 +186,8 @@ type rollRuns struct {
 	// then, end when it last spoke: halfETA against end - halfAt is the ETA's error.
 	halfAt, end time.Time
 	halfETA     time.Duration
-	migrating map[string]time.Duration // node -> its migrate step's time
-	steps     map[string]time.Duration // step kind -> its time, summed over the nodes
+	migrating   map[string]time.Duration // node -> its migrate step's time
+	steps       map[string]time.Duration // step kind -> its time, summed over the nodes
 }
 
 // readRuns reads the NDJSON of the roll: each node's migrate-vms step, start to end.
