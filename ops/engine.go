@@ -27,6 +27,9 @@ type Engine struct {
 	mine     map[string]bool // VMs this engine has asked to migrate, still in flight
 	mu       sync.Mutex
 	running  map[string]*tracked // node -> its running operation, to stop it in-process
+	// budgets: one gate per PodDisruptionBudget, shared by every node this engine empties:
+	// a campaign's twenty nodes evict no more of a budget's pods at once than it allows.
+	budgets map[string]*budgetGate
 	// forgotten: the Ready episode (its start) at which each node's fence record was deleted.
 	forgotten map[string]time.Time
 
@@ -101,7 +104,7 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		ns = nova
 	}
 	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
-		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{},
+		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{},
 		ranked: make(chan struct{})}
 }
 

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
@@ -613,5 +615,44 @@ func TestReadsAtOnceShareOneNovaRead(t *testing.T) {
 	}
 	if n := c.World.Stats().ByRoute["GET /os-services"]; n < 1 || n > 2 {
 		t.Errorf("20 reads at once read the services %d times, want 1 or 2", n)
+	}
+}
+
+// Two nodes emptied at once with pods under one budget (allowing one disruption): the
+// engine's nodes share the budget's count, so no eviction is sent that it refuses (a 429),
+// and every pod goes as the budget reopens.
+func TestNodesAtOnceShareABudget(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Concurrency.Nodes = 2
+	ns := kubetest.Namespace(t, c.CS, c.Px+"-shared")
+	rs, uid := kubetest.ReplicaSet(t, c.CS, ns, "shared", 4)
+	for i, n := range []string{"c1", "c1", "c2", "c2"} {
+		kubetest.Pod(t, c.CS, ns, fmt.Sprintf("shared-%d", i), c.Name(n), kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "shared"), kubetest.Grace(1))
+	}
+	kubetest.PDB(t, c.CS, ns, "shared-pdb", "shared", 3)
+	(&kubetest.Controllers{ReplaceOn: c.Name("cp"), ReadyAfter: 300 * time.Millisecond}).Run(t, c.CS, ns)
+	kubetest.Eventually(t, 10*time.Second, "the budget allowing one", func() bool {
+		p, err := c.CS.PolicyV1().PodDisruptionBudgets(ns).Get(kubetest.Ctx(t), "shared-pdb", metav1.GetOptions{})
+		return err == nil && p.Status.ExpectedPods == 4 && p.Status.DisruptionsAllowed == 1
+	})
+	e := c.Engine("tester@a", nil)
+	ro := ops.RunOptions{Policy: defaults()}
+	b, err := e.PlanBatch(kubetest.Ctx(t), model.OpEvacuate, []string{c.Name("c1"), c.Name("c2")}, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports, err := e.RunBatch(kubetest.Ctx(t), b, func(model.Plan) func(ops.Event) { return func(ops.Event) {} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reports {
+		for _, p := range r.Pods {
+			if p.Blocked > 0 {
+				t.Errorf("%s: the API server refused %s %d time(s): the nodes did not share the budget's count", r.Node, p.Pod, p.Blocked)
+			}
+			if p.Result != ops.PodGone {
+				t.Errorf("%s: %s %s", r.Node, p.Pod, p.Result)
+			}
+		}
 	}
 }

@@ -51,7 +51,6 @@ func (r *runner) evict(ctx context.Context, carriers bool) (string, error) {
 	// The cap is on eviction requests in flight, not on pods terminating: a pod that takes
 	// its grace period to stop holds no slot while it does.
 	slots := make(chan struct{}, e.cfg.Concurrency.Evictions)
-	r.gates = map[string]*sync.Mutex{}
 	// Order groups (drain-order labels, [[drain.order]]): each group is gone before the
 	// next starts; a group with a pod left stops the step there.
 	gone := 0
@@ -133,11 +132,11 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 	backoff := e.o.Backoff
 	gate := r.gate(pod)
 	for {
-		// Pods under one budget try one at a time, and only when the budget (as the
-		// informer last saw it) allows: when it opens, one pod goes instead of a herd of 429s.
-		gate.Lock()
-		if pdb, ok := r.budgetOf(pod); ok && pdb.DisruptionsAllowed <= 0 {
-			gate.Unlock()
+		// A budget's pods go while it allows, as the informer last saw it, less the
+		// evictions sent that it does not show yet (on every node this engine empties):
+		// when it opens, as many go as it allows, not a herd of 429s.
+		pdb, ok := gate.reserve(r, pod)
+		if !ok {
 			lastPDB = pdb.Name
 			emit(PodBlocked, pdb.Name, "waiting for the budget to allow a disruption")
 			// The informer shows the budget reopening; the timer is only a safety net (a
@@ -146,19 +145,17 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 				return ended("while waiting for PDB " + pdb.Name)
 			}
 			backoff = min(backoff*2, 30*time.Second)
-			// Every pod waiting on this budget wakes when it reopens: each checks it again
-			// under the gate, so only the first goes (not a herd of 429s).
-			continue
+			continue // every pod waiting on it wakes; each reserves again, and only what it allows goes
 		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
-			gate.Unlock()
+			gate.release()
 			return ended("before its eviction")
 		}
 		if r.stillHolder(ctx) != nil {
 			<-slots
-			gate.Unlock()
+			gate.release()
 			return ended("before its eviction (lease lost)")
 		}
 		rep.Attempts++
@@ -166,9 +163,9 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 		err := e.kube.Evict(ctx, pod, grace, r.ro.Policy.DisableEviction)
 		<-slots
 		if err == nil {
-			r.awaitBudgetSeen(ctx, changes, pod)
+			r.awaitBudgetSeen(ctx, changes, pod, pdb)
 		}
-		gate.Unlock()
+		gate.release()
 		var be *BudgetError
 		switch {
 		case err == nil:
@@ -214,18 +211,52 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 	}
 }
 
-// gate is the lock shared by the pods under the pod's first PDB (a private one otherwise).
-func (r *runner) gate(pod model.Pod) *sync.Mutex {
+// budgetGate counts the evictions under one PodDisruptionBudget that are sent but not yet
+// shown spent by the informer, on every node this engine empties.
+type budgetGate struct {
+	mu     sync.Mutex
+	unseen int
+}
+
+// gate is the pod's first PDB's gate (nil for a pod under none: nothing to count).
+func (r *runner) gate(pod model.Pod) *budgetGate {
 	if len(pod.PDBs) == 0 || r.ro.Policy.DisableEviction {
-		return &sync.Mutex{}
+		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	key := pod.Namespace + "/" + pod.PDBs[0]
-	if r.gates[key] == nil {
-		r.gates[key] = &sync.Mutex{}
+	if e.budgets[key] == nil {
+		e.budgets[key] = &budgetGate{}
 	}
-	return r.gates[key]
+	return e.budgets[key]
+}
+
+// reserve takes one of the disruptions the budget allows now; false (and the budget) when it
+// allows none beyond the evictions already under way.
+func (g *budgetGate) reserve(r *runner, pod model.Pod) (model.PDB, bool) {
+	if g == nil {
+		return model.PDB{}, true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	pdb, ok := r.budgetOf(pod)
+	if ok && pdb.DisruptionsAllowed-int32(g.unseen) <= 0 {
+		return pdb, false
+	}
+	g.unseen++
+	return pdb, true
+}
+
+// release gives back a reservation: its eviction is shown spent, refused, or not sent.
+func (g *budgetGate) release() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.unseen--
+	g.mu.Unlock()
 }
 
 func (r *runner) budgetOf(pod model.Pod) (model.PDB, bool) {
@@ -235,12 +266,11 @@ func (r *runner) budgetOf(pod model.Pod) (model.PDB, bool) {
 	return r.e.kube.PDB(pod.Namespace, pod.PDBs[0])
 }
 
-// awaitBudgetSeen holds the gate, after a successful eviction, until the informer shows the
-// budget the API server just spent (or briefly, if it never does), so that the next pod
-// does not try on a stale "allowed".
-func (r *runner) awaitBudgetSeen(ctx context.Context, changes <-chan struct{}, pod model.Pod) {
-	before, ok := r.budgetOf(pod)
-	if !ok {
+// awaitBudgetSeen keeps the reservation, after a successful eviction, until the informer
+// shows the budget the API server just spent (or briefly, if it never does), so that no
+// other pod tries on a stale "allowed". before is the budget as the reservation saw it.
+func (r *runner) awaitBudgetSeen(ctx context.Context, changes <-chan struct{}, pod model.Pod, before model.PDB) {
+	if before.Name == "" {
 		return
 	}
 	timer := time.NewTimer(500 * time.Millisecond)

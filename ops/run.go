@@ -48,7 +48,6 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 type runner struct {
 	ledgerAt string // the moves the recovery's ledger was last written with
 	mu       sync.Mutex
-	gates    map[string]*sync.Mutex // one per PDB: its pods try one at a time
 	e        *Engine
 	plan     model.Plan
 	ro       RunOptions
