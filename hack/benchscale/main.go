@@ -57,6 +57,7 @@ func main() {
 	flag.IntVar(&o.roll.nodes, "roll-nodes", 1000, "nodes (and Nova hosts) the campaign rolls")
 	flag.IntVar(&o.roll.vmsPerNode, "roll-vms", 2, "VMs on each node's host")
 	flag.IntVar(&o.roll.podsPerNode, "roll-pods", 4, "pods on each node")
+	flag.StringVar(&o.roll.ndjson, "roll-ndjson", "", "keep the campaign's -o json lines in this file")
 	flag.IntVar(&o.roll.parallel, "roll-parallel", 20, "--parallel of the campaign (and [concurrency] nodes)")
 	flag.IntVar(&o.roll.perDest, "roll-per-dest", 2, "[concurrency] migrations_per_destination (2, the default: drainctl picks destinations; ≥ --parallel: Nova's scheduler does)")
 	flag.Float64Var(&o.roll.scale, "roll-scale", 10, "the simulator's seconds per real second (a live migration of 4 GiB: 0.4 s)")

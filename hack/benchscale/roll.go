@@ -39,6 +39,7 @@ import (
 type rollOptions struct {
 	nodes, vmsPerNode, podsPerNode, parallel int
 	perDest                                  int     // [concurrency] migrations_per_destination
+	ndjson                                   string  // the campaign's JSON lines are kept here ("": not kept)
 	scale                                    float64 // the simulator's seconds per real second
 }
 
@@ -110,7 +111,16 @@ func runRoll(ctx context.Context, o options) error {
 		return err
 	}
 	rss := sampleRSS(cmd.Process.Pid)
-	runs, parseErr := readRuns(stdout)
+	var lines io.Reader = stdout
+	if ro.ndjson != "" {
+		f, err := os.Create(ro.ndjson)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		lines = io.TeeReader(stdout, f)
+	}
+	runs, parseErr := readRuns(lines)
 	err = cmd.Wait()
 	wall := time.Since(start)
 	peak, mean := rss()
