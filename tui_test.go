@@ -203,6 +203,8 @@ func TestTUIConsole(t *testing.T) {
 	tm.keys("d")
 	tm.waitFor(5*time.Second, "describe node "+c0, "nova-compute on "+c0, "db-1")
 	tm.keys("Escape")
+	// The node list back before the next key: an escape followed at once by ':' reads as alt+:.
+	tm.waitFor(5*time.Second, "NAME")
 
 	tm.keys(":")
 	tm.keys("ctx beta", "Enter")
@@ -275,6 +277,7 @@ func TestTUIDemoRecoversByItself(t *testing.T) {
 		t.Errorf("a VM with a local disk in the ledger: %q\n%s", row, s)
 	}
 	tm.keys("Escape")
+	tm.waitFor(5*time.Second, "NAME") // the node list back: an escape followed at once by ':' reads as alt+:
 	tm.keys(":", "kill compute-1", "Enter")
 	tm.keys(":", "kill compute-2", "Enter")
 	tm.waitFor(20*time.Second, "storm guard: 3 of 8 compute nodes unhealthy", "nothing fenced")
