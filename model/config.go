@@ -253,6 +253,9 @@ type PolicyConfig struct {
 	// false leaves them in VERIFY_RESIZE for the operator, and the report says so.
 	MoveStopped bool `toml:"move_stopped"`
 	ConfirmCold bool `toml:"confirm_cold"`
+	// RespectLocks: a locked VM stays where it is, a blocker. false (the default): it moves as
+	// Nova lets an admin move a locked server, the lock kept.
+	RespectLocks bool `toml:"respect_locks"`
 }
 
 // DefaultConfig returns the configuration used when no file says otherwise.

@@ -18,16 +18,16 @@ const (
 	BadDrainOrder    ReasonCode = "BadDrainOrder"    // a drain-order label that is not a number
 	// VMs.
 	VMTaskInProgress ReasonCode = "VMTaskInProgress" // a task (resize, snapshot…) is running on it
-	VMLocked         ReasonCode = "VMLocked"
-	VMError          ReasonCode = "VMError"         // ERROR: Nova's fault says why; drainctl never resets it
-	VMStopped        ReasonCode = "VMStopped"       // SHUTOFF and policy.move_stopped = false
-	VMPinned         ReasonCode = "VMPinned"        // running, tied to its host's hardware: cannot live-migrate
-	VMSkipped        ReasonCode = "VMSkipped"       // --skip-vm: left where it is, the node is not empty
-	VMUnmovable      ReasonCode = "VMUnmovable"     // a state Nova moves neither live nor cold (SUSPENDED, SHELVED, RESCUE)
-	Downtime         ReasonCode = "Downtime"        // a running VM moved cold: stopped, moved, started again
-	VMAwaitsConfirm  ReasonCode = "VMAwaitsConfirm" // VERIFY_RESIZE: someone's cold migration waits for confirm or revert
-	NoHostWithRoom   ReasonCode = "NoHostWithRoom"  // the other enabled hosts cannot hold its VMs
-	NoLegalHost      ReasonCode = "NoLegalHost"     // its zone or a hard anti-affinity group leaves it no other host
+	VMLocked         ReasonCode = "VMLocked"         // locked by its owner: moved as an admin may (a note), or stays (respect_locks)
+	VMError          ReasonCode = "VMError"          // ERROR: Nova's fault says why; drainctl never resets it
+	VMStopped        ReasonCode = "VMStopped"        // SHUTOFF and policy.move_stopped = false
+	VMPinned         ReasonCode = "VMPinned"         // running, tied to its host's hardware: cannot live-migrate
+	VMSkipped        ReasonCode = "VMSkipped"        // --skip-vm: left where it is, the node is not empty
+	VMUnmovable      ReasonCode = "VMUnmovable"      // a state Nova moves neither live nor cold (SUSPENDED, SHELVED, RESCUE)
+	Downtime         ReasonCode = "Downtime"         // a running VM moved cold: stopped, moved, started again
+	VMAwaitsConfirm  ReasonCode = "VMAwaitsConfirm"  // VERIFY_RESIZE: someone's cold migration waits for confirm or revert
+	NoHostWithRoom   ReasonCode = "NoHostWithRoom"   // the other enabled hosts cannot hold its VMs
+	NoLegalHost      ReasonCode = "NoLegalHost"      // its zone or a hard anti-affinity group leaves it no other host
 	// Nodes.
 	LastSchedulable   ReasonCode = "LastSchedulable" // no other Ready, schedulable worker would remain
 	ControlPlane      ReasonCode = "ControlPlane"

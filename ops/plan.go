@@ -34,7 +34,14 @@ func (e *Engine) planOn(ctx context.Context, inv model.Inventory, op model.OpKin
 	if !ok {
 		return model.Plan{}, &UsageError{Problem: fmt.Sprintf("unknown operation %q", op)}
 	}
-	return plan(e, ctx, inv, op, target, ro)
+	return plan(e, ctx, inv, op, target, e.asCredentials(ro))
+}
+
+// asCredentials is ro with what the Nova credentials allow: Nova moves a locked server for an
+// admin only.
+func (e *Engine) asCredentials(ro RunOptions) RunOptions {
+	ro.Policy.NotAdmin = e.nova != nil && !e.nova.Admin()
+	return ro
 }
 
 func (e *Engine) isRunning(node string) bool {

@@ -104,6 +104,8 @@ type Nova interface {
 	SetServiceEnabled(ctx context.Context, host string, enabled bool, reason string) (model.ComputeService, error)
 	Servers(ctx context.Context, host string) ([]model.VM, error)
 	Server(ctx context.Context, id string) (model.VM, error)
+	// Admin: the credentials have the admin role (Nova moves a locked server for an admin only).
+	Admin() bool
 	LiveMigrate(ctx context.Context, id, host string) error
 	// ColdMigrate, ConfirmResize and RevertResize are a cold migration's three calls;
 	// ColdFrom lists the cold migrations from host not yet confirmed or reverted.

@@ -17,6 +17,7 @@ import (
 // Cancelling ctx stops at the next safe point: no new eviction or migration starts,
 // migrations already running are left to finish in Nova, and the journal says "interrupted".
 func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit func(Event)) (Report, error) {
+	ro = e.asCredentials(ro)
 	r := &runner{e: e, plan: plan, ro: ro, emit: emit,
 		report: Report{Op: plan.Op, Node: plan.Node, Started: e.now(), Pods: []PodReport{}, VMs: []VMReport{}}}
 	emit(NewPlanReady(e.now(), plan))

@@ -83,12 +83,12 @@ func TestEveryVMStateOnOneHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]model.MoveMethod{"vm-a": "live", "vm-b": "live", "vm-paused": "live", "vm-off": "cold",
-		"vm-broken": "stays", "vm-locked": "stays", "vm-gpu": "stays"}
+		"vm-broken": "stays", "vm-locked": "live", "vm-gpu": "stays"}
 	if got := methods(plan); !mapsEqual(got, want) {
 		t.Errorf("methods %v, want %v", got, want)
 	}
 	blockers := codes(plan.Blockers())
-	if blockers["vm-broken"] != model.VMError || blockers["vm-locked"] != model.VMLocked || blockers["vm-gpu"] != model.VMPinned || len(blockers) != 3 {
+	if blockers["vm-broken"] != model.VMError || blockers["vm-gpu"] != model.VMPinned || len(blockers) != 2 || codes(plan.Reasons)["vm-locked"] != model.VMLocked {
 		t.Errorf("blockers %v", plan.Blockers())
 	}
 	for _, r := range plan.Blockers() {
@@ -398,5 +398,64 @@ func TestDirectPortPinsAVM(t *testing.T) {
 	vm, _ := c.World.ServerByName("vm-sriov")
 	if st := c.World.MigrationStatuses(vm.ID); vm.Host == c0 || vm.Status != "ACTIVE" || len(st) != 1 || st[0][len(st[0])-1] != "confirmed" {
 		t.Errorf("vm-sriov: %s on %s, migrations %v; want one cold move, confirmed", vm.Status, vm.Host, st)
+	}
+}
+
+// A VM locked by its owner moves as Nova lets an admin move a locked server (live when
+// running, cold when stopped), the lock kept and the plan saying so. policy.respect_locks
+// keeps it where it is. With credentials of no admin role it stays, and the plan says why:
+// Nova refuses such a token (409 "is locked"), as the simulator does.
+func TestLockedVMsMoveAsAnAdminMay(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	ctx := kubetest.Ctx(t)
+	c.World.Stop("vm-b")
+	c.World.Lock("vm-a")
+	c.World.Lock("vm-b")
+	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+
+	strict := ro
+	strict.Policy.RespectLocks = true
+	p, err := c.Engine("t", nil).Plan(ctx, model.OpEvacuate, c0, strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := codes(p.Blockers()); b["vm-a"] != model.VMLocked || b["vm-b"] != model.VMLocked {
+		t.Errorf("respect_locks: blockers %v", p.Blockers())
+	}
+
+	e := c.Engine("admin@t", nil)
+	p, err = e.Plan(ctx, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := methods(p); got["vm-a"] != model.MoveLive || got["vm-b"] != model.MoveCold || len(p.Blockers()) != 0 {
+		t.Fatalf("as an admin: %v %v", got, p.Blockers())
+	}
+	for _, r := range p.Reasons {
+		if r.Code == model.VMLocked && !strings.Contains(r.Message, "the lock kept") {
+			t.Errorf("the plan's note: %+v", r)
+		}
+	}
+	if _, err := e.Run(ctx, p, ro, func(ops.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.World.ServerByName("vm-a")
+	b, _ := c.World.ServerByName("vm-b")
+	if a.Host == c0 || b.Host == c0 || !a.Locked || !b.Locked || a.Status != "ACTIVE" || b.Status != "SHUTOFF" {
+		t.Errorf("vm-a %s on %s locked %v; vm-b %s on %s locked %v", a.Status, a.Host, a.Locked, b.Status, b.Host, b.Locked)
+	}
+
+	rules, _ := simtest.DeployRules(t, "../deploy/README.md")
+	c.AsOperator("member", rules)
+	if err := c.Nova.LiveMigrate(ctx, a.ID, ""); err == nil || !strings.Contains(err.Error(), "is locked") {
+		t.Errorf("a member's live migration of a locked server: %v, want Nova's 409", err)
+	}
+	p, err = c.Engine("member@t", nil).Plan(ctx, model.OpEvacuate, a.Host, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := p.Blockers(); len(b) == 0 || b[0].Code != model.VMLocked || !strings.Contains(b[0].Message, "no admin role") {
+		t.Errorf("without the admin role: blockers %v", b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 )
 
@@ -34,6 +36,7 @@ type Client struct {
 	state        tracked                    // servers and migrations as last read (incremental.go)
 	fullEvery    time.Duration
 	network      *gophercloud.ServiceClient // Neutron; nil: not in the catalog
+	admin        bool                       // the token has the admin role
 	microversion string
 	pageSize     int
 	cpuRatio     float64 // for capacity from os-hypervisors
@@ -75,6 +78,11 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 		return nil, fmt.Errorf("authenticating to Keystone at %s (credentials from %s): %w",
 			creds.Auth.IdentityEndpoint, creds.Source, describe(err))
 	}
+	admin := false // Nova's context_is_admin: the token's admin role
+	if r, ok := provider.GetAuthResult().(tokens.CreateResult); ok {
+		roles, _ := r.ExtractRoles()
+		admin = slices.ContainsFunc(roles, func(role tokens.Role) bool { return role.Name == "admin" })
+	}
 	compute, err := openstack.NewComputeV2(provider, gophercloud.EndpointOpts{Region: creds.Region, Availability: creds.Interface})
 	if err != nil {
 		return nil, fmt.Errorf("finding the compute endpoint in the Keystone catalog (region %q, interface %s): %w",
@@ -108,12 +116,16 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 		fullEvery = 5 * time.Minute
 	}
 	return &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
-		fullEvery: fullEvery}, nil
+		fullEvery: fullEvery, admin: admin}, nil
 }
 
 // PlacementMissing reports whether capacity comes from os-hypervisors: Placement is not in
 // the catalog.
 func (c *Client) PlacementMissing() bool { return c.placement == nil }
+
+// Admin reports whether the token has the admin role: Nova lets an admin (and no one else)
+// move a locked server.
+func (c *Client) Admin() bool { return c.admin }
 
 // Microversion is the compute API microversion every request carries.
 func (c *Client) Microversion() string { return c.microversion }

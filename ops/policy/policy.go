@@ -27,6 +27,12 @@ type Options struct {
 	DrainRules         []DrainRule     // config.toml [[drain.order]]
 	// MoveStopped: SHUTOFF VMs move cold ([policy] move_stopped, default true).
 	MoveStopped bool
+	// RespectLocks: a locked VM stays ([policy] respect_locks); by default it moves as an
+	// admin may move it, the lock kept.
+	RespectLocks bool
+	// NotAdmin: the Nova credentials are no admin's, so Nova refuses to move a locked server
+	// (the engine sets it from the token's roles).
+	NotAdmin bool
 	// ColdMigrateRunning: a running VM that cannot live-migrate moves cold, with downtime.
 	ColdMigrateRunning bool
 	// SkipVMs are VMs (names or IDs) left on the node knowingly (--skip-vm).
@@ -241,8 +247,21 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		return model.MoveFollow, nil // a cold migration under way: followed
 	case vm.Status == model.VMVerifyResize:
 		return stays(model.VMAwaitsConfirm, skip, "VERIFY_RESIZE: a migration to this host waits for its confirm (openstack server migrate confirm, or revert)")
+	case vm.Locked && o.RespectLocks:
+		return stays(model.VMLocked, skip, "the server is locked and policy.respect_locks = true (openstack server unlock)")
+	case vm.Locked && o.NotAdmin:
+		return stays(model.VMLocked, skip, "the server is locked, and Nova moves a locked server for an admin only: these credentials have no admin role (openstack server unlock, or admin credentials)")
 	case vm.Locked:
-		return stays(model.VMLocked, skip, "the server is locked (openstack server unlock)")
+		// A lock guards its owner's own destructive calls (delete, rebuild, resize), not an
+		// admin's maintenance: Nova lets an admin move a locked server, the lock kept.
+		unlocked := vm
+		unlocked.Locked = false
+		m, r := VMMove(unlocked, o)
+		if r == nil && m != model.MoveStays && m != model.MoveFollow {
+			r = &model.Reason{Code: model.VMLocked, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+				Message: "locked by its owner: moved as an admin may move it, the lock kept"}
+		}
+		return m, r
 	case vm.TaskState != "":
 		return stays(model.VMTaskInProgress, skip, "task %q in progress", vm.TaskState)
 	case vm.Status == model.VMBroken:
@@ -309,7 +328,7 @@ func (o Options) SkipVM(vm model.VM) bool {
 // switches, selectors and drain rules. The command line's overrides go on top.
 func FromConfig(cfg model.Config) (Options, error) {
 	c := cfg.Policy
-	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData, MoveStopped: c.MoveStopped}
+	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData, MoveStopped: c.MoveStopped, RespectLocks: c.RespectLocks}
 	var err error
 	if o.ProtectedPods, err = ParseSelectors("policy.protected_pods", c.ProtectedPods); err != nil {
 		return o, err

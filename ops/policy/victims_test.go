@@ -99,7 +99,7 @@ func TestRankRules(t *testing.T) {
 				inv.Nodes[i].Compute.Enabled = false
 			}
 		}, "node-0000", model.NoHostWithRoom},
-		{"VM locked", func(inv *model.Inventory) { inv.Nodes[0].VMs[0].Locked = true }, "node-0000", model.VMLocked},
+		{"VM busy with a task", func(inv *model.Inventory) { inv.Nodes[0].VMs[0].TaskState = "image_snapshot" }, "node-0000", model.VMTaskInProgress},
 		{"every other node tainted, not tolerated", func(inv *model.Inventory) {
 			for i := 1; i < len(inv.Nodes); i++ {
 				inv.Nodes[i].Kube.Taints = []model.Taint{{Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}}

@@ -54,12 +54,8 @@ func evacuate(c *call, s *VM, raw json.RawMessage) (int, any) {
 		return 400, faultf("Compute service of %s is still in use.", s.Host)
 	}
 	// Nova's compute API evacuates ACTIVE, stopped and ERROR servers with no task, locked
-	// or not (an admin's action: check_instance_state, no check_instance_lock).
-	locked := s.Locked
-	s.Locked = false
-	f := refused(s, "evacuate", "active", "stopped", "error")
-	s.Locked = locked
-	if f != "" {
+	// or not (check_instance_state, no check_instance_lock).
+	if f := refused(s, "evacuate", "active", "stopped", "error"); f != "" {
 		return 409, f
 	}
 	var dest *Host

@@ -107,6 +107,9 @@ func forceComplete(c *call) (int, any) {
 	if f != "" {
 		return code, f
 	}
+	if f := c.lockRefused(m.server); f != "" {
+		return 409, f
+	}
 	var body map[string]json.RawMessage
 	if err := json.NewDecoder(c.r.Body).Decode(&body); err != nil || body["force_complete"] == nil {
 		return 400, faultf("Invalid input for field/attribute force_complete.")
@@ -126,6 +129,9 @@ func abortMigration(c *call) (int, any) {
 	m, code, f := c.serverMigration()
 	if f != "" {
 		return code, f
+	}
+	if f := c.lockRefused(m.server); f != "" {
+		return 409, f
 	}
 	ok := m.status == "running" || (c.mv.atLeast(65) && (m.status == "queued" || m.status == "preparing"))
 	if !ok {

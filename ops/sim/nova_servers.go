@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"time"
@@ -164,7 +165,7 @@ func serverAction(c *call) (int, any) {
 	if f != "" {
 		return 400, f
 	}
-	if f := refused(s, "os-migrateLive", "active", "paused"); f != "" {
+	if f := cmp.Or(c.lockRefused(s), refused(s, "os-migrateLive", "active", "paused")); f != "" {
 		return 409, f
 	}
 	if host != "" {
@@ -192,16 +193,25 @@ func hostField(req map[string]json.RawMessage) (string, novaFault) {
 	return host, ""
 }
 
-// refused is Nova's 409 for an action on a server locked, busy with a task, or in a vm_state
-// the action does not accept (check_instance_state); "" when it may proceed.
+// refused is Nova's 409 for an action on a server busy with a task, or in a vm_state the
+// action does not accept (check_instance_state); "" when it may proceed.
 func refused(s *VM, action string, vmStates ...string) novaFault {
 	switch {
-	case s.Locked:
-		return faultf("Instance %s is locked", s.ID)
 	case s.TaskState != "":
 		return faultf("Cannot '%s' instance %s while it is in task_state %s", action, s.ID, s.TaskState)
 	case !slices.Contains(vmStates, s.VMState):
 		return faultf("Cannot '%s' instance %s while it is in vm_state %s", action, s.ID, s.VMState)
+	}
+	return ""
+}
+
+// lockRefused is Nova's check_instance_lock: a locked server refuses the action (409) to every
+// context but an admin's (nova/compute/api.py). It guards live_migrate, its force-complete and
+// abort, resize (the cold migrate) and confirm_resize; evacuate has none. A user with policy
+// rules of its own (a member granted them) is no admin.
+func (c *call) lockRefused(s *VM) novaFault {
+	if s.Locked && c.s.userOf(c.r).Rules != nil {
+		return faultf("Instance %s is locked", s.ID)
 	}
 	return ""
 }
@@ -232,7 +242,7 @@ func coldMigrate(c *call, s *VM, raw json.RawMessage) (int, any) {
 			return 400, f
 		}
 	}
-	if f := refused(s, "migrate", "active", "stopped"); f != "" {
+	if f := cmp.Or(c.lockRefused(s), refused(s, "migrate", "active", "stopped")); f != "" {
 		return 409, f
 	}
 	if host != "" {
@@ -250,6 +260,9 @@ func coldMigrate(c *call, s *VM, raw json.RawMessage) (int, any) {
 
 // confirmResize ends a cold migration waiting in VERIFY_RESIZE (204).
 func confirmResize(c *call, s *VM) (int, any) {
+	if f := c.lockRefused(s); f != "" {
+		return 409, f
+	}
 	m := c.w.lastCold(s)
 	if s.Status != "VERIFY_RESIZE" || m == nil || m.status != coldStatusOK {
 		return 409, faultf("Cannot 'confirmResize' instance %s while it is in vm_state %s", s.ID, s.VMState)
