@@ -221,6 +221,8 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 		ExtraSpecs: map[string]string{"pci_passthrough:alias": "a100:1", "hw:cpu_policy": "dedicated"}})
 	w.AddServer("build-old", d.Computes[2%ncompute], Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	w.Stop("reports-nightly")
+	// Its owner locked it against their own mistakes: an admin's evacuation moves it, the lock kept.
+	w.Lock("analytics-big")
 	// A hard anti-affinity group across three hosts of rack r1: each member moves only to a
 	// host without another one (the plan and the ranking count it).
 	w.AddServerGroup("erp-ha", "anti-affinity", "vm-0000", "analytics-big", "legacy-erp")
