@@ -68,7 +68,7 @@ func fleetEvictions(t *testing.T, qps float32, burst int, what string) {
 	wg.Wait()
 	for _, ns := range nss {
 		kubetest.PDB(t, cs, ns, "app-pdb", "app", perApp*9/10) // 10 % may be unavailable
-		(&kubetest.Controllers{DeleteAfter: 200 * time.Millisecond, ReplaceOn: spare, ReadyAfter: time.Second, Every: 250 * time.Millisecond}).Run(t, cs, ns)
+		(&kubetest.Controllers{DeleteAfter: 200 * time.Millisecond, ReplaceOn: spare, ReadyAfter: time.Second, Every: time.Second}).Run(t, cs, ns)
 	}
 	for _, ns := range nss {
 		kubetest.Eventually(t, 60*time.Second, "the budget's status", func() bool {
