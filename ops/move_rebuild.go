@@ -27,7 +27,9 @@ func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string,
 		r.moveState(run, MigState(firstNonEmpty(vm.TaskState, "rebuilding")), "")
 	case vm.Host != run.vm.Host && vm.Host != "":
 		run.dest = vm.Host
-		r.evacuationRecord(ctx, run)
+		if run.mid == 0 {
+			run.mid = r.e.evacuationID(ctx, run.vm.ID, run.vm.Host)
+		}
 		if vm.Status == model.VMBroken {
 			return MigFailed, "rebuilt on " + vm.Host + " but went to ERROR: " + vm.Fault, nil
 		}
@@ -45,21 +47,18 @@ func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string,
 	return r.unstoppableOverdue(run, "not rebuilt")
 }
 
-// evacuationRecord notes the ID of Nova's evacuation record of the VM from its host, for the
-// recovery's ledger (os-migrations' newest first). Not found, the ledger goes without it: the
-// VM is rebuilt either way.
-func (r *runner) evacuationRecord(ctx context.Context, run *vmRun) {
-	if run.mid != 0 {
-		return
-	}
-	recs, err := r.e.nova.MigrationsOf(ctx, run.vm.ID)
+// evacuationID is the ID of Nova's evacuation record of the server from source, for the
+// recovery's ledger (os-migrations' newest first); 0 when it cannot be read: the ledger goes
+// without it, the VM is rebuilt either way.
+func (e *Engine) evacuationID(ctx context.Context, server, source string) int64 {
+	recs, err := e.nova.MigrationsOf(ctx, server)
 	if err != nil {
-		return
+		return 0
 	}
 	for _, m := range recs {
-		if m.Type == model.MigrationTypeEvacuation && m.SourceCompute == run.vm.Host {
-			run.mid = m.ID
-			return
+		if m.Type == model.MigrationTypeEvacuation && m.SourceCompute == source {
+			return m.ID
 		}
 	}
+	return 0
 }

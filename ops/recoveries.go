@@ -173,9 +173,7 @@ func (r *runner) settled(ctx context.Context, m model.VMMove) model.VMMove {
 	default:
 		m.Status, m.Dest, m.Reason = model.MoveSucceeded, vm.Host, "found "+string(vm.Status)+" on "+vm.Host+" (rebuilt by an earlier run)"
 		if m.MigrationID == 0 {
-			run := &vmRun{vm: model.VM{ID: m.VMID, Host: m.Source}}
-			r.evacuationRecord(ctx, run)
-			m.MigrationID = run.mid
+			m.MigrationID = r.e.evacuationID(ctx, m.VMID, m.Source)
 		}
 	}
 	return m

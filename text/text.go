@@ -75,6 +75,28 @@ func Duration(d time.Duration) string {
 	}
 }
 
+// Time is a record's moment as the ledgers show it ("" for none yet).
+func Time(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+// MigrationID is Nova's migration record as `openstack server migration list` names it ("" for
+// none known).
+func MigrationID(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return fmt.Sprint(id)
+}
+
+// RecoveryPause says who holds automatic recovery, since when and why.
+func RecoveryPause(p model.RecoveryPause) string {
+	return fmt.Sprintf("automatic recovery is paused by %s since %s: %s", p.By, Time(p.At), p.Reason)
+}
+
 // Roles lists a node's roles, or "-" (or "nova" for a compute host with no Kubernetes node).
 func Roles(n model.Node) string {
 	if n.Kube == nil {

@@ -2,8 +2,6 @@ package ui
 
 import (
 	"context"
-	"strconv"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -49,7 +47,7 @@ func (m Model) recoveriesRead(msg recoveriesMsg) (tea.Model, tea.Cmd) {
 	m.list.open(recoveryList, &m.s)
 	m = m.goTo(listScreen)
 	if p := msg.pause; p != nil { // said on the list's screen
-		m.setStatus(text.Sprintf("automatic recovery is paused by %s since %s: %s", p.By, p.At.Format("2006-01-02 15:04:05"), p.Reason), true)
+		m.setStatus(text.Safe(text.RecoveryPause(*p)), true)
 	}
 	return m, nil
 }
@@ -79,27 +77,11 @@ func recoveryRows(s *shared) []listRow {
 			why += ": " + text.Safe(firstLine(r.Error))
 		}
 		out = append(out, listRow{key: r.Node, node: r.Node, search: text.Safe(r.Node),
-			cells: []string{text.Safe(r.Node), r.Outcome, "", took, "", when(r.Started), why}})
+			cells: []string{text.Safe(r.Node), r.Outcome, "", took, "", text.Time(r.Started), why}})
 		for _, mv := range r.Moves {
 			out = append(out, listRow{key: mv.VMID, node: r.Node, search: text.Safe(r.Node + " " + mv.VM),
-				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), text.Duration(mv.Duration), migrationID(mv.MigrationID), when(mv.Started), text.Safe(mv.Reason)}})
+				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), text.Duration(mv.Duration), text.MigrationID(mv.MigrationID), text.Time(mv.Started), text.Safe(mv.Reason)}})
 		}
 	}
 	return out
-}
-
-// migrationID is Nova's migration record as `openstack server migration list` names it.
-func migrationID(id int64) string {
-	if id == 0 {
-		return ""
-	}
-	return strconv.FormatInt(id, 10)
-}
-
-// when is a ledger's time ("" when there is none yet).
-func when(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.Format("2006-01-02 15:04:05")
 }

@@ -34,7 +34,7 @@ type Recoverer struct {
 	inStorm   bool
 	stormSaid bool
 	calm      time.Time            // when the last storm ended
-	said      map[string]string    // node -> the last refusal said, said once
+	said      map[string]string    // what was said last, by subject (sayOnce): each thing is said once
 	stopped   map[string]time.Time // node -> the outage (its NotReady since) whose ladder stopped: a person's now
 }
 
@@ -110,18 +110,16 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return wait
 	}
 	if held := r.paused(ctx); held != "" {
-		if r.said[""] != held {
-			r.said[""] = held
+		if r.sayOnce("pause", held) {
 			r.Log("automatic recovery " + held)
 		}
 		return 0
 	}
-	delete(r.said, "")
+	delete(r.said, "pause")
 	var due time.Duration // the soonest a NotReady node turns not_ready_for old: a pass then, not a resync later
 	for _, n := range unhealthy {
 		if why := r.notDead(n, now, cfg.NotReadyFor.D()); why != "" {
-			if !n.Kube.Ready && r.said["not:"+n.Name] != why { // why an unhealthy node waits, said once a reason
-				r.said["not:"+n.Name] = why
+			if !n.Kube.Ready && r.sayOnce("waits/"+n.Name, why) { // why an unhealthy node waits
 				r.Log("automatic recovery: " + n.Name + " is not taken up: " + why)
 			}
 			if wait := n.Kube.ReadySince.Add(cfg.NotReadyFor.D()).Sub(now); !n.Kube.Ready && wait > 0 && (due == 0 || wait < due) {
@@ -133,6 +131,16 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return time.Second // the next one, one at a time
 	}
 	return due
+}
+
+// sayOnce reports whether msg is new for subject (and remembers it): a reason that holds pass
+// after pass is said once, and again only once it changed.
+func (r *Recoverer) sayOnce(subject, msg string) bool {
+	if r.said[subject] == msg {
+		return false
+	}
+	r.said[subject] = msg
+	return true
 }
 
 // paused says why every automatic recovery is held by a person ("": none is): the pause in
@@ -233,15 +241,14 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		err = &ops.RefusedError{Reasons: plan.Blockers()}
 	}
 	if err != nil {
-		if msg := err.Error(); r.said[n.Name] != msg { // said once a reason
-			r.said[n.Name] = msg
+		if msg := err.Error(); r.sayOnce("refused/"+n.Name, msg) {
 			r.event(ctx, n.Name, "Warning", "DrainctlRecoveryRefused", "automatic recovery refused: "+msg)
 			r.Log("automatic recovery of " + n.Name + " refused: " + msg)
 			r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: "automatic recovery refused: " + msg})
 		}
 		return
 	}
-	delete(r.said, n.Name)
+	delete(r.said, "refused/"+n.Name)
 	left := 0
 	for _, vm := range plan.VMs {
 		if vm.Method == model.MoveStays {

@@ -33,8 +33,7 @@ func (a *Auto) recoveries(ctx context.Context, _ []string) error {
 		return nil
 	}
 	if pause != nil {
-		text.Fprintf(a.Stdout, "automatic recovery is paused by %s since %s: %s (drainctl --auto resume-recovery lifts it)\n",
-			pause.By, pause.At.Format("2006-01-02 15:04:05"), pause.Reason)
+		text.Fprintf(a.Stdout, "%s (drainctl --auto resume-recovery lifts it)\n", text.RecoveryPause(*pause))
 	}
 	if len(all) == 0 {
 		fmt.Fprintln(a.Stdout, "no recovery records")
@@ -50,24 +49,12 @@ func (a *Auto) recoveries(ctx context.Context, _ []string) error {
 		if !r.Finished.IsZero() {
 			took = text.Duration(r.Finished.Sub(r.Started))
 		}
-		text.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\t%s\n", r.Node, r.Outcome, r.Started.Format("2006-01-02 15:04:05"), took, how, cut(r.Error, 60))
+		text.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\t%s\n", r.Node, r.Outcome, text.Time(r.Started), took, how, cut(r.Error, 60))
 		for _, m := range r.Moves {
-			started := ""
-			if !m.Started.IsZero() {
-				started = m.Started.Format("2006-01-02 15:04:05")
-			}
-			text.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.VM, m.Status, started, text.Duration(m.Duration), m.Dest, migrationID(m.MigrationID), cut(m.Reason, 60))
+			text.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.VM, m.Status, text.Time(m.Started), text.Duration(m.Duration), m.Dest, text.MigrationID(m.MigrationID), cut(m.Reason, 60))
 		}
 	}
 	return tw.Flush()
-}
-
-// migrationID is Nova's migration record as `openstack server migration list` names it.
-func migrationID(id int64) string {
-	if id == 0 {
-		return ""
-	}
-	return fmt.Sprint(id)
 }
 
 // pauseRecovery holds every automatic recovery until resume-recovery (--reason says why).
