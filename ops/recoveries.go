@@ -159,22 +159,30 @@ func (r *runner) ledgerMoved(ctx context.Context, moving map[string]*vmRun) {
 
 // settled is an earlier run's move that this run's plan no longer holds (the VM has left the
 // host), as Nova shows it now: a run killed mid-rebuild wrote it pending or ongoing, and its
-// VM was rebuilt (or failed, or was deleted) after.
+// VM was rebuilt (or failed) after. The record is a claim: a move is settled only when Nova
+// shows the server elsewhere and its evacuation from this host, and each is asked once a run
+// (a record of many moves, stale or forged, costs a read each, once).
 func (r *runner) settled(ctx context.Context, m model.VMMove) model.VMMove {
-	if m.Status != model.MovePending && m.Status != model.MoveOngoing {
+	if (m.Status != model.MovePending && m.Status != model.MoveOngoing) || m.Source != r.plan.Host || r.settledTried[m.VMID] {
 		return m
 	}
+	if r.settledTried == nil {
+		r.settledTried = map[string]bool{}
+	}
+	r.settledTried[m.VMID] = true
 	vm, err := r.e.nova.Server(ctx, m.VMID)
-	switch {
-	case err != nil, vm.Host == m.Source:
-		return m // unread (the next write asks again), or still there: this run's plan has it
-	case vm.Status == model.VMBroken:
-		m.Status, m.Dest, m.Reason = model.MoveFailed, vm.Host, "rebuilt on "+vm.Host+" but in ERROR: "+vm.Fault
-	default:
-		m.Status, m.Dest, m.Reason = model.MoveSucceeded, vm.Host, "found "+string(vm.Status)+" on "+vm.Host+" (rebuilt by an earlier run)"
-		if m.MigrationID == 0 {
-			m.MigrationID = r.e.evacuationID(ctx, m.VMID, m.Source)
-		}
+	if err != nil || vm.Host == m.Source {
+		return m // unread, or still there: this run's plan has it
+	}
+	id := r.e.evacuationID(ctx, m.VMID, m.Source)
+	if id == 0 {
+		return m // Nova shows no evacuation of it from this host: nothing proves the record's move
+	}
+	m.Dest, m.MigrationID = vm.Host, id
+	if vm.Status == model.VMBroken {
+		m.Status, m.Reason = model.MoveFailed, "rebuilt on "+vm.Host+" but in ERROR: "+vm.Fault
+	} else {
+		m.Status, m.Reason = model.MoveSucceeded, "found "+string(vm.Status)+" on "+vm.Host+" (rebuilt by an earlier run)"
 	}
 	return m
 }

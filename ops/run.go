@@ -47,14 +47,15 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 }
 
 type runner struct {
-	ledgerAt string // the moves the recovery's ledger was last written with
-	mu       sync.Mutex
-	e        *Engine
-	plan     model.Plan
-	ro       RunOptions
-	emit     func(Event)
-	report   Report
-	phase    string
+	ledgerAt     string          // the moves the recovery's ledger was last written with
+	settledTried map[string]bool // an earlier run's moves asked of Nova (settled), once each
+	mu           sync.Mutex
+	e            *Engine
+	plan         model.Plan
+	ro           RunOptions
+	emit         func(Event)
+	report       Report
+	phase        string
 	// holding: this run took the node's lease (and releases it at the end unless it keeps
 	// it). stop ends the run with a cause: a cancel request, a lost lease.
 	holding bool

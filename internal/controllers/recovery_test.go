@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -439,6 +440,85 @@ func TestAFenceThatFailsOnceIsRetried(t *testing.T) {
 	stop := c.startRecoverer("test -e " + marks + "/{node} || { touch " + marks + "/{node}; false; }")
 	defer stop()
 	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+}
+
+// A ledger of this very outage, forged (or left by a run that claims too much): its moves are
+// claims. A server it says was rebuilt from this host is counted so only when Nova shows its
+// evacuation from here; a record of many moves costs a read of each, once a run, not once a
+// write; and the recovery itself goes as it would.
+func TestAForgedLedgerClaimsNothing(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	other := c.World.AddServer("never-here", c.Name("c1"), sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.die(c0)
+	n, err := c.CS.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outage time.Time // the outage the forger names: the node's own NotReady, for anyone to read
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == "Ready" {
+			outage = cond.LastTransitionTime.Time
+		}
+	}
+	forged := model.Recovery{Node: c0, Started: time.Now().Add(-time.Minute), Outage: outage, Outcome: "running",
+		Moves: []model.VMMove{{VM: "never-here", VMID: other.ID, Source: c0, Method: model.MoveRebuild, Status: model.MoveOngoing}}}
+	const bogus = 200
+	for i := range bogus {
+		forged.Moves = append(forged.Moves, model.VMMove{VM: fmt.Sprintf("ghost-%d", i), VMID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i),
+			Source: c0, Method: model.MoveRebuild, Status: model.MovePending})
+	}
+	if err := c.Engine("forger@test", nil).SaveRecovery(kubetest.Ctx(t), forged); err != nil {
+		t.Fatal(err)
+	}
+	c.World.ResetStats()
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	rec, _ := c.recovery(c0)
+	if len(rec.Moves) != bogus+3 {
+		t.Fatalf("the record of the same outage was not taken in: %d moves", len(rec.Moves))
+	}
+	for _, m := range rec.Moves {
+		switch {
+		case m.VM == "never-here" && m.Status == model.MoveSucceeded:
+			t.Errorf("the forged move is counted rebuilt: %+v", m)
+		case (m.VM == "vm-a" || m.VM == "vm-b") && m.Status != model.MoveSucceeded:
+			t.Errorf("a real move: %+v", m)
+		}
+	}
+	if n := c.World.Stats().ByRoute["GET /servers/{id}"]; n >= 2*bogus {
+		t.Errorf("%d server reads for a record of %d forged moves: each is asked once a run", n, bogus+1)
+	}
+}
+
+// A pause record that cannot be read holds every automatic recovery, as a readable one does:
+// a recovery never starts on the guess that nobody meant to pause it.
+func TestAnUnreadablePauseHolds(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	if err := c.Kube.SaveRecord(kubetest.Ctx(t), "pause-recovery", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	time.Sleep(time.Second) // passes go on meanwhile: none may start
+	if _, ok := c.recovery(c0); ok {
+		t.Fatalf("a recovery started under an unreadable pause")
+	}
+	var out bytes.Buffer
+	a := &auto.Auto{Engine: c.Engine("operator@test", nil), Stdout: &out, Stderr: &out}
+	if err := a.Do(kubetest.Ctx(t), "resume-recovery", nil); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered once the pause is lifted", func() bool {
 		rec, ok := c.recovery(c0)
 		return ok && rec.Outcome == string(ops.ResultDone)
 	})
