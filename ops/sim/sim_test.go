@@ -452,3 +452,61 @@ func TestEverySampleIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// A locked server as Nova's check_instance_lock treats it (shared/notes/nova-api.md, "Locked
+// servers"): an admin's live and cold migration are accepted (202) and the lock stays; a
+// member's token that policy allows to migrate gets 409 "Instance <uuid> is locked", for the
+// live and the cold migration alike; evacuate checks no lock.
+func TestLockedServerAsNovaTreatsIt(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	w.Lock("demo-0")
+	w.Lock("demo-1")
+	a, _ := w.ServerByName("demo-0")
+	b, _ := w.ServerByName("demo-1")
+	srv.AddUser(User{Name: "member", Password: "pw", Domain: "Default", Project: "ops", Rules: []string{
+		"os_compute_api:os-migrate-server:migrate_live", "os_compute_api:os-migrate-server:migrate", "os_compute_api:os-evacuate"}})
+	body := `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"member","password":"pw","domain":{"name":"Default"}}}}}}`
+	resp, err := http.Post(srv.IdentityURL()+"/auth/tokens", "application/json", strings.NewReader(body))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("member token: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	member := resp.Header.Get("X-Subject-Token")
+	asMember := func(id, action string) (int, string) {
+		req, _ := http.NewRequest("POST", srv.URL+"/compute/v2.1/servers/"+id+"/action", strings.NewReader(action))
+		req.Header.Set("X-Auth-Token", member)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("OpenStack-API-Version", "compute 2.93")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, fmt.Sprint(out["conflictingRequest"]["message"])
+	}
+	for _, action := range []string{`{"os-migrateLive":{"host":null,"block_migration":"auto"}}`, `{"migrate":null}`} {
+		if code, msg := asMember(a.ID, action); code != 409 || msg != "Instance "+a.ID+" is locked" {
+			t.Errorf("a member's %s of a locked server: %d %q", action, code, msg)
+		}
+	}
+	if code, body := rawDo(t, srv, "POST", "/servers/"+a.ID+"/action", "2.93", `{"os-migrateLive":{"host":null,"block_migration":"auto"}}`); code != 202 {
+		t.Fatalf("an admin's live migration of a locked server: %d %v", code, body)
+	}
+	if code, body := rawDo(t, srv, "POST", "/servers/"+b.ID+"/action", "2.93", `{"migrate":null}`); code != 202 {
+		t.Fatalf("an admin's cold migration of a locked server: %d %v", code, body)
+	}
+	w.Clock().Advance(time.Minute)
+	if a, _ = w.ServerByName("demo-0"); a.Host == "compute-0" || !a.Locked {
+		t.Errorf("after an admin's live migration: on %s, locked %v", a.Host, a.Locked)
+	}
+	if b, _ = w.ServerByName("demo-1"); !b.Locked {
+		t.Errorf("the cold-migrated server lost its lock")
+	}
+	w.KillHost(a.Host)
+	w.Update(func(h map[string]*Host, _ map[string]*VM) { h[a.Host].ForcedDown = true })
+	if code, msg := asMember(a.ID, `{"evacuate":{}}`); code != 200 {
+		t.Errorf("a member's evacuate of a locked server (no lock check): %d %q", code, msg)
+	}
+}
