@@ -61,6 +61,42 @@ func (s NovaSnapshot) Fingerprint() uint64 {
 	return h.Sum64()
 }
 
+// WithHosts is s with the part of hosts replaced by part, a fresher read of those hosts
+// alone: their services, hypervisors, servers and the live migrations from them. A server
+// part shows on one of them is taken from wherever s had it (it moved there since). s is
+// not changed.
+func (s NovaSnapshot) WithHosts(part NovaSnapshot, hosts []string) NovaSnapshot {
+	in := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		in[h] = true
+	}
+	fresh := make(map[string]bool, len(part.VMs))
+	for _, vm := range part.VMs {
+		fresh[vm.ID] = true
+	}
+	freshMig := make(map[int64]bool, len(part.Migrations))
+	for _, m := range part.Migrations {
+		freshMig[m.ID] = true
+	}
+	out := NovaSnapshot{ServerGroups: s.ServerGroups}
+	out.Services = append(keep(s.Services, func(c ComputeService) bool { return !in[c.Host] }), part.Services...)
+	out.Hypervisors = append(keep(s.Hypervisors, func(h Hypervisor) bool { return !in[h.Host] }), part.Hypervisors...)
+	out.VMs = append(keep(s.VMs, func(vm VM) bool { return !in[vm.Host] && !fresh[vm.ID] }), part.VMs...)
+	out.Migrations = append(keep(s.Migrations, func(m Migration) bool { return !in[m.SourceCompute] && !freshMig[m.ID] }), part.Migrations...)
+	return out
+}
+
+// keep is a new slice of the items of list that ok keeps.
+func keep[T any](list []T, ok func(T) bool) []T {
+	out := make([]T, 0, len(list))
+	for _, x := range list {
+		if ok(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // Node is one machine seen from both layers. Either half may be missing: a Kubernetes node
 // with no compute service (a control-plane or storage node), or a compute host that is no
 // Kubernetes node. Those are data for the views, not errors.

@@ -135,6 +135,11 @@ type RunOptions struct {
 	// refresh_interval) instead of reading Nova again: for a view re-planning as an operator
 	// toggles overrides. Each step still reads what it acts on before it acts.
 	FromCache bool
+	// ByHost: plan on the node's host read afresh, by itself, on the last whole read of Nova
+	// (at most wholeReadEvery old) with the hosts this process moved VMs to read again
+	// (Inventory.ReadHosts): a campaign's plans, many a minute, cost bytes by the node, not by
+	// the cloud. A host another actor added or changed elsewhere is seen at the next whole read.
+	ByHost bool
 	// Recover: the machine is proven off by FenceCmd exiting 0 ({node}: the node's name),
 	// or by the operator's word (ConfirmFenced, journaled with who and when).
 	FenceCmd      string

@@ -608,6 +608,81 @@ func TestReadsAtOnceShareOneNovaRead(t *testing.T) {
 	}
 }
 
+// A campaign's node plan (ByHost) reads its own host afresh, by host, on the last whole read: what changed on
+// it since (a VM stopped, its service disabled by a colleague) is planned on, and a host VMs
+// were moved to is read again with it; the cloud's whole lists are not read (#41: a
+// campaign's bytes a node do not grow with the fleet).
+func TestAPlanReadsItsHostNotTheFleet(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("reader@test", nil)
+	ctx := kubetest.Ctx(t)
+	if _, err := e.Inventory().Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.World.Stop("vm-a")
+	c.World.Update(func(hosts map[string]*sim.Host, _ map[string]*sim.VM) {
+		hosts[c0].Enabled, hosts[c0].DisabledReason = false, "a colleague's"
+		hosts[c1].Enabled = false
+	})
+	c.World.ResetStats()
+	byHost := ops.RunOptions{Policy: defaults(), ByHost: true}
+	p, err := e.Plan(ctx, model.OpEvacuate, c0, byHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.World.Stats().ByRoute
+	for _, whole := range []string{"GET /os-hypervisors/detail", "placement GET /resource_providers", "GET /os-server-groups"} {
+		if st[whole] != 0 {
+			t.Errorf("a node's plan read %s %d times: the cloud's whole list", whole, st[whole])
+		}
+	}
+	if st["GET /os-hypervisors/{id}"] != 1 || st["GET /os-services"] != 1 {
+		t.Errorf("the plan read hypervisors by ID %d times and services %d times, want one each (its host)", st["GET /os-hypervisors/{id}"], st["GET /os-services"])
+	}
+	i := slices.IndexFunc(p.VMs, func(vm model.VM) bool { return vm.Name == "vm-a" })
+	if i < 0 || p.VMs[i].Status != model.VMShutoff || p.VMs[i].Method != model.MoveCold {
+		t.Errorf("the plan did not see vm-a stopped since the whole read: %+v", p.VMs)
+	}
+	if s := p.Steps[slices.IndexFunc(p.Steps, func(s model.Step) bool { return s.Kind == model.StepDisableCompute })]; !s.Done {
+		t.Errorf("the plan did not see its host's service disabled since the whole read: %+v", s)
+	}
+	if inv, _ := e.Inventory().Cached(); nodeOf(inv, c1).Compute == nil || !nodeOf(inv, c1).Compute.Enabled {
+		t.Errorf("a host neither planned nor moved to was read again")
+	}
+
+	e.Inventory().Touched(c1) // VMs were moved there: its capacity changed
+	c.World.ResetStats()
+	if _, err := e.Plan(ctx, model.OpUncordon, c0, byHost); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.World.Stats().ByRoute["GET /os-hypervisors/{id}"]; n != 2 {
+		t.Errorf("the next plan read %d hypervisors by ID, want 2: its host and the one moved to", n)
+	}
+	if inv, _ := e.Inventory().Cached(); nodeOf(inv, c1).Compute == nil || nodeOf(inv, c1).Compute.Enabled {
+		t.Errorf("the host moved to was not read again: %+v", nodeOf(inv, c1).Compute)
+	}
+	c.World.ResetStats()
+	if _, err := e.Plan(ctx, model.OpUncordon, c0, byHost); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.World.Stats().ByRoute["GET /os-hypervisors/{id}"]; n != 1 {
+		t.Errorf("a host read again once is read again at every plan: %d reads by ID, want 1", n)
+	}
+	c.World.ResetStats() // a plan of one operator's (not ByHost) reads the cloud: a host added a moment ago counts
+	if _, err := e.Plan(ctx, model.OpUncordon, c0, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.World.Stats().ByRoute["GET /os-hypervisors/detail"]; n != 1 {
+		t.Errorf("a plan without ByHost read the hypervisors whole %d times, want 1", n)
+	}
+}
+
+func nodeOf(inv model.Inventory, name string) model.Node {
+	n, _ := inv.Node(name)
+	return n
+}
+
 // Two nodes emptied at once with pods under one budget (allowing one disruption): the
 // engine's nodes share the budget's count, so no eviction is sent that it refuses (a 429),
 // and every pod goes as the budget reopens.

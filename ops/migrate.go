@@ -219,6 +219,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			switch outcome {
 			case MigCompleted:
 				done++
+				e.inv.Touched(run.dest) // its capacity changed: the next plan reads it again
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, msg))
 				r.emitVM(run, MigCompleted, msg)
 			case MigAborted:

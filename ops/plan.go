@@ -11,12 +11,15 @@ import (
 )
 
 // Plan builds the plan for op on target (a node, or a VM for migrate) from a fresh read of
-// the cluster. It changes nothing on the cluster but forgetting the fence records of nodes
+// the cluster (with ro.ByHost, its node's host afresh on the last whole read of Nova). It changes nothing on the cluster but forgetting the fence records of nodes
 // seen Ready (ForgetFences).
 func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
 	read := e.inv.Read
-	if ro.FromCache {
+	switch {
+	case ro.FromCache:
 		read = e.inv.Rejoin
+	case ro.ByHost && !traitsOf(op).readsWhole:
+		read = func(ctx context.Context) (model.Inventory, error) { return e.inv.ReadHosts(ctx, e.inv.HostOf(target)) }
 	}
 	inv, err := read(ctx)
 	if err != nil {

@@ -36,7 +36,13 @@ type KubeSource interface {
 // NovaSource is the Nova side of the inventory (ops/nova.Client).
 type NovaSource interface {
 	Snapshot(ctx context.Context) (model.NovaSnapshot, error)
+	// HostSnapshot reads some hosts' part alone, by host (hypervisors: host to hypervisor
+	// ID); ErrWholeReadNeeded when Nova cannot be read so.
+	HostSnapshot(ctx context.Context, hypervisors map[string]string) (model.NovaSnapshot, error)
 }
+
+// ErrWholeReadNeeded: Nova cannot be read one host at a time here (an older microversion).
+var ErrWholeReadNeeded = errors.New("this Nova is read whole, not by host")
 
 // Kube is what the engine needs from Kubernetes (ops/kube.Client). Reads come from the
 // informer cache; every write is idempotent at the call site (the engine checks first).

@@ -19,6 +19,10 @@ type opTraits struct {
 	empties bool
 	// oneVM: it works the plan's one VM, not the node's.
 	oneVM bool
+	// readsWhole: it plans on a whole read of Nova, every host afresh, not on its node's
+	// host read afresh on the last whole read (Inventory.ReadHosts): its VM may be on any
+	// host, or it rebuilds a dead host's VMs where every other host's state matters now.
+	readsWhole bool
 	// rebuilds: a dead host's VMs are rebuilt elsewhere (Nova's evacuate), judged by
 	// policy.VMRecover; no cold move is adopted, and the pods left are those of a dead node.
 	rebuilds bool
@@ -33,8 +37,8 @@ var traits = map[model.OpKind]opTraits{
 	model.OpCordon:   {leases: true, keepsLease: true, journals: true, ownsJournal: true},
 	model.OpEvacuate: {leases: true, journals: true, ownsJournal: true, endPhase: PhaseDone, empties: true, judgesStays: true},
 	model.OpRecover: {leases: true, keepsLease: true, journals: true, ownsJournal: true, endPhase: PhaseDone,
-		rebuilds: true, judgesStays: true},
-	model.OpMigrate:  {oneVM: true},
+		rebuilds: true, judgesStays: true, readsWhole: true},
+	model.OpMigrate:  {oneVM: true, readsWhole: true},
 	model.OpUncordon: {},
 	model.OpAbort:    {journals: true, endPhase: PhaseAborted},
 	model.OpRollback: {journals: true, leaseAfterAbort: true, restoresCordon: true},

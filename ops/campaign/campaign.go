@@ -131,6 +131,7 @@ func withDefaults(o Options) (Options, error) {
 	if o.VerifyWithin <= 0 {
 		o.VerifyWithin = 5 * time.Minute
 	}
+	o.Run.ByHost = true // many plans a minute: each reads its own node's host, not the cloud
 	if o.NodeDeadline <= 0 {
 		o.NodeDeadline = 30 * time.Minute
 	}

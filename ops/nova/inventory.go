@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -151,17 +152,7 @@ func (c *Client) listHypervisors(ctx context.Context) ([]model.Hypervisor, error
 	var out []model.Hypervisor
 	err = walk(ctx, c.compute, c.compute.ServiceURL("os-hypervisors", "detail")+q, "hypervisors_links", func(p *hypervisorsPage) (int, []pageLink) {
 		for _, h := range p.Hypervisors {
-			m := model.Hypervisor{
-				ID: string(h.ID), Hostname: h.Hostname, Host: h.Service.Host, Type: h.Type,
-				State: h.State, Status: h.Status, CapacityKnown: capacity,
-				VCPUs: h.VCPUs, VCPUsUsed: h.VCPUsUsed,
-				MemoryMB: int64(h.MemoryMB), MemoryMBUsed: int64(h.MemoryMBUsed),
-				LocalGB: int64(h.LocalGB), LocalGBUsed: int64(h.LocalGBUsed), RunningVMs: h.RunningVMs,
-			}
-			for _, s := range h.Servers {
-				m.ServerIDs = append(m.ServerIDs, s.UUID)
-			}
-			out = append(out, m)
+			out = append(out, h.model(capacity))
 		}
 		return len(p.Hypervisors), p.Links
 	})
@@ -169,6 +160,102 @@ func (c *Client) listHypervisors(ctx context.Context) ([]model.Hypervisor, error
 		return nil, fmt.Errorf("listing hypervisors: %w", describe(err))
 	}
 	return out, nil
+}
+
+func (h wireHypervisor) model(capacity bool) model.Hypervisor {
+	m := model.Hypervisor{
+		ID: string(h.ID), Hostname: h.Hostname, Host: h.Service.Host, Type: h.Type,
+		State: h.State, Status: h.Status, CapacityKnown: capacity,
+		VCPUs: h.VCPUs, VCPUsUsed: h.VCPUsUsed,
+		MemoryMB: int64(h.MemoryMB), MemoryMBUsed: int64(h.MemoryMBUsed),
+		LocalGB: int64(h.LocalGB), LocalGBUsed: int64(h.LocalGBUsed), RunningVMs: h.RunningVMs,
+	}
+	for _, s := range h.Servers {
+		m.ServerIDs = append(m.ServerIDs, s.UUID)
+	}
+	return m
+}
+
+// HostSnapshot reads the Nova side of some hosts alone, each by itself: its compute service
+// (os-services?host=), its hypervisor by ID with its servers, its servers, its capacity and
+// allocations (its Placement provider) and the live migrations from it. hypervisors maps
+// each host to its hypervisor's ID as a whole read gave it. What it costs depends on those
+// hosts, never on the cloud's size: a campaign's plan reads its own node so, on a whole read
+// shared by the fleet (ops.Inventory.ReadHosts). Below 2.53 (no with_servers on one
+// hypervisor) it returns ErrWholeReadNeeded.
+func (c *Client) HostSnapshot(ctx context.Context, hypervisors map[string]string) (model.NovaSnapshot, error) {
+	if !c.atLeast("2.53") {
+		return model.NovaSnapshot{}, ops.ErrWholeReadNeeded
+	}
+	parts := make([]model.NovaSnapshot, 0, len(hypervisors))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(placementWorkers)
+	for host, id := range hypervisors {
+		g.Go(func() error {
+			part, err := c.hostPart(gctx, host, id)
+			mu.Lock()
+			parts = append(parts, part)
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if Unavailable(err) {
+			return model.NovaSnapshot{}, &ops.UnreachableError{Service: "Nova at " + c.compute.Endpoint, Err: err}
+		}
+		return model.NovaSnapshot{}, err
+	}
+	var out model.NovaSnapshot
+	for _, p := range parts {
+		out.Services = append(out.Services, p.Services...)
+		out.Hypervisors = append(out.Hypervisors, p.Hypervisors...)
+		out.VMs = append(out.VMs, p.VMs...)
+		out.Migrations = append(out.Migrations, p.Migrations...)
+	}
+	return out, nil
+}
+
+// hostPart is one host's part of HostSnapshot, its four reads at once.
+func (c *Client) hostPart(ctx context.Context, host, hypervisorID string) (model.NovaSnapshot, error) {
+	var part model.NovaSnapshot
+	var hv model.Hypervisor
+	var room *providerRoom
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { part.Services, err = c.ComputeServices(gctx, host); return })
+	g.Go(func() (err error) { part.VMs, err = c.Servers(gctx, host); return })
+	g.Go(func() (err error) { part.Migrations, err = c.InProgressFrom(gctx, host); return })
+	g.Go(func() error {
+		var body struct {
+			Hypervisor wireHypervisor `json:"hypervisor"`
+		}
+		u := c.compute.ServiceURL("os-hypervisors", hypervisorID) + "?with_servers=true"
+		if _, err := c.compute.Get(gctx, u, &body, nil); err != nil {
+			return fmt.Errorf("reading hypervisor %s of host %s: %w", hypervisorID, host, describe(err))
+		}
+		hv = body.Hypervisor.model(!c.atLeast("2.88"))
+		return nil
+	})
+	if c.placement != nil {
+		g.Go(func() (err error) { room, err = c.providerRoom(gctx, hypervisorID); return })
+	}
+	if err := g.Wait(); err != nil {
+		return part, err
+	}
+	switch {
+	case room != nil:
+		capacity := room.capacity
+		hv.Capacity = &capacity
+		for i := range part.VMs {
+			allocated(&part.VMs[i], room.allocs[part.VMs[i].ID])
+		}
+	case c.placement == nil:
+		if r, ok := hv.Room(c.cpuRatio); ok {
+			hv.Capacity = &r
+		}
+	}
+	part.Hypervisors = []model.Hypervisor{hv}
+	return part, nil
 }
 
 // Servers lists the servers of every project (all_tenants), on one host or all.

@@ -153,3 +153,38 @@ func paginate(c *call, n int, uuidOf, indexOf func(int) string) ([]int, string, 
 	}
 	return page, next, ""
 }
+
+// showHypervisor is GET /os-hypervisors/{id}: one hypervisor's detail (with its servers from
+// 2.53 when asked), by its UUID from 2.53, by its integer ID below.
+func showHypervisor(c *call) (int, any) {
+	withServers := false
+	if v := c.r.URL.Query().Get("with_servers"); v != "" {
+		if !c.mv.atLeast(53) {
+			return 400, faultf("Query parameter with_servers is not supported before microversion 2.53")
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return 400, faultf("Invalid input for query parameters with_servers. Value: %s. Expected 'true' or 'false'.", v)
+		}
+		withServers = b
+	}
+	id := c.r.PathValue("id")
+	for _, name := range c.w.hostOrder {
+		h := c.w.hosts[name]
+		if (c.mv.atLeast(53) && h.HypervisorID == id) || (!c.mv.atLeast(53) && strconv.Itoa(h.index) == id) {
+			return 200, map[string]any{"hypervisor": c.hypervisorJSON(h, true, withServers, c.hostIndex(h.Name))}
+		}
+	}
+	return 404, faultf("Hypervisor with ID %s could not be found.", id)
+}
+
+// hostIndex is the index of one host alone: a show need not walk every host's servers.
+func (c *call) hostIndex(host string) hostIndex {
+	idx := hostIndex{servers: map[string][]*VM{}, usage: map[string]usage{host: c.w.usage(host)}}
+	for _, s := range c.w.sortedServers() {
+		if s.Host == host {
+			idx.servers[host] = append(idx.servers[host], s)
+		}
+	}
+	return idx
+}

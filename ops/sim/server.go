@@ -145,6 +145,7 @@ func (s *Server) novaRoutes() http.Handler {
 	handle("PUT /os-services/{id}", updateService)
 	handle("GET /os-hypervisors", listHypervisors(false))
 	handle("GET /os-hypervisors/detail", listHypervisors(true))
+	handle("GET /os-hypervisors/{id}", showHypervisor)
 	handle("GET /servers", listServers(false))
 	handle("GET /servers/detail", listServers(true))
 	handle("GET /servers/{id}", showServer)

@@ -510,3 +510,29 @@ func TestLockedServerAsNovaTreatsIt(t *testing.T) {
 		t.Errorf("a member's evacuate of a locked server (no lock check): %d %q", code, msg)
 	}
 }
+
+// One hypervisor by its ID (a campaign's plan reads its own host so): the list's detail
+// entry, keys and all, under "hypervisor"; 404 with Nova's message for an unknown ID; and
+// with_servers refused below 2.53, as the list refuses it.
+func TestOneHypervisorAsNovaShowsIt(t *testing.T) {
+	srv, w := startWorld(t, Options{Scale: 1})
+	h, _ := w.Host("compute-0")
+	want := sample(t, "os-hypervisors-detail-with_servers-max.json")["hypervisors"]
+	code, got := rawGet(t, srv, "/os-hypervisors/"+h.HypervisorID+"?with_servers=true", "2.93")
+	if code != 200 {
+		t.Fatalf("status %d: %v", code, got)
+	}
+	if wk, gk := keysOf(want), keysOf(got["hypervisor"]); strings.Join(wk, ",") != strings.Join(gk, ",") {
+		t.Errorf("keys differ from the list's entry\nreal: %v\nsim:  %v", wk, gk)
+	}
+	if servers, _ := got["hypervisor"].(map[string]any)["servers"].([]any); len(servers) != 2 {
+		t.Errorf("compute-0's servers: %v, want its 2", got["hypervisor"])
+	}
+	code, got = rawGet(t, srv, "/os-hypervisors/00000000-0000-0000-0000-000000000000", "2.93")
+	if msg := fmt.Sprint(got); code != 404 || !strings.Contains(msg, "Hypervisor with ID 00000000-0000-0000-0000-000000000000 could not be found.") {
+		t.Errorf("an unknown hypervisor: %d %s", code, msg)
+	}
+	if code, got = rawGet(t, srv, "/os-hypervisors/1?with_servers=true", "2.52"); code != 400 {
+		t.Errorf("with_servers at 2.52: %d %v", code, got)
+	}
+}
