@@ -294,6 +294,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.switched(msg)
 	case recoveriesMsg:
 		return m.recoveriesRead(msg)
+	case campaignWatched:
+		return m.watched(msg)
 	case campaignDone:
 		m.campaign.ended, m.campaign.err = true, msg.err
 		m.s.ops.campaignCancel = nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -37,6 +38,12 @@ type campaignPane struct {
 	err     error
 	cancel  context.CancelFunc
 	log     []logLine
+	// watching: the campaign on screen runs in another process, shown from its record as
+	// last read (campaignwatch.go); watchSeq numbers the watches.
+	watching  bool
+	watched   model.Campaign
+	watchedAt time.Time
+	watchSeq  int
 }
 
 // typingNow: a line is being typed, every key goes to it.
@@ -206,7 +213,7 @@ func current(c model.Campaign) string {
 }
 
 func (p *campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
-	if p.run == nil {
+	if p.run == nil && !p.watching {
 		return goTo{nodesScreen}, true
 	}
 	if !p.input.typing() {
@@ -244,6 +251,9 @@ func (p *campaignPane) asked() campaign.Options {
 // propose it again); then p pauses and resumes, and enter opens the current node's operation.
 func (p *campaignPane) bindings(s *shared) []action {
 	k := s.keys
+	if p.watching {
+		return []action{{key: k.Back, do: func() intent { return goTo{nodesScreen} }}, show(k.Help)}
+	}
 	if !p.started {
 		return p.proposalBindings(s)
 	}
@@ -269,6 +279,9 @@ func (p *campaignPane) bindings(s *shared) []action {
 }
 
 func (p *campaignPane) view(s *shared) string {
+	if p.watching {
+		return p.render(s, p.watched, false)
+	}
 	if p.run == nil {
 		return s.st.Muted.Render("no campaign")
 	}
@@ -363,6 +376,8 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	var b strings.Builder
 	state := string(c.State)
 	switch {
+	case p.watching:
+		state = text.Sprintf("%s · run by %s elsewhere: watched from its record, read %s (esc leaves it running)", c.State, c.Holder, p.watchedAt.Format("15:04:05"))
 	case !p.started && done > 0:
 		state = fmt.Sprintf("unfinished: %d of %d done. y resumes it, esc cancels", done, len(c.Nodes))
 	case !p.started:
@@ -389,11 +404,11 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		at = fmt.Sprintf("%d nodes at a time", c.Parallel)
 	}
 	summary := fmt.Sprintf("%d done · %d in progress · %d left · %s", done, inProgress, left, at)
-	if eta := c.ETAAt(s.opts.Now()); eta > 0 && p.running() {
+	if eta := c.ETAAt(s.opts.Now()); eta > 0 && (p.running() || p.watching) {
 		summary += " · eta " + text.Duration(eta)
 	}
 	b.WriteString(truncate(summary, width) + "\n")
-	if !p.started {
+	if !p.started && !p.watching {
 		b.WriteString(truncate(stepsLine(p.asked()), width) + "\n")
 		if on := campaignFlags(p.asked()); len(on) > 0 {
 			b.WriteString(st.Danger.Render(truncate("runs with: "+strings.Join(on, " "), width)) + "\n")

@@ -8,6 +8,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
@@ -165,4 +168,50 @@ func TestTUICampaignLeftUnfinishedResumesWithItsOptions(t *testing.T) {
 		}
 	}
 	l.m.stop(l.m.campaign.cancel, 30*time.Second)
+}
+
+// :campaign in a TUI that runs none shows the campaign another process runs (--auto roll,
+// a colleague's terminal), from its record: its state and holder, its nodes' phases, read
+// again while the screen is open; esc leaves it running, and p does not pause it.
+func TestTUIWatchesACampaignRunElsewhere(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c1, c2 := c.Name("c1"), c.Name("c2")
+	ctx := kubetest.Ctx(t)
+	r, err := campaign.New(ctx, c.Engine("roll@elsewhere", nil), campaign.Options{Nodes: []string{c1, c2}, Run: ops.RunOptions{Policy: simtest.Defaults()}}, func(ops.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Pause() // it waits before its first node: a state the screen can be read in
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(ctx) }()
+	kubetest.Eventually(t, 30*time.Second, "the campaign paused", func() bool { return r.Record().State == model.CampaignPaused })
+
+	l := newLive(t, c, c.Engine("tui@here", nil))
+	l.keys(":", "campaign", "enter")
+	v := l.m.View()
+	if l.m.screen != campaignScreen || !strings.Contains(v, "campaign "+r.Record().Name) || !strings.Contains(v, "paused · run by roll@elsewhere") ||
+		!strings.Contains(v, "0 done · 0 in progress · 2 left") || strings.Count(v, " pending ") != 2 {
+		t.Fatalf(":campaign does not show the campaign run elsewhere (screen %v, status %q):\n%s", l.m.screen, l.m.status, v)
+	}
+	l.keys("p")
+	if r.Paused() != true || r.Record().State != model.CampaignPaused {
+		t.Fatal("p on a watched campaign changed it")
+	}
+
+	r.Resume()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	l.send(l.m.readWatched(r.Record().Name, 0, l.m.campaign.watchSeq)()) // the refresh's read
+	if v := l.m.View(); !strings.Contains(v, "done · run by roll@elsewhere") || !strings.Contains(v, "2 done · 0 in progress · 0 left") {
+		t.Errorf("the watched campaign's end is not shown:\n%s", v)
+	}
+	l.keys("esc")
+	if l.m.screen != nodesScreen {
+		t.Errorf("esc on the watched campaign: screen %v", l.m.screen)
+	}
+	l.keys(":", "campaign", "enter")
+	if l.m.screen == campaignScreen || !strings.Contains(l.m.status, "no campaign runs") {
+		t.Errorf(":campaign with none running: screen %v, status %q", l.m.screen, l.m.status)
+	}
 }

@@ -34,9 +34,8 @@ var screens = map[screen]screenRow{
 		reset: func(m *Model) { m.victims = victimsPane{} }},
 	campaignScreen: {pane: func(m *Model) pane { return &m.campaign },
 		commands: []colonCommand{{names: []string{"campaign", "roll"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) {
-			if m.campaign.run == nil {
-				m.setStatus("no campaign: select nodes and press C", true)
-				return m, nil
+			if m.campaign.run == nil { // none of this TUI's own: the one running elsewhere, if any
+				return m.openWatch()
 			}
 			return m.goTo(campaignScreen), nil
 		}}},

@@ -208,3 +208,16 @@ func nodeNames(ns []model.CampaignNode) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Get reads one campaign's record by its name; found is false when there is none. A record
+// that cannot be read is an error (a view says so rather than showing nothing).
+func Get(ctx context.Context, e *ops.Engine, name string) (c model.Campaign, found bool, err error) {
+	data, found, err := e.Records().Record(ctx, campaignKey(name))
+	if err != nil || !found {
+		return c, found, err
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return c, true, fmt.Errorf("the record of campaign %s cannot be read: %w", name, err)
+	}
+	return c, true, nil
+}
