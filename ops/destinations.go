@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -30,13 +31,46 @@ func (e *Engine) claim(run *vmRun, delta int) {
 	}
 }
 
-// destRoom is a candidate destination with the room the engine believes it has left.
+// destRoom is a candidate destination with its room as Nova last showed it.
 type destRoom struct {
-	host  string
-	zone  string
+	host   string
+	zone   string
+	ramMB  int64
+	vcpus  float64
+	readAt time.Time // when the read that showed it began
+	gone   bool      // disabled or down since the hosts were read: never picked again
+	later  bool      // its node is emptied later in the same campaign: the last choice
+}
+
+// sentVM is a VM this engine sent to a destination: the room it takes there until a read of
+// that host shows it.
+type sentVM struct {
+	at    time.Time
 	ramMB int64
 	vcpus float64
-	gone  bool // disabled or down since the hosts were read: never picked again
+}
+
+// sentMargin is how long before a read's start a VM sent may still be missing from it: Nova's
+// scheduler claims the room on the destination only once it has picked it (a moment after
+// the request). Within it the VM is counted twice: a host looks fuller, never emptier.
+const sentMargin = 5 * time.Second
+
+// taken is the room the VMs this engine sent to d since d was read take (every run's: twenty
+// nodes in flight choose from one ledger, not each from its own figures). Called with destMu.
+func (e *Engine) taken(d *destRoom) (ramMB int64, vcpus float64) {
+	list := e.sent[d.host]
+	keep := list[:0]
+	for _, s := range list {
+		if e.now().Sub(s.at) > wholeReadEvery+sentMargin {
+			continue // every read since shows it
+		}
+		keep = append(keep, s)
+		if s.at.After(d.readAt.Add(-sentMargin)) {
+			ramMB, vcpus = ramMB+s.ramMB, vcpus+s.vcpus
+		}
+	}
+	e.sent[d.host] = keep
+	return ramMB, vcpus
 }
 
 // destinations are the enabled, up compute hosts and their free capacity, once per run, when
@@ -61,10 +95,9 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 		usable[s.Host] = s.Enabled && s.Up && !s.ForcedDown
 		zone[s.Host] = s.Zone
 	}
-	leaving := map[string]bool{r.plan.Host: true}
-	for _, n := range r.ro.Leaving {
-		leaving[n] = true
-	}
+	leaving := e.inv.HostsOf(r.ro.Leaving)
+	leaving[r.plan.Host] = true
+	later := e.inv.HostsOf(r.ro.Later)
 	var out []*destRoom
 	for _, h := range ns.Hypervisors {
 		c, ok := h.Room(e.cpuRatio())
@@ -72,7 +105,7 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 			return nil
 		}
 		if usable[h.Host] && !leaving[h.Host] {
-			out = append(out, &destRoom{host: h.Host, zone: zone[h.Host], ramMB: int64(c.MemoryMB.Free()), vcpus: c.VCPU.Free()})
+			out = append(out, &destRoom{host: h.Host, zone: zone[h.Host], ramMB: int64(c.MemoryMB.Free()), vcpus: c.VCPU.Free(), readAt: e.inv.readBegan(h.Host), later: later[h.Host]})
 		}
 	}
 	return out
@@ -80,7 +113,7 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 
 // pickDestination chooses where a VM goes: the explicit target, or the host with the most
 // free RAM that fits it and is under migrations_per_destination (counting others' in
-// flight to it). With no capacity figures
+// flight to it), a host its campaign empties later only when no other has room for it. With no capacity figures
 // it returns "" (Nova's scheduler chooses). false: every fitting host is at its cap now.
 func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[string]int) (string, bool) {
 	if r.ro.To != "" {
@@ -89,24 +122,32 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 	if dests == nil || r.antiAffinity(vm) {
 		return "", true // a member of a hard anti-affinity group: Nova's scheduler knows where its peers are
 	}
+	e := r.e
+	e.destMu.Lock()
+	defer e.destMu.Unlock()
 	var best *destRoom
-	fits := false
+	var bestRAM int64
+	fits, fitsNow := false, false // a host fits it that its campaign does not empty later
 	for _, d := range dests {
-		if d.gone || d.ramMB < vm.RAMMB || d.vcpus < float64(vm.VCPUs) {
+		ram, vcpus := e.taken(d)
+		ram, vcpus = d.ramMB-ram, d.vcpus-vcpus
+		if d.gone || ram < vm.RAMMB || vcpus < float64(vm.VCPUs) {
 			continue
 		}
 		if ok, _ := vm.Legal(d.zone, nil); !ok {
 			continue // another availability zone
 		}
-		fits = true
-		if r.under(d.host, others) && (best == nil || d.ramMB > best.ramMB) {
-			best = d
+		fits, fitsNow = true, fitsNow || !d.later
+		better := best == nil || (best.later && !d.later) || (best.later == d.later && ram > bestRAM)
+		if better && e.inflight[d.host]+others[d.host] < e.cfg.Concurrency.MigrationsPerDestination {
+			best, bestRAM = d, ram
 		}
 	}
 	switch {
+	case best != nil && best.later && fitsNow:
+		return "", false // a host it need not leave again is at its cap: waiting for it costs less than a second move
 	case best != nil:
-		best.ramMB -= vm.RAMMB
-		best.vcpus -= float64(vm.VCPUs)
+		e.sent[best.host] = append(e.sent[best.host], sentVM{at: e.now(), ramMB: vm.RAMMB, vcpus: float64(vm.VCPUs)})
 		return best.host, true
 	case !fits:
 		return "", true // no room anywhere as far as we know: let Nova's scheduler decide (and say why)

@@ -23,8 +23,9 @@ type Engine struct {
 
 	migSlots chan struct{} // the cluster-wide cap on live migrations
 	destMu   sync.Mutex
-	inflight map[string]int  // destination host -> migrations this engine has in flight to it
-	mine     map[string]bool // VMs this engine has asked to migrate, still in flight
+	inflight map[string]int      // destination host -> migrations this engine has in flight to it
+	mine     map[string]bool     // VMs this engine has asked to migrate, still in flight
+	sent     map[string][]sentVM // destination host -> the VMs this engine sent there, newest last
 	mu       sync.Mutex
 	running  map[string]*tracked // node -> its running operation, to stop it in-process
 	// budgets: one gate per PodDisruptionBudget, shared by every node this engine empties:
@@ -104,7 +105,7 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		ns = nova
 	}
 	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
-		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{},
+		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{}, sent: map[string][]sentVM{},
 		ranked: make(chan struct{})}
 }
 
@@ -125,6 +126,9 @@ type RunOptions struct {
 	To           string   // migrate: destination host ("" lets Nova's scheduler choose)
 	ForceCompute bool     // uncordon: re-enable a service someone else disabled
 	Leaving      []string // other nodes emptied in the same batch
+	// Later are nodes a campaign empties after this one: a VM goes to one of them only when
+	// no other host has room for it (it would be moved again).
+	Later []string
 	// VMsOnly: the Nova half only (disable nova-compute, migrate the VMs). The daemon uses it
 	// when someone else cordoned the node: their drain owns the pods.
 	VMsOnly bool

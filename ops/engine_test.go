@@ -560,6 +560,53 @@ func TestDestinationDisabledMeanwhileIsNotUsed(t *testing.T) {
 	}
 }
 
+// Two nodes emptied at once choose their destinations from one ledger of what was sent
+// where: with room on each of two hosts for one VM, their two VMs go one to each, never
+// both to the host that looked emptiest when the runs began (Nova would turn the second
+// down: No valid host). Each run used to count only its own VMs against the figures it
+// began with.
+func TestNodesAtOnceShareOneLedgerOfRoom(t *testing.T) {
+	c := newCluster(t, 50)
+	c.Cfg.Concurrency.Nodes = 2
+	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerDestination = 2, 2 // drainctl picks
+	c0, c1, c2, c3 := c.Name("c0"), c.Name("c1"), c.Name("c2"), c.Name("c3")
+	c.World.DeleteServer("vm-b")
+	c.World.AddServer("vm-x", c1, sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
+	c.World.AddHost(c3, 64, 512+8192+50, 2000) // room for one: the second emptiest
+	c.World.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) { h[c2].MemoryMB = 512 + 8192 + 100 })
+	e := c.Engine("t", nil)
+	ctx := kubetest.Ctx(t)
+	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	b, err := e.PlanBatch(ctx, model.OpEvacuate, []string{c0, c1}, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var failed []string
+	_, err = e.RunBatch(ctx, b, func(model.Plan) func(ops.Event) {
+		return func(ev ops.Event) {
+			if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigFailed {
+				mu.Lock()
+				failed = append(failed, m.VM+": "+m.Message)
+				mu.Unlock()
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) > 0 {
+		t.Errorf("a VM was sent where the other took the room: %v", failed)
+	}
+	a, _ := c.World.ServerByName("vm-a")
+	x, _ := c.World.ServerByName("vm-x")
+	if got := []string{a.Host, x.Host}; !slices.Contains(got, c2) || !slices.Contains(got, c3) {
+		t.Errorf("vm-a on %s, vm-x on %s: want one on each of %s and %s", a.Host, x.Host, c2, c3)
+	}
+}
+
 // withDiskLoss: the defaults, and a recovery may rebuild VMs from their image
 // (--accept-disk-loss), as the tests' image-backed VMs need.
 func withDiskLoss() policy.Options {

@@ -24,6 +24,10 @@ type Inventory struct {
 	// touched are the hosts VMs were moved to since they were last read (when): a read by
 	// host reads them again, for the capacity they lost.
 	touched map[string]time.Time
+	// wholeBegan is when the whole read under lastNova began; hostBegan, when the reads by
+	// host merged into it since began: what each host's figures can already show.
+	wholeBegan time.Time
+	hostBegan  map[string]time.Time
 
 	rmu     sync.Mutex
 	next    *novaRead // the read the callers waiting now share; nil: none waits
@@ -122,6 +126,12 @@ func (i *Inventory) ReadHosts(ctx context.Context, hosts ...string) (model.Inven
 	if i.lastNova != nil && i.novaAt.Equal(at) { // no whole read came meanwhile
 		merged := i.lastNova.WithHosts(part, names)
 		i.lastNova, base = &merged, &merged
+		if i.hostBegan == nil {
+			i.hostBegan = map[string]time.Time{}
+		}
+		for _, h := range names {
+			i.hostBegan[h] = began
+		}
 	} else {
 		merged := base.WithHosts(part, names)
 		base = &merged
@@ -149,6 +159,37 @@ func (i *Inventory) Touched(host string) {
 		i.touched = map[string]time.Time{}
 	}
 	i.touched[host] = i.now()
+}
+
+// HostsOf are the compute hosts of nodes (by name; a compute host's own name stands for
+// itself), as the mapping has them.
+func (i *Inventory) HostsOf(nodes []string) map[string]bool {
+	want := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		want[n] = true
+	}
+	out := make(map[string]bool, len(nodes))
+	for _, n := range i.kube.Nodes() {
+		if want[n.Name] {
+			out[i.mapper.Host(n)] = true
+			delete(want, n.Name)
+		}
+	}
+	for n := range want {
+		out[n] = true
+	}
+	return out
+}
+
+// readBegan is when the read that the last Nova figures of host come from began: a move
+// sent before it may show in them, one sent after cannot.
+func (i *Inventory) readBegan(host string) time.Time {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if t, ok := i.hostBegan[host]; ok {
+		return t
+	}
+	return i.wholeBegan
 }
 
 // HostOf is the compute host of a node (by its name; a compute host's own name stands for
@@ -217,6 +258,7 @@ func (i *Inventory) reader() {
 			i.mu.Lock()
 			i.lastNova, i.novaAt = &r.ns, i.now()
 			i.unmoved, i.novaSum = sum == i.novaSum, sum
+			i.wholeBegan, i.hostBegan = began, nil
 			for h, t := range i.touched {
 				if t.Before(began) {
 					delete(i.touched, h) // this read has it as it is now

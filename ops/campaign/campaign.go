@@ -423,7 +423,7 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 		}
 	}
 	ro := r.o.Run
-	ro.Leaving = leaving
+	ro.Leaving, ro.Later = leaving, pendingBut(rec, n.Name)
 	plan, err := r.e.Plan(ctx, model.OpEvacuate, n.Name, ro)
 	if err != nil {
 		if done, inFlight, _ := rec.Count(); done+inFlight > 0 {
@@ -523,4 +523,16 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// pendingBut are the campaign's nodes still pending but name: where its VMs had better not
+// go (they would be moved again).
+func pendingBut(rec model.Campaign, name string) []string {
+	var out []string
+	for _, o := range rec.Nodes {
+		if o.Phase == model.PhasePending && o.Name != name {
+			out = append(out, o.Name)
+		}
+	}
+	return out
 }

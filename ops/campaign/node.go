@@ -22,7 +22,7 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 	if plan != nil { // pending or evacuating
 		r.setPhase(ctx, i, model.PhaseEvacuating, "")
 		ro := r.o.Run
-		ro.Leaving = nil
+		ro.Leaving, ro.Later = nil, pendingBut(r.Record(), name)
 		ro.Campaign = r.o.Name // journaled: a resume checks the node is still emptied under this campaign
 		ro.KeepLease = true    // the node stays ours through the step, until uncordon releases it
 		dctx, cancel := context.WithTimeoutCause(ctx, r.o.NodeDeadline, ErrNodeDeadline)

@@ -1,0 +1,51 @@
+package campaign_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
+)
+
+// A campaign's VMs go to hosts it does not empty later: c0's two VMs go to c2, outside the
+// campaign, though c1 (emptied next) has more room; each VM moves once. Sent to c1, they
+// would move again at c1's turn.
+func TestACampaignsVMsSkipItsLaterNodes(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.Cfg.Concurrency.Nodes = 2
+	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerDestination = 2, 1 // drainctl picks
+	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
+	c.World.AddServer("filler", c2, sim.Flavor{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 8, DiskGB: 80})
+	e := c.Engine("tester@a", nil)
+	pol := simtest.Defaults() // the VMs alone (VMsOnly): the pods' replacements are not played here
+	var mu sync.Mutex
+	moves := map[string][]string{}
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: ops.RunOptions{Policy: pol, VMsOnly: true}}, func(ev ops.Event) {
+		if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigRequested {
+			mu.Lock()
+			moves[m.VM] = append(moves[m.VM], m.Dest)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(kubetest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Record().State != model.CampaignDone {
+		t.Fatalf("the campaign: %+v", r.Record())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, vm := range []string{"vm-a", "vm-b"} {
+		if got := moves[vm]; len(got) != 1 || got[0] != c2 {
+			t.Errorf("%s was sent to %v, want once, to %s (not to %s, emptied after %s)", vm, got, c2, c1, c0)
+		}
+	}
+}
