@@ -267,16 +267,18 @@ func (r *runner) budgetOf(pod model.Pod) (model.PDB, bool) {
 }
 
 // awaitBudgetSeen keeps the reservation, after a successful eviction, until the informer
-// shows the budget the API server just spent (or briefly, if it never does), so that no
-// other pod tries on a stale "allowed". before is the budget as the reservation saw it.
+// shows this pod's eviction spent: the budget's status lists it among its disrupted pods (the
+// API server writes it with the decrement), or the pod is gone (its controller then counts
+// it as missing). Another pod's decrement is not this one's: counting it so let twenty
+// nodes' evictions run ahead of the budget into 429s. The timer is a safety net.
 func (r *runner) awaitBudgetSeen(ctx context.Context, changes <-chan struct{}, pod model.Pod, before model.PDB) {
 	if before.Name == "" {
 		return
 	}
-	timer := time.NewTimer(500 * time.Millisecond)
+	timer := time.NewTimer(5 * time.Second)
 	defer timer.Stop()
 	for {
-		if now, _ := r.budgetOf(pod); now.DisruptionsAllowed < before.DisruptionsAllowed || now.DisruptionsAllowed <= 0 {
+		if uid, there := r.e.kube.PodUID(pod.NodeName, pod.Namespace, pod.Name); !there || uid != pod.UID || r.e.kube.Disrupted(pod.Namespace, before.Name, pod.Name) {
 			return
 		}
 		select {

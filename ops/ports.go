@@ -52,6 +52,9 @@ type Kube interface {
 	Node(name string) (model.KubeNode, bool)
 	PodsOn(node string) []model.Pod
 	PDB(namespace, name string) (model.PDB, bool)
+	// Disrupted: the budget's status lists the pod among its disrupted pods (the API server
+	// counted its eviction against the budget).
+	Disrupted(namespace, pdb, pod string) bool
 	PodUID(node, namespace, name string) (string, bool)
 
 	// Cordon makes the node unschedulable and adds the taint; Uncordon undoes both.

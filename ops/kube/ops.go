@@ -67,6 +67,17 @@ func (c *Client) PDB(ns, name string) (model.PDB, bool) {
 		CurrentHealthy: p.Status.CurrentHealthy, DesiredHealthy: p.Status.DesiredHealthy, ExpectedPods: p.Status.ExpectedPods}, true
 }
 
+// Disrupted reports whether the budget's status, as cached, lists the pod among its
+// disrupted pods: the API server counted its eviction against the budget.
+func (c *Client) Disrupted(ns, pdb, pod string) bool {
+	obj, ok, _ := c.pdbs.GetStore().GetByKey(ns + "/" + pdb)
+	if !ok {
+		return false
+	}
+	_, listed := obj.(*policyv1.PodDisruptionBudget).Status.DisruptedPods[pod]
+	return listed
+}
+
 // updateNode applies change to a fresh copy of the node and writes it, retrying on conflict.
 func (c *Client) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
