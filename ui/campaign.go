@@ -377,7 +377,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	state := string(c.State)
 	switch {
 	case p.watching:
-		state = text.Sprintf("%s · run by %s elsewhere: watched from its record, read %s (esc leaves it running)", c.State, c.Holder, p.watchedAt.Format("15:04:05"))
+		state = fmt.Sprintf("%s · watched (esc leaves it running)", c.State)
 	case !p.started && done > 0:
 		state = fmt.Sprintf("unfinished: %d of %d done. y resumes it, esc cancels", done, len(c.Nodes))
 	case !p.started:
@@ -408,6 +408,9 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		summary += " · eta " + text.Duration(eta)
 	}
 	b.WriteString(truncate(summary, width) + "\n")
+	if p.watching { // whose it is, and how fresh what is shown
+		b.WriteString(st.Muted.Render(truncate(text.Sprintf("run by %s · its record read %s", c.Holder, p.watchedAt.Format("15:04:05")), width)) + "\n")
+	}
 	if !p.started && !p.watching {
 		b.WriteString(truncate(stepsLine(p.asked()), width) + "\n")
 		if on := campaignFlags(p.asked()); len(on) > 0 {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -189,7 +190,7 @@ func TestTUIWatchesACampaignRunElsewhere(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@here", nil))
 	l.keys(":", "campaign", "enter")
 	v := l.m.View()
-	if l.m.screen != campaignScreen || !strings.Contains(v, "campaign "+r.Record().Name) || !strings.Contains(v, "paused · run by roll@elsewhere") ||
+	if l.m.screen != campaignScreen || !strings.Contains(v, "campaign "+r.Record().Name) || !strings.Contains(v, "paused · watched") || !strings.Contains(v, "run by roll@elsewhere") ||
 		!strings.Contains(v, "0 done · 0 in progress · 2 left") || strings.Count(v, " pending ") != 2 {
 		t.Fatalf(":campaign does not show the campaign run elsewhere (screen %v, status %q):\n%s", l.m.screen, l.m.status, v)
 	}
@@ -202,8 +203,10 @@ func TestTUIWatchesACampaignRunElsewhere(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
+	l.keys("?")                                                          // the help over it: the watch goes on under it
 	l.send(l.m.readWatched(r.Record().Name, 0, l.m.campaign.watchSeq)()) // the refresh's read
-	if v := l.m.View(); !strings.Contains(v, "done · run by roll@elsewhere") || !strings.Contains(v, "2 done · 0 in progress · 0 left") {
+	l.keys("esc")
+	if v := l.m.View(); !strings.Contains(v, "done · watched") || !strings.Contains(v, "2 done · 0 in progress · 0 left") {
 		t.Errorf("the watched campaign's end is not shown:\n%s", v)
 	}
 	l.keys("esc")
@@ -213,5 +216,61 @@ func TestTUIWatchesACampaignRunElsewhere(t *testing.T) {
 	l.keys(":", "campaign", "enter")
 	if l.m.screen == campaignScreen || !strings.Contains(l.m.status, "no campaign runs") {
 		t.Errorf(":campaign with none running: screen %v, status %q", l.m.screen, l.m.status)
+	}
+}
+
+// BenchmarkWatchedCampaignFrame measures what the TUI does beside a 1,000-node campaign with
+// :campaign open (#41.4), on a 1,000-node inventory: a key's frame (? opens the help, esc
+// comes back, each an Update and a View) and a refresh of the campaign's record (its read
+// arriving, and the View). A frame is 16 ms.
+func BenchmarkWatchedCampaignFrame(b *testing.B) {
+	const n = 1000
+	m := newModel(b, n-2, 160, 45)
+	rec := func(done int) model.Campaign {
+		c := model.Campaign{Name: "bench", State: model.CampaignRunning, Holder: "roll@elsewhere", Parallel: 20, Started: t0.Add(-time.Hour), Updated: t0}
+		for i := range n {
+			node := model.CampaignNode{Name: fmt.Sprintf("compute-%d", i), Phase: model.PhasePending}
+			switch {
+			case i < done:
+				node.Phase, node.Started, node.Finished = model.PhaseDone, t0.Add(-time.Hour), t0.Add(-time.Minute)
+			case i < done+20:
+				node.Phase, node.Started, node.Blocked = model.PhaseEvacuating, t0.Add(-time.Minute), "migrating 2 VMs"
+			}
+			c.Nodes = append(c.Nodes, node)
+		}
+		return c
+	}
+	m.campaign = campaignPane{watching: true, watched: rec(n / 2), watchedAt: t0, watchSeq: 1}
+	m = m.goTo(campaignScreen)
+	help, esc := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("?")}, tea.KeyMsg{Type: tea.KeyEsc}
+	watching := m
+	b.Run("key", func(b *testing.B) {
+		m := watching // each run from the campaign screen
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			key := help
+			if i%2 == 1 {
+				key = esc
+			}
+			next, _ := m.Update(key)
+			m = next.(Model)
+			_ = m.View()
+		}
+		if m.screen != campaignScreen && m.screen != helpScreen {
+			b.Fatalf("the keys left the campaign: screen %v", m.screen)
+		}
+	})
+	m = watching
+	records := []model.Campaign{rec(n/2 + 1), rec(n/2 + 2)}
+	b.Run("record-read", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			next, _ := m.Update(campaignWatched{c: records[i%2], found: true, seq: 1})
+			m = next.(Model)
+			_ = m.View()
+		}
+	})
+	if !strings.Contains(m.View(), "run by roll@elsewhere") {
+		b.Fatalf("the watched campaign is not on screen:\n%s", m.View())
 	}
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -84,8 +85,8 @@ func (m Model) watched(msg campaignWatched) (tea.Model, tea.Cmd) {
 		m = m.goTo(campaignScreen)
 		return m, m.readWatched(msg.c.Name, m.s.opts.Refresh, p.watchSeq)
 	}
-	if m.screen != campaignScreen {
-		return m, nil // the watch ends with the screen; :campaign starts it again
+	if m.screen != campaignScreen && !slices.Contains(m.backs, campaignScreen) {
+		return m, nil // the watch ends when the way back no longer leads to it; :campaign starts it again
 	}
 	switch {
 	case msg.err != nil:

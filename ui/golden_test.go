@@ -317,6 +317,28 @@ func TestGoldenCampaign(t *testing.T) {
 	}
 }
 
+// A campaign another process runs, watched from its record (:campaign): who runs it, that
+// esc leaves it running, when its record was read; each node's phase; the ETA.
+func TestGoldenWatchedCampaign(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	c := model.Campaign{Name: "bench-1795681341", State: model.CampaignRunning, Parallel: 2, Holder: "drainctl/ops@bastion/4242-7ad559",
+		Started: at(-600), Nodes: []model.CampaignNode{
+			{Name: "compute-0", Phase: model.PhaseDone, Started: at(-600), Finished: at(-300)},
+			{Name: "compute-1", Phase: model.PhaseDone, Started: at(-600), Finished: at(-240)},
+			{Name: "compute-2", Phase: model.PhaseEvacuating, Started: at(-240), Blocked: "PodDisruptionBudget shop/web-pdb allows no disruption"},
+			{Name: "compute-3", Phase: model.PhaseReturning, Started: at(-300)},
+			{Name: "compute-4", Phase: model.PhasePending}}}
+	for _, size := range [][2]int{{80, 24}, {160, 45}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			m := withWhere(newModel(t, 3, size[0], size[1]))
+			p := campaignPane{watching: true, watched: c, watchedAt: at(-2)}
+			view := m.header() + "\n" + p.render(&m.s, c, false)
+			checkFits(t, view, size[0], size[1])
+			teatest.RequireEqualOutput(t, []byte(view))
+		})
+	}
+}
+
 // The operation log scrolls back with pgup and comes back with pgdn.
 func TestOperationLogScrolls(t *testing.T) {
 	m := opModel(t, 100, 14)

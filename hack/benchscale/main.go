@@ -60,6 +60,7 @@ func main() {
 	flag.StringVar(&o.roll.ndjson, "roll-ndjson", "", "keep the campaign's -o json lines in this file")
 	flag.IntVar(&o.roll.parallel, "roll-parallel", 20, "--parallel of the campaign (and [concurrency] nodes)")
 	flag.IntVar(&o.roll.perDest, "roll-per-dest", 2, "[concurrency] migrations_per_destination (2, the default: drainctl picks destinations; ≥ --parallel: Nova's scheduler does)")
+	flag.BoolVar(&o.roll.tui, "roll-tui", false, "the TUI beside the campaign in tmux, :campaign open: its keys timed, idle and during")
 	flag.Float64Var(&o.roll.scale, "roll-scale", 10, "the simulator's seconds per real second (a live migration of 4 GiB: 0.4 s)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime

@@ -41,6 +41,7 @@ type rollOptions struct {
 	perDest                                  int     // [concurrency] migrations_per_destination
 	ndjson                                   string  // the campaign's JSON lines are kept here ("": not kept)
 	scale                                    float64 // the simulator's seconds per real second
+	tui                                      bool    // a TUI beside the campaign, :campaign open (rolltui.go)
 }
 
 func runRoll(ctx context.Context, o options) error {
@@ -92,6 +93,15 @@ func runRoll(ctx context.Context, o options) error {
 		return err
 	}
 
+	var tui *tuiBeside
+	if ro.tui {
+		logf("roll: the TUI beside the campaign, in tmux")
+		if tui, err = attachTUI(o, c.kubeconfig, cfgFile, dir, srv.Env()); err != nil {
+			return err
+		}
+		defer tui.close()
+	}
+
 	w.ResetStats()
 	px.reset()
 	logf("roll: %d nodes, --parallel %d, %d VMs and %d pods a node", ro.nodes, ro.parallel, ro.vmsPerNode, ro.podsPerNode)
@@ -120,8 +130,18 @@ func runRoll(ctx context.Context, o options) error {
 		defer f.Close()
 		lines = io.TeeReader(stdout, f)
 	}
+	ended := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if tui != nil {
+			tui.watch(ctx, ended)
+		}
+	}()
 	runs, parseErr := readRuns(lines)
 	err = cmd.Wait()
+	close(ended)
+	<-watched
 	wall := time.Since(start)
 	peak, mean := rss()
 	if err != nil {
@@ -140,8 +160,12 @@ func runRoll(ctx context.Context, o options) error {
 	}
 	floor := floorSum / time.Duration(ro.parallel)
 	n := float64(ro.nodes)
-	fmt.Printf("\nbench-scale -roll (%s): %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova, %g× time), --parallel %d, --exec true, migrations_per_destination %d; load avg %s\n\n",
-		o.drainctl, ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.scale, ro.parallel, ro.perDest, loadavg())
+	beside := ""
+	if tui != nil {
+		beside = "; the TUI beside it, :campaign open (its Nova reads are in the Nova figures)"
+	}
+	fmt.Printf("\nbench-scale -roll (%s): %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova, %g× time), --parallel %d, --exec true, migrations_per_destination %d%s; load avg %s\n\n",
+		o.drainctl, ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.scale, ro.parallel, ro.perDest, beside, loadavg())
 	fmt.Println("| figure | value | per node |")
 	fmt.Println("|---|---|---|")
 	fmt.Printf("| nodes done | %d of %d | |\n", runs.done, ro.nodes)
@@ -157,6 +181,9 @@ func runRoll(ctx context.Context, o options) error {
 		took := runs.end.Sub(runs.halfAt)
 		fmt.Printf("| ETA at half the nodes done, against the time the rest took | %s / %s | error %+.0f %% |\n",
 			secs(runs.halfETA), secs(took), 100*(runs.halfETA.Seconds()-took.Seconds())/took.Seconds())
+	}
+	if tui != nil {
+		tui.report()
 	}
 	fmt.Println()
 	fmt.Println("| step | mean time a node |")

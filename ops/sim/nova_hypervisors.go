@@ -76,17 +76,9 @@ func (c *call) hypervisorJSON(h *Host, detail, withServers bool, idx hostIndex) 
 
 func listHypervisors(detail bool) route {
 	return func(c *call) (int, any) {
-		q := c.r.URL.Query()
-		withServers := false
-		if v := q.Get("with_servers"); v != "" {
-			if !c.mv.atLeast(53) {
-				return 400, faultf("Query parameter with_servers is not supported before microversion 2.53")
-			}
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return 400, faultf("Invalid input for query parameters with_servers. Value: %s. Expected 'true' or 'false'.", v)
-			}
-			withServers = b
+		withServers, fault := c.withServers()
+		if fault != "" {
+			return 400, fault
 		}
 		hosts := make([]*Host, 0, len(c.w.hosts))
 		for _, name := range c.w.hostOrder {
@@ -157,16 +149,9 @@ func paginate(c *call, n int, uuidOf, indexOf func(int) string) ([]int, string, 
 // showHypervisor is GET /os-hypervisors/{id}: one hypervisor's detail (with its servers from
 // 2.53 when asked), by its UUID from 2.53, by its integer ID below.
 func showHypervisor(c *call) (int, any) {
-	withServers := false
-	if v := c.r.URL.Query().Get("with_servers"); v != "" {
-		if !c.mv.atLeast(53) {
-			return 400, faultf("Query parameter with_servers is not supported before microversion 2.53")
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return 400, faultf("Invalid input for query parameters with_servers. Value: %s. Expected 'true' or 'false'.", v)
-		}
-		withServers = b
+	withServers, fault := c.withServers()
+	if fault != "" {
+		return 400, fault
 	}
 	id := c.r.PathValue("id")
 	for _, name := range c.w.hostOrder {
@@ -187,4 +172,20 @@ func (c *call) hostIndex(host string) hostIndex {
 		}
 	}
 	return idx
+}
+
+// withServers reads the with_servers query parameter as Nova does (2.53 and later only).
+func (c *call) withServers() (bool, novaFault) {
+	v := c.r.URL.Query().Get("with_servers")
+	if v == "" {
+		return false, ""
+	}
+	if !c.mv.atLeast(53) {
+		return false, faultf("Query parameter with_servers is not supported before microversion 2.53")
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, faultf("Invalid input for query parameters with_servers. Value: %s. Expected 'true' or 'false'.", v)
+	}
+	return b, ""
 }
