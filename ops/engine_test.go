@@ -607,6 +607,39 @@ func TestNodesAtOnceShareOneLedgerOfRoom(t *testing.T) {
 	}
 }
 
+// The acts a run starts at once check its node's lease with one read between them: each
+// still sees a read begun after it asked (a lease taken over is seen before the next act),
+// but thirty evictions, ten at a time, no longer cost thirty reads of the lease.
+func TestActsAtOnceShareALeaseRead(t *testing.T) {
+	c := newCluster(t, 100)
+	c2 := c.Name("c2")
+	rs, uid := kubetest.ReplicaSet(t, c.CS, c.NS, "batch", 30)
+	for i := range 30 {
+		kubetest.Pod(t, c.CS, c.NS, fmt.Sprintf("batch-%02d", i), c2, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Grace(1))
+	}
+	e := c.Engine("tester@a", nil)
+	before := len(c.Muts.Log.Calls())
+	rec, rep, err := run(t, e, model.OpEvacuate, c2, ops.RunOptions{Policy: defaults()})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rec.Transcript(c.Px))
+	}
+	evicted, reads := 0, 0
+	for _, p := range rep.Pods {
+		if p.Result == ops.PodGone {
+			evicted++
+		}
+	}
+	for _, call := range c.Muts.Log.Calls()[before:] {
+		if strings.HasPrefix(call, "kube GET ") && strings.HasSuffix(call, "/leases/drainctl-"+c2) {
+			reads++
+		}
+	}
+	if evicted < 30 || reads >= evicted {
+		t.Errorf("%d pods evicted with %d reads of the node's lease: the checks made at once did not share", evicted, reads)
+	}
+	t.Logf("%d evictions, %d lease reads", evicted, reads)
+}
+
 // withDiskLoss: the defaults, and a recovery may rebuild VMs from their image
 // (--accept-disk-loss), as the tests' image-backed VMs need.
 func withDiskLoss() policy.Options {

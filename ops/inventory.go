@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/shared"
 )
 
 // Inventory joins both sides into the model the views show.
@@ -29,16 +30,7 @@ type Inventory struct {
 	wholeBegan time.Time
 	hostBegan  map[string]time.Time
 
-	rmu     sync.Mutex
-	next    *novaRead // the read the callers waiting now share; nil: none waits
-	reading bool      // the reader runs
-}
-
-// novaRead is one Nova read shared by every caller that asked for it before it began.
-type novaRead struct {
-	done chan struct{}
-	ns   model.NovaSnapshot
-	err  error
+	reads *shared.Calls[model.NovaSnapshot] // Nova reads asked at once share the next one
 }
 
 // novaReadTimeout bounds one shared read: its callers may have gone, others wait.
@@ -46,7 +38,9 @@ const novaReadTimeout = 5 * time.Minute
 
 // NewInventory joins kube and nova (nova may be nil: Kubernetes alone).
 func NewInventory(kube KubeSource, nova NovaSource, mapping model.MappingConfig) *Inventory {
-	return &Inventory{kube: kube, nova: nova, mapper: model.NewHostMapper(mapping), now: time.Now}
+	i := &Inventory{kube: kube, nova: nova, mapper: model.NewHostMapper(mapping), now: time.Now}
+	i.reads = shared.New(novaReadTimeout, i.readWhole)
+	return i
 }
 
 // NovaConfigured reports whether there is a Nova side.
@@ -218,56 +212,28 @@ func (i *Inventory) lastRead(ctx context.Context) (model.NovaSnapshot, error) {
 // each gets a read that began after it asked (never an older one), and twenty plans at once
 // (a campaign's nodes in flight) cost two reads of the whole cloud, not twenty.
 func (i *Inventory) readNova(ctx context.Context) (model.NovaSnapshot, error) {
-	i.rmu.Lock()
-	r := i.next
-	if r == nil {
-		r = &novaRead{done: make(chan struct{})}
-		i.next = r
-	}
-	if !i.reading {
-		i.reading = true
-		go i.reader()
-	}
-	i.rmu.Unlock()
-	select {
-	case <-r.done:
-		return r.ns, r.err
-	case <-ctx.Done():
-		return model.NovaSnapshot{}, ctx.Err()
-	}
+	return i.reads.Do(ctx)
 }
 
-// reader makes the reads asked for, one at a time, until none waits.
-func (i *Inventory) reader() {
-	for {
-		i.rmu.Lock()
-		r := i.next
-		i.next = nil
-		if r == nil {
-			i.reading = false
-			i.rmu.Unlock()
-			return
-		}
-		i.rmu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), novaReadTimeout)
-		began := i.now()
-		r.ns, r.err = i.nova.Snapshot(ctx)
-		cancel()
-		if r.err == nil {
-			sum := r.ns.Fingerprint()
-			i.mu.Lock()
-			i.lastNova, i.novaAt = &r.ns, i.now()
-			i.unmoved, i.novaSum = sum == i.novaSum, sum
-			i.wholeBegan, i.hostBegan = began, nil
-			for h, t := range i.touched {
-				if t.Before(began) {
-					delete(i.touched, h) // this read has it as it is now
-				}
-			}
-			i.mu.Unlock()
-		}
-		close(r.done)
+// readWhole is one whole read, kept as the last one.
+func (i *Inventory) readWhole(ctx context.Context) (model.NovaSnapshot, error) {
+	began := i.now()
+	ns, err := i.nova.Snapshot(ctx)
+	if err != nil {
+		return ns, err
 	}
+	sum := ns.Fingerprint()
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.lastNova, i.novaAt = &ns, i.now()
+	i.unmoved, i.novaSum = sum == i.novaSum, sum
+	i.wholeBegan, i.hostBegan = began, nil
+	for h, t := range i.touched {
+		if t.Before(began) {
+			delete(i.touched, h) // this read has it as it is now
+		}
+	}
+	return ns, nil
 }
 
 // NovaUnmoved reports whether the last Nova read showed nothing new: a view may then wait

@@ -178,6 +178,9 @@ func (e *Engine) keepLeaseAs(ctx context.Context, key, holder string, stop conte
 	}
 }
 
+// leaseReadTimeout bounds one read of a node lease's holder.
+const leaseReadTimeout = 10 * time.Second
+
 // stillHolder re-reads the node's lease just before a mutating request (a migration, an
 // eviction, a service change): taken over meanwhile (an edit, a skewed clock), the run stops
 // now, with cause ErrLeaseLost, instead of at its next renewal; the migrations it left in
@@ -187,7 +190,7 @@ func (r *runner) stillHolder(ctx context.Context) error {
 	if !r.holding {
 		return nil
 	}
-	h, _, err := r.e.kube.LeaseHolder(ctx, r.plan.Node)
+	h, err := r.holders.Do(ctx) // a read begun after the ask: the acts asking at once share it
 	if err != nil || h == r.e.o.Holder {
 		return nil
 	}

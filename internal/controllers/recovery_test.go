@@ -146,6 +146,7 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	})
 	// The notice of the end carries the ledger in counts and the time from NotReady (five
 	// minutes before) to both VMs running elsewhere.
+	kubetest.Eventually(t, 10*time.Second, "the recovery-done notice", func() bool { _, ok := c.notice(model.NoticeRecoveryDone); return ok }) // said after the record
 	if done, _ := c.notice(model.NoticeRecoveryDone); done.Ledger == nil || *done.Ledger != (model.LedgerCounts{Succeeded: 2}) ||
 		done.VMsRunningAfter < 5*time.Minute || done.VMsRunningAfter > 6*time.Minute {
 		t.Errorf("the recovery-done notice: %+v", done)
