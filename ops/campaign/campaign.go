@@ -13,6 +13,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/opcmd"
+	"github.com/drainctl/drainctl/ops/shared"
 )
 
 // Options say which nodes a campaign works and how.
@@ -62,7 +63,13 @@ type Campaign struct {
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
 	gateSaid map[string]bool      // nodes whose gate command has said it started (one goroutine: Run's loop)
 	fc       model.Forecast       // made by New (forecast.go)
+	// saves writes the record: the changes of the nodes in flight made while a write is under
+	// way share the next write (a record of 1,000 nodes is 150 KB, and twenty nodes change it).
+	saves *shared.Calls[struct{}]
 }
+
+// recordWriteTimeout bounds one write of the record.
+const recordWriteTimeout = 30 * time.Second
 
 // campaignKey is the lease and record key of a campaign.
 func campaignKey(name string) string { return "campaign-" + name }
@@ -104,6 +111,7 @@ func New(ctx context.Context, e *ops.Engine, o Options, emit func(ops.Event)) (*
 		return nil, err
 	}
 	r := &Campaign{e: e, o: o, emit: emit, wake: make(chan struct{}), gateSaid: map[string]bool{}}
+	r.saves = shared.New(recordWriteTimeout, r.write)
 	if r.rec, err = campaignRecord(ctx, e, o, nodes); err != nil {
 		return nil, err
 	}
@@ -489,16 +497,22 @@ func (r *Campaign) note(node string, ph model.NodePhase, msg string) {
 	r.emit(ops.NewCampaignEvent(r.e.Now(), r.Record(), node, ph, msg))
 }
 
-// save writes the record; a failed write is reported and retried at the next change (the
-// nodes' own journals still say where each stands).
+// save writes the record, every change made before it asked included, and returns once it
+// is written; a failed write is reported and retried at the next change (the nodes' own
+// journals still say where each stands).
 func (r *Campaign) save(ctx context.Context) {
+	if _, err := r.saves.Do(ctx); err != nil && ctx.Err() == nil {
+		r.emit(ops.NewCampaignEvent(r.e.Now(), r.Record(), "", "", "could not record the campaign: "+err.Error()))
+	}
+}
+
+// write is one write of the record as it stands when the write begins.
+func (r *Campaign) write(ctx context.Context) (struct{}, error) {
 	r.mu.Lock()
 	r.rec.Updated = r.e.Now()
 	data, _ := json.Marshal(r.rec)
 	r.mu.Unlock()
-	if err := r.e.Records().SaveRecord(ctx, campaignKey(r.o.Name), data); err != nil && ctx.Err() == nil {
-		r.emit(ops.NewCampaignEvent(r.e.Now(), r.Record(), "", "", "could not record the campaign: "+err.Error()))
-	}
+	return struct{}{}, r.e.Records().SaveRecord(ctx, campaignKey(r.o.Name), data)
 }
 
 // SkippedError: a campaign ran to its end, but failed nodes were rolled back and skipped
