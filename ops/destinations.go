@@ -113,7 +113,9 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 
 // pickDestination chooses where a VM goes: the explicit target, or the host with the most
 // free RAM that fits it and is under migrations_per_destination (counting others' in
-// flight to it), a host its campaign empties later only when no other has room for it. With no capacity figures
+// flight to it), a host its campaign empties later only when no other with room is under
+// its cap. (Waiting for one at its cap instead cost more than the second moves it saved:
+// 1,000 nodes took 348 s against 281 s.) With no capacity figures
 // it returns "" (Nova's scheduler chooses). false: every fitting host is at its cap now.
 func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[string]int) (string, bool) {
 	if r.ro.To != "" {
@@ -127,7 +129,7 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 	defer e.destMu.Unlock()
 	var best *destRoom
 	var bestRAM int64
-	fits, fitsNow := false, false // a host fits it that its campaign does not empty later
+	fits := false
 	for _, d := range dests {
 		ram, vcpus := e.taken(d)
 		ram, vcpus = d.ramMB-ram, d.vcpus-vcpus
@@ -137,15 +139,13 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 		if ok, _ := vm.Legal(d.zone, nil); !ok {
 			continue // another availability zone
 		}
-		fits, fitsNow = true, fitsNow || !d.later
+		fits = true
 		better := best == nil || (best.later && !d.later) || (best.later == d.later && ram > bestRAM)
 		if better && e.inflight[d.host]+others[d.host] < e.cfg.Concurrency.MigrationsPerDestination {
 			best, bestRAM = d, ram
 		}
 	}
 	switch {
-	case best != nil && best.later && fitsNow:
-		return "", false // a host it need not leave again is at its cap: waiting for it costs less than a second move
 	case best != nil:
 		e.sent[best.host] = append(e.sent[best.host], sentVM{at: e.now(), ramMB: vm.RAMMB, vcpus: float64(vm.VCPUs)})
 		return best.host, true

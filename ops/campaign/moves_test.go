@@ -18,7 +18,7 @@ import (
 func TestACampaignsVMsSkipItsLaterNodes(t *testing.T) {
 	c := simtest.NewCluster(t, 100)
 	c.Cfg.Concurrency.Nodes = 2
-	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerDestination = 2, 1 // drainctl picks
+	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerDestination = 2, 2 // drainctl picks
 	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
 	c.World.AddServer("filler", c2, sim.Flavor{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 8, DiskGB: 80})
 	e := c.Engine("tester@a", nil)
