@@ -256,6 +256,8 @@ type PolicyConfig struct {
 	// RespectLocks: a locked VM stays where it is, a blocker. false (the default): it moves as
 	// Nova lets an admin move a locked server, the lock kept.
 	RespectLocks bool `toml:"respect_locks"`
+	// Maintenance: the VMs' policies where their metadata names none (model/vmpolicy.go).
+	Maintenance MaintenanceConfig `toml:"maintenance"`
 }
 
 // DefaultConfig returns the configuration used when no file says otherwise.
@@ -405,6 +407,9 @@ func (c Config) Validate() error {
 	}
 	if sd := c.ScaleDown; sd.PodCost < 0 || sd.VMGiBCost < 0 || sd.CPUPointCost < 0 || sd.CPUAllocationRatio <= 0 {
 		return &FieldError{"scale_down", "costs must not be negative and cpu_allocation_ratio must be positive", ""}
+	}
+	if err := c.Policy.Maintenance.validate(); err != nil {
+		return err
 	}
 	if c.Policy.MigrationAttempts < 1 {
 		return &FieldError{"policy.migration_attempts", fmt.Sprintf("must be at least 1, got %d", c.Policy.MigrationAttempts), ""}

@@ -23,6 +23,8 @@ const (
 	VMStopped        ReasonCode = "VMStopped"        // SHUTOFF and policy.move_stopped = false
 	VMPinned         ReasonCode = "VMPinned"         // running, tied to its host's hardware: cannot live-migrate
 	VMSkipped        ReasonCode = "VMSkipped"        // --skip-vm: left where it is, the node is not empty
+	VMAsksToStay     ReasonCode = "VMAsksToStay"     // its maintenance policy keeps it on the node (stays, restart-in-place)
+	VMPolicyUnknown  ReasonCode = "VMPolicyUnknown"  // its maintenance policy is none drainctl knows
 	VMUnmovable      ReasonCode = "VMUnmovable"      // a state Nova moves neither live nor cold (SUSPENDED, SHELVED, RESCUE)
 	Downtime         ReasonCode = "Downtime"         // a running VM moved cold: stopped, moved, started again
 	VMAwaitsConfirm  ReasonCode = "VMAwaitsConfirm"  // VERIFY_RESIZE: someone's cold migration waits for confirm or revert

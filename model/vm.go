@@ -37,6 +37,15 @@ type VM struct {
 	VolumeBacked bool `json:"volumeBacked,omitempty"`
 	// Disk is what a rebuild elsewhere does to its disk: set in a recovery's plan.
 	Disk string `json:"disk,omitempty"`
+	// Image is the ID of the image it booted from ("" from a volume).
+	Image string `json:"image,omitempty"`
+	// PolicyAsked is its owner's policy as its metadata says it (VMPolicyKey), unchecked
+	// cluster text; "" when it says none.
+	PolicyAsked string `json:"policyAsked,omitempty"`
+	// Policy is how the plan treats it and PolicyFrom where that comes from (its metadata,
+	// a [policy.maintenance] key; "" for the built-in default, migrate): set in a plan.
+	Policy     VMPolicy `json:"policy,omitempty"`
+	PolicyFrom string   `json:"policyFrom,omitempty"`
 }
 
 // VMStatus is a server's status as Nova's API shows it. The engine names the ones it acts on

@@ -640,6 +640,55 @@ func TestActsAtOnceShareALeaseRead(t *testing.T) {
 	t.Logf("%d evictions, %d lease reads", evicted, reads)
 }
 
+// Each VM as its own policy asks (#42.1), read from its Nova metadata over HTTP: stays keeps
+// its node from being emptied, a blocker naming its owner's request, until --skip-vm leaves
+// it; stop-start moves a running VM cold (Nova stops, moves and starts it), and it runs again
+// elsewhere. The plan says each VM's policy and where it comes from.
+func TestEachVMAsItsPolicyAsks(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "stop-start")
+	c.World.SetMetadata("vm-b", model.VMPolicyKey, "stays")
+	e := c.Engine("tester@a", nil)
+	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	before := c.World.Stats().Mutations
+	_, _, err := run(t, e, model.OpEvacuate, c0, ro)
+	var refused *ops.RefusedError
+	if !errors.As(err, &refused) || len(refused.Reasons) != 1 || refused.Reasons[0].Code != model.VMAsksToStay || refused.Reasons[0].Object != "vm-b" ||
+		!strings.Contains(refused.Reasons[0].Message, "its metadata drainctl:maintenance") || refused.Reasons[0].Override != model.OverrideSkipVM {
+		t.Fatalf("want vm-b's own stays to refuse the node, got %v", err)
+	}
+	if c.World.Stats().Mutations != before {
+		t.Fatal("a refused plan changed Nova")
+	}
+
+	ro.Policy.SkipVMs = []string{"vm-b"}
+	p, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range p.VMs {
+		if want := map[string]model.VMPolicy{"vm-a": model.PolicyStopStart, "vm-b": model.PolicyStays}[vm.Name]; vm.Policy != want || vm.PolicyFrom != "its metadata drainctl:maintenance" {
+			t.Errorf("the plan shows %s's policy as %q from %q, want %q from its metadata", vm.Name, vm.Policy, vm.PolicyFrom, want)
+		}
+		if vm.Name == "vm-a" && vm.Method != model.MoveCold {
+			t.Errorf("vm-a (stop-start) is planned %s", vm.Method)
+		}
+	}
+	rec, _, err := run(t, e, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rec.Transcript(c.Px))
+	}
+	a, _ := c.World.ServerByName("vm-a")
+	b, _ := c.World.ServerByName("vm-b")
+	if a.Host == c0 || a.Status != "ACTIVE" || b.Host != c0 || b.Status != "ACTIVE" {
+		t.Errorf("vm-a %s on %s (want ACTIVE elsewhere), vm-b %s on %s (want ACTIVE on %s)", a.Status, a.Host, b.Status, b.Host, c0)
+	}
+	if len(c.World.MigrationStatuses(a.ID)) != 1 || len(c.World.MigrationStatuses(b.ID)) != 0 {
+		t.Errorf("migrations: vm-a %v, vm-b %v", c.World.MigrationStatuses(a.ID), c.World.MigrationStatuses(b.ID))
+	}
+}
+
 // withDiskLoss: the defaults, and a recovery may rebuild VMs from their image
 // (--accept-disk-loss), as the tests' image-backed VMs need.
 func withDiskLoss() policy.Options {

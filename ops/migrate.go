@@ -249,7 +249,9 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 // cold, followed) or leaves it; a recovery rebuilds it elsewhere or leaves it.
 func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
 	if !traitsOf(r.plan.Op).rebuilds {
-		return policy.VMMove(vm, r.ro.Policy)
+		o := r.ro.Policy
+		o.ByHand = traitsOf(r.plan.Op).oneVM
+		return policy.VMMove(vm, o)
 	}
 	method, reasons := policy.VMRecover(vm, r.e.cfg.Recover.SharedStorage, r.ro.Policy)
 	if method == model.MoveStays {

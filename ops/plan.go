@@ -91,6 +91,7 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 	for i, vm := range node.VMs {
 		method, r := policy.VMMove(vm, ro.Policy)
 		vm.Method = method
+		vm.Policy, vm.PolicyFrom = policy.VMPolicyOf(vm, ro.Policy)
 		p.VMs[i] = vm
 		methods[method]++
 		if r != nil {
@@ -229,7 +230,7 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 			if vm.ID != target && vm.Name != target {
 				continue
 			}
-			method, r := policy.VMMove(vm, policy.Options{MoveStopped: ro.Policy.MoveStopped, ColdMigrateRunning: ro.Policy.ColdMigrateRunning})
+			method, r := policy.VMMove(vm, policy.Options{MoveStopped: ro.Policy.MoveStopped, ColdMigrateRunning: ro.Policy.ColdMigrateRunning, ByHand: true})
 			vm.Method = method
 			p := model.Plan{Op: model.OpMigrate, Node: n.Name, Host: n.Host, VM: vm.Name, Target: ro.To, VMs: []model.VM{vm}}
 			if r != nil {

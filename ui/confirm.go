@@ -289,12 +289,13 @@ func overrideFlags(o policy.Options) []string {
 	return on
 }
 
-// vmMoves lists how each VM of the plan moves, when not every one moves live (the step's
-// detail says "live-migrate N VM(s)" then): "  vm-a  cold  8 GiB  SHUTOFF".
+// vmMoves lists how each VM of the plan moves, when not every one moves live by the default
+// policy (the step's detail says "live-migrate N VM(s)" then): "  vm-a  cold  8 GiB
+// SHUTOFF", and a policy not the default with where it comes from.
 func vmMoves(pl model.Plan, st *Styles, width int) string {
 	allLive := true
 	for _, vm := range pl.VMs {
-		allLive = allLive && (vm.Method == model.MoveLive || vm.Method == "")
+		allLive = allLive && (vm.Method == model.MoveLive || vm.Method == "") && ownPolicy(vm) == ""
 	}
 	if allLive {
 		return ""
@@ -317,6 +318,9 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 		if vm.Disk != "" {
 			line += ": " + vm.Disk
 		}
+		if own := ownPolicy(vm); own != "" {
+			line += " · " + own
+		}
 		b.WriteString(style.Render(truncate(line, width)) + "\n")
 	}
 	return b.String()
@@ -333,4 +337,13 @@ func skips(pd *pending) bool {
 		}
 	}
 	return false
+}
+
+// ownPolicy is a VM's maintenance policy and where it comes from when it is not the default
+// ("stop-start (its metadata drainctl:maintenance)"), else "". Its owner's word is cluster text.
+func ownPolicy(vm model.VM) string {
+	if vm.Policy == "" || vm.PolicyFrom == "" {
+		return ""
+	}
+	return text.Sprintf("policy %s (%s)", string(vm.Policy), vm.PolicyFrom)
 }

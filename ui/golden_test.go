@@ -50,6 +50,7 @@ func TestGoldenPanes(t *testing.T) {
 		"pods":                func(w, h int) Model { return press(command(withWhere(newModel(t, 3, w, h)), "pods"), "j", "j") },
 		"describe":            func(w, h int) Model { return press(withWhere(newModel(t, 3, w, h)), "j", "d") },
 		"confirm-vm-states":   func(w, h int) Model { return vmStatesConfirm(withWhere(newModel(t, 3, w, h))) },
+		"confirm-vm-policies": func(w, h int) Model { return vmPoliciesConfirm(withWhere(newModel(t, 3, w, h))) },
 		"operation-vm-states": func(w, h int) Model { return withWhere(vmStatesOperation(t, w, h)) },
 		"ask": func(w, h int) Model {
 			m := withWhere(opModel(t, w, h))
@@ -113,6 +114,34 @@ func vmStatesConfirm(m Model) Model {
 	for _, vm := range vmStates() {
 		method, r := policy.VMMove(vm, ro.Policy)
 		vm.Method = method
+		plan.VMs = append(plan.VMs, vm)
+		if r != nil {
+			plan.Reasons = append(plan.Reasons, *r)
+		}
+	}
+	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-1"}, ro: ro, batch: ops.Batch{Run: ro, Plans: []model.Plan{plan}}})
+	return next.(Model)
+}
+
+// vmPoliciesConfirm: a plan whose VMs carry their own maintenance policies (#42.1): one by
+// its owner's metadata (stop-start: moved cold), one by the operator's flavor table, one that
+// stays (a blocker), one whose owner wrote a policy that is none (a blocker, escaped), one by
+// the default.
+func vmPoliciesConfirm(m Model) Model {
+	ro := ops.RunOptions{Policy: policy.Options{MoveStopped: true, Maintenance: model.MaintenanceConfig{Flavors: map[string]model.VMPolicy{"m1.huge": model.PolicyStopStart}}}}
+	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", Host: "compute-1",
+		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "move 5 VM(s): 1 live, 2 cold, 2 stay"}}}
+	for i, vm := range []model.VM{
+		{Name: "build-cache", Status: "ACTIVE", RAMMB: 8192, PolicyAsked: "stop-start"},
+		{Name: "analytics-big", Status: "ACTIVE", RAMMB: 65536, Flavor: "m1.huge"},
+		{Name: "ledger-db", Status: "ACTIVE", RAMMB: 16384, PolicyAsked: "stays"},
+		{Name: "odd-one", Status: "ACTIVE", RAMMB: 2048, PolicyAsked: "reboot\x1b[31m"},
+		{Name: "web-1", Status: "ACTIVE", RAMMB: 4096},
+	} {
+		vm.ID = fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i)
+		method, r := policy.VMMove(vm, ro.Policy)
+		vm.Method = method
+		vm.Policy, vm.PolicyFrom = policy.VMPolicyOf(vm, ro.Policy)
 		plan.VMs = append(plan.VMs, vm)
 		if r != nil {
 			plan.Reasons = append(plan.Reasons, *r)

@@ -40,6 +40,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:1:1: drain.order[1].selector a rule needs a selector or a namespace; e.g. selector = "app=ingress", order = 10`},
 		{"bad protected selector", "[policy]\nprotected_pods = [\"a b\"]\n",
 			`config.toml:2:1: policy.protected_pods bad selector "a b": unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt; use the kubectl form, e.g. "app=db" or "tier in (db, cache)"`},
+		{"unknown VM policy", "[policy.maintenance]\ndefault = \"migrate\"\nflavors = { \"m1.huge\" = \"reboot\" }\n",
+			`config.toml:3:1: policy.maintenance.flavors unknown policy "reboot" for "m1.huge"; use one of migrate, stop-start, restart-in-place, stays`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {

@@ -2,6 +2,7 @@ package nova
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -350,6 +351,13 @@ func (s wireServer) model() model.VM {
 	vm.Pinned = pinning(s.Flavor.ExtraSpecs)
 	vm.Zone = s.Zone
 	vm.VolumeBacked = string(s.Image) == `""`
+	var image struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(s.Image, &image) == nil {
+		vm.Image = image.ID
+	}
+	vm.PolicyAsked = s.Metadata[model.VMPolicyKey]
 	return vm
 }
 

@@ -132,6 +132,8 @@ type wireServer struct {
 	Image json.RawMessage `json:"image"`
 	// Updated is Nova's updated_at: the mark of an incremental read (changes-since).
 	Updated string `json:"updated"`
+	// Metadata is the server's key/value metadata, its owner's to set (drainctl:maintenance).
+	Metadata map[string]string `json:"metadata"`
 }
 
 type serversPage struct {

@@ -30,6 +30,11 @@ type Options struct {
 	// RespectLocks: a locked VM stays ([policy] respect_locks); by default it moves as an
 	// admin may move it, the lock kept.
 	RespectLocks bool
+	// Maintenance: the VMs' own policies where their metadata names none ([policy.maintenance]).
+	Maintenance model.MaintenanceConfig
+	// ByHand: one VM an operator moves by itself (migrate): its maintenance policy is about
+	// its host's maintenance, and does not apply.
+	ByHand bool
 	// NotAdmin: the Nova credentials are no admin's, so Nova refuses to move a locked server
 	// (the engine sets it from the token's roles).
 	NotAdmin bool
@@ -220,6 +225,9 @@ func PDBReason(p model.Pod, pdbs map[string]model.PDB, o Options) *model.Reason 
 // planned, and a Downtime note when a running VM is moved cold.
 func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	method, r := vmMove(vm, o)
+	if (method == model.MoveLive || method == model.MoveCold) && !o.ByHand { // it would move: as its own policy asks
+		method, r = asItsPolicy(vm, o, method, r)
+	}
 	if o.SkipVM(vm) && method != model.MoveStays { // left knowingly although it could move
 		return model.MoveStays, &model.Reason{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideSkipVM,
 			Message: fmt.Sprintf("left on the node as asked (skipped): it would move %s", method)}
@@ -328,7 +336,8 @@ func (o Options) SkipVM(vm model.VM) bool {
 // switches, selectors and drain rules. The command line's overrides go on top.
 func FromConfig(cfg model.Config) (Options, error) {
 	c := cfg.Policy
-	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData, MoveStopped: c.MoveStopped, RespectLocks: c.RespectLocks}
+	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData, MoveStopped: c.MoveStopped, RespectLocks: c.RespectLocks,
+		Maintenance: c.Maintenance}
 	var err error
 	if o.ProtectedPods, err = ParseSelectors("policy.protected_pods", c.ProtectedPods); err != nil {
 		return o, err
@@ -345,4 +354,49 @@ func FromConfig(cfg model.Config) (Options, error) {
 	}
 	o.DrainRules, err = ParseDrainRules(cfg.Drain)
 	return o, err
+}
+
+// VMPolicyOf is the VM's own maintenance policy and where it comes from: its owner's metadata
+// (drainctl:maintenance), else the operator's [policy.maintenance], else migrate (from "").
+func VMPolicyOf(vm model.VM, o Options) (model.VMPolicy, string) {
+	if vm.PolicyAsked != "" {
+		return model.VMPolicy(vm.PolicyAsked), "its metadata " + model.VMPolicyKey
+	}
+	return o.Maintenance.Of(vm)
+}
+
+// asItsPolicy is a movable VM's move as its policy asks: migrate keeps the move its state
+// chose; stop-start moves it cold (Nova stops it, moves it and starts it again); stays and
+// restart-in-place keep it on the node, a blocker its owner's request names (--skip-vm leaves
+// it knowingly); a policy that is none of them is a blocker that says so.
+func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reason) (model.MoveMethod, *model.Reason) {
+	p, from := VMPolicyOf(vm, o)
+	block := func(code model.ReasonCode, format string, a ...any) (model.MoveMethod, *model.Reason) {
+		r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Override: model.OverrideSkipVM,
+			Message: fmt.Sprintf(format, a...)}
+		switch {
+		case o.SkipVM(vm):
+			r.Code, r.Severity, r.Override, r.By = model.VMSkipped, model.Notes, "", model.OverrideSkipVM
+			r.Message = "left on the node as asked (skipped): " + r.Message
+		case o.Force:
+			r.Severity = model.Notes // --force: the VM is left where it is and the node will not be empty
+		}
+		return model.MoveStays, r
+	}
+	switch p {
+	case model.PolicyMigrate:
+		return method, r
+	case model.PolicyStopStart:
+		if method == model.MoveCold && vm.Status != model.VMActive {
+			return method, r // stopped already: a cold move is what it asks
+		}
+		return model.MoveCold, &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+			Message: fmt.Sprintf("stop-start (%s): stopped, moved cold and started again rather than live-migrated (%s)", from, memory(vm))}
+	case model.PolicyStays:
+		return block(model.VMAsksToStay, "asks not to be moved (stays, %s): leave it on the node knowingly, or its owner changes the policy", from)
+	case model.PolicyRestartInPlace:
+		return block(model.VMAsksToStay, "asks to be restarted in place (restart-in-place, %s), which drainctl does not do yet: leave it running on the node knowingly", from)
+	}
+	return block(model.VMPolicyUnknown, "its maintenance policy %q (%s) is none of %s: its owner sets one of them (openstack server set --property %s=migrate)",
+		string(p), from, model.VMPolicyNames(), model.VMPolicyKey)
 }

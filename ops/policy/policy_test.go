@@ -147,6 +147,52 @@ func worker(name string, ready, schedulable bool, roles ...string) model.Node {
 	return model.Node{Name: name, Kube: &model.KubeNode{Name: name, Ready: ready, Schedulable: schedulable, Roles: roles, Labels: map[string]string{"zone": "a"}}}
 }
 
+// A VM's own maintenance policy (#42.1): its owner's metadata first, then the operator's
+// [policy.maintenance] by flavor, image, project, then the default; what each does to the move
+// its state chose; and a VM an operator moves by hand is moved as asked.
+func TestVMPolicy(t *testing.T) {
+	byConfig := Options{MoveStopped: true, Maintenance: model.MaintenanceConfig{
+		Flavors: map[string]model.VMPolicy{"m1.huge": model.PolicyStopStart}, Images: map[string]model.VMPolicy{"img-db": model.PolicyStays},
+		Projects: map[string]model.VMPolicy{"prj-batch": model.PolicyStopStart}, Default: model.PolicyMigrate}}
+	for _, tc := range []struct {
+		vm     model.VM
+		o      Options
+		method model.MoveMethod
+		code   model.ReasonCode
+		sev    model.Severity
+		policy model.VMPolicy
+		from   string
+	}{
+		{model.VM{Name: "a", Status: "ACTIVE"}, Options{}, model.MoveLive, "", "", model.PolicyMigrate, ""},
+		{model.VM{Name: "b", Status: "ACTIVE", PolicyAsked: "stop-start"}, Options{}, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "c", Status: "SHUTOFF", PolicyAsked: "stop-start"}, byConfig, model.MoveCold, "", "", model.PolicyStopStart, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "d", Status: "ACTIVE", PolicyAsked: "stays"}, Options{}, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "d", Status: "ACTIVE", PolicyAsked: "stays"}, Options{SkipVMs: []string{"d"}}, model.MoveStays, model.VMSkipped, model.Notes, model.PolicyStays, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e", Status: "ACTIVE", PolicyAsked: "restart-in-place"}, Options{}, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "f", Status: "ACTIVE", PolicyAsked: "evacuate\x1b[2J"}, Options{}, model.MoveStays, model.VMPolicyUnknown, model.Blocks, "evacuate\x1b[2J", "its metadata drainctl:maintenance"},
+		{model.VM{Name: "g", Status: "ACTIVE", Flavor: "m1.huge", Image: "img-db"}, byConfig, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "policy.maintenance.flavors"},
+		{model.VM{Name: "h", Status: "ACTIVE", Image: "img-db", ProjectID: "prj-batch"}, byConfig, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "policy.maintenance.images"},
+		{model.VM{Name: "i", Status: "ACTIVE", ProjectID: "prj-batch"}, byConfig, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "policy.maintenance.projects"},
+		{model.VM{Name: "j", Status: "ACTIVE", ProjectID: "other"}, byConfig, model.MoveLive, "", "", model.PolicyMigrate, "policy.maintenance.default"},
+		{model.VM{Name: "k", Status: "ACTIVE", PolicyAsked: "migrate", Flavor: "m1.huge"}, byConfig, model.MoveLive, "", "", model.PolicyMigrate, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "l", Status: "ACTIVE", PolicyAsked: "stays"}, Options{ByHand: true}, model.MoveLive, "", "", model.PolicyStays, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "m", Status: "ERROR", PolicyAsked: "stop-start"}, Options{}, model.MoveStays, model.VMError, model.Blocks, model.PolicyStopStart, "its metadata drainctl:maintenance"},
+	} {
+		m, r := VMMove(tc.vm, tc.o)
+		code, sev := model.ReasonCode(""), model.Severity("")
+		if r != nil {
+			code, sev = r.Code, r.Severity
+		}
+		p, from := VMPolicyOf(tc.vm, tc.o)
+		if m != tc.method || code != tc.code || sev != tc.sev || p != tc.policy || from != tc.from {
+			t.Errorf("%s: %s %s %s, policy %s from %q; want %s %s %s, %s from %q", tc.vm.Name, m, code, sev, p, from, tc.method, tc.code, tc.sev, tc.policy, tc.from)
+		}
+		if r != nil && (r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown) && (r.Override != model.OverrideSkipVM || !strings.Contains(r.Message, from)) {
+			t.Errorf("%s: the blocker names neither its remedy nor where its policy comes from: %+v", tc.vm.Name, r)
+		}
+	}
+}
+
 func TestNodeReasons(t *testing.T) {
 	inv := model.Inventory{Nodes: []model.Node{worker("cp", true, true, "control-plane"), worker("w1", true, true), worker("w2", true, true), worker("w3", false, true)}}
 	codes := func(rs []model.Reason) (out []model.ReasonCode) {

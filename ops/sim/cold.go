@@ -160,6 +160,21 @@ func (w *World) Break(name, fault string) {
 // Lock locks a server (openstack server lock): Nova refuses actions on it.
 func (w *World) Lock(name string) { w.setState(name, func(s *VM) { s.Locked = true }) }
 
+// SetMetadata sets a key of a server's metadata as its owner would (openstack server set
+// --property key=value); an empty value removes it.
+func (w *World) SetMetadata(name, key, value string) {
+	w.setState(name, func(s *VM) {
+		if s.Metadata == nil {
+			s.Metadata = map[string]string{}
+		}
+		if value == "" {
+			delete(s.Metadata, key)
+			return
+		}
+		s.Metadata[key] = value
+	})
+}
+
 func (w *World) setState(name string, f func(*VM)) {
 	w.Update(func(_ map[string]*Host, servers map[string]*VM) {
 		for _, s := range servers {

@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 )
@@ -45,7 +46,7 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 		"created": s.Created.UTC().Format(time.RFC3339), "description": nil, "flavor": flavor,
 		"hostId": "198079a0853eafad4b0dfb53c43fcb02c98090562e912589dc082afd", "host_status": hostStatus,
 		"image": map[string]any{"id": "11111111-2222-3333-4444-555555555555"}, "key_name": nil,
-		"metadata": map[string]any{}, "os-extended-volumes:volumes_attached": []any{}, "progress": 0,
+		"metadata": metadataJSON(s.Metadata), "os-extended-volumes:volumes_attached": []any{}, "progress": 0,
 		"status": s.Status, "tags": []any{}, "tenant_id": s.ProjectID,
 		"trusted_image_certificates": nil, "updated": s.Updated.UTC().Format(time.RFC3339), "user_id": s.UserID,
 	} {
@@ -294,4 +295,12 @@ func changesSince(v string) (time.Time, novaFault) {
 		}
 	}
 	return time.Time{}, faultf("Invalid input for query parameters changes-since. Value: %s. '%s' is not a 'date-time'", v, v)
+}
+
+// metadataJSON is a server's metadata as Nova shows it: {} when it has none.
+func metadataJSON(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(m) // encoded after the world's lock is let go
 }

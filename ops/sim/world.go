@@ -51,6 +51,8 @@ type VM struct {
 	Fault string
 	// VolumeBacked: booted from a volume; Nova shows its image as "".
 	VolumeBacked bool
+	// Metadata is the server's metadata, its owner's to set.
+	Metadata map[string]string
 }
 
 // Flavor is a server's flavor as embedded in the server (2.47+).

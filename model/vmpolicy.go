@@ -1,0 +1,94 @@
+package model
+
+import (
+	"strconv"
+	"strings"
+)
+
+// A VM's own maintenance policy: how it asks to be treated when its host is emptied. Its
+// owner sets it in the server's Nova metadata (VMPolicyKey); else the operator's [policy.
+// maintenance] says, by flavor, image or project; else it is migrate.
+
+// VMPolicy is one of the policies.
+type VMPolicy string
+
+// The policies.
+const (
+	PolicyMigrate        VMPolicy = "migrate"          // live when running, cold when stopped (the default)
+	PolicyStopStart      VMPolicy = "stop-start"       // stopped, moved cold, started: a clean restart rather than a long live migration
+	PolicyRestartInPlace VMPolicy = "restart-in-place" // stopped before the node's step, started on the same host once it returns
+	PolicyStays          VMPolicy = "stays"            // its owner asks that it not be moved
+)
+
+// VMPolicies are the policies, in the order they are listed to a person.
+var VMPolicies = []VMPolicy{PolicyMigrate, PolicyStopStart, PolicyRestartInPlace, PolicyStays}
+
+// VMPolicyKey is the Nova metadata key a VM's owner sets its policy with.
+const VMPolicyKey = "drainctl:maintenance"
+
+// Known reports whether p is one of the policies.
+func (p VMPolicy) Known() bool {
+	for _, k := range VMPolicies {
+		if p == k {
+			return true
+		}
+	}
+	return false
+}
+
+// VMPolicyNames lists the policies for a message: "migrate, stop-start, …".
+func VMPolicyNames() string {
+	names := make([]string, len(VMPolicies))
+	for i, p := range VMPolicies {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+// MaintenanceConfig is [policy.maintenance]: the operator's policies for the VMs whose
+// metadata names none, by flavor (name), image (ID) or project (ID), in that order, else Default.
+type MaintenanceConfig struct {
+	Default  VMPolicy            `toml:"default"`
+	Flavors  map[string]VMPolicy `toml:"flavors"`
+	Images   map[string]VMPolicy `toml:"images"`
+	Projects map[string]VMPolicy `toml:"projects"`
+}
+
+// Of is the operator's policy for vm and where it comes from ("policy.maintenance.flavors" …;
+// "" with PolicyMigrate when nothing names one).
+func (c MaintenanceConfig) Of(vm VM) (VMPolicy, string) {
+	for _, by := range []struct {
+		table map[string]VMPolicy
+		key   string
+		from  string
+	}{{c.Flavors, vm.Flavor, "policy.maintenance.flavors"}, {c.Images, vm.Image, "policy.maintenance.images"}, {c.Projects, vm.ProjectID, "policy.maintenance.projects"}} {
+		if p, ok := by.table[by.key]; ok && by.key != "" {
+			return p, by.from
+		}
+	}
+	if c.Default != "" {
+		return c.Default, "policy.maintenance.default"
+	}
+	return PolicyMigrate, ""
+}
+
+// validate refuses a policy that is none of the policies, naming where it is set.
+func (c MaintenanceConfig) validate() error {
+	bad := func(key string, p VMPolicy) error {
+		return &FieldError{key, "unknown policy " + strconv.Quote(string(p)), "use one of " + VMPolicyNames()}
+	}
+	if c.Default != "" && !c.Default.Known() {
+		return bad("policy.maintenance.default", c.Default)
+	}
+	for _, t := range []struct {
+		key   string
+		table map[string]VMPolicy
+	}{{"policy.maintenance.flavors", c.Flavors}, {"policy.maintenance.images", c.Images}, {"policy.maintenance.projects", c.Projects}} {
+		for name, p := range t.table {
+			if !p.Known() {
+				return &FieldError{t.key, "unknown policy " + strconv.Quote(string(p)) + " for " + strconv.Quote(name), "use one of " + VMPolicyNames()}
+			}
+		}
+	}
+	return nil
+}
