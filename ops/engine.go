@@ -141,7 +141,7 @@ type RunOptions struct {
 	FromCache bool
 	// ByHost: plan on the node's host read afresh, by itself, on the last whole read of Nova
 	// (at most wholeReadEvery old) with the hosts this process moved VMs to read again
-	// (Inventory.ReadHosts): a campaign's plans, many a minute, cost bytes by the node, not by
+	// (Inventory.ReadNodes): a campaign's plans, many a minute, cost bytes by the node, not by
 	// the cloud. A host another actor added or changed elsewhere is seen at the next whole read.
 	ByHost bool
 	// Recover: the machine is proven off by FenceCmd exiting 0 ({node}: the node's name),

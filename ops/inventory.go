@@ -70,12 +70,12 @@ func (i *Inventory) Read(ctx context.Context) (model.Inventory, error) {
 // change on a host that is neither the node's own nor one of this process's destinations.
 const wholeReadEvery = 5 * time.Minute
 
-// ReadHosts is Read for a plan on some hosts: those hosts read afresh, each by itself, on
+// ReadNodes is Read for a plan on some nodes: their hosts read afresh, each by itself, on
 // the last whole read, with the hosts this process moved VMs to since they were last read.
 // A campaign's plans so cost bytes by the node, not by the fleet: twenty nodes in flight in a
 // cloud of 5,000 hosts no longer read 5,000 hypervisors a plan. The whole read is made again
 // when none is younger than wholeReadEvery, or when Nova cannot be read by host.
-func (i *Inventory) ReadHosts(ctx context.Context, hosts ...string) (model.Inventory, error) {
+func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inventory, error) {
 	if i.nova == nil {
 		return i.Read(ctx)
 	}
@@ -91,7 +91,7 @@ func (i *Inventory) ReadHosts(ctx context.Context, hosts ...string) (model.Inven
 		want[h.Host] = h.ID // only a host some hypervisor stands for can be read by itself
 	}
 	read := map[string]string{}
-	for _, h := range hosts {
+	for h := range i.HostsOf(nodes) {
 		id, ok := want[h]
 		if !ok { // a host the whole read did not know (new since?): read the cloud
 			return i.Read(ctx)
@@ -184,17 +184,6 @@ func (i *Inventory) readBegan(host string) time.Time {
 		return t
 	}
 	return i.wholeBegan
-}
-
-// HostOf is the compute host of a node (by its name; a compute host's own name stands for
-// itself), as the mapping has it.
-func (i *Inventory) HostOf(node string) string {
-	for _, n := range i.kube.Nodes() {
-		if n.Name == node {
-			return i.mapper.Host(n)
-		}
-	}
-	return node
 }
 
 // lastRead is the last Nova read (one now when there has been none).

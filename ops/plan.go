@@ -19,7 +19,7 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 	case ro.FromCache:
 		read = e.inv.Rejoin
 	case ro.ByHost && !traitsOf(op).readsWhole:
-		read = func(ctx context.Context) (model.Inventory, error) { return e.inv.ReadHosts(ctx, e.inv.HostOf(target)) }
+		read = func(ctx context.Context) (model.Inventory, error) { return e.inv.ReadNodes(ctx, target) }
 	}
 	inv, err := read(ctx)
 	if err != nil {

@@ -20,7 +20,7 @@ type opTraits struct {
 	// oneVM: it works the plan's one VM, not the node's.
 	oneVM bool
 	// readsWhole: it plans on a whole read of Nova, every host afresh, not on its node's
-	// host read afresh on the last whole read (Inventory.ReadHosts): its VM may be on any
+	// host read afresh on the last whole read (Inventory.ReadNodes): its VM may be on any
 	// host, or it rebuilds a dead host's VMs where every other host's state matters now.
 	readsWhole bool
 	// rebuilds: a dead host's VMs are rebuilt elsewhere (Nova's evacuate), judged by

@@ -182,7 +182,7 @@ func (h wireHypervisor) model(capacity bool) model.Hypervisor {
 // allocations (its Placement provider) and the live migrations from it. hypervisors maps
 // each host to its hypervisor's ID as a whole read gave it. What it costs depends on those
 // hosts, never on the cloud's size: a campaign's plan reads its own node so, on a whole read
-// shared by the fleet (ops.Inventory.ReadHosts). Below 2.53 (no with_servers on one
+// shared by the fleet (ops.Inventory.ReadNodes). Below 2.53 (no with_servers on one
 // hypervisor) it returns ErrWholeReadNeeded.
 func (c *Client) HostSnapshot(ctx context.Context, hypervisors map[string]string) (model.NovaSnapshot, error) {
 	if !c.atLeast("2.53") {

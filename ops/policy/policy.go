@@ -235,14 +235,15 @@ func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	return method, r
 }
 
-// staysFor is a VM left on the node for a reason: a blocker with its override, a note when
-// --skip-vm names it (left knowingly) or under --force (the node will not be empty).
-func staysFor(vm model.VM, o Options, code model.ReasonCode, override model.Override, format string, a ...any) (model.MoveMethod, *model.Reason) {
+// staysFor is a VM left where it is (on, "the node" or "the dead host") for a reason: a
+// blocker with its override, a note when --skip-vm names it (left knowingly) or under
+// --force (the node will not be empty).
+func staysFor(vm model.VM, o Options, on string, code model.ReasonCode, override model.Override, format string, a ...any) (model.MoveMethod, *model.Reason) {
 	r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: fmt.Sprintf(format, a...), Override: override}
 	switch {
 	case o.SkipVM(vm):
 		r.Code, r.Severity, r.Override, r.By = model.VMSkipped, model.Notes, "", model.OverrideSkipVM
-		r.Message = "left on the node as asked (skipped): " + r.Message
+		r.Message = "left on " + on + " as asked (skipped): " + r.Message
 	case o.Force:
 		r.Severity = model.Notes
 	}
@@ -251,7 +252,7 @@ func staysFor(vm model.VM, o Options, code model.ReasonCode, override model.Over
 
 func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	stays := func(code model.ReasonCode, override model.Override, format string, a ...any) (model.MoveMethod, *model.Reason) {
-		return staysFor(vm, o, code, override, format, a...)
+		return staysFor(vm, o, "the node", code, override, format, a...)
 	}
 	skip := model.OverrideSkipVM
 	switch {
@@ -378,7 +379,7 @@ func VMPolicyOf(vm model.VM, o Options) (model.VMPolicy, string) {
 func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reason) (model.MoveMethod, *model.Reason) {
 	p, from := VMPolicyOf(vm, o)
 	block := func(code model.ReasonCode, format string, a ...any) (model.MoveMethod, *model.Reason) {
-		return staysFor(vm, o, code, model.OverrideSkipVM, format, a...)
+		return staysFor(vm, o, "the node", code, model.OverrideSkipVM, format, a...)
 	}
 	switch p {
 	case model.PolicyMigrate:

@@ -25,15 +25,8 @@ const (
 // and what becomes of its disk (a loss is a LostForGood note).
 func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []model.Reason) {
 	stays := func(format string, a ...any) (model.MoveMethod, []model.Reason) {
-		r := model.Reason{Code: model.NotRecovered, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: fmt.Sprintf(format, a...), Override: model.OverrideSkipVM}
-		switch {
-		case o.SkipVM(vm):
-			r.Code, r.Severity, r.Override, r.By = model.VMSkipped, model.Notes, "", model.OverrideSkipVM
-			r.Message = "left on the dead host as asked (skipped): " + r.Message
-		case o.Force:
-			r.Severity = model.Notes
-		}
-		return model.MoveStays, []model.Reason{r}
+		m, r := staysFor(vm, o, "the dead host", model.NotRecovered, model.OverrideSkipVM, format, a...)
+		return m, []model.Reason{*r}
 	}
 	switch {
 	case vm.Status == model.VMRebuilding || vm.TaskState == "rebuilding" || vm.TaskState == "rebuild_spawning":
