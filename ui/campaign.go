@@ -408,8 +408,12 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		summary += " · eta " + text.Duration(eta)
 	}
 	b.WriteString(truncate(summary, width) + "\n")
-	if p.watching { // whose it is, and how fresh what is shown
-		b.WriteString(st.Muted.Render(truncate(text.Sprintf("run by %s · its record read %s", c.Holder, p.watchedAt.Format("15:04:05")), width)) + "\n")
+	if p.watching { // whose it is, and how fresh what is shown: a process killed mid-campaign leaves "running" behind
+		written := "never written"
+		if !c.Updated.IsZero() {
+			written = fmt.Sprintf("written %s ago (%s)", text.Duration(max(0, p.watchedAt.Sub(c.Updated))), c.Updated.Format("15:04:05"))
+		}
+		b.WriteString(st.Muted.Render(truncate(text.Sprintf("record %s, read %s · run by %s", written, p.watchedAt.Format("15:04:05"), c.Holder), width)) + "\n")
 	}
 	if !p.started && !p.watching {
 		b.WriteString(truncate(stepsLine(p.asked()), width) + "\n")

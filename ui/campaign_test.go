@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -217,6 +218,41 @@ func TestTUIWatchesACampaignRunElsewhere(t *testing.T) {
 	if l.m.screen == campaignScreen || !strings.Contains(l.m.status, "no campaign runs") {
 		t.Errorf(":campaign with none running: screen %v, status %q", l.m.screen, l.m.status)
 	}
+}
+
+// A campaign record is a claim: whoever may write the object wrote it, and a process killed
+// mid-campaign leaves "running" behind. :campaign shows a forged one escaped (its holder, its
+// nodes' names and errors), bounded to the screen however many nodes it lists (as many as a ConfigMap holds), and says when
+// it was last written, so a record hours old does not pass for a campaign running now.
+func TestTUIWatchedCampaignRecordIsAClaim(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	e := c.Engine("tui@here", nil)
+	written := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	forged := model.Campaign{Name: "forged", State: model.CampaignRunning, Holder: "evil\x1b[2J\x1b]0;pwned\a", Started: written, Updated: written}
+	for i := range 3000 {
+		forged.Nodes = append(forged.Nodes, model.CampaignNode{Name: fmt.Sprintf("n%04d\x1b[31m", i), Phase: model.PhaseEvacuating,
+			Error: "boom\x1b[2J" + strings.Repeat("x", 100)}) // a ConfigMap holds at most 1 MiB: about as much as one holds
+	}
+	data, err := json.Marshal(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Records().SaveRecord(kubetest.Ctx(t), "campaign-forged", data); err != nil {
+		t.Fatal(err)
+	}
+	l := newLive(t, c, e)
+	l.keys(":", "campaign", "enter")
+	v := l.m.View()
+	if l.m.screen != campaignScreen {
+		t.Fatalf(":campaign did not show the record: status %q", l.m.status)
+	}
+	if strings.ContainsAny(v, "\x1b\a") {
+		t.Errorf("the forged record reached the terminal unescaped:\n%q", v)
+	}
+	if !strings.Contains(v, "record written 3h00m ago ("+written.Format("15:04:05")+")") {
+		t.Errorf("the screen does not say the record is hours old:\n%s", v)
+	}
+	checkFits(t, v, 160, 45)
 }
 
 // BenchmarkWatchedCampaignFrame measures what the TUI does beside a 1,000-node campaign with

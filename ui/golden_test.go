@@ -351,7 +351,7 @@ func TestGoldenCampaign(t *testing.T) {
 func TestGoldenWatchedCampaign(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	c := model.Campaign{Name: "bench-1795681341", State: model.CampaignRunning, Parallel: 2, Holder: "drainctl/ops@bastion/4242-7ad559",
-		Started: at(-600), Nodes: []model.CampaignNode{
+		Started: at(-600), Updated: at(-40), Nodes: []model.CampaignNode{
 			{Name: "compute-0", Phase: model.PhaseDone, Started: at(-600), Finished: at(-300)},
 			{Name: "compute-1", Phase: model.PhaseDone, Started: at(-600), Finished: at(-240)},
 			{Name: "compute-2", Phase: model.PhaseEvacuating, Started: at(-240), Blocked: "PodDisruptionBudget shop/web-pdb allows no disruption"},
