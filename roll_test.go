@@ -567,3 +567,44 @@ func TestRollChecksEveryNodeBeforeItStarts(t *testing.T) {
 		t.Errorf("the skipped node was touched: %+v %v", k.Spec, k.Annotations)
 	}
 }
+
+// A campaign's return is proven by a canary ([return] canary): a node whose canary fails is
+// a failed node (--on-failure skip rolls it back), and its nova-compute stays disabled with
+// the canary's reason; a node whose canary boots is enabled once the canary is deleted.
+func TestRollReturnsANodeOnlyOnceItsCanaryBoots(t *testing.T) {
+	c := newRollCluster(t)
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	c.world.AddImage("img-canary")
+	c.world.AddFlavor("c1.tiny", sim.Flavor{Name: "c1.tiny", RAMMB: 256, VCPUs: 1, DiskGB: 1})
+	c.world.AddNetwork("net-canary")
+	cfg := "[timeouts]\npoll = \"100ms\"\n[return]\ncanary = true\ncanary_timeout = \"30s\"\nimage = \"img-canary\"\nflavor = \"c1.tiny\"\nnetwork = \"net-canary\"\n"
+	if err := os.WriteFile(filepath.Join(c.home, ".config", "drainctl", "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.world.ApplyFaultSpec("boot-error=" + c0); err != nil {
+		t.Fatal(err)
+	}
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, "--on-failure", "skip")
+	if r.code != 1 || !strings.Contains(r.stderr, "1 node(s) skipped (failed, rolled back): "+c0) || !strings.Contains(r.stderr, "Failed to allocate the network(s)") {
+		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
+	}
+	name := strings.Fields(r.stderr[strings.Index(r.stderr, "campaign "):])[1]
+	rec := c.campaign(t, strings.TrimSuffix(name, ":"))
+	if rec.Nodes[0].Phase != model.PhaseSkipped || !strings.Contains(rec.Nodes[0].Error, "not proven healthy") || rec.Nodes[1].Phase != model.PhaseDone {
+		t.Errorf("record: %+v", rec.Nodes)
+	}
+	if h, _ := c.world.Host(c0); h.Enabled || !strings.HasPrefix(h.DisabledReason, "drainctl: canary failed") {
+		t.Errorf("%s's nova-compute after its canary failed: enabled=%v %q", c0, h.Enabled, h.DisabledReason)
+	}
+	if h, _ := c.world.Host(c1); !h.Enabled {
+		t.Errorf("%s's canary passed but its nova-compute is disabled: %q", c1, h.DisabledReason)
+	}
+	for _, s := range c.world.Booted() {
+		if s.Status != "DELETED" {
+			t.Errorf("canary %s on %s left %s", s.Name, s.Host, s.Status)
+		}
+	}
+	if n := len(c.world.Booted()); n != 2 {
+		t.Errorf("%d canaries booted, want one a node", n)
+	}
+}

@@ -29,6 +29,41 @@ type Config struct {
 	Recover     RecoverConfig     `toml:"recover"`
 	Campaign    CampaignConfig    `toml:"roll"`
 	Notify      NotifyConfig      `toml:"notify"`
+	Return      ReturnConfig      `toml:"return"`
+}
+
+// ReturnConfig is the [return] table: what proves a host healthy before its nova-compute
+// takes tenants' VMs again (uncordon, a campaign's return).
+type ReturnConfig struct {
+	// Canary: a test server is booted on the host (while its service is still disabled),
+	// must be ACTIVE within CanaryTimeout with a non-empty console log, and is deleted;
+	// only then is the service enabled. Image, Flavor (IDs) and Network (a network ID) are
+	// what it boots with.
+	Canary        bool     `toml:"canary"`
+	CanaryTimeout Duration `toml:"canary_timeout"`
+	Image         string   `toml:"image"`
+	Flavor        string   `toml:"flavor"`
+	Network       string   `toml:"network"`
+}
+
+func (r ReturnConfig) validate() error {
+	if r.CanaryTimeout <= 0 {
+		return &FieldError{"return.canary_timeout", fmt.Sprintf("must be positive, got %q", r.CanaryTimeout), `the default is "5m"`}
+	}
+	if !r.Canary {
+		return nil
+	}
+	for _, k := range []struct{ key, v, what string }{
+		{"image", r.Image, "the ID of an image the canary boots from"},
+		{"flavor", r.Flavor, "the ID of a small flavor for the canary"},
+		{"network", r.Network, "the ID of a network the canary is attached to"},
+	} {
+		if strings.TrimSpace(k.v) == "" {
+			// Pointed at canary: the missing key has no line of its own.
+			return &FieldError{"return.canary", "is true but return." + k.key + " is not set", "set " + k.key + " to " + k.what + ", or set canary = false"}
+		}
+	}
+	return nil
 }
 
 // CampaignConfig is the [roll] table: a campaign's defaults (the flags override them).
@@ -299,6 +334,7 @@ func DefaultConfig() Config {
 		Campaign: CampaignConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
 			MigrationRateMiB: 500, MinHeadroomPercent: 10, GateTimeout: Duration(time.Minute), ExecTimeout: Duration(time.Hour),
 			ResumeWithin: Duration(24 * time.Hour), KeepRecords: Duration(7 * 24 * time.Hour)},
+		Return: ReturnConfig{CanaryTimeout: Duration(5 * time.Minute)},
 	}
 }
 
@@ -409,6 +445,9 @@ func (c Config) Validate() error {
 		return &FieldError{"scale_down", "costs must not be negative and cpu_allocation_ratio must be positive", ""}
 	}
 	if err := c.Policy.Maintenance.validate(); err != nil {
+		return err
+	}
+	if err := c.Return.validate(); err != nil {
 		return err
 	}
 	if c.Policy.MigrationAttempts < 1 {

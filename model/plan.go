@@ -33,6 +33,7 @@ const (
 	StepEvictCarriers  StepKind = "evict-carriers"  // then the pods that carried the VMs
 	StepVerify         StepKind = "verify"          // the node holds nothing that had to go
 	StepAbort          StepKind = "abort"           // abort migrations in progress
+	StepCanary         StepKind = "canary"          // a test server booted on the host, ACTIVE, its console written, deleted
 	StepEnableCompute  StepKind = "enable-compute"  // re-enable nova-compute if drainctl disabled it
 	StepUncordon       StepKind = "uncordon"        // remove the taint, schedulable again
 	StepRelease        StepKind = "release"         // give the lease back
@@ -60,12 +61,14 @@ type Step struct {
 
 // Plan is what an operation will do, reviewed before anything changes (--dry-run prints it).
 type Plan struct {
-	Op     OpKind `json:"op"`
-	Node   string `json:"node,omitempty"`
-	Host   string `json:"host,omitempty"` // the node's compute host, "" when it has none
-	VM     string `json:"vm,omitempty"`   // migrate: the VM
-	Target string `json:"target,omitempty"`
-	Steps  []Step `json:"steps"`
+	Op   OpKind `json:"op"`
+	Node string `json:"node,omitempty"`
+	Host string `json:"host,omitempty"` // the node's compute host, "" when it has none
+	// Provider is the host's Placement resource provider (its hypervisor's ID).
+	Provider string `json:"provider,omitempty"`
+	VM       string `json:"vm,omitempty"` // migrate: the VM
+	Target   string `json:"target,omitempty"`
+	Steps    []Step `json:"steps"`
 	// What the plan moves.
 	VMs      []VM     `json:"vms,omitempty"`
 	Pods     []Pod    `json:"pods,omitempty"`     // evicted in evict-pods

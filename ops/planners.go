@@ -49,6 +49,9 @@ func onNode(f func(e *Engine, ctx context.Context, n *nodePlan) error) planner {
 			return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", target), Hint: "the node list shows their names"}
 		}
 		p := model.Plan{Op: op, Node: node.Name, Host: node.Host}
+		if node.Hypervisor != nil {
+			p.Provider = node.Hypervisor.ID
+		}
 		n := &nodePlan{p: &p, inv: inv, node: node, ro: ro, leaving: map[string]bool{}}
 		for _, l := range ro.Leaving {
 			n.leaving[l] = true
@@ -125,6 +128,9 @@ func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 	k, node := n.node.Kube, n.node
 	e.planWayBack(n.p, node, n.ro)
 	enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !n.ro.ForceCompute)
+	if e.cfg.Return.Canary && e.nova != nil && !enableDone { // planned only where it proves something
+		n.step(model.StepCanary, false, fmt.Sprintf("boot a canary on %s, ACTIVE with a console log within %s, delete it", node.Host, e.cfg.Return.CanaryTimeout))
+	}
 	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
 	n.step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
 	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")

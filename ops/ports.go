@@ -140,7 +140,24 @@ type Nova interface {
 	EvacuationsFrom(ctx context.Context, host string) ([]model.Migration, error)
 	// RecentLiveMigrations are the newest n completed live migrations (the cloud's rate).
 	RecentLiveMigrations(ctx context.Context, n int) ([]model.Migration, error)
+	// A returning host's proof: BootOn boots a server on the host even while its service is
+	// disabled; ConsoleOutput is its console log's last lines; DeleteServer deletes it.
+	BootOn(ctx context.Context, host, zone string, spec BootSpec) (string, error)
+	ConsoleOutput(ctx context.Context, id string, lines int) (string, error)
+	DeleteServer(ctx context.Context, id string) error
+	// ProviderConsumers lists who holds an allocation on a Placement resource provider (a
+	// hypervisor's ID); ErrNoPlacement when Placement is not in the catalog.
+	ProviderConsumers(ctx context.Context, provider string) ([]string, error)
 }
+
+// BootSpec is what a server is booted with: IDs of its image, flavor and network.
+type BootSpec struct {
+	Name, Image, Flavor, Network string
+	Metadata                     map[string]string
+}
+
+// ErrNoPlacement: the cloud's catalog has no Placement, so its allocations cannot be read.
+var ErrNoPlacement = errors.New("no Placement endpoint in the catalog")
 
 // EvacuationsPendingError: Nova refuses to force a service up while evacuations from its
 // host are "done" but not "completed": the host's nova-compute has not restarted and

@@ -70,6 +70,8 @@ type runner struct {
 	keepers sync.WaitGroup        // the lease's renewal and cancel watch
 	cold    []ColdMove            // the cold moves this run asked for (under mu), journaled
 	proof   *model.FenceRecord    // recover: the fence this run proved or found for the outage
+	// canaryPassed: this run's canary proved the host; its service may be enabled.
+	canaryPassed bool
 }
 
 func (r *runner) run(ctx context.Context) error {

@@ -2,7 +2,9 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/drainctl/drainctl/model"
@@ -23,6 +25,7 @@ var steps = map[model.StepKind]stepFunc{
 	model.StepEvictCarriers:  func(r *runner, ctx context.Context) (string, error) { return r.evictStep(ctx, true) },
 	model.StepVerify:         (*runner).verify,
 	model.StepAbort:          (*runner).abort,
+	model.StepCanary:         (*runner).canary,
 	model.StepEnableCompute:  (*runner).enableCompute,
 	model.StepUncordon:       (*runner).uncordon,
 	model.StepRelease:        (*runner).release,
@@ -162,6 +165,8 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 		return "already enabled", nil
 	case !DisabledByDrainctl(svc) && !r.ro.ForceCompute:
 		return fmt.Sprintf("left disabled: someone else disabled it (%q); the force override re-enables it", svc.DisabledReason), nil
+	case canaryFailed(svc) && !r.canaryPassed && !r.ro.ForceCompute:
+		return fmt.Sprintf("left disabled: %s; uncordon runs the canary again (the force override enables it unproven)", svc.DisabledReason), nil
 	}
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err
@@ -213,6 +218,30 @@ func (r *runner) release(ctx context.Context) (string, error) {
 	return "journal cleared, lease released", nil
 }
 
+// placementHeld is the second proof that the host is empty: no consumer but the VMs left on
+// purpose holds an allocation on its Placement provider (Nova's servers list can miss a
+// server whose build or move is not recorded on the host yet; Placement's claim cannot).
+func (r *runner) placementHeld(ctx context.Context, staying map[string]bool) ([]string, error) {
+	if r.plan.Provider == "" {
+		return nil, nil
+	}
+	consumers, err := r.e.nova.ProviderConsumers(ctx, r.plan.Provider)
+	if errors.Is(err, ErrNoPlacement) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var held []string
+	for _, c := range consumers {
+		if !staying[c] {
+			held = append(held, "an allocation in Placement of consumer "+c+" (a server or a migration Nova does not list on "+r.plan.Host+")")
+		}
+	}
+	slices.Sort(held)
+	return held, nil
+}
+
 func (r *runner) nodeChanged(what string) {
 	r.emit(NewNodeChanged(r.e.now(), r.plan.Node, what))
 }
@@ -246,6 +275,13 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 			if !skipped[vm.ID] {
 				left = append(left, "VM "+vm.Name)
 			}
+		}
+		if len(left) == 0 {
+			held, err := r.placementHeld(ctx, skipped)
+			if err != nil {
+				return "", err
+			}
+			left = append(left, held...)
 		}
 	}
 	if traitsOf(p.Op).rebuilds { // a dead node's pods are Kubernetes' to delete

@@ -86,6 +86,16 @@ func demoRecovery(cfg model.Config) model.Config {
 	return cfg
 }
 
+// demoReturn is the demo's [return]: a canary proves each returning host, so a person sees
+// it, unless the configuration sets a canary of its own.
+func demoReturn(cfg model.Config) model.Config {
+	if !cfg.Return.Canary {
+		r := &cfg.Return
+		r.Canary, r.Image, r.Flavor, r.Network = true, sim.DemoCanaryImage, sim.DemoCanaryFlavor, sim.DemoCanaryNetwork
+	}
+	return cfg
+}
+
 // Connect builds the engine: the Kubernetes informers (synced) and, when configured,
 // an authenticated Nova client. OpenStack configured but unreachable is an error, never a
 // silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
@@ -111,6 +121,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		}
 		cs = demo.Kube.Clientset
 		demoStore = sim.NewMaintenances()
+		cfg = demoReturn(cfg)
 		env := envMap(demo.Nova.Env())
 		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
 	} else {

@@ -42,6 +42,10 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:2:1: policy.protected_pods bad selector "a b": unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt; use the kubectl form, e.g. "app=db" or "tier in (db, cache)"`},
 		{"unknown VM policy", "[policy.maintenance]\ndefault = \"migrate\"\nflavors = { \"m1.huge\" = \"reboot\" }\n",
 			`config.toml:3:1: policy.maintenance.flavors unknown policy "reboot" for "m1.huge"; use one of migrate, stop-start, restart-in-place, stays`},
+		{"canary without an image", "[return]\ncanary = true\nflavor = \"c1.tiny\"\nnetwork = \"net-1\"\n",
+			`config.toml:2:1: return.canary is true but return.image is not set; set image to the ID of an image the canary boots from, or set canary = false`},
+		{"canary timeout zero", "[return]\ncanary_timeout = \"0s\"\n",
+			`config.toml:2:1: return.canary_timeout must be positive, got "0s"; the default is "5m"`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {

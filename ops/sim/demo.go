@@ -42,6 +42,13 @@ type Demo struct {
 	Storage      []string
 }
 
+// The demo cloud's canary image (a CirrOS), flavor and network ([return] in the demo).
+const (
+	DemoCanaryImage   = "0d5ea7a1-c1a2-4c0e-9a7e-3f1c2b6d8e01"
+	DemoCanaryFlavor  = "c1.tiny"
+	DemoCanaryNetwork = "b1b2c3d4-0000-4000-8000-00000000000a"
+)
+
 // Close stops the servers and pending simulated work.
 func (d *Demo) Close() {
 	d.Kube.Stop()
@@ -227,6 +234,10 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 	// host without another one (the plan and the ranking count it).
 	w.AddServerGroup("erp-ha", "anti-affinity", "vm-0000", "analytics-big", "legacy-erp")
 	w.Break("build-old", "Failed to allocate the network(s), not rescheduling.")
+	// What a returning host's canary boots with ([return]; the demo turns the canary on).
+	w.AddImage(DemoCanaryImage)
+	w.AddFlavor(DemoCanaryFlavor, Flavor{Name: DemoCanaryFlavor, RAMMB: 256, VCPUs: 1, DiskGB: 1})
+	w.AddNetwork(DemoCanaryNetwork)
 	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
 		slow.DirtyBytesPerSec = 0.85 * float64(w.opts.BandwidthBytesPerSec) // converges, slowly
 		flaky.FailAt, flaky.FailOnce = "running", true

@@ -9,7 +9,8 @@ import (
 
 // FaultSpecHelp lists what --demo-fault accepts.
 const FaultSpecHelp = `latency=DURATION (every Nova call), migrate-500, migrate-409, services-503, ` +
-	`no-valid-host, compute-down=HOST, never-converge=VM, fail-migration=VM@PHASE (preparing or running)`
+	`no-valid-host, compute-down=HOST, never-converge=VM, fail-migration=VM@PHASE (preparing or running), ` +
+	`boot-error=HOST (a server booted there ends in ERROR), boot-hang=HOST (stays BUILD), console-silent=HOST (an empty console log)`
 
 // ApplyFaultSpec applies a comma-separated list of faults, as given to --demo-fault.
 func (w *World) ApplyFaultSpec(spec string) error {
@@ -37,11 +38,23 @@ func (w *World) ApplyFaultSpec(spec string) error {
 			w.InjectFault(Fault{Path: regexp.MustCompile(`^/os-services`), Status: 503, Message: "Service Unavailable"})
 		case "no-valid-host":
 			w.SetNoValidHost(true)
-		case "compute-down":
+		case "compute-down", "boot-error", "boot-hang", "console-silent":
 			found := false
 			w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
-				if h, ok := hosts[arg]; ok {
-					h.Up, found = false, true
+				h, ok := hosts[arg]
+				if !ok {
+					return
+				}
+				found = true
+				switch name {
+				case "compute-down":
+					h.Up = false
+				case "boot-error":
+					h.BootError = "Failed to allocate the network(s), not rescheduling."
+				case "boot-hang":
+					h.BootHangs = true
+				case "console-silent":
+					h.ConsoleSilent = true
 				}
 			})
 			if !found {

@@ -124,6 +124,7 @@ func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
 // advance applies every transition due up to now, in time order, so that a migration
 // queued behind another starts the moment the first one frees its slot.
 func (w *World) advance(now time.Time) {
+	w.advanceBuilds(now)
 	for {
 		var next *migration
 		var at time.Time

@@ -52,6 +52,9 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 	} {
 		out[k] = v
 	}
+	if s.Image != "" {
+		out["image"] = map[string]any{"id": s.Image}
+	}
 	if s.VolumeBacked {
 		out["image"] = "" // booted from a volume
 	}
@@ -147,6 +150,8 @@ func serverAction(c *call) (int, any) {
 		return revertResize(c, s)
 	case body["evacuate"] != nil:
 		return evacuate(c, s, body["evacuate"])
+	case body["os-getConsoleOutput"] != nil:
+		return consoleOutput(c, s, body["os-getConsoleOutput"])
 	}
 	raw, ok := body["os-migrateLive"]
 	if !ok {

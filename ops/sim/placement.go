@@ -194,8 +194,28 @@ func (w *World) allocations() *allocIndex {
 		}
 		add(s.Host, s.ID, s)
 	}
+	for host, byConsumer := range w.leaked {
+		for consumer, f := range byConsumer {
+			add(host, consumer, &VM{Flavor: f})
+		}
+	}
 	w.alloc = idx
 	return idx
+}
+
+// LeakAllocation leaves an allocation on host's provider that no server holds, as a move
+// Nova failed to clean up after does (an orphaned allocation, a consumer Nova does not list).
+func (w *World) LeakAllocation(host, consumer string, f Flavor) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.leaked == nil {
+		w.leaked = map[string]map[string]Flavor{}
+	}
+	if w.leaked[host] == nil {
+		w.leaked[host] = map[string]Flavor{}
+	}
+	w.leaked[host][consumer] = f
+	w.changes++
 }
 
 // providerGen is a provider's generation and the allocations it was last seen with.

@@ -41,6 +41,10 @@ func novaRules(pattern string, r *http.Request, action string) []string {
 		return rules
 	case "GET /servers/{id}":
 		return []string{"os_compute_api:servers:show"}
+	case "POST /servers":
+		return []string{"os_compute_api:servers:create"}
+	case "DELETE /servers/{id}":
+		return []string{"os_compute_api:servers:delete"}
 	case "POST /servers/{id}/action":
 		switch action {
 		case "os-migrateLive":
@@ -53,6 +57,8 @@ func novaRules(pattern string, r *http.Request, action string) []string {
 			return []string{"os_compute_api:servers:revert_resize"}
 		case "evacuate":
 			return []string{"os_compute_api:os-evacuate"}
+		case "os-getConsoleOutput":
+			return []string{"os_compute_api:os-console-output"}
 		}
 		return []string{"os_compute_api:servers:action:" + action}
 	case "GET /servers/{id}/migrations":

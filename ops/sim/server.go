@@ -149,6 +149,8 @@ func (s *Server) novaRoutes() http.Handler {
 	handle("GET /servers", listServers(false))
 	handle("GET /servers/detail", listServers(true))
 	handle("GET /servers/{id}", showServer)
+	handle("POST /servers", createServer)
+	handle("DELETE /servers/{id}", deleteServer)
 	handle("POST /servers/{id}/action", serverAction)
 	handle("GET /servers/{id}/migrations", listServerMigrations)
 	handle("GET /servers/{id}/migrations/{mid}", showServerMigration)

@@ -25,6 +25,7 @@ type Host struct {
 	DiskGB         int64
 	updated        time.Time
 	index          int // for integer ids below 2.53
+	bootFaults
 }
 
 // VM is a server (an instance) in Nova.
@@ -53,6 +54,9 @@ type VM struct {
 	VolumeBacked bool
 	// Metadata is the server's metadata, its owner's to set.
 	Metadata map[string]string
+	// Image is the image it booted from ("" : the world's one image).
+	Image    string
+	bootDone time.Time // BUILD → ACTIVE (boot.go)
 }
 
 // Flavor is a server's flavor as embedded in the server (2.47+).
@@ -140,6 +144,13 @@ type World struct {
 	byHypervisorID map[string]*Host // Placement's provider uuid -> host
 	groups         []*serverGroup
 	ports          []*port
+	// What a boot may use and what it made (boot.go).
+	flavors  map[string]Flavor
+	images   map[string]bool
+	networks map[string]bool
+	booted   []*VM
+	building []*VM
+	leaked   map[string]map[string]Flavor // orphaned allocations: host → consumer → size
 
 	tokens map[string]token
 	stats  Stats

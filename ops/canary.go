@@ -1,0 +1,188 @@
+package ops
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// A returning host is proven before its service takes tenants' VMs again ([return] canary):
+// a test server booted on it while its service is still disabled, ACTIVE within
+// canary_timeout, its console log written, deleted. A host whose kubelet is Ready and whose
+// nova-compute reports up can still fail to boot a VM (its network agent not started, a
+// broken libvirt); a canary finds that before a tenant's VM does.
+
+// CanaryName is the name of the canary booted on host.
+func CanaryName(host string) string { return "drainctl-canary-" + host }
+
+// CanaryFailedPrefix starts the disabled reason a failed canary leaves on the service: still
+// drainctl's (ReasonPrefix), but no step enables it until a canary passes or the force
+// override says so.
+const CanaryFailedPrefix = ReasonPrefix + "canary failed"
+
+// canaryFailed reports whether the service was left disabled by a failed canary.
+func canaryFailed(s model.ComputeService) bool {
+	return !s.Enabled && strings.HasPrefix(s.DisabledReason, CanaryFailedPrefix)
+}
+
+func (r *runner) canary(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	svc, ok, err := r.computeService(ctx)
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "no compute service", nil
+	case svc.Enabled:
+		return "nova-compute already enabled: nothing left to prove", nil
+	case !DisabledByDrainctl(svc) && !r.ro.ForceCompute:
+		return fmt.Sprintf("no canary: someone else disabled nova-compute (%q) and it stays disabled", svc.DisabledReason), nil
+	}
+	if k, _ := e.kube.Node(p.Node); !k.Ready {
+		return "", r.canaryFails(ctx, "node "+p.Node+" is NotReady: the host is not back")
+	}
+	if !svc.Up || svc.ForcedDown {
+		return "", r.canaryFails(ctx, "nova-compute on "+p.Host+" is down: the host cannot boot a server")
+	}
+	if err := r.stillHolder(ctx); err != nil {
+		return "", err
+	}
+	left := r.earlierCanaries(ctx)
+	cfg := e.cfg.Return
+	spec := BootSpec{Name: CanaryName(p.Host), Image: cfg.Image, Flavor: cfg.Flavor, Network: cfg.Network,
+		Metadata: map[string]string{"drainctl:canary": p.Node}}
+	id, err := e.nova.BootOn(ctx, p.Host, svc.Zone, spec)
+	if err != nil {
+		if refusedByNova(err) || statusOf(err) == 403 { // Nova refused the request itself: the config, not the host
+			return "", r.canaryFails(ctx, "Nova refused to boot it: "+err.Error())
+		}
+		return "", err
+	}
+	r.nodeChanged(fmt.Sprintf("canary %s booting on %s (server %s)", spec.Name, p.Host, id))
+	proven, why := r.watchCanary(ctx, id, cfg.CanaryTimeout.D())
+	// The canary goes whatever it proved, even when the run is interrupted.
+	if err := r.deleteCanary(context.WithoutCancel(ctx), id); err != nil {
+		why = strings.TrimPrefix(why+"; ", "; ") + err.Error()
+		proven = false
+	}
+	if ctx.Err() != nil {
+		return "", &Interrupted{Node: p.Node, Phase: "canary", Cause: context.Cause(ctx)}
+	}
+	if !proven {
+		return "", r.canaryFails(ctx, why)
+	}
+	r.canaryPassed = true
+	return "canary booted on " + p.Host + ", ACTIVE, console written, deleted" + left, nil
+}
+
+// watchCanary polls the canary until it is ACTIVE with a console log, or fails, or the
+// timeout passes; why says what it saw.
+func (r *runner) watchCanary(ctx context.Context, id string, timeout time.Duration) (bool, string) {
+	e := r.e
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := "not read yet"
+	for {
+		vm, err := e.nova.Server(ctx, id)
+		switch {
+		case err != nil:
+			last = "reading it: " + err.Error()
+		case vm.Status == model.VMBroken:
+			return false, fmt.Sprintf("it went to ERROR on %s: %s", vm.Host, cmp.Or(vm.Fault, "Nova gave no fault"))
+		case vm.Status != model.VMActive:
+			last = fmt.Sprintf("still %s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none"))
+		default:
+			out, err := e.nova.ConsoleOutput(ctx, id, 10)
+			switch {
+			case err != nil:
+				last = "ACTIVE; reading its console: " + err.Error()
+			case strings.TrimSpace(out) == "":
+				last = "ACTIVE, but its console log is empty: the guest did not boot"
+			default:
+				return true, ""
+			}
+		}
+		if !sleep(ctx, e.o.Poll) {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return false, fmt.Sprintf("not proven within return.canary_timeout (%s): %s", timeout, last)
+			}
+			return false, "interrupted: " + last
+		}
+	}
+}
+
+// deleteCanary deletes the canary and waits until Nova no longer shows it: a canary left on
+// the host would be a VM the next evacuation has to move.
+func (r *runner) deleteCanary(ctx context.Context, id string) error {
+	e := r.e
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Return.CanaryTimeout.D())
+	defer cancel()
+	if err := e.nova.DeleteServer(ctx, id); err != nil {
+		return fmt.Errorf("the canary (server %s) was not deleted: %w", id, err)
+	}
+	for {
+		_, err := e.nova.Server(ctx, id)
+		if statusOf(err) == 404 {
+			r.nodeChanged("canary " + id + " deleted")
+			return nil
+		}
+		if !sleep(ctx, e.o.Poll) {
+			return fmt.Errorf("the canary (server %s) is still shown after its delete: delete it by hand", id)
+		}
+	}
+}
+
+// earlierCanaries says which servers named as this host's canary are already on it: left
+// by a run killed mid-canary. drainctl deletes only the canary it booted itself.
+func (r *runner) earlierCanaries(ctx context.Context) string {
+	vms, err := r.e.nova.Servers(ctx, r.plan.Host)
+	if err != nil {
+		return ""
+	}
+	var ids []string
+	for _, vm := range vms {
+		if vm.Name == CanaryName(r.plan.Host) {
+			ids = append(ids, vm.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; left alone: server(s) %s named as a canary, not booted by this run (openstack server delete %s)",
+		strings.Join(ids, ", "), strings.Join(ids, " "))
+}
+
+// canaryFails leaves the service disabled, its reason saying why, and returns the error
+// that fails the node.
+func (r *runner) canaryFails(ctx context.Context, why string) error {
+	e, p := r.e, r.plan
+	reason := fmt.Sprintf("%s at %s: %s", CanaryFailedPrefix, e.now().UTC().Format(time.RFC3339), why)
+	if len(reason) > 255 { // Nova's disabled_reason column
+		cut := 252
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut] + "..."
+	}
+	err := fmt.Errorf("the host %s is not proven healthy, nova-compute stays disabled: %s", p.Host, why)
+	if _, serr := e.nova.SetServiceEnabled(context.WithoutCancel(ctx), p.Host, false, reason); serr != nil {
+		return fmt.Errorf("%w (its disabled reason not updated: %v)", err, serr)
+	}
+	r.nodeChanged("nova-compute left disabled: " + reason)
+	return err
+}
+
+// statusOf is the HTTP status an API error carries (0: none).
+func statusOf(err error) int {
+	var s interface{ HTTPStatus() int }
+	if errors.As(err, &s) {
+		return s.HTTPStatus()
+	}
+	return 0
+}

@@ -1,0 +1,247 @@
+package ops_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
+)
+
+const (
+	canaryImage   = "5b1e0f3c-7d0a-4c44-9f5e-2f8e8b0c1a01"
+	canaryFlavor  = "c1.tiny"
+	canaryNetwork = "b1b2c3d4-0000-4000-8000-00000000000a"
+)
+
+// canaryCluster is the test cluster with [return] canary on, and the image, flavor and
+// network it boots with known to the simulated Nova.
+func canaryCluster(t *testing.T, timeout time.Duration) *simtest.Cluster {
+	c := newCluster(t, 100)
+	c.World.AddImage(canaryImage)
+	c.World.AddFlavor(canaryFlavor, sim.Flavor{Name: canaryFlavor, RAMMB: 256, VCPUs: 1, DiskGB: 1})
+	c.World.AddNetwork(canaryNetwork)
+	c.Cfg.Return = model.ReturnConfig{Canary: true, CanaryTimeout: model.Duration(timeout), Image: canaryImage, Flavor: canaryFlavor, Network: canaryNetwork}
+	return c
+}
+
+// evacuated empties node (its pods forced) so its nova-compute is disabled by drainctl.
+func evacuated(t *testing.T, c *simtest.Cluster, e *ops.Engine, node string) {
+	t.Helper()
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	if rec, _, err := run(t, e, model.OpEvacuate, node, ro); err != nil {
+		t.Fatalf("evacuate %s: %v\n%s", node, err, rec.Transcript(c.Px))
+	}
+	if h, _ := c.World.Host(node); h.Enabled {
+		t.Fatalf("%s's nova-compute still enabled after its evacuation", node)
+	}
+}
+
+// canariesOn are the servers booted through the API on host.
+func canariesOn(c *simtest.Cluster, host string) []sim.VM {
+	var out []sim.VM
+	for _, s := range c.World.Booted() {
+		if s.Host == host {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A returning host's service is enabled only after a canary booted on it (while the service
+// is still disabled) is ACTIVE with a console log, and deleted.
+func TestAHostReturnsOnlyOnceProven(t *testing.T) {
+	c := canaryCluster(t, 20*time.Second)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	evacuated(t, c, e, c0)
+
+	p, err := e.Plan(t.Context(), model.OpUncordon, c0, ops.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, s := range p.Steps {
+		kinds = append(kinds, string(s.Kind))
+	}
+	if got := strings.Join(kinds, " "); !strings.Contains(got, "canary enable-compute uncordon") {
+		t.Fatalf("uncordon's steps are %s: the canary must come right before nova-compute is enabled", got)
+	}
+
+	rec, _, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{})
+	if err != nil {
+		t.Fatalf("uncordon: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	booted := canariesOn(c, c0)
+	if len(booted) != 1 || booted[0].Name != ops.CanaryName(c0) || booted[0].Status != "DELETED" || booted[0].Image != canaryImage {
+		t.Fatalf("want one canary booted on %s from the image and deleted, got %+v", c0, booted)
+	}
+	if h, _ := c.World.Host(c0); !h.Enabled {
+		t.Errorf("nova-compute not enabled after the canary passed: %+v", h)
+	}
+	var changes []string
+	for _, ev := range rec.Events() {
+		if nc, ok := ev.(ops.NodeChanged); ok {
+			changes = append(changes, nc.What)
+		}
+	}
+	tr := strings.Join(changes, "\n")
+	booting, deleted, enabled := strings.Index(tr, "canary "+ops.CanaryName(c0)+" booting"), strings.Index(tr, "deleted"), strings.Index(tr, "nova-compute enabled")
+	if booting < 0 || deleted < booting || enabled < deleted {
+		t.Errorf("want the canary booted, then deleted, then the service enabled:\n%s", tr)
+	}
+
+	// Uncordon again: the service is enabled, so nothing is booted.
+	if _, _, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.World.Booted()); n != 1 {
+		t.Errorf("a rerun booted another canary: %d booted", n)
+	}
+}
+
+// A canary that goes to ERROR leaves the service disabled with the reason, fails the
+// uncordon with what Nova said, and is deleted; once the host is mended, uncordon passes.
+// A rollback does not enable a host its canary failed.
+func TestAFailedCanaryLeavesTheServiceDisabled(t *testing.T) {
+	c := canaryCluster(t, 20*time.Second)
+	e := c.Engine("tester@a", nil)
+	c1 := c.Name("c1")
+	evacuated(t, c, e, c1)
+	if err := c.World.ApplyFaultSpec("boot-error=" + c1); err != nil {
+		t.Fatal(err)
+	}
+
+	rec, _, err := run(t, e, model.OpUncordon, c1, ops.RunOptions{})
+	if err == nil || !strings.Contains(err.Error(), "not proven healthy") || !strings.Contains(err.Error(), "Failed to allocate the network(s)") {
+		t.Fatalf("want the uncordon failed with Nova's fault, got %v\n%s", err, rec.Transcript(c.Px))
+	}
+	h, _ := c.World.Host(c1)
+	if h.Enabled || !strings.HasPrefix(h.DisabledReason, ops.CanaryFailedPrefix) || !strings.Contains(h.DisabledReason, "ERROR") {
+		t.Errorf("want nova-compute left disabled with the canary's reason, got enabled=%v %q", h.Enabled, h.DisabledReason)
+	}
+	if n := c.Node(c1); n.Schedulable {
+		t.Error("the node was uncordoned after its canary failed")
+	}
+	if b := canariesOn(c, c1); len(b) != 1 || b[0].Status != "DELETED" {
+		t.Errorf("the failed canary was not deleted: %+v", b)
+	}
+
+	// A rollback puts the node back but leaves a host its canary failed disabled.
+	if rec, _, err := run(t, e, model.OpRollback, c1, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Fatalf("rollback: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if h, _ := c.World.Host(c1); h.Enabled {
+		t.Error("a rollback enabled a host whose canary failed")
+	}
+
+	// Mended: uncordon proves it and enables it.
+	c.World.Update(func(hosts map[string]*sim.Host, _ map[string]*sim.VM) { hosts[c1].BootError = "" })
+	if rec, _, err := run(t, e, model.OpUncordon, c1, ops.RunOptions{}); err != nil {
+		t.Fatalf("uncordon of the mended host: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if h, _ := c.World.Host(c1); !h.Enabled {
+		t.Errorf("the mended host's canary passed but its service is %+v", h)
+	}
+}
+
+// A canary that never becomes ACTIVE, or whose console stays empty, fails within
+// canary_timeout; it is deleted either way.
+func TestACanaryThatNeverBootsTimesOut(t *testing.T) {
+	for _, fault := range []string{"boot-hang", "console-silent"} {
+		t.Run(fault, func(t *testing.T) {
+			c := canaryCluster(t, 1500*time.Millisecond)
+			e := c.Engine("tester@a", nil)
+			c2 := c.Name("c2")
+			evacuated(t, c, e, c2)
+			if err := c.World.ApplyFaultSpec(fault + "=" + c2); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := run(t, e, model.OpUncordon, c2, ops.RunOptions{})
+			want := map[string]string{"boot-hang": "still BUILD", "console-silent": "console log is empty"}[fault]
+			if err == nil || !strings.Contains(err.Error(), "return.canary_timeout (1.5s)") || !strings.Contains(err.Error(), want) {
+				t.Fatalf("want a timeout saying %q, got %v", want, err)
+			}
+			if h, _ := c.World.Host(c2); h.Enabled || !strings.HasPrefix(h.DisabledReason, ops.CanaryFailedPrefix) {
+				t.Errorf("nova-compute after a timed-out canary: %+v", h)
+			}
+			if b := canariesOn(c, c2); len(b) != 1 || b[0].Status != "DELETED" {
+				t.Errorf("the canary was not deleted: %+v", b)
+			}
+		})
+	}
+}
+
+// Nova's own refusal of the canary's request (an image that does not exist) fails the
+// node and says so; nothing is booted.
+func TestACanaryNovaRefusesSaysWhy(t *testing.T) {
+	c := canaryCluster(t, 20*time.Second)
+	c.Cfg.Return.Image = "no-such-image"
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	evacuated(t, c, e, c0)
+	_, _, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Image no-such-image could not be found") {
+		t.Fatalf("want Nova's refusal named, got %v", err)
+	}
+	if len(c.World.Booted()) != 0 {
+		t.Error("something was booted")
+	}
+	if h, _ := c.World.Host(c0); h.Enabled {
+		t.Error("enabled without a canary")
+	}
+}
+
+// BootOn's forced host boots on a host whose service is disabled (the scheduler's filters
+// skipped); DeleteServer deletes it, and again is no error.
+func TestBootOnADisabledHost(t *testing.T) {
+	c := canaryCluster(t, 20*time.Second)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	evacuated(t, c, e, c0)
+	ctx := t.Context()
+	id, err := c.Nova.BootOn(ctx, c0, "nova", ops.BootSpec{Name: "forced", Image: canaryImage, Flavor: canaryFlavor, Network: canaryNetwork})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm, err := c.Nova.Server(ctx, id); err != nil || vm.Host != c0 || vm.Status == model.VMBroken {
+		t.Errorf("a forced boot on the disabled host: %+v %v", vm, err)
+	}
+	if err := c.Nova.DeleteServer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Nova.DeleteServer(ctx, id); err != nil {
+		t.Errorf("deleting a server already gone: %v", err)
+	}
+	_, err = c.Nova.Server(ctx, id)
+	var status interface{ HTTPStatus() int }
+	if !errors.As(err, &status) || status.HTTPStatus() != 404 {
+		t.Errorf("a deleted server reads %v", err)
+	}
+}
+
+// Emptiness before the step is proven twice: Nova lists no server on the host, and no
+// consumer but the VMs left on purpose holds an allocation on its Placement provider.
+func TestEmptinessIsProvenInPlacementToo(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	const orphan = "0b7d4c1e-5a55-4e3e-9e0c-orphaned0001"
+	c.World.LeakAllocation(c0, orphan, sim.Flavor{RAMMB: 4096, VCPUs: 2, DiskGB: 40})
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	rec, _, err := run(t, e, model.OpEvacuate, c0, ro)
+	if err == nil || !strings.Contains(err.Error(), "an allocation in Placement of consumer "+orphan) {
+		t.Fatalf("want the evacuation's verify to name the orphaned allocation, got %v\n%s", err, rec.Transcript(c.Px))
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host == c0 {
+			t.Errorf("%s was not moved", name)
+		}
+	}
+}

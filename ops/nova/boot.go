@@ -1,0 +1,65 @@
+package nova
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+
+	"github.com/drainctl/drainctl/ops"
+)
+
+// BootOn boots a server on host, whatever its service's state, as an admin's forced host
+// ("ZONE:HOST"): Nova's scheduler skips its filters for it, and Placement's claim is all
+// that may refuse it. A 2.74 "host" would run the filters, and ComputeFilter refuses a
+// service that is disabled, which is what a returning host's service still is.
+func (c *Client) BootOn(ctx context.Context, host, zone string, spec ops.BootSpec) (string, error) {
+	if zone == "" {
+		zone = "nova"
+	}
+	opts := servers.CreateOpts{
+		Name: spec.Name, ImageRef: spec.Image, FlavorRef: spec.Flavor, AvailabilityZone: zone + ":" + host,
+		Networks: []servers.Network{{UUID: spec.Network}}, Metadata: spec.Metadata,
+	}
+	s, err := servers.Create(ctx, c.compute, opts, nil).Extract()
+	if err != nil {
+		return "", fmt.Errorf("booting server %s on %s: %w", spec.Name, host, describe(err))
+	}
+	return s.ID, nil
+}
+
+// ConsoleOutput is the last lines of a server's console log.
+func (c *Client) ConsoleOutput(ctx context.Context, id string, lines int) (string, error) {
+	out, err := servers.ShowConsoleOutput(ctx, c.compute, id, servers.ShowConsoleOutputOpts{Length: lines}).Extract()
+	if err != nil {
+		return "", fmt.Errorf("reading the console log of server %s: %w", id, describe(err))
+	}
+	return out, nil
+}
+
+// DeleteServer deletes a server; one already gone is not an error.
+func (c *Client) DeleteServer(ctx context.Context, id string) error {
+	err := servers.Delete(ctx, c.compute, id).ExtractErr()
+	if err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+		return fmt.Errorf("deleting server %s: %w", id, describe(err))
+	}
+	return nil
+}
+
+// ProviderConsumers lists the consumers (server UUIDs, or migration records holding a
+// move's source room) with an allocation on a resource provider: the hypervisor's ID.
+func (c *Client) ProviderConsumers(ctx context.Context, provider string) ([]string, error) {
+	if c.placement == nil {
+		return nil, ops.ErrNoPlacement
+	}
+	var allocs wireAllocations
+	if _, err := c.placement.Get(ctx, c.placement.ServiceURL("resource_providers", provider, "allocations"), &allocs, nil); err != nil {
+		return nil, fmt.Errorf("reading the allocations of resource provider %s: %w", provider, describe(err))
+	}
+	out := make([]string, 0, len(allocs.Allocations))
+	for consumer := range allocs.Allocations {
+		out = append(out, consumer)
+	}
+	return out, nil
+}

@@ -1,0 +1,257 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Booting a server, as far as a canary needs it: POST /servers, the console log
+// (os-getConsoleOutput) and DELETE /servers/{id}, as Nova answers them.
+//
+// Where it lands (nova/scheduler): a 2.74 "host" is a requested destination, and the
+// scheduler's filters still run on it, so a host whose service is disabled (ComputeFilter),
+// down or full ends the server in ERROR with NoValidHost. An admin's forced host
+// ("availability_zone": "ZONE:HOST") skips the filters: it boots on a disabled service,
+// and Placement's claim is all that may refuse it. A service that is down takes no build:
+// the server stays BUILD until someone deletes it.
+
+// bootTime is BUILD → ACTIVE on a healthy host (the fake driver's spawn, the port bound).
+const bootTime = 4 * time.Second
+
+// Host behaviours while booting, for tests and the demo (--demo-fault boot-error=HOST, ...).
+type bootFaults struct {
+	// BootError: a server spawned here ends in ERROR with this fault (a port that never binds).
+	BootError string
+	// BootHangs: a server spawned here stays BUILD/spawning.
+	BootHangs bool
+	// ConsoleSilent: a server here writes nothing to its console log.
+	ConsoleSilent bool
+}
+
+// AddFlavor adds a flavor to the catalog a boot chooses from (by its ID).
+func (w *World) AddFlavor(id string, f Flavor) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.flavors == nil {
+		w.flavors = map[string]Flavor{}
+	}
+	w.flavors[id] = f
+}
+
+// AddImage and AddNetwork add an image and a network a boot may use.
+func (w *World) AddImage(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.images == nil {
+		w.images = map[string]bool{}
+	}
+	w.images[id] = true
+}
+
+func (w *World) AddNetwork(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.networks == nil {
+		w.networks = map[string]bool{}
+	}
+	w.networks[id] = true
+}
+
+// Booted lists the servers created through the API (not added by the world's owner), by
+// name, whatever became of them: a test's proof that a canary was booted and deleted.
+func (w *World) Booted() []VM {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]VM, 0, len(w.booted))
+	for _, s := range w.booted {
+		out = append(out, *s)
+	}
+	return out
+}
+
+type createRequest struct {
+	Server struct {
+		Name               string            `json:"name"`
+		ImageRef           string            `json:"imageRef"`
+		FlavorRef          string            `json:"flavorRef"`
+		AvailabilityZone   string            `json:"availability_zone"`
+		Host               *string           `json:"host"`
+		HypervisorHostname *string           `json:"hypervisor_hostname"`
+		Networks           json.RawMessage   `json:"networks"`
+		Metadata           map[string]string `json:"metadata"`
+	} `json:"server"`
+}
+
+func createServer(c *call) (int, any) {
+	var req createRequest
+	if err := json.NewDecoder(c.r.Body).Decode(&req); err != nil {
+		return 400, faultf("Malformed request body")
+	}
+	rs := req.Server
+	if rs.Name == "" {
+		return 400, faultf("Invalid input for field/attribute server. Value: {}. 'name' is a required property")
+	}
+	if (rs.Host != nil || rs.HypervisorHostname != nil) && !c.mv.atLeast(74) {
+		return 400, faultf("Invalid input for field/attribute server. Additional properties are not allowed ('host' was unexpected)")
+	}
+	flavor, ok := c.w.flavors[rs.FlavorRef]
+	if !ok {
+		return 400, faultf("Flavor %s could not be found.", rs.FlavorRef)
+	}
+	if !c.w.images[rs.ImageRef] {
+		return 400, faultf("Image %s could not be found.", rs.ImageRef)
+	}
+	var nets []struct {
+		UUID string `json:"uuid"`
+	}
+	if len(rs.Networks) > 0 && json.Unmarshal(rs.Networks, &nets) != nil {
+		return 400, faultf("Invalid input for field/attribute networks.")
+	}
+	for _, n := range nets {
+		if !c.w.networks[n.UUID] {
+			return 400, faultf("Network %s could not be found.", n.UUID)
+		}
+	}
+	zone, forced, _ := strings.Cut(rs.AvailabilityZone, ":")
+	if forced != "" && !c.s.userOf(c.r).may("os_compute_api:servers:create:forced_host") {
+		return 403, policyFault("os_compute_api:servers:create:forced_host")
+	}
+	if zone != "" && !c.w.zoneExists(zone) {
+		return 400, faultf("The requested availability zone is not available")
+	}
+	requested := ""
+	if rs.Host != nil {
+		requested = *rs.Host
+		if c.w.hosts[requested] == nil {
+			return 400, faultf("Compute host %s could not be found.", requested)
+		}
+	}
+	s := &VM{ID: c.w.uuid(), Name: rs.Name, Instance: fmt.Sprintf("instance-%08x", c.w.nextInst),
+		Status: "BUILD", VMState: "building", TaskState: "scheduling", Flavor: flavor, Image: rs.ImageRef,
+		ProjectID: "72fb02d64abf44308848350085dcaae2", UserID: "af0b6723cc4a4ab18203d089bc34dd16",
+		Created: c.now, Updated: c.now, Metadata: rs.Metadata}
+	c.w.nextInst++
+	c.w.place(s, forced, requested, zone)
+	c.w.servers[s.ID] = s
+	c.w.booted = append(c.w.booted, s)
+	c.w.changes++
+	self := c.s.URL + "/compute/v2.1/servers/" + s.ID
+	return 202, map[string]any{"server": map[string]any{
+		"id": s.ID, "OS-DCF:diskConfig": "MANUAL", "adminPass": c.w.hex(12),
+		"links":           []map[string]any{{"href": self, "rel": "self"}, {"href": c.s.URL + "/compute/servers/" + s.ID, "rel": "bookmark"}},
+		"security_groups": []map[string]any{{"name": "default"}},
+	}}
+}
+
+// place is the scheduler's answer to a new server: its host and when its build ends.
+func (w *World) place(s *VM, forced, requested, zone string) {
+	noValidHost := func(why string) {
+		s.Status, s.VMState, s.TaskState, s.Fault = "ERROR", "error", "", "No valid host was found. "+why
+	}
+	switch {
+	case forced != "":
+		h := w.hosts[forced]
+		if h == nil {
+			noValidHost("No such host - host: " + forced + " node: None")
+			return
+		}
+		if !w.fits(h, s) { // Placement still claims a forced host's room
+			noValidHost("There are not enough hosts available.")
+			return
+		}
+		s.Host = h.Name
+	case requested != "":
+		h := w.hosts[requested]
+		if w.noValidHost || !h.schedulable() || !w.fits(h, s) || (zone != "" && h.Zone != zone) {
+			noValidHost("There are not enough hosts available.")
+			return
+		}
+		s.Host = h.Name
+	default:
+		h, ok := w.schedule(s)
+		if !ok || (zone != "" && h.Zone != zone) {
+			noValidHost("There are not enough hosts available.")
+			return
+		}
+		s.Host = h.Name
+	}
+	s.TaskState = "spawning"
+	if h := w.hosts[s.Host]; h.Up && !h.ForcedDown && !h.BootHangs {
+		s.bootDone = w.clock.Now().Add(bootTime)
+		w.building = append(w.building, s)
+	}
+}
+
+// advanceBuilds ends the builds due by now: ACTIVE, or ERROR where the host breaks them.
+func (w *World) advanceBuilds(now time.Time) {
+	left := w.building[:0]
+	for _, s := range w.building {
+		if s.Status != "BUILD" || w.servers[s.ID] != s {
+			continue
+		}
+		if now.Before(s.bootDone) {
+			left = append(left, s)
+			continue
+		}
+		s.Status, s.VMState, s.TaskState, s.Updated = "ACTIVE", "active", "", s.bootDone
+		if h := w.hosts[s.Host]; h != nil && h.BootError != "" {
+			s.Status, s.VMState, s.Fault = "ERROR", "error", fmt.Sprintf("Build of instance %s aborted: %s", s.ID, h.BootError)
+		}
+		w.changes++
+	}
+	w.building = left
+}
+
+func (w *World) zoneExists(zone string) bool {
+	for _, h := range w.hosts {
+		if h.Zone == zone {
+			return true
+		}
+	}
+	return false
+}
+
+// consoleOutput is the os-getConsoleOutput action: the log's last length lines.
+func consoleOutput(c *call, s *VM, raw json.RawMessage) (int, any) {
+	var req struct {
+		Length *int `json:"length"`
+	}
+	if len(raw) > 0 && string(raw) != "null" && json.Unmarshal(raw, &req) != nil {
+		return 400, faultf("Invalid input for field/attribute os-getConsoleOutput.")
+	}
+	if s.Host == "" {
+		return 409, faultf("Instance %s is not ready", s.ID)
+	}
+	out := ""
+	if h := c.w.hosts[s.Host]; s.Status == "ACTIVE" && (h == nil || !h.ConsoleSilent) {
+		lines := []string{
+			"[    0.000000] Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org)",
+			"[    1.204113] virtio_net virtio1 ens3: renamed from eth0",
+			"cloud-init[412]: Cloud-init v. 22.4.2 finished. Datasource DataSourceOpenStackLocal.",
+			s.Name + " login:",
+		}
+		if req.Length != nil && *req.Length >= 0 && *req.Length < len(lines) {
+			lines = lines[len(lines)-*req.Length:]
+		}
+		out = strings.Join(lines, "\n") + "\n"
+	}
+	return 200, map[string]any{"output": out}
+}
+
+// deleteServer is DELETE /servers/{id}: 204, the server gone from the lists.
+func deleteServer(c *call) (int, any) {
+	s, f := c.server()
+	if f != "" {
+		return 404, f
+	}
+	if s.Locked && !c.s.userOf(c.r).may("os_compute_api:os-lock-server:unlock:unlock_override") {
+		return 409, faultf("Instance %s is locked", s.ID)
+	}
+	delete(c.w.servers, s.ID)
+	s.Status, s.VMState, s.TaskState, s.Updated = "DELETED", "deleted", "", c.now
+	c.w.deleted = append(c.w.deleted, s)
+	c.w.changes++
+	return 204, nil
+}
