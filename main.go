@@ -59,6 +59,8 @@ Operation flags:
                        it is stopped, moved and started again (downtime; the plan lists it)
   --skip-vm NAME       leave this VM on the node (repeatable): the run goes on, and ends
                        with exit 6 saying the node is not empty and why
+  --override-vm-policy NAME   move this VM as its state says although its own maintenance
+                       policy (drainctl:maintenance) asks to stay or is unknown (repeatable)
   --timeout DURATION   bound the whole operation (default timeouts.operation, 2h)
   --max-parallel N     nodes worked at once (default concurrency.nodes, 1)
 
@@ -239,6 +241,13 @@ func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 			return fmt.Errorf("--skip-vm needs a VM name or ID")
 		}
 		o.SkipVMs = append(o.SkipVMs, v)
+		return nil
+	})
+	fs.Func("override-vm-policy", "", func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return fmt.Errorf("--override-vm-policy needs a VM name or ID")
+		}
+		o.OverrideVMPolicies = append(o.OverrideVMPolicies, v)
 		return nil
 	})
 	fs.DurationVar(&o.Timeout, "timeout", 0, "")

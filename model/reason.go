@@ -76,6 +76,7 @@ const (
 	OverrideAllowControlPlane  Override = "allow-control-plane"
 	OverrideColdMigrateRunning Override = "cold-migrate-running" // a running VM moved cold, with downtime
 	OverrideSkipVM             Override = "skip-vm"              // the reason's Object (a VM) stays where it is
+	OverrideVMPolicy           Override = "override-vm-policy"   // the reason's Object (a VM) moves although its own policy asks otherwise
 	OverrideFenced             Override = "fenced"               // the dead machine is proven off: a fence command or the operator's word
 	OverrideFewerAtOnce        Override = "fewer-at-once"        // a campaign: fewer nodes at once, or less headroom asked
 	OverrideAcceptDiskLoss     Override = "accept-disk-loss"     // recover: VMs rebuilt from their image lose their local disk

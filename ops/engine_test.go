@@ -687,6 +687,29 @@ func TestEachVMAsItsPolicyAsks(t *testing.T) {
 	if len(c.World.MigrationStatuses(a.ID)) != 1 || len(c.World.MigrationStatuses(b.ID)) != 0 {
 		t.Errorf("migrations: vm-a %v, vm-b %v", c.World.MigrationStatuses(a.ID), c.World.MigrationStatuses(b.ID))
 	}
+
+	// The operator's named override moves vm-b anyway, live as its state says, and the plan
+	// says whose word moved it.
+	ro.Policy.SkipVMs, ro.Policy.OverrideVMPolicies = nil, []string{b.ID}
+	p, err = e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var note *model.Reason
+	for i, r := range p.Reasons {
+		if r.Object == "vm-b" {
+			note = &p.Reasons[i]
+		}
+	}
+	if len(p.Blockers()) != 0 || note == nil || note.Severity != model.Notes || note.By != model.OverrideVMPolicy || !strings.Contains(note.Message, `although its policy is "stays"`) {
+		t.Fatalf("want vm-b planned to move under the override, noted; blockers %v, note %+v", p.Blockers(), note)
+	}
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("%v\n%s", err, rec.Transcript(c.Px))
+	}
+	if b, _ := c.World.ServerByName("vm-b"); b.Host == c0 || b.Status != "ACTIVE" || len(c.World.MigrationStatuses(b.ID)) != 1 {
+		t.Errorf("vm-b under the override: %s on %s, migrations %v", b.Status, b.Host, c.World.MigrationStatuses(b.ID))
+	}
 }
 
 // withDiskLoss: the defaults, and a recovery may rebuild VMs from their image

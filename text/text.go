@@ -257,11 +257,27 @@ func Flag(r model.Reason) string {
 	case model.OverrideSkipVM:
 		// A tenant chose the VM's name: it is quoted as a shell word, and the ID preferred.
 		return "--skip-vm " + ShellWord(firstNonEmpty(r.ObjectID, r.Object))
+	case model.OverrideVMPolicy:
+		return "--override-vm-policy " + ShellWord(firstNonEmpty(r.ObjectID, r.Object))
 	}
 	if f, ok := flags[r.Override]; ok {
 		return f
 	}
 	return string(r.Override)
+}
+
+// Flags are every flag that lifts the reason: its own (Flag), and for a VM whose own
+// maintenance policy blocks, the named override that moves it anyway.
+func Flags(r model.Reason) []string {
+	f := Flag(r)
+	if f == "" {
+		return nil
+	}
+	out := []string{f}
+	if r.Severity == model.Blocks && (r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown) {
+		out = append(out, Flag(model.Reason{Override: model.OverrideVMPolicy, Object: r.Object, ObjectID: r.ObjectID}))
+	}
+	return out
 }
 
 // Reason is a reason with the flag that lifts it, as the command line and the TUI show it,

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,15 @@ func TestShellWordQuotesUntrustedValues(t *testing.T) {
 	r.ObjectID = "fc256408-54c1-4dfc-acaa-8a2cecce5a3a"
 	if got := Flag(r); got != "--skip-vm "+r.ObjectID {
 		t.Errorf("Flag with an ID = %s", got)
+	}
+	// A VM whose owner asks it to stay: leave it, or the named override moves it anyway.
+	r = model.Reason{Code: model.VMAsksToStay, Severity: model.Blocks, Object: "db; rm -rf /", Override: model.OverrideSkipVM}
+	if got := strings.Join(Flags(r), ", "); got != `--skip-vm 'db; rm -rf /', --override-vm-policy 'db; rm -rf /'` {
+		t.Errorf("Flags of a VM asking to stay = %s", got)
+	}
+	r.By, r.Override = model.OverrideVMPolicy, ""
+	if got := By(r); got != `--override-vm-policy 'db; rm -rf /'` {
+		t.Errorf("By of a VM moved under the override = %s", got)
 	}
 }
 

@@ -89,6 +89,17 @@ func (p *confirmPane) bindings(s *shared) []action {
 			}
 		}
 	})
+	// O moves each VM whose own policy blocks anyway (by ID, as --override-vm-policy), or,
+	// given already, none.
+	override := toggle(k.ToggleVMPolicy, func(o *policy.Options) {
+		if len(o.OverrideVMPolicies) > 0 {
+			o.OverrideVMPolicies = nil
+			return
+		}
+		for _, r := range policyBlockers(pd) {
+			o.OverrideVMPolicies = append(o.OverrideVMPolicies, firstNonEmpty(r.ObjectID, r.Object))
+		}
+	})
 	why := action{key: k.Why, hidden: true, do: func() intent {
 		p.why.open("why", "reason: ", pd.ro.Why, 120)
 		return nil
@@ -121,6 +132,9 @@ func (p *confirmPane) bindings(s *shared) []action {
 		out = append(out, confirm, force, emptyDir, eviction, lastNode)
 		if skips(pd) {
 			out = append(out, skip)
+		}
+		if len(pd.ro.Policy.OverrideVMPolicies) > 0 || len(policyBlockers(pd)) > 0 {
+			out = append(out, override)
 		}
 		out = append(out, show(k.Back))
 		out = append(out, hide(cold)...)
@@ -261,6 +275,9 @@ func (p *confirmPane) body(s *shared) string {
 		if skips(pd) {
 			keys = append(keys, "S leaves the VMs that block")
 		}
+		if len(policyBlockers(pd)) > 0 {
+			keys = append(keys, "O moves the VMs whose own policy blocks anyway")
+		}
 		hint = "Refused until every blocker is resolved or overridden (" + strings.Join(keys, "; ") + "; y judges it again)."
 	}
 	if hint != "" {
@@ -285,6 +302,9 @@ func overrideFlags(o policy.Options) []string {
 	}
 	for _, vm := range o.SkipVMs {
 		on = append(on, "--skip-vm "+text.ShellWord(vm))
+	}
+	for _, vm := range o.OverrideVMPolicies {
+		on = append(on, "--override-vm-policy "+text.ShellWord(vm))
 	}
 	return on
 }
@@ -324,6 +344,17 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 		b.WriteString(style.Render(truncate(line, width)) + "\n")
 	}
 	return b.String()
+}
+
+// policyBlockers are the blockers a VM's own maintenance policy makes (O lifts them).
+func policyBlockers(pd *pending) []model.Reason {
+	var out []model.Reason
+	for _, r := range pd.batch.Blockers() {
+		if r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // skips says whether S applies: a VM blocks that --skip-vm would leave, or S was given.

@@ -31,6 +31,7 @@ type KeyMap struct {
 	Confirm, Cancel, ToggleForce, ToggleEmptyDir Binding
 	ToggleEviction, ToggleLastNode, ToggleCold   Binding
 	ToggleFenced, ToggleDiskLoss, ToggleSkipVMs  Binding
+	ToggleVMPolicy                               Binding
 	Target, Why                                  Binding
 	Exec, WaitReady                              Binding // a campaign's step at each node
 	// In the quit dialog, while operations run.
@@ -86,6 +87,7 @@ func DefaultKeys() KeyMap {
 		ToggleFenced:   bind(true, "K", "recover: toggle --confirm-fenced (your word that the dead machine is off)", "K"),
 		ToggleDiskLoss: bind(true, "A", "recover: toggle --accept-disk-loss (VMs rebuilt from their image lose their local disk)", "A"),
 		ToggleSkipVMs:  bind(true, "S", "toggle --skip-vm for each VM that blocks (it stays where it is; --force's pod rules stay off)", "S"),
+		ToggleVMPolicy: bind(true, "O", "toggle --override-vm-policy for each VM whose own policy blocks (it moves anyway, as its state says)", "O"),
 		Target:         bind(true, "t", "migrate: pick the target host (a filterable list)", "t"),
 		Why:            bind(false, "w", "type the reason (nova-compute's disabled reason, as --reason)", "w"),
 		Exec:           bind(true, "!", "campaign: type --exec, run on each emptied node", "!"),
@@ -139,7 +141,7 @@ func (k KeyMap) groups() [][]Binding {
 		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.Select, k.Enter, k.Back},
 		{k.Cordon, k.Evacuate, k.Uncordon, k.Migrate, k.Abort, k.Rollback, k.ForceComplete, k.Maintain, k.EndMaintain, k.Roll, k.Pause, k.Recover},
 		{k.Operations, k.NextOp, k.Victims, k.Describe, k.Command, k.Sort, k.Refresh, k.Help, k.Quit, k.Interrupt},
-		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.ToggleFenced, k.ToggleDiskLoss, k.ToggleSkipVMs, k.Target, k.Why, k.Exec, k.WaitReady},
+		{k.Confirm, k.Cancel, k.ToggleForce, k.ToggleEmptyDir, k.ToggleEviction, k.ToggleLastNode, k.ToggleCold, k.ToggleFenced, k.ToggleDiskLoss, k.ToggleSkipVMs, k.ToggleVMPolicy, k.Target, k.Why, k.Exec, k.WaitReady},
 		{k.QuitWait, k.QuitAbort, k.QuitLeave},
 	}
 }

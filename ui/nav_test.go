@@ -610,3 +610,35 @@ func TestRecoveriesListsTheLedger(t *testing.T) {
 		t.Errorf(":recoveries: screen %v, status %q\n%s", l.m.screen, l.m.status, v)
 	}
 }
+
+// O moves each VM whose own policy asks to stay anyway, by ID, as --override-vm-policy does:
+// its blocker goes, the plan says whose word moves it, and the refusal named the key first.
+func TestOMovesTheVMsWhoseOwnPolicyBlocks(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.World.SetMetadata("vm-b", model.VMPolicyKey, "stays")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.send(l.m.load(true)())
+	l.cursorTo(c.Name("c0"))
+	l.keys("e")
+	if v := l.m.View(); l.m.screen != confirmScreen || !strings.Contains(v, "O moves the VMs whose own policy blocks") {
+		t.Fatalf("e: screen %v\n%s", l.m.screen, v)
+	}
+	l.keys("O")
+	vmb, _ := c.World.ServerByName("vm-b")
+	pd := l.m.confirm.pending
+	if len(pd.ro.Policy.OverrideVMPolicies) != 1 || pd.ro.Policy.OverrideVMPolicies[0] != vmb.ID || len(pd.ro.Policy.SkipVMs) != 0 {
+		t.Fatalf("O: policy %+v", pd.ro.Policy)
+	}
+	for _, r := range pd.batch.Blockers() {
+		if r.Object == "vm-b" {
+			t.Errorf("vm-b still blocks: %s", r.Text())
+		}
+	}
+	if v := l.m.View(); !strings.Contains(v, "--override-vm-policy") {
+		t.Errorf("the plan does not say the override is on:\n%s", v)
+	}
+	l.keys("O")
+	if pd := l.m.confirm.pending; len(pd.ro.Policy.OverrideVMPolicies) != 0 {
+		t.Errorf("a second O keeps the override: %+v", pd.ro.Policy)
+	}
+}

@@ -44,6 +44,7 @@ type Options struct {
 	AllowControlPlane, AllowLastNode                                 bool
 	ColdMigrateRunning                                               bool
 	SkipVMs                                                          []string
+	OverrideVMPolicies                                               []string
 	Timeout                                                          time.Duration
 	MaxParallel                                                      int
 	To, Reason                                                       string
@@ -297,6 +298,7 @@ func policyOptions(cfg model.Config, o Options) (policy.Options, error) {
 	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.DeleteEmptyDir
 	p.AllowControlPlane, p.AllowLastNode = o.AllowControlPlane, o.AllowLastNode
 	p.ColdMigrateRunning, p.SkipVMs = o.ColdMigrateRunning, o.SkipVMs
+	p.OverrideVMPolicies = o.OverrideVMPolicies
 	p.AcceptDiskLoss = o.AcceptDiskLoss
 	return p, nil
 }

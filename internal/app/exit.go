@@ -85,8 +85,10 @@ func HintOf(err error) string { // (ErrorText says the error itself)
 	}
 	var flags []string
 	for _, r := range reasons {
-		if f := text.Flag(r); f != "" && !slices.Contains(flags, f) {
-			flags = append(flags, f)
+		for _, f := range text.Flags(r) {
+			if !slices.Contains(flags, f) {
+				flags = append(flags, f)
+			}
 		}
 	}
 	if len(flags) > 0 {

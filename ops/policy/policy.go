@@ -42,6 +42,9 @@ type Options struct {
 	ColdMigrateRunning bool
 	// SkipVMs are VMs (names or IDs) left on the node knowingly (--skip-vm).
 	SkipVMs []string
+	// OverrideVMPolicies are VMs (names or IDs) moved as their state says although their own
+	// maintenance policy asks otherwise (stays, restart-in-place, a value none of them).
+	OverrideVMPolicies []string
 	// AcceptDiskLoss: a recovery may rebuild a VM from its image, losing its local disk.
 	AcceptDiskLoss bool
 	// KeepLocalDisks: a recovery leaves a VM whose local disk a rebuild would lose, with
@@ -330,8 +333,13 @@ func VMReason(vm model.VM, o Options) *model.Reason {
 }
 
 // SkipVM reports whether --skip-vm names the VM (by name or ID).
-func (o Options) SkipVM(vm model.VM) bool {
-	for _, s := range o.SkipVMs {
+func (o Options) SkipVM(vm model.VM) bool { return names(o.SkipVMs, vm) }
+
+// OverridesPolicy says whether the operator moves the VM whatever its own policy asks.
+func (o Options) OverridesPolicy(vm model.VM) bool { return names(o.OverrideVMPolicies, vm) }
+
+func names(list []string, vm model.VM) bool {
+	for _, s := range list {
 		if s == vm.Name || s == vm.ID {
 			return true
 		}
@@ -380,6 +388,10 @@ func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reaso
 	p, from := VMPolicyOf(vm, o)
 	block := func(code model.ReasonCode, format string, a ...any) (model.MoveMethod, *model.Reason) {
 		return staysFor(vm, o, "the node", code, model.OverrideSkipVM, format, a...)
+	}
+	if p != model.PolicyMigrate && p != model.PolicyStopStart && o.OverridesPolicy(vm) {
+		return method, &model.Reason{Code: model.VMAsksToStay, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideVMPolicy,
+			Message: fmt.Sprintf("moved %s although its policy is %q (%s), as the operator asked", method, string(p), from)}
 	}
 	switch p {
 	case model.PolicyMigrate:
