@@ -24,6 +24,7 @@ func TestBadInputIsRefused(t *testing.T) {
 	quoted := conf("fence.toml", "[recover]\nfence_cmd = 'ipmitool -H \"{node}-bmc\" power off'\n")
 	automatic := conf("automatic.toml", "[recover]\n# opted in, with no fence command\nautomatic = true\n")
 	unhealthy := conf("unhealthy.toml", "[recover]\nmax_unhealthy = \"half\"\n")
+	canary := conf("canary.toml", "[return]\ncanary = true\nimage = \"img\"\nflavor = \"c1.tiny\"\n")
 	for _, tc := range []struct {
 		args   []string
 		stderr string
@@ -33,6 +34,7 @@ func TestBadInputIsRefused(t *testing.T) {
 		{[]string{"--auto", "plan", "evacuate", "n1", "--node-deadline", "5m"}, "--node-deadline belong(s) to roll"},
 		{[]string{"--auto", "evacuate", "n1", "--fence-cmd", "true"}, "--fence-cmd belong(s) to recover"},
 		{[]string{"--auto", "evacuate", "n1", "--accept-disk-loss"}, "--accept-disk-loss belong(s) to recover"},
+		{[]string{"--auto", "evacuate", "n1", "--return-vms"}, "--return-vms belongs to roll and uncordon, not evacuate"},
 		{[]string{"--auto", "roll", "n1", "--gate-alerts", "Node.*"}, "--gate-alerts without --gate-prometheus"},
 		{[]string{"--auto", "roll", "n1", "--gate-prometheus", "localhost:9090"}, "the scheme must be http or https"},
 		{[]string{"--auto", "roll", "n1", "--gate-prometheus", "https://"}, "has no host"},
@@ -52,6 +54,7 @@ func TestBadInputIsRefused(t *testing.T) {
 		{[]string{"--config", quoted, "--auto", "list"}, quoted + ":2:1: recover.fence_cmd"},
 		{[]string{"--config", automatic, "--auto", "list"}, automatic + ":3:1: recover.automatic needs recover.fence_cmd"},
 		{[]string{"--config", unhealthy, "--auto", "list"}, unhealthy + ":2:1: recover.max_unhealthy must be a count or a percentage"},
+		{[]string{"--config", canary, "--auto", "list"}, canary + ":2:1: return.canary is true but return.network is not set"},
 	} {
 		r := drainctl(t, map[string]string{}, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.stderr) {

@@ -82,6 +82,9 @@ Campaign flags (roll):
   --gate-alerts REGEX  with --gate-prometheus: only the alerts whose name matches hold it
   --exec 'CMD {node}'  run on each emptied node ({node}: its name; env DRAINCTL_NODE, DRAINCTL_HOST)
   --wait-ready         wait for the node to reboot and come back Ready with nova-compute up
+  --return-vms         (roll, uncordon) once a node is back and proven, bring home the VMs
+                       that left it (its journal), live or cold as they left; one moved,
+                       resized or deleted since stays where it is, said so
   --on-failure MODE    stop (default): stop at the failed node; skip: roll it back, go on
   --window 'DAYS HH:MM-HH:MM ZONE'   no node starts outside it (e.g. 'Mon-Fri 22:00-06:00
                        Europe/Berlin'; [roll] window); the campaign waits, says until when
@@ -284,6 +287,7 @@ func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
 	fs.StringVar(&o.Order, "order", "", "")
 	fs.StringVar(&o.Exec, "exec", "", "")
 	fs.BoolVar(&o.WaitReady, "wait-ready", false, "")
+	fs.BoolVar(&o.ReturnVMs, "return-vms", false, "")
 	fs.StringVar(&o.OnFailure, "on-failure", "stop", "")
 	fs.StringVar(&o.Campaign, "campaign", "", "")
 	fs.StringVar(&o.Window, "window", "", "")

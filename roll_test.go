@@ -608,3 +608,36 @@ func TestRollReturnsANodeOnlyOnceItsCanaryBoots(t *testing.T) {
 		t.Errorf("%d canaries booted, want one a node", n)
 	}
 }
+
+// --return-vms: once each node is back and verified, the VMs that left it come home in the
+// background; the record says, for each, home again; the summary says how many.
+func TestRollBringsTheVMsHome(t *testing.T) {
+	c := newRollCluster(t)
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	before := map[string]string{}
+	for _, name := range []string{"db-1", "db-2", "app-1"} {
+		vm, _ := c.world.ServerByName(name)
+		before[name] = vm.Host
+	}
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, "--return-vms")
+	if r.code != 0 || !strings.Contains(r.stderr, "3 of 3 VM(s) that left their node home again") {
+		t.Fatalf("roll --return-vms: exit %d\n%s", r.code, r.stderr)
+	}
+	name := strings.Fields(r.stderr[strings.Index(r.stderr, "campaign "):])[1]
+	rec := c.campaign(t, strings.TrimSuffix(name, ":"))
+	for _, n := range rec.Nodes {
+		if n.Phase != model.PhaseDone || len(n.Returns) == 0 {
+			t.Errorf("%s: %s, returns %+v", n.Name, n.Phase, n.Returns)
+		}
+		for _, ret := range n.Returns {
+			if !ret.Home || ret.Pending {
+				t.Errorf("%s's %s: %+v", n.Name, ret.Name, ret)
+			}
+		}
+	}
+	for name, host := range before {
+		if vm, _ := c.world.ServerByName(name); vm.Host != host {
+			t.Errorf("%s is on %s, was on %s before the campaign", name, vm.Host, host)
+		}
+	}
+}

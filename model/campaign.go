@@ -88,6 +88,13 @@ type CampaignNode struct {
 	// Blocked is what holds its drain now (a PDB, a VM's migration, a node slot), kept while
 	// it holds: a node stuck for hours says why the whole time.
 	Blocked string `json:"blocked,omitempty"`
+	// With --return-vms: the VMs that left it (from its journal, kept here once it returns:
+	// the journal is cleared then), and what became of bringing each home.
+	Left    []VMLeft   `json:"left,omitempty"`
+	Returns []VMReturn `json:"returns,omitempty"`
+	// Home are the IDs of the VMs on it when the campaign began (--return-vms): the ones its
+	// return brings back (a VM that visited it from another node goes back there).
+	Home []string `json:"home,omitempty"`
 }
 
 // Count returns how many nodes are finished, in progress and pending.

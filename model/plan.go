@@ -36,6 +36,7 @@ const (
 	StepCanary         StepKind = "canary"          // a test server booted on the host, ACTIVE, its console written, deleted
 	StepEnableCompute  StepKind = "enable-compute"  // re-enable nova-compute if drainctl disabled it
 	StepUncordon       StepKind = "uncordon"        // remove the taint, schedulable again
+	StepReturnVMs      StepKind = "return-vms"      // bring home the VMs that left the node (--return-vms)
 	StepRelease        StepKind = "release"         // give the lease back
 	StepDeleteNode     StepKind = "delete-node"     // scale-down: the Node object goes
 	StepTerminate      StepKind = "terminate"       // scale-down: the machine goes (cloudpool)

@@ -82,6 +82,22 @@ func (e *Engine) RecentLiveMigrations(ctx context.Context, n int) ([]model.Migra
 }
 
 // ComputeServices is the host's nova-compute services (none without Nova).
+// Server reads one VM from Nova now (ErrNoNova without one).
+func (e *Engine) Server(ctx context.Context, id string) (model.VM, error) {
+	if e.nova == nil {
+		return model.VM{}, ErrNoNova
+	}
+	return e.nova.Server(ctx, id)
+}
+
+// MigrationsOf lists the VM's moves as Nova records them, newest first.
+func (e *Engine) MigrationsOf(ctx context.Context, id string) ([]model.Migration, error) {
+	if e.nova == nil {
+		return nil, ErrNoNova
+	}
+	return e.nova.MigrationsOf(ctx, id)
+}
+
 func (e *Engine) ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error) {
 	if e.nova == nil {
 		return nil, nil

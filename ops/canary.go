@@ -91,6 +91,7 @@ func (r *runner) watchCanary(ctx context.Context, id string, timeout time.Durati
 	for {
 		vm, err := e.nova.Server(ctx, id)
 		switch {
+		case err != nil && ctx.Err() != nil: // the timeout cut this read: say what was seen before
 		case err != nil:
 			last = "reading it: " + err.Error()
 		case vm.Status == model.VMBroken:
@@ -100,6 +101,7 @@ func (r *runner) watchCanary(ctx context.Context, id string, timeout time.Durati
 		default:
 			out, err := e.nova.ConsoleOutput(ctx, id, 10)
 			switch {
+			case err != nil && ctx.Err() != nil:
 			case err != nil:
 				last = "ACTIVE; reading its console: " + err.Error()
 			case strings.TrimSpace(out) == "":

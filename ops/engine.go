@@ -150,6 +150,10 @@ type RunOptions struct {
 	ConfirmFenced bool
 	// Campaign: the campaign this evacuation is a node of, journaled on the node.
 	Campaign string
+	// ReturnVMs: uncordon brings home the VMs the node's journal says left it, once the node
+	// is back and proven. Returning: this migrate is such a return (the VM's own maintenance
+	// policy applies, as it did when it left).
+	ReturnVMs, Returning bool
 }
 
 type tracked struct {

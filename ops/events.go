@@ -195,6 +195,8 @@ type Report struct {
 	// Left are the VMs the operation left on the node knowingly (--skip-vm, --force), with
 	// why: the node is not empty.
 	Left []string `json:"left,omitempty"`
+	// Returns: with --return-vms, each VM that left the node, home again or why not.
+	Returns []model.VMReturn `json:"returns,omitempty"`
 	// BytesCopied is the memory copied by every VM's live migrations, every attempt: the
 	// sum of the VMs' Bytes.
 	BytesCopied int64 `json:"bytesCopied"`

@@ -53,6 +53,9 @@ type Journal struct {
 	// Campaign names the campaign whose evacuation this is: a campaign resumes a node into
 	// its step only while the node is still emptied under its own name.
 	Campaign string `json:"campaign,omitempty"`
+	// Left are the VMs moved off the node, each added as its move completes: what a return
+	// (--return-vms) brings home.
+	Left []model.VMLeft `json:"left,omitempty"`
 }
 
 // ColdMove is one cold migration drainctl asked for.

@@ -220,6 +220,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			case MigCompleted:
 				done++
 				e.inv.Touched(run.dest) // its capacity changed: the next plan reads it again
+				r.recordLeft(run)
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, msg))
 				r.emitVM(run, MigCompleted, msg)
 			case MigAborted:
@@ -245,12 +246,28 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 	return done, failed, nil
 }
 
+// recordLeft journals a VM moved off the node, so that a return can bring it home: where it
+// went (Nova's word at the move's end), how, and its flavor.
+func (r *runner) recordLeft(run *vmRun) {
+	if !traitsOf(r.plan.Op).journals || r.plan.Node == "" {
+		return
+	}
+	to := run.dest // the movers set it from Nova's record of the completed move
+	if to == "" {
+		return // where it went is unknown: nothing a return could check
+	}
+	r.mu.Lock()
+	r.left = append(r.left, model.VMLeft{ID: run.vm.ID, Name: run.vm.Name, To: to, Method: run.method, Flavor: run.vm.Flavor, At: r.e.now()})
+	r.mu.Unlock()
+	r.journal(r.phase, "")
+}
+
 // classify is how the operation treats a VM of the node: an evacuation moves it (live,
 // cold, followed) or leaves it; a recovery rebuilds it elsewhere or leaves it.
 func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
 	if !traitsOf(r.plan.Op).rebuilds {
 		o := r.ro.Policy
-		o.ByHand = traitsOf(r.plan.Op).oneVM
+		o.ByHand = traitsOf(r.plan.Op).oneVM && !r.ro.Returning
 		return policy.VMMove(vm, o)
 	}
 	method, reasons := policy.VMRecover(vm, r.e.cfg.Recover.SharedStorage, r.ro.Policy)

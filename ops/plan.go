@@ -230,7 +230,9 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 			if vm.ID != target && vm.Name != target {
 				continue
 			}
-			method, r := policy.VMMove(vm, policy.Options{MoveStopped: ro.Policy.MoveStopped, ColdMigrateRunning: ro.Policy.ColdMigrateRunning, ByHand: true})
+			// By hand, the VM moves as asked; a return moves it as its own policy says, as it left.
+			method, r := policy.VMMove(vm, policy.Options{MoveStopped: ro.Policy.MoveStopped, ColdMigrateRunning: ro.Policy.ColdMigrateRunning,
+				ByHand: !ro.Returning, Maintenance: ro.Policy.Maintenance, OverrideVMPolicies: ro.Policy.OverrideVMPolicies})
 			vm.Method = method
 			p := model.Plan{Op: model.OpMigrate, Node: n.Name, Host: n.Host, VM: vm.Name, Target: ro.To, VMs: []model.VM{vm}}
 			if r != nil {

@@ -133,6 +133,9 @@ func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 	}
 	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
 	n.step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
+	if j, ok := ReadJournal(*k); n.ro.ReturnVMs && ok && e.nova != nil {
+		n.step(model.StepReturnVMs, len(j.Left) == 0, fmt.Sprintf("bring home the %d VM(s) that left it, each checked first (moved, resized or deleted since: left where it is)", len(j.Left)))
+	}
 	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")
 	return nil
 }

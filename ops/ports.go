@@ -156,6 +156,9 @@ type BootSpec struct {
 	Metadata                     map[string]string
 }
 
+// ErrNoNova: drainctl runs on Kubernetes alone here, and was asked something of Nova.
+var ErrNoNova = errors.New("no Nova configured")
+
 // ErrNoPlacement: the cloud's catalog has no Placement, so its allocations cannot be read.
 var ErrNoPlacement = errors.New("no Placement endpoint in the catalog")
 

@@ -72,6 +72,7 @@ type runner struct {
 	proof   *model.FenceRecord    // recover: the fence this run proved or found for the outage
 	// canaryPassed: this run's canary proved the host; its service may be enabled.
 	canaryPassed bool
+	left         []model.VMLeft // the VMs this run moved off the node (under mu), journaled
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -235,6 +236,13 @@ func (r *runner) journal(phase, errMsg string) {
 	}
 	if r.ro.Campaign != "" {
 		j.Campaign = r.ro.Campaign
+	}
+	for _, l := range r.left {
+		if i := slices.IndexFunc(j.Left, func(o model.VMLeft) bool { return o.ID == l.ID }); i >= 0 {
+			j.Left[i] = l // moved again: where it went last is where a return finds it
+		} else {
+			j.Left = append(j.Left, l)
+		}
 	}
 	r.mu.Unlock()
 	// Retried (an API server restarting): a node must not be left with a stale phase.

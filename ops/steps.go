@@ -38,6 +38,10 @@ var steps = map[model.StepKind]stepFunc{
 	model.StepInService:      (*runner).inService,
 }
 
+// return-vms runs a plan of its own for each VM (Run, which calls do): its row is added once
+// the table exists.
+func init() { steps[model.StepReturnVMs] = (*runner).returnVMs }
+
 // do runs one step.
 func (r *runner) do(ctx context.Context, kind model.StepKind) (string, error) {
 	f, ok := steps[kind]

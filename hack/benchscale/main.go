@@ -61,6 +61,7 @@ func main() {
 	flag.IntVar(&o.roll.parallel, "roll-parallel", 20, "--parallel of the campaign (and [concurrency] nodes)")
 	flag.IntVar(&o.roll.perDest, "roll-per-dest", 2, "[concurrency] migrations_per_destination (2, the default: drainctl picks destinations; ≥ --parallel: Nova's scheduler does)")
 	flag.BoolVar(&o.roll.tui, "roll-tui", false, "the TUI beside the campaign in tmux, :campaign open: its keys timed, idle and during")
+	flag.BoolVar(&o.roll.returnVMs, "roll-return", false, "--return-vms: how many VMs end on the host they began on")
 	flag.Float64Var(&o.roll.scale, "roll-scale", 10, "the simulator's seconds per real second (a live migration of 4 GiB: 0.4 s)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime

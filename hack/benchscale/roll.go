@@ -42,6 +42,7 @@ type rollOptions struct {
 	ndjson                                   string  // the campaign's JSON lines are kept here ("": not kept)
 	scale                                    float64 // the simulator's seconds per real second
 	tui                                      bool    // a TUI beside the campaign, :campaign open (rolltui.go)
+	returnVMs                                bool    // --return-vms: the VMs brought home, counted at the end
 }
 
 func runRoll(ctx context.Context, o options) error {
@@ -105,9 +106,13 @@ func runRoll(ctx context.Context, o options) error {
 	w.ResetStats()
 	px.reset()
 	logf("roll: %d nodes, --parallel %d, %d VMs and %d pods a node", ro.nodes, ro.parallel, ro.vmsPerNode, ro.podsPerNode)
-	cmd := exec.CommandContext(ctx, o.drainctl, "--kubeconfig", kubeconfig, "--config", cfgFile, "--auto", "roll",
+	args := []string{"--kubeconfig", kubeconfig, "--config", cfgFile, "--auto", "roll",
 		"--selector", "node-role.kubernetes.io/compute", "--parallel", fmt.Sprint(ro.parallel), "--exec", "true",
-		"--campaign", fmt.Sprintf("bench-%d", time.Now().Unix()), "-o", "json")
+		"--campaign", fmt.Sprintf("bench-%d", time.Now().Unix()), "-o", "json"}
+	if ro.returnVMs {
+		args = append(args, "--return-vms")
+	}
+	cmd := exec.CommandContext(ctx, o.drainctl, args...)
 	cmd.Env = append(os.Environ(), srv.Env()...)
 	cmd.Env = append(cmd.Env, "HOME="+dir)
 	stdout, err := cmd.StdoutPipe()
@@ -177,6 +182,13 @@ func runRoll(ctx context.Context, o options) error {
 	fmt.Printf("| wall time | %s | %s |\n", secs(wall), secs(wall/time.Duration(ro.nodes)))
 	fmt.Printf("| floor: the nodes' own migration times (Σ %s) ÷ %d | %s | wall ÷ floor %.2f× |\n", secs(floorSum), ro.parallel, secs(floor), wall.Seconds()/floor.Seconds())
 	fmt.Printf("| drainctl RSS over the campaign: peak / mean | %.0f MiB / %.0f MiB | |\n", float64(peak)/(1<<20), float64(mean)/(1<<20))
+	home, all := 0, ro.nodes*ro.vmsPerNode
+	for j := 0; j < all; j++ {
+		if vm, ok := w.ServerByName(fmt.Sprintf("vm-%06d", j)); ok && vm.Host == nodeName(j%ro.nodes) {
+			home++
+		}
+	}
+	fmt.Printf("| VMs on the host they began on, at the end (--return-vms %v) | %d of %d | %.1f %% |\n", ro.returnVMs, home, all, 100*float64(home)/float64(all))
 	if !runs.halfAt.IsZero() {
 		took := runs.end.Sub(runs.halfAt)
 		fmt.Printf("| ETA at half the nodes done, against the time the rest took | %s / %s | error %+.0f %% |\n",

@@ -58,7 +58,7 @@ type Options struct {
 	SpreadBy, Order                     string
 	GateCmd, GatePrometheus, GateAlerts string
 	GatePromTokenFile, GatePromCAFile   string
-	WaitReady, Resume                   bool
+	WaitReady, Resume, ReturnVMs        bool
 	Window, Undrainable                 string
 	NodeDeadline                        time.Duration
 	// recover: how the dead machine is proven off; AcceptDiskLoss lets it rebuild VMs whose
@@ -237,11 +237,11 @@ func runAuto(ctx context.Context, e env) error {
 	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.DryRun, JSON: e.o.Output == auto.FormatJSON,
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
 		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force,
-			FenceCmd: e.o.FenceCmd, ConfirmFenced: e.o.ConfirmFenced}}
+			FenceCmd: e.o.FenceCmd, ConfirmFenced: e.o.ConfirmFenced, ReturnVMs: e.o.ReturnVMs}}
 	a.Campaign = campaign.Options{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
 		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec,
 		Gates:     campaign.GateOptions{Cmd: e.o.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
-		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run, Resume: e.o.Resume,
+		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run, Resume: e.o.Resume, ReturnVMs: e.o.ReturnVMs,
 		NodeDeadline: e.cfg.Campaign.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Undrainable, e.cfg.Campaign.Undrainable)}
 	if e.o.NodeDeadline > 0 {
 		a.Campaign.NodeDeadline = e.o.NodeDeadline

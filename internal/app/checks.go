@@ -43,6 +43,10 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 	if err := onlyFor(o, "recover", target, recoverFlags); err != nil {
 		return err
 	}
+	if o.Set["return-vms"] && target != "roll" && target != "uncordon" {
+		return &ops.UsageError{Problem: fmt.Sprintf("--return-vms belongs to roll and uncordon, not %s: %s would ignore it", target, target),
+			Hint: "leave it out, or give it to uncordon after an evacuate, or to roll"}
+	}
 	if o.FenceCmd != "" && o.ConfirmFenced {
 		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced both given: one proof is asked for",
 			Hint: "give --fence-cmd to power the machine off, or --confirm-fenced when you know it is off"}

@@ -46,6 +46,9 @@ type Options struct {
 	VerifyWithin time.Duration
 	// Resume: resume an unfinished record older than [roll] resume_within.
 	Resume bool
+	// ReturnVMs: once a node is back and verified, the VMs that left it are brought home in
+	// the background (the next node does not wait), each recorded home again or why not.
+	ReturnVMs bool
 }
 
 // Campaign is a campaign being run: Run works it; Pause and Resume may be called meanwhile
@@ -58,6 +61,7 @@ type Campaign struct {
 	mu       sync.Mutex
 	rec      model.Campaign
 	paused   bool
+	homing   sync.WaitGroup       // the nodes' VMs being brought home in the background
 	wake     chan struct{}        // closed and replaced when pause is lifted
 	stopping error                // a failure or refusal: no new node starts
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
@@ -265,6 +269,7 @@ func (r *Campaign) Run(ctx context.Context) error {
 	spreadBy := r.Record().SpreadBy
 	for i, n := range r.Record().Nodes {
 		if n.Phase.Finished() {
+			r.bringHomeLater(ctx, i) // a resumed campaign: what was pending is tried again
 			continue
 		}
 		if !r.waitTurn(ctx, slots) {
@@ -301,6 +306,7 @@ func (r *Campaign) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	r.homing.Wait()
 	err = ops.Worst(errs)
 	if cause := context.Cause(ctx); err == nil && ctx.Err() != nil {
 		err = &ops.Interrupted{Node: r.o.Name, Phase: "campaign", Cause: cause}

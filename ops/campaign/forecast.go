@@ -49,6 +49,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 		for _, vm := range node.VMs {
 			nf.VMMemoryMB += vm.RAMMB
 		}
+		r.noteHome(n.Name, n.Phase, node.VMs)
 		for _, pod := range node.Pods {
 			if v, _ := policy.ClassifyPod(pod, r.o.Run.Policy); v == policy.Evict || v == policy.Later {
 				nf.Pods++

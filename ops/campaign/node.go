@@ -45,9 +45,10 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		phase = model.PhaseReturning
 	}
 	if phase == model.PhaseReturning {
+		r.keepLeft(ctx, i, name)
 		r.setPhase(ctx, i, model.PhaseReturning, "")
 		ro := r.o.Run
-		ro.Leaving = nil
+		ro.Leaving, ro.ReturnVMs = nil, false // the campaign brings them home itself, in the background
 		up, err := e.Plan(ctx, model.OpUncordon, name, ro)
 		if err == nil {
 			_, err = e.Run(ctx, up, ro, emit)
@@ -62,6 +63,7 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		return r.failed(ctx, i, model.PhaseVerifying, err)
 	}
 	r.setPhase(ctx, i, model.PhaseDone, "")
+	r.bringHomeLater(ctx, i)
 	return nil
 }
 

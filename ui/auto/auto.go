@@ -260,7 +260,35 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 		return r.Refusal(ctx) // a node refused, or below the headroom: exit 3, the nodes named
 
 	}
-	return r.Run(ctx)
+	err = r.Run(ctx)
+	if o.ReturnVMs {
+		a.sayReturns(r.Record())
+	}
+	return err
+}
+
+// sayReturns sums up --return-vms: how many VMs are home again, and each that is not, why.
+func (a *Auto) sayReturns(c model.Campaign) {
+	var all []model.VMReturn
+	for _, n := range c.Nodes {
+		all = append(all, n.Returns...)
+	}
+	home, not, pending := model.ReturnsDone(all)
+	text.Fprintf(a.Stderr, "campaign %s: %d of %d VM(s) that left their node home again", c.Name, home, len(all))
+	if pending > 0 {
+		text.Fprintf(a.Stderr, ", %d not tried yet (the campaign stopped first; its rerun tries them)", pending)
+	}
+	text.Fprintf(a.Stderr, "\n")
+	if not == 0 {
+		return
+	}
+	for _, n := range c.Nodes {
+		for _, r := range n.Returns {
+			if !r.Home && !r.Pending {
+				text.Fprintf(a.Stderr, "  %s (%s) not brought home to %s: %s\n", r.Name, r.ID, n.Name, r.Why)
+			}
+		}
+	}
 }
 
 // skipsNameOneVM refuses a --skip-vm that names no VM of the targets (a typo would leave the

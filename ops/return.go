@@ -1,0 +1,130 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// Bringing VMs home (--return-vms): once a node is back and proven, the VMs its evacuation
+// moved away (its journal's Left) move back, each as a one-VM migrate to its home, under the
+// same caps, live or cold as its state and its own policy say. The journal is a claim: each
+// VM is read again first, and one moved, resized or deleted since stays where it is, said so.
+
+// ReturnVM brings one VM that left home back to node's host, and says what became of it.
+// putOn are the hosts the caller itself put it on since (a campaign's later nodes may have
+// moved it again); found elsewhere, someone else moved it and it stays.
+func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putOn []string, ro RunOptions, emit func(Event)) model.VMReturn {
+	out := model.VMReturn{ID: l.ID, Name: l.Name}
+	not := func(format string, a ...any) model.VMReturn {
+		out.Why = fmt.Sprintf(format, a...)
+		return out
+	}
+	home := e.hostOfNode(ctx, node)
+	if home == "" {
+		return not("node %s has no compute host", node)
+	}
+	// Home takes VMs again only while its service is enabled and up, read now (someone may
+	// have disabled it since it returned).
+	svcs, err := e.nova.ComputeServices(ctx, home)
+	switch {
+	case err != nil:
+		return not("reading nova-compute on %s: %v", home, err)
+	case len(svcs) == 0:
+		return not("%s has no nova-compute service", home)
+	case !svcs[0].Enabled:
+		return not("nova-compute on %s is disabled again (%q)", home, svcs[0].DisabledReason)
+	case !svcs[0].Up:
+		return not("nova-compute on %s is down", home)
+	}
+	vm, err := e.nova.Server(ctx, l.ID)
+	switch {
+	case statusOf(err) == 404:
+		return not("deleted since it left")
+	case err != nil:
+		return not("reading it: %v", err)
+	case vm.Host == home:
+		out.Home = true // someone brought it back already
+		return out
+	case vm.Host != l.To && !slices.Contains(putOn, vm.Host):
+		return not("moved since it left (sent to %s, now on %s): left where its owner or a colleague put it", l.To, vm.Host)
+	case l.Flavor != "" && vm.Flavor != l.Flavor:
+		return not("resized since it left (%s, was %s)", vm.Flavor, l.Flavor)
+	case vm.Status == model.VMBroken:
+		return not("in ERROR since it left")
+	case vm.TaskState != "":
+		return not("busy (task %s)", vm.TaskState)
+	}
+	ro.To, ro.Returning, ro.Leaving, ro.Later = node, true, nil, nil
+	p, err := e.Plan(ctx, model.OpMigrate, l.ID, ro)
+	if err != nil {
+		return not("planning its move: %v", err)
+	}
+	if b := p.Blockers(); len(b) > 0 {
+		texts := make([]string, len(b))
+		for i, r := range b {
+			texts[i] = r.Text()
+		}
+		return not("%s", strings.Join(texts, "; "))
+	}
+	if _, err := e.Run(ctx, p, ro, emit); err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) && len(refused.Reasons) > 0 {
+			return not("%s", refused.Reasons[0].Text())
+		}
+		return not("its move failed: %v", err)
+	}
+	if vm, err := e.nova.Server(ctx, l.ID); err != nil || vm.Host != home {
+		return not("its move ended, but Nova does not show it on %s", home)
+	}
+	out.Home = true
+	return out
+}
+
+// hostOfNode is the node's compute host by the last Nova read (the mapping does not change
+// while a node returns).
+func (e *Engine) hostOfNode(ctx context.Context, node string) string {
+	inv, err := e.inv.Rejoin(ctx)
+	if err != nil {
+		return ""
+	}
+	if n, ok := inv.Node(node); ok {
+		return n.Host
+	}
+	return ""
+}
+
+// returnVMs is uncordon's step with --return-vms: the VMs its journal says left, brought home
+// one after the other (the return never outruns the caps an evacuation keeps).
+func (r *runner) returnVMs(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	k, _ := e.kube.Node(p.Node)
+	j, ok := ReadJournal(k)
+	if !ok || len(j.Left) == 0 {
+		return "no VM left this node (by its journal)", nil
+	}
+	var home, not []string
+	for _, l := range j.Left {
+		if ctx.Err() != nil {
+			return "", &Interrupted{Node: p.Node, Phase: "return-vms", Cause: context.Cause(ctx)}
+		}
+		res := e.ReturnVM(ctx, p.Node, l, nil, r.ro, r.emit)
+		r.report.Returns = append(r.report.Returns, res)
+		if res.Home {
+			home = append(home, l.Name)
+			r.nodeChanged("VM " + l.Name + " home again")
+		} else {
+			not = append(not, l.Name+": "+res.Why)
+			r.nodeChanged("VM " + l.Name + " not brought home: " + res.Why)
+		}
+	}
+	s := fmt.Sprintf("%d of %d VM(s) home again", len(home), len(j.Left))
+	if len(not) > 0 {
+		s += "; not brought home: " + strings.Join(not, "; ")
+	}
+	return s, nil
+}

@@ -1,0 +1,81 @@
+package ops_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// uncordon --return-vms after an evacuation brings each VM that left home, live or cold as
+// it left; the journal is a claim: a VM moved, resized or deleted since stays where it is,
+// and the report says why for each.
+func TestUncordonBringsTheVMsHome(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0, c2 := c.Name("c0"), c.Name("c2")
+	for _, name := range []string{"vm-c", "vm-d", "vm-e"} {
+		c.World.AddServer(name, c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	}
+	c.World.Stop("vm-e") // moves cold, and comes back cold
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	j, _ := ops.ReadJournal(c.Node(c0))
+	if len(j.Left) != 5 {
+		t.Fatalf("the journal records %d VMs that left, want 5: %+v", len(j.Left), j.Left)
+	}
+	for _, l := range j.Left {
+		if vm, _ := c.World.ServerByName(l.Name); l.To != vm.Host || l.To == c0 || l.ID != vm.ID {
+			t.Errorf("journal says %s went to %s; Nova says %s", l.Name, l.To, vm.Host)
+		}
+	}
+
+	// Since: a colleague moves vm-b elsewhere, vm-c is resized, vm-d deleted.
+	b, _ := c.World.ServerByName("vm-b")
+	elsewhere := c.Name("c1")
+	if b.Host == elsewhere {
+		elsewhere = c2
+	}
+	c.World.Update(func(_ map[string]*sim.Host, servers map[string]*sim.VM) {
+		for _, s := range servers {
+			switch s.Name {
+			case "vm-b":
+				s.Host = elsewhere
+			case "vm-c":
+				s.Flavor = sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40}
+			}
+		}
+	})
+	c.World.DeleteServer("vm-d")
+
+	rec, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), ReturnVMs: true})
+	if err != nil {
+		t.Fatalf("uncordon --return-vms: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	want := map[string]string{"vm-a": "", "vm-e": "", "vm-b": "moved since it left", "vm-c": "resized since it left (m1.medium, was m1.small)", "vm-d": "deleted since it left"}
+	if len(rep.Returns) != len(want) {
+		t.Fatalf("returns: %+v", rep.Returns)
+	}
+	for _, r := range rep.Returns {
+		w := want[r.Name]
+		if (w == "") != r.Home || !strings.HasPrefix(r.Why, w) {
+			t.Errorf("%s: home %v, why %q; want %q", r.Name, r.Home, r.Why, w)
+		}
+	}
+	for name, host := range map[string]string{"vm-a": c0, "vm-e": c0, "vm-b": elsewhere} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != host {
+			t.Errorf("%s is on %s, want %s", name, vm.Host, host)
+		}
+	}
+	if e, _ := c.World.ServerByName("vm-e"); e.Status != "SHUTOFF" || len(c.World.MigrationStatuses(e.ID)) != 2 {
+		t.Errorf("vm-e (stopped) should go and come back cold, stopped: %s, migrations %v", e.Status, c.World.MigrationStatuses(e.ID))
+	}
+	if _, journaled := ops.ReadJournal(c.Node(c0)); journaled {
+		t.Error("the journal was not cleared after the return")
+	}
+}
