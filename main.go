@@ -101,7 +101,8 @@ Simulated cluster (no cluster needed):
   --demo-scale X       simulated seconds per real second (default 1)
   --demo-fault LIST    inject faults, comma-separated: latency=200ms, migrate-500, migrate-409,
                        services-503, no-valid-host, compute-down=HOST, never-converge=VM,
-                       fail-migration=VM@PHASE
+                       fail-migration=VM@PHASE, boot-error=HOST, boot-hang=HOST,
+                       console-silent=HOST (a canary there fails)
   --listen ADDR        sim serve: address to listen on (default 127.0.0.1:0);
                        --proxy: address to serve the cloudpool API on (default :8080)
 

@@ -35,6 +35,7 @@ const (
 	StepAbort          StepKind = "abort"           // abort migrations in progress
 	StepCanary         StepKind = "canary"          // a test server booted on the host, ACTIVE, its console written, deleted
 	StepEnableCompute  StepKind = "enable-compute"  // re-enable nova-compute if drainctl disabled it
+	StepRestartVMs     StepKind = "restart-vms"     // start the VMs stopped for restart-in-place, where they are
 	StepUncordon       StepKind = "uncordon"        // remove the taint, schedulable again
 	StepReturnVMs      StepKind = "return-vms"      // bring home the VMs that left the node (--return-vms)
 	StepRelease        StepKind = "release"         // give the lease back

@@ -106,6 +106,9 @@ const (
 	MoveStays  MoveMethod = "stays"  // cannot or may not move: a typed reason says why
 	// MoveRebuild: its host is dead; Nova's evacuate rebuilds it on another host (recover).
 	MoveRebuild MoveMethod = "rebuild"
+	// MoveRestart: restart-in-place, its own policy: stopped on its host before the node's
+	// step, started there again once the node returns (uncordon); it does not move.
+	MoveRestart MoveMethod = "restart"
 )
 
 // PinningSpec reports whether a flavor extra spec ties a VM to its host's hardware, so

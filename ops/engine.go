@@ -248,6 +248,7 @@ func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool
 	if !ok {
 		return Report{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", node)}
 	}
+	ro.Policy.NodeRemoved = true // a VM restarted in place would have no host to start on
 	plan, err := e.Plan(ctx, model.OpEvacuate, node, ro)
 	if err != nil {
 		return Report{}, err

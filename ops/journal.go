@@ -56,6 +56,9 @@ type Journal struct {
 	// Left are the VMs moved off the node, each added as its move completes: what a return
 	// (--return-vms) brings home.
 	Left []model.VMLeft `json:"left,omitempty"`
+	// Restart are the VMs (IDs) drainctl stopped on the node for restart-in-place, written
+	// before each stop: the node's return starts them there again.
+	Restart []string `json:"restart,omitempty"`
 }
 
 // ColdMove is one cold migration drainctl asked for.

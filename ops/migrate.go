@@ -176,6 +176,11 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 				failed = append(failed, *bad)
 			}
 			continue
+		case model.MoveRestart:
+			if bad := r.stopInPlace(ctx, run, reason); bad != nil {
+				failed = append(failed, *bad)
+			}
+			continue
 		}
 		pending = append(pending, run)
 	}

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -88,16 +89,21 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 	var movable []model.VM
 	p.VMs = make([]model.VM, len(node.VMs))
 	methods := map[model.MoveMethod]int{}
+	j, _ := ReadJournal(*node.Kube)
 	for i, vm := range node.VMs {
 		method, r := policy.VMMove(vm, ro.Policy)
 		vm.Method = method
 		vm.Policy, vm.PolicyFrom = policy.VMPolicyOf(vm, ro.Policy)
 		p.VMs[i] = vm
 		methods[method]++
+		if method == model.MoveRestart && vm.Status != model.VMActive && slices.Contains(j.Restart, vm.ID) {
+			r = &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+				Message: "restart-in-place: stopped by drainctl for it; started on the node again when it returns"}
+		}
 		if r != nil {
 			p.Reasons = append(p.Reasons, *r)
 		}
-		if method != model.MoveStays {
+		if method != model.MoveStays && method != model.MoveRestart {
 			movable = append(movable, vm)
 		}
 	}
@@ -180,7 +186,7 @@ func coldWaiting(node model.Node, inv model.Inventory) []string {
 func moveDetail(methods map[model.MoveMethod]int) string {
 	n := 0
 	var parts []string
-	for _, m := range []model.MoveMethod{model.MoveLive, model.MoveCold, model.MoveFollow, model.MoveStays} {
+	for _, m := range []model.MoveMethod{model.MoveLive, model.MoveCold, model.MoveFollow, model.MoveRestart, model.MoveStays} {
 		if c := methods[m]; c > 0 {
 			n += c
 			parts = append(parts, fmt.Sprintf("%d %s", c, m))

@@ -132,12 +132,21 @@ func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 		n.step(model.StepCanary, false, fmt.Sprintf("boot a canary on %s, ACTIVE with a console log within %s, delete it", node.Host, e.cfg.Return.CanaryTimeout))
 	}
 	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
+	e.planRestart(n)
 	n.step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
 	if j, ok := ReadJournal(*k); n.ro.ReturnVMs && ok && e.nova != nil {
 		n.step(model.StepReturnVMs, len(j.Left) == 0, fmt.Sprintf("bring home the %d VM(s) that left it, each checked first (moved, resized or deleted since: left where it is)", len(j.Left)))
 	}
 	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")
 	return nil
+}
+
+// planRestart: the VMs its journal says drainctl stopped for restart-in-place, started again
+// where they are (planned only when there are some).
+func (e *Engine) planRestart(n *nodePlan) {
+	if j, ok := ReadJournal(*n.node.Kube); ok && len(j.Restart) > 0 && e.nova != nil {
+		n.step(model.StepRestartVMs, false, fmt.Sprintf("start the %d VM(s) stopped for restart-in-place, on this host", len(j.Restart)))
+	}
 }
 
 // planAbort: abort the node's migrations (and revert drainctl's unconfirmed cold moves),
@@ -178,6 +187,7 @@ func (e *Engine) planRollback(ctx context.Context, n *nodePlan) error {
 	j, _ := ReadJournal(*k)
 	enableDone := node.Compute == nil || node.Compute.Enabled || !DisabledByDrainctl(*node.Compute)
 	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
+	e.planRestart(n)
 	wasCordoned := n.journaled && !j.WasSchedulable
 	n.step(model.StepUncordon, (k.Schedulable || wasCordoned) && !k.HasTaint(e.cfg.Policy.TaintKey), "back to how it was before")
 	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")

@@ -145,6 +145,9 @@ type Nova interface {
 	BootOn(ctx context.Context, host, zone string, spec BootSpec) (string, error)
 	ConsoleOutput(ctx context.Context, id string, lines int) (string, error)
 	DeleteServer(ctx context.Context, id string) error
+	// StopServer and StartServer stop and start a server where it is (restart-in-place).
+	StopServer(ctx context.Context, id string) error
+	StartServer(ctx context.Context, id string) error
 	// ProviderConsumers lists who holds an allocation on a Placement resource provider (a
 	// hypervisor's ID); ErrNoPlacement when Placement is not in the catalog.
 	ProviderConsumers(ctx context.Context, provider string) ([]string, error)

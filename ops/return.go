@@ -59,6 +59,13 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 	case vm.TaskState != "":
 		return not("busy (task %s)", vm.TaskState)
 	}
+	// The node it is on now may be someone else's to work (a colleague emptying it): its lease
+	// says so, read now; a return would race their move.
+	if on := e.nodeOfHost(vm.Host); on != "" {
+		if holder, _, err := e.kube.LeaseHolder(ctx, on); err == nil && holder != "" && holder != e.o.Holder {
+			return not("its node %s is being worked by %s: left there", on, holder)
+		}
+	}
 	ro.To, ro.Returning, ro.Leaving, ro.Later = node, true, nil, nil
 	p, err := e.Plan(ctx, model.OpMigrate, l.ID, ro)
 	if err != nil {
@@ -94,6 +101,17 @@ func (e *Engine) hostOfNode(ctx context.Context, node string) string {
 	}
 	if n, ok := inv.Node(node); ok {
 		return n.Host
+	}
+	return ""
+}
+
+// nodeOfHost is the node whose compute host is host, by the last Nova read ("" : none).
+func (e *Engine) nodeOfHost(host string) string {
+	inv, _ := e.inv.Cached()
+	for _, n := range inv.Nodes {
+		if n.Host == host {
+			return n.Name
+		}
 	}
 	return ""
 }

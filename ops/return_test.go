@@ -79,3 +79,32 @@ func TestUncordonBringsTheVMsHome(t *testing.T) {
 		t.Error("the journal was not cleared after the return")
 	}
 }
+
+// A VM whose node someone else is working now (its lease held by a colleague) is left where
+// it is: a return would race their moves.
+func TestAReturnLeavesAVMOnANodeAColleagueWorks(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	colleague := c.Engine("colleague@b", nil)
+	c0 := c.Name("c0")
+	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	a, _ := c.World.ServerByName("vm-a")
+	if _, _, err := run(t, colleague, model.OpCordon, a.Host, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Fatalf("the colleague's cordon of %s: %v", a.Host, err)
+	}
+	_, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), ReturnVMs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Returns {
+		if r.Name == "vm-a" && (r.Home || !strings.Contains(r.Why, "being worked by colleague@b")) {
+			t.Errorf("vm-a: %+v; want it left, the colleague named", r)
+		}
+	}
+	if now, _ := c.World.ServerByName("vm-a"); now.Host != a.Host {
+		t.Errorf("vm-a moved from %s to %s under a colleague's lease", a.Host, now.Host)
+	}
+}

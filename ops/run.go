@@ -73,6 +73,7 @@ type runner struct {
 	// canaryPassed: this run's canary proved the host; its service may be enabled.
 	canaryPassed bool
 	left         []model.VMLeft // the VMs this run moved off the node (under mu), journaled
+	restart      []string       // the VMs this run stops in place (under mu), journaled
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -236,6 +237,11 @@ func (r *runner) journal(phase, errMsg string) {
 	}
 	if r.ro.Campaign != "" {
 		j.Campaign = r.ro.Campaign
+	}
+	for _, id := range r.restart {
+		if !slices.Contains(j.Restart, id) {
+			j.Restart = append(j.Restart, id)
+		}
 	}
 	for _, l := range r.left {
 		if i := slices.IndexFunc(j.Left, func(o model.VMLeft) bool { return o.ID == l.ID }); i >= 0 {

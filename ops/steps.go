@@ -27,6 +27,7 @@ var steps = map[model.StepKind]stepFunc{
 	model.StepAbort:          (*runner).abort,
 	model.StepCanary:         (*runner).canary,
 	model.StepEnableCompute:  (*runner).enableCompute,
+	model.StepRestartVMs:     (*runner).restartVMs,
 	model.StepUncordon:       (*runner).uncordon,
 	model.StepRelease:        (*runner).release,
 	model.StepFence:          (*runner).fence,
@@ -269,7 +270,7 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 			// A resumed run whose migrate step was already done: the VMs that stay are judged
 			// again, so the verdict does not depend on which run moved the others.
 			for _, vm := range vms {
-				if m, reason := r.classify(vm); m == model.MoveStays && reason.Severity != model.Blocks {
+				if m, reason := r.classify(vm); (m == model.MoveStays && reason.Severity != model.Blocks) || m == model.MoveRestart {
 					skipped[vm.ID] = true
 					r.report.Left = append(r.report.Left, vm.Name+": "+reason.Message)
 				}

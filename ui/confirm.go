@@ -321,9 +321,9 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 		return ""
 	}
 	var b strings.Builder
-	nameW := 0
+	nameW, methodW := 0, 6
 	for _, vm := range pl.VMs {
-		nameW = max(nameW, len(vm.Name))
+		nameW, methodW = max(nameW, len(vm.Name)), max(methodW, len(vm.Method))
 	}
 	nameW = min(nameW, 30)
 	for _, vm := range pl.VMs {
@@ -334,7 +334,7 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 		case model.MoveCold:
 			style = lipgloss.NewStyle()
 		}
-		line := text.Sprintf("     %-6s %-*s %6s  %s", vm.Method, nameW, fit(vm.Name, nameW), text.Bytes(vm.RAMMB<<20), vm.Status)
+		line := text.Sprintf("     %-*s %-*s %6s  %s", methodW, vm.Method, nameW, fit(vm.Name, nameW), text.Bytes(vm.RAMMB<<20), vm.Status)
 		if vm.Disk != "" {
 			line += ": " + vm.Disk
 		}

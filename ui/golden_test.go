@@ -130,13 +130,14 @@ func vmStatesConfirm(m Model) Model {
 func vmPoliciesConfirm(m Model) Model {
 	ro := ops.RunOptions{Policy: policy.Options{MoveStopped: true, Maintenance: model.MaintenanceConfig{Flavors: map[string]model.VMPolicy{"m1.huge": model.PolicyStopStart}}}}
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", Host: "compute-1",
-		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "move 5 VM(s): 1 live, 2 cold, 2 stay"}}}
+		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "move 6 VM(s): 1 live, 2 cold, 1 restart, 2 stay"}}}
 	for i, vm := range []model.VM{
 		{Name: "build-cache", Status: "ACTIVE", RAMMB: 8192, PolicyAsked: "stop-start"},
 		{Name: "analytics-big", Status: "ACTIVE", RAMMB: 65536, Flavor: "m1.huge"},
 		{Name: "ledger-db", Status: "ACTIVE", RAMMB: 16384, PolicyAsked: "stays"},
 		{Name: "odd-one", Status: "ACTIVE", RAMMB: 2048, PolicyAsked: "reboot\x1b[31m"},
 		{Name: "web-1", Status: "ACTIVE", RAMMB: 4096},
+		{Name: "batch-gpu", Status: "ACTIVE", RAMMB: 32768, Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"},
 	} {
 		vm.ID = fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i)
 		method, r := policy.VMMove(vm, ro.Policy)

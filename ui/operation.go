@@ -448,6 +448,8 @@ func (p *opPane) view(s *shared) string {
 			line2 = "  rebuild " + string(vm.state) + "  " + detail
 		case model.MoveStays:
 			line2 = "  stays on the node  " + detail
+		case model.MoveRestart:
+			line2 = "  restarted in place  " + detail
 		}
 		b.WriteString(truncate(line1, width) + "\n" + truncate(line2, width) + "\n")
 		vmLines += 2

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,9 +93,12 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 		// Only the Nova half, then the journal closed: the node is schedulable already,
 		// someone else uncordoned it, and a node left with its journal at "done" would count
 		// as under maintenance for the ranking and the proxy forever.
+		// The Nova half is the host proven (the canary), its service enabled and the VMs
+		// stopped for restart-in-place started again: the journal is closed after them.
+		novaHalf := []model.StepKind{model.StepCanary, model.StepEnableCompute, model.StepRestartVMs, model.StepRelease}
 		var steps []model.Step
 		for _, s := range plan.Steps {
-			if (s.Kind == model.StepEnableCompute || s.Kind == model.StepRelease) && !s.Done {
+			if slices.Contains(novaHalf, s.Kind) && !s.Done {
 				steps = append(steps, s)
 			}
 		}

@@ -251,3 +251,37 @@ func TestNodeCapHoldsForTheDaemonAndAnotherEngine(t *testing.T) {
 		t.Error(b)
 	}
 }
+
+// The daemon's uncordon is the Nova half of a return: the host proven by a canary before its
+// service is enabled, and a VM stopped for restart-in-place started again, before the
+// journal is closed.
+func TestDaemonReturnsTheHostProvenAndRestartsInPlace(t *testing.T) {
+	c := newCluster(t, 20)
+	c1 := c.Name("c1")
+	c.World.AddImage("img-canary")
+	c.World.AddFlavor("c1.tiny", sim.Flavor{Name: "c1.tiny", RAMMB: 256, VCPUs: 1, DiskGB: 1})
+	c.World.AddNetwork("net-canary")
+	c.Cfg.Return = model.ReturnConfig{Canary: true, CanaryTimeout: model.Duration(20 * time.Second), Image: "img-canary", Flavor: "c1.tiny", Network: "net-canary"}
+	c.World.AddServer("vm-r", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.SetMetadata("vm-r", model.VMPolicyKey, "restart-in-place")
+	stop := c.startDaemon(c1)
+	defer stop()
+
+	c.SetUnschedulable(c1, true)
+	kubetest.Eventually(t, 20*time.Second, "vm-r stopped in place, nova-compute disabled", func() bool {
+		r, _ := c.World.ServerByName("vm-r")
+		h, _ := c.World.Host(c1)
+		return r.Status == "SHUTOFF" && r.Host == c1 && !h.Enabled
+	})
+	c.SetUnschedulable(c1, false)
+	kubetest.Eventually(t, 30*time.Second, "vm-r running again, nova-compute enabled, the journal closed", func() bool {
+		r, _ := c.World.ServerByName("vm-r")
+		h, _ := c.World.Host(c1)
+		_, journaled := ops.ReadJournal(c.Node(c1))
+		return r.Status == "ACTIVE" && r.Host == c1 && h.Enabled && !journaled
+	})
+	booted := c.World.Booted()
+	if len(booted) != 1 || booted[0].Host != c1 || booted[0].Status != "DELETED" {
+		t.Errorf("want one canary booted on %s and deleted before the service was enabled, got %+v", c1, booted)
+	}
+}

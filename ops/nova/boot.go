@@ -63,3 +63,19 @@ func (c *Client) ProviderConsumers(ctx context.Context, provider string) ([]stri
 	}
 	return out, nil
 }
+
+// StopServer and StartServer are Nova's os-stop and os-start (202; the server's status says
+// when it has stopped or started): a VM restarted in place.
+func (c *Client) StopServer(ctx context.Context, id string) error {
+	if err := servers.Stop(ctx, c.compute, id).ExtractErr(); err != nil {
+		return fmt.Errorf("stopping server %s: %w", id, describe(err))
+	}
+	return nil
+}
+
+func (c *Client) StartServer(ctx context.Context, id string) error {
+	if err := servers.Start(ctx, c.compute, id).ExtractErr(); err != nil {
+		return fmt.Errorf("starting server %s: %w", id, describe(err))
+	}
+	return nil
+}

@@ -38,6 +38,9 @@ type Options struct {
 	// NotAdmin: the Nova credentials are no admin's, so Nova refuses to move a locked server
 	// (the engine sets it from the token's roles).
 	NotAdmin bool
+	// NodeRemoved: the node does not come back (scale-down): a VM asking to be restarted in
+	// place is moved as its state says instead.
+	NodeRemoved bool
 	// ColdMigrateRunning: a running VM that cannot live-migrate moves cold, with downtime.
 	ColdMigrateRunning bool
 	// SkipVMs are VMs (names or IDs) left on the node knowingly (--skip-vm).
@@ -228,7 +231,8 @@ func PDBReason(p model.Pod, pdbs map[string]model.PDB, o Options) *model.Reason 
 // planned, and a Downtime note when a running VM is moved cold.
 func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	method, r := vmMove(vm, o)
-	if (method == model.MoveLive || method == model.MoveCold) && !o.ByHand { // it would move: as its own policy asks
+	// It would move (or moves only cold, pinned to its host's hardware): as its own policy asks.
+	if (method == model.MoveLive || method == model.MoveCold || (r != nil && r.Code == model.VMPinned)) && !o.ByHand {
 		method, r = asItsPolicy(vm, o, method, r)
 	}
 	if o.SkipVM(vm) && method != model.MoveStays { // left knowingly although it could move
@@ -381,15 +385,17 @@ func VMPolicyOf(vm model.VM, o Options) (model.VMPolicy, string) {
 }
 
 // asItsPolicy is a movable VM's move as its policy asks: migrate keeps the move its state
-// chose; stop-start moves it cold (Nova stops it, moves it and starts it again); stays and
-// restart-in-place keep it on the node, a blocker its owner's request names (--skip-vm leaves
-// it knowingly); a policy that is none of them is a blocker that says so.
+// chose; stop-start moves it cold (Nova stops it, moves it and starts it again); stays keeps
+// it on the node, a blocker its owner's request names (--skip-vm leaves it knowingly);
+// restart-in-place stops it on the node and starts it there when the node returns (moved as
+// its state says when the node is removed); a policy that is none of them is a blocker that
+// says so. A VM pinned to its host's hardware comes here too: restart-in-place needs no move.
 func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reason) (model.MoveMethod, *model.Reason) {
 	p, from := VMPolicyOf(vm, o)
 	block := func(code model.ReasonCode, format string, a ...any) (model.MoveMethod, *model.Reason) {
 		return staysFor(vm, o, "the node", code, model.OverrideSkipVM, format, a...)
 	}
-	if p != model.PolicyMigrate && p != model.PolicyStopStart && o.OverridesPolicy(vm) {
+	if p != model.PolicyMigrate && p != model.PolicyStopStart && o.OverridesPolicy(vm) && method != model.MoveStays {
 		return method, &model.Reason{Code: model.VMAsksToStay, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideVMPolicy,
 			Message: fmt.Sprintf("moved %s although its policy is %q (%s), as the operator asked", method, string(p), from)}
 	}
@@ -400,12 +406,27 @@ func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reaso
 		if method == model.MoveCold && vm.Status != model.VMActive {
 			return method, r // stopped already: a cold move is what it asks
 		}
+		if vm.Status == model.VMPaused { // Nova cold-migrates ACTIVE and stopped servers only
+			return method, r
+		}
 		return model.MoveCold, &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf("stop-start (%s): stopped, moved cold and started again rather than live-migrated (%s)", from, memory(vm))}
 	case model.PolicyStays:
 		return block(model.VMAsksToStay, "asks not to be moved (stays, %s): leave it on the node knowingly, or its owner changes the policy", from)
 	case model.PolicyRestartInPlace:
-		return block(model.VMAsksToStay, "asks to be restarted in place (restart-in-place, %s), which drainctl does not do yet: leave it running on the node knowingly", from)
+		switch {
+		case o.NodeRemoved:
+			if method == model.MoveStays { // pinned: its blocker stands
+				return method, r
+			}
+			return method, &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+				Message: fmt.Sprintf("restart-in-place (%s), but the node is removed and will not return: moved %s instead", from, method)}
+		case vm.Status != model.VMActive:
+			return model.MoveRestart, &model.Reason{Code: model.VMAsksToStay, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+				Message: fmt.Sprintf("restart-in-place (%s): %s already, left so on the node (not started when it returns)", from, vm.Status)}
+		}
+		return model.MoveRestart, &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+			Message: fmt.Sprintf("restart-in-place (%s): stopped on the node before its step, started there when it returns", from)}
 	}
 	return block(model.VMPolicyUnknown, "its maintenance policy %q (%s) is none of %s: its owner sets one of them (openstack server set --property %s=migrate)",
 		string(p), from, model.VMPolicyNames(), model.VMPolicyKey)

@@ -168,7 +168,12 @@ func TestVMPolicy(t *testing.T) {
 		{model.VM{Name: "c", Status: "SHUTOFF", PolicyAsked: "stop-start"}, byConfig, model.MoveCold, "", "", model.PolicyStopStart, "its metadata drainctl:maintenance"},
 		{model.VM{Name: "d", Status: "ACTIVE", PolicyAsked: "stays"}, Options{}, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "its metadata drainctl:maintenance"},
 		{model.VM{Name: "d", Status: "ACTIVE", PolicyAsked: "stays"}, Options{SkipVMs: []string{"d"}}, model.MoveStays, model.VMSkipped, model.Notes, model.PolicyStays, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "e", Status: "ACTIVE", PolicyAsked: "restart-in-place"}, Options{}, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e", Status: "ACTIVE", PolicyAsked: "restart-in-place"}, Options{}, model.MoveRestart, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e-off", Status: "SHUTOFF", PolicyAsked: "restart-in-place"}, Options{MoveStopped: true}, model.MoveRestart, model.VMAsksToStay, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e-removed", Status: "ACTIVE", PolicyAsked: "restart-in-place"}, Options{NodeRemoved: true}, model.MoveLive, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e-gpu", Status: "ACTIVE", Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"}, Options{}, model.MoveRestart, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e-gpu-removed", Status: "ACTIVE", Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"}, Options{NodeRemoved: true}, model.MoveStays, model.VMPinned, model.Blocks, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "d-overridden", Status: "ACTIVE", PolicyAsked: "stays"}, Options{OverrideVMPolicies: []string{"d-overridden"}}, model.MoveLive, model.VMAsksToStay, model.Notes, model.PolicyStays, "its metadata drainctl:maintenance"},
 		{model.VM{Name: "f", Status: "ACTIVE", PolicyAsked: "evacuate\x1b[2J"}, Options{}, model.MoveStays, model.VMPolicyUnknown, model.Blocks, "evacuate\x1b[2J", "its metadata drainctl:maintenance"},
 		{model.VM{Name: "g", Status: "ACTIVE", Flavor: "m1.huge", Image: "img-db"}, byConfig, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "policy.maintenance.flavors"},
 		{model.VM{Name: "h", Status: "ACTIVE", Image: "img-db", ProjectID: "prj-batch"}, byConfig, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "policy.maintenance.images"},
@@ -187,7 +192,7 @@ func TestVMPolicy(t *testing.T) {
 		if m != tc.method || code != tc.code || sev != tc.sev || p != tc.policy || from != tc.from {
 			t.Errorf("%s: %s %s %s, policy %s from %q; want %s %s %s, %s from %q", tc.vm.Name, m, code, sev, p, from, tc.method, tc.code, tc.sev, tc.policy, tc.from)
 		}
-		if r != nil && (r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown) && (r.Override != model.OverrideSkipVM || !strings.Contains(r.Message, from)) {
+		if r != nil && r.Severity == model.Blocks && (r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown) && (r.Override != model.OverrideSkipVM || !strings.Contains(r.Message, from)) {
 			t.Errorf("%s: the blocker names neither its remedy nor where its policy comes from: %+v", tc.vm.Name, r)
 		}
 	}

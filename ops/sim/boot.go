@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -184,15 +185,22 @@ func (w *World) place(s *VM, forced, requested, zone string) {
 	}
 }
 
-// advanceBuilds ends the builds due by now: ACTIVE, or ERROR where the host breaks them.
+// advanceBuilds ends the builds and power actions due by now: ACTIVE, or ERROR where the
+// host breaks a boot; SHUTOFF or ACTIVE for a stop or a start.
 func (w *World) advanceBuilds(now time.Time) {
 	left := w.building[:0]
 	for _, s := range w.building {
-		if s.Status != "BUILD" || w.servers[s.ID] != s {
+		if w.servers[s.ID] != s || (s.Status != "BUILD" && s.powerTo == "") {
 			continue
 		}
 		if now.Before(s.bootDone) {
 			left = append(left, s)
+			continue
+		}
+		if s.powerTo != "" {
+			s.Status, s.VMState, s.TaskState, s.Updated = s.powerTo, map[string]string{"SHUTOFF": "stopped", "ACTIVE": "active"}[s.powerTo], "", s.bootDone
+			s.powerTo = ""
+			w.changes++
 			continue
 		}
 		s.Status, s.VMState, s.TaskState, s.Updated = "ACTIVE", "active", "", s.bootDone
@@ -238,6 +246,28 @@ func consoleOutput(c *call, s *VM, raw json.RawMessage) (int, any) {
 		out = strings.Join(lines, "\n") + "\n"
 	}
 	return 200, map[string]any{"output": out}
+}
+
+// Power actions (os-stop, os-start), as Nova's compute API checks them: stop from ACTIVE,
+// RESCUED or ERROR, start from stopped; a lock refuses a non-admin (check_instance_lock).
+const (
+	stopTime  = time.Second
+	startTime = 2 * time.Second
+)
+
+func powerAction(c *call, s *VM, action string) (int, any) {
+	to, took, states := "SHUTOFF", stopTime, []string{"active", "rescued", "error"}
+	task := "powering-off"
+	if action == "os-start" {
+		to, took, states, task = "ACTIVE", startTime, []string{"stopped"}, "powering-on"
+	}
+	if f := cmp.Or(c.lockRefused(s), refused(s, strings.TrimPrefix(action, "os-"), states...)); f != "" {
+		return 409, f
+	}
+	s.TaskState, s.powerTo, s.bootDone, s.Updated = task, to, c.now.Add(took), c.now
+	c.w.building = append(c.w.building, s)
+	c.w.changes++
+	return 202, nil
 }
 
 // deleteServer is DELETE /servers/{id}: 204, the server gone from the lists.

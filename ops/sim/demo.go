@@ -49,6 +49,19 @@ const (
 	DemoCanaryNetwork = "b1b2c3d4-0000-4000-8000-00000000000a"
 )
 
+// firstOn is the name of the first server on host, by name ("" when none).
+func (w *World) firstOn(host string) string {
+	first := ""
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.servers {
+		if s.Host == host && (first == "" || s.Name < first) {
+			first = s.Name
+		}
+	}
+	return first
+}
+
 // Close stops the servers and pending simulated work.
 func (d *Demo) Close() {
 	d.Kube.Stop()
@@ -234,6 +247,19 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 	// host without another one (the plan and the ranking count it).
 	w.AddServerGroup("erp-ha", "anti-affinity", "vm-0000", "analytics-big", "legacy-erp")
 	w.Break("build-old", "Failed to allocate the network(s), not rescheduling.")
+	// Each maintenance policy a VM's owner may ask for (drainctl:maintenance): migrate on a VM
+	// of compute-0, stop-start on one of compute-6 and restart-in-place on one of compute-7 (in
+	// rack r2's campaign), and a database asking to stay beside the other states on rack r1's
+	// host (--skip-vm ledger-db leaves it, --override-vm-policy ledger-db moves it).
+	w.AddServer("ledger-db", d.Computes[2%ncompute], Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40})
+	w.SetMetadata("ledger-db", "drainctl:maintenance", "stays")
+	for host, policy := range map[int]string{0: "migrate", 6: "stop-start", 7: "restart-in-place"} {
+		if host < len(d.Computes) {
+			if vm := w.firstOn(d.Computes[host]); vm != "" {
+				w.SetMetadata(vm, "drainctl:maintenance", policy)
+			}
+		}
+	}
 	// What a returning host's canary boots with ([return]; the demo turns the canary on).
 	w.AddImage(DemoCanaryImage)
 	w.AddFlavor(DemoCanaryFlavor, Flavor{Name: DemoCanaryFlavor, RAMMB: 256, VCPUs: 1, DiskGB: 1})

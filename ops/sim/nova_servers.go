@@ -152,6 +152,10 @@ func serverAction(c *call) (int, any) {
 		return evacuate(c, s, body["evacuate"])
 	case body["os-getConsoleOutput"] != nil:
 		return consoleOutput(c, s, body["os-getConsoleOutput"])
+	case body["os-stop"] != nil:
+		return powerAction(c, s, "os-stop")
+	case body["os-start"] != nil:
+		return powerAction(c, s, "os-start")
 	}
 	raw, ok := body["os-migrateLive"]
 	if !ok {

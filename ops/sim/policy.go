@@ -59,6 +59,8 @@ func novaRules(pattern string, r *http.Request, action string) []string {
 			return []string{"os_compute_api:os-evacuate"}
 		case "os-getConsoleOutput":
 			return []string{"os_compute_api:os-console-output"}
+		case "os-stop", "os-start":
+			return []string{"os_compute_api:servers:" + strings.TrimPrefix(action, "os-")}
 		}
 		return []string{"os_compute_api:servers:action:" + action}
 	case "GET /servers/{id}/migrations":

@@ -56,7 +56,8 @@ type VM struct {
 	Metadata map[string]string
 	// Image is the image it booted from ("" : the world's one image).
 	Image    string
-	bootDone time.Time // BUILD → ACTIVE (boot.go)
+	bootDone time.Time // BUILD → ACTIVE, or a power action's end (boot.go)
+	powerTo  string    // a power action's end state: "SHUTOFF" or "ACTIVE" ("": a boot)
 }
 
 // Flavor is a server's flavor as embedded in the server (2.47+).

@@ -106,7 +106,7 @@ func (p *Printer) line(ev ops.Event) string {
 			return s
 		}
 		s := text.Sprintf("%s vm %s %s", e.Node, e.VM, e.State)
-		if e.Method == model.MoveCold || e.Method == model.MoveStays {
+		if e.Method == model.MoveCold || e.Method == model.MoveStays || e.Method == model.MoveRestart {
 			s = text.Sprintf("%s vm %s (%s) %s", e.Node, e.VM, e.Method, e.State)
 		}
 		if e.Dest != "" && (e.State == ops.MigCompleted || e.State == "queued" || e.State == "preparing") {

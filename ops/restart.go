@@ -1,0 +1,144 @@
+package ops
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// restart-in-place, a VM's own policy: for a short reboot of a VM that tolerates the
+// downtime, it is stopped where it is before the node's step, and started there again once
+// the node returns (uncordon, a campaign's return, a rollback). Each stop is journaled before
+// it is asked, so the return knows what drainctl stopped; a VM stopped by its owner before
+// stays stopped.
+
+// stopInPlace stops a VM restarted in place and accounts for it as left on the node on purpose.
+func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reason) *model.Reason {
+	e, vm := r.e, run.vm
+	run.method = model.MoveRestart
+	left := func(msg string) *model.Reason {
+		r.report.VMs = append(r.report.VMs, VMReport{VM: vm.Name, VMID: vm.ID, Method: model.MoveRestart, Result: MigSkipped, Source: vm.Host, Message: msg})
+		r.report.Left = append(r.report.Left, vm.Name+": "+msg)
+		r.emitVM(run, MigSkipped, msg)
+		return nil
+	}
+	if vm.Status != model.VMActive {
+		if r.stoppedByUs(vm.ID) {
+			return left("stopped for restart-in-place (by an earlier run): started on the node again when it returns")
+		}
+		return left(reason.Message)
+	}
+	r.mu.Lock()
+	r.restart = append(r.restart, vm.ID)
+	r.mu.Unlock()
+	r.journal(r.phase, "") // before the stop: the return must know what drainctl stopped
+	if err := r.stillHolder(ctx); err != nil {
+		bad := notMoved(vm, err.Error(), "")
+		return &bad
+	}
+	if err := e.nova.StopServer(ctx, vm.ID); err != nil {
+		bad := notMoved(vm, "stopping it for restart-in-place: "+err.Error(), "")
+		return &bad
+	}
+	r.emitVM(run, MigRequested, "stopping it for restart-in-place")
+	if err := r.waitStatus(ctx, vm.ID, model.VMShutoff); err != nil {
+		bad := notMoved(vm, "stopping it for restart-in-place: "+err.Error(), "")
+		return &bad
+	}
+	return left("stopped for restart-in-place: started on the node again when it returns")
+}
+
+// stoppedByUs says whether the node's journal says drainctl stopped the VM in place.
+func (r *runner) stoppedByUs(id string) bool {
+	k, _ := r.e.kube.Node(r.plan.Node)
+	j, _ := ReadJournal(k)
+	return slices.Contains(j.Restart, id)
+}
+
+// waitStatus polls the VM until Nova shows it in status with no task, within
+// timeouts.migration.
+func (r *runner) waitStatus(ctx context.Context, id string, status model.VMStatus) error {
+	e := r.e
+	d := e.cfg.Timeouts.Migration.D()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	last := "not read yet"
+	for {
+		vm, err := e.nova.Server(ctx, id)
+		switch {
+		case err != nil && ctx.Err() != nil:
+		case err != nil:
+			last = err.Error()
+		case vm.Status == status && vm.TaskState == "":
+			return nil
+		case vm.Status == model.VMBroken:
+			return fmt.Errorf("it went to ERROR: %s", cmp.Or(vm.Fault, "Nova gave no fault"))
+		default:
+			last = fmt.Sprintf("%s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none"))
+		}
+		if !sleep(ctx, e.o.Poll) {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("not %s within timeouts.migration (%s): %s", status, d, last)
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// restartVMs is the return's step: the VMs drainctl stopped in place (the journal's claim,
+// checked against Nova) started again where they are. One moved or deleted since is not
+// drainctl's to start; one that does not start fails the step, and a rerun tries again.
+func (r *runner) restartVMs(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	k, _ := e.kube.Node(p.Node)
+	j, _ := ReadJournal(k)
+	if len(j.Restart) == 0 {
+		return "no VM stopped for restart-in-place", nil
+	}
+	if err := r.stillHolder(ctx); err != nil {
+		return "", err
+	}
+	var started, notes, failed []string
+	for _, id := range j.Restart {
+		vm, err := e.nova.Server(ctx, id)
+		switch {
+		case statusOf(err) == 404:
+			notes = append(notes, id+": deleted since it was stopped")
+			continue
+		case err != nil:
+			return "", err
+		case vm.Host != p.Host:
+			notes = append(notes, vm.Name+": moved since it was stopped (now on "+vm.Host+"): not drainctl's to start")
+			continue
+		case vm.Status == model.VMActive:
+			started = append(started, vm.Name+" (running already)")
+			continue
+		case vm.Status != model.VMShutoff || vm.TaskState != "":
+			failed = append(failed, fmt.Sprintf("%s: %s (task %s), not stopped as drainctl left it", vm.Name, vm.Status, cmp.Or(vm.TaskState, "none")))
+			continue
+		}
+		if err := e.nova.StartServer(ctx, id); err != nil {
+			failed = append(failed, vm.Name+": "+err.Error())
+			continue
+		}
+		if err := r.waitStatus(ctx, id, model.VMActive); err != nil {
+			failed = append(failed, vm.Name+": "+err.Error())
+			continue
+		}
+		r.nodeChanged("VM " + vm.Name + " started again in place")
+		started = append(started, vm.Name)
+	}
+	s := fmt.Sprintf("%d VM(s) started again in place: %s", len(started), strings.Join(started, ", "))
+	if len(notes) > 0 {
+		s += "; " + strings.Join(notes, "; ")
+	}
+	if len(failed) > 0 {
+		return "", fmt.Errorf("restart-in-place: %d VM(s) not started on %s: %s; run the same command again to retry", len(failed), p.Host, strings.Join(failed, "; "))
+	}
+	return s, nil
+}

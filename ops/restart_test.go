@@ -1,0 +1,109 @@
+package ops_test
+
+import (
+	"testing"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// restart-in-place: the VM is stopped where it is before the node's step and started there
+// again when the node returns; one its owner had stopped stays stopped; a rollback starts
+// what drainctl stopped too.
+func TestARestartInPlaceVMIsStoppedAndStartedWhereItIs(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
+	c.World.AddServer("vm-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.SetMetadata("vm-off", model.VMPolicyKey, "restart-in-place")
+	c.World.Stop("vm-off") // its owner stopped it: it stays stopped
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+
+	p, err := e.Plan(t.Context(), model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := map[string]model.MoveMethod{}
+	for _, vm := range p.VMs {
+		methods[vm.Name] = vm.Method
+	}
+	if methods["vm-a"] != model.MoveRestart || methods["vm-off"] != model.MoveRestart || methods["vm-b"] != model.MoveLive {
+		t.Fatalf("planned moves %v", methods)
+	}
+	rec, rep, err := run(t, e, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	a, _ := c.World.ServerByName("vm-a")
+	if a.Host != c0 || a.Status != "SHUTOFF" || len(c.World.MigrationStatuses(a.ID)) != 0 {
+		t.Errorf("vm-a after the evacuation: %s on %s, migrations %v; want SHUTOFF on %s, never moved", a.Status, a.Host, c.World.MigrationStatuses(a.ID), c0)
+	}
+	if b, _ := c.World.ServerByName("vm-b"); b.Host == c0 {
+		t.Error("vm-b (migrate) was not moved")
+	}
+	if len(rep.Left) != 2 || rep.Result != ops.ResultDone {
+		t.Errorf("the report: %s, left %v; want the node not empty, vm-a and vm-off left on purpose", rep.Result, rep.Left)
+	}
+	j, _ := ops.ReadJournal(c.Node(c0))
+	if len(j.Restart) != 1 || j.Restart[0] != a.ID {
+		t.Errorf("the journal's restart list %v, want vm-a's ID alone", j.Restart)
+	}
+
+	rec, _, err = run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults()})
+	if err != nil {
+		t.Fatalf("uncordon: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if a, _ := c.World.ServerByName("vm-a"); a.Host != c0 || a.Status != "ACTIVE" {
+		t.Errorf("vm-a after uncordon: %s on %s, want ACTIVE on %s", a.Status, a.Host, c0)
+	}
+	if off, _ := c.World.ServerByName("vm-off"); off.Status != "SHUTOFF" {
+		t.Errorf("vm-off, stopped by its owner, was started: %s", off.Status)
+	}
+
+	// A rollback starts again what drainctl stopped.
+	c.World.AddServer("vm-r", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.SetMetadata("vm-r", model.VMPolicyKey, "restart-in-place")
+	vmsOnly := ro
+	vmsOnly.VMsOnly = true // c1's pods are the budget's last: the VMs are what this checks
+	if rec, _, err := run(t, e, model.OpEvacuate, c1, vmsOnly); err != nil {
+		t.Fatalf("evacuate %s: %v\n%s", c1, err, rec.Transcript(c.Px))
+	}
+	if r, _ := c.World.ServerByName("vm-r"); r.Status != "SHUTOFF" {
+		t.Fatalf("vm-r after the evacuation: %s", r.Status)
+	}
+	if rec, _, err := run(t, e, model.OpRollback, c1, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Fatalf("rollback: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if r, _ := c.World.ServerByName("vm-r"); r.Status != "ACTIVE" || r.Host != c1 {
+		t.Errorf("vm-r after the rollback: %s on %s", r.Status, r.Host)
+	}
+}
+
+// A node removed (scale-down) does not return: a VM asking to be restarted in place is
+// migrated instead, and the plan says why.
+func TestARemovedNodeMigratesARestartInPlaceVM(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	rec, err := e.ScaleDown(t.Context(), c0, ro, nil, func(ops.Event) {})
+	if err != nil {
+		t.Fatalf("scale-down: %v %+v", err, rec)
+	}
+	a, _ := c.World.ServerByName("vm-a")
+	if a.Host == c0 || a.Status != "ACTIVE" {
+		t.Errorf("vm-a after its node's scale-down: %s on %s", a.Status, a.Host)
+	}
+	found := false
+	for _, v := range rec.VMs {
+		found = found || (v.VM == "vm-a" && v.Result == ops.MigCompleted)
+	}
+	if !found || len(rec.Left) != 0 {
+		t.Errorf("vm-a not reported moved: %+v, left %v", rec.VMs, rec.Left)
+	}
+}
