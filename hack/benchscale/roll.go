@@ -189,6 +189,9 @@ func runRoll(ctx context.Context, o options) error {
 		}
 	}
 	fmt.Printf("| VMs on the host they began on, at the end (--return-vms %v) | %d of %d | %.1f %% |\n", ro.returnVMs, home, all, 100*float64(home)/float64(all))
+	if ro.returnVMs {
+		fmt.Printf("| the returns' migrations, summed (beside the campaign: not in the floor) | %s | %s |\n", secs(runs.returning), secs(runs.returning/time.Duration(ro.nodes)))
+	}
 	if !runs.halfAt.IsZero() {
 		took := runs.end.Sub(runs.halfAt)
 		fmt.Printf("| ETA at half the nodes done, against the time the rest took | %s / %s | error %+.0f %% |\n",
@@ -236,6 +239,7 @@ type rollRuns struct {
 	halfAt, end time.Time
 	halfETA     time.Duration
 	migrating   map[string]time.Duration // node -> its migrate step's time
+	returning   time.Duration            // --return-vms: the returns' migrations, summed
 	steps       map[string]time.Duration // step kind -> its time, summed over the nodes
 }
 
@@ -243,6 +247,7 @@ type rollRuns struct {
 func readRuns(r io.Reader) (rollRuns, error) {
 	out := rollRuns{migrating: map[string]time.Duration{}, steps: map[string]time.Duration{}}
 	started, stepStarted := map[string]time.Time{}, map[string]time.Time{}
+	op := map[string]string{} // each node's latest plan: a return's migrate is no part of the floor
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -256,6 +261,9 @@ func readRuns(r io.Reader) (rollRuns, error) {
 				Op     string `json:"op"`
 				Result string `json:"result"`
 			} `json:"report"`
+			Plan struct {
+				Op string `json:"op"`
+			} `json:"plan"`
 			Done       int           `json:"done"`
 			InProgress int           `json:"inProgress"`
 			Left       int           `json:"left"`
@@ -263,6 +271,19 @@ func readRuns(r io.Reader) (rollRuns, error) {
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return out, fmt.Errorf("roll -o json: %v: %s", err, sc.Text())
+		}
+		if ev.Type == "plan" {
+			op[ev.Node] = ev.Plan.Op
+		}
+		if ev.Type == "step" && op[ev.Node] == "migrate" {
+			key := ev.Node + " return " + ev.Step
+			if ev.State == "started" {
+				stepStarted[key] = ev.At
+			} else if at, ok := stepStarted[key]; ok {
+				out.returning += ev.At.Sub(at)
+				delete(stepStarted, key)
+			}
+			continue
 		}
 		if ev.Type == "step" {
 			key := ev.Node + " " + ev.Step
