@@ -165,7 +165,7 @@ func (r *runner) nameCold(ctx context.Context, id string) {
 
 // journalAgain writes the journal in the phase it is in.
 func (r *runner) journalAgain() {
-	phase := r.phase
+	phase := r.currentPhase()
 	if phase == "" {
 		phase = PhaseMigrating
 	}

@@ -264,7 +264,7 @@ func (r *runner) recordLeft(run *vmRun) {
 	r.mu.Lock()
 	r.left = append(r.left, model.VMLeft{ID: run.vm.ID, Name: run.vm.Name, To: to, Method: run.method, Flavor: run.vm.Flavor, At: r.e.now()})
 	r.mu.Unlock()
-	r.journal(r.phase, "")
+	r.journalAgain()
 }
 
 // classify is how the operation treats a VM of the node: an evacuation moves it (live,

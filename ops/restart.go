@@ -36,7 +36,7 @@ func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reas
 	r.mu.Lock()
 	r.restart = append(r.restart, vm.ID)
 	r.mu.Unlock()
-	r.journal(r.phase, "") // before the stop: the return must know what drainctl stopped
+	r.journalAgain() // before the stop: the return must know what drainctl stopped
 	if err := r.stillHolder(ctx); err != nil {
 		bad := notMoved(vm, err.Error(), "")
 		return &bad

@@ -70,6 +70,9 @@ type runner struct {
 	keepers sync.WaitGroup        // the lease's renewal and cancel watch
 	cold    []ColdMove            // the cold moves this run asked for (under mu), journaled
 	proof   *model.FenceRecord    // recover: the fence this run proved or found for the outage
+	// beside: two steps run at once (together): the pods' step leaves the journal's phase to
+	// the VMs' (under mu).
+	beside bool
 	// canaryPassed: this run's canary proved the host; its service may be enabled.
 	canaryPassed bool
 	left         []model.VMLeft // the VMs this run moved off the node (under mu), journaled
@@ -119,7 +122,8 @@ func (r *runner) run(ctx context.Context) error {
 		}
 	}
 	slotted := !t.empties // only what empties the node takes a slot
-	for _, s := range p.Steps {
+	for i := 0; i < len(p.Steps); i++ {
+		s := p.Steps[i]
 		if s.Kind == model.StepLease {
 			continue
 		}
@@ -143,27 +147,102 @@ func (r *runner) run(ctx context.Context) error {
 				}
 			}
 		}
-		r.step(s.Kind, StepStarted, s.Detail)
-		detail, err := r.do(ctx, s.Kind)
+		var err error
+		if beside, ok := r.alongside(p.Steps, i); ok {
+			i++
+			err = r.together(ctx, s, beside)
+		} else {
+			err = r.oneStep(ctx, s)
+		}
 		if err != nil {
-			if ctx.Err() != nil {
-				r.step(s.Kind, StepStopped, "interrupted")
-				return r.interrupted(ctx)
-			}
-			r.step(s.Kind, StepFailed, err.Error())
-			if errors.As(err, new(*RefusedError)) {
-				r.report.Reasons = err.(*RefusedError).Reasons
-				return err // refused before anything changed (a recovery's fence): nothing to record
-			}
-			r.journal(PhaseFailed, err.Error())
 			return err
 		}
-		r.step(s.Kind, StepDone, detail)
 	}
 	if t.endPhase != "" {
 		r.journal(t.endPhase, "")
 	}
 	return nil
+}
+
+// oneStep runs one step, says how it ended, and records a failure on the node.
+func (r *runner) oneStep(ctx context.Context, s model.Step) error {
+	r.step(s.Kind, StepStarted, s.Detail)
+	detail, err := r.do(ctx, s.Kind)
+	if err == nil {
+		r.step(s.Kind, StepDone, detail)
+		return nil
+	}
+	if ctx.Err() != nil {
+		r.step(s.Kind, StepStopped, "interrupted")
+		return r.interrupted(ctx)
+	}
+	r.step(s.Kind, StepFailed, err.Error())
+	if errors.As(err, new(*RefusedError)) {
+		r.report.Reasons = err.(*RefusedError).Reasons
+		return err // refused before anything changed (a recovery's fence): nothing to record
+	}
+	r.journal(PhaseFailed, err.Error())
+	return err
+}
+
+// alongside is the step run beside step i: in a campaign, a node's pods are evicted while
+// its VMs move (the pods other than the hypervisor's carriers wait for no VM; the carriers
+// still go after the VMs). A person's evacuation keeps its steps one after the other, as its
+// plan shows them.
+func (r *runner) alongside(steps []model.Step, i int) (model.Step, bool) {
+	if r.ro.Campaign == "" || steps[i].Kind != model.StepMigrateVMs || i+1 >= len(steps) {
+		return model.Step{}, false
+	}
+	next := steps[i+1]
+	return next, next.Kind == model.StepEvictPods && !next.Done
+}
+
+// together runs two steps at once. Each runs to its end, as it would one after the other
+// (a failed eviction does not leave VM moves unfollowed); the run fails with the first of
+// them, in the plan's order, that failed; an interruption stops both.
+func (r *runner) together(ctx context.Context, a, b model.Step) error {
+	r.mu.Lock()
+	r.beside = true
+	r.mu.Unlock()
+	defer func() { r.mu.Lock(); r.beside = false; r.mu.Unlock() }()
+	steps := [2]model.Step{a, b}
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, s := range steps {
+		r.step(s.Kind, StepStarted, s.Detail)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			detail, err := r.do(ctx, s.Kind)
+			switch {
+			case err == nil:
+				r.step(s.Kind, StepDone, detail)
+			case ctx.Err() != nil:
+				r.step(s.Kind, StepStopped, "interrupted")
+			default:
+				r.step(s.Kind, StepFailed, err.Error())
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return r.interrupted(ctx)
+	}
+	for _, err := range errs {
+		if err != nil {
+			r.journal(PhaseFailed, err.Error())
+			return err
+		}
+	}
+	return nil
+}
+
+// currentPhase is the phase the journal was last written with.
+func (r *runner) currentPhase() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.phase
 }
 
 func (r *runner) step(kind model.StepKind, state StepState, detail string) {
@@ -173,7 +252,7 @@ func (r *runner) step(kind model.StepKind, state StepState, detail string) {
 // interrupted records on the node that the operation stopped at a safe point, and why when
 // it was not the operator's own interruption (a cancel request, a lost lease).
 func (r *runner) interrupted(ctx context.Context) error {
-	during := r.phase
+	during := r.currentPhase()
 	if during == "" {
 		during = "start"
 	}
@@ -207,7 +286,9 @@ func (r *runner) journal(phase, errMsg string) {
 	if r.plan.Node == "" || !t.journals {
 		return
 	}
+	r.mu.Lock()
 	r.phase = phase
+	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	k, ok := r.e.kube.Node(r.plan.Node)

@@ -112,7 +112,12 @@ func (r *runner) migrateVMs(ctx context.Context) (string, error) {
 }
 
 func (r *runner) evictStep(ctx context.Context, carriers bool) (string, error) {
-	r.journal(PhaseEvicting, "")
+	r.mu.Lock()
+	beside := r.beside
+	r.mu.Unlock()
+	if !beside { // beside the VMs' moves, the journal keeps saying "migrating"
+		r.journal(PhaseEvicting, "")
+	}
 	return r.evict(ctx, carriers)
 }
 
