@@ -184,7 +184,11 @@ func stepsLine(o campaign.Options) string {
 	case o.WaitReady:
 		step = " → wait for the reboot"
 	}
-	return "each node: capacity check (the rest must absorb it) → evacuate" + step + " → uncordon → verify it takes work again"
+	home := ""
+	if o.ReturnVMs {
+		home = " → its VMs brought home, beside the next nodes"
+	}
+	return "each node: capacity check (the rest must absorb it) → evacuate" + step + " → uncordon → verify it takes work again" + home
 }
 
 // campaignFlags are the command-line flags the proposal runs with: the overrides, then the step.
@@ -195,6 +199,9 @@ func campaignFlags(o campaign.Options) []string {
 	}
 	if o.WaitReady {
 		on = append(on, "--wait-ready")
+	}
+	if o.ReturnVMs {
+		on = append(on, "--return-vms")
 	}
 	if o.Run.Why != "" {
 		on = append(on, "--reason "+text.ShellWord(o.Run.Why))
@@ -326,7 +333,8 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 	}
 	wait := toggle(k.WaitReady, func(o *campaign.Options) { o.WaitReady = !o.WaitReady })
 	wait.hidden = false
-	out = append(out, wait,
+	home := toggle(k.ToggleReturnVMs, func(o *campaign.Options) { o.ReturnVMs = !o.ReturnVMs })
+	out = append(out, wait, home,
 		action{key: k.Exec, do: func() intent {
 			p.input.open("exec", "on each emptied node, run: ", p.asked().Exec, 400)
 			return nil
@@ -420,7 +428,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		if on := campaignFlags(p.asked()); len(on) > 0 {
 			b.WriteString(st.Danger.Render(truncate("runs with: "+strings.Join(on, " "), width)) + "\n")
 		}
-		keys := "F D E L M toggle the overrides for every node"
+		keys := "F D E L M toggle the overrides for every node, H brings the VMs home"
 		if len(p.skippable()) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
 			keys += ", S leaves the VMs that block"
 		}

@@ -140,7 +140,15 @@ func (p *confirmPane) bindings(s *shared) []action {
 		out = append(out, hide(cold)...)
 	case model.OpCordon:
 		out = append(out, confirm, force, lastNode, show(k.Back))
-	case model.OpUncordon, model.OpRollback: // --force re-enables a service someone else disabled
+	case model.OpUncordon: // --force re-enables a service someone else disabled
+		home := action{key: k.ToggleReturnVMs, do: func() intent {
+			next := *pd
+			next.ro.ReturnVMs = !next.ro.ReturnVMs
+			next.ro.FromCache = true
+			return replan{&next}
+		}}
+		out = append(out, confirm, force, home, show(k.Back))
+	case model.OpRollback:
 		out = append(out, confirm, force, show(k.Back))
 	default: // abort: nothing to override
 		out = append(out, confirm, show(k.Back))

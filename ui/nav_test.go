@@ -642,3 +642,29 @@ func TestOMovesTheVMsWhoseOwnPolicyBlocks(t *testing.T) {
 		t.Errorf("a second O keeps the override: %+v", pd.ro.Policy)
 	}
 }
+
+// H in an uncordon's plan brings home the VMs that left the node (--return-vms): the plan
+// gains the step that does it, and H again takes it out.
+func TestHBringsTheVMsHome(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	e := c.Engine("tui@test", nil)
+	ro := ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}
+	if _, _, err := simtest.Run(t, e, model.OpEvacuate, c.Name("c0"), ro); err != nil {
+		t.Fatal(err)
+	}
+	l := newLive(t, c, e)
+	l.send(l.m.load(true)())
+	l.cursorTo(c.Name("c0"))
+	l.keys("u")
+	if v := l.m.View(); l.m.screen != confirmScreen || strings.Contains(v, "[ ] return-vms") {
+		t.Fatalf("u: screen %v\n%s", l.m.screen, v)
+	}
+	l.keys("H")
+	if v := l.m.View(); !l.m.confirm.pending.ro.ReturnVMs || !strings.Contains(v, "[ ] return-vms") || !strings.Contains(v, "bring home the 2 VM(s) that left it") {
+		t.Fatalf("H: the plan does not bring the VMs home:\n%s", v)
+	}
+	l.keys("H")
+	if l.m.confirm.pending.ro.ReturnVMs {
+		t.Error("a second H keeps --return-vms")
+	}
+}
