@@ -424,7 +424,9 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		b.WriteString(st.Muted.Render(truncate(text.Sprintf("record %s, read %s · run by %s", written, p.watchedAt.Format("15:04:05"), c.Holder), width)) + "\n")
 	}
 	if !p.started && !p.watching {
-		b.WriteString(truncate(stepsLine(p.asked()), width) + "\n")
+		for _, l := range wrap(stepsLine(p.asked()), width) {
+			b.WriteString(l + "\n")
+		}
 		if on := campaignFlags(p.asked()); len(on) > 0 {
 			b.WriteString(st.Danger.Render(truncate("runs with: "+strings.Join(on, " "), width)) + "\n")
 		}
@@ -432,7 +434,9 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		if len(p.skippable()) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
 			keys += ", S leaves the VMs that block"
 		}
-		b.WriteString(st.Muted.Render(truncate(keys+"; w types the reason", width)) + "\n")
+		for _, l := range wrap(keys+"; w types the reason", width) { // at 80 columns too: every key named
+			b.WriteString(st.Muted.Render(l) + "\n")
+		}
 		switch {
 		case p.input.typing():
 			b.WriteString(p.input.view() + "\n")
