@@ -179,12 +179,3 @@ func (r *runner) canaryFails(ctx context.Context, why string) error {
 	r.nodeChanged("nova-compute left disabled: " + reason)
 	return err
 }
-
-// statusOf is the HTTP status an API error carries (0: none).
-func statusOf(err error) int {
-	var s interface{ HTTPStatus() int }
-	if errors.As(err, &s) {
-		return s.HTTPStatus()
-	}
-	return 0
-}

@@ -175,6 +175,26 @@ func (i *Inventory) HostsOf(nodes []string) map[string]bool {
 	return out
 }
 
+// HostOf is the node's compute host as the mapping has it, from the Kubernetes cache alone
+// ("" : no such node, or it names none); NodeOf is the node mapped to host.
+func (i *Inventory) HostOf(node string) string {
+	for _, n := range i.kube.Nodes() {
+		if n.Name == node {
+			return i.mapper.Host(n)
+		}
+	}
+	return ""
+}
+
+func (i *Inventory) NodeOf(host string) string {
+	for _, n := range i.kube.Nodes() {
+		if i.mapper.Host(n) == host {
+			return n.Name
+		}
+	}
+	return ""
+}
+
 // readBegan is when the read that the last Nova figures of host come from began: a move
 // sent before it may show in them, one sent after cannot.
 func (i *Inventory) readBegan(host string) time.Time {

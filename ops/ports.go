@@ -287,12 +287,21 @@ type ActionFailure struct {
 	CannotLive bool   // it cannot move live at all: retrying live does not help
 }
 
+// statusOf is the HTTP status an API error carries (0: none).
+func statusOf(err error) int {
+	var s interface{ HTTPStatus() int }
+	if errors.As(err, &s) {
+		return s.HTTPStatus()
+	}
+	return 0
+}
+
 // refusedByNova reports whether err is Nova's 400 or 409 to an action: it cannot be done as
 // asked (a server in the wrong state, a request Nova will not carry out), and asking again
 // the same way does not help.
 func refusedByNova(err error) bool {
-	var s interface{ HTTPStatus() int }
-	return errors.As(err, &s) && (s.HTTPStatus() == 400 || s.HTTPStatus() == 409)
+	s := statusOf(err)
+	return s == 400 || s == 409
 }
 
 // NotEmptyError: the operation did what it was asked, but the node is not empty: VMs were

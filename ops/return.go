@@ -24,7 +24,7 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 		out.Why = fmt.Sprintf(format, a...)
 		return out
 	}
-	home := e.hostOfNode(ctx, node)
+	home := e.inv.HostOf(node)
 	if home == "" {
 		return not("node %s has no compute host", node)
 	}
@@ -61,7 +61,7 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 	}
 	// The node it is on now may be someone else's to work (a colleague emptying it): its lease
 	// says so, read now; a return would race their move.
-	if on := e.nodeOfHost(vm.Host); on != "" {
+	if on := e.inv.NodeOf(vm.Host); on != "" {
 		if holder, _, err := e.kube.LeaseHolder(ctx, on); err == nil && holder != "" && holder != e.o.Holder {
 			return not("its node %s is being worked by %s: left there", on, holder)
 		}
@@ -90,30 +90,6 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 	}
 	out.Home = true
 	return out
-}
-
-// hostOfNode is the node's compute host by the last Nova read (the mapping does not change
-// while a node returns).
-func (e *Engine) hostOfNode(ctx context.Context, node string) string {
-	inv, err := e.inv.Rejoin(ctx)
-	if err != nil {
-		return ""
-	}
-	if n, ok := inv.Node(node); ok {
-		return n.Host
-	}
-	return ""
-}
-
-// nodeOfHost is the node whose compute host is host, by the last Nova read ("" : none).
-func (e *Engine) nodeOfHost(host string) string {
-	inv, _ := e.inv.Cached()
-	for _, n := range inv.Nodes {
-		if n.Host == host {
-			return n.Name
-		}
-	}
-	return ""
 }
 
 // returnVMs is uncordon's step with --return-vms: the VMs its journal says left, brought home

@@ -143,9 +143,13 @@ func (r *Campaign) putOn(id string) []string {
 	var out []string
 	for _, n := range nodes {
 		left := n.Left
-		if k, ok := r.e.KubeNode(n.Name); ok {
-			if j, ok := ops.ReadJournal(k); ok && j.Campaign == r.o.Name {
-				left = append(left, j.Left...)
+		// A node not started has moved nothing; one whose moves the record keeps has nothing
+		// more in its journal.
+		if n.Phase.Started() && len(left) == 0 {
+			if k, ok := r.e.KubeNode(n.Name); ok {
+				if j, ok := ops.ReadJournal(k); ok && j.Campaign == r.o.Name {
+					left = j.Left
+				}
 			}
 		}
 		for _, l := range left {
@@ -162,22 +166,26 @@ func (r *Campaign) putOn(id string) []string {
 // (Nova's record: that node's journal may not say so yet). false: ctx ended.
 func (r *Campaign) waitOutOfFlight(ctx context.Context, id string) bool {
 	for {
-		busy := ""
-		if vm, err := r.e.Server(ctx, id); err == nil {
-			hosts := []string{vm.Host}
-			if ms, err := r.e.MigrationsOf(ctx, id); err == nil && len(ms) > 0 {
-				hosts = append(hosts, ms[0].SourceCompute)
+		r.mu.Lock()
+		var inFlight []string
+		for _, n := range r.rec.Nodes {
+			if n.Phase.Started() && !n.Phase.Finished() {
+				inFlight = append(inFlight, n.Name)
 			}
-			inv, _ := r.e.Inventory().Cached()
-			r.mu.Lock()
-			for _, n := range r.rec.Nodes {
-				if node, ok := inv.Node(n.Name); ok && slices.Contains(hosts, node.Host) && n.Phase.Started() && !n.Phase.Finished() {
-					busy = n.Name
-				}
-			}
-			r.mu.Unlock()
 		}
-		if busy == "" {
+		r.mu.Unlock()
+		if len(inFlight) == 0 {
+			return true // no node is being worked: nothing to race
+		}
+		busy := false
+		if vm, err := r.e.Server(ctx, id); err == nil {
+			hosts := r.e.Inventory().HostsOf(inFlight)
+			busy = hosts[vm.Host]
+			if ms, err := r.e.MigrationsOf(ctx, id); err == nil && len(ms) > 0 {
+				busy = busy || hosts[ms[0].SourceCompute]
+			}
+		}
+		if !busy {
 			return true
 		}
 		if !sleep(ctx, r.e.PollInterval()) {

@@ -198,7 +198,10 @@ func (w *World) advanceBuilds(now time.Time) {
 			continue
 		}
 		if s.powerTo != "" {
-			s.Status, s.VMState, s.TaskState, s.Updated = s.powerTo, map[string]string{"SHUTOFF": "stopped", "ACTIVE": "active"}[s.powerTo], "", s.bootDone
+			s.Status, s.VMState, s.TaskState, s.Updated = s.powerTo, "active", "", s.bootDone
+			if s.powerTo == "SHUTOFF" {
+				s.VMState = "stopped"
+			}
 			s.powerTo = ""
 			w.changes++
 			continue
