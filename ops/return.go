@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,12 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 	case vm.TaskState != "":
 		return not("busy (task %s)", vm.TaskState)
 	}
+	// The record is a claim (a node's annotation, a campaign's ConfigMap: anyone who may write
+	// them could name any VM). Nova's own record must show the VM's last move ending where it
+	// is, from home or from a host the caller sent it on to.
+	if from, ok := e.lastMove(ctx, l.ID, vm.Host); !ok || (from != home && !slices.Contains(putOn, from)) {
+		return not("Nova's records do not show it leaving %s for %s (its last move: %s): the record is no proof, it stays", home, vm.Host, cmp.Or(from, "none"))
+	}
 	// The node it is on now may be someone else's to work (a colleague emptying it): its lease
 	// says so, read now; a return would race their move.
 	if on := e.inv.NodeOf(vm.Host); on != "" {
@@ -90,6 +97,20 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 	}
 	out.Home = true
 	return out
+}
+
+// lastMove is the source of the VM's newest completed move, and whether it ended on host.
+func (e *Engine) lastMove(ctx context.Context, id, host string) (string, bool) {
+	ms, err := e.nova.MigrationsOf(ctx, id)
+	if err != nil {
+		return "", false
+	}
+	for _, m := range ms { // newest first
+		if m.Status == model.MigrationCompleted {
+			return m.SourceCompute, m.DestCompute == host
+		}
+	}
+	return "", false
 }
 
 // returnVMs is uncordon's step with --return-vms: the VMs its journal says left, brought home

@@ -1,11 +1,17 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
@@ -106,5 +112,70 @@ func TestAReturnLeavesAVMOnANodeAColleagueWorks(t *testing.T) {
 	}
 	if now, _ := c.World.ServerByName("vm-a"); now.Host != a.Host {
 		t.Errorf("vm-a moved from %s to %s under a colleague's lease", a.Host, now.Host)
+	}
+}
+
+// The journal's list of VMs that left is a claim anyone who may annotate a node can write: a
+// VM named there that Nova never saw leave the node (a forged entry), or that someone moved
+// since from elsewhere (a stale one), stays where it is; only the VM whose last move, by
+// Nova's record, was off this node comes home.
+func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
+	c.World.AddServer("vm-elsewhere", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	b, _ := c.World.ServerByName("vm-b")
+	other, _ := c.World.ServerByName("vm-elsewhere")
+	// Forged: vm-elsewhere never left c0, claimed where it is. Stale: vm-b's claim stands
+	// (the right host), but it was moved since, by a real migration, from a host not its home.
+	j, _ := ops.ReadJournal(c.Node(c0))
+	j.Left = append(j.Left, model.VMLeft{ID: other.ID, Name: other.Name, To: c1, Method: model.MoveLive, Flavor: "m1.small"})
+	away := c1
+	if b.Host == c1 {
+		away = c2
+	}
+	if err := c.Nova.LiveMigrate(t.Context(), b.ID, away); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "vm-b moved away", func() bool {
+		now, _ := c.World.ServerByName("vm-b")
+		return now.Host == away && now.Status == "ACTIVE" && now.TaskState == ""
+	})
+	if err := c.Nova.LiveMigrate(t.Context(), b.ID, b.Host); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "vm-b moved back where the journal says", func() bool {
+		now, _ := c.World.ServerByName("vm-b")
+		return now.Host == b.Host && now.Status == "ACTIVE" && now.TaskState == ""
+	})
+	raw, _ := json.Marshal(j)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ops.JournalAnnotation: string(raw)}}})
+	if _, err := c.CS.CoreV1().Nodes().Patch(t.Context(), c0, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 5*time.Second, "the cache sees the forged journal", func() bool {
+		k, _ := c.Kube.Node(c0)
+		got, _ := ops.ReadJournal(k)
+		return len(got.Left) == 3
+	})
+
+	_, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), ReturnVMs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Returns {
+		home := r.Name == "vm-a"
+		if r.Home != home || (!home && !strings.Contains(r.Why, "the record is no proof")) {
+			t.Errorf("%s: home %v, why %q", r.Name, r.Home, r.Why)
+		}
+	}
+	for name, host := range map[string]string{"vm-a": c0, "vm-b": b.Host, "vm-elsewhere": c1} {
+		if now, _ := c.World.ServerByName(name); now.Host != host {
+			t.Errorf("%s is on %s, want %s", name, now.Host, host)
+		}
 	}
 }

@@ -65,3 +65,38 @@ func TestBootingAsNovaBoots(t *testing.T) {
 		t.Errorf("a deleted server: %d", code)
 	}
 }
+
+// os-stop and os-start as Nova's compute API answers them: 202, the task (powering-off,
+// powering-on) until the guest has stopped or started; a stop of a stopped server, or a start
+// of a running one, 409 naming the vm_state (check_instance_state).
+func TestPowerActionsAsNovaAnswersThem(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	vm, _ := w.ServerByName("demo-0")
+	path := "/servers/" + vm.ID + "/action"
+	if code, body := rawDo(t, srv, "POST", path, "2.93", `{"os-start":null}`); code != 409 ||
+		body["conflictingRequest"].(map[string]any)["message"] != "Cannot 'start' instance "+vm.ID+" while it is in vm_state active" {
+		t.Errorf("start of a running server: %d %v", code, body)
+	}
+	if code, _ := rawDo(t, srv, "POST", path, "2.93", `{"os-stop":null}`); code != 202 {
+		t.Fatalf("stop: %d", code)
+	}
+	_, got := rawGet(t, srv, "/servers/"+vm.ID, "2.93")
+	if s := got["server"].(map[string]any); s["status"] != "ACTIVE" || s["OS-EXT-STS:task_state"] != "powering-off" {
+		t.Errorf("just stopped: %v %v", s["status"], s["OS-EXT-STS:task_state"])
+	}
+	w.Clock().Advance(2 * time.Second)
+	_, got = rawGet(t, srv, "/servers/"+vm.ID, "2.93")
+	if s := got["server"].(map[string]any); s["status"] != "SHUTOFF" || s["OS-EXT-STS:vm_state"] != "stopped" || s["OS-EXT-STS:task_state"] != nil {
+		t.Errorf("stopped: %v %v %v", s["status"], s["OS-EXT-STS:vm_state"], s["OS-EXT-STS:task_state"])
+	}
+	if code, _ := rawDo(t, srv, "POST", path, "2.93", `{"os-stop":null}`); code != 409 {
+		t.Errorf("stop of a stopped server: %d", code)
+	}
+	if code, _ := rawDo(t, srv, "POST", path, "2.93", `{"os-start":null}`); code != 202 {
+		t.Fatalf("start: %d", code)
+	}
+	w.Clock().Advance(3 * time.Second)
+	if _, got = rawGet(t, srv, "/servers/"+vm.ID, "2.93"); got["server"].(map[string]any)["status"] != "ACTIVE" {
+		t.Errorf("started: %v", got["server"].(map[string]any)["status"])
+	}
+}
