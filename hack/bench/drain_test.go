@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,15 +65,69 @@ func setup(t *testing.T, cs kubernetes.Interface, sc scenario, tool string) (nod
 type counter struct {
 	n, tooMany atomic.Int64
 	next       http.RoundTripper
+	mu         sync.Mutex
+	kinds      map[string]int // "POST pods/eviction": how many
 }
 
 func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	c.mu.Lock()
+	if c.kinds == nil {
+		c.kinds = map[string]int{}
+	}
+	c.kinds[r.Method+" "+requestKind(r.URL.Path)]++
+	c.mu.Unlock()
 	resp, err := c.next.RoundTrip(r)
 	if err == nil && resp.StatusCode == 429 {
 		c.tooMany.Add(1)
 	}
 	return resp, err
+}
+
+// requestKind names what a request's path asks for, without names: "pods/eviction",
+// "leases", "nodes".
+func requestKind(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) > 0 && parts[0] == "apis" && len(parts) > 2 {
+		parts = parts[3:] // apis/GROUP/VERSION
+	} else if len(parts) > 1 {
+		parts = parts[2:] // api/v1
+	}
+	if len(parts) > 1 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return "namespaces"
+	case 1, 2:
+		return parts[0]
+	}
+	return parts[0] + "/" + parts[2]
+}
+
+// reset starts counting afresh.
+func (c *counter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n.Store(0)
+	c.tooMany.Store(0)
+	c.kinds = nil
+}
+
+// top says the counted kinds, most first.
+func (c *counter) top() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ks []string
+	for k := range c.kinds {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return c.kinds[ks[i]] > c.kinds[ks[j]] })
+	var out []string
+	for _, k := range ks {
+		out = append(out, fmt.Sprintf("%s %d", k, c.kinds[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // TestDrainVersusKubectl drains the same kind of node with drainctl's engine (Kubernetes

@@ -1,7 +1,6 @@
 package kubetest
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -17,7 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -39,7 +42,10 @@ func DaemonSet(t testing.TB, cs kubernetes.Interface, ns, name string) string {
 
 // Controllers plays, in namespace ns, the kubelet (graceful deletions finish after
 // DeleteAfter) and the disruption controller (every PDB's status follows its pods), as a
-// real cluster would, until the test ends.
+// real cluster would, until the test ends. Like the real ones it reads from informers and
+// acts on their events (and on its own deadlines: a deletion's end, a replacement's
+// readiness), never by listing: a fleet's worth of polling lists would load the shared API
+// server more than what a test measures.
 type Controllers struct {
 	DeleteAfter time.Duration
 	// ReplaceOn, when set, plays the ReplicaSet controller and the scheduler: a ReplicaSet pod
@@ -47,9 +53,6 @@ type Controllers struct {
 	// ReadyAfter later.
 	ReplaceOn  string
 	ReadyAfter time.Duration
-	// Every is how often it looks (default 20 ms); a fleet of namespaces looks less often,
-	// or its lists would load the API server more than what is measured.
-	Every time.Duration
 	// Non-graceful node shutdown, as the controller manager plays it (Kubernetes 1.28+): the
 	// pods of a NotReady node tainted node.kubernetes.io/out-of-service that do not tolerate
 	// the taint are force-deleted. Always played.
@@ -57,8 +60,6 @@ type Controllers struct {
 	mu       sync.Mutex
 	frozen   map[string]bool
 	replaced map[types.UID]bool
-	dead     map[string]*corev1.Taint // the nodes out of service, read every quarter second
-	deadAt   time.Time
 }
 
 // firstSeen reports whether this is the first time the terminating pod is seen.
@@ -92,82 +93,121 @@ func (c *Controllers) isFrozen(pdb string) bool {
 	return c.frozen[pdb]
 }
 
-// Run starts the loops.
+// world is what the played controllers read: their informers' caches.
+type world struct {
+	pods  corelisters.PodLister
+	pdbs  policylisters.PodDisruptionBudgetLister
+	nodes corelisters.NodeLister
+}
+
+// Run starts the informers and the loop that acts on their events and its deadlines.
 func (c *Controllers) Run(t testing.TB, cs kubernetes.Interface, ns string) {
 	ctx, cancel := context.WithCancel(context.Background())
+	inNS := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	cluster := informers.NewSharedInformerFactory(cs, 0)
+	w := world{pods: inNS.Core().V1().Pods().Lister(), pdbs: inNS.Policy().V1().PodDisruptionBudgets().Lister(),
+		nodes: cluster.Core().V1().Nodes().Lister()}
+	changed := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default: // one is pending: bursts coalesce
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke}
+	for _, inf := range []cache.SharedIndexInformer{inNS.Core().V1().Pods().Informer(),
+		inNS.Policy().V1().PodDisruptionBudgets().Informer(), cluster.Core().V1().Nodes().Informer()} {
+		_, _ = inf.AddEventHandler(handler)
+	}
+	inNS.Start(ctx.Done())
+	cluster.Start(ctx.Done())
 	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done; inNS.Shutdown(); cluster.Shutdown() })
+	inNS.WaitForCacheSync(ctx.Done())
+	cluster.WaitForCacheSync(ctx.Done())
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(cmp.Or(c.Every, 20*time.Millisecond))
-		defer tick.Stop()
+		timer := time.NewTimer(0)
+		defer timer.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
-				c.step(ctx, cs, ns)
+			case <-changed:
+			case <-timer.C:
+			}
+			next := c.step(ctx, cs, ns, w)
+			timer.Stop()
+			if !next.IsZero() {
+				timer.Reset(max(time.Until(next), time.Millisecond))
 			}
 		}
 	}()
 }
 
-func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns string) {
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+// step does what is due now and returns when something next falls due (zero: nothing).
+func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns string, w world) (next time.Time) {
+	due := func(at time.Time) bool {
+		if time.Now().Before(at) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			return false
+		}
+		return true
+	}
+	pods, err := w.pods.List(labels.Everything())
 	if err != nil {
-		return
+		return time.Now().Add(time.Second)
 	}
-	if time.Since(c.deadAt) > 250*time.Millisecond { // a node list per tick would load the shared API server
-		c.dead, c.deadAt = outOfService(ctx, cs), time.Now()
-	}
-	dead := c.dead
-	for _, p := range pods.Items {
+	dead := outOfService(w.nodes)
+	for _, p := range pods {
 		if taint, ok := dead[p.Spec.NodeName]; ok && !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, taint, false) {
 			_ = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 			continue
 		}
 		// The ReplicaSet controller counts a terminating pod as gone: its replacement is
 		// created at once, while the old one still terminates.
-		if ref := metav1.GetControllerOf(&p); p.DeletionTimestamp != nil && c.ReplaceOn != "" && ref != nil && ref.Kind == "ReplicaSet" && c.firstSeen(p.UID) {
-			c.replace(ctx, cs, p)
+		if ref := metav1.GetControllerOf(p); p.DeletionTimestamp != nil && c.ReplaceOn != "" && ref != nil && ref.Kind == "ReplicaSet" && c.firstSeen(p.UID) {
+			c.replace(ctx, cs, *p)
 		}
-		if p.DeletionTimestamp != nil && time.Since(p.DeletionTimestamp.Time.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0))*time.Second)) >= c.DeleteAfter {
+		if p.DeletionTimestamp != nil && due(p.DeletionTimestamp.Time.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0))*time.Second).Add(c.DeleteAfter)) {
 			err := cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 			if err != nil && !apierrors.IsNotFound(err) {
-				return
+				return time.Now().Add(100 * time.Millisecond)
 			}
 		}
 		if p.Status.Phase == corev1.PodPending && p.Annotations["kubetest/ready-at"] != "" {
-			if at, err := time.Parse(time.RFC3339Nano, p.Annotations["kubetest/ready-at"]); err == nil && time.Now().After(at) {
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-				_, _ = cs.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+			if at, err := time.Parse(time.RFC3339Nano, p.Annotations["kubetest/ready-at"]); err == nil && due(at) {
+				up := p.DeepCopy()
+				up.Status.Phase = corev1.PodRunning
+				up.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+				if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, up, metav1.UpdateOptions{}); err != nil {
+					due(time.Now().Add(100 * time.Millisecond)) // a stale copy: again once the cache has the new one
+				}
 			}
 		}
 	}
-	pdbs, err := cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+	pdbs, err := w.pdbs.List(labels.Everything())
 	if err != nil {
-		return
+		return time.Now().Add(time.Second)
 	}
-	pods, err = cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return
-	}
-	for _, pdb := range pdbs.Items {
-		if c.isFrozen(pdb.Name) {
+	for _, cached := range pdbs {
+		if c.isFrozen(cached.Name) {
 			continue
 		}
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		sel, err := metav1.LabelSelectorAsSelector(cached.Spec.Selector)
 		if err != nil {
 			continue
 		}
+		pdb := cached.DeepCopy()
 		// As the real disruption controller: a pod the eviction API has just let go
 		// (DisruptedPods) counts as disrupted until its deletion shows, for the API server
 		// writes the budget before it deletes the pod, and a status computed in between
 		// must not give the disruption back.
 		var expected, healthy int32
 		disrupted := map[string]metav1.Time{}
-		for _, p := range pods.Items {
+		for _, p := range pods {
 			if !sel.Matches(labels.Set(p.Labels)) {
 				continue
 			}
@@ -177,7 +217,7 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 				disrupted[p.Name] = at
 				continue
 			}
-			if p.DeletionTimestamp == nil && ready(&p) {
+			if p.DeletionTimestamp == nil && ready(p) {
 				healthy++
 			}
 		}
@@ -198,8 +238,11 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 		pdb.Status.DisruptedPods = disrupted
 		pdb.Status.ObservedGeneration, pdb.Status.DisruptionsAllowed = pdb.Generation, allowed
 		pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy, pdb.Status.ExpectedPods = healthy, desired, expected
-		_, _ = cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, &pdb, metav1.UpdateOptions{})
+		// Written over the cached copy: a budget the API server changed since is refused
+		// (409), and computed again from its event.
+		_, _ = cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
 	}
+	return next
 }
 
 var replacements atomic.Int64
@@ -226,14 +269,13 @@ func ready(p *corev1.Pod) bool {
 }
 
 // outOfService maps each NotReady node tainted out-of-service to that taint.
-func outOfService(ctx context.Context, cs kubernetes.Interface) map[string]*corev1.Taint {
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+func outOfService(nodes corelisters.NodeLister) map[string]*corev1.Taint {
+	all, err := nodes.List(labels.Everything())
 	if err != nil {
 		return nil
 	}
 	out := map[string]*corev1.Taint{}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	for _, n := range all {
 		ready := false
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
