@@ -10,6 +10,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/shared"
 )
 
 // Engine runs operations. One engine serves the TUI, --auto and the daemons; it is safe to
@@ -31,6 +32,10 @@ type Engine struct {
 	// budgets: one gate per PodDisruptionBudget, shared by every node this engine empties:
 	// a campaign's twenty nodes evict no more of a budget's pods at once than it allows.
 	budgets map[string]*budgetGate
+	// leaseHolders is every node lease's holder, read afresh for the acts about to happen:
+	// one read of the leases (as many as the nodes in flight) shared by every node's acts
+	// that ask at once, not a read per node.
+	leaseHolders *shared.Calls[map[string]string]
 	// forgotten: the Ready episode (its start) at which each node's fence record was deleted.
 	forgotten map[string]time.Time
 
@@ -104,9 +109,13 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 	if nova != nil {
 		ns = nova
 	}
-	return &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
+	e := &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
 		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{}, sent: map[string][]sentVM{},
 		ranked: make(chan struct{})}
+	e.leaseHolders = shared.New(leaseReadTimeout, func(ctx context.Context) (map[string]string, error) {
+		return kube.LeaseHolders(ctx, nil)
+	})
+	return e
 }
 
 // Holder is the engine's identity in leases, journals and disabled reasons.

@@ -630,8 +630,8 @@ func TestActsAtOnceShareALeaseRead(t *testing.T) {
 		}
 	}
 	for _, call := range c.Muts.Log.Calls()[before:] {
-		if strings.HasPrefix(call, "kube GET ") && strings.HasSuffix(call, "/leases/drainctl-"+c2) {
-			reads++
+		if strings.HasPrefix(call, "kube GET ") && (strings.HasSuffix(call, "/leases/drainctl-"+c2) || strings.HasSuffix(call, "/leases")) {
+			reads++ // the node's lease, or every lease (the engine's read for every node's acts, the slots)
 		}
 	}
 	if evicted < 30 || reads >= evicted {

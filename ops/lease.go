@@ -190,7 +190,8 @@ func (r *runner) stillHolder(ctx context.Context) error {
 	if !r.holding {
 		return nil
 	}
-	h, err := r.holders.Do(ctx) // a read begun after the ask: the acts asking at once share it
+	hs, err := r.e.leaseHolders.Do(ctx) // a read begun after the ask: the acts asking at once share it
+	h := hs[r.plan.Node]
 	if err != nil || h == r.e.o.Holder {
 		return nil
 	}

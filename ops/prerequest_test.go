@@ -43,7 +43,8 @@ func TestAVMRequestCostsItsNamedChecks(t *testing.T) {
 	window := calls[at[0]+1 : at[1]+1]
 	named := []*regexp.Regexp{
 		regexp.MustCompile(`^nova GET .*/servers/[^/]+$`),                                                    // moved meanwhile
-		regexp.MustCompile(`^kube GET /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`),          // still the holder; the migration lock
+		regexp.MustCompile(`^kube GET /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases$`),                // still the holder (every node's lease, one read)
+		regexp.MustCompile(`^kube GET /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`),          // the migration lock
 		regexp.MustCompile(`^kube (PUT|DELETE) /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`), // the migration lock, taken and given back
 		regexp.MustCompile(`^kube POST /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases$`),               // the migration lock, created
 		regexp.MustCompile(`^nova GET .*/os-migrations$`),                                                    // cluster room

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/ops/shared"
 )
 
 // Run carries out a plan, reporting through emit (which must not block for long: the TUI's
@@ -21,10 +20,6 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 	ro = e.asCredentials(ro)
 	r := &runner{e: e, plan: plan, ro: ro, emit: emit,
 		report: Report{Op: plan.Op, Node: plan.Node, Started: e.now(), Pods: []PodReport{}, VMs: []VMReport{}}}
-	r.holders = shared.New(leaseReadTimeout, func(ctx context.Context) (string, error) {
-		h, _, err := e.kube.LeaseHolder(ctx, plan.Node)
-		return h, err
-	})
 	emit(NewPlanReady(e.now(), plan))
 	err := r.run(ctx)
 	r.report.Finished = e.now()
@@ -65,11 +60,10 @@ type runner struct {
 	// it). stop ends the run with a cause: a cancel request, a lost lease.
 	holding bool
 	stop    context.CancelCauseFunc
-	stopped string                // the holder an abort or rollback stopped: its lease may be taken over
-	holders *shared.Calls[string] // the node lease's holder, read afresh by the acts about to happen at once
-	keepers sync.WaitGroup        // the lease's renewal and cancel watch
-	cold    []ColdMove            // the cold moves this run asked for (under mu), journaled
-	proof   *model.FenceRecord    // recover: the fence this run proved or found for the outage
+	stopped string             // the holder an abort or rollback stopped: its lease may be taken over
+	keepers sync.WaitGroup     // the lease's renewal and cancel watch
+	cold    []ColdMove         // the cold moves this run asked for (under mu), journaled
+	proof   *model.FenceRecord // recover: the fence this run proved or found for the outage
 	// beside: two steps run at once (together): the pods' step leaves the journal's phase to
 	// the VMs' (under mu).
 	beside bool

@@ -362,7 +362,9 @@ func (c *Client) LeaseHolder(ctx context.Context, node string) (string, time.Tim
 }
 
 // LeaseHolders is who holds each of the named leases (one LIST of drainctl's leases, not a
-// GET each): a name absent, or expired, has "".
+// GET each): a name absent, or expired, has "". Nil names: every lease, by its name. The
+// namespace holds the leases of the nodes and slots in flight, not one per node of the fleet:
+// a lease is deleted when it is released.
 func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]string, error) {
 	list, err := c.cs.CoordinationV1().Leases(LeaseNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -375,6 +377,9 @@ func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]s
 	out := make(map[string]string, len(names))
 	for _, l := range list.Items {
 		name, ok := want[l.Name]
+		if names == nil {
+			name, ok = strings.CutPrefix(l.Name, leaseName(""))
+		}
 		if !ok || l.Spec.RenewTime == nil {
 			continue
 		}
