@@ -32,9 +32,9 @@ type Engine struct {
 	// budgets: one gate per PodDisruptionBudget, shared by every node this engine empties:
 	// a campaign's twenty nodes evict no more of a budget's pods at once than it allows.
 	budgets map[string]*budgetGate
-	// leaseHolders is every node lease's holder, read afresh for the acts about to happen:
-	// one read of the leases (as many as the nodes in flight) shared by every node's acts
-	// that ask at once, not a read per node.
+	// leaseHolders is the holder of every lease this engine took, read afresh for the acts
+	// about to happen: one read of its own leases shared by every node's acts that ask at
+	// once, not a read per node.
 	leaseHolders *shared.Calls[map[string]string]
 	// forgotten: the Ready episode (its start) at which each node's fence record was deleted.
 	forgotten map[string]time.Time
@@ -113,7 +113,7 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{}, sent: map[string][]sentVM{},
 		ranked: make(chan struct{})}
 	e.leaseHolders = shared.New(leaseReadTimeout, func(ctx context.Context) (map[string]string, error) {
-		return kube.LeaseHolders(ctx, nil)
+		return kube.LeasesHeldBy(ctx, o.Holder)
 	})
 	return e
 }

@@ -79,9 +79,11 @@ type Kube interface {
 	AcquireLease(ctx context.Context, node, holder string, ttl time.Duration, mayReplace func(current string) bool) error
 	// LeaseHolder is who holds the node's lease, and until when ("" when nobody or expired).
 	LeaseHolder(ctx context.Context, node string) (holder string, until time.Time, err error)
-	// LeaseHolders is who holds each of the named leases, read at once ("": nobody, or expired);
-	// nil names: every lease drainctl holds, by its name.
+	// LeaseHolders is who holds each of the named leases, read at once ("": nobody, or expired).
 	LeaseHolders(ctx context.Context, names []string) (map[string]string, error)
+	// LeasesHeldBy is who holds each lease holder took, by its name, read at once: a lease
+	// taken over shows its new holder, or is absent.
+	LeasesHeldBy(ctx context.Context, holder string) (map[string]string, error)
 	ReleaseLease(ctx context.Context, node, holder string) error
 	// DeleteNode deletes the Node object (scale-down).
 	DeleteNode(ctx context.Context, node string) error

@@ -2,17 +2,21 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube"
@@ -445,5 +449,60 @@ func TestSnapshotsShareUnchangedRuns(t *testing.T) {
 	}
 	if uid, ok := inv.PodUID(w1, ns, "c"); ok {
 		t.Errorf("c is gone, yet PodUID finds %q", uid)
+	}
+}
+
+// A holder reads its own leases with one LIST, by the label it wrote on them: a lease taken
+// over by hand (the label kept) shows its new holder; one expired shows nobody; one released,
+// or taken over by another drainctl (relabelled), is absent. Another holder's are never listed.
+func TestAHolderListsItsOwnLeases(t *testing.T) {
+	cs := kubetest.Client(t)
+	c := kubetest.KubeClient(t, kubetest.Config(t))
+	ctx := kubetest.Ctx(t)
+	px := kubetest.Prefix(t)
+	me, other := px+"-me@host:1", px+"-other@host:2"
+	n := func(i int) string { return fmt.Sprintf("%s-n%d", px, i) }
+	for i := range 5 {
+		if err := c.AcquireLease(ctx, n(i), me, time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.AcquireLease(ctx, n(9), other, time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(i int, change func(*coordinationv1.Lease)) {
+		leases := cs.CoordinationV1().Leases(kube.LeaseNamespace)
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			l, err := leases.Get(ctx, "drainctl-"+n(i), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(l)
+			_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(1, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("a colleague by hand") })
+	if err := c.ReleaseLease(ctx, n(2), me); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AcquireLease(ctx, n(3), other, time.Minute, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	edit(4, func(l *coordinationv1.Lease) {
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-2 * time.Minute)}
+	})
+	held, err := c.LeasesHeldBy(ctx, me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{n(0): me, n(1): "a colleague by hand", n(4): ""}
+	if !reflect.DeepEqual(held, want) {
+		t.Errorf("%s's leases: %q, want %q", me, held, want)
+	}
+	if theirs, err := c.LeasesHeldBy(ctx, other); err != nil || !reflect.DeepEqual(theirs, map[string]string{n(3): other, n(9): other}) {
+		t.Errorf("%s's leases: %q (%v)", other, theirs, err)
 	}
 }

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -301,7 +304,8 @@ func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Dura
 	secs := int32(ttl.Seconds())
 	l, err := leases.Get(ctx, leaseName(node), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: LeaseNamespace},
+		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: LeaseNamespace,
+			Labels: map[string]string{LeaseHolderLabel: holderLabel(holder)}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) && tries > 0 {
 			return c.acquire(ctx, node, holder, ttl, mayReplace, tries-1)
@@ -331,6 +335,10 @@ func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Dura
 		l.Spec.AcquireTime = &now
 	}
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &secs, &now
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[LeaseHolderLabel] = holderLabel(holder)
 	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
 			// Changed between our read and our write (its holder renewed or released it):
@@ -362,9 +370,7 @@ func (c *Client) LeaseHolder(ctx context.Context, node string) (string, time.Tim
 }
 
 // LeaseHolders is who holds each of the named leases (one LIST of drainctl's leases, not a
-// GET each): a name absent, or expired, has "". Nil names: every lease, by its name. The
-// namespace holds the leases of the nodes and slots in flight, not one per node of the fleet:
-// a lease is deleted when it is released.
+// GET each): a name absent, or expired, has "".
 func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]string, error) {
 	list, err := c.cs.CoordinationV1().Leases(LeaseNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -377,9 +383,6 @@ func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]s
 	out := make(map[string]string, len(names))
 	for _, l := range list.Items {
 		name, ok := want[l.Name]
-		if names == nil {
-			name, ok = strings.CutPrefix(l.Name, leaseName(""))
-		}
 		if !ok || l.Spec.RenewTime == nil {
 			continue
 		}
@@ -389,6 +392,43 @@ func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]s
 		}
 	}
 	return out, nil
+}
+
+// LeasesHeldBy is who holds each lease that holder took (by the label it wrote on it): one
+// LIST as long as what holder holds, not the namespace's every lease. A lease it took that
+// another holder took over since shows that holder ("" expired); one that was deleted, or taken
+// over with a new label, is absent.
+func (c *Client) LeasesHeldBy(ctx context.Context, holder string) (map[string]string, error) {
+	list, err := c.cs.CoordinationV1().Leases(LeaseNamespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{LeaseHolderLabel: holderLabel(holder)}.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(list.Items))
+	for _, l := range list.Items {
+		key, ok := strings.CutPrefix(l.Name, leaseName(""))
+		if !ok {
+			continue
+		}
+		out[key] = ""
+		if l.Spec.RenewTime == nil {
+			continue
+		}
+		until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
+		if time.Now().Before(until) {
+			out[key] = ptr.Deref(l.Spec.HolderIdentity, "")
+		}
+	}
+	return out, nil
+}
+
+// LeaseHolderLabel marks a lease with the holder that took it (a digest: a holder's identity
+// is not a valid label value), so a holder lists its own leases alone.
+const LeaseHolderLabel = "drainctl.io/holder"
+
+func holderLabel(holder string) string {
+	sum := sha256.Sum256([]byte(holder))
+	return hex.EncodeToString(sum[:10])
 }
 
 // ensureLeaseNamespace creates the leases' namespace on a cluster drainctl has not been
