@@ -3,7 +3,6 @@ package ops
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -85,38 +84,28 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 // timeout passes; why says what it saw.
 func (r *runner) watchCanary(ctx context.Context, id string, timeout time.Duration) (bool, string) {
 	e := r.e
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last := "not read yet"
-	for {
-		vm, err := e.nova.Server(ctx, id)
+	err := e.watchServer(ctx, id, timeout, "not proven within return.canary_timeout", func(ctx context.Context, vm model.VM) (string, bool, error) {
 		switch {
-		case err != nil && ctx.Err() != nil: // the timeout cut this read: say what was seen before
-		case err != nil:
-			last = "reading it: " + err.Error()
 		case vm.Status == model.VMBroken:
-			return false, fmt.Sprintf("it went to ERROR on %s: %s", vm.Host, cmp.Or(vm.Fault, "Nova gave no fault"))
+			return "", false, fmt.Errorf("it went to ERROR on %s: %s", vm.Host, cmp.Or(vm.Fault, "Nova gave no fault"))
 		case vm.Status != model.VMActive:
-			last = fmt.Sprintf("still %s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none"))
-		default:
-			out, err := e.nova.ConsoleOutput(ctx, id, 10)
-			switch {
-			case err != nil && ctx.Err() != nil:
-			case err != nil:
-				last = "ACTIVE; reading its console: " + err.Error()
-			case strings.TrimSpace(out) == "":
-				last = "ACTIVE, but its console log is empty: the guest did not boot"
-			default:
-				return true, ""
-			}
+			return fmt.Sprintf("still %s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
 		}
-		if !sleep(ctx, e.o.Poll) {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return false, fmt.Sprintf("not proven within return.canary_timeout (%s): %s", timeout, last)
-			}
-			return false, "interrupted: " + last
+		out, err := e.nova.ConsoleOutput(ctx, id, 10)
+		switch {
+		case err != nil && ctx.Err() != nil: // the timeout cut this read: what was seen before stands
+			return "", false, nil
+		case err != nil:
+			return "ACTIVE; reading its console: " + err.Error(), false, nil
+		case strings.TrimSpace(out) == "":
+			return "ACTIVE, but its console log is empty: the guest did not boot", false, nil
 		}
+		return "", true, nil
+	})
+	if err != nil {
+		return false, err.Error()
 	}
+	return true, ""
 }
 
 // deleteCanary deletes the canary and waits until Nova no longer shows it: a canary left on

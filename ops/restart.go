@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -63,9 +64,24 @@ func (r *runner) stoppedByUs(id string) bool {
 // waitStatus polls the VM until Nova shows it in status with no task, within
 // timeouts.migration.
 func (r *runner) waitStatus(ctx context.Context, id string, status model.VMStatus) error {
-	e := r.e
-	d := e.cfg.Timeouts.Migration.D()
-	ctx, cancel := context.WithTimeout(ctx, d)
+	return r.e.watchServer(ctx, id, r.e.cfg.Timeouts.Migration.D(), "not "+string(status)+" within timeouts.migration",
+		func(_ context.Context, vm model.VM) (string, bool, error) {
+			switch {
+			case vm.Status == status && vm.TaskState == "":
+				return "", true, nil
+			case vm.Status == model.VMBroken:
+				return "", false, fmt.Errorf("it went to ERROR: %s", cmp.Or(vm.Fault, "Nova gave no fault"))
+			}
+			return fmt.Sprintf("%s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
+		})
+}
+
+// watchServer reads the server every poll until judge says it is done, or fails it, or
+// timeout passes: the error then says "<notYet> (<timeout>): <what was last seen>". judge
+// says what it saw ("" keeps the last). A read the timeout itself cuts is not what was seen.
+func (e *Engine) watchServer(ctx context.Context, id string, timeout time.Duration, notYet string,
+	judge func(ctx context.Context, vm model.VM) (seen string, done bool, err error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	last := "not read yet"
 	for {
@@ -73,17 +89,19 @@ func (r *runner) waitStatus(ctx context.Context, id string, status model.VMStatu
 		switch {
 		case err != nil && ctx.Err() != nil:
 		case err != nil:
-			last = err.Error()
-		case vm.Status == status && vm.TaskState == "":
-			return nil
-		case vm.Status == model.VMBroken:
-			return fmt.Errorf("it went to ERROR: %s", cmp.Or(vm.Fault, "Nova gave no fault"))
+			last = "reading it: " + err.Error()
 		default:
-			last = fmt.Sprintf("%s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none"))
+			seen, done, err := judge(ctx, vm)
+			if done || err != nil {
+				return err
+			}
+			if seen != "" {
+				last = seen
+			}
 		}
 		if !sleep(ctx, e.o.Poll) {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("not %s within timeouts.migration (%s): %s", status, d, last)
+				return fmt.Errorf("%s (%s): %s", notYet, timeout, last)
 			}
 			return ctx.Err()
 		}
