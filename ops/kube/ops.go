@@ -321,15 +321,12 @@ func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Dura
 	if err != nil {
 		return fmt.Errorf("reading lease %s/%s: %w", LeaseNamespace, leaseName(node), err)
 	}
-	if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" && h != holder && l.Spec.RenewTime != nil {
-		until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
-		if time.Now().Before(until) && (mayReplace == nil || !mayReplace(h)) {
-			var since time.Time
-			if l.Spec.AcquireTime != nil {
-				since = l.Spec.AcquireTime.Time
-			}
-			return &ops.LeaseHeldError{Node: node, Holder: h, Since: since, Until: until}
+	if h, until := liveHolder(l); h != "" && h != holder && (mayReplace == nil || !mayReplace(h)) {
+		var since time.Time
+		if l.Spec.AcquireTime != nil {
+			since = l.Spec.AcquireTime.Time
 		}
+		return &ops.LeaseHeldError{Node: node, Holder: h, Since: since, Until: until}
 	}
 	if ptr.Deref(l.Spec.HolderIdentity, "") != holder {
 		l.Spec.AcquireTime = &now
@@ -359,14 +356,24 @@ func (c *Client) LeaseHolder(ctx context.Context, node string) (string, time.Tim
 	if apierrors.IsNotFound(err) {
 		return "", time.Time{}, nil
 	}
-	if err != nil || l.Spec.RenewTime == nil {
+	if err != nil {
 		return "", time.Time{}, err
+	}
+	h, until := liveHolder(l)
+	return h, until, nil
+}
+
+// liveHolder is who holds the lease now ("": nobody, or it expired) and until when its last
+// renewal holds (zero: never renewed).
+func liveHolder(l *coordinationv1.Lease) (string, time.Time) {
+	if l.Spec.RenewTime == nil {
+		return "", time.Time{}
 	}
 	until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
 	if !time.Now().Before(until) {
-		return "", until, nil
+		return "", until
 	}
-	return ptr.Deref(l.Spec.HolderIdentity, ""), until, nil
+	return ptr.Deref(l.Spec.HolderIdentity, ""), until
 }
 
 // LeaseHolders is who holds each of the named leases (one LIST of drainctl's leases, not a
@@ -382,13 +389,10 @@ func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]s
 	}
 	out := make(map[string]string, len(names))
 	for _, l := range list.Items {
-		name, ok := want[l.Name]
-		if !ok || l.Spec.RenewTime == nil {
-			continue
-		}
-		until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
-		if time.Now().Before(until) {
-			out[name] = ptr.Deref(l.Spec.HolderIdentity, "")
+		if name, ok := want[l.Name]; ok {
+			if h, _ := liveHolder(&l); h != "" {
+				out[name] = h
+			}
 		}
 	}
 	return out, nil
@@ -410,14 +414,7 @@ func (c *Client) LeasesHeldBy(ctx context.Context, holder string) (map[string]st
 		if !ok {
 			continue
 		}
-		out[key] = ""
-		if l.Spec.RenewTime == nil {
-			continue
-		}
-		until := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
-		if time.Now().Before(until) {
-			out[key] = ptr.Deref(l.Spec.HolderIdentity, "")
-		}
+		out[key], _ = liveHolder(&l)
 	}
 	return out, nil
 }
