@@ -81,7 +81,6 @@ func (e *Engine) RecentLiveMigrations(ctx context.Context, n int) ([]model.Migra
 	return e.nova.RecentLiveMigrations(ctx, n)
 }
 
-// ComputeServices is the host's nova-compute services (none without Nova).
 // Server reads one VM from Nova now (ErrNoNova without one).
 func (e *Engine) Server(ctx context.Context, id string) (model.VM, error) {
 	if e.nova == nil {
@@ -98,6 +97,7 @@ func (e *Engine) MigrationsOf(ctx context.Context, id string) ([]model.Migration
 	return e.nova.MigrationsOf(ctx, id)
 }
 
+// ComputeServices is the host's nova-compute services (none without Nova).
 func (e *Engine) ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error) {
 	if e.nova == nil {
 		return nil, nil

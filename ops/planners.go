@@ -126,15 +126,16 @@ func (e *Engine) planRecoverNode(ctx context.Context, n *nodePlan) error {
 // nova-compute enabled (if drainctl disabled it), schedulable, the journal and lease released.
 func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 	k, node := n.node.Kube, n.node
+	j, journaled := ReadJournal(*k)
 	e.planWayBack(n.p, node, n.ro)
 	enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !n.ro.ForceCompute)
 	if e.cfg.Return.Canary && e.nova != nil && !enableDone { // planned only where it proves something
 		n.step(model.StepCanary, false, fmt.Sprintf("boot a canary on %s, ACTIVE with a console log within %s, delete it", node.Host, e.cfg.Return.CanaryTimeout))
 	}
 	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
-	e.planRestart(n)
+	e.planRestart(n, j)
 	n.step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
-	if j, ok := ReadJournal(*k); n.ro.ReturnVMs && ok && e.nova != nil {
+	if n.ro.ReturnVMs && journaled && e.nova != nil {
 		n.step(model.StepReturnVMs, len(j.Left) == 0, fmt.Sprintf("bring home the %d VM(s) that left it, each checked first (moved, resized or deleted since: left where it is)", len(j.Left)))
 	}
 	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")
@@ -143,8 +144,8 @@ func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 
 // planRestart: the VMs its journal says drainctl stopped for restart-in-place, started again
 // where they are (planned only when there are some).
-func (e *Engine) planRestart(n *nodePlan) {
-	if j, ok := ReadJournal(*n.node.Kube); ok && len(j.Restart) > 0 && e.nova != nil {
+func (e *Engine) planRestart(n *nodePlan, j Journal) {
+	if len(j.Restart) > 0 && e.nova != nil {
 		n.step(model.StepRestartVMs, false, fmt.Sprintf("start the %d VM(s) stopped for restart-in-place, on this host", len(j.Restart)))
 	}
 }
@@ -187,7 +188,7 @@ func (e *Engine) planRollback(ctx context.Context, n *nodePlan) error {
 	j, _ := ReadJournal(*k)
 	enableDone := node.Compute == nil || node.Compute.Enabled || !DisabledByDrainctl(*node.Compute)
 	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
-	e.planRestart(n)
+	e.planRestart(n, j)
 	wasCordoned := n.journaled && !j.WasSchedulable
 	n.step(model.StepUncordon, (k.Schedulable || wasCordoned) && !k.HasTaint(e.cfg.Policy.TaintKey), "back to how it was before")
 	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")
