@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/text"
 )
@@ -63,14 +64,16 @@ func (p *confirmPane) bindings(s *shared) []action {
 			return replan{&next}
 		}
 	}
-	toggle := func(b Binding, f func(*policy.Options)) action {
+	runToggle := func(b Binding, f func(*ops.RunOptions)) action {
 		return action{key: b, do: func() intent {
 			next := *pd
-			f(&next.ro.Policy)
-			next.ro.ForceCompute = next.ro.Policy.Force
+			f(&next.ro)
 			next.ro.FromCache = true // the plan was just read fresh: a toggle re-judges it, at once
 			return replan{&next}
 		}}
+	}
+	toggle := func(b Binding, f func(*policy.Options)) action {
+		return runToggle(b, func(ro *ops.RunOptions) { f(&ro.Policy); ro.ForceCompute = ro.Policy.Force })
 	}
 	force := toggle(k.ToggleForce, func(o *policy.Options) { o.Force = !o.Force })
 	emptyDir := toggle(k.ToggleEmptyDir, func(o *policy.Options) { o.DeleteEmptyDirData = !o.DeleteEmptyDirData })
@@ -116,12 +119,7 @@ func (p *confirmPane) bindings(s *shared) []action {
 		out = append(out, confirm, action{key: k.Target, do: func() intent { return pickTarget{pd} }}, show(k.Back))
 		out = append(out, hide(force, emptyDir, eviction, lastNode, cold)...)
 	case model.OpRecover:
-		fenced := action{key: k.ToggleFenced, do: func() intent {
-			next := *pd
-			next.ro.ConfirmFenced = !next.ro.ConfirmFenced
-			next.ro.FromCache = true
-			return replan{&next}
-		}}
+		fenced := runToggle(k.ToggleFenced, func(ro *ops.RunOptions) { ro.ConfirmFenced = !ro.ConfirmFenced })
 		diskLoss := toggle(k.ToggleDiskLoss, func(o *policy.Options) { o.AcceptDiskLoss = !o.AcceptDiskLoss })
 		out = append(out, confirm, fenced, diskLoss, force, show(k.Back))
 		out = append(out, hide(emptyDir, eviction, lastNode, cold, skip)...)
@@ -141,12 +139,7 @@ func (p *confirmPane) bindings(s *shared) []action {
 	case model.OpCordon:
 		out = append(out, confirm, force, lastNode, show(k.Back))
 	case model.OpUncordon: // --force re-enables a service someone else disabled
-		home := action{key: k.ToggleReturnVMs, do: func() intent {
-			next := *pd
-			next.ro.ReturnVMs = !next.ro.ReturnVMs
-			next.ro.FromCache = true
-			return replan{&next}
-		}}
+		home := runToggle(k.ToggleReturnVMs, func(ro *ops.RunOptions) { ro.ReturnVMs = !ro.ReturnVMs })
 		out = append(out, confirm, force, home, show(k.Back))
 	case model.OpRollback:
 		out = append(out, confirm, force, show(k.Back))
