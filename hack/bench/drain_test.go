@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/drainctl/drainctl/hack/reqkind"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
@@ -75,34 +76,13 @@ func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if c.kinds == nil {
 		c.kinds = map[string]int{}
 	}
-	c.kinds[r.Method+" "+requestKind(r.URL.Path)]++
+	c.kinds[r.Method+" "+reqkind.Of(r)]++
 	c.mu.Unlock()
 	resp, err := c.next.RoundTrip(r)
 	if err == nil && resp.StatusCode == 429 {
 		c.tooMany.Add(1)
 	}
 	return resp, err
-}
-
-// requestKind names what a request's path asks for, without names: "pods/eviction",
-// "leases", "nodes".
-func requestKind(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if len(parts) > 0 && parts[0] == "apis" && len(parts) > 2 {
-		parts = parts[3:] // apis/GROUP/VERSION
-	} else if len(parts) > 1 {
-		parts = parts[2:] // api/v1
-	}
-	if len(parts) > 1 && parts[0] == "namespaces" {
-		parts = parts[2:]
-	}
-	switch len(parts) {
-	case 0:
-		return "namespaces"
-	case 1, 2:
-		return parts[0]
-	}
-	return parts[0] + "/" + parts[2]
 }
 
 // reset starts counting afresh.

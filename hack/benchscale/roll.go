@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/drainctl/drainctl/hack/reqkind"
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
@@ -420,7 +421,7 @@ func newCountingProxy(cfg *rest.Config) (*countingProxy, error) {
 	p.addr = ln.Addr().String()
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.total.Add(1)
-		key := r.Method + " " + kindOf(r)
+		key := r.Method + " " + reqkind.Of(r)
 		p.mu.Lock()
 		p.byKey[key]++
 		p.mu.Unlock()
@@ -428,33 +429,6 @@ func newCountingProxy(cfg *rest.Config) (*countingProxy, error) {
 	})}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
-}
-
-// kindOf is a request's resource ("pods", "nodes", "pods/eviction", "leases"), its watch
-// and its scope (one object or a list) left as the key's words.
-func kindOf(r *http.Request) string {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	// /api/v1/namespaces/NS/pods/NAME/eviction, /apis/G/V/namespaces/NS/leases/NAME, /api/v1/nodes/NAME
-	for i := 0; i < len(parts); i++ {
-		if parts[i] == "namespaces" && i+2 < len(parts) {
-			parts = parts[i+2:]
-			break
-		}
-	}
-	if len(parts) > 0 && (parts[0] == "api" || parts[0] == "apis") {
-		parts = parts[min(len(parts), map[bool]int{true: 2, false: 3}[parts[0] == "api"]):]
-	}
-	kind := strings.Join(parts, "/")
-	if len(parts) >= 2 {
-		kind = parts[0] + "/NAME"
-		if len(parts) == 3 {
-			kind += "/" + parts[2]
-		}
-	}
-	if r.URL.Query().Get("watch") == "true" {
-		kind += " (watch)"
-	}
-	return kind
 }
 
 func (p *countingProxy) kubeconfig() string {
