@@ -1,7 +1,10 @@
 package ops_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -105,5 +108,30 @@ func TestARemovedNodeMigratesARestartInPlaceVM(t *testing.T) {
 	}
 	if !found || len(rec.Left) != 0 {
 		t.Errorf("vm-a not reported moved: %+v, left %v", rec.VMs, rec.Left)
+	}
+}
+
+// A stop that never ends (the host's compute agent stuck: Nova accepted it, 202, and nothing
+// happens) fails the step at timeouts.migration, saying what was last seen. The VM was
+// journaled before its stop was asked, so the node's return knows drainctl stopped it.
+func TestARestartInPlaceStopThatNeverEndsFailsAtItsTimeout(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Timeouts.Migration = model.Duration(2 * time.Second)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
+	if err := c.World.ApplyFaultSpec("boot-hang=" + c0); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := run(t, e, model.OpEvacuate, c0, ops.RunOptions{Policy: defaults(), VMsOnly: true})
+	if err == nil || !strings.Contains(err.Error(), "not SHUTOFF within timeouts.migration (2s): ACTIVE (task powering-off)") {
+		t.Fatalf("want the stop to fail at its timeout, still powering off; got %v\n%s", err, rec.Transcript(c.Px))
+	}
+	a, _ := c.World.ServerByName("vm-a")
+	if a.Host != c0 || len(c.World.MigrationStatuses(a.ID)) != 0 {
+		t.Errorf("vm-a moved: on %s, migrations %v", a.Host, c.World.MigrationStatuses(a.ID))
+	}
+	if j, _ := ops.ReadJournal(c.Node(c0)); !slices.Contains(j.Restart, a.ID) {
+		t.Errorf("the journal's restart list %v does not name vm-a (%s)", j.Restart, a.ID)
 	}
 }

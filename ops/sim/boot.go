@@ -25,7 +25,9 @@ const bootTime = 4 * time.Second
 type bootFaults struct {
 	// BootError: a server spawned here ends in ERROR with this fault (a port that never binds).
 	BootError string
-	// BootHangs: a server spawned here stays BUILD/spawning.
+	// BootHangs: the host's compute agent is stuck: a server spawned here stays
+	// BUILD/spawning, a stop or a start here stays powering-off or powering-on (Nova's API
+	// accepted it, 202; the agent never carries it out).
 	BootHangs bool
 	// ConsoleSilent: a server here writes nothing to its console log.
 	ConsoleSilent bool
@@ -268,7 +270,9 @@ func powerAction(c *call, s *VM, action string) (int, any) {
 		return 409, f
 	}
 	s.TaskState, s.powerTo, s.bootDone, s.Updated = task, to, c.now.Add(took), c.now
-	c.w.building = append(c.w.building, s)
+	if h := c.w.hosts[s.Host]; h == nil || !h.BootHangs {
+		c.w.building = append(c.w.building, s)
+	}
 	c.w.changes++
 	return 202, nil
 }
