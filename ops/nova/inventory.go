@@ -288,7 +288,7 @@ func (c *Client) eachServer(ctx context.Context, o servers.ListOpts, each func(w
 	hidden := false
 	err = walk(ctx, c.compute, c.compute.ServiceURL("servers", "detail")+q, "servers_links", func(p *serversPage) (int, []pageLink) {
 		for _, s := range p.Servers {
-			hidden = hidden || s.Host == nil
+			hidden = hidden || !s.Host.Shown
 			each(s)
 		}
 		return len(p.Servers), p.Links
@@ -321,7 +321,7 @@ func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
 	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id), &body, nil); err != nil {
 		return model.VM{}, fmt.Errorf("reading server %s: %w", id, describe(err))
 	}
-	if body.Server.Host == nil {
+	if !body.Server.Host.Shown {
 		return model.VM{}, ErrHostsHidden
 	}
 	vm := []model.VM{body.Server.model()}
@@ -331,7 +331,7 @@ func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
 
 func (s wireServer) model() model.VM {
 	vm := model.VM{
-		ID: s.ID, Name: s.Name, Host: deref(s.Host), Status: model.VMStatus(s.Status), TaskState: s.TaskState,
+		ID: s.ID, Name: s.Name, Host: s.Host.Value, Status: model.VMStatus(s.Status), TaskState: s.TaskState,
 		VMState: s.VMState, ProjectID: s.TenantID,
 	}
 	if s.Locked != nil {

@@ -106,14 +106,14 @@ func linkIn(body []byte, key string) string {
 // wireServer is a server of GET /servers/detail as drainctl reads it (microversion 2.47+
 // embeds the flavor; older ones give its id alone).
 type wireServer struct {
-	ID        string  `json:"id"`
-	Name      string  `json:"name"`
-	Host      *string `json:"OS-EXT-SRV-ATTR:host"` // nil: Nova's policy hides it from this user
-	Status    string  `json:"status"`
-	TaskState string  `json:"OS-EXT-STS:task_state"`
-	VMState   string  `json:"OS-EXT-STS:vm_state"`
-	TenantID  string  `json:"tenant_id"`
-	Locked    *bool   `json:"locked"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Host      hideable `json:"OS-EXT-SRV-ATTR:host"`
+	Status    string   `json:"status"`
+	TaskState string   `json:"OS-EXT-STS:task_state"`
+	VMState   string   `json:"OS-EXT-STS:vm_state"`
+	TenantID  string   `json:"tenant_id"`
+	Locked    *bool    `json:"locked"`
 	Flavor    struct {
 		OriginalName string  `json:"original_name"`
 		ID           string  `json:"id"`
@@ -134,6 +134,23 @@ type wireServer struct {
 	Updated string `json:"updated"`
 	// Metadata is the server's key/value metadata, its owner's to set (drainctl:maintenance).
 	Metadata map[string]string `json:"metadata"`
+}
+
+// hideable is a server attribute Nova's policy may hide: absent (hidden from this user) is
+// not null (no value: a server the scheduler has not placed yet, or never will, as one left
+// in ERROR by no valid host).
+type hideable struct {
+	Shown bool
+	Value string
+}
+
+func (h *hideable) UnmarshalJSON(b []byte) error {
+	h.Shown = true // called for null too
+	if string(b) == "null" {
+		h.Value = ""
+		return nil
+	}
+	return json.Unmarshal(b, &h.Value)
 }
 
 type serversPage struct {

@@ -30,9 +30,17 @@ func (w *World) recordAction(s *VM, name, requestID string, at time.Time) {
 
 // recordNamedAction starts an action whose first event is the conductor's event.
 func (w *World) recordNamedAction(s *VM, name, event, requestID string, at time.Time) {
-	a := &action{Action: name, RequestID: requestID, Start: at, Updated: at,
-		Events: []actionEvent{{Event: event, Start: at, Host: "controller"}}}
+	a := &action{Action: name, RequestID: requestID, Start: at, Updated: at}
+	if event != "" { // lock and unlock have none
+		a.Events = []actionEvent{{Event: event, Start: at, Host: "controller"}}
+	}
 	w.actions[s.ID] = append(w.actions[s.ID], a)
+}
+
+// lastAction is the server's newest instance action.
+func (w *World) lastAction(s *VM) *action {
+	acts := w.actions[s.ID]
+	return acts[len(acts)-1]
 }
 
 // finishAction closes the action; failure is "event\x00details".
@@ -50,7 +58,7 @@ func (w *World) finishAction(s *VM, requestID string, at time.Time, failure stri
 		if failure != "" {
 			event, details, _ := strings.Cut(failure, "\x00")
 			a.Message = "Error"
-			if event == a.Events[0].Event {
+			if len(a.Events) > 0 && event == a.Events[0].Event {
 				a.Events[0].Result, a.Events[0].Details = "Error", details
 			} else {
 				a.Events = append(a.Events, actionEvent{Event: event, Start: at, Finish: at, Result: "Error", Details: details, Host: s.Host})

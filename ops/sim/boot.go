@@ -14,9 +14,11 @@ import (
 // Where it lands (nova/scheduler): a 2.74 "host" is a requested destination, and the
 // scheduler's filters still run on it, so a host whose service is disabled (ComputeFilter),
 // down or full ends the server in ERROR with NoValidHost. An admin's forced host
-// ("availability_zone": "ZONE:HOST") skips the filters: it boots on a disabled service,
-// and Placement's claim is all that may refuse it. A service that is down takes no build:
-// the server stays BUILD until someone deletes it.
+// ("availability_zone": "ZONE:HOST") skips the filters but not Placement: a disabled
+// service's provider carries COMPUTE_STATUS_DISABLED, which the scheduler's request filter
+// forbids to every request (Train on; measured on a real Nova: NoValidHost), and its claim
+// may refuse a full host. A service that is down takes no build: the server stays BUILD
+// until someone deletes it.
 
 // bootTime is BUILD → ACTIVE on a healthy host (the fake driver's spawn, the port bound).
 const bootTime = 4 * time.Second
@@ -109,7 +111,12 @@ func createServer(c *call) (int, any) {
 	var nets []struct {
 		UUID string `json:"uuid"`
 	}
-	if len(rs.Networks) > 0 && json.Unmarshal(rs.Networks, &nets) != nil {
+	// From 2.37 networks is a list, or "none" (no port at all) or "auto".
+	var word string
+	switch {
+	case len(rs.Networks) == 0:
+	case json.Unmarshal(rs.Networks, &word) == nil && c.mv.atLeast(37) && (word == "none" || word == "auto"):
+	case json.Unmarshal(rs.Networks, &nets) != nil:
 		return 400, faultf("Invalid input for field/attribute networks.")
 	}
 	for _, n := range nets {
@@ -120,6 +127,9 @@ func createServer(c *call) (int, any) {
 	zone, forced, _ := strings.Cut(rs.AvailabilityZone, ":")
 	if forced != "" && !c.s.userOf(c.r).may("os_compute_api:servers:create:forced_host") {
 		return 403, policyFault("os_compute_api:servers:create:forced_host")
+	}
+	if (rs.Host != nil || rs.HypervisorHostname != nil) && !c.s.userOf(c.r).may("compute:servers:create:requested_destination") {
+		return 403, policyFault("compute:servers:create:requested_destination")
 	}
 	if zone != "" && !c.w.zoneExists(zone) {
 		return 400, faultf("The requested availability zone is not available")
@@ -138,6 +148,9 @@ func createServer(c *call) (int, any) {
 	c.w.nextInst++
 	c.w.place(s, forced, requested, zone)
 	c.w.servers[s.ID] = s
+	c.w.actions[s.ID] = nil
+	c.w.recordNamedAction(s, "create", "", c.reqID, c.now)
+	c.w.finishAction(s, c.reqID, c.now, "")
 	c.w.booted = append(c.w.booted, s)
 	c.w.changes++
 	self := c.s.URL + "/compute/v2.1/servers/" + s.ID
@@ -160,6 +173,10 @@ func (w *World) place(s *VM, forced, requested, zone string) {
 			noValidHost("No such host - host: " + forced + " node: None")
 			return
 		}
+		if !h.Enabled { // compute_status_filter: Placement offers no disabled provider
+			noValidHost("")
+			return
+		}
 		if !w.fits(h, s) { // Placement still claims a forced host's room
 			noValidHost("There are not enough hosts available.")
 			return
@@ -167,6 +184,10 @@ func (w *World) place(s *VM, forced, requested, zone string) {
 		s.Host = h.Name
 	case requested != "":
 		h := w.hosts[requested]
+		if !h.Enabled { // Placement offers no disabled provider: nothing for the filters to say
+			noValidHost("")
+			return
+		}
 		if w.noValidHost || !h.schedulable() || !w.fits(h, s) || (zone != "" && h.Zone != zone) {
 			noValidHost("There are not enough hosts available.")
 			return
@@ -200,11 +221,9 @@ func (w *World) advanceBuilds(now time.Time) {
 			continue
 		}
 		if s.powerTo != "" {
-			s.Status, s.VMState, s.TaskState, s.Updated = s.powerTo, "active", "", s.bootDone
-			if s.powerTo == "SHUTOFF" {
-				s.VMState = "stopped"
-			}
-			s.powerTo = ""
+			s.Status, s.VMState, s.TaskState, s.Updated = s.powerTo, vmStates[s.powerTo], "", s.bootDone
+			w.finishAction(s, s.powerReq, s.bootDone, "")
+			s.powerTo, s.powerReq = "", ""
 			w.changes++
 			continue
 		}
@@ -253,28 +272,83 @@ func consoleOutput(c *call, s *VM, raw json.RawMessage) (int, any) {
 	return 200, map[string]any{"output": out}
 }
 
-// Power actions (os-stop, os-start), as Nova's compute API checks them: stop from ACTIVE,
-// RESCUED or ERROR, start from stopped; a lock refuses a non-admin (check_instance_lock).
-const (
-	stopTime  = time.Second
-	startTime = 2 * time.Second
-)
+// Power actions, as Nova's compute API checks them (check_instance_state) and a real Nova on
+// the fake driver carried them out (measured): os-stop from ACTIVE, RESCUED or ERROR
+// (powering-off, then SHUTOFF), os-start from stopped (powering-on, then ACTIVE), pause
+// from ACTIVE (pausing, then PAUSED), unpause from paused. Each is an instance action under
+// its request's ID; a lock refuses a non-admin (check_instance_lock).
+var powerActions = map[string]struct {
+	to, task, event string
+	took            time.Duration
+	from            []string
+}{
+	"os-stop":  {"SHUTOFF", "powering-off", "compute_stop_instance", time.Second, []string{"active", "rescued", "error"}},
+	"os-start": {"ACTIVE", "powering-on", "compute_start_instance", 2 * time.Second, []string{"stopped"}},
+	"pause":    {"PAUSED", "pausing", "compute_pause_instance", 200 * time.Millisecond, []string{"active"}},
+	"unpause":  {"ACTIVE", "unpausing", "compute_unpause_instance", 200 * time.Millisecond, []string{"paused"}},
+}
+
+// vmStates are the vm_state of each status a power action ends in.
+var vmStates = map[string]string{"SHUTOFF": "stopped", "ACTIVE": "active", "PAUSED": "paused"}
 
 func powerAction(c *call, s *VM, action string) (int, any) {
-	to, took, states := "SHUTOFF", stopTime, []string{"active", "rescued", "error"}
-	task := "powering-off"
-	if action == "os-start" {
-		to, took, states, task = "ACTIVE", startTime, []string{"stopped"}, "powering-on"
-	}
-	if f := cmp.Or(c.lockRefused(s), refused(s, strings.TrimPrefix(action, "os-"), states...)); f != "" {
+	p := powerActions[action]
+	name := strings.TrimPrefix(action, "os-")
+	if f := cmp.Or(c.lockRefused(s), refused(s, name, p.from...)); f != "" {
 		return 409, f
 	}
-	s.TaskState, s.powerTo, s.bootDone, s.Updated = task, to, c.now.Add(took), c.now
+	s.TaskState, s.powerTo, s.powerReq, s.bootDone, s.Updated = p.task, p.to, c.reqID, c.now.Add(p.took), c.now
+	c.w.recordNamedAction(s, name, p.event, c.reqID, c.now)
+	c.w.lastAction(s).Events[0].Host = s.Host // the compute host's event
 	if h := c.w.hosts[s.Host]; h == nil || !h.BootHangs {
 		c.w.building = append(c.w.building, s)
 	}
 	c.w.changes++
 	return 202, nil
+}
+
+// lockAction is lock and unlock: 202, in any state, an instance action each; a lock's
+// reason from 2.73.
+func lockAction(c *call, s *VM, raw json.RawMessage, lock bool) (int, any) {
+	var req struct {
+		Reason *string `json:"locked_reason"`
+	}
+	if lock && len(raw) > 0 && string(raw) != "null" && json.Unmarshal(raw, &req) != nil {
+		return 400, faultf("Invalid input for field/attribute lock.")
+	}
+	s.Locked, s.LockedReason = lock, ""
+	if lock && req.Reason != nil {
+		s.LockedReason = *req.Reason
+	}
+	name := map[bool]string{true: "lock", false: "unlock"}[lock]
+	c.w.recordNamedAction(s, name, "", c.reqID, c.now)
+	c.w.finishAction(s, c.reqID, c.now, "")
+	s.Updated = c.now
+	c.w.changes++
+	return 202, nil
+}
+
+// updateMetadata is POST /servers/{id}/metadata: the keys given are set, the others kept.
+func updateMetadata(c *call) (int, any) {
+	s, f := c.server()
+	if f != "" {
+		return 404, f
+	}
+	var req struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := json.NewDecoder(c.r.Body).Decode(&req); err != nil || req.Metadata == nil {
+		return 400, faultf("Invalid input for field/attribute metadata.")
+	}
+	if s.Metadata == nil {
+		s.Metadata = map[string]string{}
+	}
+	for k, v := range req.Metadata {
+		s.Metadata[k] = v
+	}
+	s.Updated = c.now
+	c.w.changes++
+	return 200, map[string]any{"metadata": metadataJSON(s.Metadata)}
 }
 
 // deleteServer is DELETE /servers/{id}: 204, the server gone from the lists.

@@ -20,6 +20,10 @@ const (
 	coldConfirm  = 300 * time.Millisecond // confirming -> confirmed
 	coldRevert   = time.Second            // reverting -> reverted
 	coldStatusOK = "finished"             // waits in VERIFY_RESIZE
+	// coldFreed: the source's share, held by the migration, goes this long after the server
+	// shows its state again (Nova's _confirm_resize saves the instance, then deletes the
+	// migration's allocation): a client that calls the host empty at once is early.
+	coldFreed = 200 * time.Millisecond
 )
 
 // pinnedSpec is the first extra spec (in key order) that ties a flavor to its host's
@@ -42,11 +46,12 @@ func pinnedSpec(specs map[string]string) string {
 }
 
 // startCold records a cold migration of s (already validated) and returns it.
-func (w *World) startCold(s *VM, host string, now time.Time) *migration {
+func (w *World) startCold(s *VM, host string, now time.Time, reqID string) *migration {
 	m := &migration{kind: "migration", id: w.nextMigID, uuid: w.uuid(), server: s, source: s.Host, requestedHost: host,
-		created: now, requestID: "req-" + w.uuid()}
+		created: now, requestID: reqID}
 	w.nextMigID++
 	m.setStatus("pre-migrating", now)
+	m.visible = now.Add(recordDelay)
 	m.origStatus, m.origVMState = s.Status, s.VMState
 	s.migrations++
 	s.Status, s.TaskState = "RESIZE", "resize_prep"
@@ -73,6 +78,8 @@ func (w *World) nextColdTransition(m *migration) (time.Time, bool) {
 		return m.phaseStart.Add(coldFinish), true
 	case "confirming":
 		return m.phaseStart.Add(coldConfirm), true
+	case "confirmed":
+		return m.phaseStart.Add(coldFreed), !m.freed
 	case "reverting":
 		return m.phaseStart.Add(coldRevert), true
 	}
@@ -82,7 +89,7 @@ func (w *World) nextColdTransition(m *migration) (time.Time, bool) {
 // coldPending: confirming and reverting also move on by themselves (advance only walks
 // active migrations and these).
 func (m *migration) coldPending() bool {
-	return m.cold() && (m.status == "confirming" || m.status == "reverting")
+	return m.cold() && (m.status == "confirming" || m.status == "reverting" || (m.status == "confirmed" && !m.freed))
 }
 
 func (w *World) applyCold(m *migration, at time.Time) {
@@ -119,6 +126,8 @@ func (w *World) applyCold(m *migration, at time.Time) {
 	case "confirming":
 		m.setStatus("confirmed", at)
 		s.Status, s.VMState, s.TaskState = m.origStatus, m.origVMState, ""
+	case "confirmed":
+		m.freed = true
 	case "reverting":
 		m.setStatus("reverted", at)
 		s.Host, s.Status, s.VMState, s.TaskState = m.source, m.origStatus, m.origVMState, ""

@@ -72,7 +72,7 @@ func evacuate(c *call, s *VM, raw json.RawMessage) (int, any) {
 		return 400, faultf("No valid host was found. There are not enough hosts available.")
 	}
 	m := &migration{kind: "evacuation", id: c.w.nextMigID, uuid: c.w.uuid(), server: s, source: s.Host, dest: dest.Name,
-		created: c.now, requestID: "req-" + c.w.uuid()}
+		created: c.now, requestID: c.reqID}
 	c.w.nextMigID++
 	m.origStatus, m.origVMState = s.Status, s.VMState
 	m.setStatus("pre-migrating", c.now)

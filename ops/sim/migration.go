@@ -16,6 +16,9 @@ const (
 	// switchoverBytes: libvirt pauses the VM for the last pages once what is left fits the
 	// allowed downtime; at 1 GiB/s and 50 ms that is about 50 MiB.
 	switchoverBytes = 50 << 20
+	// recordDelay: a live or cold migration's record appears this long after the 202 (the
+	// conductor makes it; measured on a real Nova: not there 41 ms after, there 196 ms after).
+	recordDelay = 50 * time.Millisecond
 )
 
 // migration is one live migration moving through Nova's states.
@@ -32,8 +35,12 @@ type migration struct {
 	updated       time.Time
 	phaseStart    time.Time
 	requestID     string
-	failAt        string
-	moved         bool
+	// visible is when the record can be read: the API answers 202 and casts to the
+	// conductor, which makes it (about 0.2 s later on the real Nova).
+	visible time.Time
+	failAt  string
+	freed   bool // a confirmed cold migration's source share is gone (cold.go)
+	moved   bool
 	// A cold migration restores the server's state it had before (SHUTOFF stays SHUTOFF).
 	origStatus, origVMState string
 
@@ -45,6 +52,9 @@ type migration struct {
 	segProcessed float64
 	dirty        float64
 }
+
+// seen reports whether the record exists at now (see visible).
+func (m *migration) seen(now time.Time) bool { return !now.Before(m.visible) }
 
 func (m *migration) active() bool {
 	switch m.status {
@@ -99,12 +109,13 @@ func (m *migration) rebase(t time.Time, bw, dirty float64) {
 }
 
 // startMigration records a new live migration of s (already validated) and returns it.
-func (w *World) startMigration(s *VM, host string, now time.Time) *migration {
+func (w *World) startMigration(s *VM, host string, now time.Time, reqID string) *migration {
 	m := &migration{kind: "live-migration", id: w.nextMigID, uuid: w.uuid(), server: s, source: s.Host, requestedHost: host,
-		created: now, requestID: "req-" + w.uuid()}
+		created: now, requestID: reqID}
 	w.nextMigID++
 	m.setStatus("accepted", now)
 	m.updated = time.Time{} // Nova leaves updated_at null at accepted
+	m.visible = now.Add(recordDelay)
 	s.migrations++
 	if s.FailAt != "" && (!s.FailOnce || s.migrations == 1) {
 		m.failAt = s.FailAt

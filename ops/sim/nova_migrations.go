@@ -67,7 +67,7 @@ func listServerMigrations(c *call) (int, any) {
 	}
 	out := []map[string]any{}
 	for _, m := range c.w.migrations {
-		if m.server == s && inServerList(m) {
+		if m.server == s && inServerList(m) && m.seen(c.now) {
 			out = append(out, c.migrationJSON(m, true))
 		}
 	}
@@ -81,7 +81,7 @@ func (c *call) serverMigration() (*migration, int, novaFault) {
 	}
 	mid, _ := strconv.ParseInt(c.r.PathValue("mid"), 10, 64)
 	for _, m := range c.w.migrations {
-		if m.id == mid && m.server == s {
+		if m.id == mid && m.server == s && m.seen(c.now) {
 			return m, 0, ""
 		}
 	}
@@ -168,7 +168,7 @@ func listMigrations(c *call) (int, any) {
 	list := []*migration{}
 	for i := len(c.w.migrations) - 1; i >= 0; i-- { // newest first
 		m := c.w.migrations[i]
-		if m.updated.Before(since) {
+		if !m.seen(c.now) || m.updated.Before(since) {
 			continue
 		}
 		if v := q.Get("instance_uuid"); v != "" && m.server.ID != v {

@@ -36,8 +36,10 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 	}
 	for k, v := range map[string]any{
 		"OS-DCF:diskConfig": "MANUAL", "OS-EXT-AZ:availability_zone": c.w.zoneOf(s),
-		"OS-EXT-SRV-ATTR:host": s.Host, "OS-EXT-SRV-ATTR:hostname": s.Name,
-		"OS-EXT-SRV-ATTR:hypervisor_hostname": s.Host, "OS-EXT-SRV-ATTR:instance_name": s.Instance,
+		// null while (or when) the scheduler has placed it nowhere: BUILD, or ERROR after no
+		// valid host (a real Nova's answer).
+		"OS-EXT-SRV-ATTR:host": nullIfEmpty(s.Host), "OS-EXT-SRV-ATTR:hostname": s.Name,
+		"OS-EXT-SRV-ATTR:hypervisor_hostname": nullIfEmpty(s.Host), "OS-EXT-SRV-ATTR:instance_name": s.Instance,
 		"OS-EXT-SRV-ATTR:kernel_id": "", "OS-EXT-SRV-ATTR:launch_index": 0, "OS-EXT-SRV-ATTR:ramdisk_id": "",
 		"OS-EXT-SRV-ATTR:reservation_id": "r-" + s.ID[:8], "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
 		"OS-EXT-SRV-ATTR:user_data": nil, "OS-EXT-STS:power_state": 1, "OS-EXT-STS:task_state": nullIfEmpty(s.TaskState),
@@ -61,6 +63,9 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 	if s.Status == "SHUTOFF" || s.Status == "ERROR" {
 		out["OS-EXT-STS:power_state"] = 4 // SHUTDOWN
 	}
+	if s.Status == "PAUSED" {
+		out["OS-EXT-STS:power_state"] = 3 // PAUSED
+	}
 	if s.Status == "ERROR" { // Nova shows the fault of a server in ERROR (details to admins)
 		out["fault"] = map[string]any{"code": 500, "created": novaTime(s.Updated), "message": s.Fault}
 	}
@@ -68,7 +73,7 @@ func (c *call) serverJSON(s *VM, detail bool) map[string]any {
 		out["locked"] = s.Locked
 	}
 	if c.mv.atLeast(73) {
-		out["locked_reason"] = nil
+		out["locked_reason"] = nullIfEmpty(s.LockedReason)
 	}
 	hideFor(c.s.userOf(c.r), out)
 	return out
@@ -152,10 +157,15 @@ func serverAction(c *call) (int, any) {
 		return evacuate(c, s, body["evacuate"])
 	case body["os-getConsoleOutput"] != nil:
 		return consoleOutput(c, s, body["os-getConsoleOutput"])
-	case body["os-stop"] != nil:
-		return powerAction(c, s, "os-stop")
-	case body["os-start"] != nil:
-		return powerAction(c, s, "os-start")
+	case body["lock"] != nil:
+		return lockAction(c, s, body["lock"], true)
+	case body["unlock"] != nil:
+		return lockAction(c, s, body["unlock"], false)
+	}
+	for action := range powerActions {
+		if body[action] != nil {
+			return powerAction(c, s, action)
+		}
 	}
 	raw, ok := body["os-migrateLive"]
 	if !ok {
@@ -190,7 +200,7 @@ func serverAction(c *call) (int, any) {
 			return 400, faultf("Compute service of %s is unavailable at this time.", host)
 		}
 	}
-	c.w.startMigration(s, host, c.now)
+	c.w.startMigration(s, host, c.now, c.reqID)
 	return 202, nil
 }
 
@@ -264,7 +274,7 @@ func coldMigrate(c *call, s *VM, raw json.RawMessage) (int, any) {
 			return 400, faultf("No valid host was found. No valid host found for cold migrate")
 		}
 	}
-	c.w.startCold(s, host, c.now)
+	c.w.startCold(s, host, c.now, c.reqID)
 	return 202, nil
 }
 

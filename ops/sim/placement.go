@@ -180,19 +180,23 @@ func (w *World) allocations() *allocIndex {
 		}
 		idx.byHost[host][consumer] = map[string]int64{"VCPU": int64(s.Flavor.VCPUs), "MEMORY_MB": s.Flavor.RAMMB, "DISK_GB": s.Flavor.DiskGB}
 	}
-	migrating := map[string]*migration{}
+	holding := map[string]*migration{} // each server's newest move that holds allocations
 	for _, m := range w.migrations {
-		if m.active() && m.dest != "" && m.server.Host != m.dest {
-			migrating[m.server.ID] = m
+		if m.holdsAllocations() {
+			holding[m.server.ID] = m
 		}
 	}
 	for _, s := range w.servers {
-		if m := migrating[s.ID]; m != nil {
-			add(s.Host, m.uuid, s) // the source's share, held by the migration
-			add(m.dest, s.ID, s)   // the destination's, held by the server
-			continue
+		switch m := holding[s.ID]; {
+		case m == nil:
+			add(s.Host, s.ID, s)
+		case m.kind == "evacuation": // the server's own, on both hosts
+			add(m.source, s.ID, s)
+			add(m.dest, s.ID, s)
+		default:
+			add(m.source, m.uuid, s) // the source's share, held by the migration
+			add(m.dest, s.ID, s)     // the destination's, held by the server
 		}
-		add(s.Host, s.ID, s)
 	}
 	for host, byConsumer := range w.leaked {
 		for consumer, f := range byConsumer {
@@ -201,6 +205,27 @@ func (w *World) allocations() *allocIndex {
 	}
 	w.alloc = idx
 	return idx
+}
+
+// holdsAllocations reports whether the move holds allocations on both hosts, as Nova's
+// (measured on a real Nova): a live migration once its destination is chosen until it
+// ends, the source's share under the migration's UUID; a cold one from then until its
+// confirm or revert ends (VERIFY_RESIZE included); an evacuation's server on both hosts
+// until the dead host's nova-compute starts again and cleans up ("done" → "completed").
+func (m *migration) holdsAllocations() bool {
+	if m.dest == "" {
+		return false
+	}
+	switch m.kind {
+	case "live-migration":
+		return m.active()
+	case "migration":
+		return m.active() || m.status == "finished" || m.status == "confirming" || m.status == "reverting" ||
+			(m.status == "confirmed" && !m.freed)
+	case "evacuation":
+		return m.status == "pre-migrating" || m.status == "done"
+	}
+	return false
 }
 
 // LeakAllocation leaves an allocation on host's provider that no server holds, as a move

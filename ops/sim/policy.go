@@ -61,8 +61,14 @@ func novaRules(pattern string, r *http.Request, action string) []string {
 			return []string{"os_compute_api:os-console-output"}
 		case "os-stop", "os-start":
 			return []string{"os_compute_api:servers:" + strings.TrimPrefix(action, "os-")}
+		case "pause", "unpause":
+			return []string{"os_compute_api:os-pause-server:" + action}
+		case "lock", "unlock":
+			return []string{"os_compute_api:os-lock-server:" + action}
 		}
 		return []string{"os_compute_api:servers:action:" + action}
+	case "POST /servers/{id}/metadata":
+		return []string{"os_compute_api:server-metadata:create"}
 	case "GET /servers/{id}/migrations":
 		return []string{"os_compute_api:servers:migrations:index"}
 	case "GET /servers/{id}/migrations/{mid}":

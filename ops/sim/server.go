@@ -128,6 +128,8 @@ type call struct {
 	now time.Time
 	w   *World
 	s   *Server
+	// reqID is the request's ID (X-Openstack-Request-Id), which its instance action keeps.
+	reqID string
 }
 
 func (s *Server) novaRoutes() http.Handler {
@@ -150,6 +152,7 @@ func (s *Server) novaRoutes() http.Handler {
 	handle("GET /servers/detail", listServers(true))
 	handle("GET /servers/{id}", showServer)
 	handle("POST /servers", createServer)
+	handle("POST /servers/{id}/metadata", updateMetadata)
 	handle("DELETE /servers/{id}", deleteServer)
 	handle("POST /servers/{id}/action", serverAction)
 	handle("GET /servers/{id}/migrations", listServerMigrations)
@@ -213,7 +216,11 @@ func (s *Server) serveNova(w http.ResponseWriter, r *http.Request, pattern strin
 	header.Set("OpenStack-API-Version", "compute "+mv.String())
 	header.Set("X-OpenStack-Nova-API-Version", mv.String())
 	header.Set("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
-	header.Set("X-Compute-Request-Id", "req-"+world.uuid())
+	// One ID per request, in both headers, and on the instance action it records (Nova's
+	// request context).
+	reqID := "req-" + world.uuid()
+	header.Set("X-Compute-Request-Id", reqID)
+	header.Set("X-Openstack-Request-Id", reqID)
 	if fault != nil && fault.Status != 0 {
 		world.mu.Unlock()
 		msg := fault.Message
@@ -223,7 +230,7 @@ func (s *Server) serveNova(w http.ResponseWriter, r *http.Request, pattern strin
 		novaError(w, fault.Status, msg)
 		return
 	}
-	status, body := f(&call{r: r, mv: mv, now: now, w: world, s: s})
+	status, body := f(&call{r: r, mv: mv, now: now, w: world, s: s, reqID: reqID})
 	world.mu.Unlock()
 	if fe, ok := body.(novaFault); ok {
 		novaError(w, status, string(fe))

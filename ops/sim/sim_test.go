@@ -202,8 +202,13 @@ func TestMigrationShapesAtEveryState(t *testing.T) {
 		_, got := rawGet(t, srv, "/servers/"+vm.ID+"/migrations", "2.93")
 		sameKeys(t, "server migrations at "+name, sample(t, "servers-id-migrations-"+name+".json")["migrations"], got["migrations"])
 	}
+	// The conductor makes the record after the API's 202 (a real Nova: none 41 ms after).
+	if _, got := rawGet(t, srv, "/os-migrations?instance_uuid="+vm.ID, "2.93"); len(got["migrations"].([]any)) != 0 {
+		t.Errorf("right after the 202 os-migrations lists %v; want nothing yet", got["migrations"])
+	}
+	w.Clock().Advance(recordDelay)
 	osMig("accepted")
-	w.Clock().Advance(scheduleDelay)
+	w.Clock().Advance(scheduleDelay - recordDelay)
 	srvMig("queued")
 	w.Clock().Advance(time.Millisecond) // queued -> preparing at once: the source has a free slot
 	osMig("preparing")

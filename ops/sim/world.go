@@ -38,11 +38,13 @@ type VM struct {
 	TaskState string // "" is null
 	VMState   string
 	Locked    bool
-	Flavor    Flavor
-	ProjectID string
-	UserID    string
-	Created   time.Time
-	Updated   time.Time
+	// LockedReason is the lock's reason (2.73+), "" for none.
+	LockedReason string
+	Flavor       Flavor
+	ProjectID    string
+	UserID       string
+	Created      time.Time
+	Updated      time.Time
 	// Behaviour in a live migration.
 	DirtyBytesPerSec float64 // pages dirtied per second while copying; >= bandwidth never converges
 	FailAt           string  // "preparing" or "running": the next migration errors there
@@ -57,7 +59,8 @@ type VM struct {
 	// Image is the image it booted from ("" : the world's one image).
 	Image    string
 	bootDone time.Time // BUILD → ACTIVE, or a power action's end (boot.go)
-	powerTo  string    // a power action's end state: "SHUTOFF" or "ACTIVE" ("": a boot)
+	powerTo  string    // a power action's end status: SHUTOFF, ACTIVE, PAUSED ("": a boot)
+	powerReq string    // the request ID of the power action under way (its instance action)
 }
 
 // Flavor is a server's flavor as embedded in the server (2.47+).

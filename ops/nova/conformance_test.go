@@ -1,0 +1,524 @@
+package nova_test
+
+// The conformance suite: every Nova and Placement behaviour a decision of drainctl reads, one
+// body run against the simulator and against a real Nova (hack/nova.sh), through drainctl's
+// own client. Where they differ, the simulator is wrong and changes until both pass (the
+// README lists what it cannot match).
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ops/sim/novatest"
+)
+
+// drainctlClient is drainctl's own client of the cloud, as the binary makes it.
+func drainctlClient(t *testing.T, c *novatest.Cloud) *nova.Client {
+	t.Helper()
+	creds, err := nova.ResolveCredentials(nil, model.OpenStackConfig{}, c.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := nova.Connect(ctx, creds, nova.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hypervisorOf is the Placement provider of a host: Nova's compute node UUID.
+func hypervisorOf(t *testing.T, ctx context.Context, cl *nova.Client, host string) string {
+	t.Helper()
+	hvs, err := cl.Hypervisors(ctx)
+	must(t, err)
+	for _, h := range hvs {
+		if h.Host == host {
+			return h.ID
+		}
+	}
+	t.Fatalf("no hypervisor for %s in %+v", host, hvs)
+	return ""
+}
+
+// consumersOn lists the Placement consumers on host's provider, as drainctl reads them.
+func consumersOn(t *testing.T, ctx context.Context, cl *nova.Client, host string) []string {
+	t.Helper()
+	ids, err := cl.ProviderConsumers(ctx, hypervisorOf(t, ctx, cl, host))
+	must(t, err)
+	return ids
+}
+
+// recordOf waits for the server's newest migration of typ, created at or after since (both
+// Novas write created_at to the second), and returns it.
+func recordOf(t *testing.T, c *novatest.Cloud, ctx context.Context, cl *nova.Client, id, typ string, since time.Time) model.Migration {
+	t.Helper()
+	var got model.Migration
+	c.Wait(30*time.Second, "a "+typ+" record of "+id, func() bool {
+		ms, err := cl.MigrationsOf(ctx, id)
+		must(t, err)
+		for _, m := range ms {
+			if m.Type == typ && !m.CreatedAt.Before(since.Truncate(time.Second)) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// A cold migration: the 202, then its record (the API casts to the conductor, which makes
+// it); RESIZE, then VERIFY_RESIZE with the host already the destination; the source's
+// allocation held by the migration until the confirm; the server SHUTOFF again on its new
+// host, the record confirmed, the source's provider empty.
+func TestConformanceColdMigration(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id := c.Boot("cold-1", "compute-0")
+		c.Stop(id)
+		asked := c.Clock()
+		must(t, cl.ColdMigrate(ctx, id, ""))
+		rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeCold, asked)
+		if rec.SourceCompute != "compute-0" || rec.UUID == "" {
+			t.Fatalf("record %+v", rec)
+		}
+		var vm model.VM
+		c.Wait(60*time.Second, "VERIFY_RESIZE", func() bool {
+			var err error
+			vm, err = cl.Server(ctx, id)
+			must(t, err)
+			return vm.Status == model.VMVerifyResize
+		})
+		if vm.Host == "compute-0" || vm.TaskState != "" {
+			t.Fatalf("in VERIFY_RESIZE: %+v", vm)
+		}
+		if ms, _ := cl.MigrationsOf(ctx, id); ms[0].Status != model.MigrationFinished {
+			t.Errorf("waiting for its confirm, the record says %q; want finished", ms[0].Status)
+		}
+		src := consumersOn(t, ctx, cl, "compute-0")
+		if !slices.Contains(src, rec.UUID) || slices.Contains(src, id) {
+			t.Errorf("before the confirm the source's consumers are %v; want the migration %s (not the server)", src, rec.UUID)
+		}
+		if dst := consumersOn(t, ctx, cl, vm.Host); !slices.Contains(dst, id) {
+			t.Errorf("the destination's consumers are %v; want the server", dst)
+		}
+		must(t, cl.ConfirmResize(ctx, id))
+		c.Wait(60*time.Second, "SHUTOFF on the destination, the source's allocation gone", func() bool {
+			vm, _ = cl.Server(ctx, id)
+			src = consumersOn(t, ctx, cl, "compute-0")
+			return vm.Status == model.VMShutoff && vm.TaskState == "" && !slices.Contains(src, rec.UUID)
+		})
+		ms, _ := cl.MigrationsOf(ctx, id)
+		if len(ms) != 1 || ms[0].UUID != rec.UUID || ms[0].Status != model.MigrationCompleted {
+			t.Errorf("after the confirm: %+v", ms)
+		}
+	})
+}
+
+// serverOf reads a server through drainctl's client.
+func serverOf(t *testing.T, ctx context.Context, cl *nova.Client, id string) model.VM {
+	t.Helper()
+	vm, err := cl.Server(ctx, id)
+	must(t, err)
+	return vm
+}
+
+// A live migration: the 202, then its record; in progress it is listed by the server's
+// migrations (queued, preparing, running) and the server is MIGRATING; the source's share is
+// held by the migration, never by the server; at its end the record is completed, the server
+// ACTIVE on the destination and the source's provider holds nothing of it.
+func TestConformanceLiveMigration(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id := c.Boot("live-1", "compute-0")
+		asked := c.Clock()
+		must(t, cl.LiveMigrate(ctx, id, ""))
+		if vm := serverOf(t, ctx, cl, id); vm.Status != model.VMMigrating || vm.TaskState != "migrating" {
+			t.Errorf("right after the 202: %s/%s; want MIGRATING/migrating", vm.Status, vm.TaskState)
+		}
+		rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeLive, asked)
+		sawRunning, sawServerOnSource := false, false
+		c.Wait(60*time.Second, "the live migration completed", func() bool {
+			inProgress, err := cl.ServerMigrations(ctx, id)
+			must(t, err)
+			for _, m := range inProgress {
+				if m.UUID != rec.UUID && m.ID != rec.ID {
+					t.Fatalf("the server's migrations list another: %+v", m)
+				}
+				sawRunning = sawRunning || m.Status == model.MigrationRunning
+			}
+			sawServerOnSource = sawServerOnSource || slices.Contains(consumersOn(t, ctx, cl, "compute-0"), id)
+			ms, err := cl.MigrationsOf(ctx, id)
+			must(t, err)
+			return ms[0].Status == model.MigrationCompleted
+		})
+		if !sawRunning {
+			t.Errorf("the server's migrations never said running")
+		}
+		if sawServerOnSource {
+			t.Errorf("the server itself held an allocation on the source while it moved")
+		}
+		vm := serverOf(t, ctx, cl, id)
+		if vm.Status != model.VMActive || vm.Host == "compute-0" || vm.TaskState != "" {
+			t.Errorf("after: %+v", vm)
+		}
+		if inProgress, _ := cl.ServerMigrations(ctx, id); len(inProgress) != 0 {
+			t.Errorf("after its end the server's migrations still list %+v", inProgress)
+		}
+		c.Wait(30*time.Second, "nothing of it left on the source", func() bool {
+			src := consumersOn(t, ctx, cl, "compute-0")
+			return !slices.Contains(src, id) && !slices.Contains(src, rec.UUID)
+		})
+	})
+}
+
+// runningMigration starts a live migration of a new server from compute-0 and waits until
+// the server's migrations say it runs.
+func runningMigration(t *testing.T, c *novatest.Cloud, ctx context.Context, cl *nova.Client, name string) (string, model.Migration) {
+	t.Helper()
+	id := c.Boot(name, "compute-0")
+	must(t, cl.LiveMigrate(ctx, id, ""))
+	var running model.Migration
+	c.Wait(30*time.Second, "the live migration running", func() bool {
+		ms, err := cl.ServerMigrations(ctx, id)
+		must(t, err)
+		for _, m := range ms {
+			if m.Status == model.MigrationRunning {
+				running = m
+				return true
+			}
+		}
+		return false
+	})
+	return id, running
+}
+
+// Aborting a running live migration: 202, the record cancelled, the server ACTIVE where it
+// was, nothing of it on the destination.
+func TestConformanceLiveMigrationAbort(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id, m := runningMigration(t, c, ctx, cl, "abort-1")
+		must(t, cl.AbortMigration(ctx, id, m.ID))
+		c.Wait(30*time.Second, "the migration cancelled", func() bool {
+			ms, err := cl.MigrationsOf(ctx, id)
+			must(t, err)
+			return ms[0].Status == model.MigrationCancelled
+		})
+		c.Wait(30*time.Second, "the server ACTIVE on its source, no task", func() bool {
+			vm := serverOf(t, ctx, cl, id)
+			return vm.Status == model.VMActive && vm.Host == "compute-0" && vm.TaskState == ""
+		})
+		c.Wait(30*time.Second, "its allocation back on the source alone", func() bool {
+			return slices.Contains(consumersOn(t, ctx, cl, "compute-0"), id) && !slices.Contains(consumersOn(t, ctx, cl, m.DestCompute), id)
+		})
+	})
+}
+
+// Force-completing a running live migration: 202, then completed on the destination.
+func TestConformanceLiveMigrationForceComplete(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id, m := runningMigration(t, c, ctx, cl, "force-1")
+		must(t, cl.ForceComplete(ctx, id, m.ID))
+		c.Wait(30*time.Second, "the migration completed", func() bool {
+			ms, err := cl.MigrationsOf(ctx, id)
+			must(t, err)
+			return ms[0].Status == model.MigrationCompleted
+		})
+		if vm := serverOf(t, ctx, cl, id); vm.Status != model.VMActive || vm.Host != m.DestCompute {
+			t.Errorf("after: %+v, want ACTIVE on %s", vm, m.DestCompute)
+		}
+	})
+}
+
+// A host dies: its nova-compute stops, Nova sees it down within service_down_time, its
+// updated_at no longer moves. Forced down, its server is evacuated (200), rebuilt ACTIVE
+// elsewhere, its record "done"; the server's allocation stays on the dead host's provider
+// and forcing the service up is refused, until the host's nova-compute starts again: then
+// the allocation goes, the record is "completed" and the force-up is accepted.
+func TestConformanceEvacuation(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id := c.Boot("evac-1", "compute-1")
+		if st, text := c.Action(id, map[string]any{"evacuate": map[string]any{}}); st != 400 || !strings.Contains(text, "still in use") {
+			t.Errorf("evacuating from a live host: %d %s; want 400 still in use", st, text)
+		}
+		c.StopCompute("compute-1")
+		var down model.ComputeService
+		c.Wait(60*time.Second, "nova-compute on compute-1 down", func() bool {
+			svcs, err := cl.ComputeServices(ctx, "compute-1")
+			must(t, err)
+			down = svcs[0]
+			return !down.Up
+		})
+		time.Sleep(2 * time.Second)
+		if svcs, _ := cl.ComputeServices(ctx, "compute-1"); !svcs[0].UpdatedAt.Equal(down.UpdatedAt) {
+			t.Errorf("a dead service's updated_at moved: %v then %v", down.UpdatedAt, svcs[0].UpdatedAt)
+		}
+		_, err := cl.SetForcedDown(ctx, "compute-1", true)
+		must(t, err)
+		asked := c.Clock()
+		must(t, cl.Evacuate(ctx, id, ""))
+		rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeEvacuation, asked)
+		var vm model.VM
+		c.Wait(60*time.Second, "rebuilt ACTIVE elsewhere", func() bool {
+			vm = serverOf(t, ctx, cl, id)
+			return vm.Status == model.VMActive && vm.TaskState == "" && vm.Host != "compute-1"
+		})
+		if st := c.MigrationStatus(id, rec.ID); st != "done" {
+			t.Errorf("rebuilt, the record says %q; want done", st)
+		}
+		if src := consumersOn(t, ctx, cl, "compute-1"); !slices.Contains(src, id) {
+			t.Errorf("the dead host's consumers are %v; want the evacuated server's still there", src)
+		}
+		if dst := consumersOn(t, ctx, cl, vm.Host); !slices.Contains(dst, id) {
+			t.Errorf("the new host's consumers are %v; want the server", dst)
+		}
+		_, err = cl.SetForcedDown(ctx, "compute-1", false)
+		if err == nil || !strings.Contains(err.Error(), "evacuation migration records remain") {
+			t.Errorf("forcing up with done evacuations: %v; want refused", err)
+		}
+		c.StartCompute("compute-1")
+		c.Wait(90*time.Second, "the dead host's allocation gone, the record completed", func() bool {
+			return !slices.Contains(consumersOn(t, ctx, cl, "compute-1"), id) && c.MigrationStatus(id, rec.ID) == "completed"
+		})
+		c.Wait(30*time.Second, "the force-up accepted", func() bool {
+			_, err := cl.SetForcedDown(ctx, "compute-1", false)
+			return err == nil
+		})
+	})
+}
+
+// A locked server (its owner's guard against their own calls) still moves for an admin, live
+// and cold, and stays locked, its reason kept.
+func TestConformanceLockedServerMovesForAnAdmin(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		live, cold := c.Boot("locked-live", "compute-0"), c.Boot("locked-cold", "compute-0")
+		c.Stop(cold)
+		for _, id := range []string{live, cold} {
+			c.MustAction(id, map[string]any{"lock": map[string]any{"locked_reason": "owner says hands off"}})
+		}
+		if !cl.Admin() {
+			t.Fatal("the test's user is no admin")
+		}
+		must(t, cl.LiveMigrate(ctx, live, ""))
+		must(t, cl.ColdMigrate(ctx, cold, ""))
+		c.Wait(60*time.Second, "the cold one in VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, cold).Status == model.VMVerifyResize })
+		must(t, cl.ConfirmResize(ctx, cold))
+		c.Wait(60*time.Second, "both moved", func() bool {
+			l, k := serverOf(t, ctx, cl, live), serverOf(t, ctx, cl, cold)
+			return l.Status == model.VMActive && l.Host != "compute-0" && k.Status == model.VMShutoff && k.Host != "compute-0" && k.TaskState == ""
+		})
+		for _, id := range []string{live, cold} {
+			if s, _ := c.Server(id); !s.Locked {
+				t.Errorf("%s is no longer locked after its move: %+v", id, s)
+			}
+		}
+	})
+}
+
+// Power actions: a stop goes through powering-off to SHUTOFF, a start through powering-on to
+// ACTIVE, a pause to PAUSED; a second stop is refused with Nova's words (409). Each is an
+// instance action, newest first, under the request ID Nova answered the action with.
+func TestConformancePowerActions(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id := c.Boot("power-1", "compute-0")
+		must(t, cl.StopServer(ctx, id))
+		if vm := serverOf(t, ctx, cl, id); vm.Status != model.VMShutoff && vm.TaskState != "powering-off" {
+			t.Errorf("right after os-stop: %s/%s; want powering-off (or already SHUTOFF)", vm.Status, vm.TaskState)
+		}
+		c.Wait(30*time.Second, "SHUTOFF", func() bool {
+			vm := serverOf(t, ctx, cl, id)
+			return vm.Status == model.VMShutoff && vm.TaskState == "" && vm.VMState == "stopped"
+		})
+		if err := cl.StopServer(ctx, id); err == nil || !nova.IsStatus(err, 409) || !strings.Contains(err.Error(), "in vm_state stopped") {
+			t.Errorf("a second stop: %v; want 409 in vm_state stopped", err)
+		}
+		must(t, cl.StartServer(ctx, id))
+		c.Wait(30*time.Second, "ACTIVE", func() bool {
+			vm := serverOf(t, ctx, cl, id)
+			return vm.Status == model.VMActive && vm.TaskState == ""
+		})
+		c.MustAction(id, map[string]any{"pause": nil})
+		c.Wait(30*time.Second, "PAUSED", func() bool { return serverOf(t, ctx, cl, id).Status == model.VMPaused })
+		if st, text := c.Action(id, map[string]any{"os-stop": nil}); st != 409 {
+			t.Errorf("stopping a paused server: %d %s; want 409", st, text)
+		}
+		var acts struct {
+			InstanceActions []struct {
+				Action    string `json:"action"`
+				RequestID string `json:"request_id"`
+			} `json:"instanceActions"`
+		}
+		c.API.Must("GET", "compute", "/servers/"+id+"/os-instance-actions", nil, &acts, 200)
+		var names []string
+		for _, a := range acts.InstanceActions {
+			names = append(names, a.Action)
+			if !strings.HasPrefix(a.RequestID, "req-") {
+				t.Errorf("action %s has request ID %q", a.Action, a.RequestID)
+			}
+		}
+		if want := []string{"pause", "start", "stop", "create"}; !slices.Equal(names, want) {
+			t.Errorf("instance actions %v; want %v (newest first)", names, want)
+		}
+	})
+}
+
+// No server boots on a disabled service: a 2.74 requested host (the scheduler's filters run)
+// and an admin's forced host (they do not) alike end in ERROR, no valid host, their host null
+// (Placement's COMPUTE_STATUS_DISABLED trait, forbidden to every request from Train on).
+// Enabled, the host takes drainctl's canary as it boots it: the requested host, no network.
+func TestConformanceBootOnADisabledHost(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		_, err := cl.SetServiceEnabled(ctx, "compute-2", false, "drainctl conformance")
+		must(t, err)
+		requested := c.BootAsync(map[string]any{"name": "requested", "host": "compute-2"})
+		forced := c.BootAsync(map[string]any{"name": "forced", "availability_zone": "nova:compute-2"})
+		for _, id := range []string{requested, forced} {
+			s := c.WaitServer(id, 60*time.Second, "ERROR", func(s novatest.Server) bool { return s.Status == "ERROR" })
+			if s.Fault == nil || !strings.Contains(s.Fault.Message, "No valid host") {
+				t.Errorf("%s on a disabled service: %+v", s.Name, s.Fault)
+			}
+			// A server placed nowhere shows its host null (not hidden): the lists still read.
+			if vm := serverOf(t, ctx, cl, id); vm.Host != "" {
+				t.Errorf("%s, placed nowhere, is on %q", s.Name, vm.Host)
+			}
+		}
+		if _, err := cl.Snapshot(ctx); err != nil {
+			t.Errorf("reading the cloud with servers placed nowhere: %v", err)
+		}
+		_, err = cl.SetServiceEnabled(ctx, "compute-2", true, "")
+		must(t, err)
+		canary, err := cl.BootOn(ctx, "compute-2", "", ops.BootSpec{Name: "canary", Image: c.Image(), Flavor: "m1.tiny", Network: ops.NoNetwork})
+		must(t, err)
+		c.Wait(60*time.Second, "the canary ACTIVE on compute-2", func() bool {
+			vm := serverOf(t, ctx, cl, canary)
+			return vm.Status == model.VMActive && vm.Host == "compute-2"
+		})
+		if out, err := cl.ConsoleOutput(ctx, canary, 10); err != nil {
+			t.Errorf("the canary's console: %v", err)
+		} else {
+			t.Logf("console: %q", out)
+		}
+		must(t, cl.DeleteServer(ctx, canary))
+		c.Wait(60*time.Second, "the canary gone", func() bool { _, ok := c.Server(canary); return !ok })
+		must(t, cl.DeleteServer(ctx, canary)) // again: gone is no error
+	})
+}
+
+// changes-since: after a full read, the next read asks only what changed and still sees a
+// server stopped, one deleted (gone) and one booted since.
+func TestConformanceChangesSince(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		stopped, deleted := c.Boot("cs-stop", "compute-0"), c.Boot("cs-del", "compute-1")
+		if _, err := cl.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Stop(stopped)
+		must(t, cl.DeleteServer(ctx, deleted))
+		c.Wait(60*time.Second, "cs-del gone", func() bool { _, ok := c.Server(deleted); return !ok })
+		booted := c.Boot("cs-new", "compute-2")
+		snap, err := cl.Snapshot(ctx)
+		must(t, err)
+		seen := map[string]model.VM{}
+		for _, vm := range snap.VMs {
+			seen[vm.ID] = vm
+		}
+		if vm, ok := seen[stopped]; !ok || vm.Status != model.VMShutoff {
+			t.Errorf("the stopped server: %+v (seen %v)", vm, ok)
+		}
+		if _, ok := seen[deleted]; ok {
+			t.Errorf("the deleted server is still in the read")
+		}
+		if vm, ok := seen[booted]; !ok || vm.Host != "compute-2" {
+			t.Errorf("the booted server: %+v (seen %v)", vm, ok)
+		}
+	})
+}
+
+// Paging: with a page of one, every list still comes whole (servers of a host, migrations).
+func TestConformancePaging(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx := context.Background()
+		creds, err := nova.ResolveCredentials(nil, model.OpenStackConfig{}, c.Getenv)
+		must(t, err)
+		cl, err := nova.Connect(ctx, creds, nova.Options{Timeout: 30 * time.Second, PageSize: 1})
+		must(t, err)
+		ids := []string{c.Boot("page-1", "compute-1"), c.Boot("page-2", "compute-1"), c.Boot("page-3", "compute-1")}
+		vms, err := cl.Servers(ctx, "compute-1")
+		must(t, err)
+		var got []string
+		for _, vm := range vms {
+			got = append(got, vm.ID)
+		}
+		slices.Sort(got)
+		slices.Sort(ids)
+		if !slices.Equal(got, ids) {
+			t.Errorf("servers of compute-1 in pages of one: %v; want %v", got, ids)
+		}
+		for _, id := range ids[:2] {
+			must(t, cl.LiveMigrate(ctx, id, "compute-2"))
+		}
+		c.Wait(60*time.Second, "two live migrations to compute-2 completed", func() bool {
+			ms, err := cl.Migrations(ctx, nova.MigrationFilter{Source: "compute-1", Status: "completed"})
+			must(t, err)
+			n := 0
+			for _, m := range ms {
+				if slices.Contains(ids, m.InstanceID) {
+					n++
+				}
+			}
+			return n == 2
+		})
+	})
+}
+
+// No valid host for a live migration: still 202; the record goes to error, the server stays
+// ACTIVE where it was with no task, and its instance action says why.
+func TestConformanceNoValidHost(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id := c.Boot("novalid-1", "compute-0")
+		for _, h := range []string{"compute-1", "compute-2"} {
+			_, err := cl.SetServiceEnabled(ctx, h, false, "drainctl conformance")
+			must(t, err)
+		}
+		asked := c.Clock()
+		must(t, cl.LiveMigrate(ctx, id, ""))
+		rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeLive, asked)
+		c.Wait(30*time.Second, "the record in error", func() bool {
+			ms, err := cl.MigrationsOf(ctx, id)
+			must(t, err)
+			return ms[0].ID == rec.ID && ms[0].Status == model.MigrationFailed
+		})
+		c.Wait(30*time.Second, "ACTIVE on compute-0, no task", func() bool {
+			vm := serverOf(t, ctx, cl, id)
+			return vm.Status == model.VMActive && vm.Host == "compute-0" && vm.TaskState == ""
+		})
+		f, err := cl.LastActionError(ctx, id, model.MoveLive)
+		must(t, err)
+		if !strings.Contains(f.Message, "No valid host") {
+			t.Errorf("the action's error: %q", f.Message)
+		}
+	})
+}
