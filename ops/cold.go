@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/drainctl/drainctl/model"
@@ -99,68 +100,116 @@ func (c coldRecords) proves(m model.Migration) bool {
 // coldOurs are the cold moves the node's journal (and this run) say drainctl asked for.
 func (r *runner) coldOurs() coldRecords {
 	out := coldRecords{}
-	if k, ok := r.e.kube.Node(r.plan.Node); ok {
-		if j, ok := ReadJournal(k); ok {
-			for _, c := range j.ColdMoves {
-				out[c.VM] = append(out[c.VM], c)
-			}
-		}
-	}
 	r.mu.Lock()
-	for _, c := range r.cold {
+	for _, c := range r.coldOursLocked() {
 		out[c.VM] = append(out[c.VM], c)
 	}
 	r.mu.Unlock()
 	return out
 }
 
-// coldProven checks, before a confirm, that the VM's newest cold migration is one drainctl
-// asked for: the journal is a claim, os-migrations is the world (a colleague may have moved
-// the VM again since).
-func (r *runner) coldProven(ctx context.Context, vmID string) (bool, error) {
-	ms, err := r.e.nova.MigrationsOf(ctx, vmID)
-	if err != nil {
-		return false, err
-	}
-	for _, m := range ms { // newest first
-		if m.Type == model.MigrationTypeCold || m.Type == model.MigrationTypeResize {
-			return r.coldOurs().proves(m), nil
+// coldOursLocked lists this run's cold moves, then the journal's that this run does not
+// hold (by VM and request time); r.mu held.
+func (r *runner) coldOursLocked() []ColdMove {
+	out := append([]ColdMove(nil), r.cold...)
+	if k, ok := r.e.kube.Node(r.plan.Node); ok {
+		if j, ok := ReadJournal(k); ok {
+			for _, c := range j.ColdMoves {
+				if !slices.ContainsFunc(out, func(o ColdMove) bool { return o.VM == c.VM && o.Requested.Equal(c.Requested) }) {
+					out = append(out, c)
+				}
+			}
 		}
 	}
-	return false, nil
+	return out
+}
+
+// ownCold reads the VM's migrations once: it names drainctl's cold moves of the VM whose
+// records have appeared since (journaled at once), and says whether the newest cold
+// migration is one drainctl asked for (mine) and whether every cold move drainctl asked for
+// of the VM is named (named: false while Nova has not made a record yet). The journal is a
+// claim, os-migrations the world: a colleague may have moved the VM again since.
+func (r *runner) ownCold(ctx context.Context, vmID string) (mine, named bool, err error) {
+	ms, err := r.e.nova.MigrationsOf(ctx, vmID)
+	if err != nil {
+		return false, false, err
+	}
+	named = r.nameCold(vmID, ms)
+	for _, m := range ms { // newest first
+		if m.Type == model.MigrationTypeCold || m.Type == model.MigrationTypeResize {
+			return r.coldOurs().proves(m), named, nil
+		}
+	}
+	return false, named, nil
 }
 
 // recordCold writes in the node's journal, before the request, that drainctl is about to
-// cold-migrate the VM.
-func (r *runner) recordCold(id string) {
-	r.mu.Lock()
-	r.cold = append(r.cold, ColdMove{VM: id, Requested: r.e.now()})
-	r.mu.Unlock()
-	r.journalAgain()
-}
-
-// nameCold reads, right after the request, the migration Nova made for it (the VM's newest
-// cold migration from this host) and journals its UUID. Unread, the move proves nothing
-// later (ColdMove.Proves): a rerun leaves its confirm to the operator.
-func (r *runner) nameCold(ctx context.Context, id string) {
+// cold-migrate the VM, with the newest migration ID Nova has for it now: the record of the
+// request is the first one above it. Without that read the request is not made: a move
+// drainctl cannot name later is one it could never confirm.
+func (r *runner) recordCold(ctx context.Context, id string) error {
 	ms, err := r.e.nova.MigrationsOf(ctx, id)
 	if err != nil {
-		return
+		return fmt.Errorf("reading the migrations of %s before moving it cold: %w", id, err)
+	}
+	var after int64
+	for _, m := range ms {
+		after = max(after, m.ID)
 	}
 	r.mu.Lock()
-	i := slices.IndexFunc(r.cold, func(c ColdMove) bool { return c.VM == id && c.Migration == "" })
-	named := false
-	for _, m := range ms { // newest first: the one just asked for, unless already named
-		known := slices.ContainsFunc(r.cold, func(c ColdMove) bool { return c.Migration == m.UUID })
-		if i >= 0 && !known && (m.Type == model.MigrationTypeCold || m.Type == model.MigrationTypeResize) && m.SourceCompute == r.plan.Host && m.InstanceID == id {
-			r.cold[i].Migration, named = m.UUID, true
+	r.cold = append(r.cold, ColdMove{VM: id, Requested: r.e.now(), After: &after, Source: r.plan.Host})
+	r.mu.Unlock()
+	r.journalAgain()
+	return nil
+}
+
+// nameCold names, from one read of a VM's migrations (newest first), the cold moves
+// drainctl asked for of it whose records are there now, and journals the names: newest
+// request first, each the oldest record that Names it and no other request has. It reports
+// whether the VM's newest request is named.
+func (r *runner) nameCold(vm string, ms []model.Migration) bool {
+	changed := false
+	r.mu.Lock()
+	ours := r.coldOursLocked() // this run's and the journal's (a rerun names a killed run's)
+	slices.SortFunc(ours, func(a, b ColdMove) int { return b.Requested.Compare(a.Requested) })
+	for i, c := range ours {
+		if c.VM != vm || c.Migration != "" {
+			continue
+		}
+		for k := len(ms) - 1; k >= 0; k-- { // oldest first
+			m := ms[k]
+			if !c.Names(m) || slices.ContainsFunc(ours, func(o ColdMove) bool { return o.Migration == m.UUID }) {
+				continue
+			}
+			c.Migration, ours[i], changed = m.UUID, c, true
+			if at := slices.IndexFunc(r.cold, func(o ColdMove) bool { return o.VM == c.VM && o.Requested.Equal(c.Requested) }); at >= 0 {
+				r.cold[at] = c
+			} else {
+				r.cold = append(r.cold, c) // the journal's entry, named: written back by journalAgain
+			}
 			break
 		}
 	}
 	r.mu.Unlock()
-	if named {
+	if changed {
 		r.journalAgain()
 	}
+	return !r.unnamed(vm)
+}
+
+// unnamed reports whether drainctl's newest cold move of the VM still waits for its
+// record. (An older unnamed one was refused, or superseded; one journaled by an older
+// drainctl, without After, can never be named and does not wait.)
+func (r *runner) unnamed(vm string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var newest *ColdMove
+	for _, c := range r.coldOursLocked() {
+		if c.VM == vm && (newest == nil || c.Requested.After(newest.Requested)) {
+			newest = &c
+		}
+	}
+	return newest != nil && newest.Migration == "" && newest.After != nil
 }
 
 // journalAgain writes the journal in the phase it is in.

@@ -66,6 +66,13 @@ type ColdMove struct {
 	VM        string    `json:"vm"`
 	Migration string    `json:"migration,omitempty"` // os-migrations' uuid, once read
 	Requested time.Time `json:"requested"`
+	// After is the newest migration ID Nova had for the VM just before drainctl asked (0:
+	// none; nil: not read, a journal of an older drainctl). Nova makes the record after its
+	// 202 (the conductor does), so the record of this request is found later as the VM's
+	// first cold migration from its host above it: Nova's own order, not a clock.
+	After *int64 `json:"after,omitempty"`
+	// Source is the host the VM was asked to leave.
+	Source string `json:"source,omitempty"`
 }
 
 // UnmarshalJSON reads a journal written before the migrations were named (a bare VM ID).
@@ -85,6 +92,13 @@ func (c *ColdMove) UnmarshalJSON(b []byte) error {
 // are no proof: Nova's clock is not ours.
 func (c ColdMove) Proves(m model.Migration) bool {
 	return m.InstanceID == c.VM && c.Migration != "" && m.UUID == c.Migration
+}
+
+// Names says whether m is the record this request made, not yet named: the VM's cold
+// migration from Source with an ID above After. Of those, the caller takes the oldest.
+func (c ColdMove) Names(m model.Migration) bool {
+	return c.Migration == "" && c.After != nil && m.InstanceID == c.VM && m.ID > *c.After &&
+		m.SourceCompute == c.Source && (m.Type == model.MigrationTypeCold || m.Type == model.MigrationTypeResize)
 }
 
 // ReadJournal parses the node's annotation, if any.

@@ -9,15 +9,16 @@ import (
 
 // The cold mover: Nova's migrate action, journaled first as drainctl's (cold.go keeps those
 // records), followed by the server (RESIZE, then VERIFY_RESIZE, confirmed when it is ours).
+// Nova makes the migration's record after its 202 (the API casts to the conductor): the
+// move is named by that record once it appears, read while the move goes on, and confirmed
+// only once named.
 
 func requestCold(r *runner, ctx context.Context, run *vmRun, dest string) error {
-	r.recordCold(run.vm.ID)
-	run.ours, run.confirmed = true, false
-	if err := r.e.nova.ColdMigrate(ctx, run.vm.ID, dest); err != nil {
+	if err := r.recordCold(ctx, run.vm.ID); err != nil {
 		return err
 	}
-	r.nameCold(ctx, run.vm.ID)
-	return nil
+	run.ours, run.confirmed = true, false
+	return r.e.nova.ColdMigrate(ctx, run.vm.ID, dest)
 }
 
 // pollCold reads a cold move's server. It returns an outcome once the move has ended, ""
@@ -42,9 +43,15 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		case run.confirmed:
 			return "", "", nil // the confirm is under way
 		}
-		if mine, err := r.coldProven(ctx, vm.ID); err != nil {
+		mine, named, err := r.ownCold(ctx, vm.ID)
+		switch {
+		case err != nil:
 			return "", "", err
-		} else if !mine {
+		case !named:
+			// Nova has not shown the record of drainctl's request yet: no confirm before it.
+			return r.unstoppableOverdue(run, "moved cold, but Nova never showed the migration record of drainctl's request, "+
+				"so nothing proves the move waiting in VERIFY_RESIZE is drainctl's: left unconfirmed (openstack server migration list --server "+vm.ID+")")
+		case !mine:
 			run.ours = false
 			return MigCompleted, "moved by a cold migration drainctl did not ask for (os-migrations names another), which waits for its confirm: left to whoever asked", nil
 		}
@@ -57,6 +64,11 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 	case vm.Status == model.VMResizing || vm.TaskState != "":
 		if vm.TaskState != "" {
 			r.moveState(run, MigState(vm.TaskState), "")
+		}
+		if run.ours && r.unnamed(vm.ID) { // named while it moves: a rerun after a kill can prove it
+			if _, _, err := r.ownCold(ctx, vm.ID); err != nil {
+				return "", "", err
+			}
 		}
 	case vm.Status == model.VMBroken:
 		return MigFailed, "the server went to ERROR: " + vm.Fault, nil
