@@ -35,10 +35,11 @@ type Config struct {
 // ReturnConfig is the [return] table: what proves a host healthy before its nova-compute
 // takes tenants' VMs again (uncordon, a campaign's return).
 type ReturnConfig struct {
-	// Canary: a test server is booted on the host (while its service is still disabled),
-	// must be ACTIVE within CanaryTimeout with a non-empty console log, and is deleted;
-	// only then is the service enabled. Image, Flavor (IDs) and Network (a network ID) are
-	// what it boots with.
+	// Canary: the service is enabled for a test server booted on the host, which must be
+	// ACTIVE within CanaryTimeout with a non-empty console log, and is deleted; a failure
+	// disables the service again. Image, Flavor (IDs) and Network (a network ID, or
+	// "none": no port, Nova 2.37+; a canary then proves the host without its network agent)
+	// are what it boots with.
 	Canary        bool     `toml:"canary"`
 	CanaryTimeout Duration `toml:"canary_timeout"`
 	Image         string   `toml:"image"`
@@ -56,7 +57,7 @@ func (r ReturnConfig) validate() error {
 	for _, k := range []struct{ key, v, what string }{
 		{"image", r.Image, "the ID of an image the canary boots from"},
 		{"flavor", r.Flavor, "the ID of a small flavor for the canary"},
-		{"network", r.Network, "the ID of a network the canary is attached to"},
+		{"network", r.Network, `the ID of a network the canary is attached to (or "none": no port)`},
 	} {
 		if strings.TrimSpace(k.v) == "" {
 			// Pointed at canary: the missing key has no line of its own.

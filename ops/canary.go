@@ -9,13 +9,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/text"
 )
 
-// A returning host is proven before its service takes tenants' VMs again ([return] canary):
-// a test server booted on it while its service is still disabled, ACTIVE within
-// canary_timeout, its console log written, deleted. A host whose kubelet is Ready and whose
-// nova-compute reports up can still fail to boot a VM (its network agent not started, a
-// broken libvirt); a canary finds that before a tenant's VM does.
+// A returning host is proven before its service takes tenants' VMs for good ([return]
+// canary): a test server booted on it, ACTIVE within canary_timeout, its console log
+// written, deleted. A host whose kubelet is Ready and whose nova-compute reports up can
+// still fail to boot a VM (its network agent not started, a broken libvirt); a canary finds
+// that before a tenant's VM does.
+//
+// Nova's scheduler takes no server on a disabled service, not even an admin's forced host:
+// from Train on, its request filter forbids the COMPUTE_STATUS_DISABLED trait a disabled
+// service's provider carries (measured on a real Nova: NoValidHost). So the service is
+// enabled for the canary, which asks for its host (2.74: every filter runs, as for a
+// tenant's VM), and disabled again, the reason saying why, when the canary fails or is
+// interrupted. A tenant's VM scheduled in that window may land there: a failed canary names
+// those.
 
 // CanaryName is the name of the canary booted on host.
 func CanaryName(host string) string { return "drainctl-canary-" + host }
@@ -44,24 +53,28 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 		return fmt.Sprintf("no canary: someone else disabled nova-compute (%q) and it stays disabled", svc.DisabledReason), nil
 	}
 	if k, _ := e.kube.Node(p.Node); !k.Ready {
-		return "", r.canaryFails(ctx, "node "+p.Node+" is NotReady: the host is not back")
+		return "", r.canaryFails(ctx, "node "+p.Node+" is NotReady: the host is not back", "")
 	}
 	if !svc.Up || svc.ForcedDown {
-		return "", r.canaryFails(ctx, "nova-compute on "+p.Host+" is down: the host cannot boot a server")
+		return "", r.canaryFails(ctx, "nova-compute on "+p.Host+" is down: the host cannot boot a server", "")
 	}
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err
 	}
 	left := r.earlierCanaries(ctx)
+	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
+		return "", err
+	}
+	r.nodeChanged("nova-compute enabled for the canary (disabled again if it fails)")
 	cfg := e.cfg.Return
 	spec := BootSpec{Name: CanaryName(p.Host), Image: cfg.Image, Flavor: cfg.Flavor, Network: cfg.Network,
 		Metadata: map[string]string{"drainctl:canary": p.Node}}
 	id, err := e.nova.BootOn(ctx, p.Host, svc.Zone, spec)
 	if err != nil {
 		if refusedByNova(err) || statusOf(err) == 403 { // Nova refused the request itself: the config, not the host
-			return "", r.canaryFails(ctx, "Nova refused to boot it: "+err.Error())
+			return "", r.canaryFails(ctx, "Nova refused to boot it: "+err.Error(), "")
 		}
-		return "", err
+		return "", r.canaryFails(ctx, "booting it: "+err.Error(), "")
 	}
 	r.nodeChanged(fmt.Sprintf("canary %s booting on %s (server %s)", spec.Name, p.Host, id))
 	proven, why := r.watchCanary(ctx, id, cfg.CanaryTimeout.D())
@@ -71,13 +84,14 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 		proven = false
 	}
 	if ctx.Err() != nil {
-		return "", &Interrupted{Node: p.Node, Phase: "canary", Cause: context.Cause(ctx)}
+		err := r.canaryFails(ctx, "the canary was interrupted before it proved the host", id)
+		return "", &Interrupted{Node: p.Node, Phase: "canary", Cause: fmt.Errorf("%w (%v)", context.Cause(ctx), err)}
 	}
 	if !proven {
-		return "", r.canaryFails(ctx, why)
+		return "", r.canaryFails(ctx, why, id)
 	}
 	r.canaryPassed = true
-	return "canary booted on " + p.Host + ", ACTIVE, console written, deleted" + left, nil
+	return "canary booted on " + p.Host + ", ACTIVE, console written, deleted; nova-compute enabled" + left, nil
 }
 
 // watchCanary polls the canary until it is ACTIVE with a console log, or fails, or the
@@ -149,10 +163,12 @@ func (r *runner) earlierCanaries(ctx context.Context) string {
 		strings.Join(ids, ", "), strings.Join(ids, " "))
 }
 
-// canaryFails leaves the service disabled, its reason saying why, and returns the error
-// that fails the node.
-func (r *runner) canaryFails(ctx context.Context, why string) error {
+// canaryFails disables the service again, its reason saying why, and returns the error that
+// fails the node; it names the servers other than the canary (ID canary) that landed on the
+// host while its service was enabled for it.
+func (r *runner) canaryFails(ctx context.Context, why, canary string) error {
 	e, p := r.e, r.plan
+	ctx = context.WithoutCancel(ctx) // an interruption still leaves the service disabled
 	reason := fmt.Sprintf("%s at %s: %s", CanaryFailedPrefix, e.now().UTC().Format(time.RFC3339), why)
 	if len(reason) > 255 { // Nova's disabled_reason column
 		cut := 252
@@ -162,9 +178,34 @@ func (r *runner) canaryFails(ctx context.Context, why string) error {
 		reason = reason[:cut] + "..."
 	}
 	err := fmt.Errorf("the host %s is not proven healthy, nova-compute stays disabled: %s", p.Host, why)
-	if _, serr := e.nova.SetServiceEnabled(context.WithoutCancel(ctx), p.Host, false, reason); serr != nil {
-		return fmt.Errorf("%w (its disabled reason not updated: %v)", err, serr)
+	if _, serr := e.nova.SetServiceEnabled(ctx, p.Host, false, reason); serr != nil {
+		return fmt.Errorf("%w (NOT disabled again: %v; disable it by hand: openstack compute service set --disable %s nova-compute)",
+			err, serr, text.ShellWord(p.Host))
 	}
-	r.nodeChanged("nova-compute left disabled: " + reason)
+	r.nodeChanged("nova-compute disabled again: " + reason)
+	if landed := r.landedBeside(ctx, canary); landed != "" {
+		err = fmt.Errorf("%w; landed on it while it was enabled for the canary: %s", err, landed)
+	}
 	return err
+}
+
+// landedBeside names the servers on the host other than the canary (and the VMs left on it
+// on purpose, which were there before): tenants' VMs the scheduler sent to the unproven
+// host while its service was enabled for the canary.
+func (r *runner) landedBeside(ctx context.Context, canary string) string {
+	vms, err := r.e.nova.Servers(ctx, r.plan.Host)
+	if err != nil {
+		return ""
+	}
+	before := map[string]bool{}
+	for _, vm := range r.plan.VMs {
+		before[vm.ID] = true
+	}
+	var names []string
+	for _, vm := range vms {
+		if vm.ID != canary && vm.Name != CanaryName(r.plan.Host) && !before[vm.ID] {
+			names = append(names, fmt.Sprintf("%s (%s)", vm.Name, vm.ID))
+		}
+	}
+	return strings.Join(names, ", ")
 }

@@ -1,7 +1,6 @@
 package ops_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -53,8 +52,8 @@ func canariesOn(c *simtest.Cluster, host string) []sim.VM {
 	return out
 }
 
-// A returning host's service is enabled only after a canary booted on it (while the service
-// is still disabled) is ACTIVE with a console log, and deleted.
+// A returning host's service is enabled for a canary (Nova boots nothing on a disabled one),
+// which must be ACTIVE with a console log and is deleted before the node goes on.
 func TestAHostReturnsOnlyOnceProven(t *testing.T) {
 	c := canaryCluster(t, 20*time.Second)
 	e := c.Engine("tester@a", nil)
@@ -91,9 +90,9 @@ func TestAHostReturnsOnlyOnceProven(t *testing.T) {
 		}
 	}
 	tr := strings.Join(changes, "\n")
-	booting, deleted, enabled := strings.Index(tr, "canary "+ops.CanaryName(c0)+" booting"), strings.Index(tr, "deleted"), strings.Index(tr, "nova-compute enabled")
-	if booting < 0 || deleted < booting || enabled < deleted {
-		t.Errorf("want the canary booted, then deleted, then the service enabled:\n%s", tr)
+	enabled, booting, deleted := strings.Index(tr, "nova-compute enabled for the canary"), strings.Index(tr, "canary "+ops.CanaryName(c0)+" booting"), strings.Index(tr, "deleted")
+	if enabled < 0 || booting < enabled || deleted < booting {
+		t.Errorf("want the service enabled for the canary, then the canary booted, then deleted:\n%s", tr)
 	}
 
 	// Uncordon again: the service is enabled, so nothing is booted.
@@ -197,31 +196,35 @@ func TestACanaryNovaRefusesSaysWhy(t *testing.T) {
 	}
 }
 
-// BootOn's forced host boots on a host whose service is disabled (the scheduler's filters
-// skipped); DeleteServer deletes it, and again is no error.
-func TestBootOnADisabledHost(t *testing.T) {
-	c := canaryCluster(t, 20*time.Second)
+// While the service is enabled for the canary, the scheduler may send a tenant's VM to the
+// unproven host: a failed canary disables the service again and names what landed.
+func TestAFailedCanaryNamesTheVMsThatLandedMeanwhile(t *testing.T) {
+	c := canaryCluster(t, 1500*time.Millisecond)
 	e := c.Engine("tester@a", nil)
-	c0 := c.Name("c0")
-	evacuated(t, c, e, c0)
-	ctx := t.Context()
-	id, err := c.Nova.BootOn(ctx, c0, "nova", ops.BootSpec{Name: "forced", Image: canaryImage, Flavor: canaryFlavor, Network: canaryNetwork})
-	if err != nil {
+	c2 := c.Name("c2")
+	evacuated(t, c, e, c2)
+	if err := c.World.ApplyFaultSpec("boot-hang=" + c2); err != nil {
 		t.Fatal(err)
 	}
-	if vm, err := c.Nova.Server(ctx, id); err != nil || vm.Host != c0 || vm.Status == model.VMBroken {
-		t.Errorf("a forced boot on the disabled host: %+v %v", vm, err)
+	c.World.AddFlavor("t1", sim.Flavor{Name: "t1", RAMMB: 512, VCPUs: 1, DiskGB: 1})
+	landed := make(chan string, 1)
+	go func() { // a tenant's boot, scheduled while the canary runs
+		for h, _ := c.World.Host(c2); !h.Enabled; h, _ = c.World.Host(c2) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		id, err := c.Nova.BootOn(t.Context(), c2, "", ops.BootSpec{Name: "tenant-vm", Image: canaryImage, Flavor: "t1", Network: canaryNetwork})
+		if err != nil {
+			t.Error(err)
+		}
+		landed <- id
+	}()
+	_, _, err := run(t, e, model.OpUncordon, c2, ops.RunOptions{})
+	id := <-landed
+	if err == nil || !strings.Contains(err.Error(), "landed on it while it was enabled for the canary: tenant-vm ("+id+")") {
+		t.Fatalf("want the failure to name the tenant's VM, got %v", err)
 	}
-	if err := c.Nova.DeleteServer(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Nova.DeleteServer(ctx, id); err != nil {
-		t.Errorf("deleting a server already gone: %v", err)
-	}
-	_, err = c.Nova.Server(ctx, id)
-	var status interface{ HTTPStatus() int }
-	if !errors.As(err, &status) || status.HTTPStatus() != 404 {
-		t.Errorf("a deleted server reads %v", err)
+	if h, _ := c.World.Host(c2); h.Enabled || !strings.HasPrefix(h.DisabledReason, ops.CanaryFailedPrefix) {
+		t.Errorf("nova-compute after the failed canary: %+v", h)
 	}
 }
 

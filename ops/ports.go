@@ -156,11 +156,15 @@ type Nova interface {
 	ProviderConsumers(ctx context.Context, provider string) ([]string, error)
 }
 
-// BootSpec is what a server is booted with: IDs of its image, flavor and network.
+// BootSpec is what a server is booted with: IDs of its image, flavor and network (or
+// NoNetwork).
 type BootSpec struct {
 	Name, Image, Flavor, Network string
 	Metadata                     map[string]string
 }
+
+// NoNetwork boots a server with no port at all (Nova 2.37's networks "none").
+const NoNetwork = "none"
 
 // ErrNoNova: drainctl runs on Kubernetes alone here, and was asked something of Nova.
 var ErrNoNova = errors.New("no Nova configured")

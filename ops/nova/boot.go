@@ -10,23 +10,52 @@ import (
 	"github.com/drainctl/drainctl/ops"
 )
 
-// BootOn boots a server on host, whatever its service's state, as an admin's forced host
-// ("ZONE:HOST"): Nova's scheduler skips its filters for it, and Placement's claim is all
-// that may refuse it. A 2.74 "host" would run the filters, and ComputeFilter refuses a
-// service that is disabled, which is what a returning host's service still is.
+// BootOn boots a server on host as a requested destination (2.74 "host"): the scheduler's
+// filters run on it as on a tenant's VM, so a host whose service is disabled takes none
+// (no valid host). Before 2.74 an admin's forced host ("ZONE:HOST") names it, skipping the
+// filters.
 func (c *Client) BootOn(ctx context.Context, host, zone string, spec ops.BootSpec) (string, error) {
 	if zone == "" {
 		zone = "nova"
 	}
-	opts := servers.CreateOpts{
-		Name: spec.Name, ImageRef: spec.Image, FlavorRef: spec.Flavor, AvailabilityZone: zone + ":" + host,
-		Networks: []servers.Network{{UUID: spec.Network}}, Metadata: spec.Metadata,
+	az := zone + ":" + host
+	var builder servers.CreateOptsBuilder
+	if c.atLeast("2.74") {
+		az = zone
 	}
-	s, err := servers.Create(ctx, c.compute, opts, nil).Extract()
+	var networks any = []servers.Network{{UUID: spec.Network}}
+	if spec.Network == ops.NoNetwork {
+		networks = ops.NoNetwork
+	}
+	opts := servers.CreateOpts{
+		Name: spec.Name, ImageRef: spec.Image, FlavorRef: spec.Flavor, AvailabilityZone: az,
+		Networks: networks, Metadata: spec.Metadata,
+	}
+	builder = opts
+	if c.atLeast("2.74") {
+		builder = requestedHost{opts, host}
+	}
+	s, err := servers.Create(ctx, c.compute, builder, nil).Extract()
 	if err != nil {
 		return "", fmt.Errorf("booting server %s on %s: %w", spec.Name, host, describe(err))
 	}
 	return s.ID, nil
+}
+
+// requestedHost adds 2.74's "host" to a create request (gophercloud's CreateOpts has no field
+// for it).
+type requestedHost struct {
+	servers.CreateOpts
+	host string
+}
+
+func (r requestedHost) ToServerCreateMap() (map[string]any, error) {
+	m, err := r.CreateOpts.ToServerCreateMap()
+	if err != nil {
+		return nil, err
+	}
+	m["server"].(map[string]any)["host"] = r.host
+	return m, nil
 }
 
 // ConsoleOutput is the last lines of a server's console log.
