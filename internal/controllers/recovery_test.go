@@ -199,6 +199,8 @@ func TestAutomaticRecoveryLeavesALocalDiskToAPerson(t *testing.T) {
 	if started, _ := c.notice(model.NoticeRecoveryStarted); !strings.Contains(started.Message, "1 VM(s) rebuilt elsewhere, 1 left") {
 		t.Errorf("the start said %q", started.Message)
 	}
+	// The notice is posted after the record's outcome is written: wait for it.
+	kubetest.Eventually(t, 10*time.Second, "the recovery-done notice", func() bool { _, ok := c.notice(model.NoticeRecoveryDone); return ok })
 	if done, _ := c.notice(model.NoticeRecoveryDone); done.Ledger == nil || *done.Ledger != (model.LedgerCounts{Succeeded: 1, Left: 1}) || done.VMsRunningAfter < 5*time.Minute {
 		t.Errorf("the recovery-done notice: %+v", done)
 	}
