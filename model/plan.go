@@ -69,7 +69,7 @@ type Plan struct {
 	// Provider is the host's Placement resource provider (its hypervisor's ID).
 	Provider string `json:"provider,omitempty"`
 	VM       string `json:"vm,omitempty"` // migrate: the VM
-	Target   string `json:"target,omitempty"`
+	Target   string `json:"target,omitempty"` // migrate --to: the compute host it goes to (its node's, by [mapping])
 	Steps    []Step `json:"steps"`
 	// What the plan moves.
 	VMs      []VM     `json:"vms,omitempty"`

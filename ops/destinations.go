@@ -83,7 +83,7 @@ func (e *Engine) taken(d *destRoom) (ramMB int64, vcpus float64) {
 func (r *runner) destinations(ctx context.Context) []*destRoom {
 	e := r.e
 	c := e.cfg.Concurrency
-	if r.ro.To != "" || c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes {
+	if r.plan.Target != "" || c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes {
 		return nil
 	}
 	ns, err := e.inv.lastRead(ctx)
@@ -118,8 +118,8 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 // 1,000 nodes took 348 s against 281 s.) With no capacity figures
 // it returns "" (Nova's scheduler chooses). false: every fitting host is at its cap now.
 func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[string]int) (string, bool) {
-	if r.ro.To != "" {
-		return r.ro.To, r.under(r.ro.To, others)
+	if r.plan.Target != "" {
+		return r.plan.Target, r.under(r.plan.Target, others)
 	}
 	if dests == nil || r.antiAffinity(vm) {
 		return "", true // a member of a hard anti-affinity group: Nova's scheduler knows where its peers are
@@ -200,5 +200,5 @@ func (r *runner) under(host string, others map[string]int) bool {
 // noValidHostAsked: Nova's scheduler turned the requested host down (--to): asking again
 // for the same host gets the same answer.
 func (r *runner) noValidHostAsked(msg string) bool {
-	return r.ro.To != "" && strings.Contains(msg, "No valid host")
+	return r.plan.Target != "" && strings.Contains(msg, "No valid host")
 }

@@ -321,7 +321,9 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			e.releaseSlot(run)
 			msg := err.Error()
 			var cold model.Override
-			if run.method == model.MoveLive && (errors.Is(err, ErrCannotMoveLive) || refusedByNova(err)) {
+			// Nova says the VM cannot move live (its pre-check, or its state: 409); a 400 for the
+			// request itself (a host not found) says nothing of a cold move.
+			if run.method == model.MoveLive && (errors.Is(err, ErrCannotMoveLive) || statusOf(err) == 409) {
 				if r.coldInstead(run, msg, pending) {
 					continue
 				}

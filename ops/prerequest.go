@@ -91,7 +91,7 @@ func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
 // since the hosts were read: the next one).
 func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
 	dest, ok := r.pickDestination(q.run.vm, q.dests, q.room.toDest)
-	for ok && dest != "" && q.dests != nil && r.ro.To == "" && !r.stillUsable(ctx, dest, q.dests) {
+	for ok && dest != "" && q.dests != nil && r.plan.Target == "" && !r.stillUsable(ctx, dest, q.dests) {
 		dest, ok = r.pickDestination(q.run.vm, q.dests, q.room.toDest)
 	}
 	if !ok {
