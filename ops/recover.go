@@ -387,12 +387,27 @@ func (r *runner) forceUp(ctx context.Context) (string, error) {
 	}
 }
 
-// stillOnHost reports the VMs Nova still shows on the host after its return.
+// stillOnHost reports the VMs Nova still shows on the host after its return. It proves the
+// host clean too: the evacuated servers' allocations, which Nova kept on its provider while
+// it was dead, must be gone now that its nova-compute has started (it frees them as it
+// starts; waited for, bounded): a share left there would hold room no server uses.
 func (r *runner) stillOnHost(ctx context.Context, detail string) (string, error) {
 	vms, err := r.e.nova.Servers(ctx, r.plan.Host)
 	if err != nil {
 		return "", err
 	}
+	here := map[string]bool{}
+	for _, vm := range vms {
+		here[vm.ID] = true
+	}
+	held, _, err := r.placementHeld(ctx, here)
+	if err != nil {
+		return "", err
+	}
+	if len(held) > 0 {
+		return "", fmt.Errorf("nova-compute on %s is up again, but Nova has not freed its provider: %s", r.plan.Host, strings.Join(held, ", "))
+	}
+	detail += "; its Placement provider holds nothing but its own VMs'"
 	if len(vms) == 0 {
 		return detail, nil
 	}
