@@ -1,0 +1,337 @@
+package main
+
+// Every path end to end on a real OpenStack Nova (hack/nova.sh: Zed, the fake virt driver,
+// compute-0..2) and the real kube-apiserver: the real binary, and what Nova and Kubernetes
+// show afterwards, not what drainctl prints. Without a real Nova these skip (CI fails them).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim/novatest"
+)
+
+// hostLabel joins a test's nodes to the real Nova's hosts ([mapping] mode = "label"): the
+// hosts are the machine's, the nodes the test's.
+const hostLabel = "drainctl.test/compute-host"
+
+// realCluster: nodes px-c0..c2 on the real API server, each labelled with its compute host
+// compute-0..2 of the real Nova, and px-c3, a worker with no compute host where the
+// ReplicaSet's replacements go; web pods under a PDB on c0 and c1, a DaemonSet pod on c0.
+// extraConfig is appended to the config file.
+func newRealCluster(t *testing.T, extraConfig string) (*autoCluster, *novatest.Cloud) {
+	t.Helper()
+	nova := novatest.Real(t)
+	cs := kubetest.Client(t)
+	c := &autoCluster{px: kubetest.Prefix(t), kubeconfig: kubetest.Kubeconfig(t), secret: nova.Getenv("OS_PASSWORD")}
+	c.ns = kubetest.Namespace(t, cs, c.px)
+	nodes := []string{c.px + "-cp", c.px + "-c3"}
+	kubetest.Node(t, cs, c.px+"-cp", kubetest.Role("control-plane"))
+	kubetest.Node(t, cs, c.px+"-c3")
+	for i := range novatest.Hosts {
+		name := fmt.Sprintf("%s-c%d", c.px, i)
+		kubetest.Node(t, cs, name, kubetest.Label(hostLabel, novatest.Hosts[i]))
+		nodes = append(nodes, name)
+	}
+	// The hosts outlive the test: its nodes go, so the next test's are the only ones joined.
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			_ = cs.CoreV1().Nodes().Delete(kubetest.Ctx(t), n, metav1.DeleteOptions{})
+		}
+	})
+	rs, uid := kubetest.ReplicaSet(t, cs, c.ns, "web", 3)
+	for i, n := range []string{"c0", "c0", "c1"} {
+		kubetest.Pod(t, cs, c.ns, fmt.Sprintf("web-%d", i), c.px+"-"+n, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "web"), kubetest.Grace(1))
+	}
+	kubetest.PDB(t, cs, c.ns, "web-pdb", "web", 1)
+	ds := kubetest.DaemonSet(t, cs, c.ns, "agent")
+	kubetest.Pod(t, cs, c.ns, "agent-x", c.px+"-c0", kubetest.Owned("DaemonSet", "agent", ds))
+	ctrl := &kubetest.Controllers{DeleteAfter: 200 * time.Millisecond, ReplaceOn: c.px + "-c3", ReadyAfter: 300 * time.Millisecond}
+	ctrl.Run(t, cs, c.ns)
+
+	c.home = t.TempDir()
+	dir := filepath.Join(c.home, ".config", "drainctl")
+	os.MkdirAll(dir, 0o755)
+	cfg := "[mapping]\nmode = \"label\"\nlabel = \"" + hostLabel + "\"\n[timeouts]\npoll = \"250ms\"\n" + extraConfig
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(append([]string{}, nova.Env...), "KUBECONFIG="+c.kubeconfig, "HOME="+c.home, "XDG_CONFIG_HOME=", "PATH="+os.Getenv("PATH"))
+	return c, nova
+}
+
+// node reads a node of the test.
+func (c *autoCluster) node(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	n, err := kubetest.Client(t).CoreV1().Nodes().Get(kubetest.Ctx(t), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+// serverOn is a server as the real Nova shows it.
+func serverOn(t *testing.T, nova *novatest.Cloud, id string) novatest.Server {
+	t.Helper()
+	s, ok := nova.Server(id)
+	if !ok {
+		t.Fatalf("server %s is gone", id)
+	}
+	return s
+}
+
+// The acceptance path on a real Nova: one host carries a VM in every state and of every
+// policy, and evacuate empties it of all of them but the one its owner asked to restart
+// where it is: running, paused and locked ones move live (paused stays paused, locked stays
+// locked), the stopped one cold (confirmed, still stopped), the stop-start one cold (running
+// again elsewhere), the one asking to stay by the operator's named override; the restart one
+// is stopped in place. Nova's records show no move left unconfirmed and the host's provider
+// holds only the VM left on purpose. uncordon starts that VM where it is and enables the host.
+func TestRealNovaEvacuatesEveryVMState(t *testing.T) {
+	c, nova := newRealCluster(t, "")
+	c0 := c.px + "-c0"
+	ids := map[string]string{}
+	for _, name := range []string{"vm-run", "vm-pause", "vm-stop", "vm-lock", "vm-ss", "vm-rip", "vm-stay"} {
+		ids[name] = nova.Boot(name, "compute-0")
+	}
+	nova.MustAction(ids["vm-pause"], map[string]any{"pause": nil})
+	nova.WaitServer(ids["vm-pause"], 30*time.Second, "PAUSED", func(s novatest.Server) bool { return s.Status == "PAUSED" })
+	nova.Stop(ids["vm-stop"])
+	nova.MustAction(ids["vm-lock"], map[string]any{"lock": map[string]any{"locked_reason": "owner says hands off"}})
+	for name, policy := range map[string]string{"vm-ss": "stop-start", "vm-rip": "restart-in-place", "vm-stay": "stays"} {
+		nova.API.Must("POST", "compute", "/servers/"+ids[name]+"/metadata", map[string]any{"metadata": map[string]string{model.VMPolicyKey: policy}}, nil, 200)
+	}
+
+	// Done as asked, the node not empty on purpose (exit 6): vm-rip waits for its return.
+	r := c.drainctl(t, nil, "--auto", "evacuate", c0, "--force", "--override-vm-policy", "vm-stay")
+	if r.code != 6 || !strings.Contains(r.stderr, "vm-rip: stopped for restart-in-place") {
+		t.Fatalf("evacuate: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Logf("evacuate:\n%s", r.stderr)
+	want := map[string]string{"vm-run": "ACTIVE", "vm-pause": "PAUSED", "vm-stop": "SHUTOFF", "vm-lock": "ACTIVE", "vm-ss": "ACTIVE", "vm-stay": "ACTIVE"}
+	for name, status := range want {
+		s := serverOn(t, nova, ids[name])
+		if s.Host == "compute-0" || s.Status != status || s.Task() != "" {
+			t.Errorf("%s: %s (task %q) on %s; want %s elsewhere", name, s.Status, s.Task(), s.Host, status)
+		}
+		for _, m := range nova.Migrations(ids[name]) {
+			if m.Type == model.MigrationTypeCold && m.Status != "confirmed" {
+				t.Errorf("%s: cold migration %s left %s", name, m.UUID, m.Status)
+			}
+		}
+	}
+	if s := serverOn(t, nova, ids["vm-lock"]); !s.Locked {
+		t.Errorf("vm-lock is no longer locked: %+v", s)
+	}
+	if rip := serverOn(t, nova, ids["vm-rip"]); rip.Host != "compute-0" || rip.Status != "SHUTOFF" {
+		t.Errorf("vm-rip: %s on %s; want SHUTOFF where it was", rip.Status, rip.Host)
+	}
+	if got := nova.Consumers("compute-0"); !slices.Equal(got, []string{ids["vm-rip"]}) {
+		t.Errorf("compute-0's provider holds %v; want vm-rip alone (%s)", got, ids["vm-rip"])
+	}
+	if svc := nova.Service("compute-0"); svc.Status != "disabled" {
+		t.Errorf("nova-compute on compute-0: %+v", svc)
+	}
+	if n := c.node(t, c0); !n.Spec.Unschedulable {
+		t.Errorf("%s is schedulable after its evacuation", c0)
+	}
+	if pods := podsOn(t, c, c0); len(pods) != 0 && !(len(pods) == 1 && pods[0] == "agent-x") {
+		t.Errorf("pods left on %s: %v", c0, pods)
+	}
+
+	r = c.drainctl(t, nil, "--auto", "uncordon", c0)
+	if r.code != 0 {
+		t.Fatalf("uncordon: exit %d\n%s", r.code, r.stderr)
+	}
+	if rip := serverOn(t, nova, ids["vm-rip"]); rip.Host != "compute-0" || rip.Status != "ACTIVE" {
+		t.Errorf("vm-rip after uncordon: %s on %s; want ACTIVE where it was", rip.Status, rip.Host)
+	}
+	if svc := nova.Service("compute-0"); svc.Status != "enabled" {
+		t.Errorf("nova-compute on compute-0 after uncordon: %+v", svc)
+	}
+	if n := c.node(t, c0); n.Spec.Unschedulable || hasTaint(n, "drainctl.io/maintenance") {
+		t.Errorf("%s after uncordon: unschedulable %v, taints %v", c0, n.Spec.Unschedulable, n.Spec.Taints)
+	}
+}
+
+// migrate --to: a running VM moves live and a stopped one cold to the node asked for; Nova
+// shows each there, the cold one confirmed and still stopped.
+func TestRealNovaMigratesToATarget(t *testing.T) {
+	c, nova := newRealCluster(t, "")
+	run, off := nova.Boot("to-run", "compute-0"), nova.Boot("to-off", "compute-0")
+	nova.Stop(off)
+	for _, name := range []string{"to-run", "to-off"} {
+		if r := c.drainctl(t, nil, "--auto", "migrate", name, "--to", c.px+"-c2"); r.code != 0 {
+			t.Fatalf("migrate %s: exit %d\n%s", name, r.code, r.stderr)
+		}
+	}
+	if s := serverOn(t, nova, run); s.Host != "compute-2" || s.Status != "ACTIVE" {
+		t.Errorf("to-run: %s on %s", s.Status, s.Host)
+	}
+	if s := serverOn(t, nova, off); s.Host != "compute-2" || s.Status != "SHUTOFF" {
+		t.Errorf("to-off: %s on %s", s.Status, s.Host)
+	}
+	if ms := nova.Migrations(off); len(ms) != 1 || ms[0].Status != "confirmed" || ms[0].DestCompute != "compute-2" {
+		t.Errorf("to-off's records: %+v", ms)
+	}
+}
+
+// abort from a second process while a live migration runs in Nova: the evacuation stops
+// (exit 4), the migration it left is aborted in Nova (cancelled: the VM ACTIVE where it was)
+// and nothing else is moved; rollback then puts the node back as it was: schedulable, no
+// taint, nova-compute enabled, no journal.
+func TestRealNovaAbortAndRollback(t *testing.T) {
+	c, nova := newRealCluster(t, "")
+	c0 := c.px + "-c0"
+	a, b := nova.Boot("ab-a", "compute-0"), nova.Boot("ab-b", "compute-0")
+	p := c.startProcess(t, "--auto", "evacuate", c0, "--force")
+	var moving string
+	nova.Wait(60*time.Second, "a live migration running in Nova", func() bool {
+		for _, id := range []string{a, b} {
+			if ms := nova.Migrations(id); len(ms) > 0 && ms[0].Status == "running" {
+				moving = id
+				return true
+			}
+		}
+		return false
+	})
+	asked := time.Now()
+	if r := c.drainctl(t, nil, "--auto", "abort", c0); r.code != 0 {
+		t.Fatalf("abort: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Logf("abort took %s from the migration seen running", time.Since(asked).Round(time.Millisecond))
+	if code := p.wait(t); code != 4 || !strings.Contains(p.out(), "abort requested by drainctl/") {
+		t.Fatalf("the evacuation after the abort: exit %d\n%s", code, p.out())
+	}
+	// Nova's abort is asked (202) and carried out by the source's compute a moment later.
+	var ms []novatest.Migration
+	nova.Wait(30*time.Second, "the migration running at the abort ended", func() bool {
+		ms = nova.Migrations(moving)
+		return ms[0].Status != "running"
+	})
+	if ms[0].Status != "cancelled" {
+		t.Fatalf("the migration running at the abort is %s; want cancelled\n%s", ms[0].Status, p.out())
+	}
+	nova.WaitServer(moving, 30*time.Second, "ACTIVE back on compute-0", func(s novatest.Server) bool {
+		return s.Status == "ACTIVE" && s.Host == "compute-0" && s.Task() == ""
+	})
+	other := map[string]string{a: b, b: a}[moving]
+	if ms := nova.Migrations(other); len(ms) > 0 && ms[0].Status != "completed" {
+		t.Errorf("the other VM's migration after the abort: %+v", ms[0])
+	}
+	if r := c.drainctl(t, nil, "--auto", "rollback", c0); r.code != 0 {
+		t.Fatalf("rollback: exit %d\n%s", r.code, r.stderr)
+	}
+	n := c.node(t, c0)
+	if n.Spec.Unschedulable || len(n.Spec.Taints) != 0 || n.Annotations[ops.JournalAnnotation] != "" {
+		t.Errorf("after the rollback: %+v %v", n.Spec, n.Annotations)
+	}
+	if svc := nova.Service("compute-0"); svc.Status != "enabled" {
+		t.Errorf("nova-compute on compute-0 after the rollback: %+v", svc)
+	}
+}
+
+// A host dies (its nova-compute killed, its node NotReady for minutes). recover by hand
+// rebuilds its VMs elsewhere (the stopped one stopped) and is done although Nova keeps their
+// allocations on the dead host's provider until its nova-compute starts again: that is said,
+// not failed. The host comes back: uncordon forces its service up once Nova allows it (the
+// restart turned the evacuations completed), and only then finds the allocations gone; the
+// taint goes, the node is schedulable.
+func TestRealNovaRecoversAHostAndReturnsIt(t *testing.T) {
+	c, nova := newRealCluster(t, "")
+	cs := kubetest.Client(t)
+	c1 := c.px + "-c1"
+	run, off := nova.Boot("rec-run", "compute-1"), nova.Boot("rec-off", "compute-1")
+	nova.Stop(off)
+	nova.StopCompute("compute-1")
+	kubetest.SetReady(t, cs, c1, false, time.Now().Add(-5*time.Minute))
+
+	r := c.drainctl(t, nil, "--auto", "recover", c1, "--confirm-fenced", "--accept-disk-loss")
+	if r.code != 0 {
+		t.Fatalf("recover: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Logf("recover:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, "until compute-1's nova-compute starts again") {
+		t.Errorf("recover does not say the dead host's allocations wait for its return:\n%s", r.stderr)
+	}
+	for id, status := range map[string]string{run: "ACTIVE", off: "SHUTOFF"} {
+		s := serverOn(t, nova, id)
+		ms := nova.Migrations(id)
+		if s.Host == "compute-1" || s.Status != status || len(ms) != 1 || ms[0].Type != model.MigrationTypeEvacuation || ms[0].Status != "done" {
+			t.Errorf("%s: %s on %s, records %+v; want %s elsewhere, one evacuation done", s.Name, s.Status, s.Host, ms, status)
+		}
+	}
+	if held := nova.Consumers("compute-1"); len(held) != 2 {
+		t.Errorf("the dead host's provider holds %v; want both rebuilt servers' allocations, as Nova keeps them", held)
+	}
+	if svc := nova.Service("compute-1"); !svc.ForcedDown {
+		t.Errorf("nova-compute on compute-1 not forced down: %+v", svc)
+	}
+	if n := c.node(t, c1); !hasTaint(n, "node.kubernetes.io/out-of-service") {
+		t.Errorf("%s has no out-of-service taint: %v", c1, n.Spec.Taints)
+	}
+
+	nova.StartCompute("compute-1")
+	kubetest.SetReady(t, cs, c1, true, time.Now())
+	r = c.drainctl(t, nil, "--auto", "uncordon", c1)
+	if r.code != 0 {
+		t.Fatalf("uncordon: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Logf("uncordon:\n%s", r.stderr)
+	if svc := nova.Service("compute-1"); svc.ForcedDown || svc.Status != "enabled" || svc.State != "up" {
+		t.Errorf("nova-compute on compute-1 after uncordon: %+v", svc)
+	}
+	if held := nova.Consumers("compute-1"); len(held) != 0 {
+		t.Errorf("compute-1's provider still holds %v after its return", held)
+	}
+	for _, id := range []string{run, off} {
+		if ms := nova.Migrations(id); ms[0].Status != "completed" {
+			t.Errorf("%s's evacuation after the host's return: %s", id, ms[0].Status)
+		}
+	}
+	if n := c.node(t, c1); n.Spec.Unschedulable || len(n.Spec.Taints) != 0 {
+		t.Errorf("%s after uncordon: unschedulable %v, taints %v", c1, n.Spec.Unschedulable, n.Spec.Taints)
+	}
+}
+
+// uncordon --return-vms: the VMs an evacuation moved off come home once the node is back,
+// live or cold as their state says (the stopped one stays stopped).
+func TestRealNovaBringsTheVMsHome(t *testing.T) {
+	c, nova := newRealCluster(t, "")
+	c0 := c.px + "-c0"
+	run, off := nova.Boot("home-run", "compute-0"), nova.Boot("home-off", "compute-0")
+	nova.Stop(off)
+	if r := c.drainctl(t, nil, "--auto", "evacuate", c0, "--force"); r.code != 0 {
+		t.Fatalf("evacuate: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, id := range []string{run, off} {
+		if s := serverOn(t, nova, id); s.Host == "compute-0" {
+			t.Fatalf("%s not moved off: %+v", s.Name, s)
+		}
+	}
+	r := c.drainctl(t, nil, "--auto", "uncordon", c0, "--return-vms")
+	if r.code != 0 {
+		t.Fatalf("uncordon --return-vms: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Logf("uncordon --return-vms:\n%s", r.stderr)
+	for id, status := range map[string]string{run: "ACTIVE", off: "SHUTOFF"} {
+		if s := serverOn(t, nova, id); s.Host != "compute-0" || s.Status != status || s.Task() != "" {
+			t.Errorf("%s after its return: %s (task %q) on %s; want %s home", s.Name, s.Status, s.Task(), s.Host, status)
+		}
+	}
+}
