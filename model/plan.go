@@ -68,7 +68,7 @@ type Plan struct {
 	Host string `json:"host,omitempty"` // the node's compute host, "" when it has none
 	// Provider is the host's Placement resource provider (its hypervisor's ID).
 	Provider string `json:"provider,omitempty"`
-	VM       string `json:"vm,omitempty"` // migrate: the VM
+	VM       string `json:"vm,omitempty"`     // migrate: the VM
 	Target   string `json:"target,omitempty"` // migrate --to: the compute host it goes to (its node's, by [mapping])
 	Steps    []Step `json:"steps"`
 	// What the plan moves.
