@@ -16,8 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drainctl/drainctl/internal/notify/notifytest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim/novatest"
 )
@@ -334,4 +336,168 @@ func TestRealNovaBringsTheVMsHome(t *testing.T) {
 			t.Errorf("%s after its return: %s (task %q) on %s; want %s home", s.Name, s.Status, s.Task(), s.Host, status)
 		}
 	}
+}
+
+// recoveryConfig is automatic recovery on, the fence a command that writes the node's name to
+// dir/fenced, the notices posted to hook.
+func recoveryConfig(dir, hook string) string {
+	return "[recover]\nautomatic = true\nshared_storage = true\nnot_ready_for = \"30s\"\npods_gone_within = \"1s\"\n" +
+		"fence_cmd = \"echo {node} >> " + dir + "/fenced\"\n[notify]\nwebhook = \"" + hook + "\"\n"
+}
+
+// fenced lists the nodes the fence command was run for.
+func fenced(dir string) []string {
+	b, _ := os.ReadFile(filepath.Join(dir, "fenced"))
+	return strings.Fields(string(b))
+}
+
+// A host dies with no person about: the controller sees its node NotReady and its
+// nova-compute down (Nova's own verdict, service_down_time), fences it once, rebuilds its VM
+// elsewhere, keeps the ledger and posts recovery-done, although Nova keeps the VM's
+// allocation on the dead host until it returns.
+func TestRealNovaRecoversADeadHostByItself(t *testing.T) {
+	dir := t.TempDir()
+	hook := notifytest.Start(t, "t0ken")
+	c, nova := newRealCluster(t, recoveryConfig(dir, hook.URL))
+	c.env = append(c.env, "DRAINCTL_WEBHOOK_TOKEN=t0ken")
+	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/crd-nodemaintenance.yaml") {
+		t.Fatal(err)
+	}
+	c1 := c.px + "-c1"
+	vm := nova.Boot("auto-1", "compute-1")
+	ctrl := c.startProcess(t, "--controller")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller:\n%s", ctrl.out())
+		}
+	})
+	ctrl.waitFor(t, "automatic recovery on")
+	nova.StopCompute("compute-1")
+	kubetest.SetReady(t, kubetest.Client(t), c1, false, time.Now().Add(-5*time.Minute))
+
+	nova.Wait(120*time.Second, "recovery-done posted", func() bool {
+		return slices.Contains(hook.Kinds(func(n model.Notice) bool { return n.Node == c1 }), model.NoticeRecoveryDone)
+	})
+	if got := fenced(dir); !slices.Equal(got, []string{c1}) {
+		t.Errorf("fenced %v; want %s once", got, c1)
+	}
+	s := serverOn(t, nova, vm)
+	if ms := nova.Migrations(vm); s.Host == "compute-1" || s.Status != "ACTIVE" || len(ms) != 1 || ms[0].Type != model.MigrationTypeEvacuation {
+		t.Errorf("auto-1: %s on %s, records %+v; want ACTIVE elsewhere, rebuilt once", s.Status, s.Host, ms)
+	}
+	if kinds := hook.Kinds(func(n model.Notice) bool { return n.Node == c1 }); slices.Contains(kinds, model.NoticeRecoveryFailed) {
+		t.Errorf("the webhook heard %v", kinds)
+	}
+	r := c.drainctl(t, nil, "--auto", "recoveries", "-o", "json")
+	var mine string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(l, `"node":"`+c1+`"`) {
+			mine = l
+		}
+	}
+	if !strings.Contains(mine, `"automatic":true`) || !strings.Contains(mine, `"outcome":"done"`) || !strings.Contains(mine, `"status":"succeeded"`) {
+		t.Errorf("the ledger of %s: %s", c1, mine)
+	}
+}
+
+// Two of the three hosts die at once (max_unhealthy = 1): a storm, a partition more likely
+// than two dead machines. Nothing is fenced and nothing rebuilt; the storm is posted.
+func TestRealNovaStormFencesNothing(t *testing.T) {
+	dir := t.TempDir()
+	hook := notifytest.Start(t, "t0ken")
+	c, nova := newRealCluster(t, recoveryConfig(dir, hook.URL))
+	c.env = append(c.env, "DRAINCTL_WEBHOOK_TOKEN=t0ken")
+	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/crd-nodemaintenance.yaml") {
+		t.Fatal(err)
+	}
+	vms := []string{nova.Boot("storm-1", "compute-1"), nova.Boot("storm-2", "compute-2")}
+	ctrl := c.startProcess(t, "--controller")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller:\n%s", ctrl.out())
+		}
+	})
+	ctrl.waitFor(t, "automatic recovery on")
+	for i, h := range []string{"compute-1", "compute-2"} {
+		nova.StopCompute(h)
+		kubetest.SetReady(t, kubetest.Client(t), fmt.Sprintf("%s-c%d", c.px, i+1), false, time.Now().Add(-5*time.Minute))
+	}
+	nova.Wait(120*time.Second, "the storm posted", func() bool {
+		return slices.Contains(hook.Kinds(nil), model.NoticeStorm)
+	})
+	time.Sleep(3 * time.Second) // a pass after the storm: still nothing
+	if got := fenced(dir); len(got) != 0 {
+		t.Errorf("fenced %v in a storm", got)
+	}
+	for _, id := range vms {
+		if ms := nova.Migrations(id); len(ms) != 0 {
+			t.Errorf("%s was moved in a storm: %+v", id, ms)
+		}
+	}
+}
+
+// A two-node campaign with --exec: each node in turn emptied of its VMs (never onto the
+// other node of the campaign while it waits), its command run, then returned (nova-compute
+// enabled, schedulable); every VM ACTIVE at the end, moved once.
+func TestRealNovaCampaignWithExec(t *testing.T) {
+	c, nova := newRealCluster(t, "")
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	marker := filepath.Join(t.TempDir(), "patched")
+	a, b := nova.Boot("roll-a", "compute-0"), nova.Boot("roll-b", "compute-1")
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, "--force", "--exec", "echo patched {node} >> "+marker)
+	if r.code != 0 {
+		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
+	}
+	got, _ := os.ReadFile(marker)
+	if want := "patched " + c0 + "\npatched " + c1 + "\n"; string(got) != want {
+		t.Errorf("--exec ran %q; want %q", got, want)
+	}
+	for _, id := range []string{a, b} {
+		s := serverOn(t, nova, id)
+		if ms := nova.Migrations(id); s.Status != "ACTIVE" || len(ms) != 1 || ms[0].Status != "completed" || ms[0].DestCompute == "compute-0" && id == a {
+			t.Errorf("%s: %s on %s, records %+v; want ACTIVE, moved once", s.Name, s.Status, s.Host, ms)
+		}
+	}
+	if s := serverOn(t, nova, a); s.Host != "compute-2" {
+		t.Errorf("roll-a went to %s: compute-1 was the campaign's next node", s.Host)
+	}
+	for i, h := range []string{"compute-0", "compute-1"} {
+		if svc := nova.Service(h); svc.Status != "enabled" {
+			t.Errorf("%s after the campaign: %+v", h, svc)
+		}
+		if n := c.node(t, fmt.Sprintf("%s-c%d", c.px, i)); n.Spec.Unschedulable {
+			t.Errorf("%s unschedulable after the campaign", n.Name)
+		}
+	}
+}
+
+// The daemon (nova-kubernetes-drain) follows a cordon someone made: it disables the host's
+// nova-compute and moves its VMs off; the uncordon enables it again.
+func TestRealNovaDaemonFollowsACordon(t *testing.T) {
+	c, nova := newRealCluster(t, "")
+	cs := kubetest.Client(t)
+	kubetest.Namespace(t, cs, kube.LeaseNamespace)
+	c0 := c.px + "-c0"
+	vm := nova.Boot("daemon-1", "compute-0")
+	d := c.startProcess(t, "--daemon", "--node", "")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon:\n%s", d.out())
+		}
+	})
+	cordon := func(on bool) {
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
+		if _, err := cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), c0, "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cordon(true)
+	nova.Wait(90*time.Second, "daemon-1 moved off compute-0, its service disabled", func() bool {
+		s, _ := nova.Server(vm)
+		return s.Host != "compute-0" && s.Status == "ACTIVE" && s.Task() == "" && nova.Service("compute-0").Status == "disabled"
+	})
+	cordon(false)
+	nova.Wait(60*time.Second, "nova-compute on compute-0 enabled again", func() bool {
+		return nova.Service("compute-0").Status == "enabled"
+	})
 }

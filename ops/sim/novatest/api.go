@@ -276,6 +276,21 @@ func (c *Cloud) Service(host string) Service {
 	return out.Services[0]
 }
 
+// disabledTrait reports whether host's provider carries COMPUTE_STATUS_DISABLED (Nova's
+// scheduler then offers it to no request).
+func (c *Cloud) disabledTrait(host string) bool {
+	var out struct {
+		Traits []string `json:"traits"`
+	}
+	c.API.Must("GET", "placement", "/resource_providers/"+c.Provider(host)+"/traits", nil, &out, 200)
+	for _, tr := range out.Traits {
+		if tr == "COMPUTE_STATUS_DISABLED" {
+			return true
+		}
+	}
+	return false
+}
+
 // UpdateService changes host's nova-compute (status, forced_down) and returns Nova's status
 // and words.
 func (c *Cloud) UpdateService(host string, body map[string]any) (int, string) {
@@ -298,22 +313,29 @@ func (c *Cloud) Reset() {
 	for _, h := range Hosts {
 		c.script("start-compute", h) // a no-op for one that runs
 	}
-	c.Wait(90*time.Second, "every nova-compute up", func() bool {
+	// A forced-down service reports down whatever runs: it is forced up (Nova refuses that
+	// while `done` evacuations remain, until the restart above turns them `completed`).
+	c.Wait(90*time.Second, "every nova-compute up, enabled, not forced down", func() bool {
+		up := true
 		for _, h := range Hosts {
-			if c.Service(h).State != "up" {
-				return false
+			s := c.Service(h)
+			if s.Status != "enabled" || s.ForcedDown {
+				c.UpdateService(h, map[string]any{"status": "enabled", "forced_down": false})
 			}
+			up = up && s.State == "up" && s.Status == "enabled" && !s.ForcedDown
 		}
-		return true
+		return up
 	})
-	for _, h := range Hosts {
-		if s := c.Service(h); s.Status != "enabled" || s.ForcedDown {
-			// Nova refuses a force-up while `done` evacuations remain: the restart above
-			// turns them `completed` (the host cleans up as it starts).
-			c.Wait(60*time.Second, "nova-compute on "+h+" enabled and not forced down", func() bool {
-				st, _ := c.UpdateService(h, map[string]any{"status": "enabled", "forced_down": false})
-				return st == 200
-			})
+	// Enabling a service asks its nova-compute to drop the COMPUTE_STATUS_DISABLED trait from
+	// its provider; one that was not listening yet keeps the trait until its periodic sync:
+	// asked again now that every one is up.
+	if c.Real() {
+		for _, h := range Hosts {
+			if c.disabledTrait(h) {
+				c.UpdateService(h, map[string]any{"status": "disabled", "disabled_reason": "novatest reset"})
+				c.UpdateService(h, map[string]any{"status": "enabled"})
+				c.Wait(60*time.Second, "COMPUTE_STATUS_DISABLED gone from "+h, func() bool { return !c.disabledTrait(h) })
+			}
 		}
 	}
 	var out struct{ Servers []Server }
