@@ -22,9 +22,10 @@ import (
 const (
 	// MinMicroversion: UUID service and hypervisor ids, PUT /os-services/{uuid}, with_servers.
 	MinMicroversion = "2.53"
-	// LastWithHypervisorCapacity: from 2.88 os-hypervisors no longer reports capacity. With
-	// Placement in the catalog drainctl reads capacity there and negotiates as high as Nova
-	// offers; without, it stays at this one to keep the os-hypervisors figures.
+	// LastWithHypervisorCapacity: from 2.88 os-hypervisors no longer reports capacity (and
+	// calls every nova-compute for its uptime). With Placement in the catalog drainctl reads
+	// capacity there and negotiates as high as Nova offers, but reads os-hypervisors at this
+	// one (hypervisorClient); without Placement, it stays at this one throughout.
 	LastWithHypervisorCapacity = "2.87"
 )
 
@@ -159,8 +160,11 @@ func parseMV(s string) (int, int) {
 }
 
 // atLeast reports whether the negotiated microversion is at least v.
-func (c *Client) atLeast(v string) bool {
-	a, b := parseMV(c.microversion)
+func (c *Client) atLeast(v string) bool { return atLeast(c.microversion, v) }
+
+// atLeast reports whether microversion mv is at least v.
+func atLeast(mv, v string) bool {
+	a, b := parseMV(mv)
 	x, y := parseMV(v)
 	return a > x || (a == x && b >= y)
 }

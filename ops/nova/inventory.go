@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/hypervisors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
@@ -148,10 +149,11 @@ func (c *Client) listHypervisors(ctx context.Context) ([]model.Hypervisor, error
 	if err != nil {
 		return nil, err
 	}
+	hc := c.hypervisorClient()
 	// At 2.88+ the capacity fields are gone; below, a hypervisor always reports vcpus > 0.
-	capacity := !c.atLeast("2.88")
+	capacity := !atLeast(hc.Microversion, "2.88")
 	var out []model.Hypervisor
-	err = walk(ctx, c.compute, c.compute.ServiceURL("os-hypervisors", "detail")+q, "hypervisors_links", func(p *hypervisorsPage) (int, []pageLink) {
+	err = walk(ctx, hc, hc.ServiceURL("os-hypervisors", "detail")+q, "hypervisors_links", func(p *hypervisorsPage) (int, []pageLink) {
 		for _, h := range p.Hypervisors {
 			out = append(out, h.model(capacity))
 		}
@@ -161,6 +163,20 @@ func (c *Client) listHypervisors(ctx context.Context) ([]model.Hypervisor, error
 		return nil, fmt.Errorf("listing hypervisors: %w", describe(err))
 	}
 	return out, nil
+}
+
+// hypervisorClient is the compute client for os-hypervisors, at 2.87 at most: from 2.88 Nova
+// asks each hypervisor's nova-compute for its uptime in every detail list and show, an RPC
+// call per host (measured on a real Nova: a list blocked past drainctl's API timeout while a
+// nova-compute had just died and Nova did not see it down yet; at a thousand hosts, a
+// thousand calls per read). 2.87 is the last without it, and has the capacity fields too.
+func (c *Client) hypervisorClient() *gophercloud.ServiceClient {
+	if !c.atLeast(LastWithHypervisorCapacity) || c.microversion == LastWithHypervisorCapacity {
+		return c.compute
+	}
+	hc := *c.compute
+	hc.Microversion = LastWithHypervisorCapacity
+	return &hc
 }
 
 func (h wireHypervisor) model(capacity bool) model.Hypervisor {
@@ -230,11 +246,12 @@ func (c *Client) hostPart(ctx context.Context, host, hypervisorID string) (model
 		var body struct {
 			Hypervisor wireHypervisor `json:"hypervisor"`
 		}
-		u := c.compute.ServiceURL("os-hypervisors", hypervisorID) + "?with_servers=true"
-		if _, err := c.compute.Get(gctx, u, &body, nil); err != nil {
+		hc := c.hypervisorClient()
+		u := hc.ServiceURL("os-hypervisors", hypervisorID) + "?with_servers=true"
+		if _, err := hc.Get(gctx, u, &body, nil); err != nil {
 			return fmt.Errorf("reading hypervisor %s of host %s: %w", hypervisorID, host, describe(err))
 		}
-		hv = body.Hypervisor.model(!c.atLeast("2.88"))
+		hv = body.Hypervisor.model(hc.Microversion != "" && !atLeast(hc.Microversion, "2.88"))
 		return nil
 	})
 	if c.placement != nil {
