@@ -338,11 +338,29 @@ func TestRealNovaBringsTheVMsHome(t *testing.T) {
 	}
 }
 
-// recoveryConfig is automatic recovery on, the fence a command that writes the node's name to
-// dir/fenced, the notices posted to hook.
-func recoveryConfig(dir, hook string) string {
-	return "[recover]\nautomatic = true\nshared_storage = true\nnot_ready_for = \"30s\"\npods_gone_within = \"1s\"\n" +
-		"fence_cmd = \"echo {node} >> " + dir + "/fenced\"\n[notify]\nwebhook = \"" + hook + "\"\n"
+// newRecoveryCluster is the real cluster with automatic recovery on, the fence a command that
+// writes the node's name to dir/fenced, the notices posted to hook; the namespace and the CRD
+// the controller needs applied.
+func newRecoveryCluster(t *testing.T) (c *autoCluster, nova *novatest.Cloud, dir string, hook *notifytest.Webhook) {
+	dir, hook = t.TempDir(), notifytest.Start(t, "t0ken")
+	c, nova = newRealCluster(t, "[recover]\nautomatic = true\nshared_storage = true\nnot_ready_for = \"30s\"\npods_gone_within = \"1s\"\n"+
+		"fence_cmd = \"echo {node} >> "+dir+"/fenced\"\n[notify]\nwebhook = \""+hook.URL+"\"\n")
+	c.env = append(c.env, "DRAINCTL_WEBHOOK_TOKEN=t0ken")
+	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/crd-nodemaintenance.yaml") {
+		t.Fatal(err)
+	}
+	return c, nova, dir, hook
+}
+
+// startController runs --controller until the test ends; its output is logged if it fails.
+func startController(t *testing.T, c *autoCluster) {
+	ctrl := c.startProcess(t, "--controller")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller:\n%s", ctrl.out())
+		}
+	})
+	ctrl.waitFor(t, "automatic recovery on")
 }
 
 // fenced lists the nodes the fence command was run for.
@@ -356,22 +374,10 @@ func fenced(dir string) []string {
 // elsewhere, keeps the ledger and posts recovery-done, although Nova keeps the VM's
 // allocation on the dead host until it returns.
 func TestRealNovaRecoversADeadHostByItself(t *testing.T) {
-	dir := t.TempDir()
-	hook := notifytest.Start(t, "t0ken")
-	c, nova := newRealCluster(t, recoveryConfig(dir, hook.URL))
-	c.env = append(c.env, "DRAINCTL_WEBHOOK_TOKEN=t0ken")
-	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/crd-nodemaintenance.yaml") {
-		t.Fatal(err)
-	}
+	c, nova, dir, hook := newRecoveryCluster(t)
 	c1 := c.px + "-c1"
 	vm := nova.Boot("auto-1", "compute-1")
-	ctrl := c.startProcess(t, "--controller")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("controller:\n%s", ctrl.out())
-		}
-	})
-	ctrl.waitFor(t, "automatic recovery on")
+	startController(t, c)
 	nova.StopCompute("compute-1")
 	kubetest.SetReady(t, kubetest.Client(t), c1, false, time.Now().Add(-5*time.Minute))
 
@@ -403,21 +409,9 @@ func TestRealNovaRecoversADeadHostByItself(t *testing.T) {
 // Two of the three hosts die at once (max_unhealthy = 1): a storm, a partition more likely
 // than two dead machines. Nothing is fenced and nothing rebuilt; the storm is posted.
 func TestRealNovaStormFencesNothing(t *testing.T) {
-	dir := t.TempDir()
-	hook := notifytest.Start(t, "t0ken")
-	c, nova := newRealCluster(t, recoveryConfig(dir, hook.URL))
-	c.env = append(c.env, "DRAINCTL_WEBHOOK_TOKEN=t0ken")
-	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/crd-nodemaintenance.yaml") {
-		t.Fatal(err)
-	}
+	c, nova, dir, hook := newRecoveryCluster(t)
 	vms := []string{nova.Boot("storm-1", "compute-1"), nova.Boot("storm-2", "compute-2")}
-	ctrl := c.startProcess(t, "--controller")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("controller:\n%s", ctrl.out())
-		}
-	})
-	ctrl.waitFor(t, "automatic recovery on")
+	startController(t, c)
 	for i, h := range []string{"compute-1", "compute-2"} {
 		nova.StopCompute(h)
 		kubetest.SetReady(t, kubetest.Client(t), fmt.Sprintf("%s-c%d", c.px, i+1), false, time.Now().Add(-5*time.Minute))
