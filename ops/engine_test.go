@@ -731,12 +731,17 @@ func TestReadsAtOnceShareOneNovaRead(t *testing.T) {
 	}
 	c.World.Stop("vm-a")
 	c.World.ResetStats()
+	// A read takes a moment, as a real Nova's does: the twenty ask while the first is under
+	// way even on a loaded machine (where twenty goroutines do not all start at once).
+	c.World.InjectFault(sim.Fault{Method: "GET", Path: regexp.MustCompile(`^/os-services$`), Latency: 300 * time.Millisecond})
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
+	start := make(chan struct{})
 	for range 20 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			inv, err := e.Inventory().Read(kubetest.Ctx(t))
 			if err == nil {
 				n, _ := inv.Node(c.Name("c0"))
@@ -748,6 +753,7 @@ func TestReadsAtOnceShareOneNovaRead(t *testing.T) {
 			errs <- err
 		}()
 	}
+	close(start)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
