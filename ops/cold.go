@@ -144,20 +144,17 @@ func (r *runner) ownCold(ctx context.Context, vmID string) (mine, named bool, er
 }
 
 // recordCold writes in the node's journal, before the request, that drainctl is about to
-// cold-migrate the VM, with the newest migration ID Nova has for it now: the record of the
-// request is the first one above it. Without that read the request is not made: a move
-// drainctl cannot name later is one it could never confirm.
-func (r *runner) recordCold(ctx context.Context, id string) error {
-	ms, err := r.e.nova.MigrationsOf(ctx, id)
-	if err != nil {
-		return fmt.Errorf("reading the migrations of %s before moving it cold: %w", id, err)
+// cold-migrate the VM, with the newest migration ID Nova had for it just before (read by the
+// check "its moves known"): the record of the request is the first one above it. Without
+// that read the request is not made: a move drainctl cannot name later is one it could
+// never confirm.
+func (r *runner) recordCold(run *vmRun) error {
+	if !run.afterKnown {
+		return fmt.Errorf("%s is not moved cold: its migration records could not be read before the request, so the move could never be proven drainctl's", run.vm.Name)
 	}
-	var after int64
-	for _, m := range ms {
-		after = max(after, m.ID)
-	}
+	after := run.after
 	r.mu.Lock()
-	r.cold = append(r.cold, ColdMove{VM: id, Requested: r.e.now(), After: &after, Source: r.plan.Host})
+	r.cold = append(r.cold, ColdMove{VM: run.vm.ID, Requested: r.e.now(), After: &after, Source: r.plan.Host})
 	r.mu.Unlock()
 	r.journalAgain()
 	return nil

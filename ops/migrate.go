@@ -34,6 +34,30 @@ type vmRun struct {
 	// cannotLive: Nova said this VM cannot move live at all (its pre-check refused it):
 	// retrying live does not help.
 	cannotLive bool
+	// after is the newest migration ID Nova had for the VM just before drainctl asked for
+	// this move (afterKnown: read): Nova makes a live or cold move's record after its 202,
+	// so the records of this move are those above it, never an older move's.
+	after      int64
+	afterKnown bool
+	// settled: the move failed, but Nova may still carry it out (one it cannot stop, past
+	// its timeout; one whose record never came): it is not asked for again.
+	settled bool
+}
+
+// recordsOf keeps the migration records (newest first) that may be this move's: those
+// above after, when it was read before the request; all of them for a move drainctl follows
+// without having asked for it.
+func (run *vmRun) recordsOf(recs []model.Migration) []model.Migration {
+	if !run.afterKnown {
+		return recs
+	}
+	out := recs[:0:0]
+	for _, m := range recs {
+		if m.ID > run.after {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // attemptBytes is what the current attempt copied: the last sample's processed bytes; once
@@ -361,7 +385,7 @@ func (r *runner) stays(run *vmRun, reason *model.Reason) (failure *model.Reason)
 
 // retry puts a failed VM back in the queue if it has attempts left.
 func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
-	if run.attempt >= r.e.o.Attempts || r.noValidHostAsked(msg) {
+	if run.settled || run.attempt >= r.e.o.Attempts || r.noValidHostAsked(msg) {
 		return false
 	}
 	run.notBefore = r.e.now().Add(r.e.o.Poll)

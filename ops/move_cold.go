@@ -14,7 +14,7 @@ import (
 // only once named.
 
 func requestCold(r *runner, ctx context.Context, run *vmRun, dest string) error {
-	if err := r.recordCold(ctx, run.vm.ID); err != nil {
+	if err := r.recordCold(run); err != nil {
 		return err
 	}
 	run.ours, run.confirmed = true, false

@@ -49,12 +49,17 @@ func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, er
 		return "", "", nil
 	}
 	// Not in the in-progress list: accepted, post-migrating, or finished. Only the
-	// os-migrations record says which; an empty list is not success.
+	// os-migrations record says which; an empty list is not success. Nova makes the record
+	// after its 202: none yet (above the newest before the request) is a move not begun.
 	recs, err := e.nova.MigrationsOf(ctx, run.vm.ID)
 	if err != nil {
 		return "", "", err
 	}
-	if len(recs) == 0 {
+	if recs = run.recordsOf(recs); len(recs) == 0 {
+		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
+			run.settled = true // Nova accepted it: its conductor may still start it
+			return MigFailed, fmt.Sprintf("Nova made no migration record of the live migration drainctl asked for within %s (timeouts.migration): follow the server with openstack server show", d), nil
+		}
 		return "", "", nil
 	}
 	m := recs[0]

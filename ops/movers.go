@@ -60,6 +60,7 @@ func (r *runner) actionError(ctx context.Context, run *vmRun, fallback string) s
 // past timeouts.migration; "" while it is within.
 func (r *runner) unstoppableOverdue(run *vmRun, what string) (MigState, string, error) {
 	if d := r.e.cfg.Timeouts.Migration.D(); r.e.now().Sub(run.started) > d {
+		run.settled = true // still Nova's: asking again would race it
 		return MigFailed, fmt.Sprintf("%s after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show", what, d), nil
 	}
 	return "", "", nil

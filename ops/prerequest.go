@@ -13,6 +13,7 @@ import (
 // what it reads; the next check goes into the list.
 var beforeRequest = []requestCheck{
 	{"moved meanwhile", "Nova: the server (1 GET)", (*runner).movedMeanwhile},
+	{"its moves known", "Nova: the server's migration records (1 GET)", (*runner).movesKnown},
 	{"still the holder", "Kubernetes: the node's lease (1 GET, when the run holds it)", (*runner).stillHoldsNode},
 	{"still fenced", "a rebuild only: the Node (the informer's cache); once a run, the fence record (1 GET)", (*runner).stillFenced},
 	{"cluster room", "Kubernetes: the migration lock, a lease (1 GET, 1 PUT); Nova: the migrations in progress (1 GET)", (*runner).roomInCluster},
@@ -98,6 +99,21 @@ func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
 		return wait // every destination is at its cap: wait for one to finish
 	}
 	q.dest = dest
+	return proceed
+}
+
+// movesKnown reads the VM's migration records just before its move is asked for: Nova makes
+// the record of a live or cold move after its 202 (its conductor does), so the records of
+// this move are the ones above the newest there is now; an older move's record (a live
+// migration that failed last month) is never taken for it. A read that fails leaves it
+// unknown: a live move is then followed as before, a cold one is not asked for (it could
+// never be proven drainctl's, so never confirmed).
+func (r *runner) movesKnown(ctx context.Context, q *vmRequest) verdict {
+	recs, err := r.e.nova.MigrationsOf(ctx, q.run.vm.ID)
+	q.run.after, q.run.afterKnown = 0, err == nil
+	for _, m := range recs {
+		q.run.after = max(q.run.after, m.ID)
+	}
 	return proceed
 }
 

@@ -459,3 +459,59 @@ func TestLockedVMsMoveAsAnAdminMay(t *testing.T) {
 		t.Errorf("without the admin role: blockers %v", b)
 	}
 }
+
+// Prove before acting: a cold move is confirmed only once Nova's record of it names it. A
+// conductor that never makes the record (the world's records hours late): the VM waits in
+// VERIFY_RESIZE, nothing proves that move is drainctl's, so it is left unconfirmed and the
+// run fails at timeouts.migration saying so.
+func TestAColdMoveWhoseRecordNeverAppearsIsLeftUnconfirmed(t *testing.T) {
+	c := simtest.NewClusterWith(t, sim.Options{Scale: 100, Seed: 7, RecordDelay: 24 * time.Hour})
+	c0 := c.Name("c0")
+	c.World.AddServer("vm-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.Stop("vm-off")
+	c.Cfg.Timeouts.Migration = model.Duration(2 * time.Second)
+	e := c.Engine("tester@a", nil)
+	rec, _, err := run(t, e, model.OpEvacuate, c0, forced())
+	if err == nil || !strings.Contains(err.Error(), "never showed the migration record") {
+		t.Fatalf("want the move failed for want of its record, got %v\n%s", err, rec.Transcript(c.Px))
+	}
+	vm, _ := c.World.ServerByName("vm-off")
+	if vm.Status != "VERIFY_RESIZE" {
+		t.Errorf("vm-off: %s; want left in VERIFY_RESIZE, unconfirmed", vm.Status)
+	}
+	if st := c.World.MigrationStatuses(vm.ID); len(st) != 1 || st[0][len(st[0])-1] != "finished" {
+		t.Errorf("vm-off's migration: %v; want finished, never confirmed", st)
+	}
+}
+
+// Nova makes a live migration's record after its 202: until it does, the VM's newest record
+// is an older move's. One that failed before is not this move's failure: drainctl waits for
+// the record of the move it asked for (above the newest it saw before asking).
+func TestAnOlderMovesRecordIsNotThisMoves(t *testing.T) {
+	// The records come 10 minutes late (6 s here): drainctl's first reads see the older only.
+	c := simtest.NewClusterWith(t, sim.Options{Scale: 100, Seed: 7, RecordDelay: 10 * time.Minute})
+	vmb, _ := c.World.ServerByName("vm-b")
+	c.World.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) {
+		s[vmb.ID].FailAt, s[vmb.ID].FailOnce = "preparing", true
+	})
+	ctx := kubetest.Ctx(t)
+	if err := c.Nova.LiveMigrate(ctx, vmb.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 20*time.Second, "vm-b's first migration failed", func() bool {
+		ms, _ := c.Nova.MigrationsOf(ctx, vmb.ID)
+		return len(ms) == 1 && ms[0].Status == model.MigrationFailed
+	})
+	rec, rep, err := run(t, c.Engine("tester@a", nil), model.OpMigrate, "vm-b", ops.RunOptions{})
+	if err != nil || len(rep.VMs) != 1 || rep.VMs[0].Result != ops.MigCompleted {
+		t.Fatalf("want vm-b moved, got %v %+v\n%s", err, rep.VMs, rec.Transcript(c.Px))
+	}
+	if vm, _ := c.World.ServerByName("vm-b"); vm.Host == c.Name("c0") {
+		t.Errorf("vm-b still on its host")
+	}
+	for _, ev := range rec.Events() {
+		if m, ok := ev.(ops.MigrationEvent); ok && (m.State == ops.MigFailed || m.State == ops.MigRetrying) {
+			t.Errorf("the older move's failure was taken for this one's: %s %s", m.State, m.Message)
+		}
+	}
+}

@@ -51,7 +51,7 @@ func (w *World) startCold(s *VM, host string, now time.Time, reqID string) *migr
 		created: now, requestID: reqID}
 	w.nextMigID++
 	m.setStatus("pre-migrating", now)
-	m.visible = now.Add(recordDelay)
+	m.visible = now.Add(w.opts.RecordDelay)
 	m.origStatus, m.origVMState = s.Status, s.VMState
 	s.migrations++
 	s.Status, s.TaskState = "RESIZE", "resize_prep"

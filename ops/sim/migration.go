@@ -115,7 +115,7 @@ func (w *World) startMigration(s *VM, host string, now time.Time, reqID string) 
 	w.nextMigID++
 	m.setStatus("accepted", now)
 	m.updated = time.Time{} // Nova leaves updated_at null at accepted
-	m.visible = now.Add(recordDelay)
+	m.visible = now.Add(w.opts.RecordDelay)
 	s.migrations++
 	if s.FailAt != "" && (!s.FailOnce || s.migrations == 1) {
 		m.failAt = s.FailAt

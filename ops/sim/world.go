@@ -104,6 +104,9 @@ type Options struct {
 	// ManualClock stops simulated time: it moves only by Clock().Advance (tests that must
 	// see each state of a migration).
 	ManualClock bool
+	// RecordDelay is how long after its 202 a live or cold migration's record appears
+	// (default 50 ms, as a real Nova's conductor makes it; a stuck conductor: hours).
+	RecordDelay time.Duration
 }
 
 // User is a Keystone identity the simulator accepts.
@@ -178,6 +181,9 @@ type Stats struct {
 func NewWorld(opts Options) *World {
 	if opts.Start.IsZero() {
 		opts.Start = time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+	}
+	if opts.RecordDelay == 0 {
+		opts.RecordDelay = recordDelay
 	}
 	if opts.BandwidthBytesPerSec == 0 {
 		opts.BandwidthBytesPerSec = 1 << 30
