@@ -282,6 +282,8 @@ func TestRealNovaRecoversAHostAndReturnsIt(t *testing.T) {
 	nova.Stop(off)
 	nova.StopCompute("compute-1")
 	kubetest.SetReady(t, cs, c1, false, time.Now().Add(-5*time.Minute))
+	// drainctl refuses while Nova still sees the service up (the machine may still run).
+	nova.Wait(60*time.Second, "Nova seeing nova-compute on compute-1 down", func() bool { return nova.Service("compute-1").State == "down" })
 
 	r := c.drainctl(t, nil, "--auto", "recover", c1, "--confirm-fenced", "--accept-disk-loss")
 	if r.code != 0 {
