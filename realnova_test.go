@@ -5,6 +5,7 @@ package main
 // show afterwards, not what drainctl prints. Without a real Nova these skip (CI fails them).
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -371,6 +372,11 @@ func newRecoveryCluster(t *testing.T) (c *autoCluster, nova *novatest.Cloud, dir
 	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/crd-nodemaintenance.yaml") {
 		t.Fatal(err)
 	}
+	// The API server is shared: a storm this test makes (its cooldown) is not the next one's.
+	cs := kubetest.Client(t)
+	t.Cleanup(func() {
+		_ = cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(context.Background(), kube.RecordName("storm"), metav1.DeleteOptions{})
+	})
 	return c, nova, dir, hook
 }
 

@@ -13,6 +13,10 @@ type Recovery struct {
 	// another outage starts a ledger of its own).
 	Outage   time.Time `json:"outage,omitzero"`
 	Finished time.Time `json:"finished,omitzero"`
+	// By is who recovers (the first run's holder) and Options the overrides it was given: the
+	// controller resumes only its own recovery, never a person's with its own options.
+	By      string   `json:"by,omitempty"`
+	Options []string `json:"options,omitempty"`
 	// Outcome: running, done, failed, refused (nothing changed), interrupted (a rerun resumes).
 	Outcome string   `json:"outcome"`
 	Error   string   `json:"error,omitempty"`
@@ -44,6 +48,18 @@ const (
 	MoveFailed    = "failed"
 	MoveLeft      = "left"
 )
+
+// A person's now: the outcomes of a recovery that automatic recovery does not try again in
+// the same outage (a failed fence is not run again by itself; a refusal is not paged again).
+func (r Recovery) APersons() bool { return r.Outcome == "failed" || r.Outcome == "refused" }
+
+// Storm is the storm guard's state, kept on the cluster: a controller that restarts (a new
+// leader after a partition, which is what a storm often is) keeps the cooldown after it.
+type Storm struct {
+	Began time.Time `json:"began"`
+	Ended time.Time `json:"ended,omitzero"` // zero while it holds
+	Nodes []string  `json:"nodes"`
+}
 
 // RecoveryPause holds every automatic recovery, cluster-wide, until it is lifted (NodeHealthCheck's
 // pauseRequests): a person's word, kept where no node can write it.

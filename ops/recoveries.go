@@ -44,6 +44,45 @@ func (e *Engine) Recoveries(ctx context.Context) ([]model.Recovery, error) {
 	return out, nil
 }
 
+// Recovery is the node's recovery record, if one was written.
+func (e *Engine) Recovery(ctx context.Context, node string) (model.Recovery, bool, error) {
+	data, found, err := e.kube.Record(ctx, RecoveryRecord(node))
+	if err != nil || !found {
+		return model.Recovery{}, false, err
+	}
+	var r model.Recovery
+	if err := json.Unmarshal(data, &r); err != nil {
+		return model.Recovery{}, false, fmt.Errorf("record %s: %w", RecoveryRecord(node), err)
+	}
+	return r, true, nil
+}
+
+// stormRecord is the record of the storm guard's last storm.
+const stormRecord = "storm"
+
+// Storm is the last storm the guard held recoveries for, nil when none was recorded. A record
+// that cannot be read as one is a storm that has not ended: whoever wrote it held recoveries.
+func (e *Engine) Storm(ctx context.Context) (*model.Storm, error) {
+	data, found, err := e.kube.Record(ctx, stormRecord)
+	if err != nil || !found {
+		return nil, err
+	}
+	var s model.Storm
+	if json.Unmarshal(data, &s) != nil {
+		s = model.Storm{Began: e.now(), Nodes: []string{"(record " + stormRecord + " is unreadable)"}}
+	}
+	return &s, nil
+}
+
+// SaveStorm records the storm guard's state.
+func (e *Engine) SaveStorm(ctx context.Context, s model.Storm) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return e.kube.SaveRecord(ctx, stormRecord, data)
+}
+
 // pauseRecord is the record of a pause of automatic recovery.
 const pauseRecord = "pause-recovery"
 
@@ -80,7 +119,8 @@ func (e *Engine) RecoveryPause(ctx context.Context) (*model.RecoveryPause, error
 // the recovery goes on: the ledger is an account, not a proof.
 func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[string]*vmRun) {
 	p := r.plan
-	rec := model.Recovery{Node: p.Node, Host: p.Host, Automatic: r.ro.Automatic, Started: r.report.Started, Outcome: outcome, Error: r.report.Error}
+	rec := model.Recovery{Node: p.Node, Host: p.Host, Automatic: r.ro.Automatic, Started: r.report.Started, Outcome: outcome, Error: r.report.Error,
+		By: r.e.o.Holder, Options: r.ro.Policy.Flags()}
 	if k, ok := r.e.kube.Node(p.Node); ok && !k.Ready {
 		rec.Outage = k.ReadySince
 	}
@@ -126,6 +166,9 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 		if json.Unmarshal(data, &old) == nil && (old.Outcome == "running" || old.Outcome == string(ResultInterrupted)) &&
 			!rec.Outage.IsZero() && old.Outage.Equal(rec.Outage) {
 			rec.Started, rec.Automatic = old.Started, rec.Automatic || old.Automatic
+			if old.By != "" { // the recovery stays the one who began it
+				rec.By, rec.Options = old.By, old.Options
+			}
 			for _, m := range old.Moves {
 				if !slices.ContainsFunc(rec.Moves, func(n model.VMMove) bool { return n.VMID == m.VMID }) {
 					rec.Moves = append(rec.Moves, r.settled(wctx, m))

@@ -193,7 +193,7 @@ func stepsLine(o campaign.Options) string {
 
 // campaignFlags are the command-line flags the proposal runs with: the overrides, then the step.
 func campaignFlags(o campaign.Options) []string {
-	on := overrideFlags(o.Run.Policy)
+	on := o.Run.Policy.Flags()
 	if o.Exec != "" {
 		on = append(on, "--exec "+text.ShellWord(ops.ShownCommand(o.Exec, "")))
 	}

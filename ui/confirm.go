@@ -206,7 +206,7 @@ func (p *confirmPane) body(s *shared) string {
 			// A remedy for what blocks, never one already given (F on an ERROR VM leaves it a
 			// note: --skip-vm is advice no more); the controller's policy decides for a
 			// NodeMaintenance, not this view's toggles.
-			if f := text.Flag(r); f != "" && pd.maintenance == "" && r.Severity != model.Notes && !slices.Contains(overrideFlags(pd.ro.Policy), f) {
+			if f := text.Flag(r); f != "" && pd.maintenance == "" && r.Severity != model.Notes && !slices.Contains(pd.ro.Policy.Flags(), f) {
 				remedy = " (use " + f + " to override)"
 			}
 			// A narrow line cuts the reason, never its remedy: the flag is what the operator acts on.
@@ -220,7 +220,7 @@ func (p *confirmPane) body(s *shared) string {
 			b.WriteString(style.Render(head+truncate(text.Sprintf("%s", what), room)+text.Sprintf("%s", remedy)) + "\n")
 		}
 	}
-	on := overrideFlags(pd.ro.Policy)
+	on := pd.ro.Policy.Flags()
 	if pd.ro.ConfirmFenced {
 		on = append(on, "--confirm-fenced")
 	}
@@ -287,27 +287,6 @@ func (p *confirmPane) body(s *shared) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// overrideFlags are the command-line flags of the overrides toggled on.
-func overrideFlags(o policy.Options) []string {
-	var on []string
-	for _, f := range []struct {
-		on   bool
-		name string
-	}{{o.Force, "--force"}, {o.DeleteEmptyDirData, "--delete-emptydir-data"}, {o.DisableEviction, "--disable-eviction"}, {o.AllowLastNode, "--allow-last-node"},
-		{o.ColdMigrateRunning, "--cold-migrate-running"}, {o.AcceptDiskLoss, "--accept-disk-loss"}} {
-		if f.on {
-			on = append(on, f.name)
-		}
-	}
-	for _, vm := range o.SkipVMs {
-		on = append(on, "--skip-vm "+text.ShellWord(vm))
-	}
-	for _, vm := range o.OverrideVMPolicies {
-		on = append(on, "--override-vm-policy "+text.ShellWord(vm))
-	}
-	return on
 }
 
 // vmMoves lists how each VM of the plan moves, when not every one moves live by the default

@@ -33,7 +33,10 @@ type Recoverer struct {
 
 	inStorm   bool
 	stormSaid bool
-	calm      time.Time            // when the last storm ended
+	// storm is the guard's record on the cluster (read at the first pass): its end starts the
+	// cooldown, for this process and any that follows it (a restart, a new leader).
+	storm     *model.Storm
+	stormRead bool
 	said      map[string]string    // what was said last, by subject (sayOnce): each thing is said once
 	stopped   map[string]time.Time // node -> the outage (its NotReady since) whose ladder stopped: a person's now
 }
@@ -72,10 +75,13 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return 0
 	}
 	now := r.Engine.Now()
+	if !r.readStorm(ctx) {
+		return 0
+	}
 	// Every node Ready in the cache: nothing can be dead and no storm holds anything; the
 	// cluster (Nova's services, the join) is read only while a node is NotReady.
 	if !slices.ContainsFunc(r.Engine.KubeNodes(), func(k model.KubeNode) bool { return !k.Ready }) {
-		r.calmed(now, cfg.StormCooldown.D())
+		r.calmed(ctx, now, cfg.StormCooldown.D())
 		return 0
 	}
 	inv, err := r.Engine.Inventory().Read(ctx)
@@ -101,13 +107,19 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			return !n.Kube.Ready && now.Sub(n.Kube.ReadySince) >= cfg.NotReadyFor.D()
 		}) {
 			r.stormSaid = true
-			r.storm(ctx, unhealthy, limit, len(compute))
+			r.stormBegan(ctx, now, unhealthy, limit, len(compute))
 		}
 		return 0
 	}
-	r.calmed(now, cfg.StormCooldown.D())
-	if wait := r.calm.Add(cfg.StormCooldown.D()).Sub(now); !r.calm.IsZero() && wait > 0 {
-		return wait
+	r.calmed(ctx, now, cfg.StormCooldown.D())
+	if s := r.storm; s != nil && !s.Ended.IsZero() {
+		if wait := s.Ended.Add(cfg.StormCooldown.D()).Sub(now); wait > 0 {
+			if r.sayOnce("cooldown", s.Ended.String()) {
+				r.Log(fmt.Sprintf("automatic recovery: held until %s: storm_cooldown after the storm that ended %s",
+					s.Ended.Add(cfg.StormCooldown.D()).Format(time.RFC3339), s.Ended.Format(time.RFC3339)))
+			}
+			return wait
+		}
 	}
 	if held := r.paused(ctx); held != "" {
 		if r.sayOnce("pause", held) {
@@ -118,7 +130,11 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	delete(r.said, "pause")
 	var due time.Duration // the soonest a NotReady node turns not_ready_for old: a pass then, not a resync later
 	for _, n := range unhealthy {
-		if why := r.notDead(n, now, cfg.NotReadyFor.D()); why != "" {
+		why := r.notDead(n, now, cfg.NotReadyFor.D())
+		if why == "" {
+			why = r.someonesRecovery(ctx, n)
+		}
+		if why != "" {
 			if !n.Kube.Ready && r.sayOnce("waits/"+n.Name, why) { // why an unhealthy node waits
 				r.Log("automatic recovery: " + n.Name + " is not taken up: " + why)
 			}
@@ -157,25 +173,65 @@ func (r *Recoverer) paused(ctx context.Context) string {
 	return ""
 }
 
-// calmed ends a storm, if one held: no recovery starts for cooldown from now.
-func (r *Recoverer) calmed(now time.Time, cooldown time.Duration) {
-	if r.inStorm {
-		said := r.stormSaid
-		r.inStorm, r.stormSaid = false, false
-		if !said {
-			return // shorter than not_ready_for: no storm anyone was told of, no cooldown
+// readStorm reads the guard's record once, at the first pass: a storm that had not ended
+// when the last controller stopped holds this one too (false: unreadable now, a pass later).
+func (r *Recoverer) readStorm(ctx context.Context) bool {
+	if r.stormRead {
+		return true
+	}
+	s, err := r.Engine.Storm(ctx)
+	if err != nil {
+		if r.sayOnce("storm-record", err.Error()) {
+			r.Log("automatic recovery: held: the storm guard's record cannot be read: " + err.Error())
 		}
-		r.calm = now
-		r.Log(fmt.Sprintf("automatic recovery: the storm is over; none starts before %s (storm_cooldown)", now.Add(cooldown).Format(time.RFC3339)))
+		return false
+	}
+	r.storm, r.stormRead = s, true
+	if s != nil && s.Ended.IsZero() {
+		r.inStorm, r.stormSaid = true, true // it ends (and its cooldown starts) once this process sees it calm
+	}
+	return true
+}
+
+// calmed ends a storm, if one held: no recovery starts for cooldown from now. The end is
+// recorded on the cluster, so a controller that follows keeps the cooldown.
+func (r *Recoverer) calmed(ctx context.Context, now time.Time, cooldown time.Duration) {
+	if !r.inStorm {
+		return
+	}
+	said := r.stormSaid
+	r.inStorm, r.stormSaid = false, false
+	if !said {
+		return // shorter than not_ready_for: no storm anyone was told of, no cooldown
+	}
+	s := model.Storm{Began: now}
+	if r.storm != nil {
+		s = *r.storm
+	}
+	s.Ended = now
+	r.saveStorm(ctx, s)
+	r.Log(fmt.Sprintf("automatic recovery: the storm is over; none starts before %s (storm_cooldown)", now.Add(cooldown).Format(time.RFC3339)))
+}
+
+// saveStorm records the guard's state and keeps it. A record that cannot be written is said;
+// this process still holds what it knows.
+func (r *Recoverer) saveStorm(ctx context.Context, s model.Storm) {
+	r.storm = &s
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.Engine.SaveStorm(wctx, s); err != nil {
+		r.Log("automatic recovery: the storm guard's record could not be written (a restart would not know of this storm): " + err.Error())
 	}
 }
 
-// storm says, once a storm, loudly, on each unhealthy node, that every automatic recovery is held.
-func (r *Recoverer) storm(ctx context.Context, unhealthy []model.Node, limit, compute int) {
+// stormBegan says, once a storm, loudly, on each unhealthy node, that every automatic
+// recovery is held, and records the storm.
+func (r *Recoverer) stormBegan(ctx context.Context, now time.Time, unhealthy []model.Node, limit, compute int) {
 	var names []string
 	for _, n := range unhealthy {
 		names = append(names, n.Name)
 	}
+	r.saveStorm(ctx, model.Storm{Began: now, Nodes: names})
 	msg := fmt.Sprintf("storm guard: %d of %d compute nodes unhealthy (%s), more than [recover] max_unhealthy (%d): no automatic recovery, nothing fenced",
 		len(unhealthy), compute, strings.Join(names, ", "), limit)
 	r.Log("automatic recovery: " + msg)
@@ -183,6 +239,39 @@ func (r *Recoverer) storm(ctx context.Context, unhealthy []model.Node, limit, co
 	for _, n := range unhealthy {
 		r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStorm", msg)
 	}
+}
+
+// someonesRecovery says why the node's recovery in this outage is not automatic
+// recovery's to start or resume ("": it is), from its record on the cluster (the process's
+// memory is gone with a restart): one that failed or was refused is a person's now (a
+// failed fence is not run again by itself, a refusal not paged again); a person's that
+// stopped is left to that person, said once in a notice.
+func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
+	rec, found, err := r.Engine.Recovery(ctx, n.Name)
+	switch {
+	case err != nil:
+		return "its recovery record cannot be read (" + err.Error() + "): nothing is fenced on a guess"
+	case !found || !rec.Outage.Equal(n.Kube.ReadySince):
+		return "" // none in this outage
+	case rec.APersons():
+		return fmt.Sprintf("its recovery %s in this outage (%s): a person's now", rec.Outcome, rec.Error)
+	case rec.Automatic || rec.Outcome == string(ops.ResultDone):
+		return ""
+	}
+	// A person's, the record says: the node's own journal must say so too (a recovery by
+	// the same holder): a record alone, which nothing on the node bears out, holds nothing.
+	j, ok := ops.ReadJournal(*n.Kube)
+	if !ok || j.Op != model.OpRecover || j.Holder != rec.By {
+		return ""
+	}
+	msg := fmt.Sprintf("recovery of %s by %s stopped at %s; not resumed: a person's recovery stays the person's", n.Name, rec.By, j.Phase)
+	if len(rec.Options) > 0 {
+		msg += " (asked with " + strings.Join(rec.Options, " ") + ")"
+	}
+	if r.sayOnce("persons/"+n.Name, msg) {
+		r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: msg})
+	}
+	return msg
 }
 
 // notDead says why the node is no candidate ("": it is one): Ready, or not for long enough;
@@ -245,6 +334,14 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 			r.event(ctx, n.Name, "Warning", "DrainctlRecoveryRefused", "automatic recovery refused: "+msg)
 			r.Log("automatic recovery of " + n.Name + " refused: " + msg)
 			r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: "automatic recovery refused: " + msg})
+			// Recorded: a person's now, in this outage, for this process and any that follows.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			now := e.Now()
+			if err := e.SaveRecovery(wctx, model.Recovery{Node: n.Name, Host: n.Host, Automatic: true, By: "automatic recovery",
+				Started: now, Finished: now, Outage: n.Kube.ReadySince, Outcome: string(ops.ResultRefused), Error: msg}); err != nil {
+				r.Log("automatic recovery: the refusal could not be recorded: " + err.Error())
+			}
+			cancel()
 		}
 		return
 	}

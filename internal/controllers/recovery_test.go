@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/notify"
@@ -55,10 +57,19 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 			c.hook.Notify(n)
 		}
 	}
+	forgetStorms(c.T, c.CS)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { rc.Serve(ctx); close(done) }()
 	return func() { cancel(); <-done }
+}
+
+// forgetStorms deletes the storm guard's record when the test ends: the API server is shared,
+// and one test's storm (its cooldown) is not the next test's cluster's.
+func forgetStorms(t *testing.T, cs kubernetes.Interface) {
+	t.Cleanup(func() {
+		_ = cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(context.Background(), kube.RecordName("storm"), metav1.DeleteOptions{})
+	})
 }
 
 // die makes a node's machine dead five minutes ago: NotReady, its nova-compute down.
@@ -525,4 +536,106 @@ func TestAnUnreadablePauseHolds(t *testing.T) {
 		rec, ok := c.recovery(c0)
 		return ok && rec.Outcome == string(ops.ResultDone)
 	})
+}
+
+// restarted runs the controller for a few passes at a time, restarting it (a new process, a
+// new leader: nothing kept in memory) between each: what holds must hold on the cluster.
+func (c *cluster) restarted(fenceCmd string, times int) {
+	c.resync = 50 * time.Millisecond
+	for range times {
+		stop := c.startRecoverer(fenceCmd)
+		time.Sleep(200 * time.Millisecond) // a few passes
+		stop()
+	}
+}
+
+// A failing fence is not run again by itself in the same outage, however often the controller
+// restarts: the recovery record of the outage says "failed", a person's now. One page.
+func TestAFailedFenceIsNotRunAgainAfterARestart(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	runs := filepath.Join(t.TempDir(), "runs")
+	fence := "echo {node} >> " + runs + "; exit 1"
+	c.die(c0)
+	stop := c.startRecoverer(fence)
+	kubetest.Eventually(t, 30*time.Second, "the fence failed", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.APersons()
+	})
+	stop()
+	first, _ := os.ReadFile(runs)
+	c.restarted(fence, 6)
+	after, _ := os.ReadFile(runs)
+	if string(after) != string(first) || len(first) == 0 {
+		t.Errorf("the fence ran %d times before the restarts, %d after", strings.Count(string(first), "\n"), strings.Count(string(after), "\n"))
+	}
+	if n := slices.Index(c.told(), model.NoticeFenceFailed); n < 0 || strings.Count(fmt.Sprint(c.told()), string(model.NoticeFenceFailed)) != 1 {
+		t.Errorf("told %v; want the failed fence once", c.told())
+	}
+}
+
+// A storm's cooldown holds across restarts: the storm recorded, its end recorded, a
+// controller started inside the cooldown fences nothing.
+func TestAStormsCooldownSurvivesARestart(t *testing.T) {
+	c := newCluster(t, 100)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	marks := t.TempDir()
+	fence := "touch " + marks + "/{node}"
+	c.die(c0)
+	c.die(c1)
+	stop := c.startRecoverer(fence)
+	kubetest.Eventually(t, 30*time.Second, "the storm said", func() bool { return slices.Contains(c.told(), model.NoticeStorm) })
+	stop()
+	c.restarted(fence, 2) // restarted in the storm: still held
+	c.World.ReviveHost(c1)
+	kubetest.SetReady(t, c.CS, c1, true, time.Now())
+	c.restarted(fence, 6) // the storm ends, then every restart falls in its cooldown
+	if entries, _ := os.ReadDir(marks); len(entries) != 0 {
+		t.Errorf("fenced within storm_cooldown after a restart: %v", entries)
+	}
+	if _, ok := c.recovery(c0); ok {
+		t.Errorf("a recovery started within storm_cooldown")
+	}
+	if told := c.told(); strings.Count(fmt.Sprint(told), string(model.NoticeStorm)) != 1 {
+		t.Errorf("told %v; want the storm once", told)
+	}
+}
+
+// A person's recovery stays the person's: `recover --skip-vm vm-a` interrupted mid-rebuild
+// is not finished by the controller with its own options (vm-a rebuilt); it says, once, that
+// the person's recovery stopped and is not resumed.
+func TestAPersonsRecoveryIsNotResumed(t *testing.T) {
+	c := newCluster(t, 1) // life speed: a rebuild takes 3 s
+	c0 := c.Name("c0")
+	c.die(c0)
+	e := c.Engine("alice@laptop", nil)
+	ro := ops.RunOptions{Policy: defaults(), ConfirmFenced: true}
+	ro.Policy.AcceptDiskLoss = true
+	ro.Policy.SkipVMs = []string{"vm-a"}
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpRecover, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(kubetest.Ctx(t))
+	_, err = e.Run(ctx, plan, ro, func(ev ops.Event) {
+		if m, ok := ev.(ops.MigrationEvent); ok && m.VM == "vm-b" && m.State == ops.MigRequested {
+			cancel() // Ctrl-C while vm-b is rebuilt
+		}
+	})
+	if !errors.As(err, new(*ops.Interrupted)) {
+		t.Fatalf("want the person's recovery interrupted, got %v", err)
+	}
+	if rec, _ := c.recovery(c0); rec.Automatic || rec.By != "alice@laptop" || !slices.Contains(rec.Options, "--skip-vm vm-a") {
+		t.Fatalf("the record does not say whose recovery it is: %+v", rec)
+	}
+	stop := c.startRecoverer("true {node}")
+	time.Sleep(2 * time.Second) // passes go on meanwhile: none may resume it
+	stop()
+	if vm, _ := c.World.ServerByName("vm-a"); vm.Host != c0 || len(c.World.MigrationStatuses(vm.ID)) != 0 {
+		t.Errorf("vm-a, skipped by the person, was rebuilt by the controller: on %s", vm.Host)
+	}
+	n, ok := c.notice(model.NoticeRecoveryRefused)
+	if !ok || !strings.Contains(n.Message, "recovery of "+c0+" by alice@laptop stopped at") || !strings.Contains(n.Message, "not resumed") {
+		t.Errorf("the notice: %+v (told %v)", n, c.told())
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/text"
 )
 
 // Options are the operator's overrides and the configured policy.
@@ -338,6 +339,27 @@ func VMReason(vm model.VM, o Options) *model.Reason {
 
 // SkipVM reports whether --skip-vm names the VM (by name or ID).
 func (o Options) SkipVM(vm model.VM) bool { return names(o.SkipVMs, vm) }
+
+// Flags are the command-line flags of the overrides turned on, each value quoted for a shell.
+func (o Options) Flags() []string {
+	var on []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{o.Force, "--force"}, {o.DeleteEmptyDirData, "--delete-emptydir-data"}, {o.DisableEviction, "--disable-eviction"}, {o.AllowLastNode, "--allow-last-node"},
+		{o.ColdMigrateRunning, "--cold-migrate-running"}, {o.AcceptDiskLoss, "--accept-disk-loss"}} {
+		if f.on {
+			on = append(on, f.name)
+		}
+	}
+	for _, vm := range o.SkipVMs {
+		on = append(on, "--skip-vm "+text.ShellWord(vm))
+	}
+	for _, vm := range o.OverrideVMPolicies {
+		on = append(on, "--override-vm-policy "+text.ShellWord(vm))
+	}
+	return on
+}
 
 // OverridesPolicy says whether the operator moves the VM whatever its own policy asks.
 func (o Options) OverridesPolicy(vm model.VM) bool { return names(o.OverrideVMPolicies, vm) }
