@@ -82,6 +82,13 @@ const (
 	OverrideAcceptDiskLoss     Override = "accept-disk-loss"     // recover: VMs rebuilt from their image lose their local disk
 )
 
+// Given is an override the operator gave, with the object it names (a VM for skip-vm and
+// override-vm-policy).
+type Given struct {
+	Override Override `json:"override"`
+	Object   string   `json:"object,omitempty"`
+}
+
 // Reason is one typed reason, naming the object and the override that lifts it.
 type Reason struct {
 	Code     ReasonCode `json:"code"`

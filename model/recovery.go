@@ -15,8 +15,8 @@ type Recovery struct {
 	Finished time.Time `json:"finished,omitzero"`
 	// By is who recovers (the first run's holder) and Options the overrides it was given: the
 	// controller resumes only its own recovery, never a person's with its own options.
-	By      string   `json:"by,omitempty"`
-	Options []string `json:"options,omitempty"`
+	By      string  `json:"by,omitempty"`
+	Options []Given `json:"options,omitempty"`
 	// Outcome: running, done, failed, refused (nothing changed), interrupted (a rerun resumes).
 	Outcome string   `json:"outcome"`
 	Error   string   `json:"error,omitempty"`

@@ -120,7 +120,7 @@ func (e *Engine) RecoveryPause(ctx context.Context) (*model.RecoveryPause, error
 func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[string]*vmRun) {
 	p := r.plan
 	rec := model.Recovery{Node: p.Node, Host: p.Host, Automatic: r.ro.Automatic, Started: r.report.Started, Outcome: outcome, Error: r.report.Error,
-		By: r.e.o.Holder, Options: r.ro.Policy.Flags()}
+		By: r.e.o.Holder, Options: r.ro.Policy.Given()}
 	if k, ok := r.e.kube.Node(p.Node); ok && !k.Ready {
 		rec.Outage = k.ReadySince
 	}

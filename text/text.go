@@ -266,6 +266,15 @@ func Flag(r model.Reason) string {
 	return string(r.Override)
 }
 
+// GivenFlags are the overrides given as the command line gives them, each value a shell word.
+func GivenFlags(given []model.Given) []string {
+	out := make([]string, 0, len(given))
+	for _, g := range given {
+		out = append(out, Flag(model.Reason{Override: g.Override, Object: g.Object}))
+	}
+	return out
+}
+
 // Flags are every flag that lifts the reason: its own (Flag), and for a VM whose own
 // maintenance policy blocks, the named override that moves it anyway.
 func Flags(r model.Reason) []string {

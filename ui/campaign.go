@@ -193,7 +193,7 @@ func stepsLine(o campaign.Options) string {
 
 // campaignFlags are the command-line flags the proposal runs with: the overrides, then the step.
 func campaignFlags(o campaign.Options) []string {
-	on := o.Run.Policy.Flags()
+	on := text.GivenFlags(o.Run.Policy.Given())
 	if o.Exec != "" {
 		on = append(on, "--exec "+text.ShellWord(ops.ShownCommand(o.Exec, "")))
 	}

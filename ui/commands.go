@@ -311,7 +311,7 @@ func (m Model) start(p *pending) (tea.Model, tea.Cmd) {
 // with the batch, after every plan recorded where it stands, with done's message.
 func (m *Model) runBatch(b ops.Batch, done func(error) tea.Msg) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
-	flags := strings.Join(b.Run.Policy.Flags(), " ")
+	flags := strings.Join(text.GivenFlags(b.Run.Policy.Given()), " ")
 	for _, pl := range b.Plans {
 		key := opKey(pl)
 		m.s.ops.add(key, pl, m.s.opts.Now(), cancel)

@@ -206,7 +206,7 @@ func (p *confirmPane) body(s *shared) string {
 			// A remedy for what blocks, never one already given (F on an ERROR VM leaves it a
 			// note: --skip-vm is advice no more); the controller's policy decides for a
 			// NodeMaintenance, not this view's toggles.
-			if f := text.Flag(r); f != "" && pd.maintenance == "" && r.Severity != model.Notes && !slices.Contains(pd.ro.Policy.Flags(), f) {
+			if f := text.Flag(r); f != "" && pd.maintenance == "" && r.Severity != model.Notes && !slices.Contains(text.GivenFlags(pd.ro.Policy.Given()), f) {
 				remedy = " (use " + f + " to override)"
 			}
 			// A narrow line cuts the reason, never its remedy: the flag is what the operator acts on.
@@ -220,7 +220,7 @@ func (p *confirmPane) body(s *shared) string {
 			b.WriteString(style.Render(head+truncate(text.Sprintf("%s", what), room)+text.Sprintf("%s", remedy)) + "\n")
 		}
 	}
-	on := pd.ro.Policy.Flags()
+	on := text.GivenFlags(pd.ro.Policy.Given())
 	if pd.ro.ConfirmFenced {
 		on = append(on, "--confirm-fenced")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/text"
 )
 
 // Recoverer is automatic recovery ([recover] automatic = true, in the leader-elected
@@ -266,7 +267,7 @@ func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
 	}
 	msg := fmt.Sprintf("recovery of %s by %s stopped at %s; not resumed: a person's recovery stays the person's", n.Name, rec.By, j.Phase)
 	if len(rec.Options) > 0 {
-		msg += " (asked with " + strings.Join(rec.Options, " ") + ")"
+		msg += " (asked with " + strings.Join(text.GivenFlags(rec.Options), " ") + ")"
 	}
 	if r.sayOnce("persons/"+n.Name, msg) {
 		r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: msg})

@@ -625,7 +625,7 @@ func TestAPersonsRecoveryIsNotResumed(t *testing.T) {
 	if !errors.As(err, new(*ops.Interrupted)) {
 		t.Fatalf("want the person's recovery interrupted, got %v", err)
 	}
-	if rec, _ := c.recovery(c0); rec.Automatic || rec.By != "alice@laptop" || !slices.Contains(rec.Options, "--skip-vm vm-a") {
+	if rec, _ := c.recovery(c0); rec.Automatic || rec.By != "alice@laptop" || !slices.Contains(rec.Options, model.Given{Override: model.OverrideSkipVM, Object: "vm-a"}) {
 		t.Fatalf("the record does not say whose recovery it is: %+v", rec)
 	}
 	stop := c.startRecoverer("true {node}")

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/drainctl/drainctl/model"
-	"github.com/drainctl/drainctl/text"
 )
 
 // Options are the operator's overrides and the configured policy.
@@ -340,23 +339,23 @@ func VMReason(vm model.VM, o Options) *model.Reason {
 // SkipVM reports whether --skip-vm names the VM (by name or ID).
 func (o Options) SkipVM(vm model.VM) bool { return names(o.SkipVMs, vm) }
 
-// Flags are the command-line flags of the overrides turned on, each value quoted for a shell.
-func (o Options) Flags() []string {
-	var on []string
+// Given are the overrides turned on, typed (the views name them as flags: text.GivenFlags).
+func (o Options) Given() []model.Given {
+	var on []model.Given
 	for _, f := range []struct {
-		on   bool
-		name string
-	}{{o.Force, "--force"}, {o.DeleteEmptyDirData, "--delete-emptydir-data"}, {o.DisableEviction, "--disable-eviction"}, {o.AllowLastNode, "--allow-last-node"},
-		{o.ColdMigrateRunning, "--cold-migrate-running"}, {o.AcceptDiskLoss, "--accept-disk-loss"}} {
+		on bool
+		o  model.Override
+	}{{o.Force, model.OverrideForce}, {o.DeleteEmptyDirData, model.OverrideDeleteEmptyDirData}, {o.DisableEviction, model.OverrideDisableEviction},
+		{o.AllowLastNode, model.OverrideAllowLastNode}, {o.ColdMigrateRunning, model.OverrideColdMigrateRunning}, {o.AcceptDiskLoss, model.OverrideAcceptDiskLoss}} {
 		if f.on {
-			on = append(on, f.name)
+			on = append(on, model.Given{Override: f.o})
 		}
 	}
 	for _, vm := range o.SkipVMs {
-		on = append(on, "--skip-vm "+text.ShellWord(vm))
+		on = append(on, model.Given{Override: model.OverrideSkipVM, Object: vm})
 	}
 	for _, vm := range o.OverrideVMPolicies {
-		on = append(on, "--override-vm-policy "+text.ShellWord(vm))
+		on = append(on, model.Given{Override: model.OverrideVMPolicy, Object: vm})
 	}
 	return on
 }
