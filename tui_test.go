@@ -265,8 +265,10 @@ func TestTUIDemoRecoversByItself(t *testing.T) {
 	tm := startTmux(t, 160, 45, "HOME="+t.TempDir()+" "+bin+" --demo --demo-scale 20 --config "+cfg)
 	tm.waitFor(20*time.Second, "compute-0", "cp-0")
 	tm.keys(":", "kill compute-0", "Enter")
-	tm.waitFor(5*time.Second, "compute-0 dead", "recovered by itself after not_ready_for")
-	tm.waitFor(40*time.Second, "automatic recovery: compute-0 dead since", "1 VM(s) rebuilt elsewhere, 3 left")
+	tm.waitFor(5*time.Second, "compute-0 dead", "recovered by itself after not_ready_for and heartbeat_timeout")
+	// Dead once NotReady for 30 s and nova-compute's report has stood still for 40 s (the
+	// default heartbeat_timeout), both on drainctl's own clock.
+	tm.waitFor(70*time.Second, "automatic recovery: compute-0 dead since", "1 VM(s) rebuilt elsewhere, 3 left")
 	tm.waitFor(60*time.Second, "recovery of compute-0 done: 1 VM(s) rebuilt, 0 failed, 3 left")
 	tm.keys(":", "recoveries", "Enter")
 	s := tm.waitFor(10*time.Second, "Recoveries (the records on the cluster", "automatic")

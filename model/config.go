@@ -124,6 +124,20 @@ type RecoverConfig struct {
 	MaxUnhealthy string `toml:"max_unhealthy"`
 	// StormCooldown: no automatic recovery for this long after such a storm ended.
 	StormCooldown Duration `toml:"storm_cooldown"`
+	// HeartbeatTimeout: automatic recovery takes a node for dead once both of its machine's
+	// heartbeats, the kubelet's Lease and nova-compute's report, have stood still this long,
+	// on drainctl's own clock and by their own timestamps (it does not wait for the node
+	// lifecycle controller's NotReady nor for Nova's service_down_time).
+	HeartbeatTimeout Duration `toml:"heartbeat_timeout"`
+	// FenceCheckCmd asks the machine's power state after the fence ({node}; DRAINCTL_NODE,
+	// DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID in its environment): exit 0 reports it off.
+	// Set, nothing is rebuilt until it does.
+	FenceCheckCmd string `toml:"fence_check_cmd"`
+	// FailureDomain is a node label (a rack, a zone): the storm guard also holds every
+	// automatic recovery while more nodes of one domain than MaxUnhealthyPerDomain are
+	// unhealthy (a top-of-rack switch down), whatever the cluster's total.
+	FailureDomain         string `toml:"failure_domain"`
+	MaxUnhealthyPerDomain string `toml:"max_unhealthy_per_domain"`
 }
 
 // NotifyConfig is where drainctl tells the person on call what they must know (a recovery
@@ -136,14 +150,32 @@ type NotifyConfig struct {
 }
 
 // UnhealthyLimit is how many of compute nodes may be unhealthy before the storm guard holds.
-func (r RecoverConfig) UnhealthyLimit(compute int) int {
-	s := strings.TrimSpace(r.MaxUnhealthy)
+func (r RecoverConfig) UnhealthyLimit(compute int) int { return shareOf(r.MaxUnhealthy, compute) }
+
+// DomainLimit is how many nodes of a failure domain of n nodes may be unhealthy before the
+// storm guard holds.
+func (r RecoverConfig) DomainLimit(n int) int { return shareOf(r.MaxUnhealthyPerDomain, n) }
+
+// shareOf reads a count ("1") or a share ("30%") of n.
+func shareOf(s string, n int) int {
+	s = strings.TrimSpace(s)
 	if p, ok := strings.CutSuffix(s, "%"); ok {
 		pct, _ := strconv.Atoi(p)
-		return compute * pct / 100
+		return n * pct / 100
 	}
-	n, _ := strconv.Atoi(s)
-	return n
+	v, _ := strconv.Atoi(s)
+	return v
+}
+
+// namesTheMachine reports whether a fence command names the machine it acts on: {node}, or
+// one of the variables drainctl sets for it.
+func namesTheMachine(cmd string) bool {
+	for _, s := range []string{"{node}", "DRAINCTL_NODE", "DRAINCTL_SYSTEM_UUID", "DRAINCTL_BOOT_ID"} {
+		if strings.Contains(cmd, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // DrainOrderLabel on a pod puts it in an eviction order group ("10", "-5") or, with "skip",
@@ -331,7 +363,8 @@ func DefaultConfig() Config {
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
 		Recover: RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute), FenceTimeout: Duration(2 * time.Minute),
-			MaxUnhealthy: "1", StormCooldown: Duration(10 * time.Minute), FenceRetries: 2},
+			MaxUnhealthy: "1", StormCooldown: Duration(10 * time.Minute), FenceRetries: 2,
+			HeartbeatTimeout: Duration(40 * time.Second), MaxUnhealthyPerDomain: "1"},
 		Campaign: CampaignConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
 			MigrationRateMiB: 500, MinHeadroomPercent: 10, GateTimeout: Duration(time.Minute), ExecTimeout: Duration(time.Hour),
 			ResumeWithin: Duration(24 * time.Hour), KeepRecords: Duration(7 * 24 * time.Hour)},
@@ -419,8 +452,26 @@ func (c Config) Validate() error {
 		return &FieldError{"recover.automatic", "needs recover.fence_cmd: an automatic recovery proves the machine off by the fence command alone",
 			`set fence_cmd (e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"), or leave automatic = false`}
 	}
-	if m := strings.TrimSpace(strings.TrimSuffix(c.Recover.MaxUnhealthy, "%")); m == "" || strings.Trim(m, "0123456789") != "" {
-		return &FieldError{"recover.max_unhealthy", fmt.Sprintf("must be a count or a percentage, got %q", c.Recover.MaxUnhealthy), `e.g. "1" or "30%"`}
+	if c.Recover.Automatic && !namesTheMachine(c.Recover.FenceCmd) {
+		// A command that names no machine powers off whatever it was written for: the same
+		// one for every dead node, or a wrong one.
+		return &FieldError{"recover.fence_cmd", "names no machine: it must use {node} or one of DRAINCTL_NODE, DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID",
+			`e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`}
+	}
+	for _, l := range []struct{ key, v string }{{"recover.max_unhealthy", c.Recover.MaxUnhealthy}, {"recover.max_unhealthy_per_domain", c.Recover.MaxUnhealthyPerDomain}} {
+		m, share := strings.CutSuffix(strings.TrimSpace(l.v), "%")
+		if m == "" || strings.Trim(m, "0123456789") != "" {
+			return &FieldError{l.key, fmt.Sprintf("must be a count or a percentage, got %q", l.v), `e.g. "1" or "30%"`}
+		}
+		if pct, _ := strconv.Atoi(m); share && pct >= 50 {
+			// Half the nodes unhealthy is a partition, not dead machines: fencing them would
+			// power off the half that still serves.
+			return &FieldError{l.key, fmt.Sprintf("must be under 50%%, got %q", l.v), `e.g. "30%"; the default is "1"`}
+		}
+	}
+	if d := c.Recover.HeartbeatTimeout.D(); d < 10*time.Second {
+		return &FieldError{"recover.heartbeat_timeout", fmt.Sprintf("must be at least 10s, got %q", c.Recover.HeartbeatTimeout),
+			`the default is "40s": the kubelet renews its Lease every 10s, nova-compute reports every report_interval (10s)`}
 	}
 	if c.Timeouts.Poll.D() < 100*time.Millisecond {
 		return &FieldError{"timeouts.poll", fmt.Sprintf("must be at least 100ms, got %q", c.Timeouts.Poll), `the default is "2s"; a shorter poll only loads Nova`}

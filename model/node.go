@@ -30,6 +30,7 @@ type KubeNode struct {
 	Ready       bool              `json:"ready"`
 	ReadySince  time.Time         `json:"readySince,omitempty"` // when Ready last changed (its condition's lastTransitionTime)
 	BootID      string            `json:"bootID,omitempty"`     // changes when the machine reboots
+	SystemUUID  string            `json:"systemUUID,omitempty"` // the machine's, as its firmware reports it
 	Schedulable bool              `json:"schedulable"`
 	Taints      []Taint           `json:"taints,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`

@@ -35,6 +35,11 @@ type RecordStore interface {
 // KubeNodes is every node as the informer cache has it.
 func (e *Engine) KubeNodes() []model.KubeNode { return e.kube.Nodes() }
 
+// KubeletHeartbeats are the renewTime of every kubelet's Lease, by node.
+func (e *Engine) KubeletHeartbeats(ctx context.Context) (map[string]time.Time, error) {
+	return e.kube.KubeletHeartbeats(ctx)
+}
+
 // PDBs is every PodDisruptionBudget as the cache has it.
 func (e *Engine) PDBs() []model.PDB { return e.kube.PDBs() }
 
@@ -97,7 +102,7 @@ func (e *Engine) MigrationsOf(ctx context.Context, id string) ([]model.Migration
 	return e.nova.MigrationsOf(ctx, id)
 }
 
-// ComputeServices is the host's nova-compute services (none without Nova).
+// ComputeServices is the host's nova-compute services ("": every host's; none without Nova).
 func (e *Engine) ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error) {
 	if e.nova == nil {
 		return nil, nil

@@ -72,11 +72,15 @@ func (e *Engine) ForgetFences(ctx context.Context) {
 }
 
 // fenceHolds is checked before each destructive step of a recovery (force-down, the taint,
-// each rebuild, a force-delete): the machine must still be in the outage its fence proved.
+// each rebuild, a force-delete): the machine must still be in the outage its fence proved,
+// as the API server shows the node now (not the cache, which may lag a node's return).
 // A node that turned Ready stops the run (ErrHostAlive), as does a new outage, a reboot or
 // a re-created Node (ErrFenceStale).
 func (r *runner) fenceHolds(ctx context.Context) error {
-	k, ok := r.e.kube.Node(r.plan.Node)
+	k, ok, err := r.e.kube.NodeFresh(ctx, r.plan.Node) // the API server's: a node back a moment ago stops the step
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return fmt.Errorf("node %s is gone", r.plan.Node)
 	}

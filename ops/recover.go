@@ -149,7 +149,10 @@ func (e *Engine) planWayBack(p *model.Plan, node model.Node, ro RunOptions) {
 // namespace, and mirrored in the journal. A refusal changes nothing.
 func (r *runner) fence(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
-	k, ok := e.kube.Node(p.Node)
+	k, ok, err := e.kube.NodeFresh(ctx, p.Node) // the API server's, not the cache's: what is fenced is the node as it is now
+	if err != nil {
+		return "", err
+	}
 	if !ok {
 		return "", fmt.Errorf("node %s is gone", p.Node)
 	}
@@ -164,16 +167,32 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	if reasons := policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced); len(reasons) > 0 {
 		return "", &RefusedError{Reasons: reasons}
 	}
+	notOff := func(why string) error {
+		return &RefusedError{Reasons: []model.Reason{{Code: model.NotFenced, Severity: model.Blocks, Object: p.Node, Message: why}}}
+	}
 	how := "the operator's word"
 	if cmd != "" {
-		if err := r.runFence(ctx, cmd); err != nil {
+		if err := r.runFence(ctx, cmd, k); err != nil {
 			if ctx.Err() != nil {
 				return "", err
 			}
-			return "", &RefusedError{Reasons: []model.Reason{{Code: model.NotFenced, Severity: model.Blocks, Object: p.Node,
-				Message: "the fence command failed, so the machine is not proven off: " + err.Error()}}}
+			return "", notOff("the fence command failed, so the machine is not proven off: " + err.Error())
 		}
 		how = "the fence command exited 0"
+	}
+	// The machine's power state, asked of its BMC: an exit 0 of the fence command (or a
+	// person's word) says it was asked off; the check says it is.
+	if check := e.cfg.Recover.FenceCheckCmd; check != "" {
+		err := opcmd.Run(ctx, opcmd.Spec{Kind: opcmd.FenceCheck, Template: check, Node: p.Node, Host: p.Host,
+			SystemUUID: k.SystemUUID, BootID: k.BootID, Timeout: e.cfg.Recover.FenceTimeout.D()},
+			func(line string) { r.nodeChanged("fence-check: " + line) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
+			return "", notOff("the fence check does not report the machine off ([recover] fence_check_cmd), so nothing is rebuilt: " + err.Error())
+		}
+		how += "; the fence check reported it off"
 	}
 	// The outage proven is the one read before the command ran: a node that came back
 	// meanwhile shows another, and the first destructive step's check stops the run.
@@ -189,7 +208,7 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 // runFence runs the fence command, and again [recover] fence_retries times when it fails, all
 // within fence_timeout: a BMC may drop one request. A command that hung to its timeout is not
 // run again (no time is left). The last failure is returned.
-func (r *runner) runFence(ctx context.Context, cmd string) error {
+func (r *runner) runFence(ctx context.Context, cmd string, k model.KubeNode) error {
 	e, p := r.e, r.plan
 	window := e.cfg.Recover.FenceTimeout.D()
 	deadline := time.Now().Add(window)
@@ -200,7 +219,7 @@ func (r *runner) runFence(ctx context.Context, cmd string) error {
 		if i == 1 {
 			left = window // the first try has the whole window, as a single run always had
 		}
-		err = opcmd.Run(ctx, opcmd.Spec{Kind: opcmd.Fence, Template: cmd, Node: p.Node, Host: p.Host, Timeout: left},
+		err = opcmd.Run(ctx, opcmd.Spec{Kind: opcmd.Fence, Template: cmd, Node: p.Node, Host: p.Host, SystemUUID: k.SystemUUID, BootID: k.BootID, Timeout: left},
 			func(line string) { r.nodeChanged("fence-cmd: " + line) })
 		if err == nil || ctx.Err() != nil || errors.Is(err, opcmd.ErrTimedOut) {
 			return err

@@ -60,7 +60,11 @@ func (c *cluster) notice(kind model.NoticeKind) (model.Notice, bool) {
 }
 
 func newCluster(t *testing.T, scale float64) *cluster {
-	return &cluster{Cluster: simtest.NewCluster(t, scale)}
+	c := &cluster{Cluster: simtest.NewCluster(t, scale)}
+	// Automatic recovery counts an outage and the heartbeats on its own clock from its first
+	// pass: a second keeps these tests quick (a test of the counts sets its own).
+	c.Cfg.Recover.NotReadyFor, c.Cfg.Recover.HeartbeatTimeout = model.Duration(time.Second), model.Duration(time.Second)
+	return c
 }
 
 func defaults() policy.Options { return simtest.Defaults() }

@@ -39,6 +39,7 @@ type Recoverer struct {
 	storm     *model.Storm
 	stormRead bool
 	said      map[string]string    // what was said last, by subject (sayOnce): each thing is said once
+	beats     watched              // each node's signals, on drainctl's own clock (heartbeats.go)
 	stopped   map[string]time.Time // node -> the outage (its NotReady since) whose ladder stopped: a person's now
 }
 
@@ -62,7 +63,7 @@ func (r *Recoverer) Serve(ctx context.Context) error {
 	if r.Notify == nil {
 		r.Notify = func(model.Notice) {}
 	}
-	r.said, r.stopped = map[string]string{}, map[string]time.Time{}
+	r.said, r.stopped, r.beats = map[string]string{}, map[string]time.Time{}, watched{}
 	// On its resync only: a node is dead after not_ready_for (a minute), so a pass on every
 	// change the informers signal (each pod's, at 150,000 pods) would only read more often.
 	loop(ctx, r.Resync, nil, r.pass)
@@ -79,8 +80,19 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	if !r.readStorm(ctx) {
 		return 0
 	}
+	// The heartbeats are watched on every pass, while every node is well too: that a
+	// nova-compute stopped reporting long before its node did is known only to one who
+	// watched it (one read of Nova's services, one list of the kubelets' Leases).
+	kubelets, err := r.watchHeartbeats(ctx, now)
+	if err != nil {
+		if r.sayOnce("heartbeats", err.Error()) {
+			r.Log("automatic recovery: held: the heartbeats cannot be read: " + err.Error())
+		}
+		return 0
+	}
+	delete(r.said, "heartbeats")
 	// Every node Ready in the cache: nothing can be dead and no storm holds anything; the
-	// cluster (Nova's services, the join) is read only while a node is NotReady.
+	// cluster (the join, the VMs) is read only while a node is NotReady.
 	if !slices.ContainsFunc(r.Engine.KubeNodes(), func(k model.KubeNode) bool { return !k.Ready }) {
 		r.calmed(ctx, now, cfg.StormCooldown.D())
 		return 0
@@ -100,7 +112,7 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			unhealthy = append(unhealthy, n)
 		}
 	}
-	if limit := cfg.UnhealthyLimit(len(compute)); len(unhealthy) > limit {
+	if storm := stormOf(cfg, compute, unhealthy); storm != "" {
 		r.inStorm = true // held at once: a partition's nodes do not all go NotReady in the same second
 		// Said once a node would have been recovered: two kubelets restarting together
 		// page no one.
@@ -108,9 +120,13 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			return !n.Kube.Ready && now.Sub(n.Kube.ReadySince) >= cfg.NotReadyFor.D()
 		}) {
 			r.stormSaid = true
-			r.stormBegan(ctx, now, unhealthy, limit, len(compute))
+			r.stormBegan(ctx, now, unhealthy, storm)
 		}
 		return 0
+	}
+	if limit := cfg.UnhealthyLimit(len(compute)); limit == 0 && r.sayOnce("limit", fmt.Sprint(len(compute))) {
+		r.Log(fmt.Sprintf("automatic recovery: [recover] max_unhealthy %q of %d compute nodes is 0: every dead node is a storm, none is recovered by itself",
+			cfg.MaxUnhealthy, len(compute)))
 	}
 	r.calmed(ctx, now, cfg.StormCooldown.D())
 	if s := r.storm; s != nil && !s.Ended.IsZero() {
@@ -129,18 +145,26 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return 0
 	}
 	delete(r.said, "pause")
-	var due time.Duration // the soonest a NotReady node turns not_ready_for old: a pass then, not a resync later
+	var due time.Duration // the soonest a NotReady node could be proven dead: a pass then, not a resync later
 	for _, n := range unhealthy {
-		why := r.notDead(n, now, cfg.NotReadyFor.D())
+		why := r.notDead(n)
 		if why == "" {
 			why = r.someonesRecovery(ctx, n)
+		}
+		if why == "" {
+			renew, found := kubelets[n.Name]
+			var wait time.Duration
+			var stuck bool
+			if why, wait, stuck = r.deadFor(n, renew, found, now, cfg); wait > 0 && (due == 0 || wait < due) {
+				due = wait
+			}
+			if stuck && r.sayOnce("stuck/"+n.Name, why) {
+				r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: "automatic recovery of " + n.Name + " held: " + why})
+			}
 		}
 		if why != "" {
 			if !n.Kube.Ready && r.sayOnce("waits/"+n.Name, why) { // why an unhealthy node waits
 				r.Log("automatic recovery: " + n.Name + " is not taken up: " + why)
-			}
-			if wait := n.Kube.ReadySince.Add(cfg.NotReadyFor.D()).Sub(now); !n.Kube.Ready && wait > 0 && (due == 0 || wait < due) {
-				due = wait
 			}
 			continue
 		}
@@ -148,6 +172,45 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return time.Second // the next one, one at a time
 	}
 	return due
+}
+
+// stormOf says why the storm guard holds every automatic recovery ("": it does not): more
+// compute nodes unhealthy than [recover] max_unhealthy, or more of one failure domain (a
+// rack, a zone: [recover] failure_domain) than max_unhealthy_per_domain.
+func stormOf(cfg model.RecoverConfig, compute, unhealthy []model.Node) string {
+	names := func(ns []model.Node) string {
+		out := make([]string, len(ns))
+		for i, n := range ns {
+			out[i] = n.Name
+		}
+		return strings.Join(out, ", ")
+	}
+	if limit := cfg.UnhealthyLimit(len(compute)); len(unhealthy) > limit {
+		return fmt.Sprintf("%d of %d compute nodes unhealthy (%s), more than [recover] max_unhealthy (%d)", len(unhealthy), len(compute), names(unhealthy), limit)
+	}
+	if cfg.FailureDomain == "" {
+		return ""
+	}
+	size, sick := map[string]int{}, map[string][]model.Node{}
+	for _, n := range compute {
+		size[n.Kube.Labels[cfg.FailureDomain]]++
+	}
+	for _, n := range unhealthy {
+		d := n.Kube.Labels[cfg.FailureDomain]
+		sick[d] = append(sick[d], n)
+	}
+	domains := make([]string, 0, len(sick))
+	for d := range sick {
+		domains = append(domains, d)
+	}
+	slices.Sort(domains)
+	for _, d := range domains {
+		if limit := cfg.DomainLimit(size[d]); len(sick[d]) > limit {
+			return fmt.Sprintf("%d of %d compute nodes of %s=%s unhealthy (%s), more than [recover] max_unhealthy_per_domain (%d): the domain, not its machines",
+				len(sick[d]), size[d], cfg.FailureDomain, d, names(sick[d]), limit)
+		}
+	}
+	return ""
 }
 
 // sayOnce reports whether msg is new for subject (and remembers it): a reason that holds pass
@@ -227,14 +290,13 @@ func (r *Recoverer) saveStorm(ctx context.Context, s model.Storm) {
 
 // stormBegan says, once a storm, loudly, on each unhealthy node, that every automatic
 // recovery is held, and records the storm.
-func (r *Recoverer) stormBegan(ctx context.Context, now time.Time, unhealthy []model.Node, limit, compute int) {
+func (r *Recoverer) stormBegan(ctx context.Context, now time.Time, unhealthy []model.Node, why string) {
 	var names []string
 	for _, n := range unhealthy {
 		names = append(names, n.Name)
 	}
 	r.saveStorm(ctx, model.Storm{Began: now, Nodes: names})
-	msg := fmt.Sprintf("storm guard: %d of %d compute nodes unhealthy (%s), more than [recover] max_unhealthy (%d): no automatic recovery, nothing fenced",
-		len(unhealthy), compute, strings.Join(names, ", "), limit)
+	msg := "storm guard: " + why + ": no automatic recovery, nothing fenced"
 	r.Log("automatic recovery: " + msg)
 	r.notify(model.Notice{Kind: model.NoticeStorm, Message: msg})
 	for _, n := range unhealthy {
@@ -275,17 +337,16 @@ func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
 	return msg
 }
 
-// notDead says why the node is no candidate ("": it is one): Ready, or not for long enough;
-// nova-compute up in Nova's view; paused; or another operation's (cordoned by someone, or
-// under a drainctl operation that is no recovery). A recovery left unfinished is resumed.
-func (r *Recoverer) notDead(n model.Node, now time.Time, notReadyFor time.Duration) string {
+// notDead says why the node is no candidate ("": it may be one, its signals decide):
+// Ready; nova-compute up in Nova's view; paused; or another operation's (cordoned by
+// someone, or under a drainctl operation that is no recovery). A recovery left unfinished is
+// resumed.
+func (r *Recoverer) notDead(n model.Node) string {
 	k := *n.Kube
 	j, journaled := ops.ReadJournal(k)
 	switch {
 	case k.Ready:
 		return "Ready"
-	case now.Sub(k.ReadySince) < notReadyFor:
-		return "NotReady for less than not_ready_for"
 	case n.Compute.Up:
 		return "its nova-compute is up"
 	case k.Annotations[PauseAnnotation] != "":

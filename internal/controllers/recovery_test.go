@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -309,13 +311,14 @@ func TestADeadNodeIsRecoveredAtNotReadyFor(t *testing.T) {
 
 // Two nodes NotReady together for less than not_ready_for (two kubelets restarting) hold
 // every recovery, page no one, and leave no cooldown: once one is back, the other, dead for
-// long enough, is recovered at once.
+// long enough, is recovered as soon as drainctl has watched it for not_ready_for.
 func TestAShortStormPagesNoOne(t *testing.T) {
 	c := newCluster(t, 100)
+	c.Cfg.Recover.NotReadyFor = model.Duration(5 * time.Second)
 	c0, c1 := c.Name("c0"), c.Name("c1")
 	c.World.KillHost(c0)
-	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-10*time.Second))
-	kubetest.SetReady(t, c.CS, c1, false, time.Now().Add(-10*time.Second))
+	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-2*time.Second))
+	kubetest.SetReady(t, c.CS, c1, false, time.Now().Add(-2*time.Second))
 	stop := c.startRecoverer("true {node}")
 	defer stop()
 	time.Sleep(time.Second) // passes go on meanwhile
@@ -637,5 +640,157 @@ func TestAPersonsRecoveryIsNotResumed(t *testing.T) {
 	n, ok := c.notice(model.NoticeRecoveryRefused)
 	if !ok || !strings.Contains(n.Message, "recovery of "+c0+" by alice@laptop stopped at") || !strings.Contains(n.Message, "not resumed") {
 		t.Errorf("the notice: %+v (told %v)", n, c.told())
+	}
+}
+
+// kubeletBeats plays a kubelet's heartbeat: the node's Lease in kube-node-lease, renewed every
+// 200 ms until stop (the machine dies: its kubelet stops renewing).
+func (c *cluster) kubeletBeats(node string) (stop func()) {
+	leases := c.CS.CoordinationV1().Leases(kube.NodeLeaseNamespace)
+	renew := func() {
+		now := metav1.NewMicroTime(time.Now())
+		l, err := leases.Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &node, RenewTime: &now}}
+			_, _ = leases.Create(context.Background(), l, metav1.CreateOptions{})
+			return
+		}
+		l.Spec.RenewTime = &now
+		_, _ = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+	}
+	renew()
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+				renew()
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); <-stopped }) }
+	c.T.Cleanup(stop)
+	return stop
+}
+
+// A NotReady written five minutes back (a backdated condition, a skewed clock) is no
+// five-minute outage: drainctl counts not_ready_for on its own clock from the pass that first
+// saw it, and recovers only then.
+func TestABackdatedNotReadyWaitsForDrainctlsOwnCount(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Recover.NotReadyFor = model.Duration(3 * time.Second)
+	c0 := c.Name("c0")
+	c.die(c0) // NotReady since five minutes ago, by its timestamp
+	started := time.Now()
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 30*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	if rec, _ := c.recovery(c0); rec.Started.Sub(started) < 3*time.Second {
+		t.Errorf("recovered %s after the controller started; want not before not_ready_for (3s) on its own clock", rec.Started.Sub(started))
+	}
+}
+
+// A kubelet that still renews its Lease while its node shows NotReady (it cannot post its
+// status: a partition between it and the API server's status path) runs on a live machine:
+// nothing is fenced, said once.
+func TestARenewingKubeletIsNotFenced(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	marks := t.TempDir()
+	c.kubeletBeats(c0)
+	c.die(c0)
+	stop := c.startRecoverer("touch " + marks + "/{node}")
+	time.Sleep(3 * time.Second) // heartbeat_timeout is 1 s here: three times over
+	stop()
+	if entries, _ := os.ReadDir(marks); len(entries) != 0 {
+		t.Errorf("fenced a node whose kubelet renews its Lease: %v", entries)
+	}
+	if _, ok := c.recovery(c0); ok {
+		t.Errorf("a recovery started on a node whose kubelet renews its Lease")
+	}
+}
+
+// nova-compute stopped reporting long before the node did (a hung agent: the VMs it left may
+// well run): when the node then goes NotReady, nothing is fenced; a person is told.
+func TestAHungComputeAgentPagesInsteadOfFencing(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	marks := t.TempDir()
+	stopKubelet := c.kubeletBeats(c0)
+	stop := c.startRecoverer("touch " + marks + "/{node}")
+	defer stop()
+	c.World.KillHost(c0)        // the agent stops reporting; the machine, its kubelet, go on
+	time.Sleep(3 * time.Second) // longer than heartbeat_timeout (1 s here) before the node
+	stopKubelet()
+	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 30*time.Second, "a person told of the hung agent", func() bool {
+		n, ok := c.notice(model.NoticeRecoveryRefused)
+		return ok && strings.Contains(n.Message, "hung agent")
+	})
+	time.Sleep(2 * time.Second) // passes go on meanwhile: none may fence
+	if entries, _ := os.ReadDir(marks); len(entries) != 0 {
+		t.Errorf("fenced a node whose nova-compute hung long before it: %v", entries)
+	}
+}
+
+// The storm guard by failure domain: two dead nodes of one rack in a cluster of ten, under
+// max_unhealthy = 3, are the rack (its switch), not two machines: nothing is fenced.
+func TestARacksTwoDeadNodesAreAStorm(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Recover.MaxUnhealthy, c.Cfg.Recover.FailureDomain = "3", "rack"
+	for i := 3; i < 10; i++ {
+		name := c.Name(fmt.Sprintf("c%d", i))
+		kubetest.Node(t, c.CS, name, kubetest.Label("rack", fmt.Sprintf("r%d", i/2)))
+		c.World.AddHost(name, 64, 262144, 2000)
+	}
+	for i, n := range []string{"c0", "c1", "c2"} {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"rack":"r%d"}}}`, map[int]int{0: 0, 1: 0, 2: 1}[i])
+		if _, err := c.CS.CoreV1().Nodes().Patch(kubetest.Ctx(t), c.Name(n), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marks := t.TempDir()
+	c.die(c.Name("c0"))
+	c.die(c.Name("c1"))
+	stop := c.startRecoverer("touch " + marks + "/{node}")
+	kubetest.Eventually(t, 30*time.Second, "the storm said", func() bool { return slices.Contains(c.told(), model.NoticeStorm) })
+	time.Sleep(time.Second)
+	stop()
+	if entries, _ := os.ReadDir(marks); len(entries) != 0 {
+		t.Errorf("fenced two nodes of one rack: %v", entries)
+	}
+	if n, _ := c.notice(model.NoticeStorm); !strings.Contains(n.Message, "rack=r0") || !strings.Contains(n.Message, "max_unhealthy_per_domain") {
+		t.Errorf("the storm notice: %q", n.Message)
+	}
+}
+
+// A fence check that reports the machine still on ([recover] fence_check_cmd): the fence
+// command's exit 0 is no proof then, and nothing is rebuilt.
+func TestAFenceCheckSayingOnRebuildsNothing(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.Cfg.Recover.FenceCheckCmd = `echo "Chassis Power is on"; exit 1`
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 30*time.Second, "the recovery refused", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.APersons()
+	})
+	rec, _ := c.recovery(c0)
+	if !strings.Contains(rec.Error, "fence check does not report the machine off") {
+		t.Errorf("the record's error: %q", rec.Error)
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c0 || len(c.World.MigrationStatuses(vm.ID)) != 0 {
+			t.Errorf("%s rebuilt though the fence check says the machine is on", name)
+		}
 	}
 }

@@ -356,9 +356,9 @@ func checkOperatorParts(cfg model.Config) error {
 			return &model.FieldError{Key: "roll.window", Problem: err.Error()}
 		}
 	}
-	if c := cfg.Recover.FenceCmd; c != "" {
-		if err := opcmd.Validate(c); err != nil {
-			return &model.FieldError{Key: "recover.fence_cmd", Problem: err.Error()}
+	for _, c := range []struct{ key, cmd string }{{"recover.fence_cmd", cfg.Recover.FenceCmd}, {"recover.fence_check_cmd", cfg.Recover.FenceCheckCmd}} {
+		if err := opcmd.Validate(c.cmd); c.cmd != "" && err != nil {
+			return &model.FieldError{Key: c.key, Problem: err.Error()}
 		}
 	}
 	return nil

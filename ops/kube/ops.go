@@ -541,6 +541,53 @@ func (l *saidLock) seen(err error) error {
 	return err
 }
 
+// NodeFresh reads the Node from the API server, not the cache: what a destructive step
+// acts on is the node as it is now. found is false when it is gone.
+func (c *Client) NodeFresh(ctx context.Context, name string) (model.KubeNode, bool, error) {
+	n, err := c.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return model.KubeNode{}, false, nil
+	case err != nil:
+		return model.KubeNode{}, false, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	return nodeModel(n), true, nil
+}
+
+// NodeLeaseNamespace holds the kubelets' heartbeats, a Lease per node.
+const NodeLeaseNamespace = "kube-node-lease"
+
+// KubeletHeartbeats are the renewTime of every kubelet's Lease, by node: one list, served from
+// the API server's watch cache (resourceVersion 0).
+func (c *Client) KubeletHeartbeats(ctx context.Context) (map[string]time.Time, error) {
+	list, err := c.cs.CoordinationV1().Leases(NodeLeaseNamespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubelets' leases in %s: %w", NodeLeaseNamespace, err)
+	}
+	out := make(map[string]time.Time, len(list.Items))
+	for _, l := range list.Items {
+		if l.Spec.RenewTime != nil {
+			out[l.Name] = l.Spec.RenewTime.Time
+		}
+	}
+	return out, nil
+}
+
+// KubeletHeartbeat is the renewTime of the node's kubelet Lease, read from the API server;
+// found is false when the node has none.
+func (c *Client) KubeletHeartbeat(ctx context.Context, node string) (time.Time, bool, error) {
+	l, err := c.cs.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, node, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("reading the kubelet lease of %s: %w", node, err)
+	case l.Spec.RenewTime == nil:
+		return time.Time{}, true, nil
+	}
+	return l.Spec.RenewTime.Time, true, nil
+}
+
 // DeleteNode deletes the Node object; already gone is fine.
 func (c *Client) DeleteNode(ctx context.Context, node string) error {
 	err := c.cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})

@@ -261,12 +261,21 @@ func TestConformanceEvacuation(t *testing.T) {
 		if st, text := c.Action(id, map[string]any{"evacuate": map[string]any{}}); st != 400 || !strings.Contains(text, "still in use") {
 			t.Errorf("evacuating from a live host: %d %s; want 400 still in use", st, text)
 		}
+		// A live nova-compute reports every report_interval: its updated_at moves on (what
+		// automatic recovery watches, beside the kubelet's Lease).
+		svcs, err := cl.ComputeServices(ctx, "compute-1")
+		must(t, err)
+		c.Wait(30*time.Second, "a live nova-compute's updated_at moving on", func() bool {
+			now, err := cl.ComputeServices(ctx, "compute-1")
+			must(t, err)
+			return now[0].UpdatedAt.After(svcs[0].UpdatedAt)
+		})
 		c.StopCompute("compute-1")
 		// Before Nova sees it down, the hypervisors still read at once: from 2.88 Nova asks
 		// every nova-compute for its uptime (an RPC call, 60 s to time out for a dead one);
 		// drainctl reads them at 2.87.
 		hvCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := cl.Hypervisors(hvCtx)
+		_, err = cl.Hypervisors(hvCtx)
 		cancel()
 		must(t, err)
 		var down model.ComputeService

@@ -25,9 +25,10 @@ import (
 type Kind string
 
 const (
-	Fence Kind = "fence command"
-	Exec  Kind = "exec command"
-	Gate  Kind = "gate command"
+	Fence      Kind = "fence command"
+	FenceCheck Kind = "fence check command"
+	Exec       Kind = "exec command"
+	Gate       Kind = "gate command"
 )
 
 const (
@@ -45,7 +46,11 @@ type Spec struct {
 	Template string // a /bin/sh command line; {node} becomes the node's name, quoted
 	Node     string // a Kubernetes node name (a DNS-1123 subdomain: it never starts with '-')
 	Host     string
-	Timeout  time.Duration // 0: none but ctx's
+	// SystemUUID and BootID are the machine's, as its Node reports them: a fence command that
+	// checks them (DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID) cannot power off a wrong machine
+	// that a wrong BMC name points at.
+	SystemUUID, BootID string
+	Timeout            time.Duration // 0: none but ctx's
 }
 
 // Validate refuses a template whose {node} sits inside quotes: drainctl quotes the name
@@ -113,7 +118,8 @@ func Run(ctx context.Context, s Spec, line func(string)) error {
 		return fmt.Errorf("%s: %w", s.Kind, err)
 	}
 	cmd := exec.Command("/bin/sh", "-c", Expand(s.Template, s.Node))
-	cmd.Env = append(os.Environ(), "DRAINCTL_NODE="+s.Node, "DRAINCTL_HOST="+s.Host)
+	cmd.Env = append(os.Environ(), "DRAINCTL_NODE="+s.Node, "DRAINCTL_HOST="+s.Host,
+		"DRAINCTL_SYSTEM_UUID="+s.SystemUUID, "DRAINCTL_BOOT_ID="+s.BootID)
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -19,7 +19,7 @@ const evacuateRebuild = 3 * time.Second // REBUILD → ACTIVE on the destination
 func (w *World) KillHost(name string) {
 	w.Update(func(hosts map[string]*Host, _ map[string]*VM) {
 		if h := hosts[name]; h != nil {
-			h.Up = false
+			h.Up, h.died = false, w.clock.Now() // its last report
 		}
 	})
 }

@@ -1,6 +1,9 @@
 package sim
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // ---- os-services ----
 
@@ -19,7 +22,23 @@ func (c *call) serviceJSON(h *Host) map[string]any {
 	}
 	return map[string]any{"binary": "nova-compute", "disabled_reason": nullIfEmpty(h.DisabledReason),
 		"forced_down": h.ForcedDown, "host": h.Name, "id": id, "state": state, "status": status,
-		"updated_at": novaTime(h.updated), "zone": h.Zone}
+		"updated_at": novaTime(c.w.reported(h, c.now)), "zone": h.Zone}
+}
+
+// reportInterval is how often a live nova-compute reports (Nova's report_interval).
+const reportInterval = 10 * time.Second
+
+// reported is a service's updated_at: its last report (every reportInterval while its
+// nova-compute runs, frozen when it died), or its last change through the API if later.
+func (w *World) reported(h *Host, now time.Time) time.Time {
+	last := h.died
+	if h.Up {
+		last = now.Truncate(reportInterval)
+	}
+	if h.updated.After(last) {
+		return h.updated
+	}
+	return last
 }
 
 func listServices(c *call) (int, any) {

@@ -23,8 +23,9 @@ type Host struct {
 	VCPUs          int
 	MemoryMB       int64
 	DiskGB         int64
-	updated        time.Time
-	index          int // for integer ids below 2.53
+	updated        time.Time // its service changed through the API
+	died           time.Time // its nova-compute stopped (KillHost): its last report
+	index          int       // for integer ids below 2.53
 	bootFaults
 }
 
