@@ -42,11 +42,12 @@ const (
 	ScaleDownDisabled ReasonCode = "ScaleDownDisabled" // cluster-autoscaler scale-down-disabled
 	NodeIsDead        ReasonCode = "NodeIsDead"        // NotReady: its way is recover, not a scale-down
 	// A recovery's preconditions (a dead host): each refuses it until it holds.
-	NodeIsReady  ReasonCode = "NodeIsReady"  // the node is Ready (or not NotReady long enough): not dead
-	ComputeIsUp  ReasonCode = "ComputeIsUp"  // its nova-compute still reports up
-	NotFenced    ReasonCode = "NotFenced"    // neither --fence-cmd nor --confirm-fenced
-	NotRecovered ReasonCode = "NotRecovered" // a VM a recovery cannot rebuild (its state)
-	DiskLoss     ReasonCode = "DiskLoss"     // a rebuild from the VM's image loses its local disk: asked for by name
+	NodeIsReady   ReasonCode = "NodeIsReady"   // the node is Ready (or not NotReady long enough): not dead
+	ComputeIsUp   ReasonCode = "ComputeIsUp"   // its nova-compute still reports up
+	ComputeIsDown ReasonCode = "ComputeIsDown" // its nova-compute is down: its VMs cannot be moved, only rebuilt
+	NotFenced     ReasonCode = "NotFenced"     // neither --fence-cmd nor --confirm-fenced
+	NotRecovered  ReasonCode = "NotRecovered"  // a VM a recovery cannot rebuild (its state)
+	DiskLoss      ReasonCode = "DiskLoss"      // a rebuild from the VM's image loses its local disk: asked for by name
 	// During a run.
 	NotMoved ReasonCode = "NotMoved" // a VM whose move failed, or that became unmovable meanwhile
 	// MachineNotEvictable: the cloudpool protects the node's machine (evictable=false).

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -554,4 +555,47 @@ func colleagueMigrates(t *testing.T, c *simtest.Cluster, from, to string, endles
 		return len(ms) == 1 && ms[0][len(ms[0])-1] == "running"
 	})
 	return in
+}
+
+// A plan on a node another drainctl holds says so (a note): nothing else refuses it, but a run
+// now is refused by the lease; a view must not read it as one that will run.
+func TestAPlanSaysWhoHoldsTheNode(t *testing.T) {
+	c := newCluster(t, 20)
+	c1 := c.Name("c1")
+	other := "drainctl/someone@elsewhere/1-abcdef"
+	setLease(t, c, c1, other, time.Hour)
+	e := c.Engine(ops.DefaultHolder(), nil)
+	for _, op := range []model.OpKind{model.OpCordon, model.OpEvacuate} {
+		plan, err := e.Plan(kubetest.Ctx(t), op, c1, ops.RunOptions{Policy: defaults()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(plan.Reasons, func(r model.Reason) bool { return r.Code == model.HeldByOther })
+		if i < 0 || plan.Reasons[i].Severity != model.Notes || !strings.Contains(plan.Reasons[i].Message, other) {
+			t.Errorf("%s: reasons %+v; want a note naming %s", op, plan.Reasons, other)
+		}
+	}
+	// Abort is how one asks the holder to stop: its plan says nothing of the kind.
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpAbort, c1, ops.RunOptions{Policy: defaults()})
+	if err != nil || slices.ContainsFunc(plan.Reasons, func(r model.Reason) bool { return r.Code == model.HeldByOther }) {
+		t.Errorf("abort's plan: %v %+v", err, plan.Reasons)
+	}
+}
+
+// A host whose nova-compute is down (a dead machine) is refused for evacuation: Nova moves
+// its VMs neither live nor cold; its way is recover.
+func TestADownHostIsNotEvacuated(t *testing.T) {
+	c := newCluster(t, 20)
+	c0 := c.Name("c0") // vm-a and vm-b on it
+	c.World.KillHost(c0)
+	e := c.Engine(ops.DefaultHolder(), nil)
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, ops.RunOptions{Policy: defaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := plan.Blockers(); !slices.ContainsFunc(b, func(r model.Reason) bool {
+		return r.Code == model.ComputeIsDown && strings.Contains(r.Message, "recover")
+	}) {
+		t.Errorf("blockers %+v; want nova-compute down, recover instead (VMs %d, reasons %+v)", b, len(plan.VMs), plan.Reasons)
+	}
 }

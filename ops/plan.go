@@ -107,6 +107,9 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 			movable = append(movable, vm)
 		}
 	}
+	if r := policy.ComputeDownReason(node, movable); r != nil {
+		p.Reasons = append(p.Reasons, *r)
+	}
 	p.Reasons = append(p.Reasons, policy.PlacementReasons(node, movable, inv, leaving, e.cpuRatio())...)
 	if r := policy.CapacityReason(node, movable, inv, leaving, e.cpuRatio(), ro.Policy); r != nil {
 		p.Reasons = append(p.Reasons, *r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -64,8 +65,22 @@ func onNode(f func(e *Engine, ctx context.Context, n *nodePlan) error) planner {
 			p.Reasons = append(p.Reasons, model.Reason{Code: model.DisabledByOther, Severity: model.Notes, Object: node.Host,
 				Message: fmt.Sprintf("nova-compute already disabled by someone else (%q); drainctl leaves it so", node.Compute.DisabledReason)})
 		}
-		err := f(e, ctx, n)
-		return p, err
+		if err := f(e, ctx, n); err != nil {
+			return p, err
+		}
+		// Another drainctl working the node refuses the run at its lease: said in the plan, so
+		// that a plan nothing else refuses does not read as one that will run.
+		if traitsOf(op).leases {
+			holder, until, err := e.kube.LeaseHolder(ctx, node.Name)
+			if err != nil {
+				return p, err
+			}
+			if holder != "" && holder != e.o.Holder && !e.mayReplace(holder) {
+				p.Reasons = append(p.Reasons, model.Reason{Code: model.HeldByOther, Severity: model.Notes, Object: node.Name,
+					Message: fmt.Sprintf("%s holds the node's lease (until %s): a run now is refused by it; abort asks it to stop", holder, until.UTC().Format(time.RFC3339))})
+			}
+		}
+		return p, nil
 	}
 }
 

@@ -158,16 +158,19 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	// A rerun resumes an unfinished recovery of the same outage: its plan holds only the VMs
-	// left, so the moves an earlier run made are kept, and so is when it started. A record of
-	// another outage (or written by someone else for another) is not taken in.
+	// A rerun in the same outage keeps the moves an earlier run made (its plan holds only the
+	// VMs left): one resuming an unfinished recovery keeps when it started and who began it;
+	// one after a finished run (a person rebuilding what automatic recovery left) is its own
+	// run, with the earlier run's rebuilds still in the ledger. A record of another outage (or
+	// written by someone else for another) is not taken in.
 	if data, found, err := r.e.kube.Record(wctx, RecoveryRecord(p.Node)); err == nil && found {
 		var old model.Recovery
-		if json.Unmarshal(data, &old) == nil && (old.Outcome == "running" || old.Outcome == string(ResultInterrupted)) &&
-			!rec.Outage.IsZero() && old.Outage.Equal(rec.Outage) {
-			rec.Started, rec.Automatic = old.Started, rec.Automatic || old.Automatic
-			if old.By != "" { // the recovery stays the one who began it
-				rec.By, rec.Options = old.By, old.Options
+		if json.Unmarshal(data, &old) == nil && !rec.Outage.IsZero() && old.Outage.Equal(rec.Outage) {
+			if old.Outcome == "running" || old.Outcome == string(ResultInterrupted) {
+				rec.Started, rec.Automatic = old.Started, rec.Automatic || old.Automatic
+				if old.By != "" { // the recovery stays the one who began it
+					rec.By, rec.Options = old.By, old.Options
+				}
 			}
 			for _, m := range old.Moves {
 				if !slices.ContainsFunc(rec.Moves, func(n model.VMMove) bool { return n.VMID == m.VMID }) {

@@ -263,7 +263,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.confirm.pending = &p
 		m.setStatus("", false) // a status about the previous plan no longer holds
 		if b := p.batch.Blockers(); p.rejudged && p.err == nil {
-			if len(b) == 0 {
+			if held := heldBy(p.batch.Plans); len(b) == 0 && held != "" {
+				m.setStatus(text.Sprintf("judged again: nothing else refuses it, but %s", held), true)
+			} else if len(b) == 0 {
 				m.setStatus("judged again: nothing refuses it now; y runs it", false)
 			} else {
 				m.setStatus(text.Sprintf("judged again: still refused by %d blocker(s); first: %s", len(b), text.Reason(b[0])), true)
@@ -524,4 +526,16 @@ func (m Model) askQuit() (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	return m, tea.Quit
+}
+
+// heldBy is the first plan's note that another drainctl holds its node ("" when none does).
+func heldBy(plans []model.Plan) string {
+	for _, p := range plans {
+		for _, r := range p.Reasons {
+			if r.Code == model.HeldByOther && r.Severity == model.Notes {
+				return r.Message
+			}
+		}
+	}
+	return ""
 }

@@ -142,7 +142,14 @@ func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
 		what = "dead: NotReady, nova-compute down; recovered by itself after not_ready_for and heartbeat_timeout (two dead at once: a storm, held)"
 	}
 	if verb == "revive" {
-		do, what = mach.ReviveHost, "running again; u brings a recovered node back"
+		do, what = mach.ReviveHost, "running again: nothing of it was recovered, so it needs nothing from drainctl"
+		if n, ok := m.s.inv.Node(node); ok && n.Kube != nil {
+			if j, ok := ops.ReadJournal(*n.Kube); ok && j.Op == model.OpRecover {
+				what = "running again; u brings the recovered node back"
+			} else if ok {
+				what = "running again; it is under " + string(j.Op) + ": u ends it"
+			}
+		}
 	}
 	if err := do(node); err != nil {
 		m.setStatus(err.Error(), true)

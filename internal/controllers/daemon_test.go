@@ -34,6 +34,7 @@ type cluster struct {
 	// localDisks: the instances' disks are local (no [recover] shared_storage).
 	localDisks bool
 	resync     time.Duration // automatic recovery's resync (default 100 ms)
+	leaseTTL   time.Duration // automatic recovery's node leases (default the engine's, 60 s)
 }
 
 // told are the kinds of the notices automatic recovery gave, in order.

@@ -112,7 +112,21 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			unhealthy = append(unhealthy, n)
 		}
 	}
-	if storm := stormOf(cfg, compute, unhealthy); storm != "" {
+	// The storm guard counts the failures nobody explains: a node recovered already (still
+	// dead), or one a person has taken, is no sign of a partition.
+	var unexplained []model.Node
+	var known []string
+	for _, n := range unhealthy {
+		if why := r.explained(ctx, n); why != "" {
+			known = append(known, n.Name+" ("+why+")")
+		} else {
+			unexplained = append(unexplained, n)
+		}
+	}
+	if storm := stormOf(cfg, compute, unexplained); storm != "" {
+		if len(known) > 0 {
+			storm += "; not counted: " + strings.Join(known, ", ")
+		}
 		r.inStorm = true // held at once: a partition's nodes do not all go NotReady in the same second
 		// Said once a node would have been recovered: two kubelets restarting together
 		// page no one.
@@ -120,7 +134,7 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			return !n.Kube.Ready && now.Sub(n.Kube.ReadySince) >= cfg.NotReadyFor.D()
 		}) {
 			r.stormSaid = true
-			r.stormBegan(ctx, now, unhealthy, storm)
+			r.stormBegan(ctx, now, unexplained, storm)
 		}
 		return 0
 	}
@@ -361,6 +375,32 @@ func (r *Recoverer) notDead(n model.Node) string {
 		return "cordoned by someone else"
 	}
 	return ""
+}
+
+// explained says why an unhealthy node is no new failure ("": it is one, the storm guard
+// counts it): recovered, or being recovered, in this outage (its journal and its recovery
+// record agreeing: neither alone is proof); under a person's drainctl operation (its journal);
+// paused.
+func (r *Recoverer) explained(ctx context.Context, n model.Node) string {
+	k := *n.Kube
+	if k.Annotations[PauseAnnotation] != "" {
+		return "its recovery paused"
+	}
+	j, ok := ops.ReadJournal(k)
+	if !ok {
+		return ""
+	}
+	if j.Op != model.OpRecover {
+		return "under " + string(j.Op) + " by " + j.Holder
+	}
+	rec, found, err := r.Engine.Recovery(ctx, n.Name)
+	if err != nil || !found || rec.Outage.IsZero() || !rec.Outage.Equal(k.ReadySince) || rec.APersons() {
+		return ""
+	}
+	if j.Phase == ops.PhaseDone {
+		return "recovered"
+	}
+	return "being recovered"
 }
 
 // stoppedIn reports whether the node's ladder stopped in the outage that began at since.

@@ -49,7 +49,7 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 	cfg.Impersonate.UserName = controllerUser
 	kc := c.KubeClientFor(cfg)
 	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: holder, Poll: 5 * time.Millisecond,
-		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
+		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond, LeaseTTL: c.leaseTTL})
 	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: cmp.Or(c.resync, 100*time.Millisecond), Log: func(l string) { c.T.Log(l) }}
 	rc.Notify = func(n model.Notice) {
 		c.mu.Lock()
@@ -792,5 +792,75 @@ func TestAFenceCheckSayingOnRebuildsNothing(t *testing.T) {
 		if vm, _ := c.World.ServerByName(name); vm.Host != c0 || len(c.World.MigrationStatuses(vm.ID)) != 0 {
 			t.Errorf("%s rebuilt though the fence check says the machine is on", name)
 		}
+	}
+}
+
+// One recovery, then the next: a node fenced and recovered stays dead (its machine is off),
+// but it is no new failure. With max_unhealthy = 1 a second host dying afterwards is
+// recovered, not held as a storm for as long as the first stays dead.
+func TestASecondDeathAfterARecoveryIsRecovered(t *testing.T) {
+	c := newCluster(t, 100)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	if k := c.Node(c0); k.Ready {
+		t.Fatalf("%s is Ready: the test needs it still dead", c0)
+	}
+	c.die(c1)
+	kubetest.Eventually(t, 60*time.Second, c1+" recovered too", func() bool {
+		rec, ok := c.recovery(c1)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	if slices.Contains(c.told(), model.NoticeStorm) {
+		t.Errorf("told %v: a recovered node counted as a new failure", c.told())
+	}
+	// A node a person has taken (drainctl's journal on it) is no new failure either, and the
+	// storm, when there is one, names what it did not count.
+}
+
+// A person's recovery after automatic recovery finished (what it left for a person: a VM
+// whose local disk a rebuild loses) keeps the automatic run's rebuild in the ledger: a rerun
+// keeps the moves an earlier run of the outage made, finished or not.
+func TestAPersonsRerunKeepsTheAutomaticRebuild(t *testing.T) {
+	c := newCluster(t, 100)
+	c.localDisks = true
+	c0 := c.Name("c0")
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			vm.VolumeBacked = vm.Name == "vm-a"
+		}
+	})
+	c.die(c0)
+	c.leaseTTL = 2 * time.Second // the node's lease, kept after the recovery, expires soon after
+	stop := c.startRecoverer("true {node}")
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	stop()
+	time.Sleep(3 * time.Second) // the lease the recovery kept has expired
+	e := c.Engine("alice@laptop", nil)
+	ro := ops.RunOptions{Policy: defaults(), ConfirmFenced: true}
+	ro.Policy.AcceptDiskLoss = true
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpRecover, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run(kubetest.Ctx(t), plan, ro, func(ops.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := c.recovery(c0)
+	status := map[string]string{}
+	for _, m := range rec.Moves {
+		status[m.VM] = m.Status
+	}
+	if rec.By != "alice@laptop" || rec.Automatic || status["vm-a"] != model.MoveSucceeded || status["vm-b"] != model.MoveSucceeded {
+		t.Errorf("the ledger after the person's run: by %s, automatic %v, moves %v; want vm-a (the automatic rebuild) and vm-b (the person's) succeeded",
+			rec.By, rec.Automatic, status)
 	}
 }

@@ -289,6 +289,23 @@ func TestConformanceEvacuation(t *testing.T) {
 		if svcs, _ := cl.ComputeServices(ctx, "compute-1"); !svcs[0].UpdatedAt.Equal(down.UpdatedAt) {
 			t.Errorf("a dead service's updated_at moved: %v then %v", down.UpdatedAt, svcs[0].UpdatedAt)
 		}
+		// Down, its VMs move neither cold (the API refuses: the source's service is checked)
+		// nor live (accepted, then the conductor's pre-check fails it: its record in error,
+		// the VM left as it was): a dead host is recovered, not evacuated.
+		if st, text := c.Action(id, map[string]any{"migrate": nil}); st != 409 || !strings.Contains(text, "unavailable") {
+			t.Errorf("a cold migration off a down host: %d %s; want 409 Service is unavailable", st, text)
+		}
+		liveAsked := c.Clock()
+		if st, text := c.Action(id, map[string]any{"os-migrateLive": map[string]any{"host": nil, "block_migration": "auto"}}); st != 202 {
+			t.Errorf("a live migration off a down host: %d %s; want 202 (it fails after)", st, text)
+		} else {
+			live := recordOf(t, c, ctx, cl, id, model.MigrationTypeLive, liveAsked)
+			c.Wait(30*time.Second, "the live migration's record in error", func() bool { return c.MigrationStatus(id, live.ID) == "error" })
+			c.Wait(30*time.Second, "the VM left as it was", func() bool {
+				vm := serverOf(t, ctx, cl, id)
+				return vm.Status == model.VMActive && vm.TaskState == "" && vm.Host == "compute-1"
+			})
+		}
 		_, err = cl.SetForcedDown(ctx, "compute-1", true)
 		must(t, err)
 		asked := c.Clock()

@@ -90,6 +90,24 @@ func DeadHost(node model.Node, now time.Time, notReadyFor time.Duration, fenced 
 	return out
 }
 
+// ComputeDownReason refuses moving VMs off a host whose nova-compute is down or forced down:
+// Nova moves a VM neither live nor cold without its source's compute service (its API
+// refuses a cold move; a live one fails in the conductor), and a machine that is down is
+// recovered (fenced, its VMs rebuilt), not evacuated. nil when the host is up or nothing
+// would move.
+func ComputeDownReason(node model.Node, moving []model.VM) *model.Reason {
+	c := node.Compute
+	if c == nil || len(moving) == 0 || (c.Up && !c.ForcedDown) {
+		return nil
+	}
+	state := "down"
+	if c.ForcedDown {
+		state = "forced down"
+	}
+	return &model.Reason{Code: model.ComputeIsDown, Severity: model.Blocks, Object: node.Name,
+		Message: fmt.Sprintf("nova-compute on %s is %s: Nova moves none of its %d VM(s) live or cold; a dead machine's way is recover (X), not evacuate", node.Host, state, len(moving))}
+}
+
 // OutOfService is Kubernetes' taint for a node that is shut down for good (non-graceful node
 // shutdown, GA in 1.28): the pods on it that do not tolerate it are force-deleted and their
 // volumes detached, so that their replacements may start elsewhere.

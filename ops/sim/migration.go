@@ -120,8 +120,8 @@ func (w *World) startMigration(s *VM, host string, now time.Time, reqID string) 
 	if s.FailAt != "" && (!s.FailOnce || s.migrations == 1) {
 		m.failAt = s.FailAt
 	}
-	if pinnedSpec(s.Flavor.ExtraSpecs) != "" || w.directPort(s) != "" {
-		m.failAt = "precheck" // the conductor's pre-check refuses it, after the 202
+	if src := w.hosts[s.Host]; pinnedSpec(s.Flavor.ExtraSpecs) != "" || w.directPort(s) != "" || (src != nil && (!src.Up || src.ForcedDown)) {
+		m.failAt = "precheck" // the conductor's pre-check refuses it, after the 202 (a down source: ComputeServiceUnavailable)
 	}
 	m.origStatus, m.origVMState = s.Status, s.VMState // a paused guest stays paused
 	s.Status, s.TaskState = "MIGRATING", "migrating"

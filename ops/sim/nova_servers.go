@@ -265,6 +265,9 @@ func coldMigrate(c *call, s *VM, raw json.RawMessage) (int, any) {
 	if f := cmp.Or(c.lockRefused(s), refused(s, "migrate", "active", "stopped")); f != "" {
 		return 409, f
 	}
+	if src := c.w.hosts[s.Host]; src != nil && (!src.Up || src.ForcedDown) {
+		return 409, faultf("Service is unavailable at this time.") // resize's check_instance_host(check_is_up=True)
+	}
 	if host != "" {
 		h := c.w.hosts[host]
 		if h == nil {
