@@ -138,6 +138,8 @@ type RecoverConfig struct {
 	// unhealthy (a top-of-rack switch down), whatever the cluster's total.
 	FailureDomain         string `toml:"failure_domain"`
 	MaxUnhealthyPerDomain string `toml:"max_unhealthy_per_domain"`
+	// Priority: the VMs' recovery priorities where their metadata names none.
+	Priority PriorityConfig `toml:"priority"`
 }
 
 // NotifyConfig is where drainctl tells the person on call what they must know (a recovery
@@ -468,6 +470,9 @@ func (c Config) Validate() error {
 			// power off the half that still serves.
 			return &FieldError{l.key, fmt.Sprintf("must be under 50%%, got %q", l.v), `e.g. "30%"; the default is "1"`}
 		}
+	}
+	if err := c.Recover.Priority.validate(); err != nil {
+		return err
 	}
 	if d := c.Recover.HeartbeatTimeout.D(); d < 10*time.Second {
 		return &FieldError{"recover.heartbeat_timeout", fmt.Sprintf("must be at least 10s, got %q", c.Recover.HeartbeatTimeout),

@@ -68,3 +68,14 @@ type RecoveryPause struct {
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
 }
+
+// RecoveryHold is something that holds automatic recovery, as the records on the cluster
+// show it: cluster-wide (Node "": a pause, a storm, its cooldown) or one node's (its recovery
+// in this outage failed or was refused: a person's now).
+type RecoveryHold struct {
+	Kind  string    `json:"kind"` // pause, storm, cooldown, failed, refused
+	Node  string    `json:"node,omitempty"`
+	Why   string    `json:"why"`
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"` // a cooldown's end; zero: until a person acts
+}

@@ -42,6 +42,9 @@ type VM struct {
 	// PolicyAsked is its owner's policy as its metadata says it (VMPolicyKey), unchecked
 	// cluster text; "" when it says none.
 	PolicyAsked string `json:"policyAsked,omitempty"`
+	// PriorityAsked is its owner's recovery priority as its metadata says it
+	// (RecoveryPriorityKey), unchecked.
+	PriorityAsked string `json:"priorityAsked,omitempty"`
 	// Policy is how the plan treats it and PolicyFrom where that comes from (its metadata,
 	// a [policy.maintenance] key; "" for the built-in default, migrate): set in a plan.
 	Policy     VMPolicy `json:"policy,omitempty"`

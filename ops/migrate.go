@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -185,6 +186,10 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed []model.Reason, err error) {
 	e, p := r.e, r.plan
 	sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
+	if traitsOf(p.Op).rebuilds { // a dead host's: the higher recovery priorities first
+		prio := e.cfg.Recover.Priority
+		sort.SliceStable(vms, func(i, j int) bool { a, _, _ := prio.Of(vms[i]); b, _, _ := prio.Of(vms[j]); return a > b })
+	}
 	var pending []*vmRun
 	running := map[string]*vmRun{}
 	ours := r.coldOurs()
@@ -302,6 +307,11 @@ func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
 	method, reasons := policy.VMRecover(vm, r.e.cfg.Recover.SharedStorage, r.ro.Policy)
 	if method == model.MoveStays {
 		return method, &reasons[0]
+	}
+	// Left by the plan for the room the higher priorities need: a run does not hand the
+	// room to Nova's scheduler, VM by VM, in another order.
+	if i := slices.IndexFunc(r.plan.Reasons, func(x model.Reason) bool { return x.Code == model.NoHostWithRoom && x.ObjectID == vm.ID }); i >= 0 {
+		return model.MoveStays, &r.plan.Reasons[i]
 	}
 	return method, nil
 }

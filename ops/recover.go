@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,8 +84,25 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 			keep++
 		}
 	}
-	if r := policy.CapacityReason(node, movable, inv, nil, e.cpuRatio(), ro.Policy); r != nil {
-		p.Reasons = append(p.Reasons, *r)
+	// The higher priorities first; when the other hosts cannot take them all, the lowest are
+	// left (named, with their priority), never a random one that Nova's scheduler refuses.
+	fits, left := policy.ByPriority(node, movable, inv, e.cpuRatio(), ro.Policy, e.cfg.Recover.Priority)
+	for _, l := range left {
+		i := slices.IndexFunc(p.VMs, func(v model.VM) bool { return v.ID == l.VM.ID })
+		p.VMs[i].Method, p.VMs[i].Disk = model.MoveStays, ""
+		p.Reasons = append(p.Reasons, l.Reason)
+		if l.VM.Disk == policy.DiskLost {
+			lose--
+			lost = slices.DeleteFunc(lost, func(n string) bool { return n == l.VM.Name })
+		} else {
+			keep--
+		}
+	}
+	movable = fits
+	for _, vm := range movable {
+		if _, _, bad := e.cfg.Recover.Priority.Of(vm); bad != "" {
+			p.Reasons = append(p.Reasons, model.Reason{Code: model.VMPolicyUnknown, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, Message: bad})
+		}
 	}
 	if lose > 0 && !ro.Policy.AcceptDiskLoss { // asked for by name, as an evacuation asks before deleting emptyDir data
 		p.Reasons = append(p.Reasons, model.Reason{Code: model.DiskLoss, Severity: model.Blocks, Object: node.Name, Override: model.OverrideAcceptDiskLoss,

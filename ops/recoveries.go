@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -231,4 +232,45 @@ func (r *runner) settled(ctx context.Context, m model.VMMove) model.VMMove {
 		m.Status, m.Reason = model.MoveSucceeded, "found "+string(vm.Status)+" on "+vm.Host+" (rebuilt by an earlier run)"
 	}
 	return m
+}
+
+// RecoveryHolds are what holds automatic recovery now, read from the records every drainctl
+// process and the controller keep on the cluster (the pause, the storm and its cooldown, each
+// NotReady node's recovery record of this outage): what the TUI's header, --auto recoveries
+// and a node's describe say while it lasts.
+func (e *Engine) RecoveryHolds(ctx context.Context) ([]model.RecoveryHold, error) {
+	var out []model.RecoveryHold
+	pause, err := e.RecoveryPause(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pause != nil {
+		out = append(out, model.RecoveryHold{Kind: "pause", Why: fmt.Sprintf("paused by %s: %s", pause.By, pause.Reason), Since: pause.At})
+	}
+	storm, err := e.Storm(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if storm != nil {
+		cooldown := e.cfg.Recover.StormCooldown.D()
+		switch until := storm.Ended.Add(cooldown); {
+		case storm.Ended.IsZero():
+			out = append(out, model.RecoveryHold{Kind: "storm", Why: "storm: " + strings.Join(storm.Nodes, ", ") + " unhealthy at once", Since: storm.Began})
+		case e.now().Before(until):
+			out = append(out, model.RecoveryHold{Kind: "cooldown", Why: fmt.Sprintf("storm_cooldown after the storm of %s", strings.Join(storm.Nodes, ", ")), Since: storm.Ended, Until: until})
+		}
+	}
+	for _, k := range e.kube.Nodes() {
+		if k.Ready || k.ReadySince.IsZero() {
+			continue
+		}
+		rec, found, err := e.Recovery(ctx, k.Name)
+		if err != nil {
+			return nil, err
+		}
+		if found && rec.APersons() && rec.Outage.Equal(k.ReadySince) {
+			out = append(out, model.RecoveryHold{Kind: rec.Outcome, Node: k.Name, Why: fmt.Sprintf("its recovery %s in this outage: %s; a person's now", rec.Outcome, rec.Error), Since: rec.Finished})
+		}
+	}
+	return out, nil
 }

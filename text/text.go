@@ -97,6 +97,22 @@ func RecoveryPause(p model.RecoveryPause) string {
 	return fmt.Sprintf("automatic recovery is paused by %s since %s: %s", p.By, Time(p.At), p.Reason)
 }
 
+// RecoveryHold is what holds automatic recovery, as a person reads it.
+func RecoveryHold(h model.RecoveryHold) string {
+	s := "automatic recovery held: " + h.Why
+	if h.Node != "" {
+		s = fmt.Sprintf("automatic recovery of %s held: %s", h.Node, h.Why)
+	}
+	if !h.Since.IsZero() {
+		s += " (since " + Time(h.Since)
+		if !h.Until.IsZero() {
+			s += ", until " + Time(h.Until)
+		}
+		s += ")"
+	}
+	return s
+}
+
 // Roles lists a node's roles, or "-" (or "nova" for a compute host with no Kubernetes node).
 func Roles(n model.Node) string {
 	if n.Kube == nil {

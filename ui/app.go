@@ -94,13 +94,23 @@ type shared struct {
 	rank       map[string]int                   // node -> rank (0: not a candidate)
 	ops        *operations                      // the operations started here, running or ended
 	recoveries []model.Recovery                 // the recovery records, as :recoveries last read them
+	holds      []model.RecoveryHold             // what holds automatic recovery, as the last load read it
 }
 
 func (s *shared) pageSize() int {
+	return max(1, s.height-6-s.bannerLines())
+}
+
+// bannerLines are the lines under the header: reads failing, automatic recovery held.
+func (s *shared) bannerLines() int {
+	n := 0
 	if s.invErr != nil {
-		return max(1, s.height-7) // the banner takes a line
+		n++
 	}
-	return max(1, s.height-6)
+	if len(s.holds) > 0 {
+		n++
+	}
+	return n
 }
 
 // Model is the root model: it routes messages, handles the global keys, owns the running
@@ -360,6 +370,9 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 	}
 	if msg.maint != nil || s.opts.Maintenances == nil {
 		m.setMaintenances(msg.maint)
+	}
+	if msg.holdsErr == nil {
+		s.holds = msg.holds
 	}
 	s.syncing = false
 	m.showInventory(msg.inv)

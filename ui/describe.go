@@ -122,6 +122,12 @@ func describeNode(n model.Node, s *shared) describePane {
 	for _, m := range policy.Disagreements(n, s.inv, s.opts.Policy) {
 		add("disagreement %s: %s", m.Code, m.Message)
 	}
+	// Why a dead node waits: what holds automatic recovery, of it or of every node.
+	for _, h := range s.holds {
+		if h.Node == n.Name || (h.Node == "" && n.Kube != nil && !n.Kube.Ready) {
+			add("%s", text.RecoveryHold(h))
+		}
+	}
 	if nm, ok := s.maint[n.Name]; ok {
 		add("NodeMaintenance %s: %s", nm.Name, maintenanceState(nm))
 		if nm.Status.LastError != "" {

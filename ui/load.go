@@ -28,6 +28,7 @@ func (m Model) load(fresh bool) tea.Cmd {
 		if store != nil {
 			msg.maint = store.List()
 		}
+		msg.holds, msg.holdsErr = eng.RecoveryHolds(ctx)
 		return msg
 	}
 }

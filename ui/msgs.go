@@ -18,7 +18,10 @@ type (
 		inv     model.Inventory
 		victims []policy.Victim
 		maint   []model.NodeMaintenance
-		err     error
+		holds   []model.RecoveryHold // what holds automatic recovery, from the cluster's records
+		// holdsErr: they could not be read; the last ones read stay on screen.
+		holdsErr error
+		err      error
 		// stale: the read failed (err); inv is the Kubernetes cache joined with the last
 		// Nova read, made at novaAt (zero: never), so the Kubernetes half stays on screen.
 		stale  bool

@@ -23,9 +23,27 @@ func (m Model) View() string {
 	return head + "\n" + body + "\n" + m.footer(p)
 }
 
-// banner says, while reading the cluster fails, what failed and since when, and what the
-// screen shows instead (the Kubernetes half, with the last Nova read).
+// banner says what the operator must know on every screen: while automatic recovery is
+// held, by what (until it ends); while reading the cluster fails, what failed and since when.
 func (m Model) banner() string {
+	s := &m.s
+	var lines []string
+	if len(s.holds) > 0 {
+		line := "⏸ " + text.Safe(text.RecoveryHold(s.holds[0]))
+		if n := len(s.holds) - 1; n > 0 {
+			line = fmt.Sprintf("%s (+%d more: :recoveries)", line, n)
+		}
+		lines = append(lines, s.st.Warn.Render(truncate(line, s.width)))
+	}
+	if r := m.readsFailing(); r != "" {
+		lines = append(lines, r)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// readsFailing says, while reading the cluster fails, what failed and since when, and what
+// the screen shows instead (the Kubernetes half, with the last Nova read).
+func (m Model) readsFailing() string {
 	s := &m.s
 	if s.invErr == nil {
 		return ""

@@ -172,8 +172,8 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			if why, wait, stuck = r.deadFor(n, renew, found, now, cfg); wait > 0 && (due == 0 || wait < due) {
 				due = wait
 			}
-			if stuck && r.sayOnce("stuck/"+n.Name, why) {
-				r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: "automatic recovery of " + n.Name + " held: " + why})
+			if stuck {
+				r.refuse(ctx, n, why)
 			}
 		}
 		if why != "" {
@@ -200,7 +200,7 @@ func stormOf(cfg model.RecoverConfig, compute, unhealthy []model.Node) string {
 		return strings.Join(out, ", ")
 	}
 	if limit := cfg.UnhealthyLimit(len(compute)); len(unhealthy) > limit {
-		return fmt.Sprintf("%d of %d compute nodes unhealthy (%s), more than [recover] max_unhealthy (%d)", len(unhealthy), len(compute), names(unhealthy), limit)
+		return fmt.Sprintf("%d of %d compute nodes unhealthy (%s), more than max_unhealthy (%d)", len(unhealthy), len(compute), names(unhealthy), limit)
 	}
 	if cfg.FailureDomain == "" {
 		return ""
@@ -220,7 +220,7 @@ func stormOf(cfg model.RecoverConfig, compute, unhealthy []model.Node) string {
 	slices.Sort(domains)
 	for _, d := range domains {
 		if limit := cfg.DomainLimit(size[d]); len(sick[d]) > limit {
-			return fmt.Sprintf("%d of %d compute nodes of %s=%s unhealthy (%s), more than [recover] max_unhealthy_per_domain (%d): the domain, not its machines",
+			return fmt.Sprintf("%d of %d compute nodes of %s=%s unhealthy (%s), more than max_unhealthy_per_domain (%d): the domain, not its machines",
 				len(sick[d]), size[d], cfg.FailureDomain, d, names(sick[d]), limit)
 		}
 	}
@@ -310,7 +310,7 @@ func (r *Recoverer) stormBegan(ctx context.Context, now time.Time, unhealthy []m
 		names = append(names, n.Name)
 	}
 	r.saveStorm(ctx, model.Storm{Began: now, Nodes: names})
-	msg := "storm guard: " + why + ": no automatic recovery, nothing fenced"
+	msg := "storm guard: no automatic recovery, nothing fenced: " + why
 	r.Log("automatic recovery: " + msg)
 	r.notify(model.Notice{Kind: model.NoticeStorm, Message: msg})
 	for _, n := range unhealthy {
@@ -403,6 +403,25 @@ func (r *Recoverer) explained(ctx context.Context, n model.Node) string {
 	return "being recovered"
 }
 
+// refuse says, once, that automatic recovery of the node is refused and why, and records the
+// refusal: a person's now, in this outage, for this process and any that follows.
+func (r *Recoverer) refuse(ctx context.Context, n model.Node, msg string) {
+	if !r.sayOnce("refused/"+n.Name, msg) {
+		return
+	}
+	e := r.Engine
+	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryRefused", "automatic recovery refused: "+msg)
+	r.Log("automatic recovery of " + n.Name + " refused: " + msg)
+	r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: "automatic recovery refused: " + msg})
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	now := e.Now()
+	if err := e.SaveRecovery(wctx, model.Recovery{Node: n.Name, Host: n.Host, Automatic: true, By: "automatic recovery",
+		Started: now, Finished: now, Outage: n.Kube.ReadySince, Outcome: string(ops.ResultRefused), Error: msg}); err != nil {
+		r.Log("automatic recovery: the refusal could not be recorded: " + err.Error())
+	}
+}
+
 // stoppedIn reports whether the node's ladder stopped in the outage that began at since.
 func stoppedIn(stopped map[string]time.Time, node string, since time.Time) bool {
 	t, ok := stopped[node]
@@ -432,19 +451,7 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		err = &ops.RefusedError{Reasons: plan.Blockers()}
 	}
 	if err != nil {
-		if msg := err.Error(); r.sayOnce("refused/"+n.Name, msg) {
-			r.event(ctx, n.Name, "Warning", "DrainctlRecoveryRefused", "automatic recovery refused: "+msg)
-			r.Log("automatic recovery of " + n.Name + " refused: " + msg)
-			r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: "automatic recovery refused: " + msg})
-			// Recorded: a person's now, in this outage, for this process and any that follows.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			now := e.Now()
-			if err := e.SaveRecovery(wctx, model.Recovery{Node: n.Name, Host: n.Host, Automatic: true, By: "automatic recovery",
-				Started: now, Finished: now, Outage: n.Kube.ReadySince, Outcome: string(ops.ResultRefused), Error: msg}); err != nil {
-				r.Log("automatic recovery: the refusal could not be recorded: " + err.Error())
-			}
-			cancel()
-		}
+		r.refuse(ctx, n, err.Error())
 		return
 	}
 	delete(r.said, "refused/"+n.Name)

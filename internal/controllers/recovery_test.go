@@ -245,6 +245,13 @@ func TestAStormFencesNothing(t *testing.T) {
 	if told := c.told(); !slices.Equal(told, []model.NoticeKind{model.NoticeStorm}) {
 		t.Errorf("told %v; want the storm, once", told)
 	}
+	// While it holds, --auto recoveries says so (and the TUI's header, from the same records).
+	var out, errOut bytes.Buffer
+	a := &auto.Auto{Engine: c.Engine("operator@test", nil), Stdout: &out, Stderr: &errOut}
+	if err := a.Do(kubetest.Ctx(t), "recoveries", nil); err != nil || !strings.Contains(out.String(), "automatic recovery held: storm: ") ||
+		!strings.Contains(out.String(), c0) {
+		t.Errorf("--auto recoveries during a storm: %v\n%s", err, out.String())
+	}
 }
 
 // A person's pause in drainctl's namespace (--auto pause-recovery, as NodeHealthCheck's
@@ -738,6 +745,13 @@ func TestAHungComputeAgentPagesInsteadOfFencing(t *testing.T) {
 	if entries, _ := os.ReadDir(marks); len(entries) != 0 {
 		t.Errorf("fenced a node whose nova-compute hung long before it: %v", entries)
 	}
+	// Recorded: a person's, for a restarted controller too, and said while it lasts.
+	holds, err := c.Engine("operator@test", nil).RecoveryHolds(kubetest.Ctx(t))
+	if err != nil || !slices.ContainsFunc(holds, func(h model.RecoveryHold) bool {
+		return h.Node == c0 && h.Kind == string(ops.ResultRefused) && strings.Contains(h.Why, "hung agent")
+	}) {
+		t.Errorf("holds %+v, %v; want %s refused for its hung agent", holds, err, c0)
+	}
 }
 
 // The storm guard by failure domain: two dead nodes of one rack in a cluster of ten, under
@@ -819,8 +833,17 @@ func TestASecondDeathAfterARecoveryIsRecovered(t *testing.T) {
 	if slices.Contains(c.told(), model.NoticeStorm) {
 		t.Errorf("told %v: a recovered node counted as a new failure", c.told())
 	}
-	// A node a person has taken (drainctl's journal on it) is no new failure either, and the
-	// storm, when there is one, names what it did not count.
+	// Two more at once are a storm all the same, and it names what it did not count.
+	c3 := c.Name("c3")
+	kubetest.Node(t, c.CS, c3)
+	c.World.AddHost(c3, 64, 262144, 2000)
+	c.die(c.Name("c2"))
+	c.die(c3)
+	kubetest.Eventually(t, 30*time.Second, "the storm said", func() bool { _, ok := c.notice(model.NoticeStorm); return ok })
+	if n, _ := c.notice(model.NoticeStorm); !strings.Contains(n.Message, "2 of 4 compute nodes unhealthy") ||
+		!strings.Contains(n.Message, "not counted: "+c0+" (recovered), "+c1+" (recovered)") {
+		t.Errorf("the storm: %q", n.Message)
+	}
 }
 
 // A person's recovery after automatic recovery finished (what it left for a person: a VM
@@ -862,5 +885,59 @@ func TestAPersonsRerunKeepsTheAutomaticRebuild(t *testing.T) {
 	if rec.By != "alice@laptop" || rec.Automatic || status["vm-a"] != model.MoveSucceeded || status["vm-b"] != model.MoveSucceeded {
 		t.Errorf("the ledger after the person's run: by %s, automatic %v, moves %v; want vm-a (the automatic rebuild) and vm-b (the person's) succeeded",
 			rec.By, rec.Automatic, status)
+	}
+}
+
+// Recovery priorities when room runs short: the other hosts have room for one of the dead
+// host's two VMs. The small one its owner marked 9 is rebuilt; the large one marked 1 is left
+// and named in the ledger with its priority (largest-first alone would have taken it).
+func TestPrioritiesAreHonouredWhenRoomRunsShort(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			switch vm.Name {
+			case "vm-a": // 8 GiB
+				vm.Metadata = map[string]string{model.RecoveryPriorityKey: "1"}
+			case "vm-b": // 2 GiB
+				vm.Metadata = map[string]string{model.RecoveryPriorityKey: "9"}
+			}
+		}
+	})
+	// Fill the other hosts: 9,000 MiB free on c1 (either VM, not both), none on c2.
+	inv, err := c.Engine("operator@test", nil).Inventory().Read(kubetest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, keep := range map[string]float64{c.Name("c1"): 9000, c.Name("c2"): 0} {
+		n, _ := inv.Node(name)
+		room, ok := n.Hypervisor.Room(4)
+		if !ok {
+			t.Fatalf("%s: no room known", name)
+		}
+		c.World.AddServer("filler-"+name, name, sim.Flavor{Name: "filler", RAMMB: int64(room.MemoryMB.Free() - keep), VCPUs: 1, DiskGB: 1})
+	}
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	rec, _ := c.recovery(c0)
+	for _, m := range rec.Moves {
+		switch m.VM {
+		case "vm-b":
+			if m.Status != model.MoveSucceeded {
+				t.Errorf("vm-b, priority 9: %+v; want rebuilt", m)
+			}
+		case "vm-a":
+			if m.Status != model.MoveLeft || !strings.Contains(m.Reason, "recovery priority 1") {
+				t.Errorf("vm-a, priority 1: %+v; want left, its priority named", m)
+			}
+		}
+	}
+	if a, _ := c.World.ServerByName("vm-a"); a.Host != c0 || len(c.World.MigrationStatuses(a.ID)) != 0 {
+		t.Errorf("vm-a was asked of Nova: on %s", a.Host)
 	}
 }

@@ -56,6 +56,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:2:1: recover.heartbeat_timeout must be at least 10s, got "2s"; the default is "40s": the kubelet renews its Lease every 10s, nova-compute reports every report_interval (10s)`},
 		{"fence check with {node} quoted", "[recover]\nfence_check_cmd = \"ipmitool -H '{node}-bmc' power status\"\n",
 			`config.toml:2:1: recover.fence_check_cmd {node} is inside ' quotes in "ipmitool -H '{node}-bmc' power status": drainctl quotes the node's name itself; write {node} bare (or "$DRAINCTL_NODE")`},
+		{"recovery priority out of range", "[recover.priority]\nflavors = { \"m1.huge\" = 12 }\n",
+			`config.toml:2:1: recover.priority.flavors must be 0 to 9, got 12; 9 is rebuilt first; the default is 5`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {

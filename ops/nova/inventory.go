@@ -375,6 +375,7 @@ func (s wireServer) model() model.VM {
 		vm.Image = image.ID
 	}
 	vm.PolicyAsked = s.Metadata[model.VMPolicyKey]
+	vm.PriorityAsked = s.Metadata[model.RecoveryPriorityKey]
 	return vm
 }
 

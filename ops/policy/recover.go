@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +52,36 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 			Message: fmt.Sprintf("%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)", DiskLost, vm.DiskGB)}}
 	}
 	return model.MoveRebuild, nil
+}
+
+// LeftForRoom is a VM of a dead host that the other hosts have no room for: left there, with
+// its reason.
+type LeftForRoom struct {
+	VM     model.VM
+	Reason model.Reason
+}
+
+// ByPriority orders a dead host's VMs to rebuild by their recovery priority (highest first,
+// then the largest), and keeps the longest run of them the other hosts have room for (as
+// CapacityReason judges room); the rest, the lowest, are left, each with its reason.
+func ByPriority(node model.Node, vms []model.VM, inv model.Inventory, cpuRatio float64, o Options, prio model.PriorityConfig) (fits []model.VM, left []LeftForRoom) {
+	of := func(vm model.VM) int { p, _, _ := prio.Of(vm); return p }
+	sorted := slices.Clone(vms)
+	slices.SortStableFunc(sorted, func(a, b model.VM) int {
+		return cmp.Or(cmp.Compare(of(b), of(a)), cmp.Compare(b.RAMMB, a.RAMMB))
+	})
+	room := func(n int) bool { return CapacityReason(node, sorted[:n], inv, nil, cpuRatio, o) == nil }
+	if room(len(sorted)) {
+		return sorted, nil
+	}
+	n := sort.Search(len(sorted), func(n int) bool { return !room(n) }) - 1 // the longest run with room
+	n = max(n, 0)
+	for _, vm := range sorted[n:] {
+		p, from, _ := prio.Of(vm)
+		msg := fmt.Sprintf("left on the dead host: the other hosts have room for %d of its %d VM(s) to rebuild, and its recovery priority %d (%s) is among the lowest; the higher are rebuilt first", n, len(sorted), p, from)
+		left = append(left, LeftForRoom{VM: vm, Reason: model.Reason{Code: model.NoHostWithRoom, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, Message: msg}})
+	}
+	return sorted[:n], left
 }
 
 // DiskFate says what a rebuild elsewhere does to the VM's disk.

@@ -19,9 +19,18 @@ func (a *Auto) recoveries(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
+	holds, err := a.Engine.RecoveryHolds(ctx)
+	if err != nil {
+		return err
+	}
 	if a.JSON {
 		if pause != nil {
 			if err := writeLine(a.Stdout, "pause", pause); err != nil {
+				return err
+			}
+		}
+		for _, h := range holds {
+			if err := writeLine(a.Stdout, "hold", h); err != nil {
 				return err
 			}
 		}
@@ -34,6 +43,11 @@ func (a *Auto) recoveries(ctx context.Context, _ []string) error {
 	}
 	if pause != nil {
 		text.Fprintf(a.Stdout, "%s (drainctl --auto resume-recovery lifts it)\n", text.RecoveryPause(*pause))
+	}
+	for _, h := range holds {
+		if h.Kind != "pause" { // said above, with how to lift it
+			text.Fprintf(a.Stdout, "%s\n", text.RecoveryHold(h))
+		}
 	}
 	if len(all) == 0 {
 		fmt.Fprintln(a.Stdout, "no recovery records")
