@@ -113,6 +113,11 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 		vms = "no VMs to rebuild: this node has no compute service"
 	}
 	step(model.StepRebuildVMs, len(node.VMs) == 0, vms)
+	// The VMs drainctl stopped for restart-in-place before the host died: started where they
+	// were rebuilt, or said to stay stopped, never a silent success.
+	if j, _ := ReadJournal(*k); len(j.Restart) > 0 && e.nova != nil {
+		step(model.StepRestartVMs, false, fmt.Sprintf("start the %d VM(s) drainctl stopped for restart-in-place where they were rebuilt", len(j.Restart)))
+	}
 
 	for _, pod := range deadPods(node.Pods) {
 		p.Pods = append(p.Pods, pod)

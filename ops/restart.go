@@ -130,8 +130,14 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			continue
 		case err != nil:
 			return "", err
-		case vm.Host != p.Host:
+		case vm.Host != p.Host && !r.rebuiltHere(ctx, vm, p.Host):
 			notes = append(notes, vm.Name+": moved since it was stopped (now on "+vm.Host+"): not drainctl's to start")
+			continue
+		case vm.Host == p.Host && traitsOf(p.Op).rebuilds:
+			// Left on the dead host (its disk, the room): it stays stopped, and is said so.
+			msg := vm.Name + ": stopped by drainctl for restart-in-place, not started: left on the dead host (see the recovery's ledger)"
+			notes = append(notes, msg)
+			r.report.Left = append(r.report.Left, msg)
 			continue
 		case vm.Status == model.VMActive:
 			started = append(started, vm.Name+" (running already)")
@@ -159,4 +165,19 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("restart-in-place: %d VM(s) not started on %s: %s; run the same command again to retry", len(failed), p.Host, strings.Join(failed, "; "))
 	}
 	return s, nil
+}
+
+// rebuiltHere says whether the VM left the dead host by a rebuild of this recovery: a
+// recovery's run, and Nova's newest migration record of the VM an evacuation from host, done.
+// A VM moved any other way (its owner, a colleague) is not drainctl's to start.
+func (r *runner) rebuiltHere(ctx context.Context, vm model.VM, host string) bool {
+	if !traitsOf(r.plan.Op).rebuilds {
+		return false
+	}
+	ms, err := r.e.nova.MigrationsOf(ctx, vm.ID)
+	if err != nil || len(ms) == 0 {
+		return false
+	}
+	newest := slices.MaxFunc(ms, func(a, b model.Migration) int { return cmp.Compare(a.ID, b.ID) })
+	return newest.Type == model.MigrationTypeEvacuation && newest.SourceCompute == host && (newest.Status == "done" || newest.Status == "completed")
 }

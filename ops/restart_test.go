@@ -8,6 +8,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
@@ -133,5 +134,48 @@ func TestARestartInPlaceStopThatNeverEndsFailsAtItsTimeout(t *testing.T) {
 	}
 	if j, _ := ops.ReadJournal(c.Node(c0)); !slices.Contains(j.Restart, a.ID) {
 		t.Errorf("the journal's restart list %v does not name vm-a (%s)", j.Restart, a.ID)
+	}
+}
+
+// A VM drainctl stopped for restart-in-place whose host then dies: the recovery rebuilds it
+// and starts it where it was rebuilt; one the recovery leaves on the dead host (its local disk)
+// is said to stay stopped, never a silent success.
+func TestARestartInPlaceVMOfADeadHostIsStartedWhereItIsRebuilt(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
+	c.World.SetMetadata("vm-b", model.VMPolicyKey, "restart-in-place")
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			vm.VolumeBacked = vm.Name == "vm-a" // vm-b's local disk: a person's to lose
+		}
+	})
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Status != "SHUTOFF" || vm.Host != c0 {
+			t.Fatalf("%s after the evacuation: %s on %s", name, vm.Status, vm.Host)
+		}
+	}
+	c.World.KillHost(c0)
+	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
+	rro := ops.RunOptions{Policy: defaults(), ConfirmFenced: true}
+	rro.Policy.KeepLocalDisks = true
+	rec, rep, err := run(t, e, model.OpRecover, c0, rro)
+	if err != nil {
+		t.Fatalf("recover: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if a, _ := c.World.ServerByName("vm-a"); a.Host == c0 || a.Status != "ACTIVE" {
+		t.Errorf("vm-a after the recovery: %s on %s; want ACTIVE where it was rebuilt", a.Status, a.Host)
+	}
+	if b, _ := c.World.ServerByName("vm-b"); b.Host != c0 || b.Status != "SHUTOFF" {
+		t.Errorf("vm-b after the recovery: %s on %s; want left, stopped", b.Status, b.Host)
+	}
+	if !slices.ContainsFunc(rep.Left, func(l string) bool { return strings.Contains(l, "vm-b: stopped by drainctl for restart-in-place, not started") }) {
+		t.Errorf("the report's left %v; want vm-b said stopped by drainctl, not started", rep.Left)
 	}
 }

@@ -73,7 +73,9 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 			return not("its node %s is being worked by %s: left there", on, holder)
 		}
 	}
-	ro.To, ro.Returning, ro.Leaving, ro.Later = node, true, nil, nil
+	// Planned on a fresh read: the view's cache (FromCache) was read before the step that
+	// brought home back enabled its nova-compute, and would judge home disabled.
+	ro.To, ro.Returning, ro.Leaving, ro.Later, ro.FromCache = node, true, nil, nil, false
 	p, err := e.Plan(ctx, model.OpMigrate, l.ID, ro)
 	if err != nil {
 		return not("planning its move: %v", err)

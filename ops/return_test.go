@@ -179,3 +179,33 @@ func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
 		}
 	}
 }
+
+// The TUI's way (u, H, y): a view plans and runs from its cache (FromCache), read while the
+// node's nova-compute was still disabled; the return is judged on a read made after the step
+// enabled it, so the VMs come home.
+func TestAViewsReturnIsJudgedAfterTheEnable(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if _, err := e.Inventory().Read(t.Context()); err != nil { // the view's last read: disabled
+		t.Fatal(err)
+	}
+	back := ops.RunOptions{Policy: defaults(), ReturnVMs: true, FromCache: true}
+	rec, rep, err := run(t, e, model.OpUncordon, c0, back)
+	if err != nil {
+		t.Fatalf("uncordon --return-vms: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if len(rep.Returns) != 2 {
+		t.Fatalf("returns %+v; want vm-a and vm-b", rep.Returns)
+	}
+	for _, r := range rep.Returns {
+		if !r.Home {
+			t.Errorf("%s not brought home: %s", r.Name, r.Why)
+		}
+	}
+}

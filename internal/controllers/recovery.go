@@ -463,6 +463,15 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 	}
 	started := fmt.Sprintf("automatic recovery: %s dead since %s, fencing it, then %d VM(s) rebuilt elsewhere, %d left (see the ledger)",
 		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs)-left, left)
+	var stays []string
+	for _, x := range plan.Reasons {
+		if x.Code == model.VMAsksToStay && x.Severity == model.Notes {
+			stays = append(stays, x.Object)
+		}
+	}
+	if len(stays) > 0 {
+		started += fmt.Sprintf("; %d whose owner asks that it stay, rebuilt all the same (its host is dead): %s", len(stays), strings.Join(stays, ", "))
+	}
 	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", started)
 	r.notify(model.Notice{Kind: model.NoticeRecoveryStarted, Node: n.Name, Message: started})
 	r.Log(started)

@@ -941,3 +941,27 @@ func TestPrioritiesAreHonouredWhenRoomRunsShort(t *testing.T) {
 		t.Errorf("vm-a was asked of Nova: on %s", a.Host)
 	}
 }
+
+// The owner's stays on a dead host: staying means staying down, so the VM is rebuilt all the
+// same, and that is said in the plan's notice and the ledger, not merely counted.
+func TestAnOwnersStaysOnADeadHostIsSaid(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "stays")
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+	rec, _ := c.recovery(c0)
+	for _, m := range rec.Moves {
+		if m.VM == "vm-a" && (m.Status != model.MoveSucceeded || !strings.Contains(m.Reason, "its owner asks that it stay")) {
+			t.Errorf("vm-a in the ledger: %+v; want rebuilt, its owner's stays said", m)
+		}
+	}
+	if n, _ := c.notice(model.NoticeRecoveryStarted); !strings.Contains(n.Message, "1 whose owner asks that it stay, rebuilt all the same (its host is dead): vm-a") {
+		t.Errorf("the start said %q", n.Message)
+	}
+}

@@ -47,11 +47,18 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf("stays on the dead host: a rebuild would lose its local disk (%d GB), a loss automatic recovery leaves to a person (a recovery by hand that accepts it rebuilds the VM)", vm.DiskGB)}}
 	}
-	if DiskFate(vm, sharedStorage) == DiskLost {
-		return model.MoveRebuild, []model.Reason{{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-			Message: fmt.Sprintf("%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)", DiskLost, vm.DiskGB)}}
+	var notes []model.Reason
+	// Its owner's stays is about maintenance: on a dead host it would mean staying down. It is
+	// rebuilt all the same, and said (the plan, the ledger, the notice), not merely counted.
+	if p, from := VMPolicyOf(vm, o); p == model.PolicyStays && !o.OverridesPolicy(vm) {
+		notes = append(notes, model.Reason{Code: model.VMAsksToStay, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+			Message: fmt.Sprintf("its owner asks that it stay (stays, %s): on a dead host that is staying down, so it is rebuilt elsewhere all the same", cmp.Or(from, "the default"))})
 	}
-	return model.MoveRebuild, nil
+	if DiskFate(vm, sharedStorage) == DiskLost {
+		notes = append(notes, model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+			Message: fmt.Sprintf("%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)", DiskLost, vm.DiskGB)})
+	}
+	return model.MoveRebuild, notes
 }
 
 // LeftForRoom is a VM of a dead host that the other hosts have no room for: left there, with
