@@ -175,7 +175,9 @@ func TestARestartInPlaceVMOfADeadHostIsStartedWhereItIsRebuilt(t *testing.T) {
 	if b, _ := c.World.ServerByName("vm-b"); b.Host != c0 || b.Status != "SHUTOFF" {
 		t.Errorf("vm-b after the recovery: %s on %s; want left, stopped", b.Status, b.Host)
 	}
-	if !slices.ContainsFunc(rep.Left, func(l string) bool { return strings.Contains(l, "vm-b: stopped by drainctl for restart-in-place, not started") }) {
+	if !slices.ContainsFunc(rep.Left, func(l string) bool {
+		return strings.Contains(l, "vm-b: stopped by drainctl for restart-in-place, not started")
+	}) {
 		t.Errorf("the report's left %v; want vm-b said stopped by drainctl, not started", rep.Left)
 	}
 }
