@@ -965,3 +965,37 @@ func TestAnOwnersStaysOnADeadHostIsSaid(t *testing.T) {
 		t.Errorf("the start said %q", n.Message)
 	}
 }
+
+// A failed fence's command line and its output never leave the operator's side: the Node's
+// Events (readable in namespace default), the notices (a webhook) and the recovery record
+// name the fence command and carry its last line masked.
+func TestAFailedFenceLeaksNoSecret(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.die(c0)
+	c.Cfg.Recover.FenceRetries = 0
+	stop := c.startRecoverer("echo ipmitool -I lanplus -H {node}-bmc -U admin -Phunter2 failed: BMC_PW=hunter2; exit 1 # -P hunter2")
+	kubetest.Eventually(t, 30*time.Second, "the failed fence said", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.APersons()
+	})
+	stop()
+	rec, _ := c.recovery(c0)
+	events, err := c.CS.CoreV1().Events("default").List(kubetest.Ctx(t), metav1.ListOptions{FieldSelector: "involvedObject.name=" + c0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := []string{rec.Error}
+	for _, e := range events.Items {
+		seen = append(seen, e.Message)
+	}
+	c.mu.Lock()
+	for _, n := range c.notices {
+		seen = append(seen, n.Message)
+	}
+	c.mu.Unlock()
+	all := strings.Join(seen, "\n")
+	if strings.Contains(all, "hunter2") || !strings.Contains(all, "fence command") {
+		t.Errorf("a secret left the operator's side, or the fence is not named:\n%s", all)
+	}
+}

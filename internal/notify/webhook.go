@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -56,6 +57,10 @@ func New(cfg model.NotifyConfig, getenv func(string) string, failed func(Notice,
 		}
 		token = strings.TrimSpace(string(data))
 	}
+	if token != "" && u.Scheme == "http" && !loopback(u.Hostname()) {
+		// A bearer token over plain HTTP is read by anyone on the path.
+		return nil, fmt.Errorf("[notify] webhook %s is plain http: its token would cross the network in clear; use https (plain http is allowed to a loopback address only)", u.Redacted())
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
@@ -71,7 +76,9 @@ func New(cfg model.NotifyConfig, getenv func(string) string, failed func(Notice,
 	if failed == nil {
 		failed = func(Notice, error) {}
 	}
-	return &Webhook{url: cfg.Webhook, token: token, client: &http.Client{Timeout: 5 * time.Second, Transport: tr},
+	// A redirect would carry the token to wherever it points: not followed, a failure.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Webhook{url: cfg.Webhook, token: token, client: &http.Client{Timeout: 5 * time.Second, Transport: tr, CheckRedirect: noRedirect},
 		queue: make(chan Notice, 64), attempts: 3, backoff: time.Second, failed: failed}, nil
 }
 
@@ -161,4 +168,13 @@ func (w *Webhook) post(ctx context.Context, n Notice) error {
 		last = fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return last
+}
+
+// loopback reports whether host is this machine (localhost, 127.0.0.0/8, ::1).
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

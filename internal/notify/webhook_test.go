@@ -124,3 +124,44 @@ func TestCampaignNoticesAreWhatOnCallMustKnow(t *testing.T) {
 		t.Errorf("notices %v, want %v", kinds, want)
 	}
 }
+
+// The token never crosses the network in clear nor follows a redirect: a plain-http webhook
+// off this machine is refused at load (loopback is allowed), and a redirect is not followed.
+func TestTheTokenStaysOnTLSAndOffRedirects(t *testing.T) {
+	token := func(string) string { return "tok3n" }
+	if _, err := New(model.NotifyConfig{Webhook: "http://hooks.example.com/drainctl"}, token, nil); err == nil || !strings.Contains(err.Error(), "plain http") {
+		t.Errorf("a plain-http webhook off this machine: %v; want refused", err)
+	}
+	for _, ok := range []string{"http://127.0.0.1:9/x", "http://localhost:9/x", "http://[::1]:9/x", "https://hooks.example.com/x"} {
+		if _, err := New(model.NotifyConfig{Webhook: ok}, token, nil); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	var leaked atomic.Value
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization"))
+	}))
+	defer elsewhere.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	failed := make(chan error, 1)
+	w, err := New(model.NotifyConfig{Webhook: redirect.URL}, token, func(_ Notice, err error) { failed <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.attempts, w.backoff = 1, time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Run(ctx)
+	w.Notify(Notice{Kind: model.NoticeStorm, Message: "x"})
+	select {
+	case <-failed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a redirect was taken for a success")
+	}
+	if v := leaked.Load(); v != nil {
+		t.Errorf("the token followed the redirect: %v", v)
+	}
+}

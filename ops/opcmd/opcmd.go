@@ -106,12 +106,12 @@ func Run(ctx context.Context, s Spec, line func(string)) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("%s %w after %s", s.Kind, ErrTimedOut, s.Timeout))
 		defer cancel()
 	}
-	shown := Shown(s.Template, s.Node)
+	// Named, not shown: progress lines reach NDJSON and logs; the plan showed it, masked.
 	limit := "no timeout"
 	if s.Timeout > 0 {
 		limit = "timeout " + s.Timeout.String()
 	}
-	line(fmt.Sprintf("%s started (%s): %s", s.Kind, limit, shown))
+	line(fmt.Sprintf("%s started (%s)", s.Kind, limit))
 
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -153,13 +153,15 @@ func Run(ctx context.Context, s Spec, line func(string)) error {
 	if ctx.Err() != nil && err == nil {
 		err = context.Cause(ctx)
 	}
+	// The error goes where the command line must not (Events, notices, records): the command
+	// is named by its kind, its last line masked.
 	switch {
 	case err == nil:
 		return nil
 	case out.last != "":
-		return fmt.Errorf("%s %s: %w (last line: %s)", s.Kind, shown, err, out.last)
+		return fmt.Errorf("%s: %w (last line: %s)", s.Kind, err, MaskLine(out.last))
 	}
-	return fmt.Errorf("%s %s: %w", s.Kind, shown, err)
+	return fmt.Errorf("%s: %w", s.Kind, err)
 }
 
 // lines splits output into lines, cutting long ones, reporting the first MaxLines; it keeps
@@ -211,7 +213,7 @@ func (l *lines) end() {
 		return
 	}
 	l.emitted++
-	l.emit(s)
+	l.emit(MaskLine(s))
 }
 
 func (l *lines) flush() {

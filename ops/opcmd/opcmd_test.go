@@ -79,11 +79,19 @@ func TestCancelAndLeftoverChildren(t *testing.T) {
 	}
 }
 
-// The error names the last line and shows no secret.
+// The error names the last line and shows no secret: not the command line (it goes to
+// Events, notices and records, named by its kind only), and its output masked, also in
+// what a command echoes of its own arguments.
 func TestFailureSaysItsLastLineWithoutSecrets(t *testing.T) {
 	err := Run(context.Background(), Spec{Kind: Fence, Template: "echo BMC down; exit 3 # ipmitool -P hunter2", Node: "n1"}, func(string) {})
-	if err == nil || !strings.Contains(err.Error(), "last line: BMC down") || strings.Contains(err.Error(), "hunter2") {
+	if err == nil || !strings.Contains(err.Error(), "last line: BMC down") || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "ipmitool") {
 		t.Fatalf("err = %v", err)
+	}
+	var lines []string
+	err = Run(context.Background(), Spec{Kind: Fence, Template: "echo running fence_ipmilan -p hunter2; echo failed: BMC_PASSWORD=hunter2; exit 1", Node: "n1"},
+		func(l string) { lines = append(lines, l) })
+	if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(strings.Join(lines, "\n"), "hunter2") {
+		t.Fatalf("err = %v, lines %q", err, lines)
 	}
 }
 
@@ -123,6 +131,13 @@ func TestShownMasksSecrets(t *testing.T) {
 		"IPMI_PASSWORD=hunter2 ipmitool -E {node}":                                "IPMI_PASSWORD=****** ipmitool -E 'n1'",
 		"curl https://admin:hunter2@bmc.example/{node}":                           "curl https://admin:xxxxx@bmc.example/'n1'",
 		"curl -H 'Authorization: Bearer hunter2' x":                               "curl -H 'Authorization: Bearer ****** x",
+		"fence_ipmilan -a bmc -l admin -p hunter2 -o off":                         "fence_ipmilan -a bmc -l admin -p ****** -o off",
+		"ipmitool -H {node}-bmc -Phunter2 power off":                              "ipmitool -H 'n1'-bmc -P****** power off",
+		"sshpass -p hunter2 ssh {node} poweroff":                                  "sshpass -p ****** ssh 'n1' poweroff",
+		"racadm -r bmc -u root -p hunter2 serveraction powerdown":                 "racadm -r bmc -u ****** -p ****** serveraction powerdown",
+		"curl --user=admin:hunter2 https://bmc/{node}":                            "curl --user=****** https://bmc/'n1'",
+		"curl -H X-Auth-Token: hunter2 https://bmc":                               "curl -H X-Auth-Token: ****** https://bmc",
+		"BMC_PW=hunter2 fence {node}":                                             "BMC_PW=****** fence 'n1'",
 	} {
 		if got := Shown(in, "n1"); got != want || strings.Contains(got, "hunter2") {
 			t.Errorf("Shown(%s)\n got %s\nwant %s", in, got, want)

@@ -16,8 +16,11 @@ import (
 const mask = "******"
 
 var (
-	secretName = regexp.MustCompile(`(?i)(pass|pwd|secret|token|key|credential|auth)`)
-	secretOpt  = map[string]bool{"-P": true, "-u": true, "--user": true}
+	secretName = regexp.MustCompile(`(?i)(pass|pwd|(^|[_-])pw($|[_-])|secret|token|key|credential|auth)`)
+	// The options that take a password (ipmitool -P, fence_ipmilan/sshpass/racadm -p, curl's
+	// -u/--user), given apart ("-P x") or attached ("-Px", "--user=a:b"). ssh's -p (a port)
+	// is masked too: a port shown as ****** costs nothing.
+	secretOpt = map[string]bool{"-P": true, "-p": true, "-u": true, "--user": true}
 )
 
 // Shown is the command line as drainctl prints it: {node} replaced (when node is given), the
@@ -30,16 +33,22 @@ func Shown(template, node string) string {
 	maskNext := false
 	for i, w := range words {
 		switch {
+		case maskNext && (strings.EqualFold(strings.Trim(w, `'"`), "bearer") || strings.EqualFold(strings.Trim(w, `'"`), "basic")):
+			continue // "Authorization: Bearer x": the scheme is shown, the credential after it masked
 		case maskNext:
 			words[i] = mask
 			maskNext = false
 			continue
 		case secretOpt[w], strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && secretName.MatchString(w),
-			strings.EqualFold(strings.Trim(w, `'"`), "bearer"), strings.EqualFold(strings.Trim(w, `'"`), "basic"):
+			strings.EqualFold(strings.Trim(w, `'"`), "bearer"), strings.EqualFold(strings.Trim(w, `'"`), "basic"),
+			strings.HasSuffix(w, ":") && secretName.MatchString(w): // a header: "X-Auth-Token: …"
 			maskNext = true
 			continue
+		case len(w) > 2 && (strings.HasPrefix(w, "-P") || strings.HasPrefix(w, "-p")) && !strings.HasPrefix(w, "--"):
+			words[i] = w[:2] + mask // attached: -Phunter2
+			continue
 		}
-		if k, _, ok := strings.Cut(w, "="); ok && secretName.MatchString(k) {
+		if k, _, ok := strings.Cut(w, "="); ok && (secretName.MatchString(k) || secretOpt[strings.Trim(k, `'"`)]) {
 			words[i] = k + "=" + mask
 			continue
 		}
@@ -72,3 +81,8 @@ func RedactURL(s string) string {
 func isSchemeChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
 }
+
+// MaskLine is a command's output line as drainctl passes it on (a progress line, the last
+// line in an error): the same masking as a command line, as a backstop for a command that
+// prints its own arguments.
+func MaskLine(line string) string { return Shown(line, "") }
