@@ -616,6 +616,20 @@ func TestDemoVMStates(t *testing.T) {
 	}
 }
 
+// --override-vm-policy takes a VM, project=ID or policy=P; one that names no VM of the
+// targets is refused (exit 2), as --skip-vm is: a typo must not leave the run refused for
+// what it was meant to lift.
+func TestOverrideVMPolicyNamesWhatItMoves(t *testing.T) {
+	r := drainctl(t, map[string]string{}, "--demo", "--auto", "plan", "evacuate", "compute-2", "--override-vm-policy", "ledger-bd")
+	if r.code != 2 || !strings.Contains(r.stderr, "--override-vm-policy ledger-bd names no VM of the targets") {
+		t.Errorf("an override naming no VM: exit %d\n%s", r.code, r.stderr)
+	}
+	r = drainctl(t, map[string]string{}, "--demo", "--auto", "plan", "evacuate", "compute-2", "--override-vm-policy", "policy=stays", "--skip-vm", "build-old", "--cold-migrate-running")
+	if r.code != 0 || strings.Contains(r.stdout, "stays  ledger-db") || !strings.Contains(r.stdout, "ledger-db") {
+		t.Errorf("--override-vm-policy policy=stays: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // The engine speaks no command line: no string of ops/ names one of drainctl's flags. An
 // override is a typed model.Override, an option at fault a typed ops.Option, and the views
 // name them (text.Flag, internal/app's ErrorText and HintOf).

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -52,6 +53,62 @@ type MaintenanceConfig struct {
 	Flavors  map[string]VMPolicy `toml:"flavors"`
 	Images   map[string]VMPolicy `toml:"images"`
 	Projects map[string]VMPolicy `toml:"projects"`
+	// Honour is whose metadata drainctl takes: "all" (the default), "none", or a list of
+	// project IDs. A tenant's word must not hold the operator's fleet.
+	Honour Honour `toml:"honour"`
+}
+
+// Honour is [policy.maintenance] honour: every project's metadata (All), none, or the
+// listed projects'.
+type Honour struct {
+	None     bool
+	Projects []string
+}
+
+// UnmarshalTOML reads "all", "none" or a list of project IDs.
+func (h *Honour) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		switch v {
+		case "all":
+			*h = Honour{}
+			return nil
+		case "none":
+			*h = Honour{None: true}
+			return nil
+		}
+		return fmt.Errorf(`must be "all", "none" or a list of project IDs, got %q`, v)
+	case []any:
+		h.Projects = nil
+		for _, p := range v {
+			s, ok := p.(string)
+			if !ok || s == "" {
+				return fmt.Errorf("a list of project IDs holds %v", p)
+			}
+			h.Projects = append(h.Projects, s)
+		}
+		if len(h.Projects) == 0 {
+			h.None = true // an empty list honours no one
+		}
+		return nil
+	}
+	return fmt.Errorf(`must be "all", "none" or a list of project IDs, got %v`, v)
+}
+
+// Of says whether the VM's owner's metadata is taken.
+func (h Honour) Of(vm VM) bool {
+	switch {
+	case h.None:
+		return false
+	case h.Projects == nil:
+		return true
+	}
+	for _, p := range h.Projects {
+		if p == vm.ProjectID {
+			return true
+		}
+	}
+	return false
 }
 
 // Of is the operator's policy for vm and where it comes from ("policy.maintenance.flavors" …;

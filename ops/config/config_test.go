@@ -58,6 +58,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:2:1: recover.fence_check_cmd {node} is inside ' quotes in "ipmitool -H '{node}-bmc' power status": drainctl quotes the node's name itself; write {node} bare (or "$DRAINCTL_NODE")`},
 		{"recovery priority out of range", "[recover.priority]\nflavors = { \"m1.huge\" = 12 }\n",
 			`config.toml:2:1: recover.priority.flavors must be 0 to 9, got 12; 9 is rebuilt first; the default is 5`},
+		{"honour neither all, none nor a list", "[policy.maintenance]\nhonour = \"some\"\n",
+			`config.toml:2:11: policy.maintenance.honour: must be "all", "none" or a list of project IDs, got "some"`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {

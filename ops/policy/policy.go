@@ -6,6 +6,8 @@ package policy
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -361,7 +363,22 @@ func (o Options) Given() []model.Given {
 }
 
 // OverridesPolicy says whether the operator moves the VM whatever its own policy asks.
-func (o Options) OverridesPolicy(vm model.VM) bool { return names(o.OverrideVMPolicies, vm) }
+func (o Options) OverridesPolicy(vm model.VM) bool {
+	return slices.ContainsFunc(o.OverrideVMPolicies, func(s string) bool { return o.OverrideNames(s, vm) })
+}
+
+// OverrideNames says whether an --override-vm-policy value names the VM: its name or ID,
+// project=ID (every VM of the project) or policy=P (every VM whose policy is P).
+func (o Options) OverrideNames(s string, vm model.VM) bool {
+	if id, ok := strings.CutPrefix(s, "project="); ok {
+		return id != "" && vm.ProjectID == id
+	}
+	if p, ok := strings.CutPrefix(s, "policy="); ok {
+		asked, _ := VMPolicyOf(vm, o)
+		return string(asked) == p
+	}
+	return s == vm.Name || s == vm.ID
+}
 
 func names(list []string, vm model.VM) bool {
 	for _, s := range list {
@@ -398,11 +415,39 @@ func FromConfig(cfg model.Config) (Options, error) {
 
 // VMPolicyOf is the VM's own maintenance policy and where it comes from: its owner's metadata
 // (drainctl:maintenance), else the operator's [policy.maintenance], else migrate (from "").
+//
+// The owner's word counts within the operator's bounds: metadata of a project [policy.
+// maintenance] honour leaves out, or a value that is no policy, gives way to the operator's
+// policy (where from says why); never a blocker a tenant can plant on the fleet.
 func VMPolicyOf(vm model.VM, o Options) (model.VMPolicy, string) {
-	if vm.PolicyAsked != "" {
-		return model.VMPolicy(vm.PolicyAsked), "its metadata " + model.VMPolicyKey
+	asked := model.VMPolicy(vm.PolicyAsked)
+	switch {
+	case asked == "":
+		return o.Maintenance.Of(vm)
+	case !o.Maintenance.Honour.Of(vm):
+		p, from := o.Maintenance.Of(vm)
+		return p, fmt.Sprintf("%s; its metadata %s = %s is not honoured for its project ([policy.maintenance] honour)", orDefault(from), model.VMPolicyKey, quoted(vm.PolicyAsked))
+	case !asked.Known():
+		p, from := o.Maintenance.Of(vm)
+		return p, fmt.Sprintf("%s; its metadata %s = %s is none of %s", orDefault(from), model.VMPolicyKey, quoted(vm.PolicyAsked), model.VMPolicyNames())
 	}
-	return o.Maintenance.Of(vm)
+	return asked, "its metadata " + model.VMPolicyKey
+}
+
+// quoted is a value a tenant chose, quoted and cut to a readable length.
+func quoted(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:40]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// orDefault names where the operator's policy comes from ("" is the built-in default).
+func orDefault(from string) string {
+	if from == "" {
+		return "the default"
+	}
+	return from
 }
 
 // asItsPolicy is a movable VM's move as its policy asks: migrate keeps the move its state
@@ -422,6 +467,10 @@ func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reaso
 	}
 	switch p {
 	case model.PolicyMigrate:
+		if r == nil && vm.PolicyAsked != "" && !strings.HasPrefix(from, "its metadata") { // its owner's word set aside: said
+			return method, &model.Reason{Code: model.VMPolicyUnknown, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
+				Message: fmt.Sprintf("moved %s as the operator's policy says (%s)", method, from)}
+		}
 		return method, r
 	case model.PolicyStopStart:
 		if method == model.MoveCold && vm.Status != model.VMActive {

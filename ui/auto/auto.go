@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -37,6 +38,9 @@ func (a *Auto) operate(ctx context.Context, op model.OpKind, targets []string) e
 		return err
 	}
 	if err := skipsNameOneVM(a.Run.Policy.SkipVMs, b.Plans); err != nil {
+		return err
+	}
+	if err := overridesNameAVM(a.Run.Policy, b.Plans); err != nil {
 		return err
 	}
 	refusals := b.Blockers()
@@ -289,6 +293,21 @@ func (a *Auto) sayReturns(c model.Campaign) {
 			}
 		}
 	}
+}
+
+// overridesNameAVM refuses an --override-vm-policy that names no VM of the targets: a typo
+// would leave the override unused and the run refused for what it was meant to lift (or a
+// campaign's later node moved by an override meant for another).
+func overridesNameAVM(o policy.Options, plans []model.Plan) error {
+	for _, s := range o.OverrideVMPolicies {
+		if !slices.ContainsFunc(plans, func(p model.Plan) bool {
+			return slices.ContainsFunc(p.VMs, func(vm model.VM) bool { return o.OverrideNames(s, vm) })
+		}) {
+			return &ops.UsageError{Problem: text.Sprintf("--override-vm-policy %s names no VM of the targets", text.ShellWord(s)),
+				Hint: "name a VM (its name or ID), project=ID or policy=stays"}
+		}
+	}
+	return nil
 }
 
 // skipsNameOneVM refuses a --skip-vm that names no VM of the targets (a typo would leave the
