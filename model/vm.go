@@ -205,3 +205,11 @@ func (s MigrationStatus) Final() bool {
 	}
 	return false
 }
+
+// PowerAction is a server's stop or start as Nova's instance actions keep it: the request
+// that asked it and who.
+type PowerAction struct {
+	Action    string `json:"action"` // stop, start
+	RequestID string `json:"request_id"`
+	UserID    string `json:"user_id"`
+}

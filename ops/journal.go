@@ -59,6 +59,9 @@ type Journal struct {
 	// Restart are the VMs (IDs) drainctl stopped on the node for restart-in-place, written
 	// before each stop: the node's return starts them there again.
 	Restart []string `json:"restart,omitempty"`
+	// Stopped is each such stop's request ID, by VM ID (Nova keeps it as the stop's instance
+	// action): a VM is started again only while its newest stop is this one.
+	Stopped map[string]string `json:"stopped,omitempty"`
 }
 
 // ColdMove is one cold migration drainctl asked for.

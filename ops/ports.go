@@ -156,8 +156,10 @@ type Nova interface {
 	ConsoleOutput(ctx context.Context, id string, lines int) (string, error)
 	DeleteServer(ctx context.Context, id string) error
 	// StopServer and StartServer stop and start a server where it is (restart-in-place).
-	StopServer(ctx context.Context, id string) error
+	StopServer(ctx context.Context, id string) (requestID string, err error)
 	StartServer(ctx context.Context, id string) error
+	// LastPowerAction is the server's newest stop or start (its instance actions).
+	LastPowerAction(ctx context.Context, id string) (model.PowerAction, error)
 	// ProviderConsumers lists who holds an allocation on a Placement resource provider (a
 	// hypervisor's ID); ErrNoPlacement when Placement is not in the catalog.
 	ProviderConsumers(ctx context.Context, provider string) ([]string, error)

@@ -42,10 +42,18 @@ func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reas
 		bad := notMoved(vm, err.Error(), "")
 		return &bad
 	}
-	if err := e.nova.StopServer(ctx, vm.ID); err != nil {
+	req, err := e.nova.StopServer(ctx, vm.ID)
+	if err != nil {
 		bad := notMoved(vm, "stopping it for restart-in-place: "+err.Error(), "")
 		return &bad
 	}
+	r.mu.Lock()
+	if r.stopReqs == nil {
+		r.stopReqs = map[string]string{}
+	}
+	r.stopReqs[vm.ID] = req
+	r.mu.Unlock()
+	r.journalAgain() // the stop's request ID: the proof the return asks of Nova
 	r.emitVM(run, MigRequested, "stopping it for restart-in-place")
 	if err := r.waitStatus(ctx, vm.ID, model.VMShutoff); err != nil {
 		bad := notMoved(vm, "stopping it for restart-in-place: "+err.Error(), "")
@@ -146,6 +154,17 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			failed = append(failed, fmt.Sprintf("%s: %s (task %s), not stopped as drainctl left it", vm.Name, vm.Status, cmp.Or(vm.TaskState, "none")))
 			continue
 		}
+		// The journal is a claim (one patch on the Node writes it): the server's newest stop
+		// must be the one drainctl asked, with no start or stop after it. Its owner's stop
+		// (again, or ever) leaves it stopped.
+		last, err := e.nova.LastPowerAction(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if asked := j.Stopped[id]; asked == "" || last.Action != "stop" || last.RequestID != asked {
+			notes = append(notes, fmt.Sprintf("%s: left stopped: its newest stop is not the one drainctl asked (%s)", vm.Name, powerSeen(last)))
+			continue
+		}
 		if err := e.nova.StartServer(ctx, id); err != nil {
 			failed = append(failed, vm.Name+": "+err.Error())
 			continue
@@ -180,4 +199,12 @@ func (r *runner) rebuiltHere(ctx context.Context, vm model.VM, host string) bool
 	}
 	newest := slices.MaxFunc(ms, func(a, b model.Migration) int { return cmp.Compare(a.ID, b.ID) })
 	return newest.Type == model.MigrationTypeEvacuation && newest.SourceCompute == host && (newest.Status == "done" || newest.Status == "completed")
+}
+
+// powerSeen says what Nova's instance actions show of a server's newest stop or start.
+func powerSeen(a model.PowerAction) string {
+	if a.Action == "" {
+		return "Nova records no stop"
+	}
+	return fmt.Sprintf("Nova's newest is a %s, request %s by user %s", a.Action, a.RequestID, cmp.Or(a.UserID, "unknown"))
 }

@@ -1,10 +1,14 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -179,5 +183,73 @@ func TestARestartInPlaceVMOfADeadHostIsStartedWhereItIsRebuilt(t *testing.T) {
 		return strings.Contains(l, "vm-b: stopped by drainctl for restart-in-place, not started")
 	}) {
 		t.Errorf("the report's left %v; want vm-b said stopped by drainctl, not started", rep.Left)
+	}
+}
+
+// The journal steers nothing of another tenant's (#52.2): uncordon starts a VM only while its
+// newest stop in Nova's instance actions is the one drainctl asked. A VM its owner stopped again
+// during the window, and another tenant's stopped VM a forged journal names (with a made-up
+// request ID), stay stopped, named; the VM drainctl stopped is started.
+func TestAStartNeedsDrainctlsOwnStop(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	ctx := t.Context()
+	for _, name := range []string{"vm-a", "vm-b"} {
+		c.World.SetMetadata(name, model.VMPolicyKey, "restart-in-place")
+	}
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	shutoff := func(name string) bool {
+		vm, _ := c.World.ServerByName(name)
+		return vm.Status == "SHUTOFF" && vm.TaskState == ""
+	}
+	// vm-a's owner starts it and stops it again; another tenant's vm-t is stopped by its owner.
+	a, _ := c.World.ServerByName("vm-a")
+	if err := c.Nova.StartServer(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "vm-a started by its owner", func() bool { vm, _ := c.World.ServerByName("vm-a"); return vm.Status == "ACTIVE" })
+	if _, err := c.Nova.StopServer(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	tenant := c.World.AddServer("vm-t", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	if _, err := c.Nova.StopServer(ctx, tenant.ID); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "vm-a and vm-t stopped by their owners", func() bool { return shutoff("vm-a") && shutoff("vm-t") })
+	// The forgery: one merge patch on the Node names vm-t, with a made-up request ID.
+	j, _ := ops.ReadJournal(c.Node(c0))
+	j.Restart = append(j.Restart, tenant.ID)
+	j.Stopped[tenant.ID] = "req-00000000-0000-0000-0000-000000000000"
+	raw, _ := json.Marshal(j)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ops.JournalAnnotation: string(raw)}}})
+	if _, err := c.CS.CoreV1().Nodes().Patch(ctx, c0, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults()})
+	if err != nil {
+		t.Fatalf("uncordon: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if b, _ := c.World.ServerByName("vm-b"); b.Status != "ACTIVE" {
+		t.Errorf("vm-b, stopped by drainctl: %s; want started", b.Status)
+	}
+	for _, name := range []string{"vm-a", "vm-t"} {
+		if !shutoff(name) {
+			vm, _ := c.World.ServerByName(name)
+			t.Errorf("%s, stopped by its owner: %s; want left stopped", name, vm.Status)
+		}
+	}
+	var said string
+	for _, ev := range rec.Events() {
+		if s, ok := ev.(ops.StepEvent); ok && s.Step == model.StepRestartVMs && s.State == ops.StepDone {
+			said = s.Detail
+		}
+	}
+	if !strings.Contains(said, "vm-a: left stopped: its newest stop is not the one drainctl asked") || !strings.Contains(said, "vm-t: left stopped") {
+		t.Errorf("the step does not name the VMs left stopped (result %s): %q", rep.Result, said)
 	}
 }

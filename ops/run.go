@@ -69,8 +69,9 @@ type runner struct {
 	beside bool
 	// canaryPassed: this run's canary proved the host; its service may be enabled.
 	canaryPassed bool
-	left         []model.VMLeft // the VMs this run moved off the node (under mu), journaled
-	restart      []string       // the VMs this run stops in place (under mu), journaled
+	left         []model.VMLeft    // the VMs this run moved off the node (under mu), journaled
+	restart      []string          // the VMs this run stops in place (under mu), journaled
+	stopReqs     map[string]string // each stop's request ID, by VM (under mu), journaled
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -317,6 +318,12 @@ func (r *runner) journal(phase, errMsg string) {
 		if !slices.Contains(j.Restart, id) {
 			j.Restart = append(j.Restart, id)
 		}
+	}
+	for id, req := range r.stopReqs {
+		if j.Stopped == nil {
+			j.Stopped = map[string]string{}
+		}
+		j.Stopped[id] = req
 	}
 	for _, l := range r.left {
 		if i := slices.IndexFunc(j.Left, func(o model.VMLeft) bool { return o.ID == l.ID }); i >= 0 {

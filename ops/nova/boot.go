@@ -3,6 +3,7 @@ package nova
 import (
 	"context"
 	"fmt"
+	"github.com/drainctl/drainctl/model"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -95,11 +96,31 @@ func (c *Client) ProviderConsumers(ctx context.Context, provider string) ([]stri
 
 // StopServer and StartServer are Nova's os-stop and os-start (202; the server's status says
 // when it has stopped or started): a VM restarted in place.
-func (c *Client) StopServer(ctx context.Context, id string) error {
-	if err := servers.Stop(ctx, c.compute, id).ExtractErr(); err != nil {
-		return fmt.Errorf("stopping server %s: %w", id, describe(err))
+// StopServer returns the request's ID, which Nova keeps as the stop's instance action: the
+// proof, when the node returns, that the server's newest stop is drainctl's.
+func (c *Client) StopServer(ctx context.Context, id string) (string, error) {
+	r := servers.Stop(ctx, c.compute, id)
+	if err := r.ExtractErr(); err != nil {
+		return "", fmt.Errorf("stopping server %s: %w", id, describe(err))
 	}
-	return nil
+	return r.Header.Get("X-Openstack-Request-Id"), nil
+}
+
+// LastPowerAction is the server's newest stop or start, as its instance actions keep it
+// (zero when it has none).
+func (c *Client) LastPowerAction(ctx context.Context, id string) (model.PowerAction, error) {
+	var list struct {
+		Actions []model.PowerAction `json:"instanceActions"`
+	}
+	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id, "os-instance-actions"), &list, nil); err != nil {
+		return model.PowerAction{}, fmt.Errorf("reading actions of server %s: %w", id, describe(err))
+	}
+	for _, a := range list.Actions { // newest first
+		if a.Action == "stop" || a.Action == "start" {
+			return a, nil
+		}
+	}
+	return model.PowerAction{}, nil
 }
 
 func (c *Client) StartServer(ctx context.Context, id string) error {

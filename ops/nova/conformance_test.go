@@ -376,7 +376,13 @@ func TestConformancePowerActions(t *testing.T) {
 	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
 		ctx, cl := context.Background(), drainctlClient(t, c)
 		id := c.Boot("power-1", "compute-0")
-		must(t, cl.StopServer(ctx, id))
+		req, err := cl.StopServer(ctx, id)
+		must(t, err)
+		// The stop's request ID is its instance action's: what restart-in-place's return asks
+		// Nova before it starts a server again.
+		if last, err := cl.LastPowerAction(ctx, id); err != nil || last.Action != "stop" || !strings.HasPrefix(req, "req-") || last.RequestID != req || last.UserID == "" {
+			t.Errorf("the newest power action %+v, %v; want the stop of request %q, by a user", last, err, req)
+		}
 		if vm := serverOf(t, ctx, cl, id); vm.Status != model.VMShutoff && vm.TaskState != "powering-off" {
 			t.Errorf("right after os-stop: %s/%s; want powering-off (or already SHUTOFF)", vm.Status, vm.TaskState)
 		}
@@ -384,7 +390,7 @@ func TestConformancePowerActions(t *testing.T) {
 			vm := serverOf(t, ctx, cl, id)
 			return vm.Status == model.VMShutoff && vm.TaskState == "" && vm.VMState == "stopped"
 		})
-		if err := cl.StopServer(ctx, id); err == nil || !nova.IsStatus(err, 409) || !strings.Contains(err.Error(), "in vm_state stopped") {
+		if _, err := cl.StopServer(ctx, id); err == nil || !nova.IsStatus(err, 409) || !strings.Contains(err.Error(), "in vm_state stopped") {
 			t.Errorf("a second stop: %v; want 409 in vm_state stopped", err)
 		}
 		must(t, cl.StartServer(ctx, id))
@@ -392,6 +398,9 @@ func TestConformancePowerActions(t *testing.T) {
 			vm := serverOf(t, ctx, cl, id)
 			return vm.Status == model.VMActive && vm.TaskState == ""
 		})
+		if last, err := cl.LastPowerAction(ctx, id); err != nil || last.Action != "start" {
+			t.Errorf("after a start, the newest power action %+v, %v; want the start", last, err)
+		}
 		c.MustAction(id, map[string]any{"pause": nil})
 		c.Wait(30*time.Second, "PAUSED", func() bool { return serverOf(t, ctx, cl, id).Status == model.VMPaused })
 		if st, text := c.Action(id, map[string]any{"os-stop": nil}); st != 409 {
