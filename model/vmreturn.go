@@ -15,6 +15,12 @@ type VMLeft struct {
 	Method MoveMethod `json:"method"`
 	Flavor string     `json:"flavor,omitempty"`
 	At     time.Time  `json:"at"` // when its move ended
+	// MigrationID and MigrationUUID name Nova's record of the move (a live move and a
+	// rebuild by ID, a cold move by UUID): a return needs the VM's newest completed move to
+	// be this one, not merely some move from home (the record is a claim anyone who may patch
+	// the Node could write).
+	MigrationID   int64  `json:"migrationID,omitempty"`
+	MigrationUUID string `json:"migrationUUID,omitempty"`
 }
 
 // VMReturn is what became of bringing one VM home: Home, or Why not; Pending while it is

@@ -291,7 +291,14 @@ func (r *runner) recordLeft(run *vmRun) {
 		return // where it went is unknown: nothing a return could check
 	}
 	r.mu.Lock()
-	r.left = append(r.left, model.VMLeft{ID: run.vm.ID, Name: run.vm.Name, To: to, Method: run.method, Flavor: run.vm.Flavor, At: r.e.now()})
+	l := model.VMLeft{ID: run.vm.ID, Name: run.vm.Name, To: to, Method: run.method, Flavor: run.vm.Flavor, At: r.e.now(), MigrationID: run.mid}
+	var asked time.Time
+	for _, c := range r.coldOursLocked() { // a cold move is named by its record's UUID: the newest of the VM's
+		if c.VM == run.vm.ID && c.Migration != "" && (l.MigrationUUID == "" || c.Requested.After(asked)) {
+			l.MigrationUUID, asked = c.Migration, c.Requested
+		}
+	}
+	r.left = append(r.left, l)
 	r.mu.Unlock()
 	r.journalAgain()
 }

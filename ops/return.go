@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,8 +62,12 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 	// The record is a claim (a node's annotation, a campaign's ConfigMap: anyone who may write
 	// them could name any VM). Nova's own record must show the VM's last move ending where it
 	// is, from home or from a host the caller sent it on to.
-	if from, ok := e.lastMove(ctx, l.ID, vm.Host); !ok || (from != home && !slices.Contains(putOn, from)) {
-		return not("Nova's records do not show it leaving %s for %s (its last move: %s): the record is no proof, it stays", home, vm.Host, cmp.Or(from, "none"))
+	// Its newest completed move must be the one the record names (or the caller's own later
+	// move from a host it sent it on to): any move from home, by anyone, at any time, is no proof.
+	newest, ok := e.newestMove(ctx, l.ID)
+	ours := ok && ((l.MigrationID != 0 && newest.ID == l.MigrationID) || (l.MigrationUUID != "" && newest.UUID == l.MigrationUUID))
+	if !ok || newest.DestCompute != vm.Host || (!ours && !slices.Contains(putOn, newest.SourceCompute)) {
+		return not("Nova's newest completed move of it (%s) is not the move the record names (%s): the record is no proof, it stays", moveText(newest, ok), leftText(l))
 	}
 	// The node it is on now may be someone else's to work (a colleague emptying it): its lease
 	// says so, read now; a return would race their move.
@@ -102,17 +105,35 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 }
 
 // lastMove is the source of the VM's newest completed move, and whether it ended on host.
-func (e *Engine) lastMove(ctx context.Context, id, host string) (string, bool) {
+func (e *Engine) newestMove(ctx context.Context, id string) (model.Migration, bool) {
 	ms, err := e.nova.MigrationsOf(ctx, id)
 	if err != nil {
-		return "", false
+		return model.Migration{}, false
 	}
 	for _, m := range ms { // newest first
 		if m.Status == model.MigrationCompleted {
-			return m.SourceCompute, m.DestCompute == host
+			return m, true
 		}
 	}
-	return "", false
+	return model.Migration{}, false
+}
+
+// moveText and leftText say which move Nova shows and which one a record names.
+func moveText(m model.Migration, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprintf("#%d %s → %s", m.ID, m.SourceCompute, m.DestCompute)
+}
+
+func leftText(l model.VMLeft) string {
+	switch {
+	case l.MigrationID != 0:
+		return fmt.Sprintf("#%d", l.MigrationID)
+	case l.MigrationUUID != "":
+		return l.MigrationUUID
+	}
+	return "none: a record that names no migration"
 }
 
 // returnVMs is uncordon's step with --return-vms: the VMs its journal says left, brought home

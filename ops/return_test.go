@@ -124,6 +124,16 @@ func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
 	e := c.Engine("tester@a", nil)
 	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
 	c.World.AddServer("vm-elsewhere", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	// A colleague's deliberate move, before the evacuation: vm-col went from c0 to c1 by a real
+	// migration. A forged entry for it (with no migration, or another's) must not undo it.
+	col := c.World.AddServer("vm-col", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	if err := c.Nova.LiveMigrate(t.Context(), col.ID, c1); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "vm-col moved by a colleague", func() bool {
+		now, _ := c.World.ServerByName("vm-col")
+		return now.Host == c1 && now.Status == "ACTIVE" && now.TaskState == ""
+	})
 	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
 	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
 		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
@@ -133,7 +143,8 @@ func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
 	// Forged: vm-elsewhere never left c0, claimed where it is. Stale: vm-b's claim stands
 	// (the right host), but it was moved since, by a real migration, from a host not its home.
 	j, _ := ops.ReadJournal(c.Node(c0))
-	j.Left = append(j.Left, model.VMLeft{ID: other.ID, Name: other.Name, To: c1, Method: model.MoveLive, Flavor: "m1.small"})
+	j.Left = append(j.Left, model.VMLeft{ID: other.ID, Name: other.Name, To: c1, Method: model.MoveLive, Flavor: "m1.small"},
+		model.VMLeft{ID: col.ID, Name: col.Name, To: c1, Method: model.MoveLive, Flavor: "m1.small"})
 	away := c1
 	if b.Host == c1 {
 		away = c2
@@ -160,7 +171,7 @@ func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
 	kubetest.Eventually(t, 5*time.Second, "the cache sees the forged journal", func() bool {
 		k, _ := c.Kube.Node(c0)
 		got, _ := ops.ReadJournal(k)
-		return len(got.Left) == 3
+		return len(got.Left) == 4
 	})
 
 	_, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), ReturnVMs: true})
@@ -173,7 +184,7 @@ func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
 			t.Errorf("%s: home %v, why %q", r.Name, r.Home, r.Why)
 		}
 	}
-	for name, host := range map[string]string{"vm-a": c0, "vm-b": b.Host, "vm-elsewhere": c1} {
+	for name, host := range map[string]string{"vm-a": c0, "vm-b": b.Host, "vm-elsewhere": c1, "vm-col": c1} {
 		if now, _ := c.World.ServerByName(name); now.Host != host {
 			t.Errorf("%s is on %s, want %s", name, now.Host, host)
 		}
