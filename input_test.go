@@ -41,6 +41,7 @@ func TestBadInputIsRefused(t *testing.T) {
 		{[]string{"--auto", "roll", "n1", "--gate-prometheus", "https://admin:hunter2@prom.example:9090"}, "carries a credential"},
 		{[]string{"--auto", "evacuate", "n1", "--timeout", "-1s"}, "--timeout must not be negative"},
 		{[]string{"--auto", "evacuate", "n1", "--max-parallel", "-2"}, "--max-parallel must not be negative"},
+		{[]string{"--auto", "evacuate", "n1", "--max-parallel", "5000000"}, "--max-parallel 5000000 is more than 1000"},
 		{[]string{"--auto", "roll", "n1", "--node-deadline", "-5m"}, "--node-deadline must not be negative"},
 		{[]string{"--auto", "recommend", "--count", "-1"}, "--count must not be negative"},
 		{[]string{"--auto", "roll", "n1", "--node-deadline", "30s"}, "under a minute"},

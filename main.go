@@ -163,9 +163,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = app.Run(ctx, opts, stdout, stderr, getenv)
 	}
 	if err != nil {
-		text.Fprintf(stderr, "drainctl: error: %s\n", app.ErrorText(err))
+		label := "error"
+		if app.ExitCodeOf(err) == app.ExitNotEmpty { // done as asked: no error, a node left not empty on purpose
+			label = "done, not empty"
+		}
+		text.Fprintf(stderr, "drainctl: %s: %s\n", label, app.ErrorText(err))
 		if hint := app.HintOf(err); hint != "" {
 			text.Fprintf(stderr, "drainctl: hint: %s\n", hint)
+		}
+		if opts.Demo && app.ExitCodeOf(err) == app.ExitInterrupted {
+			// "Run it again to resume" is true of a cluster; the demo's lives in this process.
+			text.Fprintf(stderr, "drainctl: hint: the demo's cluster lived in this process only: a rerun starts a new one (run the demo's operations one after the other in its TUI: drainctl --demo)\n")
 		}
 	}
 	return app.ExitCodeOf(err)

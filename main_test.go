@@ -595,7 +595,7 @@ func TestDemoVMStates(t *testing.T) {
 	// ledger-db asks to stay (its owner's drainctl:maintenance): left too, knowingly.
 	r = drainctl(t, map[string]string{}, "--demo", "--demo-scale", "50", "--auto", "evacuate", "compute-2", "--skip-vm", "build-old", "--skip-vm", "ledger-db", "--cold-migrate-running")
 	if r.code != 6 || !strings.Contains(r.stderr, "vm ml-train-0 (cold) completed") || !strings.Contains(r.stderr, "verify done: NOT EMPTY: 2 VM(s)") ||
-		!strings.Contains(r.stderr, "compute-2 is not empty") {
+		!strings.Contains(r.stderr, "drainctl: done, not empty: ") || strings.Contains(r.stderr, "drainctl: error:") || !strings.Contains(r.stderr, "compute-2 is not empty") {
 		t.Errorf("evacuate compute-2 --skip-vm build-old --cold-migrate-running: exit %d\n%s", r.code, r.stderr)
 	}
 	r = drainctl(t, map[string]string{}, "--demo", "--auto", "-o", "json", "plan", "evacuate", "compute-2", "--cold-migrate-running", "--skip-vm", "build-old", "--override-vm-policy", "ledger-db")
@@ -627,6 +627,35 @@ func TestOverrideVMPolicyNamesWhatItMoves(t *testing.T) {
 	r = drainctl(t, map[string]string{}, "--demo", "--auto", "plan", "evacuate", "compute-2", "--override-vm-policy", "policy=stays", "--skip-vm", "build-old", "--cold-migrate-running")
 	if r.code != 0 || strings.Contains(r.stdout, "stays  ledger-db") || !strings.Contains(r.stdout, "ledger-db") {
 		t.Errorf("--override-vm-policy policy=stays: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A campaign's dry run with -o json is one JSON object a line: the forecast, then each node.
+func TestRollDryRunJSONIsObjects(t *testing.T) {
+	r := drainctl(t, map[string]string{}, "--demo", "--auto", "-o", "json", "roll", "--selector", "rack=r2", "--dry-run")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) < 2 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	types := map[string]int{}
+	for _, l := range lines {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(l), &obj); err != nil {
+			t.Fatalf("not a JSON object: %q (%v)", l, err)
+		}
+		types[fmt.Sprint(obj["type"])]++
+	}
+	if types["forecast"] != 1 || types["node"] != len(lines)-1 {
+		t.Errorf("objects by type %v", types)
+	}
+}
+
+// A campaign under --force says what it would lose for good before its first node, as the
+// node's own plan does (the bare pod shop/debug-shell on compute-0).
+func TestRollSaysWhatItLoses(t *testing.T) {
+	r := drainctl(t, map[string]string{}, "--demo", "--auto", "roll", "compute-0", "--force", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "LOST FOR GOOD shop/debug-shell") {
+		t.Errorf("roll compute-0 --force --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

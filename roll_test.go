@@ -312,7 +312,7 @@ func TestRollSkipsAFailedNode(t *testing.T) {
 	c0, c1 := c.px+"-c0", c.px+"-c1"
 	step := fmt.Sprintf(`if [ {node} = %s ]; then echo "firmware flash failed" >&2; exit 3; fi`, c0)
 	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, "--exec", step, "--on-failure", "skip")
-	if r.code != 1 || !strings.Contains(r.stderr, "1 node(s) skipped (failed, rolled back): "+c0) ||
+	if r.code != 1 || !strings.Contains(r.stderr, "1 node(s) not worked: "+c0+" (failed, rolled back)") ||
 		!strings.Contains(r.stderr, "firmware flash failed") {
 		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
 	}
@@ -551,11 +551,12 @@ func TestRollChecksEveryNodeBeforeItStarts(t *testing.T) {
 		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = c.drainctl(t, nil, "--auto", "roll", c1, c0, "--dry-run", "--on-failure", "skip")
-	if r.code != 0 || !strings.Contains(r.stdout, "would skip") || !strings.Contains(r.stdout, c1) {
+	// #53.4: the dry run exits as the run would (1), and its forecast leaves the skipped node out.
+	if r.code != 1 || !strings.Contains(r.stdout, "would skip") || !strings.Contains(r.stdout, c1) || !strings.Contains(r.stderr, "would leave 1 node(s) untouched") {
 		t.Fatalf("dry run, skip: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = c.drainctl(t, nil, "--auto", "roll", c1, c0, "--on-failure", "skip", "--campaign", "skips")
-	if r.code != 1 || !strings.Contains(r.stderr, c1+" (skipped)") {
+	if r.code != 1 || !strings.Contains(r.stderr, c1+" (refused at its check, left untouched)") || strings.Contains(r.stderr, "rolled back") {
 		t.Fatalf("roll, skip: exit %d\n%s", r.code, r.stderr)
 	}
 	rec := c.campaign(t, "skips")
@@ -585,7 +586,7 @@ func TestRollReturnsANodeOnlyOnceItsCanaryBoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, "--on-failure", "skip")
-	if r.code != 1 || !strings.Contains(r.stderr, "1 node(s) skipped (failed, rolled back): "+c0) || !strings.Contains(r.stderr, "Failed to allocate the network(s)") {
+	if r.code != 1 || !strings.Contains(r.stderr, "1 node(s) not worked: "+c0+" (failed, rolled back)") || !strings.Contains(r.stderr, "Failed to allocate the network(s)") {
 		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
 	}
 	name := strings.Fields(r.stderr[strings.Index(r.stderr, "campaign "):])[1]

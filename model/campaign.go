@@ -177,4 +177,10 @@ type NodeForecast struct {
 	// Blockers refuse the node's own evacuation plan as the cluster stands (a bare pod, a
 	// VM that fits nowhere): the campaign's check at the node would refuse it.
 	Blockers []Reason `json:"blockers,omitempty"`
+	// Losses are what its evacuation would lose for good under the campaign's overrides (a
+	// bare pod under --force, emptyDir data): said before the first node, as a plan says it.
+	Losses []Reason `json:"losses,omitempty"`
+	// Skip: --on-failure skip leaves it untouched at its check (its blockers): it moves
+	// nothing, and the forecast's totals leave it out.
+	Skip bool `json:"skip,omitempty"`
 }

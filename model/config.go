@@ -478,6 +478,10 @@ func (c Config) Validate() error {
 		return &FieldError{"recover.heartbeat_timeout", fmt.Sprintf("must be at least 10s, got %q", c.Recover.HeartbeatTimeout),
 			`the default is "40s": the kubelet renews its Lease every 10s, nova-compute reports every report_interval (10s)`}
 	}
+	if c.RefreshInterval.D() < time.Second {
+		// A Nova read every nanosecond is a denial of service on one's own cloud.
+		return &FieldError{"refresh_interval", fmt.Sprintf("must be at least 1s, got %q", c.RefreshInterval), `the default is "5s"`}
+	}
 	if c.Timeouts.Poll.D() < 100*time.Millisecond {
 		return &FieldError{"timeouts.poll", fmt.Sprintf("must be at least 100ms, got %q", c.Timeouts.Poll), `the default is "2s"; a shorter poll only loads Nova`}
 	}

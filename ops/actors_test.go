@@ -120,7 +120,17 @@ func TestHoldersAreUniqueAndTakeoverIsExplicit(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	c1, c2 := c.Name("c1"), c.Name("c2")
-	setLease(t, c, c1, fmt.Sprintf("drainctl/someone@%s/%d-abcdef", host, dead.Process.Pid), time.Hour)
+	// The same hostname in another PID namespace (a container beside this one, or an older
+	// drainctl that named none): its PID absent here proves nothing. Refused.
+	space := strings.Split(ops.DefaultHolder(), "/")[3]
+	for _, other := range []string{fmt.Sprintf("drainctl/someone@%s/%d-abcdef/0123456789ab", host, dead.Process.Pid),
+		fmt.Sprintf("drainctl/someone@%s/%d-abcdef", host, dead.Process.Pid)} {
+		setLease(t, c, c1, other, time.Hour)
+		if _, _, err := run(t, eb, model.OpCordon, c1, ops.RunOptions{Policy: defaults()}); !errors.As(err, new(*ops.LeaseHeldError)) {
+			t.Errorf("%s: a holder in another process space was taken for gone: %v", other, err)
+		}
+	}
+	setLease(t, c, c1, fmt.Sprintf("drainctl/someone@%s/%d-abcdef/%s", host, dead.Process.Pid, space), time.Hour)
 	if _, _, err := run(t, eb, model.OpCordon, c1, ops.RunOptions{Policy: defaults()}); err != nil {
 		t.Errorf("a dead holder's lease is not taken over: %v", err)
 	}

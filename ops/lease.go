@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -36,7 +37,20 @@ func DefaultHolder() string {
 		name = u.Username
 	}
 	host, _ := os.Hostname()
-	return fmt.Sprintf("drainctl/%s@%s/%s", name, host, instance())
+	return fmt.Sprintf("drainctl/%s@%s/%s/%s", name, host, instance(), processSpace())
+}
+
+// processSpace names where this process's PIDs mean something: the machine's boot and its
+// PID namespace, hashed. Two containers sharing a hostname each have their own PIDs: a PID
+// absent here proves nothing about a process in another space.
+func processSpace() string {
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	if len(boot) == 0 || ns == "" {
+		return "unknown"
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(string(boot)) + " " + ns))
+	return hex.EncodeToString(sum[:6])
 }
 
 // SingletonHolder is the identity of one instance of a role that runs once in a cluster
@@ -53,10 +67,13 @@ func instance() string {
 	return fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(b))
 }
 
-// provablyGone: a holder of this machine whose process no longer exists.
+// provablyGone: a holder of this machine, in this process space (the same boot, the same
+// PID namespace), whose process no longer exists. A holder that names no space (an older
+// drainctl) is never provably gone: its lease expires instead.
 func provablyGone(holder string) bool {
+	holder, _, _ = strings.Cut(holder, "#") // a node slot's holder: the engine's, then its node
 	parts := strings.Split(holder, "/")
-	if len(parts) != 3 || parts[0] != "drainctl" {
+	if len(parts) != 4 || parts[0] != "drainctl" || parts[3] == "unknown" || parts[3] != processSpace() {
 		return false
 	}
 	_, host, ok := strings.Cut(parts[1], "@")

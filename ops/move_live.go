@@ -63,6 +63,7 @@ func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, er
 		return "", "", nil
 	}
 	m := recs[0]
+	run.mid = m.ID // a move ended before a poll saw it in progress is named by its record too
 	if m.DestCompute != "" {
 		run.dest = m.DestCompute
 	}

@@ -232,6 +232,9 @@ func ForecastLines(f model.Forecast) []string {
 	var mb int64
 	pods := 0
 	for _, n := range f.Nodes {
+		if n.Skip { // left untouched: nothing of it moves
+			continue
+		}
 		mb += n.VMMemoryMB
 		pods += n.Pods
 	}

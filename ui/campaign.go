@@ -144,6 +144,9 @@ func (m Model) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
 func (m Model) startCampaign() (tea.Model, tea.Cmd) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.campaign.started, m.campaign.cancel = true, cancel
+	// The selection was the campaign's: once it runs, u and e act on the cursor again, not on
+	// the campaign's nodes left selected.
+	m.nodes.selected = map[string]bool{}
 	m.s.ops.campaignCancel, m.s.ops.campaignName = cancel, m.campaign.run.Record().Name
 	r := m.campaign.run
 	ended := m.s.ops.begin()
@@ -511,6 +514,13 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			for _, r := range fc[n.Name].Blockers {
 				for _, l := range wrap("      "+text.Reason(r), width) {
 					b.WriteString(st.Error.Render(l) + "\n")
+				}
+			}
+		}
+		if n.Phase == model.PhasePending && !p.started { // what it would lose for good, before y
+			for _, r := range fc[n.Name].Losses {
+				for _, l := range wrap("      LOST FOR GOOD "+text.Reason(r), width) {
+					b.WriteString(st.Danger.Render(l) + "\n")
 				}
 			}
 		}

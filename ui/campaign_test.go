@@ -35,6 +35,10 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 		t.Fatalf("proposing the campaign changed the cluster (%d calls)", n)
 	}
 	l.keys("y")
+	// #53.5: the selection was the campaign's; once it runs, u and e act on the cursor.
+	if len(l.m.nodes.selected) != 0 {
+		t.Errorf("the campaign's nodes are still selected once it runs: %v", l.m.nodes.selected)
+	}
 	rec := func() model.Campaign { return l.m.campaign.run.Record() }
 	l.drain(c1+"'s operation", func() bool { _, ok := l.m.s.ops.views[c1]; return ok && len(l.m.s.ops.runningKeys()) > 0 })
 	// q while a node works: the dialog names the node's operation and its campaign.
@@ -308,5 +312,24 @@ func BenchmarkWatchedCampaignFrame(b *testing.B) {
 	})
 	if !strings.Contains(m.View(), "run by roll@elsewhere") {
 		b.Fatalf("the watched campaign is not on screen:\n%s", m.View())
+	}
+}
+
+// #53.3: a campaign under --force says what it would lose for good before y, under its node,
+// as the node's own plan does: the bare pod that nothing recreates.
+func TestTUICampaignProposalSaysWhatItLoses(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0 := c.Name("c0")
+	l := newLive(t, c, c.Engine("tui@campaign", nil))
+	l.selectNodes(c0)
+	l.keys("C")
+	if v := l.m.View(); strings.Contains(v, "LOST FOR GOOD") {
+		t.Fatalf("without --force nothing is lost, the bare pod refuses:\n%s", v)
+	}
+	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'F'}})
+	l.m = next.(Model)
+	l.send(cmd())
+	if v := l.m.View(); !strings.Contains(v, "runs with: --force") || !strings.Contains(v, "LOST FOR GOOD "+c.NS+"/shell: bare pod") {
+		t.Errorf("under --force the proposal does not say the bare pod is lost:\n%s", v)
 	}
 }

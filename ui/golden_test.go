@@ -125,12 +125,12 @@ func vmStatesConfirm(m Model) Model {
 
 // vmPoliciesConfirm: a plan whose VMs carry their own maintenance policies (#42.1): one by
 // its owner's metadata (stop-start: moved cold), one by the operator's flavor table, one that
-// stays (a blocker), one whose owner wrote a policy that is none (a blocker, escaped), one by
-// the default.
+// stays (a blocker), one whose owner wrote a policy that is none (the operator's policy, a
+// note, escaped: #52.1), one by the default.
 func vmPoliciesConfirm(m Model) Model {
 	ro := ops.RunOptions{Policy: policy.Options{MoveStopped: true, Maintenance: model.MaintenanceConfig{Flavors: map[string]model.VMPolicy{"m1.huge": model.PolicyStopStart}}}}
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", Host: "compute-1",
-		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "move 6 VM(s): 1 live, 2 cold, 1 restart, 2 stay"}}}
+		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "move 6 VM(s): 2 live, 2 cold, 1 restart, 1 stay"}}}
 	for i, vm := range []model.VM{
 		{Name: "build-cache", Status: "ACTIVE", RAMMB: 8192, PolicyAsked: "stop-start"},
 		{Name: "analytics-big", Status: "ACTIVE", RAMMB: 65536, Flavor: "m1.huge"},

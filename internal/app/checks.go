@@ -59,6 +59,12 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 			return &ops.UsageError{Problem: "--" + n.flag + " must not be negative", Hint: "leave it out to use the default"}
 		}
 	}
+	if o.MaxParallel > maxParallel {
+		// Each node worked at once holds goroutines, watches and a lease: millions would
+		// exhaust memory before the first node; no cluster empties that many at once.
+		return &ops.UsageError{Problem: fmt.Sprintf("--max-parallel %d is more than %d", o.MaxParallel, maxParallel),
+			Hint: "nodes worked at once; the default is concurrency.nodes (1)"}
+	}
 	if o.Set["node-deadline"] && o.NodeDeadline < time.Minute {
 		return &ops.UsageError{Problem: fmt.Sprintf("--node-deadline %s is under a minute: no node drains that fast", o.NodeDeadline),
 			Hint: "the default is 30m; give at least 1m"}
@@ -128,3 +134,6 @@ func (e env) alertGate() (campaign.AlertSource, error) {
 	}
 	return c, nil
 }
+
+// maxParallel bounds --max-parallel.
+const maxParallel = 1000

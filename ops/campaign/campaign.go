@@ -313,8 +313,13 @@ func (r *Campaign) Run(ctx context.Context) error {
 	}
 	var skipped []string
 	for _, n := range r.Record().Nodes {
-		if n.Phase == model.PhaseSkipped || n.Phase == model.PhaseQuarantined {
-			skipped = append(skipped, n.Name+" ("+string(n.Phase)+")")
+		switch {
+		case n.Phase == model.PhaseSkipped && strings.HasPrefix(n.Error, skippedUntouched):
+			skipped = append(skipped, n.Name+" (refused at its check, left untouched)")
+		case n.Phase == model.PhaseSkipped:
+			skipped = append(skipped, n.Name+" (failed, rolled back)")
+		case n.Phase == model.PhaseQuarantined:
+			skipped = append(skipped, n.Name+" (quarantined)")
 		}
 	}
 	switch {
@@ -456,7 +461,7 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 			Reasons: b, Error: err.Error(), Pods: []ops.PodReport{}, VMs: []ops.VMReport{}}))
 		if r.o.OnFailure == "skip" && n.Phase == model.PhasePending {
 			// A failure like any other: nothing changed on it, so it is left as it is.
-			r.setPhase(ctx, i, model.PhaseSkipped, "refused at its check, left untouched: "+err.Error())
+			r.setPhase(ctx, i, model.PhaseSkipped, skippedUntouched+": "+err.Error())
 			return nil, errSkipped
 		}
 		r.mu.Lock()
@@ -470,6 +475,9 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 
 // errSkipped: the node was refused at its check and skipped (--on-failure skip).
 var errSkipped = errors.New("skipped")
+
+// skippedUntouched begins the error of a node skipped before anything changed on it.
+const skippedUntouched = "refused at its check, left untouched"
 
 // setState records the campaign's state (and why) and reports it.
 func (r *Campaign) setState(ctx context.Context, s model.CampaignState, msg string) {
@@ -529,7 +537,7 @@ type SkippedError struct {
 }
 
 func (e *SkippedError) Error() string {
-	return fmt.Sprintf("campaign %s finished with %d node(s) skipped (failed, rolled back): %s; rerun the campaign's command for them after fixing them",
+	return fmt.Sprintf("campaign %s finished with %d node(s) not worked: %s; rerun the campaign's command for them after fixing them",
 		e.Campaign, len(e.Nodes), strings.Join(e.Nodes, ", "))
 }
 

@@ -62,12 +62,20 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 			ro.Leaving = nil
 			if p, err := e.PlanOn(ctx, inv, model.OpEvacuate, n.Name, ro); err == nil {
 				nf.Blockers = p.Blockers()
+				for _, x := range p.Reasons {
+					if x.Code == model.LostForGood {
+						nf.Losses = append(nf.Losses, x)
+					}
+				}
 			}
 		}
 		seconds := float64(nf.VMMemoryMB) / f.RateMiBps / float64(min(perSource, max(1, nf.VMs)))
 		nf.Expected = time.Duration(seconds * float64(time.Second))
+		nf.Skip = len(nf.Blockers) > 0 && r.o.OnFailure == "skip"
 		f.Nodes = append(f.Nodes, nf)
-		f.Total += nf.Expected
+		if !nf.Skip {
+			f.Total += nf.Expected
+		}
 		order = append(order, n.Name)
 	}
 	f.Total /= time.Duration(max(1, r.o.Parallel))

@@ -25,7 +25,7 @@ var weekdays = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "
 	"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday}
 
 // ParseWindow reads "DAYS HH:MM-HH:MM ZONE": DAYS is "Mon-Fri", "Sat,Sun", "Mon-Wed,Fri" or
-// "daily"; ZONE an IANA name ("Europe/Berlin"; default UTC).
+// "daily"; ZONE an IANA name ("Europe/Berlin") or UTC, always named.
 func ParseWindow(s string) (*Window, error) {
 	f := strings.Fields(s)
 	bad := func(why string) error {
@@ -55,6 +55,11 @@ func ParseWindow(s string) (*Window, error) {
 	w.end, err2 = clock(to)
 	if !ok || err1 != nil || err2 != nil || w.start == w.end {
 		return nil, bad("the time range is HH:MM-HH:MM, two different times")
+	}
+	if len(f) == 2 {
+		// Read as UTC, a window meant for 22:00 in Berlin opens an hour or two early: the
+		// zone is named, never assumed.
+		return nil, bad("no time zone: name one (UTC, or an IANA name such as Europe/Berlin)")
 	}
 	return w, nil
 }

@@ -49,11 +49,11 @@ func TestWindow(t *testing.T) {
 	if !at("2026-03-30 22:00").Add(8 * time.Hour).Equal(at("2026-03-31 06:00")) {
 		t.Error("a window's hours are local ones")
 	}
-	daily, err := ParseWindow("daily 01:00-05:00")
+	daily, err := ParseWindow("daily 01:00-05:00 UTC")
 	if err != nil || !daily.Open(time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)) || daily.Open(time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)) {
 		t.Errorf("daily in UTC: %v", err)
 	}
-	for _, bad := range []string{"", "Mon-Fri", "Mon-Fri 22:00 Europe/Berlin", "Funday 01:00-02:00", "Mon 01:00-01:00", "Mon 01:00-02:00 Mars/Olympus"} {
+	for _, bad := range []string{"", "Mon-Fri", "Mon-Fri 22:00 Europe/Berlin", "Funday 01:00-02:00", "Mon 01:00-01:00", "Mon 01:00-02:00 Mars/Olympus", "daily 01:00-05:00"} {
 		if _, err := ParseWindow(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -60,6 +60,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:2:1: recover.priority.flavors must be 0 to 9, got 12; 9 is rebuilt first; the default is 5`},
 		{"honour neither all, none nor a list", "[policy.maintenance]\nhonour = \"some\"\n",
 			`config.toml:2:11: policy.maintenance.honour: must be "all", "none" or a list of project IDs, got "some"`},
+		{"refresh every nanosecond", "refresh_interval = \"1ns\"\n",
+			`config.toml:1:1: refresh_interval must be at least 1s, got "1ns"; the default is "5s"`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {

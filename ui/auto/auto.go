@@ -234,6 +234,12 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 		c.Name, verb, len(c.Nodes), done, c.Parallel, record)
 	f := r.Forecast()
 	text.Fprintf(a.Stderr, "campaign %s: %s\n", c.Name, text.Forecast(f))
+	if a.DryRun && a.JSON { // -o json: one object a line, the forecast then each node
+		if err := a.dryRunJSON(c, f, r.Skipped()); err != nil {
+			return err
+		}
+		return r.Refusal(ctx)
+	}
 	if a.DryRun {
 		per := map[string]model.NodeForecast{}
 		for _, nf := range f.Nodes {
@@ -253,6 +259,9 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 			for _, b := range nf.Blockers { // its check would refuse it: every blocker, each on its own line
 				text.Fprintf(a.Stdout, "  blocks %s\n", text.Reason(b))
 			}
+			for _, l := range nf.Losses { // what its evacuation would lose for good, as a plan says it
+				text.Fprintf(a.Stdout, "  LOST FOR GOOD %s\n", text.Reason(l))
+			}
 		}
 		if skipped := r.Skipped(); len(skipped) > 0 {
 			names := make([]string, len(skipped))
@@ -260,6 +269,11 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 				names[i] = s.Node
 			}
 			text.Fprintf(a.Stdout, "would skip (--on-failure skip: refused at their check, left untouched): %s\n", strings.Join(names, ", "))
+			if err := r.Refusal(ctx); err != nil {
+				return err
+			}
+			// As the run would end: exit 1, the nodes it would not work named.
+			return fmt.Errorf("campaign %s would leave %d node(s) untouched (refused at their check): %s", c.Name, len(names), strings.Join(names, ", "))
 		}
 		return r.Refusal(ctx) // a node refused, or below the headroom: exit 3, the nodes named
 
@@ -269,6 +283,35 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 		a.sayReturns(r.Record())
 	}
 	return err
+}
+
+// dryRunJSON is a campaign's dry run as -o json: {"type":"forecast"} (the whole forecast),
+// then {"type":"node"} a node (its phase, its forecast, what would refuse it, whether
+// --on-failure skip would skip it).
+func (a *Auto) dryRunJSON(c model.Campaign, f model.Forecast, skipped []model.NodeForecast) error {
+	if err := writeLine(a.Stdout, "forecast", struct {
+		Campaign string `json:"campaign"`
+		model.Forecast
+	}{c.Name, f}); err != nil {
+		return err
+	}
+	per := map[string]model.NodeForecast{}
+	for _, nf := range f.Nodes {
+		per[nf.Node] = nf
+	}
+	for _, n := range c.Nodes {
+		nf := per[n.Name]
+		nf.Node = n.Name
+		line := struct {
+			Phase string `json:"phase"`
+			model.NodeForecast
+			WouldSkip bool `json:"wouldSkip,omitempty"`
+		}{Phase: string(n.Phase), NodeForecast: nf, WouldSkip: slices.ContainsFunc(skipped, func(s model.NodeForecast) bool { return s.Node == n.Name })}
+		if err := writeLine(a.Stdout, "node", line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sayReturns sums up --return-vms: how many VMs are home again, and each that is not, why.
