@@ -81,7 +81,9 @@ func setLease(t *testing.T, c *simtest.Cluster, node, holder string, ttl time.Du
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}
 	c.CS.CoreV1().Namespaces() // the namespace is created by the engines; make sure of it here too
 	kubetest.Namespace(t, c.CS, kube.LeaseNamespace)
-	if _, err := c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Create(kubetest.Ctx(t), l, metav1.CreateOptions{}); err != nil {
+	leases := c.CS.CoordinationV1().Leases(kube.LeaseNamespace)
+	_ = leases.Delete(kubetest.Ctx(t), l.Name, metav1.DeleteOptions{}) // set anew: a test may set one node's lease twice
+	if _, err := leases.Create(kubetest.Ctx(t), l, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
