@@ -70,6 +70,11 @@ func TestRecoverADeadHost(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stderr, "not proven off") || !strings.Contains(r.stderr, "--fence-cmd") {
 		t.Fatalf("unfenced: exit %d\n%s", r.code, r.stderr)
 	}
+	// #53.12: the disk-loss blocker does not say "below" where the plan printed the loss above.
+	if out := r.stdout + r.stderr; !strings.Contains(out, "each marked LOST FOR GOOD in the plan") || strings.Contains(out, "LOST FOR GOOD below") ||
+		strings.Index(out, "LOST ") > strings.Index(out, "would lose their local disk") {
+		t.Errorf("the plan's disk loss:\n%s", out)
+	}
 	unchanged("refused without fencing")
 	// A fence command that fails proves nothing: refused, nothing changed, its output shown.
 	r = c.drainctl(t, nil, "--auto", "recover", c0, "--accept-disk-loss", "--fence-cmd", "echo BMC of {node} unreachable; exit 1")
