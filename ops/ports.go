@@ -90,10 +90,8 @@ type Kube interface {
 	// NodeFresh reads the Node from the API server (not the cache), before a step that
 	// cannot be undone; found is false when it is gone.
 	NodeFresh(ctx context.Context, name string) (model.KubeNode, bool, error)
-	// KubeletHeartbeats are the renewTime of every kubelet's Lease (kube-node-lease), by
-	// node; KubeletHeartbeat one node's, read from the API server (found: it has one).
+	// KubeletHeartbeats are the renewTime of every kubelet's Lease (kube-node-lease), by node.
 	KubeletHeartbeats(ctx context.Context) (map[string]time.Time, error)
-	KubeletHeartbeat(ctx context.Context, node string) (time.Time, bool, error)
 
 	// Record reads one of drainctl's own records on the cluster (a campaign's, a fence's);
 	// found is false when there is none. SaveRecord writes it, creating it when missing;
