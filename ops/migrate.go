@@ -185,10 +185,10 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 // moveAll moves the VMs (largest first) and returns how many moved, and the ones that did not.
 func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed []model.Reason, err error) {
 	e, p := r.e, r.plan
-	sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
-	if traitsOf(p.Op).rebuilds { // a dead host's: the higher recovery priorities first
-		prio := e.cfg.Recover.Priority
-		sort.SliceStable(vms, func(i, j int) bool { a, _, _ := prio.Of(vms[i]); b, _, _ := prio.Of(vms[j]); return a > b })
+	if traitsOf(p.Op).rebuilds {
+		policy.RebuildOrder(vms, e.cfg.Recover.Priority) // a dead host's: the higher recovery priorities first
+	} else {
+		sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
 	}
 	var pending []*vmRun
 	running := map[string]*vmRun{}

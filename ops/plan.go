@@ -27,7 +27,11 @@ func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro Ru
 		return model.Plan{}, err
 	}
 	e.ForgetFences(ctx) // a node seen Ready: its last fence proves nothing any more
-	return e.planOn(ctx, inv, op, target, ro)
+	p, err := e.planOn(ctx, inv, op, target, ro)
+	if err != nil {
+		return p, err
+	}
+	return p, e.noteHolder(ctx, &p)
 }
 
 // planOn builds the plan from an inventory already read: a campaign plans each of its nodes

@@ -65,23 +65,28 @@ func onNode(f func(e *Engine, ctx context.Context, n *nodePlan) error) planner {
 			p.Reasons = append(p.Reasons, model.Reason{Code: model.DisabledByOther, Severity: model.Notes, Object: node.Host,
 				Message: fmt.Sprintf("nova-compute already disabled by someone else (%q); drainctl leaves it so", node.Compute.DisabledReason)})
 		}
-		if err := f(e, ctx, n); err != nil {
-			return p, err
-		}
-		// Another drainctl working the node refuses the run at its lease: said in the plan, so
-		// that a plan nothing else refuses does not read as one that will run.
-		if traitsOf(op).leases {
-			holder, until, err := e.kube.LeaseHolder(ctx, node.Name)
-			if err != nil {
-				return p, err
-			}
-			if holder != "" && holder != e.o.Holder && !e.mayReplace(holder) {
-				p.Reasons = append(p.Reasons, model.Reason{Code: model.HeldByOther, Severity: model.Notes, Object: node.Name,
-					Message: fmt.Sprintf("%s holds the node's lease (until %s): a run now is refused by it; abort asks it to stop", holder, until.UTC().Format(time.RFC3339))})
-			}
-		}
-		return p, nil
+		err := f(e, ctx, n)
+		return p, err
 	}
+}
+
+// noteHolder notes, on a plan of an operation that takes the node's lease, that another
+// drainctl holds it: a run now is refused at its lease, and a plan nothing else refuses must
+// not read as one that will run. One plan asked by itself (Plan), not the many of a
+// forecast (PlanOn), which would read a lease a node.
+func (e *Engine) noteHolder(ctx context.Context, p *model.Plan) error {
+	if !traitsOf(p.Op).leases || p.Node == "" {
+		return nil
+	}
+	holder, until, err := e.kube.LeaseHolder(ctx, p.Node)
+	if err != nil {
+		return err
+	}
+	if holder != "" && holder != e.o.Holder && !e.mayReplace(holder) {
+		p.Reasons = append(p.Reasons, model.Reason{Code: model.HeldByOther, Severity: model.Notes, Object: p.Node,
+			Message: fmt.Sprintf("%s holds the node's lease (until %s): a run now is refused by it; abort asks it to stop", holder, until.UTC().Format(time.RFC3339))})
+	}
+	return nil
 }
 
 // planCordon: cordon and disable nova-compute; what would refuse emptying the node is said,

@@ -20,11 +20,7 @@ func RecoveryRecord(node string) string { return "recovery-" + node }
 
 // SaveRecovery writes the recovery's record.
 func (e *Engine) SaveRecovery(ctx context.Context, rec model.Recovery) error {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return e.kube.SaveRecord(ctx, RecoveryRecord(rec.Node), data)
+	return e.saveRecord(ctx, RecoveryRecord(rec.Node), rec)
 }
 
 // Recoveries are the recoveries recorded on the cluster, the newest first.
@@ -64,24 +60,12 @@ const stormRecord = "storm"
 // Storm is the last storm the guard held recoveries for, nil when none was recorded. A record
 // that cannot be read as one is a storm that has not ended: whoever wrote it held recoveries.
 func (e *Engine) Storm(ctx context.Context) (*model.Storm, error) {
-	data, found, err := e.kube.Record(ctx, stormRecord)
-	if err != nil || !found {
-		return nil, err
-	}
-	var s model.Storm
-	if json.Unmarshal(data, &s) != nil {
-		s = model.Storm{Began: e.now(), Nodes: []string{"(record " + stormRecord + " is unreadable)"}}
-	}
-	return &s, nil
+	return readHolding(ctx, e, stormRecord, model.Storm{Began: e.now(), Nodes: []string{"(record " + stormRecord + " is unreadable)"}})
 }
 
 // SaveStorm records the storm guard's state.
 func (e *Engine) SaveStorm(ctx context.Context, s model.Storm) error {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return e.kube.SaveRecord(ctx, stormRecord, data)
+	return e.saveRecord(ctx, stormRecord, s)
 }
 
 // pauseRecord is the record of a pause of automatic recovery.
@@ -89,11 +73,7 @@ const pauseRecord = "pause-recovery"
 
 // PauseRecovery holds every automatic recovery, cluster-wide, until ResumeRecovery.
 func (e *Engine) PauseRecovery(ctx context.Context, why string) error {
-	data, err := json.Marshal(model.RecoveryPause{By: e.o.Holder, Reason: why, At: e.now()})
-	if err != nil {
-		return err
-	}
-	return e.kube.SaveRecord(ctx, pauseRecord, data)
+	return e.saveRecord(ctx, pauseRecord, model.RecoveryPause{By: e.o.Holder, Reason: why, At: e.now()})
 }
 
 // ResumeRecovery lifts the pause; none is no error.
@@ -104,15 +84,30 @@ func (e *Engine) ResumeRecovery(ctx context.Context) error {
 // RecoveryPause is the pause of automatic recovery, nil when there is none. A record that
 // cannot be read as one still pauses: whoever wrote it meant to hold recoveries.
 func (e *Engine) RecoveryPause(ctx context.Context) (*model.RecoveryPause, error) {
-	data, found, err := e.kube.Record(ctx, pauseRecord)
+	return readHolding(ctx, e, pauseRecord, model.RecoveryPause{By: "unknown", Reason: "record " + pauseRecord + " is unreadable"})
+}
+
+// readHolding reads a record that holds automatic recovery while it exists (nil: none). One
+// that cannot be read as a T is taken as unreadable: whoever wrote it meant to hold.
+func readHolding[T any](ctx context.Context, e *Engine, name string, unreadable T) (*T, error) {
+	data, found, err := e.kube.Record(ctx, name)
 	if err != nil || !found {
 		return nil, err
 	}
-	var p model.RecoveryPause
-	if json.Unmarshal(data, &p) != nil {
-		p = model.RecoveryPause{By: "unknown", Reason: "record " + pauseRecord + " is unreadable"}
+	var v T
+	if json.Unmarshal(data, &v) != nil {
+		v = unreadable
 	}
-	return &p, nil
+	return &v, nil
+}
+
+// saveRecord writes v as the record name in drainctl's namespace.
+func (e *Engine) saveRecord(ctx context.Context, name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return e.kube.SaveRecord(ctx, name, data)
 }
 
 // saveLedger writes the recovery's record as the run stands: a move per VM of the plan, each

@@ -38,9 +38,10 @@ type Recoverer struct {
 	// cooldown, for this process and any that follows it (a restart, a new leader).
 	storm     *model.Storm
 	stormRead bool
-	said      map[string]string    // what was said last, by subject (sayOnce): each thing is said once
-	beats     watched              // each node's signals, on drainctl's own clock (heartbeats.go)
-	stopped   map[string]time.Time // node -> the outage (its NotReady since) whose ladder stopped: a person's now
+	said      map[string]string     // what was said last, by subject (sayOnce): each thing is said once
+	beats     watched               // each node's signals, on drainctl's own clock (heartbeats.go)
+	records   map[string]recordRead // the recovery records read this pass, by node (each read once a pass)
+	stopped   map[string]time.Time  // node -> the outage (its NotReady since) whose ladder stopped: a person's now
 }
 
 // PauseAnnotation on a node holds its automatic recovery (NodeHealthCheck's pause request).
@@ -77,6 +78,7 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return 0
 	}
 	now := r.Engine.Now()
+	r.records = map[string]recordRead{}
 	if !r.readStorm(ctx) {
 		return 0
 	}
@@ -183,6 +185,7 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			continue
 		}
 		r.recover(ctx, n)
+		r.records = map[string]recordRead{} // a recovery takes minutes: the next node's record is read anew
 		return time.Second // the next one, one at a time
 	}
 	return due
@@ -324,7 +327,7 @@ func (r *Recoverer) stormBegan(ctx context.Context, now time.Time, unhealthy []m
 // failed fence is not run again by itself, a refusal not paged again); a person's that
 // stopped is left to that person, said once in a notice.
 func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
-	rec, found, err := r.Engine.Recovery(ctx, n.Name)
+	rec, found, err := r.recovery(ctx, n.Name)
 	switch {
 	case err != nil:
 		return "its recovery record cannot be read (" + err.Error() + "): nothing is fenced on a guess"
@@ -393,7 +396,7 @@ func (r *Recoverer) explained(ctx context.Context, n model.Node) string {
 	if j.Op != model.OpRecover {
 		return "under " + string(j.Op) + " by " + j.Holder
 	}
-	rec, found, err := r.Engine.Recovery(ctx, n.Name)
+	rec, found, err := r.recovery(ctx, n.Name)
 	if err != nil || !found || rec.Outage.IsZero() || !rec.Outage.Equal(k.ReadySince) || rec.APersons() {
 		return ""
 	}
@@ -401,6 +404,24 @@ func (r *Recoverer) explained(ctx context.Context, n model.Node) string {
 		return "recovered"
 	}
 	return "being recovered"
+}
+
+// recordRead is one read of a node's recovery record.
+type recordRead struct {
+	rec   model.Recovery
+	found bool
+	err   error
+}
+
+// recovery is the node's recovery record as this pass read it: the storm guard and the
+// candidates' checks ask for the same record, and one GET a pass serves both.
+func (r *Recoverer) recovery(ctx context.Context, node string) (model.Recovery, bool, error) {
+	read, ok := r.records[node]
+	if !ok {
+		read.rec, read.found, read.err = r.Engine.Recovery(ctx, node)
+		r.records[node] = read
+	}
+	return read.rec, read.found, read.err
 }
 
 // refuse says, once, that automatic recovery of the node is refused and why, and records the

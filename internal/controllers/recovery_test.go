@@ -80,6 +80,26 @@ func (c *cluster) die(node string) {
 	kubetest.SetReady(c.T, c.CS, node, false, time.Now().Add(-5*time.Minute))
 }
 
+// localDiskOnVMB makes vm-a boot from a volume and leaves vm-b on a local disk, without shared
+// storage: automatic recovery rebuilds vm-a and leaves vm-b to a person.
+func (c *cluster) localDiskOnVMB() {
+	c.localDisks = true
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			vm.VolumeBacked = vm.Name == "vm-a"
+		}
+	})
+}
+
+// waitRecovered waits until the node's recovery record says done.
+func (c *cluster) waitRecovered(node string) {
+	c.T.Helper()
+	kubetest.Eventually(c.T, 60*time.Second, node+" recovered", func() bool {
+		rec, ok := c.recovery(node)
+		return ok && rec.Outcome == string(ops.ResultDone)
+	})
+}
+
 // recovery is the node's recovery record, if any.
 func (c *cluster) recovery(node string) (model.Recovery, bool) {
 	cm, err := c.CS.CoreV1().ConfigMaps(kube.LeaseNamespace).Get(kubetest.Ctx(c.T), kube.RecordName(ops.RecoveryRecord(node)), metav1.GetOptions{})
@@ -131,10 +151,7 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	c.die(c0)
 	stop := c.startRecoverer("touch " + marks + "/{node}")
 	defer stop()
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 	rec, _ := c.recovery(c0)
 	if _, err := os.Stat(filepath.Join(marks, c0)); err != nil || !rec.Automatic || len(rec.Moves) != 2 {
 		t.Fatalf("fence mark %v, record %+v", err, rec)
@@ -184,13 +201,8 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 // ledger with its reason; the recovery is done, the node not empty, and said so.
 func TestAutomaticRecoveryLeavesALocalDiskToAPerson(t *testing.T) {
 	c := newCluster(t, 100)
-	c.localDisks = true
 	c0 := c.Name("c0")
-	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
-		for _, vm := range vms {
-			vm.VolumeBacked = vm.Name == "vm-a"
-		}
-	})
+	c.localDiskOnVMB()
 	c.die(c0)
 	stop := c.startRecoverer("true {node}")
 	defer stop()
@@ -334,10 +346,7 @@ func TestAShortStormPagesNoOne(t *testing.T) {
 	}
 	kubetest.SetReady(t, c.CS, c1, true, time.Now())
 	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 	if slices.Contains(c.told(), model.NoticeStorm) {
 		t.Errorf("told %v", c.told())
 	}
@@ -389,10 +398,7 @@ func TestTwoRecoverersRecoverOnce(t *testing.T) {
 	defer stop1()
 	stop2 := c.startRecovererAs("controller-2@test", fence)
 	defer stop2()
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 	time.Sleep(500 * time.Millisecond) // the other's passes go on: none may start again
 	if tries, _ := os.ReadFile(filepath.Join(marks, "tries")); len(tries) != len(c0)+1 {
 		t.Errorf("the fence ran %q: once is all", tries)
@@ -463,10 +469,7 @@ func TestAFenceThatFailsOnceIsRetried(t *testing.T) {
 	c.die(c0)
 	stop := c.startRecoverer("test -e " + marks + "/{node} || { touch " + marks + "/{node}; false; }")
 	defer stop()
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 }
 
 // A ledger of this very outage, forged (or left by a run that claims too much): its moves are
@@ -501,10 +504,7 @@ func TestAForgedLedgerClaimsNothing(t *testing.T) {
 	c.World.ResetStats()
 	stop := c.startRecoverer("true {node}")
 	defer stop()
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 	rec, _ := c.recovery(c0)
 	if len(rec.Moves) != bogus+3 {
 		t.Fatalf("the record of the same outage was not taken in: %d moves", len(rec.Moves))
@@ -788,9 +788,19 @@ func TestARacksTwoDeadNodesAreAStorm(t *testing.T) {
 // A fence check that reports the machine still on ([recover] fence_check_cmd): the fence
 // command's exit 0 is no proof then, and nothing is rebuilt.
 func TestAFenceCheckSayingOnRebuildsNothing(t *testing.T) {
+	for name, check := range map[string]string{
+		"says on": `echo "Chassis Power is on"; exit 1`,
+		// A BMC that never answers, printing without end: cut at fence_timeout, proving nothing.
+		"hangs": `while true; do echo "waiting for the BMC"; done`,
+	} {
+		t.Run(name, func(t *testing.T) { fenceCheckRebuildsNothing(t, check) })
+	}
+}
+
+func fenceCheckRebuildsNothing(t *testing.T, check string) {
 	c := newCluster(t, 100)
 	c0 := c.Name("c0")
-	c.Cfg.Recover.FenceCheckCmd = `echo "Chassis Power is on"; exit 1`
+	c.Cfg.Recover.FenceCheckCmd, c.Cfg.Recover.FenceTimeout = check, model.Duration(time.Second)
 	c.die(c0)
 	stop := c.startRecoverer("true {node}")
 	defer stop()
@@ -818,10 +828,7 @@ func TestASecondDeathAfterARecoveryIsRecovered(t *testing.T) {
 	c.die(c0)
 	stop := c.startRecoverer("true {node}")
 	defer stop()
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 	if k := c.Node(c0); k.Ready {
 		t.Fatalf("%s is Ready: the test needs it still dead", c0)
 	}
@@ -851,20 +858,12 @@ func TestASecondDeathAfterARecoveryIsRecovered(t *testing.T) {
 // keeps the moves an earlier run of the outage made, finished or not.
 func TestAPersonsRerunKeepsTheAutomaticRebuild(t *testing.T) {
 	c := newCluster(t, 100)
-	c.localDisks = true
 	c0 := c.Name("c0")
-	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
-		for _, vm := range vms {
-			vm.VolumeBacked = vm.Name == "vm-a"
-		}
-	})
+	c.localDiskOnVMB()
 	c.die(c0)
 	c.leaseTTL = 2 * time.Second // the node's lease, kept after the recovery, expires soon after
 	stop := c.startRecoverer("true {node}")
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 	stop()
 	time.Sleep(3 * time.Second) // the lease the recovery kept has expired
 	e := c.Engine("alice@laptop", nil)
@@ -920,10 +919,7 @@ func TestPrioritiesAreHonouredWhenRoomRunsShort(t *testing.T) {
 	c.die(c0)
 	stop := c.startRecoverer("true {node}")
 	defer stop()
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 	rec, _ := c.recovery(c0)
 	for _, m := range rec.Moves {
 		switch m.VM {
@@ -951,10 +947,7 @@ func TestAnOwnersStaysOnADeadHostIsSaid(t *testing.T) {
 	c.die(c0)
 	stop := c.startRecoverer("true {node}")
 	defer stop()
-	kubetest.Eventually(t, 60*time.Second, c0+" recovered", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome == string(ops.ResultDone)
-	})
+	c.waitRecovered(c0)
 	rec, _ := c.recovery(c0)
 	for _, m := range rec.Moves {
 		if m.VM == "vm-a" && (m.Status != model.MoveSucceeded || !strings.Contains(m.Reason, "its owner asks that it stay")) {

@@ -61,6 +61,15 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 	return model.MoveRebuild, notes
 }
 
+// RebuildOrder sorts a dead host's VMs as they are rebuilt: the highest recovery priority
+// first, then the largest.
+func RebuildOrder(vms []model.VM, prio model.PriorityConfig) {
+	of := func(vm model.VM) int { p, _, _ := prio.Of(vm); return p }
+	slices.SortStableFunc(vms, func(a, b model.VM) int {
+		return cmp.Or(cmp.Compare(of(b), of(a)), cmp.Compare(b.RAMMB, a.RAMMB))
+	})
+}
+
 // LeftForRoom is a VM of a dead host that the other hosts have no room for: left there, with
 // its reason.
 type LeftForRoom struct {
@@ -72,11 +81,8 @@ type LeftForRoom struct {
 // then the largest), and keeps the longest run of them the other hosts have room for (as
 // CapacityReason judges room); the rest, the lowest, are left, each with its reason.
 func ByPriority(node model.Node, vms []model.VM, inv model.Inventory, cpuRatio float64, o Options, prio model.PriorityConfig) (fits []model.VM, left []LeftForRoom) {
-	of := func(vm model.VM) int { p, _, _ := prio.Of(vm); return p }
 	sorted := slices.Clone(vms)
-	slices.SortStableFunc(sorted, func(a, b model.VM) int {
-		return cmp.Or(cmp.Compare(of(b), of(a)), cmp.Compare(b.RAMMB, a.RAMMB))
-	})
+	RebuildOrder(sorted, prio)
 	room := func(n int) bool { return CapacityReason(node, sorted[:n], inv, nil, cpuRatio, o) == nil }
 	if room(len(sorted)) {
 		return sorted, nil
