@@ -185,8 +185,7 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			continue
 		}
 		r.recover(ctx, n)
-		r.records = map[string]recordRead{} // a recovery takes minutes: the next node's record is read anew
-		return time.Second                  // the next one, one at a time
+		return time.Second // the next one, one at a time
 	}
 	return due
 }
