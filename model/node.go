@@ -23,12 +23,16 @@ type Taint struct {
 
 // KubeNode is the Kubernetes half of a node.
 type KubeNode struct {
-	Name        string            `json:"name"`
-	UID         string            `json:"uid"`
-	ProviderID  string            `json:"providerID,omitempty"`
-	Roles       []string          `json:"roles,omitempty"`
-	Ready       bool              `json:"ready"`
-	ReadySince  time.Time         `json:"readySince,omitempty"` // when Ready last changed (its condition's lastTransitionTime)
+	Name       string    `json:"name"`
+	UID        string    `json:"uid"`
+	ProviderID string    `json:"providerID,omitempty"`
+	Roles      []string  `json:"roles,omitempty"`
+	Ready      bool      `json:"ready"`
+	ReadySince time.Time `json:"readySince,omitempty"` // when Ready last changed (its condition's lastTransitionTime)
+	// Heartbeat is its kubelet Lease's renewTime (kube-node-lease) where it was read: a read
+	// from the API server for a destructive step, automatic recovery's watch; zero from the
+	// cache, or with no Lease.
+	Heartbeat   time.Time         `json:"heartbeat,omitempty"`
 	BootID      string            `json:"bootID,omitempty"`     // changes when the machine reboots
 	SystemUUID  string            `json:"systemUUID,omitempty"` // the machine's, as its firmware reports it
 	Schedulable bool              `json:"schedulable"`
@@ -38,6 +42,22 @@ type KubeNode struct {
 	Allocatable Resources         `json:"allocatable"`
 	Created     time.Time         `json:"created"`
 }
+
+// Outage names the node's current outage, the same for every reader that read its Lease: its
+// kubelet's last renewal where it has one (a dead machine's stays put; one Ready still by its
+// condition is in the same outage once it is NotReady), else when its Ready condition last
+// changed. Records of an outage ("the recovery of this outage") compare it.
+func (n KubeNode) Outage() time.Time {
+	if !n.Heartbeat.IsZero() {
+		return n.Heartbeat
+	}
+	return n.ReadySince
+}
+
+// SameOutage reports whether two names of an outage (KubeNode.Outage) name the same one: to
+// the second, as the API keeps a condition's transition time (a copy that went through it
+// has lost what one that did not still holds).
+func SameOutage(a, b time.Time) bool { return a.Truncate(time.Second).Equal(b.Truncate(time.Second)) }
 
 // IsControlPlane reports whether the node carries a control-plane role.
 func (n KubeNode) IsControlPlane() bool {
@@ -59,6 +79,9 @@ type ComputeService struct {
 	Up             bool      `json:"up"`
 	ForcedDown     bool      `json:"forcedDown"`
 	UpdatedAt      time.Time `json:"updatedAt"`
+	// Silent is how long it had not reported when Nova was read: Nova's own clock (its API's
+	// Date less updated_at), no other machine's.
+	Silent time.Duration `json:"silent,omitempty"`
 }
 
 // Hypervisor is a Nova compute node (the capacity side of a compute host).

@@ -463,7 +463,7 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 	c.World.AddServer("vm-c", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	c.World.KillHost(c0)
 	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
-	kubetest.Eventually(t, 10*time.Second, "the engines' cache seeing "+c0+" NotReady", func() bool { return !c.Node(c0).Ready })
+	kubetest.Eventually(t, 10*time.Second, "the engines' cache seeing "+c0+" NotReady", func() bool { k, _ := c.Engine("observer@test", nil).KubeNode(c0); return !k.Ready })
 	run := func(kind model.OpKind, node string, ro ops.RunOptions) <-chan error {
 		e := c.Engine(ops.DefaultHolder(), nil)
 		plan, err := e.Plan(kubetest.Ctx(t), kind, node, ro)

@@ -59,7 +59,7 @@ func (e *Engine) ForgetFences(ctx context.Context) {
 		e.mu.Lock()
 		done := e.forgotten[k.Name].Equal(k.ReadySince)
 		e.mu.Unlock()
-		if done {
+		if done || e.fencedWhileReady(ctx, k) {
 			continue
 		}
 		// Tried once per return: an identity not allowed to delete records (the per-node
@@ -74,8 +74,8 @@ func (e *Engine) ForgetFences(ctx context.Context) {
 // fenceHolds is checked before each destructive step of a recovery (force-down, the taint,
 // each rebuild, a force-delete): the machine must still be in the outage its fence proved,
 // as the API server shows the node now (not the cache, which may lag a node's return).
-// A node that turned Ready stops the run (ErrHostAlive), as does a new outage, a reboot or
-// a re-created Node (ErrFenceStale).
+// Life since the fence (the kubelet renewed, the node turned Ready, the machine booted) stops
+// the run (ErrHostAlive), as does a new outage or a re-created Node (ErrFenceStale).
 func (r *runner) fenceHolds(ctx context.Context) error {
 	k, ok, err := r.e.kube.NodeFresh(ctx, r.plan.Node) // the API server's: a node back a moment ago stops the step
 	if err != nil {
@@ -84,15 +84,15 @@ func (r *runner) fenceHolds(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("node %s is gone", r.plan.Node)
 	}
-	if k.Ready {
-		return ErrHostAlive
-	}
 	if r.proof == nil { // the fence step was done by an earlier run of this outage
 		rec, why, err := r.e.provenFence(ctx, k)
 		if err != nil {
 			return err
 		}
 		if rec == nil {
+			if k.Ready {
+				return ErrHostAlive
+			}
 			if why == "" {
 				why = "no fence record"
 			}
@@ -102,6 +102,9 @@ func (r *runner) fenceHolds(ctx context.Context) error {
 		r.proof = rec
 	}
 	if ok, why := r.proof.Proves(k); !ok {
+		if r.proof.Alive(k) {
+			return fmt.Errorf("%w (%s)", ErrHostAlive, why)
+		}
 		return fmt.Errorf("%w (%s)", ErrFenceStale, why)
 	}
 	return nil
@@ -116,4 +119,16 @@ func (r *runner) stopUnlessFenced(ctx context.Context) bool {
 	}
 	r.stop(err)
 	return true
+}
+
+// fencedWhileReady reports whether the node's fence was made in the Ready episode the node is
+// still in: automatic recovery fences a machine whose kubelet stopped before the node lifecycle
+// controller marks it NotReady, and that fence proves this outage still (it is not a return).
+func (e *Engine) fencedWhileReady(ctx context.Context, k model.KubeNode) bool {
+	data, found, err := e.kube.Record(ctx, fenceKey(k.Name))
+	var f model.FenceRecord
+	if err != nil || !found || json.Unmarshal(data, &f) != nil {
+		return false
+	}
+	return !f.Heartbeat.IsZero() && !k.ReadySince.After(f.At)
 }

@@ -22,14 +22,23 @@ import (
 // nova-compute must restart and clean up first), the taint removed, the service enabled,
 // the node uncordoned.
 
-// ErrHostAlive stops a recovery whose node turned Ready: a machine that answers is not
-// dead, and rebuilding its VMs elsewhere could run them twice.
-var ErrHostAlive = errors.New("the node turned Ready: the machine is not dead; no further VM is rebuilt")
+// ErrHostAlive stops a recovery whose node shows life (Ready, a kubelet renewal): a machine
+// that answers is not dead, and rebuilding its VMs elsewhere could run them twice.
+var ErrHostAlive = errors.New("the node turned Ready or its kubelet renewed its Lease: the machine is not dead; no further VM is rebuilt")
 
 // planRecover adds a recovery's reasons and steps. A fence proven earlier counts only if
 // its record (in drainctl's namespace, never the node's annotation) proves this outage, and
 // only when no fence command is given: a command given always runs.
 func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node, inv model.Inventory, ro RunOptions) error {
+	// The API server's node and its kubelet's Lease, not the cache's: death is judged, and a
+	// fence proves, by the heartbeat the cache does not hold.
+	fresh, found, err := e.kube.NodeFresh(ctx, node.Name)
+	if err != nil {
+		return err
+	}
+	if found {
+		node.Kube = &fresh
+	}
 	k := node.Kube
 	proof, stale, err := e.provenFence(ctx, *k)
 	if err != nil {
@@ -37,7 +46,7 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	}
 	fencedBefore := proof != nil && e.fenceCmd(ro) == "" && !ro.ConfirmFenced
 	fenced := e.fenceCmd(ro) != "" || ro.ConfirmFenced || fencedBefore
-	p.Reasons = append(p.Reasons, policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced)...)
+	p.Reasons = append(p.Reasons, policy.DeadHost(node, e.now(), e.deathRule(ro), fenced)...)
 	if stale != "" && !fenced {
 		p.Reasons = append(p.Reasons, model.Reason{Code: model.NotFenced, Severity: model.Notes, Object: node.Name, Message: stale})
 	}
@@ -139,6 +148,13 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	return nil
 }
 
+// deathRule is what makes a machine dead for this run: automatic recovery, which watched its
+// kubelet stand still, need not wait for the NotReady the node lifecycle controller writes
+// 40 s later; a person's recovery does.
+func (e *Engine) deathRule(ro RunOptions) policy.DeathRule {
+	return policy.DeathRule{NotReadyFor: e.cfg.Recover.NotReadyFor.D(), Quiet: e.cfg.Recover.HeartbeatTimeout.D(), KubeletSilence: ro.Automatic}
+}
+
 // fenceCmd is the command that proves the machine off: --fence-cmd, else [recover]
 // fence_cmd; none when the operator gives their word instead (--confirm-fenced).
 func (e *Engine) fenceCmd(ro RunOptions) string {
@@ -187,7 +203,7 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	}
 	cmd := e.fenceCmd(r.ro)
 	fenced := cmd != "" || r.ro.ConfirmFenced
-	if reasons := policy.DeadHost(node, e.now(), e.cfg.Recover.NotReadyFor.D(), fenced); len(reasons) > 0 {
+	if reasons := policy.DeadHost(node, e.now(), e.deathRule(r.ro), fenced); len(reasons) > 0 {
 		return "", &RefusedError{Reasons: reasons}
 	}
 	notOff := func(why string) error {

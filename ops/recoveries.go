@@ -110,6 +110,18 @@ func (e *Engine) saveRecord(ctx context.Context, name string, v any) error {
 	return e.kube.SaveRecord(ctx, name, data)
 }
 
+// outageOf names the outage this recovery is in (model.KubeNode.Outage), as the API server
+// shows the node and its kubelet's Lease at the first ask: the name every reader of the record
+// compares (zero for a live node that no Lease names).
+func (r *runner) outageOf(ctx context.Context) time.Time {
+	if r.outage.IsZero() {
+		if k, ok, err := r.e.kube.NodeFresh(ctx, r.plan.Node); err == nil && ok && (!k.Ready || !k.Heartbeat.IsZero()) {
+			r.outage = k.Outage()
+		}
+	}
+	return r.outage
+}
+
 // saveLedger writes the recovery's record as the run stands: a move per VM of the plan, each
 // filled from the run's account once it has one. A record that cannot be written is said, and
 // the recovery goes on: the ledger is an account, not a proof.
@@ -117,9 +129,7 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 	p := r.plan
 	rec := model.Recovery{Node: p.Node, Host: p.Host, Automatic: r.ro.Automatic, Started: r.report.Started, Outcome: outcome, Error: r.report.Error,
 		By: r.e.o.Holder, Options: r.ro.Policy.Given()}
-	if k, ok := r.e.kube.Node(p.Node); ok && !k.Ready {
-		rec.Outage = k.ReadySince
-	}
+	rec.Outage = r.outageOf(ctx)
 	if outcome != "running" {
 		rec.Finished = r.report.Finished
 	}
@@ -165,7 +175,7 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 	// written by someone else for another) is not taken in.
 	if data, found, err := r.e.kube.Record(wctx, RecoveryRecord(p.Node)); err == nil && found {
 		var old model.Recovery
-		if json.Unmarshal(data, &old) == nil && !rec.Outage.IsZero() && old.Outage.Equal(rec.Outage) {
+		if json.Unmarshal(data, &old) == nil && !rec.Outage.IsZero() && model.SameOutage(old.Outage, rec.Outage) {
 			if old.Outcome == "running" || old.Outcome == string(ResultInterrupted) {
 				rec.Started, rec.Automatic = old.Started, rec.Automatic || old.Automatic
 				if old.By != "" { // the recovery stays the one who began it
@@ -267,9 +277,20 @@ func (e *Engine) RecoveryHolds(ctx context.Context) ([]model.RecoveryHold, error
 		if err != nil {
 			return nil, err
 		}
-		if found && rec.APersons() && rec.Outage.Equal(k.ReadySince) {
+		if found && rec.APersons() && e.inOutage(ctx, k, rec.Outage) {
 			out = append(out, model.RecoveryHold{Kind: rec.Outcome, Node: k.Name, Why: fmt.Sprintf("its recovery %s in this outage: %s; a person's now", rec.Outcome, rec.Error), Since: rec.Finished})
 		}
 	}
 	return out, nil
+}
+
+// inOutage reports whether outage names the outage the node (read from the cache) is in: its
+// NotReady episode, or, for a record named by the kubelet's last renewal, the Lease as the
+// API server has it now (read only then: a record of a person's recovery is rare).
+func (e *Engine) inOutage(ctx context.Context, k model.KubeNode, outage time.Time) bool {
+	if model.SameOutage(outage, k.ReadySince) {
+		return true
+	}
+	fresh, ok, err := e.kube.NodeFresh(ctx, k.Name)
+	return err == nil && ok && !fresh.Heartbeat.IsZero() && model.SameOutage(outage, fresh.Outage())
 }

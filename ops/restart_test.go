@@ -167,7 +167,7 @@ func TestARestartInPlaceVMOfADeadHostIsStartedWhereItIsRebuilt(t *testing.T) {
 	}
 	c.World.KillHost(c0)
 	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
-	kubetest.Eventually(t, 10*time.Second, "the engine's cache seeing "+c0+" NotReady", func() bool { return !c.Node(c0).Ready })
+	kubetest.Eventually(t, 10*time.Second, "the engine's cache seeing "+c0+" NotReady", func() bool { k, _ := e.KubeNode(c0); return !k.Ready })
 	rro := ops.RunOptions{Policy: defaults(), ConfirmFenced: true}
 	rro.Policy.KeepLocalDisks = true
 	rec, rep, err := run(t, e, model.OpRecover, c0, rro)

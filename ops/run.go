@@ -64,6 +64,7 @@ type runner struct {
 	keepers sync.WaitGroup     // the lease's renewal and cancel watch
 	cold    []ColdMove         // the cold moves this run asked for (under mu), journaled
 	proof   *model.FenceRecord // recover: the fence this run proved or found for the outage
+	outage  time.Time          // recover: the outage it recovers, read once (runner.outageOf)
 	// beside: two steps run at once (together): the pods' step leaves the journal's phase to
 	// the VMs' (under mu).
 	beside bool

@@ -14,8 +14,8 @@ import (
 )
 
 // Recoverer is automatic recovery ([recover] automatic = true, in the leader-elected
-// controller): a compute node dead for not_ready_for (NotReady, and its nova-compute down in
-// Nova's own view) is recovered as `drainctl --auto recover` would, fence command first,
+// controller): a compute node whose machine is dead (its kubelet and its nova-compute silent
+// for heartbeat_timeout: heartbeats.go) is recovered as `drainctl --auto recover` would, fence command first,
 // through the engine's recover: no second implementation. Masakari and InstanceHA taught the
 // storm guard: while more compute nodes than [recover] max_unhealthy are unhealthy (a
 // partition looks like many dead hosts) nothing is fenced, and for storm_cooldown after it
@@ -38,10 +38,15 @@ type Recoverer struct {
 	// cooldown, for this process and any that follows it (a restart, a new leader).
 	storm     *model.Storm
 	stormRead bool
-	said      map[string]string     // what was said last, by subject (sayOnce): each thing is said once
-	beats     watched               // each node's signals, on drainctl's own clock (heartbeats.go)
-	records   map[string]recordRead // the recovery records read this pass, by node (each read once a pass)
-	stopped   map[string]time.Time  // node -> the outage (its NotReady since) whose ladder stopped: a person's now
+	said      map[string]string // what was said last, by subject (sayOnce): each thing is said once
+	beats     watched           // each node's NotReady and nova-compute report, on drainctl's own clock (heartbeats.go)
+	kubelets  kubelets          // each kubelet's Lease renewals, as the watch tells them
+	// kubeletsWatched: the watch of the Leases runs; computesRead: the last read of Nova's services.
+	kubeletsWatched bool
+	watchTried      time.Time
+	computesRead    time.Time
+	records         map[string]recordRead // the recovery records read this pass, by node (each read once a pass)
+	stopped         map[string]time.Time  // node -> the outage (its NotReady since) whose ladder stopped: a person's now
 }
 
 // PauseAnnotation on a node holds its automatic recovery (NodeHealthCheck's pause request).
@@ -64,7 +69,7 @@ func (r *Recoverer) Serve(ctx context.Context) error {
 	if r.Notify == nil {
 		r.Notify = func(model.Notice) {}
 	}
-	r.said, r.stopped, r.beats = map[string]string{}, map[string]time.Time{}, watched{}
+	r.said, r.stopped, r.beats, r.kubelets.beats = map[string]string{}, map[string]time.Time{}, watched{}, watched{}
 	// On its resync only: a node is dead after not_ready_for (a minute), so a pass on every
 	// change the informers signal (each pod's, at 150,000 pods) would only read more often.
 	loop(ctx, r.Resync, nil, r.pass)
@@ -82,22 +87,39 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	if !r.readStorm(ctx) {
 		return 0
 	}
-	// The heartbeats are watched on every pass, while every node is well too: that a
-	// nova-compute stopped reporting long before its node did is known only to one who
-	// watched it (one read of Nova's services, one list of the kubelets' Leases).
-	kubelets, err := r.watchHeartbeats(ctx, now)
-	if err != nil {
+	quiet := cfg.HeartbeatTimeout.D()
+	if err := r.watchKubelets(ctx); err != nil {
 		if r.sayOnce("heartbeats", err.Error()) {
-			r.Log("automatic recovery: held: the heartbeats cannot be read: " + err.Error())
+			r.Log("automatic recovery: held: the kubelets' heartbeats cannot be read: " + err.Error())
 		}
 		return 0
 	}
+	// A node to judge: NotReady, or its kubelet silent for heartbeat_timeout (the node
+	// lifecycle controller marks it NotReady only 40 s later). None: nothing can be dead and no
+	// storm holds anything; Nova's reports are read once a resync, the cluster not at all. The
+	// next pass is when the next kubelet would have been silent that long.
+	silent, next := r.kubelets.silentNow(now, quiet)
+	judge := len(silent) > 0
+	for _, k := range r.Engine.KubeNodes() { // the cache: free
+		if !k.Ready { // watched from the first pass that sees it, paused or held too
+			r.beats.observe("notready/"+k.Name, k.ReadySince, now)
+			judge = true
+		}
+	}
+	var computes map[string]model.ComputeService
+	if judge || now.Sub(r.computesRead) >= r.Resync {
+		var err error
+		if computes, err = r.readComputes(ctx, now); err != nil {
+			if r.sayOnce("heartbeats", err.Error()) {
+				r.Log("automatic recovery: held: nova-compute's reports cannot be read: " + err.Error())
+			}
+			return 0
+		}
+	}
 	delete(r.said, "heartbeats")
-	// Every node Ready in the cache: nothing can be dead and no storm holds anything; the
-	// cluster (the join, the VMs) is read only while a node is NotReady.
-	if !slices.ContainsFunc(r.Engine.KubeNodes(), func(k model.KubeNode) bool { return !k.Ready }) {
+	if !judge {
 		r.calmed(ctx, now, cfg.StormCooldown.D())
-		return 0
+		return next
 	}
 	inv, err := r.Engine.Inventory().Read(ctx)
 	if err != nil {
@@ -109,8 +131,18 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		if n.Compute == nil || n.Kube == nil {
 			continue
 		}
+		// The node as this pass judges it: its service as just read (its silence), its
+		// kubelet's last renewal (what names its outage), on copies: the cache's are shared.
+		k := *n.Kube
+		if kb, ok := r.kubelets.of(n.Name); ok {
+			k.Heartbeat = kb.value
+		}
+		n.Kube = &k
+		if svc, ok := computes[n.Compute.Host]; ok {
+			n.Compute = &svc
+		}
 		compute = append(compute, n)
-		if !n.Kube.Ready || !n.Compute.Up {
+		if !n.Kube.Ready || !n.Compute.Up || silent[n.Name] {
 			unhealthy = append(unhealthy, n)
 		}
 	}
@@ -133,7 +165,7 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		// Said once a node would have been recovered: two kubelets restarting together
 		// page no one.
 		if !r.stormSaid && slices.ContainsFunc(unhealthy, func(n model.Node) bool {
-			return !n.Kube.Ready && now.Sub(n.Kube.ReadySince) >= cfg.NotReadyFor.D()
+			return silent[n.Name] || !n.Kube.Ready && now.Sub(n.Kube.ReadySince) >= cfg.NotReadyFor.D()
 		}) {
 			r.stormSaid = true
 			r.stormBegan(ctx, now, unexplained, storm)
@@ -163,15 +195,14 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	delete(r.said, "pause")
 	var due time.Duration // the soonest a NotReady node could be proven dead: a pass then, not a resync later
 	for _, n := range unhealthy {
-		why := r.notDead(n)
+		why := r.notDead(n, silent)
 		if why == "" {
 			why = r.someonesRecovery(ctx, n)
 		}
 		if why == "" {
-			renew, found := kubelets[n.Name]
 			var wait time.Duration
 			var stuck bool
-			if why, wait, stuck = r.deadFor(n, renew, found, now, cfg); wait > 0 && (due == 0 || wait < due) {
+			if why, wait, stuck = r.deadFor(n, now, cfg); wait > 0 && (due == 0 || wait < due) {
 				due = wait
 			}
 			if stuck {
@@ -179,13 +210,16 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			}
 		}
 		if why != "" {
-			if !n.Kube.Ready && r.sayOnce("waits/"+n.Name, why) { // why an unhealthy node waits
+			if (!n.Kube.Ready || silent[n.Name]) && r.sayOnce("waits/"+n.Name, why) { // why an unhealthy node waits
 				r.Log("automatic recovery: " + n.Name + " is not taken up: " + why)
 			}
 			continue
 		}
 		r.recover(ctx, n)
 		return time.Second // the next one, one at a time
+	}
+	if next > 0 && (due == 0 || next < due) {
+		due = next
 	}
 	return due
 }
@@ -330,7 +364,7 @@ func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
 	switch {
 	case err != nil:
 		return "its recovery record cannot be read (" + err.Error() + "): nothing is fenced on a guess"
-	case !found || !rec.Outage.Equal(n.Kube.ReadySince):
+	case !found || !model.SameOutage(rec.Outage, n.Kube.Outage()):
 		return "" // none in this outage
 	case rec.APersons():
 		return fmt.Sprintf("its recovery %s in this outage (%s): a person's now", rec.Outcome, rec.Error)
@@ -354,20 +388,18 @@ func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
 }
 
 // notDead says why the node is no candidate ("": it may be one, its signals decide):
-// Ready; nova-compute up in Nova's view; paused; or another operation's (cordoned by
+// Ready with its kubelet renewing; paused; or another operation's (cordoned by
 // someone, or under a drainctl operation that is no recovery). A recovery left unfinished is
 // resumed.
-func (r *Recoverer) notDead(n model.Node) string {
+func (r *Recoverer) notDead(n model.Node, silent map[string]bool) string {
 	k := *n.Kube
 	j, journaled := ops.ReadJournal(k)
 	switch {
-	case k.Ready:
+	case k.Ready && !silent[n.Name]:
 		return "Ready"
-	case n.Compute.Up:
-		return "its nova-compute is up"
 	case k.Annotations[PauseAnnotation] != "":
 		return "paused"
-	case stoppedIn(r.stopped, n.Name, k.ReadySince):
+	case stoppedIn(r.stopped, n.Name, k.Outage()):
 		return "its recovery stopped in this outage (a failed fence, a failed rebuild): a person's now"
 	case journaled && j.Op == model.OpRecover && j.Phase == ops.PhaseDone:
 		return "recovered already: the way back is a person's (uncordon)"
@@ -396,7 +428,7 @@ func (r *Recoverer) explained(ctx context.Context, n model.Node) string {
 		return "under " + string(j.Op) + " by " + j.Holder
 	}
 	rec, found, err := r.recovery(ctx, n.Name)
-	if err != nil || !found || rec.Outage.IsZero() || !rec.Outage.Equal(k.ReadySince) || rec.APersons() {
+	if err != nil || !found || rec.Outage.IsZero() || !model.SameOutage(rec.Outage, k.Outage()) || rec.APersons() {
 		return ""
 	}
 	if j.Phase == ops.PhaseDone {
@@ -437,7 +469,7 @@ func (r *Recoverer) refuse(ctx context.Context, n model.Node, msg string) {
 	defer cancel()
 	now := e.Now()
 	if err := e.SaveRecovery(wctx, model.Recovery{Node: n.Name, Host: n.Host, Automatic: true, By: "automatic recovery",
-		Started: now, Finished: now, Outage: n.Kube.ReadySince, Outcome: string(ops.ResultRefused), Error: msg}); err != nil {
+		Started: now, Finished: now, Outage: n.Kube.Outage(), Outcome: string(ops.ResultRefused), Error: msg}); err != nil {
 		r.Log("automatic recovery: the refusal could not be recorded: " + err.Error())
 	}
 }
@@ -445,7 +477,7 @@ func (r *Recoverer) refuse(ctx context.Context, n model.Node, msg string) {
 // stoppedIn reports whether the node's ladder stopped in the outage that began at since.
 func stoppedIn(stopped map[string]time.Time, node string, since time.Time) bool {
 	t, ok := stopped[node]
-	return ok && t.Equal(since)
+	return ok && model.SameOutage(t, since)
 }
 
 // recover runs the engine's recovery of the node under the cluster-wide recovery lease,
@@ -482,7 +514,7 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		}
 	}
 	started := fmt.Sprintf("automatic recovery: %s dead since %s, fencing it, then %d VM(s) rebuilt elsewhere, %d left (see the ledger)",
-		n.Name, n.Kube.ReadySince.Format(time.RFC3339), len(plan.VMs)-left, left)
+		n.Name, lastSign(*n.Kube), len(plan.VMs)-left, left)
 	var stays []string
 	for _, x := range plan.Reasons {
 		if x.Code == model.VMAsksToStay && x.Severity == model.Notes {
@@ -515,7 +547,7 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		}
 	})
 	if rep.Result != ops.ResultDone && rep.Result != ops.ResultInterrupted {
-		r.stopped[n.Name] = n.Kube.ReadySince // never again by itself in this outage: no fence loop
+		r.stopped[n.Name] = n.Kube.Outage() // never again by itself in this outage: no fence loop
 	}
 	for _, v := range rep.VMs {
 		if v.Result != ops.MigCompleted && v.Result != ops.MigSkipped && v.Result != ops.MigInterrupted {
@@ -529,11 +561,19 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		typ, reason, done.Kind = "Warning", "DrainctlRecoveryFailed", model.NoticeRecoveryFailed
 	}
 	if c := done.Ledger; err == nil && c.Failed+c.Pending == 0 && c.Succeeded > 0 {
-		done.VMsRunningAfter = lastRunning.Sub(n.Kube.ReadySince)
+		done.VMsRunningAfter = lastRunning.Sub(n.Kube.Outage())
 	}
 	r.event(ctx, n.Name, typ, reason, done.Message)
 	r.notify(done)
 	r.Log("automatic recovery of " + n.Name + ": " + done.Message)
+}
+
+// lastSign says when the node last showed life, as its outage is named.
+func lastSign(k model.KubeNode) string {
+	if !k.Heartbeat.IsZero() {
+		return k.Heartbeat.UTC().Format(time.RFC3339) + " (its kubelet's last Lease renewal)"
+	}
+	return k.ReadySince.UTC().Format(time.RFC3339) + " (NotReady)"
 }
 
 // notify stamps the notice and tells it.

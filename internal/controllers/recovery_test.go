@@ -992,3 +992,91 @@ func TestAFailedFenceLeaksNoSecret(t *testing.T) {
 		t.Errorf("a secret left the operator's side, or the fence is not named:\n%s", all)
 	}
 }
+
+// Faster than the node lifecycle controller and Nova (#51.4): a machine whose kubelet stops
+// renewing its Lease and whose nova-compute stops reporting is dead once both have stood still
+// for heartbeat_timeout, while its node is still Ready by its condition (the lifecycle
+// controller writes NotReady 40 s later) and Nova still calls the service up: fenced once,
+// nova-compute forced down, its VMs rebuilt. The outage is named by the kubelet's last renewal,
+// so the NotReady that follows is the same outage: nothing is fenced again.
+func TestADeadMachineIsRecoveredBeforeItsNodeIsNotReady(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Recover.NotReadyFor = model.Duration(time.Hour) // never: the heartbeats decide
+	c0 := c.Name("c0")
+	marks := t.TempDir()
+	stopKubelet := c.kubeletBeats(c0)
+	stop := c.startRecoverer("echo {node} >> " + marks + "/fenced")
+	defer stop()
+	time.Sleep(time.Second) // the controller sees the kubelet renew
+	stopKubelet()
+	c.World.KillHost(c0)
+	died := time.Now()
+	c.waitRecovered(c0)
+	rec, _ := c.recovery(c0)
+	if k := c.Node(c0); !k.Ready {
+		t.Fatalf("%s NotReady: the test means a node still Ready by its condition", c0)
+	}
+	lease, err := c.CS.CoordinationV1().Leases(kube.NodeLeaseNamespace).Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Outage.Equal(lease.Spec.RenewTime.Time) {
+		t.Errorf("the recovery names the outage %s; want its kubelet's last renewal %s", rec.Outage, lease.Spec.RenewTime.Time)
+	}
+	if took := rec.Started.Sub(lease.Spec.RenewTime.Time); took < time.Second || rec.Started.Sub(died) > 10*time.Second {
+		t.Errorf("recovered %s after the kubelet's last renewal (%s after the death); want not before heartbeat_timeout (1s)", took, rec.Started.Sub(died))
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host == c0 || vm.Status != "ACTIVE" {
+			t.Errorf("%s after the recovery: %s on %s", name, vm.Status, vm.Host)
+		}
+	}
+	if h, _ := c.World.Host(c0); !h.ForcedDown {
+		t.Errorf("nova-compute on %s not forced down", c0)
+	}
+	// The node lifecycle controller's NotReady, 40 s later: the same outage.
+	kubetest.SetReady(t, c.CS, c0, false, time.Now())
+	time.Sleep(2 * time.Second) // passes go on meanwhile
+	if data, _ := os.ReadFile(filepath.Join(marks, "fenced")); strings.Count(string(data), c0) != 1 {
+		t.Errorf("fenced %d times; want once:\n%s", strings.Count(string(data), c0), data)
+	}
+	if again, _ := c.recovery(c0); !again.Started.Equal(rec.Started) {
+		t.Errorf("a second recovery started at NotReady: %+v", again)
+	}
+}
+
+// A kubelet that renews its Lease again after the fence (the machine was not off after all, its
+// node still Ready by its condition) stops the recovery before the next rebuild: the fence
+// proved the outage after the renewal it saw last, and a new renewal ends it.
+func TestAKubeletRenewingMidLadderStopsTheRebuilds(t *testing.T) {
+	c := newCluster(t, 1) // life speed: a rebuild takes seconds
+	c.Cfg.Concurrency.MigrationsPerSource = 1
+	c.Cfg.Recover.NotReadyFor = model.Duration(time.Hour) // the heartbeats decide
+	c0 := c.Name("c0")
+	stopKubelet := c.kubeletBeats(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	time.Sleep(time.Second)
+	stopKubelet()
+	c.World.KillHost(c0)
+	kubetest.Eventually(t, 30*time.Second, "the first rebuild", func() bool {
+		a, _ := c.World.ServerByName("vm-a")
+		b, _ := c.World.ServerByName("vm-b")
+		return a.Status == "REBUILD" || b.Status == "REBUILD"
+	})
+	c.kubeletBeats(c0) // it renews again
+	kubetest.Eventually(t, 30*time.Second, "the recovery stopped", func() bool {
+		rec, ok := c.recovery(c0)
+		return ok && rec.Outcome != "running"
+	})
+	rec, _ := c.recovery(c0)
+	moved := 0
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c0 {
+			moved++
+		}
+	}
+	if moved != 1 || rec.Outcome != string(ops.ResultInterrupted) || !strings.Contains(rec.Error, "renewed its Lease") {
+		t.Errorf("%d VM(s) moved after the kubelet renewed, record %+v", moved, rec)
+	}
+}

@@ -295,8 +295,8 @@ func (c *Client) NodeEvent(ctx context.Context, node, eventType, reason, message
 	}, metav1.CreateOptions{})
 }
 
-// NodeFresh reads the Node from the API server, not the cache: what a destructive step
-// acts on is the node as it is now. found is false when it is gone.
+// NodeFresh reads the Node and its kubelet's Lease from the API server, not the cache: what a
+// destructive step acts on is the node as it is now. found is false when it is gone.
 func (c *Client) NodeFresh(ctx context.Context, name string) (model.KubeNode, bool, error) {
 	n, err := c.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	switch {
@@ -305,7 +305,11 @@ func (c *Client) NodeFresh(ctx context.Context, name string) (model.KubeNode, bo
 	case err != nil:
 		return model.KubeNode{}, false, fmt.Errorf("reading node %s: %w", name, err)
 	}
-	return nodeModel(n), true, nil
+	k := nodeModel(n)
+	if k.Heartbeat, err = c.kubeletHeartbeat(ctx, name); err != nil {
+		return model.KubeNode{}, false, err
+	}
+	return k, true, nil
 }
 
 // DeleteNode deletes the Node object; already gone is fine.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -108,9 +109,22 @@ func (c *Client) ComputeServices(ctx context.Context, host string) ([]model.Comp
 	if err != nil {
 		return nil, err
 	}
+	// A service's silence on Nova's own clock: the response's Date less its updated_at (both
+	// written by Nova's control plane); drainctl's clock where a proxy dropped the Date.
+	now := time.Now()
+	if page, ok := pages.(services.ServicePage); ok {
+		if d, err := http.ParseTime(page.Header.Get("Date")); err == nil {
+			now = d
+		}
+	}
 	out := make([]model.ComputeService, 0, len(list))
 	for _, s := range list {
-		out = append(out, serviceModel(s))
+		m := serviceModel(s)
+		if !s.UpdatedAt.IsZero() {
+			// Date is to the second: a report in the second the answer was made is silent for 0.
+			m.Silent = max(0, now.Sub(s.UpdatedAt.Truncate(time.Second)))
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

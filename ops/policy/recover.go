@@ -108,26 +108,43 @@ func DiskFate(vm model.VM, sharedStorage bool) string {
 	return DiskLost
 }
 
+// DeathRule is what makes a machine dead enough to recover.
+type DeathRule struct {
+	NotReadyFor time.Duration // NotReady at least this long: the node lifecycle controller's word
+	Quiet       time.Duration // [recover] heartbeat_timeout: a heartbeat that stood still this long
+	// KubeletSilence: a kubelet Lease not renewed for Quiet stands for NotReady (automatic
+	// recovery, which watched it stand still on drainctl's own clock: a renewTime is the
+	// node's clock, and alone would let a node whose clock runs behind look dead).
+	KubeletSilence bool
+}
+
 // DeadHost says why a node may not be recovered (fenced and failed over) now; nil reasons
 // when it may. fenced: the operator gave --fence-cmd or --confirm-fenced, or the node's
-// journal records a fence already.
-func DeadHost(node model.Node, now time.Time, notReadyFor time.Duration, fenced bool) []model.Reason {
+// journal records a fence already. Nova's own verdict is not waited for: a nova-compute that
+// has not reported for Quiet (Nova's clock) is taken for down, and recover forces it down.
+func DeadHost(node model.Node, now time.Time, rule DeathRule, fenced bool) []model.Reason {
 	var out []model.Reason
 	block := func(code model.ReasonCode, override model.Override, format string, a ...any) {
 		out = append(out, model.Reason{Code: code, Severity: model.Blocks, Object: node.Name, Message: fmt.Sprintf(format, a...), Override: override})
 	}
 	k := node.Kube
+	silentKubelet := rule.KubeletSilence && !k.Heartbeat.IsZero() && now.Sub(k.Heartbeat) >= rule.Quiet
 	switch {
+	case silentKubelet:
+	case rule.KubeletSilence && !k.Heartbeat.IsZero():
+		block(model.NodeIsReady, "", "its kubelet renewed its Lease %s ago: the machine runs (heartbeat_timeout is %s)",
+			now.Sub(k.Heartbeat).Round(time.Second), rule.Quiet)
 	case k.Ready:
 		block(model.NodeIsReady, "", "the node is Ready: recover is for a dead machine (evacuate empties a live one)")
 	case k.ReadySince.IsZero():
 		block(model.NodeIsReady, "", "the node has never reported NotReady: recover is for a dead machine")
-	case now.Sub(k.ReadySince) < notReadyFor:
+	case now.Sub(k.ReadySince) < rule.NotReadyFor:
 		block(model.NodeIsReady, "", "NotReady for %s only; a recovery waits until it has been NotReady for %s ([recover] not_ready_for)",
-			now.Sub(k.ReadySince).Round(time.Second), notReadyFor)
+			now.Sub(k.ReadySince).Round(time.Second), rule.NotReadyFor)
 	}
-	if c := node.Compute; c != nil && c.Up && !c.ForcedDown {
-		block(model.ComputeIsUp, "", "nova-compute on %s still reports up: the machine may still run its VMs (a VM rebuilt elsewhere would run twice on one disk)", node.Host)
+	if c := node.Compute; c != nil && c.Up && !c.ForcedDown && c.Silent < rule.Quiet {
+		block(model.ComputeIsUp, "", "nova-compute on %s still reports up (its last report %s ago): the machine may still run its VMs (a VM rebuilt elsewhere would run twice on one disk)",
+			node.Host, c.Silent.Round(time.Second))
 	}
 	if !fenced {
 		block(model.NotFenced, model.OverrideFenced,

@@ -34,6 +34,9 @@ func Serve(world *World, addr string) (*Server, error) {
 // cost grows with the cloud when it reads whole lists).
 func (s *Server) counted(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The world's clock dates every answer, as a real API's does (drainctl reads a
+		// service's silence as Date less updated_at, both on the cloud's clock).
+		w.Header().Set("Date", s.world.clock.Now().UTC().Format(http.TimeFormat))
 		cw := &countingWriter{ResponseWriter: w}
 		h.ServeHTTP(cw, r)
 		api := "nova"

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"net"
 	"net/http"
 	"os"
@@ -205,6 +206,11 @@ func (c *Cluster) Node(name string) model.KubeNode {
 		c.T.Fatal(err)
 	}
 	out := model.KubeNode{Name: n.Name, Schedulable: !n.Spec.Unschedulable, Annotations: n.Annotations}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Ready, out.ReadySince = c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
+		}
+	}
 	for _, t := range n.Spec.Taints {
 		out.Taints = append(out.Taints, model.Taint{Key: t.Key})
 	}
