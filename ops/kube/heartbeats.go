@@ -51,7 +51,9 @@ func (c *Client) WatchKubeletHeartbeats(ctx context.Context, renewed func(node s
 	}
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, c.cs), ObjectType: &coordinationv1.Lease{},
 		Handler: cache.ResourceEventHandlerFuncs{AddFunc: tell, UpdateFunc: func(_, obj any) { tell(obj) }}})
+	parent := ctx
 	ctx, stop := context.WithCancel(ctx)
+	context.AfterFunc(parent, stop) // the watch lives as long as the caller's context
 	go ctrl.RunWithContext(ctx)
 	synced, cancel := context.WithTimeout(ctx, leasesSyncWithin)
 	defer cancel()
