@@ -65,9 +65,13 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	step(model.StepLease, false, "take the maintenance lease")
 	step(model.StepFence, fencedBefore, fence)
 	step(model.StepCordon, !k.Schedulable && k.HasTaint(e.cfg.Policy.TaintKey), "unschedulable + taint "+e.cfg.Policy.TaintKey)
-	step(model.StepDisableCompute, node.Compute == nil || !node.Compute.Enabled, computeDetail(node))
+	// Forced down before it is disabled: while Nova still deems the dead service up (for its
+	// service_down_time, 60 s), a disable asks the compute over RPC and waits for an answer
+	// that never comes (measured on the real Nova: the API's answer outlived the client's
+	// timeout); a service forced down is asked nothing.
 	forced := node.Compute == nil || node.Compute.ForcedDown
 	step(model.StepForceDown, forced, "force nova-compute on "+firstNonEmpty(node.Host, node.Name)+" down: Nova may then rebuild its VMs elsewhere")
+	step(model.StepDisableCompute, node.Compute == nil || !node.Compute.Enabled, computeDetail(node))
 	step(model.StepOutOfService, k.HasTaint(policy.OutOfService.Key),
 		"taint "+policy.OutOfService.Key+":NoExecute: Kubernetes deletes the node's pods and detaches their volumes")
 
