@@ -427,11 +427,7 @@ func TestANodeBackMidLadderStopsTheRebuilds(t *testing.T) {
 	c.die(c0)
 	stop := c.startRecoverer("true {node}")
 	defer stop()
-	kubetest.Eventually(t, 30*time.Second, "the first rebuild", func() bool {
-		a, _ := c.World.ServerByName("vm-a")
-		b, _ := c.World.ServerByName("vm-b")
-		return a.Status == "REBUILD" || b.Status == "REBUILD"
-	})
+	c.firstRebuild()
 	// The ledger says so while it lasts: that VM ongoing since its request, the other pending.
 	kubetest.Eventually(t, 10*time.Second, "the ledger showing the rebuild ongoing", func() bool {
 		rec, _ := c.recovery(c0)
@@ -444,17 +440,7 @@ func TestANodeBackMidLadderStopsTheRebuilds(t *testing.T) {
 		return st[model.MoveOngoing] == 1 && st[model.MovePending] == 1
 	})
 	kubetest.SetReady(t, c.CS, c0, true, time.Now())
-	kubetest.Eventually(t, 30*time.Second, "the recovery stopped", func() bool {
-		rec, ok := c.recovery(c0)
-		return ok && rec.Outcome != "running"
-	})
-	rec, _ := c.recovery(c0)
-	moved := 0
-	for _, name := range []string{"vm-a", "vm-b"} {
-		if vm, _ := c.World.ServerByName(name); vm.Host != c0 {
-			moved++
-		}
-	}
+	rec, moved := c.stoppedMidLadder(c0)
 	if moved != 1 || rec.Outcome != string(ops.ResultInterrupted) {
 		t.Errorf("%d VM(s) moved after the node came back, record %+v", moved, rec)
 	}
@@ -1059,24 +1045,38 @@ func TestAKubeletRenewingMidLadderStopsTheRebuilds(t *testing.T) {
 	time.Sleep(time.Second)
 	stopKubelet()
 	c.World.KillHost(c0)
-	kubetest.Eventually(t, 30*time.Second, "the first rebuild", func() bool {
+	c.firstRebuild()
+	c.kubeletBeats(c0) // it renews again
+	rec, moved := c.stoppedMidLadder(c0)
+	if moved != 1 || rec.Outcome != string(ops.ResultInterrupted) || !strings.Contains(rec.Error, "renewed its Lease") {
+		t.Errorf("%d VM(s) moved after the kubelet renewed, record %+v", moved, rec)
+	}
+}
+
+// firstRebuild waits until vm-a or vm-b is being rebuilt.
+func (c *cluster) firstRebuild() {
+	c.T.Helper()
+	kubetest.Eventually(c.T, 30*time.Second, "the first rebuild", func() bool {
 		a, _ := c.World.ServerByName("vm-a")
 		b, _ := c.World.ServerByName("vm-b")
 		return a.Status == "REBUILD" || b.Status == "REBUILD"
 	})
-	c.kubeletBeats(c0) // it renews again
-	kubetest.Eventually(t, 30*time.Second, "the recovery stopped", func() bool {
-		rec, ok := c.recovery(c0)
+}
+
+// stoppedMidLadder waits until the node's recovery has stopped, and counts the VMs (vm-a,
+// vm-b) moved off it by then.
+func (c *cluster) stoppedMidLadder(node string) (model.Recovery, int) {
+	c.T.Helper()
+	kubetest.Eventually(c.T, 30*time.Second, "the recovery stopped", func() bool {
+		rec, ok := c.recovery(node)
 		return ok && rec.Outcome != "running"
 	})
-	rec, _ := c.recovery(c0)
+	rec, _ := c.recovery(node)
 	moved := 0
 	for _, name := range []string{"vm-a", "vm-b"} {
-		if vm, _ := c.World.ServerByName(name); vm.Host != c0 {
+		if vm, _ := c.World.ServerByName(name); vm.Host != node {
 			moved++
 		}
 	}
-	if moved != 1 || rec.Outcome != string(ops.ResultInterrupted) || !strings.Contains(rec.Error, "renewed its Lease") {
-		t.Errorf("%d VM(s) moved after the kubelet renewed, record %+v", moved, rec)
-	}
+	return rec, moved
 }
