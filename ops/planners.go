@@ -125,6 +125,11 @@ func (e *Engine) planEvacuate(_ context.Context, n *nodePlan) error {
 	n.p.Reasons = append(n.p.Reasons, policy.NodeReasons(n.node, n.inv, n.leaving, n.ro.Policy)...)
 	e.planMaintenance(n)
 	e.planEvacuation(n.p, n.node, n.inv, n.leaving, n.ro)
+	// A node removed for good (scale-down) does not return to start the VMs drainctl stopped
+	// on it for restart-in-place: they are started where they were moved.
+	if j, _ := ReadJournal(*n.node.Kube); n.ro.Policy.NodeRemoved && len(j.Restart) > 0 && e.nova != nil {
+		n.step(model.StepRestartVMs, false, fmt.Sprintf("start the %d VM(s) drainctl stopped for restart-in-place where they were moved: the node does not return", len(j.Restart)))
+	}
 	if !n.p.Pending() || onlyLeasePending(*n.p) {
 		markAllDone(n.p) // nothing to change: no lease either, so a rerun makes no mutating call
 	}

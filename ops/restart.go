@@ -138,7 +138,7 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			continue
 		case err != nil:
 			return "", err
-		case vm.Host != p.Host && !r.rebuiltHere(ctx, vm, p.Host):
+		case vm.Host != p.Host && !r.rebuiltHere(ctx, vm, p.Host) && !r.movedByThisRun(vm.ID):
 			notes = append(notes, vm.Name+": moved since it was stopped (now on "+vm.Host+"): not drainctl's to start")
 			continue
 		case vm.Host == p.Host && traitsOf(p.Op).rebuilds:
@@ -173,10 +173,14 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			failed = append(failed, vm.Name+": "+err.Error())
 			continue
 		}
-		r.nodeChanged("VM " + vm.Name + " started again in place")
-		started = append(started, vm.Name)
+		where := "in place"
+		if vm.Host != p.Host {
+			where = "on " + vm.Host + ", where it was moved"
+		}
+		r.nodeChanged("VM " + vm.Name + " started again " + where)
+		started = append(started, vm.Name+" ("+where+")")
 	}
-	s := fmt.Sprintf("%d VM(s) started again in place: %s", len(started), strings.Join(started, ", "))
+	s := fmt.Sprintf("%d VM(s) started again: %s", len(started), strings.Join(started, ", "))
 	if len(notes) > 0 {
 		s += "; " + strings.Join(notes, "; ")
 	}
@@ -199,6 +203,12 @@ func (r *runner) rebuiltHere(ctx context.Context, vm model.VM, host string) bool
 	}
 	newest := slices.MaxFunc(ms, func(a, b model.Migration) int { return cmp.Compare(a.ID, b.ID) })
 	return newest.Type == model.MigrationTypeEvacuation && newest.SourceCompute == host && (newest.Status == "done" || newest.Status == "completed")
+}
+
+// movedByThisRun reports whether this run moved the VM off its node (a scale-down's
+// evacuation: the node does not return, so its stopped VMs start where they went).
+func (r *runner) movedByThisRun(id string) bool {
+	return r.ro.Policy.NodeRemoved && slices.ContainsFunc(r.report.VMs, func(v VMReport) bool { return v.VMID == id && v.Result == MigCompleted })
 }
 
 // powerSeen says what Nova's instance actions show of a server's newest stop or start.

@@ -254,3 +254,32 @@ func TestAStartNeedsDrainctlsOwnStop(t *testing.T) {
 		t.Errorf("the step does not name the VMs left stopped (result %s): %q", rep.Result, said)
 	}
 }
+
+// A VM drainctl stopped for restart-in-place whose node is then removed (scale-down) does
+// not stay stopped in silence (#51.6): it is moved off with the rest and started where it
+// went, as its own stop is drainctl's, or the report says why it was not.
+func TestAStoppedRestartInPlaceVMOfARemovedNodeIsStartedWhereItGoes(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if a, _ := c.World.ServerByName("vm-a"); a.Status != "SHUTOFF" || a.Host != c0 {
+		t.Fatalf("vm-a after the evacuation: %s on %s; want stopped in place", a.Status, a.Host)
+	}
+	rep, err := e.ScaleDown(t.Context(), c0, ro, nil, func(ops.Event) {})
+	if err != nil {
+		t.Fatalf("scale-down: %v %+v", err, rep)
+	}
+	a, _ := c.World.ServerByName("vm-a")
+	said := slices.ContainsFunc(rep.Left, func(l string) bool {
+		return strings.Contains(l, "vm-a: stopped by drainctl for restart-in-place, not started")
+	})
+	if a.Host == c0 || (a.Status != "ACTIVE" && !said) {
+		t.Errorf("vm-a after its node's scale-down: %s on %s, left %v; want running where it went, or said stopped", a.Status, a.Host, rep.Left)
+	}
+}
