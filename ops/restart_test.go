@@ -14,6 +14,7 @@ import (
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 // restart-in-place: the VM is stopped where it is before the node's step and started there
@@ -93,12 +94,7 @@ func TestARestartInPlaceVMIsStoppedAndStartedWhereItIs(t *testing.T) {
 // A node removed (scale-down) does not return: a VM asking to be restarted in place is
 // migrated instead, and the plan says why.
 func TestARemovedNodeMigratesARestartInPlaceVM(t *testing.T) {
-	c := newCluster(t, 100)
-	e := c.Engine("tester@a", nil)
-	c0 := c.Name("c0")
-	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
-	ro := ops.RunOptions{Policy: defaults()}
-	ro.Policy.Force = true
+	c, e, c0, ro := restartInPlaceOnC0(t)
 	rec, err := e.ScaleDown(t.Context(), c0, ro, nil, func(ops.Event) {})
 	if err != nil {
 		t.Fatalf("scale-down: %v %+v", err, rec)
@@ -259,12 +255,7 @@ func TestAStartNeedsDrainctlsOwnStop(t *testing.T) {
 // not stay stopped in silence (#51.6): it is moved off with the rest and started where it
 // went, as its own stop is drainctl's, or the report says why it was not.
 func TestAStoppedRestartInPlaceVMOfARemovedNodeIsStartedWhereItGoes(t *testing.T) {
-	c := newCluster(t, 100)
-	e := c.Engine("tester@a", nil)
-	c0 := c.Name("c0")
-	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
-	ro := ops.RunOptions{Policy: defaults()}
-	ro.Policy.Force = true
+	c, e, c0, ro := restartInPlaceOnC0(t)
 	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
 		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
 	}
@@ -282,4 +273,14 @@ func TestAStoppedRestartInPlaceVMOfARemovedNodeIsStartedWhereItGoes(t *testing.T
 	if a.Host == c0 || (a.Status != "ACTIVE" && !said) {
 		t.Errorf("vm-a after its node's scale-down: %s on %s, left %v; want running where it went, or said stopped", a.Status, a.Host, rep.Left)
 	}
+}
+
+// restartInPlaceOnC0 is a cluster whose vm-a (on c0) asks to be restarted in place, an engine,
+// and run options that force past the other blockers.
+func restartInPlaceOnC0(t *testing.T) (*simtest.Cluster, *ops.Engine, string, ops.RunOptions) {
+	c := newCluster(t, 100)
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
+	ro := ops.RunOptions{Policy: defaults()}
+	ro.Policy.Force = true
+	return c, c.Engine("tester@a", nil), c.Name("c0"), ro
 }
