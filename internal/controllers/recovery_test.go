@@ -91,6 +91,17 @@ func (c *cluster) localDiskOnVMB() {
 	})
 }
 
+// recoveredByItself makes the node's machine die under automatic recovery (the fence always
+// succeeds) and returns its recovery record once done; the controller runs until the test ends.
+func (c *cluster) recoveredByItself(node string) model.Recovery {
+	c.T.Helper()
+	c.die(node)
+	c.T.Cleanup(c.startRecoverer("true {node}"))
+	c.waitRecovered(node)
+	rec, _ := c.recovery(node)
+	return rec
+}
+
 // waitRecovered waits until the node's recovery record says done.
 func (c *cluster) waitRecovered(node string) {
 	c.T.Helper()
@@ -811,10 +822,7 @@ func fenceCheckRebuildsNothing(t *testing.T, check string) {
 func TestASecondDeathAfterARecoveryIsRecovered(t *testing.T) {
 	c := newCluster(t, 100)
 	c0, c1 := c.Name("c0"), c.Name("c1")
-	c.die(c0)
-	stop := c.startRecoverer("true {node}")
-	defer stop()
-	c.waitRecovered(c0)
+	c.recoveredByItself(c0)
 	if k := c.Node(c0); k.Ready {
 		t.Fatalf("%s is Ready: the test needs it still dead", c0)
 	}
@@ -902,11 +910,7 @@ func TestPrioritiesAreHonouredWhenRoomRunsShort(t *testing.T) {
 		}
 		c.World.AddServer("filler-"+name, name, sim.Flavor{Name: "filler", RAMMB: int64(room.MemoryMB.Free() - keep), VCPUs: 1, DiskGB: 1})
 	}
-	c.die(c0)
-	stop := c.startRecoverer("true {node}")
-	defer stop()
-	c.waitRecovered(c0)
-	rec, _ := c.recovery(c0)
+	rec := c.recoveredByItself(c0)
 	for _, m := range rec.Moves {
 		switch m.VM {
 		case "vm-b":
@@ -930,11 +934,7 @@ func TestAnOwnersStaysOnADeadHostIsSaid(t *testing.T) {
 	c := newCluster(t, 100)
 	c0 := c.Name("c0")
 	c.World.SetMetadata("vm-a", model.VMPolicyKey, "stays")
-	c.die(c0)
-	stop := c.startRecoverer("true {node}")
-	defer stop()
-	c.waitRecovered(c0)
-	rec, _ := c.recovery(c0)
+	rec := c.recoveredByItself(c0)
 	for _, m := range rec.Moves {
 		if m.VM == "vm-a" && (m.Status != model.MoveSucceeded || !strings.Contains(m.Reason, "its owner asks that it stay")) {
 			t.Errorf("vm-a in the ledger: %+v; want rebuilt, its owner's stays said", m)
