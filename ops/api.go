@@ -40,8 +40,9 @@ func (e *Engine) KubeletHeartbeats(ctx context.Context) (map[string]time.Time, e
 	return e.kube.KubeletHeartbeats(ctx)
 }
 
-// WatchKubeletHeartbeats tells each renewal of a kubelet's Lease as it is made, until ctx
-// ends (automatic recovery counts a kubelet's silence from its last renewal seen).
+// WatchKubeletHeartbeats tells each renewal of a kubelet's Lease as it is made (a zero time:
+// the Lease is gone), until ctx ends (automatic recovery counts a kubelet's silence from its
+// last renewal seen).
 func (e *Engine) WatchKubeletHeartbeats(ctx context.Context, renewed func(node string, renew time.Time)) error {
 	return e.kube.WatchKubeletHeartbeats(ctx, renewed)
 }

@@ -92,8 +92,8 @@ type Kube interface {
 	NodeFresh(ctx context.Context, name string) (model.KubeNode, bool, error)
 	// KubeletHeartbeats are the renewTime of every kubelet's Lease (kube-node-lease), by node.
 	KubeletHeartbeats(ctx context.Context) (map[string]time.Time, error)
-	// WatchKubeletHeartbeats tells each renewal of a kubelet's Lease as it is made, until ctx
-	// ends; it returns once the first list is in.
+	// WatchKubeletHeartbeats tells each renewal of a kubelet's Lease as it is made (a zero
+	// time: the Lease is gone), until ctx ends; it returns once the first list is in.
 	WatchKubeletHeartbeats(ctx context.Context, renewed func(node string, renew time.Time)) error
 
 	// Record reads one of drainctl's own records on the cluster (a campaign's, a fence's);

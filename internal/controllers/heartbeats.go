@@ -65,10 +65,30 @@ type kubelets struct {
 	beats watched
 }
 
+// renewed observes a renewal (a zero time: the Lease is gone with its Node, and a node that
+// is no more is not watched as one that went silent).
 func (k *kubelets) renewed(node string, renew, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if renew.IsZero() {
+		delete(k.beats, node)
+		return
+	}
 	k.beats.observe(node, renew, now)
+}
+
+// listed observes a whole list of the renewals: the Leases not in it are gone.
+func (k *kubelets) listed(list map[string]time.Time, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for node := range k.beats {
+		if _, ok := list[node]; !ok {
+			delete(k.beats, node)
+		}
+	}
+	for node, renew := range list {
+		k.beats.observe(node, renew, now)
+	}
 }
 
 // of is the node's kubelet heartbeat (found: it has a Lease).
@@ -157,26 +177,17 @@ func (r *Recoverer) watchKubelets(ctx context.Context) error {
 	if lerr != nil {
 		return lerr
 	}
-	now := r.Engine.Now()
-	for node, renew := range list {
-		r.kubelets.renewed(node, renew, now)
-	}
+	r.kubelets.listed(list, r.Engine.Now())
 	return nil
 }
 
-// readComputes reads every nova-compute's report and observes it: on a pass that has a node
-// to judge, and every resync while none has (so that a report's age is bounded by a read of
-// drainctl's own, and a nova-compute that stopped long before its node is known).
-func (r *Recoverer) readComputes(ctx context.Context, now time.Time) (map[string]model.ComputeService, error) {
-	services, err := r.Engine.ComputeServices(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]model.ComputeService, len(services))
+// observeComputes observes every nova-compute's report as read now: on a pass that has a node
+// to judge (from its read of the cluster), and every resync while none has (so that a
+// report's age is bounded by a read of drainctl's own, and a nova-compute that stopped long
+// before its node is known).
+func (r *Recoverer) observeComputes(services []model.ComputeService, now time.Time) {
 	for _, s := range services {
 		r.beats.observe("compute/"+s.Host, s.UpdatedAt, now)
-		out[s.Host] = s
 	}
 	r.computesRead = now
-	return out, nil
 }

@@ -106,41 +106,47 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 			judge = true
 		}
 	}
-	var computes map[string]model.ComputeService
-	if judge || now.Sub(r.computesRead) >= r.Resync {
-		var err error
-		if computes, err = r.readComputes(ctx, now); err != nil {
-			if r.sayOnce("heartbeats", err.Error()) {
-				r.Log("automatic recovery: held: nova-compute's reports cannot be read: " + err.Error())
-			}
-			return 0
-		}
-	}
-	delete(r.said, "heartbeats")
 	if !judge {
+		if now.Sub(r.computesRead) >= r.Resync {
+			services, err := r.Engine.ComputeServices(ctx, "")
+			if err != nil {
+				if r.sayOnce("heartbeats", err.Error()) {
+					r.Log("automatic recovery: held: nova-compute's reports cannot be read: " + err.Error())
+				}
+				return 0
+			}
+			r.observeComputes(services, now)
+		}
+		delete(r.said, "heartbeats")
 		r.calmed(ctx, now, cfg.StormCooldown.D())
 		return next
 	}
+	// The cluster's read holds Nova's services as just read: the reports are observed from it.
 	inv, err := r.Engine.Inventory().Read(ctx)
 	if err != nil {
 		r.Log("automatic recovery: reading the cluster: " + err.Error())
 		return 0
 	}
+	var services []model.ComputeService
+	for _, n := range inv.Nodes {
+		if n.Compute != nil {
+			services = append(services, *n.Compute)
+		}
+	}
+	r.observeComputes(services, now)
+	delete(r.said, "heartbeats")
 	var compute, unhealthy []model.Node
 	for _, n := range inv.Nodes {
 		if n.Compute == nil || n.Kube == nil {
 			continue
 		}
-		// The node as this pass judges it: its service as just read (its silence), its
-		// kubelet's last renewal (what names its outage), on copies: the cache's are shared.
+		// The node as this pass judges it: with its kubelet's last renewal (what names its
+		// outage), on a copy: the cache's is shared.
 		k := *n.Kube
 		if kb, ok := r.kubelets.of(n.Name); ok {
 			k.Heartbeat = kb.value
 		}
 		n.Kube = &k
-		if svc, ok := computes[n.Compute.Host]; ok {
-			n.Compute = &svc
-		}
 		compute = append(compute, n)
 		if !n.Kube.Ready || !n.Compute.Up || silent[n.Name] {
 			unhealthy = append(unhealthy, n)

@@ -36,7 +36,8 @@ func (c *Client) KubeletHeartbeats(ctx context.Context) (map[string]time.Time, e
 
 // WatchKubeletHeartbeats calls renewed with each kubelet Lease's renewTime as the API server
 // tells it (a watch: a renewal is seen within the moment it is made, where a read every pass
-// would see it a pass late), until ctx ends. It returns once the first list is in; a watch
+// would see it a pass late), and with a zero time when a Lease is deleted (its Node was),
+// until ctx ends. It returns once the first list is in; a watch
 // whose first list is not in within leasesSyncWithin is stopped, and said.
 func (c *Client) WatchKubeletHeartbeats(ctx context.Context, renewed func(node string, renew time.Time)) error {
 	tell := func(obj any) {
@@ -50,7 +51,13 @@ func (c *Client) WatchKubeletHeartbeats(ctx context.Context, renewed func(node s
 		WatchFuncWithContext: leases.Watch,
 	}
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, c.cs), ObjectType: &coordinationv1.Lease{},
-		Handler: cache.ResourceEventHandlerFuncs{AddFunc: tell, UpdateFunc: func(_, obj any) { tell(obj) }}})
+		Handler: cache.ResourceEventHandlerFuncs{AddFunc: tell, UpdateFunc: func(_, obj any) { tell(obj) },
+			DeleteFunc: func(obj any) {
+				if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+					_, name, _ := cache.SplitMetaNamespaceKey(key)
+					renewed(name, time.Time{})
+				}
+			}}})
 	parent := ctx
 	ctx, stop := context.WithCancel(ctx)
 	context.AfterFunc(parent, stop) // the watch lives as long as the caller's context
