@@ -566,3 +566,40 @@ func TestConformanceNoValidHost(t *testing.T) {
 		}
 	})
 }
+
+// A nova-compute's silence is read on the cloud's own clock (its API's Date less updated_at),
+// as automatic recovery reads it: a live one's is under its report interval; a dead one's
+// grows from its last report, no longer than since its death and one report interval. Then a
+// dead service forced down is disabled at once (recover forces it down first: a disable of a
+// service Nova still deems up asks its compute over RPC).
+func TestConformanceAServicesSilenceIsTheClouds(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		const reportBound = 12 * time.Second // the real one reports every 2 s here, the simulator every 10 s
+		live, err := cl.ComputeServices(ctx, "compute-0")
+		must(t, err)
+		if live[0].Silent >= reportBound || live[0].UpdatedAt.IsZero() {
+			t.Errorf("a live nova-compute silent for %s (updated_at %s); want under %s", live[0].Silent, live[0].UpdatedAt, reportBound)
+		}
+		c.StopCompute("compute-1")
+		died := c.Clock()
+		var dead model.ComputeService
+		c.Wait(60*time.Second, "compute-1 silent for 5 s on the cloud's clock", func() bool {
+			svcs, err := cl.ComputeServices(ctx, "compute-1")
+			must(t, err)
+			dead = svcs[0]
+			return dead.Silent >= 5*time.Second
+		})
+		if since := c.Clock().Sub(died); dead.Silent > since+reportBound {
+			t.Errorf("compute-1 silent for %s, %s after its death; want no more than that and one report interval", dead.Silent, since)
+		}
+		_, err = cl.SetForcedDown(ctx, "compute-1", true)
+		must(t, err)
+		asked := time.Now()
+		_, err = cl.SetServiceEnabled(ctx, "compute-1", false, "conformance: a dead host")
+		must(t, err)
+		if took := time.Since(asked); took > 5*time.Second {
+			t.Errorf("disabling a dead service forced down took %s; want an answer at once", took)
+		}
+	})
+}
