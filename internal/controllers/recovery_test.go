@@ -175,9 +175,11 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 			t.Errorf("ledger %+v; the server is on %s, its migrations %v", m, vm.Host, ids)
 		}
 	}
-	if ev := c.nodeEvents(c0); !slices.Contains(ev, "DrainctlRecoveryStarted") || !slices.Contains(ev, "DrainctlRecoveryDone") {
-		t.Errorf("Events on %s: %v", c0, ev)
-	}
+	// The Event of the end is posted after the record is saved: wait for it, as for the notice.
+	kubetest.Eventually(t, 10*time.Second, "the Events of the start and the end on "+c0, func() bool {
+		ev := c.nodeEvents(c0)
+		return slices.Contains(ev, "DrainctlRecoveryStarted") && slices.Contains(ev, "DrainctlRecoveryDone")
+	})
 	if k := c.Node(c0); k.Schedulable {
 		t.Errorf("%s was put back: the way back is a person's", c0)
 	}
