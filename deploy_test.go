@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,7 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
+	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 )
 
@@ -45,19 +51,34 @@ func TestManifestsDryRun(t *testing.T) {
 	}
 }
 
-// asServiceAccount is a clientset acting as one of deploy/'s ServiceAccounts (impersonated),
-// with the pod-bound token's node name when node is set.
+// asServiceAccount is a clientset holding one of deploy/'s ServiceAccounts' own tokens, as
+// the API server issues them (TokenRequest): with node set, a pod's token for a pod on that
+// node, which carries the node's name as the kubelet's projected token does.
 func asServiceAccount(t *testing.T, sa, node string) kubernetes.Interface {
-	cfg := kubetest.Config(t)
-	cfg.Impersonate.UserName = "system:serviceaccount:drainctl:" + sa
+	return kubernetes.NewForConfigOrDie(tokenConfig(t, sa, node))
+}
+
+func tokenConfig(t *testing.T, sa, node string) *rest.Config {
+	t.Helper()
+	admin := kubetest.Client(t)
+	ctx := kubetest.Ctx(t)
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 	if node != "" {
-		cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: sa + "-", Namespace: "drainctl"},
+			Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: sa, AutomountServiceAccountToken: ptr.To(false),
+				Containers: []corev1.Container{{Name: "drainctl", Image: "drainctl"}}}}
+		pod, err := admin.CoreV1().Pods("drainctl").Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	tok, err := admin.CoreV1().ServiceAccounts("drainctl").CreateToken(ctx, sa, req, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a token for %s: %v", sa, err)
 	}
-	return cs
+	admincfg := kubetest.Config(t)
+	return &rest.Config{Host: admincfg.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admincfg.CAData}}
 }
 
 // The shipped RBAC keeps every mode to drainctl's own leases (namespace drainctl) and Events
@@ -128,6 +149,139 @@ func TestDaemonMayChangeOnlyItsOwnNode(t *testing.T) {
 	}
 }
 
+// records-policy.yaml, held to the code with each ServiceAccount's own token: every identity
+// writes the leases and records its code writes (as drainctl's own client writes them, its
+// name in the writer annotation) and nothing else: the per-node daemon no lease but its
+// node's, the slots and the migrations lock; a leader lease only its role; a record deleted
+// in-cluster only when it is a fence; a record written in-cluster only by the controller, and
+// only a recovery's; and no record, by anyone, naming another writer.
+func TestRecordsAndLeasesOnlyTheirWritersWrite(t *testing.T) {
+	admin := kubetest.Client(t)
+	ctx := kubetest.Ctx(t)
+	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/leases-role.yaml", "deploy/daemon-rbac.yaml",
+		"deploy/daemon-cluster.yaml", "deploy/controller-rbac.yaml", "deploy/proxy-rbac.yaml", "deploy/recovery-rbac.yaml",
+		"deploy/records-policy.yaml") {
+		t.Fatal(err)
+	}
+	// The API server is the package's: the policies go with the test, and the next test writes
+	// as it did before they came.
+	t.Cleanup(func() { unapply(t, "deploy/records-policy.yaml") })
+	px := kubetest.Prefix(t)
+	mine := px + "-mine"
+	kubetest.Node(t, admin, mine)
+	lease := func(cs kubernetes.Interface, name string) error {
+		_, err := cs.CoordinationV1().Leases("drainctl").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "drainctl"}}, metav1.CreateOptions{})
+		if err == nil {
+			err = cs.CoordinationV1().Leases("drainctl").Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		return err
+	}
+	// The policies take effect once the API server has loaded them.
+	daemon := asServiceAccount(t, "drainctl-daemon", mine)
+	kubetest.Eventually(t, 20*time.Second, "the policy refusing the per-node daemon the recovery lease", func() bool {
+		return apierrors.IsForbidden(lease(daemon, "drainctl-recovery"))
+	})
+	leases := []struct {
+		sa, node string
+		ok, no   []string
+	}{
+		{"drainctl-daemon", mine, []string{"drainctl-" + mine, "drainctl-node-slot.0", "drainctl-migrations.lock"},
+			[]string{"drainctl-" + px + "-other", "drainctl-recovery", "drainctl-controller", "drainctl-daemon", "drainctl-campaign-" + px}},
+		{"drainctl-daemon-cluster", "", []string{"drainctl-daemon", "drainctl-" + mine, "drainctl-node-slot.0"},
+			[]string{"drainctl-recovery", "drainctl-controller", "drainctl-proxy"}},
+		{"drainctl-controller", "", []string{"drainctl-controller", "drainctl-recovery", "drainctl-" + mine},
+			[]string{"drainctl-daemon", "drainctl-proxy"}},
+		{"drainctl-proxy", "", []string{"drainctl-proxy", "drainctl-" + mine}, []string{"drainctl-recovery", "drainctl-controller"}},
+	}
+	for _, l := range leases {
+		cs := asServiceAccount(t, l.sa, l.node)
+		for _, name := range l.ok {
+			if err := lease(cs, name); err != nil {
+				t.Errorf("%s cannot hold lease %s: %v", l.sa, name, err)
+			}
+		}
+		for _, name := range l.no {
+			if err := lease(cs, name); !apierrors.IsForbidden(err) {
+				t.Errorf("%s may hold lease %s: %v", l.sa, name, err)
+			}
+		}
+	}
+
+	// Records, through drainctl's own client (which names its writer) and by hand.
+	controller := kubetest.KubeClient(t, tokenConfig(t, "drainctl-controller", ""))
+	person := kubetest.KubeClient(t, kubetest.Config(t))
+	if u := controller.User(ctx); u != "system:serviceaccount:drainctl:drainctl-controller" {
+		t.Fatalf("the controller is %q to the API server", u)
+	}
+	for _, name := range []string{"fence-" + mine, "recovery-" + mine, "storm"} {
+		if err := controller.SaveRecord(ctx, name, []byte("{}")); err != nil {
+			t.Errorf("the controller cannot write record %s: %v", name, err)
+		}
+		if _, writer, _, err := person.RecordWriter(ctx, name); err != nil || writer != controller.User(ctx) {
+			t.Errorf("record %s names writer %q (%v)", name, writer, err)
+		}
+	}
+	for _, name := range []string{"pause-recovery", "campaign-" + px} {
+		if err := person.SaveRecord(ctx, name, []byte("{}")); err != nil {
+			t.Fatalf("a person cannot write record %s: %v", name, err)
+		}
+		if err := controller.SaveRecord(ctx, name, []byte("{}")); !apierrors.IsForbidden(errors.Unwrap(err)) {
+			t.Errorf("the controller may write a person's record %s: %v", name, err)
+		}
+	}
+	for _, sa := range []string{"drainctl-controller", "drainctl-daemon-cluster"} {
+		cs := asServiceAccount(t, sa, "")
+		for _, name := range []string{"pause-recovery", "campaign-" + px, "recovery-" + mine} {
+			if err := cs.CoreV1().ConfigMaps("drainctl").Delete(ctx, kube.RecordName(name), metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("%s may delete record %s: %v", sa, name, err)
+			}
+		}
+	}
+	if err := asServiceAccount(t, "drainctl-daemon-cluster", "").CoreV1().ConfigMaps("drainctl").Delete(ctx, kube.RecordName("fence-"+mine), metav1.DeleteOptions{}); err != nil {
+		t.Errorf("the cluster daemon cannot forget a fence: %v", err)
+	}
+	// A record naming another writer, or none, is refused to anyone: the controller posing as a
+	// person, and a person by hand.
+	forge := func(cs kubernetes.Interface, writer string) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.RecordName("fence-" + mine), Namespace: "drainctl"}}
+		if writer != "" {
+			cm.Annotations = map[string]string{kube.WriterAnnotation: writer}
+		}
+		_, err := cs.CoreV1().ConfigMaps("drainctl").Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	}
+	for name, err := range map[string]error{
+		"the controller as alice":    forge(asServiceAccount(t, "drainctl-controller", ""), "alice"),
+		"the controller unnamed":     forge(asServiceAccount(t, "drainctl-controller", ""), ""),
+		"a person as the controller": forge(admin, "system:serviceaccount:drainctl:drainctl-controller"),
+	} {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s wrote a fence record: %v", name, err)
+		}
+	}
+}
+
+// unapply deletes the objects of the manifests, and waits until the API server has let go of
+// an admission policy among them (a record with no writer is admitted again).
+func unapply(t *testing.T, files ...string) {
+	dyn, err := dynamic.NewForConfig(kubetest.Config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range kubetest.Manifests(t, files...) {
+		gvr := schema.GroupVersionResource{Group: obj.GroupVersionKind().Group, Version: obj.GroupVersionKind().Version,
+			Resource: strings.ToLower(obj.GetKind()) + "s"}
+		_ = dyn.Resource(gvr).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+	}
+	cms := kubetest.Client(t).CoreV1().ConfigMaps("drainctl")
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "drainctl-unapply-probe", Namespace: "drainctl"}}
+	kubetest.Eventually(t, 20*time.Second, "the admission policies gone", func() bool {
+		_, err := cms.Create(context.Background(), probe, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err)
+	})
+	_ = cms.Delete(context.Background(), probe.Name, metav1.DeleteOptions{})
+}
+
 // Every manifest runs the image `make image` builds: the reference in deploy/IMAGE.
 func TestManifestsNameTheBuiltImage(t *testing.T) {
 	ref, err := os.ReadFile("deploy/IMAGE")
@@ -180,8 +334,8 @@ func TestInClusterIdentitiesWriteOnlyWhatTheyUse(t *testing.T) {
 	granted := rbacWrites(t, files)
 	recovery := rbacWrites(t, []string{"deploy/recovery-rbac.yaml"})
 	// The controller fences a dead node itself and records the proof, and its ledger; it
-	// force-deletes the pods a fenced node still shows.
-	if want := []string{"drainctl|configmaps|create", "drainctl|configmaps|update", "|pods|delete"}; !slices.Equal(recovery["drainctl-controller"], sorted(want)) || len(recovery) != 1 {
+	// deletes no pod (the out-of-service taint has Kubernetes delete them).
+	if want := []string{"drainctl|configmaps|create", "drainctl|configmaps|update"}; !slices.Equal(recovery["drainctl-controller"], sorted(want)) || len(recovery) != 1 {
 		t.Errorf("recovery-rbac.yaml grants %v, want the controller's %v", recovery, sorted(want))
 	}
 	for sa, want := range uses {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -20,9 +21,12 @@ var ErrFenceStale = errors.New("the node is no longer in the outage its fence pr
 func fenceKey(node string) string { return "fence-" + node }
 
 // provenFence is the node's fence record if it proves the outage the node is in now; why
-// says why a record found does not.
-func (e *Engine) provenFence(ctx context.Context, k model.KubeNode) (rec *model.FenceRecord, why string, err error) {
-	data, found, err := e.kube.Record(ctx, fenceKey(k.Name))
+// says why a record found does not. A person's recovery takes only a record its own
+// Kubernetes user wrote: one the controller (or a colleague) wrote is a claim the person did
+// not make, and the controller may write records, so it could otherwise steer a person's
+// recovery past its fence.
+func (e *Engine) provenFence(ctx context.Context, k model.KubeNode, ro RunOptions) (rec *model.FenceRecord, why string, err error) {
+	data, writer, found, err := e.kube.RecordWriter(ctx, fenceKey(k.Name))
 	if err != nil || !found {
 		return nil, "", err
 	}
@@ -33,7 +37,19 @@ func (e *Engine) provenFence(ctx context.Context, k model.KubeNode) (rec *model.
 	if ok, why := f.Proves(k); !ok {
 		return nil, "its fence record proves nothing now: " + why, nil
 	}
+	if me := e.kube.User(ctx); !ro.Automatic && (writer == "" || writer != me) {
+		return nil, fmt.Sprintf("its fence record was written by %s, not by you (%s): %s; give --fence-cmd or --confirm-fenced",
+			orUnnamed(writer), orUnnamed(me), f.Text()), nil
+	}
 	return &f, "", nil
+}
+
+// orUnnamed is a Kubernetes user as a reason says it.
+func orUnnamed(user string) string {
+	if user == "" {
+		return "an unnamed Kubernetes user"
+	}
+	return strconv.Quote(user)
 }
 
 // saveFence records the proof for the outage the node is in now.
@@ -85,7 +101,7 @@ func (r *runner) fenceHolds(ctx context.Context) error {
 		return fmt.Errorf("node %s is gone", r.plan.Node)
 	}
 	if r.proof == nil { // the fence step was done by an earlier run of this outage
-		rec, why, err := r.e.provenFence(ctx, k)
+		rec, why, err := r.e.provenFence(ctx, k, r.ro)
 		if err != nil {
 			return err
 		}

@@ -104,6 +104,11 @@ type Kube interface {
 	SaveRecord(ctx context.Context, name string, data []byte) error
 	Records(ctx context.Context, kind string) (map[string][]byte, error)
 	DeleteRecord(ctx context.Context, name string) error
+	// RecordWriter reads a record with the Kubernetes user who wrote it (its writer
+	// annotation, the API server's word under deploy/records-policy.yaml); User is this
+	// process's own Kubernetes user ("" when the API server cannot say).
+	RecordWriter(ctx context.Context, name string) (data []byte, writer string, found bool, err error)
+	User(ctx context.Context) string
 }
 
 // MachinePool terminates the machine under a node (internal/controllers/cloudpool.Client).

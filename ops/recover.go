@@ -40,7 +40,7 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 		node.Kube = &fresh
 	}
 	k := node.Kube
-	proof, stale, err := e.provenFence(ctx, *k)
+	proof, stale, err := e.provenFence(ctx, *k, ro)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,8 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	case fencedBefore:
 		fence = "fenced already for this outage: " + proof.Text()
 	case e.fenceCmd(ro) != "":
-		fence = "run " + ShownCommand(e.fenceCmd(ro), node.Name) + ": exit 0 proves the machine off"
+		// Named, never its command line: a plan goes into -o json and logs.
+		fence = "run the fence command (" + fenceSource(ro) + "): exit 0 proves the machine off"
 	case !fenced:
 		fence = "not proven off: a fence command or the operator's word is needed"
 	}
@@ -143,13 +144,25 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 				Message: fmt.Sprintf("the data of local volume %q stays on the dead machine", pod.LocalVolume)})
 		}
 	}
-	step(model.StepPodsGone, len(p.Pods) == 0, fmt.Sprintf("wait until Kubernetes has deleted the node's %d pod(s) (drainctl force-deletes those left after %s); PodDisruptionBudgets do not apply: the pods are down already",
-		len(p.Pods), e.cfg.Recover.PodsGoneWithin))
+	after := "drainctl force-deletes those left after " + e.cfg.Recover.PodsGoneWithin.String()
+	if ro.Automatic {
+		after = "automatic recovery deletes none: after " + e.cfg.Recover.PodsGoneWithin.String() + " the VMs go on without them"
+	}
+	step(model.StepPodsGone, len(p.Pods) == 0, fmt.Sprintf("wait until Kubernetes has deleted the node's %d pod(s) (%s); PodDisruptionBudgets do not apply: the pods are down already",
+		len(p.Pods), after))
 	step(model.StepVerify, false, "no VM left on the host, no pod left on the node")
 	if onlyLeasePending(*p) {
 		markAllDone(p)
 	}
 	return nil
+}
+
+// fenceSource names where the run's fence command comes from.
+func fenceSource(ro RunOptions) string {
+	if ro.FenceCmd != "" {
+		return "--fence-cmd"
+	}
+	return "[recover] fence_cmd"
 }
 
 // deathRule is what makes a machine dead for this run: automatic recovery, which watched its
@@ -365,6 +378,17 @@ func (r *runner) podsGone(ctx context.Context) (string, error) {
 				return fmt.Sprintf("the node's pods are gone (%d force-deleted by drainctl)", forced), nil
 			}
 			return "the node's pods are gone", nil
+		}
+		if forced == 0 && e.now().After(deadline) && r.ro.Automatic {
+			// Automatic recovery deletes no pod (the controller is not granted it): the
+			// out-of-service taint has Kubernetes' pod garbage collector delete them once the
+			// node is NotReady. The machine is fenced, so none of them runs: the VMs go on.
+			var names []string
+			for _, pod := range left {
+				names = append(names, pod.Key())
+			}
+			return fmt.Sprintf("%d pod(s) still shown after %s, left to Kubernetes (the out-of-service taint deletes them once the node is NotReady): %s",
+				len(left), e.cfg.Recover.PodsGoneWithin, strings.Join(names, ", ")), nil
 		}
 		if forced == 0 && e.now().After(deadline) {
 			if err := r.stillHolder(ctx); err != nil {

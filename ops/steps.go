@@ -432,11 +432,15 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 			kept = notes
 		}
 	}
-	if traitsOf(p.Op).rebuilds { // a dead node's pods are Kubernetes' to delete
+	switch {
+	case traitsOf(p.Op).rebuilds && r.ro.Automatic:
+		// A dead node's pods are Kubernetes' to delete: automatic recovery deletes none, and
+		// its pods step said which it left.
+	case traitsOf(p.Op).rebuilds:
 		for _, pod := range r.deadPods() {
 			left = append(left, "pod "+pod.Key())
 		}
-	} else {
+	default:
 		for _, pod := range e.kube.PodsOn(p.Node) {
 			if v, _ := policy.ClassifyPod(pod, r.ro.Policy); v == policy.Evict || v == policy.Later {
 				left = append(left, "pod "+pod.Key())

@@ -20,6 +20,7 @@ import (
 	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/config"
 	"github.com/drainctl/drainctl/ops/kube"
+	"github.com/drainctl/drainctl/ops/opcmd"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/text"
 	"github.com/drainctl/drainctl/ui"
@@ -83,6 +84,14 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(s
 	cfg, err := config.Load(path, explicit)
 	if err != nil {
 		return err
+	}
+	for _, w := range config.Warnings(path, cfg) {
+		text.Fprintf(stderr, "drainctl: warning: %s\n", w)
+	}
+	for flag, tmpl := range map[string]string{"fence-cmd": o.FenceCmd, "exec": o.Exec, "gate-cmd": o.GateCmd} {
+		if opts := opcmd.LiteralSecrets(tmpl); len(opts) > 0 {
+			text.Fprintf(stderr, "drainctl: warning: --%s %s\n", flag, config.LiteralSecretWarning(opts))
+		}
 	}
 	var legacy *model.OpenStackConfig
 	if o.LegacyConfig != "" {

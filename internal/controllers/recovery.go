@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -386,8 +387,19 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 	e, cfg := r.Engine, r.Engine.RecoverConfig()
 	ctx, release, err := e.HoldKey(ctx, recoveryKey)
 	if err != nil {
-		return // another process recovers a node now: the next pass
+		// Another process recovers a node now (the next pass tries again), or something
+		// holds or refuses the lease for longer: said once, with its holder, never silent.
+		var held *ops.LeaseHeldError
+		msg := "the cluster-wide recovery lease cannot be taken: " + err.Error()
+		if errors.As(err, &held) {
+			msg = "the cluster-wide recovery lease (drainctl/drainctl-" + recoveryKey + ") is held by " + held.Holder
+		}
+		if r.sayOnce("recovery-lease", msg) {
+			r.Log("automatic recovery: held: " + msg + "; no node is recovered while it is")
+		}
+		return
 	}
+	delete(r.said, "recovery-lease")
 	defer func() {
 		release()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

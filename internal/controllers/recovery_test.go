@@ -979,6 +979,15 @@ func TestAFailedFenceLeaksNoSecret(t *testing.T) {
 	if strings.Contains(all, "hunter2") || !strings.Contains(all, "fence command") {
 		t.Errorf("a secret left the operator's side, or the fence is not named:\n%s", all)
 	}
+	// A plan (what -o json prints, and logs keep) names the command, never its line.
+	plan, err := c.Engine("operator@test", nil).Plan(kubetest.Ctx(t), model.OpRecover, c0,
+		ops.RunOptions{Policy: defaults(), FenceCmd: "ipmitool -H {node}-bmc -U admin -P hunter2 chassis power off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := json.Marshal(plan); strings.Contains(string(out), "ipmitool") || !strings.Contains(string(out), "the fence command (--fence-cmd)") {
+		t.Errorf("the plan shows the fence command's line, or does not name it:\n%s", out)
+	}
 }
 
 // Faster than the node lifecycle controller and Nova (#51.4): a machine whose kubelet stops
@@ -1081,4 +1090,54 @@ func (c *cluster) stoppedMidLadder(node string) (model.Recovery, int) {
 		}
 	}
 	return rec, moved
+}
+
+// A fence record the controller wrote (it may write records, under recovery-rbac.yaml) is the
+// controller's claim: a person's recover with no proof of its own does not take it, and says
+// who wrote it; a record the person wrote is taken, as a rerun of their own recovery needs.
+func TestAPersonTakesNoFenceTheControllerWrote(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	for _, err := range kubetest.Apply(c.T, false, "../../deploy/namespace.yaml", "../../deploy/leases-role.yaml", "../../deploy/controller-rbac.yaml", "../../deploy/recovery-rbac.yaml") {
+		t.Fatal(err)
+	}
+	c.die(c0)
+	ctx := kubetest.Ctx(t)
+	cfg := kubetest.Config(t)
+	cfg.Impersonate.UserName = controllerUser
+	writeFence := func(kc *kube.Client) {
+		k, _, err := kc.NodeFresh(ctx, c0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(model.NewFenceRecord(k, "the fence command exited 0", "drainctl-controller/1-abc", time.Now()))
+		if err := kc.SaveRecord(ctx, "fence-"+c0, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	person := c.Engine("operator@test", nil)
+	lossAccepted := defaults()
+	lossAccepted.AcceptDiskLoss = true
+	fenceStep := func() (model.Step, []model.Reason) {
+		plan, err := person.Plan(ctx, model.OpRecover, c0, ops.RunOptions{Policy: lossAccepted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(plan.Steps, func(s model.Step) bool { return s.Kind == model.StepFence })
+		return plan.Steps[i], plan.Reasons
+	}
+	writeFence(c.KubeClientFor(cfg))
+	step, reasons := fenceStep()
+	blocked, named := false, false
+	for _, r := range reasons {
+		blocked = blocked || (r.Code == model.NotFenced && r.Severity == model.Blocks)
+		named = named || strings.Contains(r.Message, controllerUser)
+	}
+	if step.Done || !blocked || !named {
+		t.Errorf("the controller's fence record: the fence step %+v, reasons %+v; want it not done, blocked, the writer named", step, reasons)
+	}
+	writeFence(c.Kube) // the person's own (the test's admin user)
+	if step, reasons := fenceStep(); !step.Done || !strings.Contains(step.Detail, "fenced already") {
+		t.Errorf("the person's own fence record: the fence step %+v, reasons %+v", step, reasons)
+	}
 }

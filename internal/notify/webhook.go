@@ -6,11 +6,8 @@ package notify
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/bearer"
 )
 
 // Notice is one event a person must know.
@@ -57,28 +55,15 @@ func New(cfg model.NotifyConfig, getenv func(string) string, failed func(Notice,
 		}
 		token = strings.TrimSpace(string(data))
 	}
-	if token != "" && u.Scheme == "http" && !loopback(u.Hostname()) {
-		// A bearer token over plain HTTP is read by anyone on the path.
-		return nil, fmt.Errorf("[notify] webhook %s is plain http: its token would cross the network in clear; use https (plain http is allowed to a loopback address only)", u.Redacted())
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("[notify] ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("[notify] ca_file %s holds no PEM certificate", cfg.CAFile)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	client, err := bearer.Client(u, token != "", cfg.CAFile, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("[notify] webhook: %w", err)
 	}
 	if failed == nil {
 		failed = func(Notice, error) {}
 	}
-	// A redirect would carry the token to wherever it points: not followed, a failure.
-	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Webhook{url: cfg.Webhook, token: token, client: &http.Client{Timeout: 5 * time.Second, Transport: tr, CheckRedirect: noRedirect},
+	// A redirect would carry the token to wherever it points: not followed (bearer.Client), a failure.
+	return &Webhook{url: cfg.Webhook, token: token, client: client,
 		queue: make(chan Notice, 64), attempts: 3, backoff: time.Second, failed: failed}, nil
 }
 
@@ -168,13 +153,4 @@ func (w *Webhook) post(ctx context.Context, n Notice) error {
 		last = fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return last
-}
-
-// loopback reports whether host is this machine (localhost, 127.0.0.0/8, ::1).
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

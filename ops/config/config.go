@@ -131,6 +131,28 @@ func Parse(name string, data []byte) (model.Config, error) {
 	return cfg, nil
 }
 
+// Warnings are what the configuration file at path holds that works but should not: a
+// command with a password written out (on every process list while it runs, in a file a
+// colleague may read). Each says where (file:line) and how to do without.
+func Warnings(path string, cfg model.Config) []string {
+	data, _ := os.ReadFile(path)
+	var out []string
+	for _, c := range []struct{ key, cmd string }{{"recover.fence_cmd", cfg.Recover.FenceCmd}, {"recover.fence_check_cmd", cfg.Recover.FenceCheckCmd}} {
+		if opts := opcmd.LiteralSecrets(c.cmd); len(opts) > 0 {
+			line, _ := locateField(data, c.key)
+			out = append(out, fmt.Sprintf("%s:%d: %s %s", path, line, c.key, LiteralSecretWarning(opts)))
+		}
+	}
+	return out
+}
+
+// LiteralSecretWarning says what is wrong with a command holding a written-out secret, and how
+// to pass it instead.
+func LiteralSecretWarning(opts []string) string {
+	return fmt.Sprintf("writes a password out (%s): it is masked in drainctl's output, but on every process list while the command runs; "+
+		"take it from the environment instead (\"$IPMI_PASSWORD\", ipmitool -E, fence agents' --password-script)", strings.Join(opts, ", "))
+}
+
 // locateField finds a validated key: "a.b.c", or "a.b[N].c" for the N-th [[a.b]] table.
 func locateField(data []byte, key string) (line, col int) {
 	m := arrayField.FindStringSubmatch(key)

@@ -155,3 +155,23 @@ func TestLegacyConfig(t *testing.T) {
 		t.Errorf("\ngot  %v\nwant %s", err, want)
 	}
 }
+
+// A fence command with its password written out loads (it works), with a warning that says
+// where and how to do without; one taking it from the environment loads in silence.
+func TestAWrittenOutPasswordIsWarnedAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	os.WriteFile(path, []byte("[recover]\nnot_ready_for = \"2m\"\nfence_cmd = \"ipmitool -H {node}-bmc -U admin -P hunter2 power off\"\n"), 0o600)
+	cfg, err := Load(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Warnings(path, cfg)
+	if len(w) != 1 || !strings.Contains(w[0], path+":3: recover.fence_cmd") || !strings.Contains(w[0], "(-P)") || strings.Contains(w[0], "hunter2") {
+		t.Errorf("warnings %q", w)
+	}
+	os.WriteFile(path, []byte("[recover]\nfence_cmd = 'ipmitool -H {node}-bmc -U admin -P \"$IPMI_PASSWORD\" power off'\n"), 0o600)
+	if cfg, err = Load(path, true); err != nil || len(Warnings(path, cfg)) != 0 {
+		t.Errorf("from the environment: %v, warnings %q", err, Warnings(path, cfg))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -41,6 +42,9 @@ const (
 type Client struct {
 	*Inventory
 	cs kubernetes.Interface
+
+	userOnce sync.Once
+	user     string // this client's Kubernetes user, as the API server authenticates it
 }
 
 var _ ops.Kube = (*Client)(nil)

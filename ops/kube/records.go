@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,11 @@ import (
 
 const (
 	recordKey = "record.json"
+	// WriterAnnotation names the Kubernetes user who last wrote a record, as the API server
+	// authenticated it. deploy/records-policy.yaml refuses a write whose annotation is not the
+	// writer's own name: with it installed, the annotation is the API server's word, not the
+	// writer's claim.
+	WriterAnnotation = "drainctl.io/writer"
 	// recordLabel marks drainctl's records, so that they can be listed by kind.
 	recordLabel = "drainctl.io/record"
 )
@@ -52,6 +58,31 @@ func (c *Client) Record(ctx context.Context, name string) ([]byte, bool, error) 
 	return []byte(cm.Data[recordKey]), true, nil
 }
 
+// RecordWriter reads the record with the Kubernetes user who last wrote it ("" when the
+// record names none: written before drainctl kept it, or by hand).
+func (c *Client) RecordWriter(ctx context.Context, name string) (data []byte, writer string, found bool, err error) {
+	cm, err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).Get(ctx, RecordName(name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, "", false, nil
+	}
+	if err != nil {
+		return nil, "", false, fmt.Errorf("reading configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
+	}
+	return []byte(cm.Data[recordKey]), cm.Annotations[WriterAnnotation], true, nil
+}
+
+// User is this client's Kubernetes user as the API server authenticates it (a
+// SelfSubjectReview, asked once); "" when it cannot say (an API server without it).
+func (c *Client) User(ctx context.Context) string {
+	c.userOnce.Do(func() {
+		r, err := c.cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err == nil {
+			c.user = r.Status.UserInfo.Username
+		}
+	})
+	return c.user
+}
+
 // Records lists the records of one kind ("campaign", "fence"), by record name.
 func (c *Client) Records(ctx context.Context, kind string) (map[string][]byte, error) {
 	list, err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: recordLabel + "=" + kind})
@@ -79,10 +110,11 @@ func (c *Client) DeleteRecord(ctx context.Context, name string) error {
 func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error {
 	cms := c.cs.CoreV1().ConfigMaps(LeaseNamespace)
 	labels := map[string]string{"app.kubernetes.io/managed-by": "drainctl", recordLabel: recordKind(name)}
+	writer := map[string]string{WriterAnnotation: c.User(ctx)}
 	cm, err := cms.Get(ctx, RecordName(name), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: LeaseNamespace, Labels: labels},
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: LeaseNamespace, Labels: labels, Annotations: writer},
 			Data: map[string]string{recordKey: string(data)}}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) && c.ensureLeaseNamespace(ctx) == nil {
@@ -98,6 +130,10 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 		for k, v := range labels { // records written before the kind label gain it
 			cm.Labels[k] = v
 		}
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations[WriterAnnotation] = writer[WriterAnnotation]
 		cm.Data[recordKey] = string(data)
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	}

@@ -86,3 +86,43 @@ func isSchemeChar(c byte) bool {
 // line in an error): the same masking as a command line, as a backstop for a command that
 // prints its own arguments.
 func MaskLine(line string) string { return Shown(line, "") }
+
+// LiteralSecrets names the options of a command line whose secret is written out (what Shown
+// masks, unless it is taken from the environment: "$IPMI_PASSWORD"). Masking keeps it off
+// drainctl's output, but not off the process list of the machine that runs it, nor out of a
+// config file a colleague can read: the operator is warned when the command is loaded.
+func LiteralSecrets(template string) []string {
+	words, shown := strings.Fields(template), strings.Fields(Shown(template, ""))
+	if len(words) != len(shown) {
+		return nil
+	}
+	var out []string
+	for i, w := range words {
+		if w == shown[i] {
+			continue
+		}
+		// What was masked: the whole word, or what follows "=" or an attached -P.
+		name, value := "", w
+		switch {
+		case shown[i] == mask && i > 0:
+			name = words[i-1]
+		case strings.Contains(shown[i], "="):
+			name, value, _ = strings.Cut(w, "=")
+			name += "="
+		case strings.HasSuffix(shown[i], mask) && len(w) > 2:
+			name, value = w[:2], w[2:]
+		}
+		if v := strings.Trim(value, `'"`); strings.HasPrefix(v, "$") || v == "" || name == "-p" && isDigits(v) {
+			continue // from the environment (nothing written out), or ssh's port
+		}
+		if name == "" {
+			name = "a URL's password"
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}

@@ -5,19 +5,17 @@ package prom
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/bearer"
 )
 
 // Client reads one Prometheus' alerts.
@@ -53,22 +51,14 @@ func New(o Options) (*Client, error) {
 	case u.RawQuery != "" || u.Fragment != "":
 		return nil, fmt.Errorf("%s: give Prometheus' base URL, without a query", u.Redacted())
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("the CA file: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("the CA file %s holds no PEM certificate", o.CAFile)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
-	return &Client{base: u, token: o.Token, match: o.Match, client: &http.Client{Transport: tr, Timeout: o.Timeout}}, nil
+	client, err := bearer.Client(u, o.Token != "", o.CAFile, o.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{base: u, token: o.Token, match: o.Match, client: client}, nil
 }
 
 // String is the URL, as it may be printed.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,8 +71,18 @@ func NewKube(clock *Clock, objs ...runtime.Object) *Kube {
 	cs.PrependReactor("list", "pods", k.listPods)
 	cs.PrependReactor("update", "nodes", k.nodeWritten)
 	cs.PrependReactor("patch", "nodes", k.nodeWritten)
+	cs.PrependReactor("create", "selfsubjectreviews", whoAmI)
 	k.recomputeAllPDBs()
 	return k
+}
+
+// SimUser is who every client of the simulated cluster is, as its API server answers a
+// SelfSubjectReview: one operator (the demo has no identities).
+const SimUser = "sim:operator"
+
+func whoAmI(k8stesting.Action) (bool, runtime.Object, error) {
+	return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{
+		UserInfo: authenticationv1.UserInfo{Username: SimUser}}}, nil
 }
 
 // Stop cancels pending deletions and recreations.
