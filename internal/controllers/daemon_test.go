@@ -31,6 +31,7 @@ type cluster struct {
 
 	mu      sync.Mutex
 	notices []model.Notice // what automatic recovery told the person on call
+	logs    []string       // what automatic recovery logged
 	// localDisks: the instances' disks are local (no [recover] shared_storage).
 	localDisks bool
 	resync     time.Duration // automatic recovery's resync (default 100 ms)

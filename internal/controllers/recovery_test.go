@@ -50,7 +50,13 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 	kc := c.KubeClientFor(cfg)
 	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: holder, Poll: 5 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond, LeaseTTL: c.leaseTTL})
-	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: cmp.Or(c.resync, 100*time.Millisecond), Log: func(l string) { c.T.Log(l) }}
+	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: cmp.Or(c.resync, 100*time.Millisecond),
+		Log: func(l string) {
+			c.T.Log(l)
+			c.mu.Lock()
+			c.logs = append(c.logs, l)
+			c.mu.Unlock()
+		}}
 	rc.Notify = func(n model.Notice) {
 		c.mu.Lock()
 		c.notices = append(c.notices, n)
@@ -1140,4 +1146,42 @@ func TestAPersonTakesNoFenceTheControllerWrote(t *testing.T) {
 	if step, reasons := fenceStep(); !step.Done || !strings.Contains(step.Detail, "fenced already") {
 		t.Errorf("the person's own fence record: the fence step %+v, reasons %+v", step, reasons)
 	}
+}
+
+// The cluster-wide recovery lease held by someone else (a stuck process, or an identity that
+// should not hold it) holds every automatic recovery: said once, with its holder, never a
+// silent stop; recovered once it is free.
+func TestARecoveryLeaseHeldElsewhereIsSaidOnce(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	other := c.Engine("intruder@test", nil)
+	_, release, err := other.HoldKey(kubetest.Ctx(t), "recovery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.die(c0)
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	said := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		n := 0
+		for _, l := range c.logs {
+			if strings.Contains(l, "recovery lease") && strings.Contains(l, "intruder@test") {
+				n++
+			}
+		}
+		return n
+	}
+	kubetest.Eventually(t, 30*time.Second, "the held lease said", func() bool { return said() > 0 })
+	time.Sleep(time.Second) // ten passes meanwhile
+	if n := said(); n != 1 {
+		t.Errorf("the held lease said %d times; want once", n)
+	}
+	if rec, ok := c.recovery(c0); ok {
+		t.Errorf("recovered under another's lease: %+v", rec)
+	}
+	release()
+	_ = other.ReleaseKey(kubetest.Ctx(t), "recovery")
+	c.waitRecovered(c0)
 }
