@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,6 +26,11 @@ import (
 // tenant's VM), and disabled again, the reason saying why, when the canary fails or is
 // interrupted. A tenant's VM scheduled in that window may land there: a failed canary names
 // those.
+
+// CanaryAnnotation on the node holds the server ID of the canary being proven on its host,
+// written once Nova gave it and removed once it is deleted: a canary left by a run killed in
+// between is named by that ID, never by its name (a tenant may name a server anything).
+const CanaryAnnotation = "drainctl.io/canary"
 
 // CanaryName is the name of the canary booted on host.
 func CanaryName(host string) string { return "drainctl-canary-" + host }
@@ -61,7 +67,7 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err
 	}
-	left := r.earlierCanaries(ctx)
+	left, earlier := r.earlierCanary(ctx)
 	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
 		return "", err
 	}
@@ -77,18 +83,23 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 		return "", r.canaryFails(ctx, "booting it: "+err.Error(), "")
 	}
 	r.nodeChanged(fmt.Sprintf("canary %s booting on %s (server %s)", spec.Name, p.Host, id))
+	if err := e.kube.SetAnnotation(ctx, p.Node, CanaryAnnotation, id); err != nil {
+		r.nodeChanged("the canary's server ID NOT journaled on the node (" + err.Error() + "): if this run is killed, delete server " + id + " by hand")
+	}
 	proven, why := r.watchCanary(ctx, id, cfg.CanaryTimeout.D())
 	// The canary goes whatever it proved, even when the run is interrupted.
 	if err := r.deleteCanary(context.WithoutCancel(ctx), id); err != nil {
 		why = strings.TrimPrefix(why+"; ", "; ") + err.Error()
 		proven = false
+	} else {
+		_ = e.kube.SetAnnotation(context.WithoutCancel(ctx), p.Node, CanaryAnnotation, "")
 	}
 	if ctx.Err() != nil {
-		err := r.canaryFails(ctx, "the canary was interrupted before it proved the host", id)
+		err := r.canaryFails(ctx, "the canary was interrupted before it proved the host", id, earlier)
 		return "", &Interrupted{Node: p.Node, Phase: "canary", Cause: fmt.Errorf("%w (%v)", context.Cause(ctx), err)}
 	}
 	if !proven {
-		return "", r.canaryFails(ctx, why, id)
+		return "", r.canaryFails(ctx, why, id, earlier)
 	}
 	r.canaryPassed = true
 	return "canary booted on " + p.Host + ", ACTIVE, console written, deleted; nova-compute enabled" + left, nil
@@ -143,30 +154,33 @@ func (r *runner) deleteCanary(ctx context.Context, id string) error {
 	}
 }
 
-// earlierCanaries says which servers named as this host's canary are already on it: left
-// by a run killed mid-canary. drainctl deletes only the canary it booted itself.
-func (r *runner) earlierCanaries(ctx context.Context) string {
-	vms, err := r.e.nova.Servers(ctx, r.plan.Host)
-	if err != nil {
-		return ""
+// earlierCanary names the canary an earlier run booted on this host and did not delete
+// (killed in between), by the server ID it journaled on the node; id is that server. The
+// journal is one Node patch away from naming any server: it counts only for a server on
+// this host with the canary's name. drainctl hands its delete to the operator, never
+// deletes it itself, and calls no other server a leftover, whatever its name.
+func (r *runner) earlierCanary(ctx context.Context) (said, id string) {
+	k, _ := r.e.kube.Node(r.plan.Node)
+	journaled := k.Annotations[CanaryAnnotation]
+	if journaled == "" {
+		return "", ""
 	}
-	var ids []string
-	for _, vm := range vms {
-		if vm.Name == CanaryName(r.plan.Host) {
-			ids = append(ids, vm.ID)
-		}
+	vm, err := r.e.nova.Server(ctx, journaled)
+	switch {
+	case statusOf(err) == 404:
+		_ = r.e.kube.SetAnnotation(ctx, r.plan.Node, CanaryAnnotation, "") // gone since: nothing left
+		return "", ""
+	case err != nil || vm.Host != r.plan.Host || vm.Name != CanaryName(r.plan.Host):
+		return "", ""
 	}
-	if len(ids) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; left alone: server(s) %s named as a canary, not booted by this run (openstack server delete %s)",
-		strings.Join(ids, ", "), strings.Join(ids, " "))
+	return fmt.Sprintf("; left alone: server %s, the canary an earlier run booted here and did not delete (openstack server delete %s)",
+		text.ShellWord(vm.ID), text.ShellWord(vm.ID)), vm.ID
 }
 
 // canaryFails disables the service again, its reason saying why, and returns the error that
 // fails the node; it names the servers other than the canary (ID canary) that landed on the
 // host while its service was enabled for it.
-func (r *runner) canaryFails(ctx context.Context, why, canary string) error {
+func (r *runner) canaryFails(ctx context.Context, why string, canaries ...string) error {
 	e, p := r.e, r.plan
 	ctx = context.WithoutCancel(ctx) // an interruption still leaves the service disabled
 	reason := fmt.Sprintf("%s at %s: %s", CanaryFailedPrefix, e.now().UTC().Format(time.RFC3339), why)
@@ -183,16 +197,17 @@ func (r *runner) canaryFails(ctx context.Context, why, canary string) error {
 			err, serr, text.ShellWord(p.Host))
 	}
 	r.nodeChanged("nova-compute disabled again: " + reason)
-	if landed := r.landedBeside(ctx, canary); landed != "" {
+	if landed := r.landedBeside(ctx, canaries); landed != "" {
 		err = fmt.Errorf("%w; landed on it while it was enabled for the canary: %s", err, landed)
 	}
 	return err
 }
 
-// landedBeside names the servers on the host other than the canary (and the VMs left on it
-// on purpose, which were there before): tenants' VMs the scheduler sent to the unproven
-// host while its service was enabled for the canary.
-func (r *runner) landedBeside(ctx context.Context, canary string) string {
+// landedBeside names the servers on the host other than the canaries (by ID: a tenant's
+// server named like one is a tenant's) and the VMs left on it on purpose, which were there
+// before: tenants' VMs the scheduler sent to the unproven host while its service was enabled
+// for the canary.
+func (r *runner) landedBeside(ctx context.Context, canaries []string) string {
 	vms, err := r.e.nova.Servers(ctx, r.plan.Host)
 	if err != nil {
 		return ""
@@ -203,7 +218,7 @@ func (r *runner) landedBeside(ctx context.Context, canary string) string {
 	}
 	var names []string
 	for _, vm := range vms {
-		if vm.ID != canary && vm.Name != CanaryName(r.plan.Host) && !before[vm.ID] {
+		if !slices.Contains(canaries, vm.ID) && !before[vm.ID] {
 			names = append(names, fmt.Sprintf("%s (%s)", vm.Name, vm.ID))
 		}
 	}

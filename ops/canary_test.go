@@ -248,3 +248,56 @@ func TestEmptinessIsProvenInPlacementToo(t *testing.T) {
 		}
 	}
 }
+
+// A canary left by a run killed before it deleted it is named by the server ID drainctl
+// journaled on the node, with the command to delete it; a tenant's server named like a canary
+// is no leftover (and no delete command is handed for it), nor is a server a forged journal
+// names. A tenant's server named like the canary that lands meanwhile is named as landed.
+func TestALeftoverCanaryIsNamedByItsJournaledID(t *testing.T) {
+	c := canaryCluster(t, 20*time.Second)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	evacuated(t, c, e, c0)
+	tiny := sim.Flavor{Name: canaryFlavor, RAMMB: 256, VCPUs: 1, DiskGB: 1}
+	earlier := c.World.AddServer(ops.CanaryName(c0), c0, tiny)
+	tenant := c.World.AddServer(ops.CanaryName(c0), c0, tiny) // a tenant's, named like one
+	c.SetAnnotation(c0, ops.CanaryAnnotation, earlier.ID)
+	rec, _, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{})
+	if err != nil {
+		t.Fatalf("uncordon: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	tr := said(rec)
+	if !strings.Contains(tr, "openstack server delete "+earlier.ID) || strings.Contains(tr, tenant.ID) {
+		t.Errorf("want the journaled canary %s named with its delete, the tenant's %s never:\n%s", earlier.ID, tenant.ID, tr)
+	}
+	if k := c.Node(c0); k.Annotations[ops.CanaryAnnotation] != "" {
+		t.Errorf("the canary's ID stays journaled after it was deleted: %q", k.Annotations[ops.CanaryAnnotation])
+	}
+
+	// A forged journal naming a tenant's server (not named as the canary) names nothing.
+	c2 := c.Name("c2")
+	evacuated(t, c, e, c2)
+	victim := c.World.AddServer("tenant-db", c2, tiny)
+	c.SetAnnotation(c2, ops.CanaryAnnotation, victim.ID)
+	rec, _, err = run(t, e, model.OpUncordon, c2, ops.RunOptions{})
+	if err != nil {
+		t.Fatalf("uncordon: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if tr := said(rec); strings.Contains(tr, victim.ID) {
+		t.Errorf("a forged journal named the tenant's server %s:\n%s", victim.ID, tr)
+	}
+}
+
+// said is every step's detail and every node change a run reported, a line each.
+func said(rec *simtest.Recorder) string {
+	var lines []string
+	for _, ev := range rec.Events() {
+		switch ev := ev.(type) {
+		case ops.StepEvent:
+			lines = append(lines, ev.Detail)
+		case ops.NodeChanged:
+			lines = append(lines, ev.What)
+		}
+	}
+	return strings.Join(lines, "\n")
+}

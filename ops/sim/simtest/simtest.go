@@ -4,10 +4,10 @@
 package simtest
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	corev1 "k8s.io/api/core/v1"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -215,6 +217,16 @@ func (c *Cluster) Node(name string) model.KubeNode {
 		out.Taints = append(out.Taints, model.Taint{Key: t.Key})
 	}
 	return out
+}
+
+// SetAnnotation sets an annotation on the node as kubectl annotate does (a journal planted
+// by whoever may patch the Node).
+func (c *Cluster) SetAnnotation(node, key, value string) {
+	c.T.Helper()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if _, err := c.CS.CoreV1().Nodes().Patch(kubetest.Ctx(c.T), node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		c.T.Fatal(err)
+	}
 }
 
 // SetUnschedulable cordons or uncordons the node as kubectl does (no taint).
