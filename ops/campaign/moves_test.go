@@ -1,6 +1,9 @@
 package campaign_test
 
 import (
+	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -47,5 +50,51 @@ func TestACampaignsVMsSkipItsLaterNodes(t *testing.T) {
 		if got := moves[vm]; len(got) != 1 || got[0] != c2 {
 			t.Errorf("%s was sent to %v, want once, to %s (not to %s, emptied after %s)", vm, got, c2, c1, c0)
 		}
+	}
+}
+
+// A record's "done" is a claim: a planted record marking a node done that no campaign
+// touched does not skip it. The node is worked (evacuated) and said; once done, the node names
+// the campaign, and a later resume of a record saying so takes it as done.
+func TestAPlantedDoneNodeIsWorked(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	e := c.Engine("tester@a", nil)
+	name := "plant-" + c.Px
+	plant := model.Campaign{Name: name, State: model.CampaignInterrupted, Started: e.Now(), Updated: e.Now(), Order: "given",
+		Nodes: []model.CampaignNode{{Name: c0, Phase: model.PhaseDone}, {Name: c1, Phase: model.PhasePending}}}
+	data, _ := json.Marshal(plant)
+	if err := e.Records().SaveRecord(kubetest.Ctx(t), "campaign-"+name, data); err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	var mu sync.Mutex
+	var from []string // each move's source
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Name: name, Nodes: []string{c0, c1}, Order: "given",
+		Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}}, func(ev ops.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case ops.CampaignEvent:
+			said = append(said, ev.Message)
+		case ops.MigrationEvent:
+			if ev.State == ops.MigRequested {
+				from = append(from, ev.Source)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(kubetest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(from, c0) || !slices.ContainsFunc(said, func(m string) bool { return strings.Contains(m, c0+" done, but nothing on the node shows") }) {
+		t.Errorf("the planted done node: moves from %v, said %q; want %s evacuated and said", from, said, c0)
+	}
+	if k := c.Node(c0); k.Annotations[campaign.DoneAnnotation] != name {
+		t.Errorf("%s does not name the campaign that finished it: %v", c0, k.Annotations)
 	}
 }

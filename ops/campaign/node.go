@@ -62,6 +62,9 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 	if err := r.verifyReturned(ctx, name); err != nil {
 		return r.failed(ctx, i, model.PhaseVerifying, err)
 	}
+	if err := e.AnnotateNode(ctx, name, DoneAnnotation, r.o.Name); err != nil {
+		r.note(name, model.PhaseVerifying, "the node's mark of this campaign ("+DoneAnnotation+") NOT written: a resume would work it again: "+err.Error())
+	}
 	r.setPhase(ctx, i, model.PhaseDone, "")
 	r.bringHomeLater(ctx, i)
 	return nil
