@@ -180,6 +180,9 @@ type NodeForecast struct {
 	// Losses are what its evacuation would lose for good under the campaign's overrides (a
 	// bare pod under --force, emptyDir data): said before the first node, as a plan says it.
 	Losses []Reason `json:"losses,omitempty"`
+	// VMNotes are what its plan notes of its VMs (a lock kept, an owner's policy, a cold
+	// move's downtime): every VM's lock and policy in the dry run, as in a node's plan.
+	VMNotes []Reason `json:"vmNotes,omitempty"`
 	// Skip: --on-failure skip leaves it untouched at its check (its blockers): it moves
 	// nothing, and the forecast's totals leave it out.
 	Skip bool `json:"skip,omitempty"`

@@ -351,3 +351,18 @@ func Step(i int, s model.Step) string {
 	}
 	return Sprintf("%d. [ ] %-16s %s", i+1, s.Kind, s.Detail)
 }
+
+// VMOwnWord is what a plan says of a VM beyond how it moves: its lock (kept through an admin's
+// move) and its maintenance policy when not the default, with where that comes from
+// ("locked · policy stop-start (its metadata drainctl:maintenance)"); "" when neither. Its
+// owner's word is cluster text: escaped.
+func VMOwnWord(vm model.VM) string {
+	var parts []string
+	if vm.Locked {
+		parts = append(parts, "locked")
+	}
+	if vm.Policy != "" && vm.PolicyFrom != "" {
+		parts = append(parts, Sprintf("policy %s (%s)", string(vm.Policy), vm.PolicyFrom))
+	}
+	return strings.Join(parts, " · ")
+}

@@ -2,9 +2,10 @@ package ui
 
 import (
 	"fmt"
-	"github.com/charmbracelet/lipgloss"
 	"slices"
 	"strings"
+
+	"github.com/charmbracelet/lipgloss"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -295,7 +296,7 @@ func (p *confirmPane) body(s *shared) string {
 func vmMoves(pl model.Plan, st *Styles, width int) string {
 	allLive := true
 	for _, vm := range pl.VMs {
-		allLive = allLive && (vm.Method == model.MoveLive || vm.Method == "") && ownPolicy(vm) == ""
+		allLive = allLive && (vm.Method == model.MoveLive || vm.Method == "") && text.VMOwnWord(vm) == ""
 	}
 	if allLive {
 		return ""
@@ -318,7 +319,7 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 		if vm.Disk != "" {
 			line += ": " + vm.Disk
 		}
-		if own := ownPolicy(vm); own != "" {
+		if own := text.VMOwnWord(vm); own != "" {
 			line += " · " + own
 		}
 		b.WriteString(style.Render(truncate(line, width)) + "\n")
@@ -348,13 +349,4 @@ func skips(pd *pending) bool {
 		}
 	}
 	return false
-}
-
-// ownPolicy is a VM's maintenance policy and where it comes from when it is not the default
-// ("stop-start (its metadata drainctl:maintenance)"), else "". Its owner's word is cluster text.
-func ownPolicy(vm model.VM) string {
-	if vm.Policy == "" || vm.PolicyFrom == "" {
-		return ""
-	}
-	return text.Sprintf("policy %s (%s)", string(vm.Policy), vm.PolicyFrom)
 }

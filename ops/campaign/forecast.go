@@ -63,8 +63,11 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 			if p, err := e.PlanOn(ctx, inv, model.OpEvacuate, n.Name, ro); err == nil {
 				nf.Blockers = p.Blockers()
 				for _, x := range p.Reasons {
-					if x.Code == model.LostForGood {
+					switch {
+					case x.Code == model.LostForGood:
 						nf.Losses = append(nf.Losses, x)
+					case x.Severity == model.Notes && x.ObjectID != "": // a VM's lock, its own policy, its downtime
+						nf.VMNotes = append(nf.VMNotes, x)
 					}
 				}
 			}

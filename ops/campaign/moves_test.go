@@ -98,3 +98,32 @@ func TestAPlantedDoneNodeIsWorked(t *testing.T) {
 		t.Errorf("%s does not name the campaign that finished it: %v", c0, k.Annotations)
 	}
 }
+
+// A campaign's forecast (what its dry run prints) says every VM's lock and own policy, as the
+// node's plan does: a locked VM asking stop-start is noted for both.
+func TestACampaignForecastSaysLocksAndPolicies(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			vm.Locked = vm.Name == "vm-a"
+		}
+	})
+	c.World.SetMetadata("vm-a", "drainctl:maintenance", "stop-start")
+	e := c.Engine("tester@a", nil)
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, nf := range r.Forecast().Nodes {
+		for _, x := range nf.VMNotes {
+			notes = append(notes, x.Object+": "+x.Message)
+		}
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool {
+		return strings.HasPrefix(n, "vm-a: stop-start") && strings.Contains(n, "locked by its owner")
+	}) {
+		t.Errorf("the forecast's notes %q; want vm-a's policy and its lock", notes)
+	}
+}

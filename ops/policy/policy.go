@@ -241,7 +241,25 @@ func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		return model.MoveStays, &model.Reason{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideSkipVM,
 			Message: fmt.Sprintf("left on the node as asked (skipped): it would move %s", method)}
 	}
-	return method, r
+	return method, withLock(vm, method, r)
+}
+
+// withLock adds to a moving VM's reason that it is locked: a lock guards its owner's own
+// destructive calls, not an admin's maintenance, and is kept through the move. Said beside its
+// own policy's note, never instead of it.
+func withLock(vm model.VM, method model.MoveMethod, r *model.Reason) *model.Reason {
+	const lock = "locked by its owner: moved as an admin may move it, the lock kept"
+	switch {
+	case !vm.Locked || method == model.MoveStays || method == model.MoveFollow || r != nil && r.Code == model.VMLocked:
+		return r
+	case r == nil:
+		return &model.Reason{Code: model.VMLocked, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, Message: lock}
+	case r.Severity == model.Notes && !strings.Contains(r.Message, lock):
+		said := *r
+		said.Message += "; " + lock
+		return &said
+	}
+	return r
 }
 
 // staysFor is a VM left where it is (on, "the node" or "the dead host") for a reason: a
@@ -280,12 +298,7 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		// admin's maintenance: Nova lets an admin move a locked server, the lock kept.
 		unlocked := vm
 		unlocked.Locked = false
-		m, r := VMMove(unlocked, o)
-		if r == nil && m != model.MoveStays && m != model.MoveFollow {
-			r = &model.Reason{Code: model.VMLocked, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-				Message: "locked by its owner: moved as an admin may move it, the lock kept"}
-		}
-		return m, r
+		return VMMove(unlocked, o) // the lock is said once its policy has spoken (VMMove)
 	case vm.TaskState != "":
 		return stays(model.VMTaskInProgress, skip, "task %q in progress", vm.TaskState)
 	case vm.Status == model.VMBroken:

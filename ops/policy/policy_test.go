@@ -300,3 +300,21 @@ func TestPlacementLegality(t *testing.T) {
 		t.Error("src not ranked")
 	}
 }
+
+// A locked VM's note stays when it also has its own policy: the plan says both, its policy's
+// note (a cold move's downtime) and the lock kept through an admin's move.
+func TestALockIsSaidBesideItsOwnPolicy(t *testing.T) {
+	for _, vm := range []model.VM{
+		{Name: "locked", Status: "ACTIVE", Locked: true},
+		{Name: "locked-stop-start", Status: "ACTIVE", Locked: true, PolicyAsked: "stop-start"},
+		{Name: "locked-unknown", Status: "ACTIVE", Locked: true, PolicyAsked: "evacuate"},
+	} {
+		_, r := VMMove(vm, Options{})
+		if r == nil || !strings.Contains(r.Message, "locked by its owner") {
+			t.Errorf("%s: %+v; want its note to say the lock", vm.Name, r)
+		}
+	}
+	if _, r := VMMove(model.VM{Name: "locked-stop-start", Status: "ACTIVE", Locked: true, PolicyAsked: "stop-start"}, Options{}); r == nil || r.Code != model.Downtime {
+		t.Errorf("the policy's own note was replaced: %+v", r)
+	}
+}

@@ -262,6 +262,9 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 			for _, l := range nf.Losses { // what its evacuation would lose for good, as a plan says it
 				text.Fprintf(a.Stdout, "  LOST FOR GOOD %s\n", text.Reason(l))
 			}
+			for _, x := range nf.VMNotes { // each VM's lock and own policy, as a plan says them
+				text.Fprintf(a.Stdout, "  notes  %s\n", text.Reason(x))
+			}
 		}
 		if skipped := r.Skipped(); len(skipped) > 0 {
 			names := make([]string, len(skipped))

@@ -188,12 +188,15 @@ func WritePlan(w io.Writer, p model.Plan) {
 	for i, s := range p.Steps {
 		text.Fprintf(w, "  %s\n", text.Step(i, s))
 	}
-	for _, vm := range p.VMs { // how each VM moves, when not every one moves live
-		if vm.Method != model.MoveLive && vm.Method != "" {
+	for _, vm := range p.VMs { // how each VM moves, when not every one moves live by the default policy
+		if vm.Method != model.MoveLive && vm.Method != "" || text.VMOwnWord(vm) != "" {
 			for _, vm := range p.VMs {
 				disk := ""
 				if vm.Disk != "" {
 					disk = ": " + vm.Disk
+				}
+				if own := text.VMOwnWord(vm); own != "" {
+					disk += " · " + own
 				}
 				text.Fprintf(w, "     %-6s %s (%s, %s)%s\n", vm.Method, vm.Name, vm.Status, text.Bytes(vm.RAMMB<<20), disk)
 			}
