@@ -186,4 +186,12 @@ type NodeForecast struct {
 	// Skip: --on-failure skip leaves it untouched at its check (its blockers): it moves
 	// nothing, and the forecast's totals leave it out.
 	Skip bool `json:"skip,omitempty"`
+	// HeldByOwners: its only blockers are its VMs' owners asking them to stay (their
+	// metadata): a campaign skips it and goes on, these VMs (and their projects) named, rather
+	// than let one tenant's metadata refuse the fleet.
+	HeldByOwners []string `json:"heldByOwners,omitempty"`
 }
+
+// HeldByOwners begins the error of a campaign's node skipped because its VMs' owners asked
+// them to stay.
+const HeldByOwners = "held by its VMs' owners (stays), left untouched"

@@ -32,7 +32,8 @@ const (
 	NoticeCampaignStarted  NoticeKind = "campaign-started"
 	NoticeNodePastDeadline NoticeKind = "campaign-node-past-deadline"
 	NoticeNodeQuarantined  NoticeKind = "campaign-node-quarantined"
-	NoticeCampaignFinished NoticeKind = "campaign-finished" // done, failed or stopped: Message says which
+	NoticeNodeHeldByOwners NoticeKind = "campaign-node-held-by-owners" // skipped: its VMs' owners asked them to stay
+	NoticeCampaignFinished NoticeKind = "campaign-finished"            // done, failed or stopped: Message says which
 	// NoticeWebhookFailed is the webhook's own failure: never posted, said where drainctl runs.
 	NoticeWebhookFailed NoticeKind = "webhook-failed"
 )

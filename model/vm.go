@@ -45,6 +45,10 @@ type VM struct {
 	// PriorityAsked is its owner's recovery priority as its metadata says it
 	// (RecoveryPriorityKey), unchecked.
 	PriorityAsked string `json:"priorityAsked,omitempty"`
+	// Updated is Nova's last change to the server (its updated_at; setting its metadata is
+	// one, measured on the real Nova): an owner's stays counts for [policy.maintenance]
+	// stays_for days from it.
+	Updated time.Time `json:"updated,omitzero"`
 	// Policy is how the plan treats it and PolicyFrom where that comes from (its metadata,
 	// a [policy.maintenance] key; "" for the built-in default, migrate): set in a plan.
 	Policy     VMPolicy `json:"policy,omitempty"`

@@ -56,6 +56,10 @@ type MaintenanceConfig struct {
 	// Honour is whose metadata drainctl takes: "all" (the default), "none", or a list of
 	// project IDs. A tenant's word must not hold the operator's fleet.
 	Honour Honour `toml:"honour"`
+	// StaysFor bounds an owner's stays: it counts for this many days after the owner last
+	// changed the server (setting the metadata is a change); after that the VM is treated by
+	// the operator's policy, noted. 0: no bound.
+	StaysFor int `toml:"stays_for"`
 }
 
 // Honour is [policy.maintenance] honour: every project's metadata (All), none, or the
@@ -136,6 +140,9 @@ func (c MaintenanceConfig) validate() error {
 	}
 	if c.Default != "" && !c.Default.Known() {
 		return bad("policy.maintenance.default", c.Default)
+	}
+	if c.StaysFor < 0 || c.StaysFor > 3650 {
+		return &FieldError{"policy.maintenance.stays_for", fmt.Sprintf("is %d days", c.StaysFor), "give 0 (no bound) to 3650 days"}
 	}
 	for _, t := range []struct {
 		key   string

@@ -45,10 +45,11 @@ func (e *Engine) planOn(ctx context.Context, inv model.Inventory, op model.OpKin
 	return plan(e, ctx, inv, op, target, e.asCredentials(ro))
 }
 
-// asCredentials is ro with what the Nova credentials allow: Nova moves a locked server for an
-// admin only.
+// asCredentials is ro with what the Nova credentials allow (Nova moves a locked server for an
+// admin only), and the engine's time for the policy's clock.
 func (e *Engine) asCredentials(ro RunOptions) RunOptions {
 	ro.Policy.NotAdmin = e.nova != nil && !e.nova.Admin()
+	ro.Policy.Now = e.now() // an owner's stays is as old as the engine's clock says
 	return ro
 }
 

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/drainctl/drainctl/model"
@@ -59,6 +60,8 @@ func (c *Campaigns) Notices(ev ops.Event) []Notice {
 	switch {
 	case e.PastDeadline:
 		say(model.NoticeNodePastDeadline, e.Node, fmt.Sprintf("campaign %s: %s %s", e.Campaign, e.Node, e.Message))
+	case e.Phase == model.PhaseSkipped && strings.HasPrefix(e.Message, model.HeldByOwners):
+		say(model.NoticeNodeHeldByOwners, e.Node, fmt.Sprintf("campaign %s: %s %s", e.Campaign, e.Node, e.Message))
 	case e.Phase == model.PhaseQuarantined:
 		say(model.NoticeNodeQuarantined, e.Node, fmt.Sprintf("campaign %s: %s quarantined: %s", e.Campaign, e.Node, e.Message))
 	}

@@ -345,6 +345,8 @@ func (r *Campaign) Run(ctx context.Context) error {
 	var skipped []string
 	for _, n := range r.Record().Nodes {
 		switch {
+		case n.Phase == model.PhaseSkipped && strings.HasPrefix(n.Error, model.HeldByOwners):
+			skipped = append(skipped, n.Name+" ("+n.Error+")")
 		case n.Phase == model.PhaseSkipped && strings.HasPrefix(n.Error, skippedUntouched):
 			skipped = append(skipped, n.Name+" (refused at its check, left untouched)")
 		case n.Phase == model.PhaseSkipped:
@@ -490,6 +492,12 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 		r.emit(ops.NewPlanReady(now, plan))
 		r.emit(ops.NewRunDone(now, ops.Report{Op: plan.Op, Node: plan.Node, Started: now, Finished: now, Result: ops.ResultRefused,
 			Reasons: b, Error: err.Error(), Pods: []ops.PodReport{}, VMs: []ops.VMReport{}}))
+		if held := ownersStays(plan); len(held) > 0 && n.Phase == model.PhasePending {
+			// One tenant's metadata does not hold the fleet: the node is left as it is, its
+			// VMs and their projects named (a notice), and the campaign goes on.
+			r.setPhase(ctx, i, model.PhaseSkipped, model.HeldByOwners+": "+strings.Join(held, ", "))
+			return nil, errSkipped
+		}
 		if r.o.OnFailure == "skip" && n.Phase == model.PhasePending {
 			// A failure like any other: nothing changed on it, so it is left as it is.
 			r.setPhase(ctx, i, model.PhaseSkipped, skippedUntouched+": "+err.Error())

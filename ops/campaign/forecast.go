@@ -1,13 +1,17 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/text"
 )
 
 // A campaign's forecast, made before its first node: what each node moves, how long its VMs
@@ -62,6 +66,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 			ro.Leaving = nil
 			if p, err := e.PlanOn(ctx, inv, model.OpEvacuate, n.Name, ro); err == nil {
 				nf.Blockers = p.Blockers()
+				nf.HeldByOwners = ownersStays(p)
 				for _, x := range p.Reasons {
 					switch {
 					case x.Code == model.LostForGood:
@@ -74,7 +79,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 		}
 		seconds := float64(nf.VMMemoryMB) / f.RateMiBps / float64(min(perSource, max(1, nf.VMs)))
 		nf.Expected = time.Duration(seconds * float64(time.Second))
-		nf.Skip = len(nf.Blockers) > 0 && r.o.OnFailure == "skip"
+		nf.Skip = len(nf.Blockers) > 0 && (r.o.OnFailure == "skip" || len(nf.HeldByOwners) > 0)
 		f.Nodes = append(f.Nodes, nf)
 		if !nf.Skip {
 			f.Total += nf.Expected
@@ -161,12 +166,12 @@ func (r *Campaign) lowestFree(f *model.Forecast, inv model.Inventory, order []st
 	}
 }
 
-// Skipped are the nodes an --on-failure skip campaign would skip as the cluster stands: their
-// own plans are refused.
+// Skipped are the nodes the campaign would skip as the cluster stands: their own plans are
+// refused and --on-failure skip was given, or only their VMs' owners hold them (stays).
 func (r *Campaign) Skipped() []model.NodeForecast {
 	var out []model.NodeForecast
 	for _, n := range r.fc.Nodes {
-		if len(n.Blockers) > 0 && r.o.OnFailure == "skip" {
+		if n.Skip {
 			out = append(out, n)
 		}
 	}
@@ -182,14 +187,14 @@ func (r *Campaign) Forecast() model.Forecast { return r.fc }
 // nodes out beside it, so that its own blockers (which VMs fit nowhere) come first.
 func (r *Campaign) Refusal(ctx context.Context) error {
 	f := r.fc
-	if r.o.OnFailure != "skip" {
-		var refused []model.Reason
-		for _, n := range f.Nodes {
+	var refused []model.Reason
+	for _, n := range f.Nodes {
+		if !n.Skip {
 			refused = append(refused, n.Blockers...)
 		}
-		if len(refused) > 0 {
-			return &ops.RefusedError{Reasons: refused}
-		}
+	}
+	if len(refused) > 0 {
+		return &ops.RefusedError{Reasons: refused}
 	}
 	if f.Short == "" {
 		return nil
@@ -212,4 +217,18 @@ func (r *Campaign) Refusal(ctx context.Context) error {
 		Message: fmt.Sprintf("while %s is out the fleet's free memory would fall to %.0f%% (%d MiB), below [roll] min_headroom_percent (%.0f%%)",
 			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.Config().Campaign.MinHeadroomPercent),
 		Override: model.OverrideFewerAtOnce})}
+}
+
+// ownersStays names the VMs (with their projects) whose owners' stays are all that refuses
+// the plan; nil when anything else refuses it too, or an operator's policy says stays.
+func ownersStays(p model.Plan) []string {
+	var out []string
+	for _, b := range p.Blockers() {
+		i := slices.IndexFunc(p.VMs, func(vm model.VM) bool { return vm.ID == b.ObjectID })
+		if b.Code != model.VMAsksToStay || i < 0 || !strings.HasPrefix(p.VMs[i].PolicyFrom, "its metadata") {
+			return nil
+		}
+		out = append(out, text.Sprintf("%s (project %s)", p.VMs[i].Name, cmp.Or(p.VMs[i].ProjectID, "unknown")))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package campaign_test
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -125,5 +126,48 @@ func TestACampaignForecastSaysLocksAndPolicies(t *testing.T) {
 		return strings.HasPrefix(n, "vm-a: stop-start") && strings.Contains(n, "locked by its owner")
 	}) {
 		t.Errorf("the forecast's notes %q; want vm-a's policy and its lock", notes)
+	}
+}
+
+// One tenant's metadata does not hold the fleet: a node whose only blockers are its VMs'
+// owners asking them to stay is skipped (said, with the VMs and their projects), and the
+// campaign goes on with the next node; it ends naming the node not worked.
+func TestANodeHeldOnlyByOwnersIsSkipped(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	c.World.SetMetadata("vm-a", "drainctl:maintenance", "stays")
+	e := c.Engine("tester@a", nil)
+	var skipped []string
+	var mu sync.Mutex
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}},
+		func(ev ops.Event) {
+			if ce, ok := ev.(ops.CampaignEvent); ok && ce.Phase == model.PhaseSkipped {
+				mu.Lock()
+				skipped = append(skipped, ce.Message)
+				mu.Unlock()
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Refusal(kubetest.Ctx(t)); err != nil {
+		t.Fatalf("the campaign is refused for one tenant's stays: %v", err)
+	}
+	if s := r.Skipped(); len(s) != 1 || s[0].Node != c0 || len(s[0].HeldByOwners) != 1 || !strings.HasPrefix(s[0].HeldByOwners[0], "vm-a (project ") {
+		t.Errorf("the forecast's skipped nodes: %+v", s)
+	}
+	err = r.Run(kubetest.Ctx(t))
+	var se *campaign.SkippedError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), c0) {
+		t.Errorf("the campaign ended %v; want it to name %s not worked", err, c0)
+	}
+	rec := r.Record()
+	mu.Lock()
+	defer mu.Unlock()
+	if rec.Nodes[0].Phase != model.PhaseSkipped || rec.Nodes[1].Phase != model.PhaseDone || len(skipped) != 1 || !strings.HasPrefix(skipped[0], model.HeldByOwners+": vm-a (project ") {
+		t.Errorf("nodes %+v, said %q", rec.Nodes, skipped)
+	}
+	if vm, _ := c.World.ServerByName("vm-a"); vm.Host != c0 {
+		t.Errorf("vm-a was moved to %s though its owner asked it to stay", vm.Host)
 	}
 }

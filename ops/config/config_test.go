@@ -58,6 +58,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:2:1: recover.fence_check_cmd {node} is inside ' quotes in "ipmitool -H '{node}-bmc' power status": drainctl quotes the node's name itself; write {node} bare (or "$DRAINCTL_NODE")`},
 		{"recovery priority out of range", "[recover.priority]\nflavors = { \"m1.huge\" = 12 }\n",
 			`config.toml:2:1: recover.priority.flavors must be 0 to 9, got 12; 9 is rebuilt first; the default is 5`},
+		{"stays_for below zero", "[policy.maintenance]\nstays_for = -1\n",
+			`config.toml:2:1: policy.maintenance.stays_for is -1 days; give 0 (no bound) to 3650 days`},
 		{"honour neither all, none nor a list", "[policy.maintenance]\nhonour = \"some\"\n",
 			`config.toml:2:11: policy.maintenance.honour: must be "all", "none" or a list of project IDs, got "some"`},
 		{"refresh every nanosecond", "refresh_interval = \"1ns\"\n",

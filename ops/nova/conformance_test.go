@@ -603,3 +603,25 @@ func TestConformanceAServicesSilenceIsTheClouds(t *testing.T) {
 		}
 	})
 }
+
+// An owner's stays is bounded from the server's last change ([policy.maintenance] stays_for):
+// setting a server's metadata moves its updated_at on, as drainctl reads it, on both Novas
+// (measured first on the real one: the simulator follows it).
+func TestConformanceSettingMetadataIsAChange(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id := c.Boot("stays-probe", "compute-0")
+		before := serverOf(t, ctx, cl, id)
+		if before.Updated.IsZero() {
+			t.Fatalf("drainctl reads no updated_at: %+v", before)
+		}
+		// updated_at is kept to the second: the next second is a change.
+		c.Wait(10*time.Second, "a second on the cloud's clock", func() bool { return c.Clock().Truncate(time.Second).After(before.Updated) })
+		c.API.Must("POST", "compute", "/servers/"+id+"/metadata", map[string]any{"metadata": map[string]string{model.VMPolicyKey: "stays"}}, nil, 200)
+		after := serverOf(t, ctx, cl, id)
+		if after.PolicyAsked != "stays" || !after.Updated.After(before.Updated) {
+			t.Errorf("after the metadata was set: asked %q, updated %s (was %s); want stays and a later updated_at",
+				after.PolicyAsked, after.Updated, before.Updated)
+		}
+	})
+}

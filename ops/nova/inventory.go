@@ -389,6 +389,7 @@ func (s wireServer) model() model.VM {
 	}
 	vm.PolicyAsked = s.Metadata[model.VMPolicyKey]
 	vm.PriorityAsked = s.Metadata[model.RecoveryPriorityKey]
+	vm.Updated, _ = time.Parse(time.RFC3339, s.Updated)
 	return vm
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -17,6 +18,8 @@ import (
 
 // Options are the operator's overrides and the configured policy.
 type Options struct {
+	// Now is the plan's time (the engine's clock): how old an owner's stays is. Zero: now.
+	Now                time.Time
 	Force              bool // bare pods, safe-to-evict=false, do-not-disrupt, VMs that cannot move
 	IgnoreDaemonSets   bool // DaemonSet pods stay (default true)
 	DeleteEmptyDirData bool
@@ -443,8 +446,25 @@ func VMPolicyOf(vm model.VM, o Options) (model.VMPolicy, string) {
 	case !asked.Known():
 		p, from := o.Maintenance.Of(vm)
 		return p, fmt.Sprintf("%s; its metadata %s = %s is none of %s", orDefault(from), model.VMPolicyKey, quoted(vm.PolicyAsked), model.VMPolicyNames())
+	case asked == model.PolicyStays && staysExpired(vm, o):
+		p, from := o.Maintenance.Of(vm)
+		return p, fmt.Sprintf("%s; its metadata %s = stays is older than [policy.maintenance] stays_for (%d days): the server was last changed %s",
+			orDefault(from), model.VMPolicyKey, o.Maintenance.StaysFor, vm.Updated.UTC().Format(time.DateOnly))
 	}
 	return asked, "its metadata " + model.VMPolicyKey
+}
+
+// staysExpired: an owner's stays is bounded by stays_for days from the server's last change
+// (Nova's updated_at; setting the metadata is one), so one tenant cannot hold a host for ever.
+func staysExpired(vm model.VM, o Options) bool {
+	if o.Maintenance.StaysFor <= 0 || vm.Updated.IsZero() {
+		return false
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	return now.Sub(vm.Updated) > time.Duration(o.Maintenance.StaysFor)*24*time.Hour
 }
 
 // quoted is a value a tenant chose, quoted and cut to a readable length.

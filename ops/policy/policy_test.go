@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -316,5 +317,34 @@ func TestALockIsSaidBesideItsOwnPolicy(t *testing.T) {
 	}
 	if _, r := VMMove(model.VM{Name: "locked-stop-start", Status: "ACTIVE", Locked: true, PolicyAsked: "stop-start"}, Options{}); r == nil || r.Code != model.Downtime {
 		t.Errorf("the policy's own note was replaced: %+v", r)
+	}
+}
+
+// [policy.maintenance] stays_for bounds an owner's stays: it counts for that many days from
+// the server's last change (setting the metadata is one); older, the VM is the operator's,
+// noted with why. No bound (0), or no updated_at read, leaves it as asked.
+func TestAnOwnersStaysIsBounded(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	bounded := Options{Now: now, Maintenance: model.MaintenanceConfig{StaysFor: 14}}
+	for _, tc := range []struct {
+		name    string
+		updated time.Time
+		o       Options
+		want    model.VMPolicy
+	}{
+		{"set 3 days ago", now.AddDate(0, 0, -3), bounded, model.PolicyStays},
+		{"set 20 days ago", now.AddDate(0, 0, -20), bounded, model.PolicyMigrate},
+		{"no bound", now.AddDate(0, 0, -400), Options{Now: now}, model.PolicyStays},
+		{"no updated_at", time.Time{}, bounded, model.PolicyStays},
+	} {
+		vm := model.VM{Name: tc.name, Status: "ACTIVE", PolicyAsked: "stays", Updated: tc.updated}
+		p, from := VMPolicyOf(vm, tc.o)
+		m, r := VMMove(vm, tc.o)
+		if p != tc.want {
+			t.Errorf("%s: policy %s (%s); want %s", tc.name, p, from, tc.want)
+		}
+		if tc.want == model.PolicyMigrate && (m != model.MoveLive || r == nil || r.Severity != model.Notes || !strings.Contains(r.Message, "stays_for (14 days)")) {
+			t.Errorf("%s: %s, %+v; want it moved live, noted with the bound", tc.name, m, r)
+		}
 	}
 }

@@ -270,8 +270,12 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 			names := make([]string, len(skipped))
 			for i, s := range skipped {
 				names[i] = s.Node
+				if len(s.HeldByOwners) > 0 {
+					text.Fprintf(a.Stdout, "would skip %s, %s: %s\n", s.Node, model.HeldByOwners, strings.Join(s.HeldByOwners, ", "))
+				} else {
+					text.Fprintf(a.Stdout, "would skip %s (--on-failure skip): refused at its check, left untouched\n", s.Node)
+				}
 			}
-			text.Fprintf(a.Stdout, "would skip (--on-failure skip: refused at their check, left untouched): %s\n", strings.Join(names, ", "))
 			if err := r.Refusal(ctx); err != nil {
 				return err
 			}
