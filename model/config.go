@@ -162,8 +162,10 @@ func (r RecoverConfig) DomainLimit(n int) int { return shareOf(r.MaxUnhealthyPer
 func shareOf(s string, n int) int {
 	s = strings.TrimSpace(s)
 	if p, ok := strings.CutSuffix(s, "%"); ok {
+		// A share that rounds to no node would hold every recovery for one dead node: a
+		// share of a small fleet is at least one node.
 		pct, _ := strconv.Atoi(p)
-		return n * pct / 100
+		return max(1, n*pct/100)
 	}
 	v, _ := strconv.Atoi(s)
 	return v
@@ -464,6 +466,9 @@ func (c Config) Validate() error {
 		m, share := strings.CutSuffix(strings.TrimSpace(l.v), "%")
 		if m == "" || strings.Trim(m, "0123456789") != "" {
 			return &FieldError{l.key, fmt.Sprintf("must be a count or a percentage, got %q", l.v), `e.g. "1" or "30%"`}
+		}
+		if n, _ := strconv.Atoi(m); n == 0 {
+			return &FieldError{l.key, fmt.Sprintf("must be at least 1 (or 1%%), got %q: with 0 one dead node would hold every recovery", l.v), `e.g. "1" or "30%"`}
 		}
 		if pct, _ := strconv.Atoi(m); share && pct >= 50 {
 			// Half the nodes unhealthy is a partition, not dead machines: fencing them would

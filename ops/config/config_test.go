@@ -48,6 +48,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:2:1: return.canary_timeout must be positive, got "0s"; the default is "5m"`},
 		{"automatic fence naming no machine", "[recover]\nautomatic = true\nfence_cmd = \"ipmitool -H bmc-1 chassis power off\"\n",
 			`config.toml:3:1: recover.fence_cmd names no machine: it must use {node} or one of DRAINCTL_NODE, DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID; e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`},
+		{"no node unhealthy", "[recover]\nmax_unhealthy = \"0%\"\n",
+			`config.toml:2:1: recover.max_unhealthy must be at least 1 (or 1%), got "0%": with 0 one dead node would hold every recovery; e.g. "1" or "30%"`},
 		{"half the nodes unhealthy", "[recover]\nmax_unhealthy = \"50%\"\n",
 			`config.toml:2:1: recover.max_unhealthy must be under 50%, got "50%"; e.g. "30%"; the default is "1"`},
 		{"half a domain unhealthy", "[recover]\nfailure_domain = \"rack\"\nmax_unhealthy_per_domain = \"60%\"\n",
