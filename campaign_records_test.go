@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
@@ -89,6 +90,14 @@ func TestRollChecksItsRecord(t *testing.T) {
 	r = c.drainctl(t, nil, "--auto", "roll", c0, c1, "--campaign", "old")
 	if r.code != 2 || !strings.Contains(r.stderr, "resume_within") || !strings.Contains(r.stderr, "--resume") {
 		t.Fatalf("an old record: exit %d\n%s", r.code, r.stderr)
+	}
+	// Its nodes were finished by it (each node says so, as a campaign marks it): nothing is
+	// left to do, and the command never runs.
+	for _, n := range []string{c0, c1} {
+		patch := []byte(`{"metadata":{"annotations":{"` + campaign.DoneAnnotation + `":"old"}}}`)
+		if _, err := c.cs.CoreV1().Nodes().Patch(kubetest.Ctx(t), n, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r = c.drainctl(t, nil, "--auto", "roll", c0, c1, "--campaign", "old", "--resume", "--exec", "bmc-reboot --password hunter2 {node}")
 	if r.code != 0 || !strings.Contains(r.stderr, "resuming") {
