@@ -698,3 +698,15 @@ func TestTheEngineNamesNoFlag(t *testing.T) {
 		t.Fatalf("walked ops/: %v, %d strings", err, found)
 	}
 }
+
+// With no kubeconfig anywhere and no cluster around, the error says so and how to give one,
+// never client-go's advice to set KUBERNETES_MASTER (which nothing reads).
+func TestNoKubeconfigSaysHowToGiveOne(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	r := drainctl(t, map[string]string{}, "--auto", "list")
+	if r.code != 2 || !strings.Contains(r.stderr, "no kubeconfig found") || !strings.Contains(r.stderr, "--kubeconfig") || strings.Contains(r.stderr, "KUBERNETES_MASTER") {
+		t.Errorf("exit %d:\n%s", r.code, r.stderr)
+	}
+}

@@ -4,6 +4,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,6 +44,10 @@ func RESTConfig(o Options) (*rest.Config, error) {
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 		&clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		// client-go's own words name KUBERNETES_MASTER, which nothing reads any more.
+		err = errors.New("no kubeconfig found and not running in a cluster (give --kubeconfig FILE or set KUBECONFIG)")
+	}
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
