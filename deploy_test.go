@@ -169,10 +169,21 @@ func TestRecordsAndLeasesOnlyTheirWritersWrite(t *testing.T) {
 	px := kubetest.Prefix(t)
 	mine := px + "-mine"
 	kubetest.Node(t, admin, mine)
+	// A write of the lease as the identity: created and deleted again, or (a leader lease
+	// another test's process holds) updated as it is, left in place.
 	lease := func(cs kubernetes.Interface, name string) error {
-		_, err := cs.CoordinationV1().Leases("drainctl").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "drainctl"}}, metav1.CreateOptions{})
+		leases := cs.CoordinationV1().Leases("drainctl")
+		_, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "drainctl"}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			l, gerr := admin.CoordinationV1().Leases("drainctl").Get(ctx, name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}
 		if err == nil {
-			err = cs.CoordinationV1().Leases("drainctl").Delete(ctx, name, metav1.DeleteOptions{})
+			err = leases.Delete(ctx, name, metav1.DeleteOptions{})
 		}
 		return err
 	}
@@ -213,6 +224,13 @@ func TestRecordsAndLeasesOnlyTheirWritersWrite(t *testing.T) {
 	if u := controller.User(ctx); u != "system:serviceaccount:drainctl:drainctl-controller" {
 		t.Fatalf("the controller is %q to the API server", u)
 	}
+	// The records are the API server's for every later test: a pause or a storm left here would
+	// hold their automatic recoveries. Each goes with the test.
+	t.Cleanup(func() {
+		for _, name := range []string{"fence-" + mine, "recovery-" + mine, "storm", "pause-recovery", "campaign-" + px} {
+			_ = admin.CoreV1().ConfigMaps("drainctl").Delete(context.Background(), kube.RecordName(name), metav1.DeleteOptions{})
+		}
+	})
 	for _, name := range []string{"fence-" + mine, "recovery-" + mine, "storm"} {
 		if err := controller.SaveRecord(ctx, name, []byte("{}")); err != nil {
 			t.Errorf("the controller cannot write record %s: %v", name, err)
@@ -269,8 +287,11 @@ func unapply(t *testing.T, files ...string) {
 		t.Fatal(err)
 	}
 	for _, obj := range kubetest.Manifests(t, files...) {
-		gvr := schema.GroupVersionResource{Group: obj.GroupVersionKind().Group, Version: obj.GroupVersionKind().Version,
-			Resource: strings.ToLower(obj.GetKind()) + "s"}
+		plural := strings.ToLower(obj.GetKind()) + "s"
+		if p, ok := strings.CutSuffix(plural, "ys"); ok { // policy: policies
+			plural = p + "ies"
+		}
+		gvr := schema.GroupVersionResource{Group: obj.GroupVersionKind().Group, Version: obj.GroupVersionKind().Version, Resource: plural}
 		_ = dyn.Resource(gvr).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
 	}
 	cms := kubetest.Client(t).CoreV1().ConfigMaps("drainctl")

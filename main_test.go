@@ -706,7 +706,7 @@ func TestNoKubeconfigSaysHowToGiveOne(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	r := drainctl(t, map[string]string{}, "--auto", "list")
-	if r.code != 2 || !strings.Contains(r.stderr, "no kubeconfig found") || !strings.Contains(r.stderr, "--kubeconfig") || strings.Contains(r.stderr, "KUBERNETES_MASTER") {
+	if r.code != 2 || !strings.Contains(r.stderr, "no kubeconfig found") || !strings.Contains(r.stderr, "hint: give a kubeconfig file, or set KUBECONFIG") || strings.Contains(r.stderr, "KUBERNETES_MASTER") {
 		t.Errorf("exit %d:\n%s", r.code, r.stderr)
 	}
 }

@@ -95,6 +95,9 @@ type CampaignNode struct {
 	// Home are the IDs of the VMs on it when the campaign began (--return-vms): the ones its
 	// return brings back (a VM that visited it from another node goes back there).
 	Home []string `json:"home,omitempty"`
+	// Skip: the forecast expects it skipped at its check (its blockers, under --on-failure
+	// skip or its VMs' owners' stays): it costs the ETA nothing.
+	Skip bool `json:"skip,omitempty"`
 }
 
 // Count returns how many nodes are finished, in progress and pending.
@@ -122,12 +125,24 @@ func (c Campaign) ETAAt(now time.Time) time.Duration {
 			ran = max(ran, now.Sub(n.Started))
 		}
 	}
-	_, inProgress, pending := c.Count()
+	inProgress, pending := c.toRun()
 	rounds := (inProgress + pending + max(1, c.Parallel) - 1) / max(1, c.Parallel)
 	if rounds > 0 {
 		ran = min(ran, eta/time.Duration(rounds)) // never below the rounds still to start
 	}
 	return max(0, eta-ran)
+}
+
+// toRun counts the nodes in progress and those still to run, leaving out the pending ones
+// the forecast expects skipped.
+func (c Campaign) toRun() (inProgress, pending int) {
+	_, inProgress, pending = c.Count()
+	for _, n := range c.Nodes {
+		if n.Skip && n.Phase == PhasePending {
+			pending--
+		}
+	}
+	return inProgress, pending
 }
 
 // ETA estimates the time left from the nodes done so far: their mean duration times the
@@ -141,7 +156,7 @@ func (c Campaign) ETA() time.Duration {
 			done++
 		}
 	}
-	_, inProgress, pending := c.Count()
+	inProgress, pending := c.toRun()
 	if done == 0 {
 		return c.Expected // the forecast's, until the campaign measures its own
 	}

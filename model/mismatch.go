@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // MismatchCode names a way in which Kubernetes and Nova disagree about a node.
 type MismatchCode string
@@ -33,7 +36,7 @@ func (n Node) Mismatches(novaConfigured bool) []Mismatch {
 	case n.Kube == nil && n.Compute != nil:
 		add(NoKubeNode, "compute host %s has no Kubernetes node", n.Host)
 	case n.Kube != nil && n.Compute == nil:
-		if !n.Kube.IsControlPlane() {
+		if n.ExpectsCompute() {
 			add(NoComputeService, "node %s has no nova-compute service (looked for host %q)", n.Name, n.Host)
 		}
 	case n.Kube != nil && n.Compute != nil:
@@ -52,6 +55,21 @@ func (n Node) Mismatches(novaConfigured bool) []Mismatch {
 		add(NoHypervisor, "nova-compute on %s has no hypervisor record", n.Host)
 	}
 	return out
+}
+
+// ExpectsCompute says whether the node should be a hypervisor: its host is named for it
+// ([mapping]), it carries the compute role or nova-kubernetes-drain's label, or it has no
+// role at all (a worker whose host was not found). A node whose roles are all something
+// else (control-plane, storage, ingress) is not one, and its missing service says nothing.
+func (n Node) ExpectsCompute() bool {
+	k := n.Kube
+	switch {
+	case k == nil:
+		return false
+	case n.HostExplicit, k.Labels["openstack-compute-node"] == "enabled", len(k.Roles) == 0:
+		return true
+	}
+	return slices.Contains(k.Roles, "compute")
 }
 
 func orNone(s string) string {

@@ -879,3 +879,26 @@ func TestNodesAtOnceShareABudget(t *testing.T) {
 		}
 	}
 }
+
+// A step the plan marks done is said as "nothing to do" with its plan's detail, never "already
+// done" of a step that never ran (an uncordon of a node nobody cordoned).
+func TestAStepNeverRunIsNotSaidDone(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	rec, _, err := run(t, e, model.OpUncordon, c.Name("c0"), ops.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range rec.Events() {
+		if s, ok := ev.(ops.StepEvent); ok && s.State == ops.StepSkipped {
+			n++
+			if !strings.HasPrefix(s.Detail, "nothing to do (") {
+				t.Errorf("step %s skipped: %q", s.Step, s.Detail)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no step was skipped: the test proves nothing")
+	}
+}

@@ -38,7 +38,7 @@ func (e *Engine) provenFence(ctx context.Context, k model.KubeNode, ro RunOption
 		return nil, "its fence record proves nothing now: " + why, nil
 	}
 	if me := e.kube.User(ctx); !ro.Automatic && (writer == "" || writer != me) {
-		return nil, fmt.Sprintf("its fence record was written by %s, not by you (%s): %s; give --fence-cmd or --confirm-fenced",
+		return nil, fmt.Sprintf("its fence record was written by %s, not by you (%s): %s; it proves nothing of yours",
 			orUnnamed(writer), orUnnamed(me), f.Text()), nil
 	}
 	return &f, "", nil

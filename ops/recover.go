@@ -59,7 +59,7 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 		fence = "fenced already for this outage: " + proof.Text()
 	case e.fenceCmd(ro) != "":
 		// Named, never its command line: a plan goes into -o json and logs.
-		fence = "run the fence command (" + fenceSource(ro) + "): exit 0 proves the machine off"
+		fence = "run " + fenceSource(ro) + ": exit 0 proves the machine off"
 	case !fenced:
 		fence = "not proven off: a fence command or the operator's word is needed"
 	}
@@ -148,8 +148,12 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	if ro.Automatic {
 		after = "automatic recovery deletes none: after " + e.cfg.Recover.PodsGoneWithin.String() + " the VMs go on without them"
 	}
-	step(model.StepPodsGone, len(p.Pods) == 0, fmt.Sprintf("wait until Kubernetes has deleted the node's %d pod(s) (%s); PodDisruptionBudgets do not apply: the pods are down already",
-		len(p.Pods), after))
+	stay := ""
+	if n := len(node.Pods) - len(p.Pods); n > 0 { // why the list's count is higher
+		stay = fmt.Sprintf(" (%d more stay: mirror pods and those tolerating the out-of-service taint, such as DaemonSets')", n)
+	}
+	step(model.StepPodsGone, len(p.Pods) == 0, fmt.Sprintf("wait until Kubernetes has deleted the node's %d pod(s)%s (%s); PodDisruptionBudgets do not apply: the pods are down already",
+		len(p.Pods), stay, after))
 	step(model.StepVerify, false, "no VM left on the host, no pod left on the node")
 	if onlyLeasePending(*p) {
 		markAllDone(p)
@@ -160,9 +164,9 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 // fenceSource names where the run's fence command comes from.
 func fenceSource(ro RunOptions) string {
 	if ro.FenceCmd != "" {
-		return "--fence-cmd"
+		return "the fence command given for this run"
 	}
-	return "[recover] fence_cmd"
+	return "the fence command ([recover] fence_cmd)"
 }
 
 // deathRule is what makes a machine dead for this run: automatic recovery, which watched its

@@ -83,7 +83,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if !p.Pending() {
 		for _, s := range p.Steps {
-			r.step(s.Kind, StepSkipped, "already done")
+			r.step(s.Kind, StepSkipped, nothingToDo(s))
 		}
 		return nil
 	}
@@ -124,7 +124,7 @@ func (r *runner) run(ctx context.Context) error {
 			continue
 		}
 		if s.Done && s.Kind != model.StepVerify {
-			r.step(s.Kind, StepSkipped, "already done")
+			r.step(s.Kind, StepSkipped, nothingToDo(s))
 			continue
 		}
 		if ctx.Err() != nil {
@@ -347,3 +347,8 @@ func (r *runner) journal(phase, errMsg string) {
 	}
 	r.emit(NewNodeChanged(r.e.now(), r.plan.Node, fmt.Sprintf("journal NOT written (%s): %v", phase, err)))
 }
+
+// nothingToDo says why a step the plan marked done is not run: done by an earlier run, or
+// never needed (no pod to evict); its detail says which, as the plan's [-] line does. "already
+// done" was said of steps that never ran.
+func nothingToDo(s model.Step) string { return "nothing to do (" + s.Detail + ")" }

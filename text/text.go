@@ -36,7 +36,7 @@ func Rate(bps float64) string {
 	}
 	units := []string{"B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"}
 	i := 0
-	for bps >= 1024 && i < len(units)-1 {
+	for bps >= 1023.5 && i < len(units)-1 { // one that would print as 1024 is 1.0 of the next unit
 		bps /= 1024
 		i++
 	}

@@ -76,3 +76,16 @@ func TestMigrationRateKeepsItsUnit(t *testing.T) {
 		}
 	}
 }
+
+// A rate just under 1 GiB/s is not printed as 1024 MiB/s beside 1.0 GiB/s a moment later:
+// it reads as one series.
+func TestARateNeverPrints1024(t *testing.T) {
+	for _, bps := range []float64{1023.7 * (1 << 20), 1024 * (1 << 20), 1023.9 * (1 << 10)} {
+		if got := Rate(bps); strings.HasPrefix(got, "1024") {
+			t.Errorf("Rate(%.0f) = %s", bps, got)
+		}
+	}
+	if got := Rate(1023.7 * (1 << 20)); got != "1.0 GiB/s" {
+		t.Errorf("Rate(1023.7 MiB/s) = %s, want 1.0 GiB/s", got)
+	}
+}

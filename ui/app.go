@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -454,7 +455,25 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return row.commands[0].run(m, "")
 		}
 	}
+	if b, ok := readOnlyKey(msg, m.s.opts.ReadOnly); ok { // a key --readonly turned off says so
+		m.setStatus(text.Sprintf("read-only (--readonly): %s would %s; nothing is changed from this terminal", b.Help().Key, b.Help().Desc), true)
+		return m, nil
+	}
 	return m.apply(pressKey(p, msg, &m.s))
+}
+
+// readOnlyKey is the destructive binding a key press asks for when --readonly turned it off.
+func readOnlyKey(msg tea.KeyMsg, readOnly bool) (Binding, bool) {
+	if !readOnly {
+		return Binding{}, false
+	}
+	all := DefaultKeys()
+	for _, b := range all.all() {
+		if b.Dangerous && slices.Contains(b.Keys(), msg.String()) {
+			return *b, true
+		}
+	}
+	return Binding{}, false
 }
 
 func (m Model) goTo(s screen) Model {

@@ -144,6 +144,8 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 			d, ok = describeVM(in.key, &m.s)
 		case "pod":
 			d, ok = describePod(in.key, &m.s)
+		case "recovery":
+			d, ok = describeRecovery(in.key, &m.s)
 		}
 		if !ok {
 			m.setStatus(in.kind+" "+in.key+" is gone", true)

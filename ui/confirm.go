@@ -137,8 +137,8 @@ func (p *confirmPane) bindings(s *shared) []action {
 		}
 		out = append(out, show(k.Back))
 		out = append(out, hide(cold)...)
-	case model.OpCordon:
-		out = append(out, confirm, force, lastNode, show(k.Back))
+	case model.OpCordon: // --force changes nothing of a cordon: not offered
+		out = append(out, confirm, lastNode, show(k.Back))
 	case model.OpUncordon: // --force re-enables a service someone else disabled
 		home := runToggle(k.ToggleReturnVMs, func(ro *ops.RunOptions) { ro.ReturnVMs = !ro.ReturnVMs })
 		out = append(out, confirm, force, home, show(k.Back))
@@ -269,6 +269,8 @@ func (p *confirmPane) body(s *shared) string {
 			keys += "; S: leave the VMs that block"
 		}
 		hint = "Refused until every blocker is resolved (" + keys + "; y judges it again)."
+	case blocked && pd.op == model.OpCordon:
+		hint = "Refused until every blocker is resolved (L allows the last schedulable node; y judges it again)."
 	case blocked && pd.maintenance == "":
 		keys := []string{"F, D, E, L toggle the overrides"}
 		if pinned {

@@ -39,7 +39,7 @@ func (p *describePane) body(s *shared) string {
 func (p *describePane) bindings(s *shared) []action {
 	k := s.keys
 	back := func() intent { return goBack{} }
-	return []action{show(k.Up), show(k.Down), {key: k.Back, do: back}, {key: k.Describe, hidden: true, do: back}}
+	return []action{show(k.Up), {key: k.Back, do: back}, {key: k.Describe, hidden: true, do: back}}
 }
 
 func (p *describePane) view(s *shared) string {
@@ -111,7 +111,7 @@ func describeNode(n model.Node, s *shared) describePane {
 	case c == nil:
 		add("Nova: no nova-compute service on this node")
 	default:
-		add("nova-compute on %s: %s · zone %s · updated %s", c.Host, text.Compute(n, true), none(c.Zone), c.UpdatedAt.Format("15:04:05"))
+		add("nova-compute on %s: %s · zone %s · %s", c.Host, text.Compute(n, true), none(c.Zone), lastReport(*c))
 		if c.DisabledReason != "" {
 			add("  disabled reason: %s", c.DisabledReason)
 		}
@@ -258,4 +258,14 @@ func none(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// lastReport is how long ago a nova-compute last reported, by Nova's own clock (its answer's
+// Date less the report's time): a clock time of the cloud's, printed on this terminal's,
+// would read as the future wherever the two disagree.
+func lastReport(c model.ComputeService) string {
+	if c.UpdatedAt.IsZero() {
+		return "no report yet"
+	}
+	return "last report " + text.Duration(c.Silent) + " ago"
 }

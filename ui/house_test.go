@@ -135,7 +135,7 @@ func TestReadmeKeyTableMatchesTheBindings(t *testing.T) {
 		}
 	}
 	keys := DefaultKeys()
-	named := map[string]string{"↑/k": "k", "↓/j": "j", "pgup": "PgUp", "pgdn": "PgDn", "n/esc": "n", "space": "space", "enter": "enter", "esc": "esc", "ctrl+c": "ctrl+c"}
+	named := map[string]string{"↑↓/kj": "k", "↓/j": "j", "pgup": "PgUp", "pgdn": "PgDn", "n/esc": "n", "space": "space", "enter": "enter", "esc": "esc", "ctrl+c": "ctrl+c"}
 	for _, b := range keys.all() {
 		key := b.Help().Key
 		if n, ok := named[key]; ok {

@@ -45,7 +45,7 @@ func bind(dangerous bool, help, desc string, keys ...string) Binding {
 // DefaultKeys follows k9s habits.
 func DefaultKeys() KeyMap {
 	return KeyMap{
-		Up:              bind(false, "↑/k", "up", "up", "k"),
+		Up:              bind(false, "↑↓/kj", "move", "up", "k"), // the footer shows it for both
 		Down:            bind(false, "↓/j", "down", "down", "j"),
 		Top:             bind(false, "g", "top", "g", "home"),
 		Bottom:          bind(false, "G", "bottom", "G", "end"),

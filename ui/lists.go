@@ -140,6 +140,8 @@ func (p *listPane) bindings(s *shared) []action {
 	}
 	enter := action{key: k.Enter, disabled: none}
 	switch {
+	case r.node != "" && p.kind == recoveryList: // the ledger whole, not the VM as it is now
+		enter.do = func() intent { return describe{kind: "recovery", key: r.node} }
 	case p.pick != nil: // enter picks the row: the footer says so
 		enter.key = Binding{Binding: key.NewBinding(key.WithKeys(k.Enter.Keys()...), key.WithHelp(k.Enter.Help().Key, "pick"))}
 		enter.do = func() intent { return p.pick(r.key) }
@@ -173,6 +175,9 @@ func (p *listPane) bindings(s *shared) []action {
 		return []action{show(k.Up), enter, filter, migrate, describeRow("vm"), back}
 	case podList:
 		return []action{show(k.Up), enter, filter, describeRow("pod"), back}
+	case recoveryList:
+		ledger := action{key: k.Describe, disabled: none, do: func() intent { return describe{kind: "recovery", key: r.node} }}
+		return []action{show(k.Up), enter, filter, ledger, back}
 	}
 	return []action{show(k.Up), enter, filter, back}
 }
@@ -281,9 +286,15 @@ func podRows(s *shared) []listRow {
 			if owner == "" {
 				owner = "(bare)"
 			}
+			phase := pod.Phase
+			if n.Kube != nil && !n.Kube.Ready && phase == "Running" {
+				// Its kubelet is not heard from: Kubernetes still says Running (for as long as
+				// the pod is not evicted, 5 minutes or for ever), nobody knows.
+				phase = "Running?"
+			}
 			out = append(out, listRow{key: pod.Key() + "@" + n.Name, node: n.Name,
-				cells:  []string{pod.Key(), n.Name, owner, pod.Phase, drainVerdict(pod, pdbs, s.opts.Policy)},
-				search: strings.ToLower(pod.Key() + " " + n.Name + " " + owner + " " + pod.Phase)})
+				cells:  []string{pod.Key(), n.Name, owner, phase, drainVerdict(pod, pdbs, s.opts.Policy)},
+				search: strings.ToLower(pod.Key() + " " + n.Name + " " + owner + " " + phase)})
 		}
 	}
 	return out

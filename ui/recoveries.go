@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"slices"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -84,4 +85,37 @@ func recoveryRows(s *shared) []listRow {
 		}
 	}
 	return out
+}
+
+// describeRecovery is one node's recovery ledger whole (d or enter on its rows): what the
+// list's columns cut, the reason each VM stays above all, and never the VM's state now
+// (which says nothing of what the recovery did with it).
+func describeRecovery(node string, s *shared) (describePane, bool) {
+	i := slices.IndexFunc(s.recoveries, func(r model.Recovery) bool { return r.Node == node })
+	if i < 0 {
+		return describePane{}, false
+	}
+	r := s.recoveries[i]
+	how := "by hand"
+	if r.Automatic {
+		how = "automatic"
+	}
+	d := describePane{title: text.Sprintf("recovery of %s: %s (%s)", r.Node, r.Outcome, how)}
+	add := func(f string, a ...any) { d.lines = append(d.lines, text.Sprintf(f, a...)) }
+	add("by %s · host %s · outage since %s", none(r.By), none(r.Host), text.Time(r.Outage))
+	add("started %s · finished %s", text.Time(r.Started), text.Time(r.Finished))
+	for _, o := range r.Options {
+		add("given: %s %s", string(o.Override), o.Object)
+	}
+	if r.Error != "" {
+		add("error: %s", r.Error)
+	}
+	for _, mv := range r.Moves {
+		add("VM %s (%s): %s, %s %s → %s · migration %s · took %s", mv.VM, mv.VMID, mv.Status, mv.Method, mv.Source, none(mv.Dest),
+			text.MigrationID(mv.MigrationID), text.Duration(mv.Duration))
+		if mv.Reason != "" {
+			add("  why: %s", mv.Reason)
+		}
+	}
+	return d, true
 }

@@ -991,7 +991,7 @@ func TestAFailedFenceLeaksNoSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := json.Marshal(plan); strings.Contains(string(out), "ipmitool") || !strings.Contains(string(out), "the fence command (--fence-cmd)") {
+	if out, _ := json.Marshal(plan); strings.Contains(string(out), "ipmitool") || !strings.Contains(string(out), "the fence command given for this run") {
 		t.Errorf("the plan shows the fence command's line, or does not name it:\n%s", out)
 	}
 }

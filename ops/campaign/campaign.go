@@ -78,34 +78,6 @@ const recordWriteTimeout = 30 * time.Second
 // campaignKey is the lease and record key of a campaign.
 func campaignKey(name string) string { return "campaign-" + name }
 
-// DoneAnnotation on a node names the campaign that last finished it (cordoned, emptied, its
-// step run, returned under that campaign's journal): a record's "done" is a claim anyone
-// allowed to write records may make, and a node counts as done on resume only while it says
-// so too.
-const DoneAnnotation = "drainctl.io/campaign-done"
-
-// unprovenDone puts back to pending every node the record says is done but whose node does
-// not name this campaign as the one that finished it (a planted or stale record), and says
-// which ("": none).
-func unprovenDone(e *ops.Engine, rec *model.Campaign) string {
-	var again []string
-	for i, n := range rec.Nodes {
-		if n.Phase != model.PhaseDone {
-			continue
-		}
-		if k, ok := e.KubeNode(n.Name); ok && k.Annotations[DoneAnnotation] == rec.Name {
-			continue
-		}
-		rec.Nodes[i] = model.CampaignNode{Name: n.Name, Domain: n.Domain, Phase: model.PhasePending}
-		again = append(again, n.Name)
-	}
-	if len(again) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the record says %s done, but nothing on the node shows this campaign finished it (%s): worked again",
-		strings.Join(again, ", "), DoneAnnotation)
-}
-
 // New resolves the campaign's nodes and reads its record: an unfinished campaign of the
 // same name is resumed (its nodes, where each stopped), a finished one starts anew. It
 // changes nothing.
@@ -157,6 +129,11 @@ func New(ctx context.Context, e *ops.Engine, o Options, emit func(ops.Event)) (*
 		return nil, err
 	}
 	r.rec.Expected = r.fc.Total
+	for _, nf := range r.fc.Nodes { // the nodes it expects to skip cost the running ETA nothing
+		if i := slices.IndexFunc(r.rec.Nodes, func(n model.CampaignNode) bool { return n.Name == nf.Node }); i >= 0 {
+			r.rec.Nodes[i].Skip = nf.Skip
+		}
+	}
 	return r, nil
 }
 

@@ -221,3 +221,31 @@ func Get(ctx context.Context, e *ops.Engine, name string) (c model.Campaign, fou
 	}
 	return c, true, nil
 }
+
+// DoneAnnotation on a node names the campaign that last finished it (cordoned, emptied, its
+// step run, returned under that campaign's journal): a record's "done" is a claim anyone
+// allowed to write records may make, and a node counts as done on resume only while it says
+// so too.
+const DoneAnnotation = "drainctl.io/campaign-done"
+
+// unprovenDone puts back to pending every node the record says is done but whose node does
+// not name this campaign as the one that finished it (a planted or stale record), and says
+// which ("": none).
+func unprovenDone(e *ops.Engine, rec *model.Campaign) string {
+	var again []string
+	for i, n := range rec.Nodes {
+		if n.Phase != model.PhaseDone {
+			continue
+		}
+		if k, ok := e.KubeNode(n.Name); ok && k.Annotations[DoneAnnotation] == rec.Name {
+			continue
+		}
+		rec.Nodes[i] = model.CampaignNode{Name: n.Name, Domain: n.Domain, Phase: model.PhasePending}
+		again = append(again, n.Name)
+	}
+	if len(again) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the record says %s done, but nothing on the node shows this campaign finished it (%s): worked again",
+		strings.Join(again, ", "), DoneAnnotation)
+}

@@ -36,6 +36,17 @@ func (e *ConfigError) Error() string {
 }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
+// errNoKubeconfig: none was found and no cluster is around (ConfigError.HintText says how to give one).
+var errNoKubeconfig = errors.New("no kubeconfig found and not running in a cluster")
+
+// HintText says how to give a kubeconfig when none was found (the app names its flag).
+func (e *ConfigError) HintText() string {
+	if errors.Is(e.Err, errNoKubeconfig) {
+		return "give a kubeconfig file, or set KUBECONFIG"
+	}
+	return ""
+}
+
 // RESTConfig resolves the client configuration.
 func RESTConfig(o Options) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -46,7 +57,7 @@ func RESTConfig(o Options) (*rest.Config, error) {
 		&clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
 		// client-go's own words name KUBERNETES_MASTER, which nothing reads any more.
-		err = errors.New("no kubeconfig found and not running in a cluster (give --kubeconfig FILE or set KUBECONFIG)")
+		err = errNoKubeconfig
 	}
 	if err != nil {
 		return nil, &ConfigError{err}

@@ -1,0 +1,83 @@
+package ui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/policy"
+)
+
+// A plan offers only the toggles that change it: a cordon's plan offers L (the last
+// schedulable node) and never F, whose --force changes nothing of a cordon.
+func TestACordonPlanOffersNoForce(t *testing.T) {
+	keys := DefaultKeys()
+	s := &shared{keys: &keys}
+	k := s.keys
+	offered := func(op model.OpKind, b Binding) bool {
+		p := &confirmPane{pending: &pending{op: op}}
+		for _, a := range p.bindings(s) {
+			if a.key.Help().Key == b.Help().Key && !a.hidden {
+				return true
+			}
+		}
+		return false
+	}
+	if offered(model.OpCordon, k.ToggleForce) || !offered(model.OpCordon, k.ToggleLastNode) {
+		t.Errorf("a cordon's plan: F offered %v, L offered %v; want L alone", offered(model.OpCordon, k.ToggleForce), offered(model.OpCordon, k.ToggleLastNode))
+	}
+	if !offered(model.OpEvacuate, k.ToggleForce) {
+		t.Error("an evacuation's plan does not offer F")
+	}
+}
+
+// A pod on a NotReady node is not shown Running as if it were known to run: its kubelet is
+// not heard from.
+func TestAPodOfANotReadyNodeIsNotShownRunning(t *testing.T) {
+	pod := model.Pod{Namespace: "shop", Name: "web-0", Phase: "Running", OwnerKind: "ReplicaSet"}
+	s := &shared{inv: model.Inventory{Nodes: []model.Node{
+		{Name: "dead", Kube: &model.KubeNode{Name: "dead", Ready: false}, Pods: []model.Pod{pod}},
+		{Name: "live", Kube: &model.KubeNode{Name: "live", Ready: true}, Pods: []model.Pod{pod}},
+	}}}
+	for _, r := range podRows(s) {
+		want := map[string]string{"dead": "Running?", "live": "Running"}[r.node]
+		if r.cells[3] != want {
+			t.Errorf("a pod on %s shown %q, want %q", r.node, r.cells[3], want)
+		}
+	}
+}
+
+// Under --readonly a destructive key answers (it is off, and says so), rather than nothing.
+func TestAReadOnlyKeySaysItIsOff(t *testing.T) {
+	hp, _ := policy.ParseSelectors("x", []string{"application in (nova, libvirt)"})
+	m := New(context.Background(), nil, Options{ReadOnly: true, Policy: policy.Options{HypervisorPods: hp[0]}, Title: "test", Now: func() time.Time { return t0 }})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	inv := inventory(4)
+	next, _ = next.Update(inventoryMsg{inv: inv})
+	for _, k := range []string{"e", "X", "C"} {
+		got := press(next.(Model), k)
+		if !strings.Contains(got.status, "read-only (--readonly): "+k+" would") || got.screen != next.(Model).screen {
+			t.Errorf("%s under --readonly: status %q, screen %v", k, got.status, got.screen)
+		}
+	}
+}
+
+// :recoveries: d and enter show a recovery's ledger whole (the reason a VM stays, cut in the
+// list's WHY column), never the VM's state now.
+func TestARecoveryLedgerIsReadWhole(t *testing.T) {
+	m := newModel(t, 4, 160, 45)
+	why := "its local disk would be lost (rebuilt from its image): a person's to decide, with --accept-disk-loss; " + strings.Repeat("and more words ", 8) + "END"
+	rec := model.Recovery{Node: "compute-1", Automatic: true, Outcome: "done", Started: t0,
+		Moves: []model.VMMove{{VM: "vm-b", VMID: "id-b", Source: "compute-1", Method: model.MoveRebuild, Status: model.MoveLeft, Reason: why}}}
+	next, _ := m.recoveriesRead(recoveriesMsg{recs: []model.Recovery{rec}})
+	for _, k := range []string{"d", "enter"} {
+		got := press(press(next.(Model), "down"), k)
+		if got.screen != describeScreen || !strings.HasPrefix(got.desc.title, "recovery of compute-1") ||
+			!strings.Contains(strings.Join(got.desc.lines, "\n"), "END") {
+			t.Errorf("%s on a ledger's VM: screen %v, %q\n%s", k, got.screen, got.desc.title, strings.Join(got.desc.lines, "\n"))
+		}
+	}
+}
