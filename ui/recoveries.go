@@ -111,8 +111,13 @@ func describeRecovery(node string, s *shared) (describePane, bool) {
 		add("error: %s", r.Error)
 	}
 	for _, mv := range r.Moves {
-		add("VM %s (%s): %s, %s %s → %s · migration %s · took %s", mv.VM, mv.VMID, mv.Status, mv.Method, mv.Source, none(mv.Dest),
-			text.MigrationID(mv.MigrationID), text.Duration(mv.Duration))
+		switch {
+		case mv.Status == model.MoveLeft:
+			add("VM %s (%s): left on %s", mv.VM, mv.VMID, mv.Source)
+		default:
+			add("VM %s (%s): %s, %s %s → %s · migration %s · took %s", mv.VM, mv.VMID, mv.Status, mv.Method, mv.Source, none(mv.Dest),
+				none(text.MigrationID(mv.MigrationID)), text.Duration(mv.Duration))
+		}
 		if mv.Reason != "" {
 			add("  why: %s", mv.Reason)
 		}
