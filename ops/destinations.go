@@ -83,7 +83,9 @@ func (e *Engine) taken(d *destRoom) (ramMB int64, vcpus float64) {
 func (r *runner) destinations(ctx context.Context) []*destRoom {
 	e := r.e
 	c := e.cfg.Concurrency
-	if r.plan.Target != "" || c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes {
+	// drainctl chooses when its cap can bind, or when a campaign empties other nodes later
+	// (Nova's scheduler would send VMs there, to be moved again at their turn).
+	if r.plan.Target != "" || (c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes && len(r.ro.Later) == 0) {
 		return nil
 	}
 	ns, err := e.inv.lastRead(ctx)

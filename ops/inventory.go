@@ -142,7 +142,8 @@ func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inven
 	return model.Join(i.kube.Snapshot(), base, i.mapper, i.now()), nil
 }
 
-// Touched says that VMs were moved to host: the next read by host reads it again.
+// Touched says that VMs were moved to host, or its service enabled again: the next read by
+// host reads it again.
 func (i *Inventory) Touched(host string) {
 	if host == "" {
 		return

@@ -185,6 +185,7 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
 		return "", err
 	}
+	e.inv.Touched(p.Host) // a host back at work: the next plan by host (a campaign's next node) reads it again
 	r.nodeChanged("nova-compute enabled")
 	return "enabled", nil
 }
