@@ -66,10 +66,27 @@ type Campaign struct {
 	stopping error                // a failure or refusal: no new node starts
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
 	gateSaid map[string]bool      // nodes whose gate command has said it started (one goroutine: Run's loop)
+	kept     map[string][]string  // node -> the VMs its evacuation left on it on purpose (--skip-vm, stays): not empty
 	fc       model.Forecast       // made by New (forecast.go)
 	// saves writes the record: the changes of the nodes in flight made while a write is under
 	// way share the next write (a record of 1,000 nodes is 150 KB, and twenty nodes change it).
 	saves *shared.Calls[struct{}]
+}
+
+// notEmpty says which nodes were worked with VMs left on them on purpose ("": none).
+func (r *Campaign) notEmpty() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var parts []string
+	for _, n := range r.rec.Nodes {
+		if vms := r.kept[n.Name]; len(vms) > 0 {
+			parts = append(parts, n.Name+" ("+strings.Join(vms, "; ")+")")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d node(s) NOT EMPTY, VMs left on them as asked: %s", len(parts), strings.Join(parts, ", "))
 }
 
 // recordWriteTimeout bounds one write of the record.
@@ -333,6 +350,9 @@ func (r *Campaign) Run(ctx context.Context) error {
 		}
 	}
 	switch {
+	case err == nil && len(skipped) == 0 && r.notEmpty() != "":
+		// Done, each node worked, but not every one emptied: said, never a bare "done".
+		r.setState(context.WithoutCancel(ctx), model.CampaignDone, r.notEmpty())
 	case err == nil && len(skipped) > 0:
 		// Finished, but not every node was worked: a script must know (exit 1).
 		err = &SkippedError{Campaign: r.o.Name, Nodes: skipped}

@@ -203,3 +203,36 @@ func TestACampaignsVMsSkipItsLaterNodesUnderTheDefaultCaps(t *testing.T) {
 		}
 	}
 }
+
+// A node worked with a VM left on it as asked (--skip-vm) is said not empty: at its
+// evacuation, at its step, and in the campaign's end, never a bare "done" or "nothing to do
+// while empty".
+func TestACampaignSaysWhichNodesAreNotEmpty(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0 := c.Name("c0")
+	e := c.Engine("tester@a", nil)
+	pol := simtest.Defaults()
+	pol.SkipVMs = []string{"vm-a"}
+	var said []string
+	var mu sync.Mutex
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0}, Run: ops.RunOptions{Policy: pol, VMsOnly: true}}, func(ev ops.Event) {
+		if ce, ok := ev.(ops.CampaignEvent); ok {
+			mu.Lock()
+			said = append(said, ce.Message)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(kubetest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(said, "\n")
+	if rec := r.Record(); rec.State != model.CampaignDone || !strings.Contains(rec.Message, "1 node(s) NOT EMPTY") || !strings.Contains(rec.Message, "vm-a") ||
+		strings.Contains(all, "nothing to do while empty") || !strings.Contains(all, "the node is not empty") {
+		t.Errorf("the campaign: %s %q; said:\n%s", rec.State, rec.Message, all)
+	}
+}

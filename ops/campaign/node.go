@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -26,8 +27,17 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		ro.Campaign = r.o.Name // journaled: a resume checks the node is still emptied under this campaign
 		ro.KeepLease = true    // the node stays ours through the step, until uncordon releases it
 		dctx, cancel := context.WithTimeoutCause(ctx, r.o.NodeDeadline, ErrNodeDeadline)
-		_, err := e.Run(dctx, *plan, ro, r.blockers(ctx, i, emit))
+		rep, err := e.Run(dctx, *plan, ro, r.blockers(ctx, i, emit))
 		cancel()
+		if err == nil && len(rep.Left) > 0 {
+			r.mu.Lock()
+			if r.kept == nil {
+				r.kept = map[string][]string{}
+			}
+			r.kept[name] = rep.Left
+			r.mu.Unlock()
+			r.note(name, model.PhaseEvacuating, fmt.Sprintf("NOT EMPTY: %d VM(s) left on it as asked: %s", len(rep.Left), strings.Join(rep.Left, "; ")))
+		}
 		blocked := r.setBlocked(ctx, i, "")
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(context.Cause(dctx), ErrNodeDeadline) {
@@ -233,7 +243,14 @@ func (r *Campaign) step(ctx context.Context, i int, node string) error {
 	k, _ := e.KubeNode(node)
 	bootBefore := k.BootID
 	if r.o.Exec == "" && !r.o.WaitReady {
-		r.note(node, model.PhaseStep, "no command to run, no reboot to wait for: nothing to do while empty")
+		r.mu.Lock()
+		kept := len(r.kept[node])
+		r.mu.Unlock()
+		what := "nothing to do while empty"
+		if kept > 0 {
+			what = fmt.Sprintf("nothing to do (the node is not empty: %d VM(s) left on it as asked)", kept)
+		}
+		r.note(node, model.PhaseStep, "no command to run, no reboot to wait for: "+what)
 		return nil
 	}
 	if r.o.Exec != "" {
