@@ -22,7 +22,7 @@ import (
 // counts and the ETA, and the current node's operation log. p pauses after the current
 // node (and resumes); enter opens the current node's operation view.
 //
-// Before y, the proposal takes the node plan's overrides (F, D, E, L, M, S) and the step
+// Before y, the proposal takes the node plan's overrides (F, D, E, L, M, S, O) and the step
 // run on each emptied node (! types --exec, W toggles --wait-ready, w the reason): each
 // proposes the campaign again, every node planned anew, and y waits for that.
 
@@ -334,6 +334,22 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 			o.Run.Policy.SkipVMs = skip
 		}))
 	}
+	// O moves each VM whose own policy blocks a node anyway (by ID, as --override-vm-policy),
+	// or, given already, none; with nothing to override it says why, never nothing.
+	overridable := p.policyBlocked()
+	if len(overridable) > 0 || len(p.asked().Run.Policy.OverrideVMPolicies) > 0 {
+		out = append(out, toggle(k.ToggleVMPolicy, func(o *campaign.Options) {
+			if len(o.Run.Policy.OverrideVMPolicies) > 0 {
+				o.Run.Policy.OverrideVMPolicies = nil
+				return
+			}
+			o.Run.Policy.OverrideVMPolicies = overridable
+		}))
+	} else if len(p.asked().Run.Policy.SkipVMs) > 0 {
+		out = append(out, action{key: k.ToggleVMPolicy, hidden: true, do: func() intent {
+			return showStatus{text: "O: no VM's own policy blocks a node now: S leaves them where they are (S again, then O, to move them)", bad: true}
+		}})
+	}
 	wait := toggle(k.WaitReady, func(o *campaign.Options) { o.WaitReady = !o.WaitReady })
 	wait.hidden = false
 	home := toggle(k.ToggleReturnVMs, func(o *campaign.Options) { o.ReturnVMs = !o.ReturnVMs })
@@ -348,6 +364,22 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 		}},
 		action{key: k.Back, do: func() intent { return dropCampaign{} }},
 	)
+	return out
+}
+
+// policyBlocked are the VMs (IDs) whose own maintenance policy blocks a node of the proposal.
+func (p *campaignPane) policyBlocked() []string {
+	var out []string
+	if p.run == nil {
+		return nil
+	}
+	for _, nf := range p.run.Forecast().Nodes {
+		for _, r := range nf.Blockers {
+			if r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown {
+				out = append(out, firstNonEmpty(r.ObjectID, r.Object))
+			}
+		}
+	}
 	return out
 }
 
@@ -436,6 +468,9 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		keys := "F D E L M toggle the overrides for every node, H brings the VMs home"
 		if len(p.skippable()) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
 			keys += ", S leaves the VMs that block"
+		}
+		if len(p.policyBlocked()) > 0 || len(p.asked().Run.Policy.OverrideVMPolicies) > 0 {
+			keys += ", O moves the VMs whose own policy blocks anyway"
 		}
 		for _, l := range wrap(keys+"; w types the reason", width) { // at 80 columns too: every key named
 			b.WriteString(st.Muted.Render(l) + "\n")

@@ -333,3 +333,35 @@ func TestTUICampaignProposalSaysWhatItLoses(t *testing.T) {
 		t.Errorf("under --force the proposal does not say the bare pod is lost:\n%s", v)
 	}
 }
+
+// The campaign's proposal offers O, as a node's plan does: a VM whose owner asks it to stay is
+// moved anyway with O (by ID, as --override-vm-policy); after S (which leaves it) O says why it
+// has nothing to move, never nothing.
+func TestTUICampaignProposalOffersO(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.World.SetMetadata("vm-a", "drainctl:maintenance", "stays")
+	vma, _ := c.World.ServerByName("vm-a")
+	c0 := c.Name("c0")
+	l := newLive(t, c, c.Engine("tui@campaign", nil))
+	l.selectNodes(c0)
+	l.keys("C")
+	if v := l.m.View(); !strings.Contains(v, "O moves the VMs whose own policy blocks anyway") {
+		t.Fatalf("the proposal does not name O:\n%s", v)
+	}
+	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'O'}})
+	l.m = next.(Model)
+	l.send(cmd())
+	if o := l.m.campaign.opts.Run.Policy; len(o.OverrideVMPolicies) != 1 || o.OverrideVMPolicies[0] != vma.ID {
+		t.Fatalf("O: policy %+v", o)
+	}
+	next, cmd = l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'O'}}) // off again
+	l.m = next.(Model)
+	l.send(cmd())
+	next, cmd = l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'S'}})
+	l.m = next.(Model)
+	l.send(cmd())
+	l.keys("O")
+	if !strings.Contains(l.m.status, "O: no VM's own policy blocks a node now") {
+		t.Errorf("O after S: status %q", l.m.status)
+	}
+}
