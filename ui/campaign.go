@@ -369,18 +369,7 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 
 // policyBlocked are the VMs (IDs) whose own maintenance policy blocks a node of the proposal.
 func (p *campaignPane) policyBlocked() []string {
-	var out []string
-	if p.run == nil {
-		return nil
-	}
-	for _, nf := range p.run.Forecast().Nodes {
-		for _, r := range nf.Blockers {
-			if r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown {
-				out = append(out, firstNonEmpty(r.ObjectID, r.Object))
-			}
-		}
-	}
-	return out
+	return p.blockingVMs(func(r model.Reason) bool { return r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown })
 }
 
 // refused is how many nodes of the proposal their check would refuse.
@@ -398,13 +387,18 @@ func (p *campaignPane) refused() int {
 
 // skippable is every VM that blocks a node of the proposal and --skip-vm would leave.
 func (p *campaignPane) skippable() []string {
+	return p.blockingVMs(func(r model.Reason) bool { return r.Override == model.OverrideSkipVM })
+}
+
+// blockingVMs are the VMs (IDs) of the blockers of the proposal's nodes that match.
+func (p *campaignPane) blockingVMs(match func(model.Reason) bool) []string {
 	var out []string
 	if p.run == nil {
 		return nil
 	}
 	for _, nf := range p.run.Forecast().Nodes {
 		for _, r := range nf.Blockers {
-			if r.Override == model.OverrideSkipVM {
+			if match(r) {
 				out = append(out, firstNonEmpty(r.ObjectID, r.Object))
 			}
 		}
