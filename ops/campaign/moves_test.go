@@ -143,16 +143,8 @@ func TestANodeHeldOnlyByOwnersIsSkipped(t *testing.T) {
 	c0, c1 := c.Name("c0"), c.Name("c1")
 	c.World.SetMetadata("vm-a", "drainctl:maintenance", "stays")
 	e := c.Engine("tester@a", nil)
-	var skipped []string
-	var mu sync.Mutex
-	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}},
-		func(ev ops.Event) {
-			if ce, ok := ev.(ops.CampaignEvent); ok && ce.Phase == model.PhaseSkipped {
-				mu.Lock()
-				skipped = append(skipped, ce.Message)
-				mu.Unlock()
-			}
-		})
+	heard := &campaignSaid{phase: model.PhaseSkipped}
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}}, heard.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +160,7 @@ func TestANodeHeldOnlyByOwnersIsSkipped(t *testing.T) {
 		t.Errorf("the campaign ended %v; want it to name %s not worked", err, c0)
 	}
 	rec := r.Record()
-	mu.Lock()
-	defer mu.Unlock()
+	skipped := heard.all()
 	if rec.Nodes[0].Phase != model.PhaseSkipped || rec.Nodes[1].Phase != model.PhaseDone || len(skipped) != 1 || !strings.HasPrefix(skipped[0], model.HeldByOwners+": vm-a (project ") {
 		t.Errorf("nodes %+v, said %q", rec.Nodes, skipped)
 	}
@@ -194,26 +185,38 @@ func TestACampaignSaysWhichNodesAreNotEmpty(t *testing.T) {
 	e := c.Engine("tester@a", nil)
 	pol := simtest.Defaults()
 	pol.SkipVMs = []string{"vm-a"}
-	var said []string
-	var mu sync.Mutex
-	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0}, Run: ops.RunOptions{Policy: pol, VMsOnly: true}}, func(ev ops.Event) {
-		if ce, ok := ev.(ops.CampaignEvent); ok {
-			mu.Lock()
-			said = append(said, ce.Message)
-			mu.Unlock()
-		}
-	})
+	heard := &campaignSaid{}
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0}, Run: ops.RunOptions{Policy: pol, VMsOnly: true}}, heard.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Run(kubetest.Ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	all := strings.Join(said, "\n")
+	all := strings.Join(heard.all(), "\n")
 	if rec := r.Record(); rec.State != model.CampaignDone || !strings.Contains(rec.Message, "1 node(s) NOT EMPTY") || !strings.Contains(rec.Message, "vm-a") ||
 		strings.Contains(all, "nothing to do while empty") || !strings.Contains(all, "the node is not empty") {
 		t.Errorf("the campaign: %s %q; said:\n%s", rec.State, rec.Message, all)
 	}
+}
+
+// campaignSaid keeps what a campaign says (its events' messages), of one phase when set.
+type campaignSaid struct {
+	phase model.NodePhase
+	mu    sync.Mutex
+	msgs  []string
+}
+
+func (h *campaignSaid) emit(ev ops.Event) {
+	if ce, ok := ev.(ops.CampaignEvent); ok && (h.phase == "" || ce.Phase == h.phase) {
+		h.mu.Lock()
+		h.msgs = append(h.msgs, ce.Message)
+		h.mu.Unlock()
+	}
+}
+
+func (h *campaignSaid) all() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.msgs)
 }
