@@ -445,7 +445,7 @@ func (p *opPane) view(s *shared) string {
 		case model.MoveCold: // Nova tells a cold move's phase, not its bytes
 			line2 = "  " + coldPhase(vm) + "  " + detail
 		case model.MoveRebuild: // a rebuild copies nothing: its state is all there is
-			line2 = "  rebuild " + string(vm.state) + "  " + detail
+			line2 = "  " + rebuildPhase(vm) + "  " + detail
 		case model.MoveStays:
 			line2 = "  stays on the node  " + detail
 		case model.MoveRestart:
@@ -454,11 +454,14 @@ func (p *opPane) view(s *shared) string {
 		b.WriteString(truncate(line1, width) + "\n" + truncate(line2, width) + "\n")
 		vmLines += 2
 	}
-	if len(v.vmOrder) == 0 {
+	empties := movesAnything(v.plan) // an uncordon moves nothing: no "no VMs to move", no "0/0 pods"
+	if len(v.vmOrder) == 0 && empties {
 		b.WriteString(st.Muted.Render("  no VMs to move") + "\n")
 		vmLines++
 	}
-	b.WriteString(truncate(podSummary(v), width) + "\n")
+	if empties || len(v.podKeys) > 0 {
+		b.WriteString(truncate(podSummary(v), width) + "\n")
+	}
 	rows := max(1, budget-vmLines-1)
 	back := min(p.back, max(0, len(v.log)-rows))
 	if back > 0 { // scrolled back: say so, and how to come back
@@ -467,6 +470,31 @@ func (p *opPane) view(s *shared) string {
 	}
 	writeLog(&b, v.log[:len(v.log)-back], rows, s)
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// movesAnything says whether the plan moves VMs or pods off its node (an evacuation, a
+// recovery), unlike an uncordon or a cordon.
+func movesAnything(p model.Plan) bool {
+	for _, st := range p.Steps {
+		switch st.Kind {
+		case model.StepMigrateVMs, model.StepRebuildVMs, model.StepEvictPods, model.StepPodsGone:
+			return true
+		}
+	}
+	return false
+}
+
+// rebuildPhase says where a rebuild elsewhere stands: "rebuilding", "rebuilt", "rebuild failed".
+func rebuildPhase(vm *vmView) string {
+	switch vm.state {
+	case ops.MigCompleted:
+		return "rebuilt"
+	case ops.MigFailed:
+		return "rebuild failed"
+	case "rebuilding", "rebuild_spawning", "rebuild_block_device_mapping":
+		return string(vm.state)
+	}
+	return "rebuild " + string(vm.state)
 }
 
 // coldPhases are a cold move's phases in order: the server's task states, then the engine's.

@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
@@ -79,5 +80,26 @@ func TestARecoveryLedgerIsReadWhole(t *testing.T) {
 			!strings.Contains(strings.Join(got.desc.lines, "\n"), "END") {
 			t.Errorf("%s on a ledger's VM: screen %v, %q\n%s", k, got.screen, got.desc.title, strings.Join(got.desc.lines, "\n"))
 		}
+	}
+}
+
+// An operation's view says only what its operation does: an uncordon shows no "no VMs to
+// move" nor "pods: 0/0 gone"; a rebuild reads "rebuilding", not "rebuild rebuilding".
+func TestAnOperationViewSaysWhatItsOperationDoes(t *testing.T) {
+	keys := DefaultKeys()
+	st := DefaultStyles()
+	s := &shared{keys: &keys, st: &st, width: 100, height: 30, ops: newOperations()}
+	uncordon := model.Plan{Op: model.OpUncordon, Node: "c0", Steps: []model.Step{{Kind: model.StepEnableCompute}, {Kind: model.StepUncordon}}}
+	s.ops.add("uncordon/c0", uncordon, t0, nil)
+	p := &opPane{shown: "uncordon/c0"}
+	if v := p.view(s); strings.Contains(v, "no VMs to move") || strings.Contains(v, "pods: 0/0") {
+		t.Errorf("an uncordon's view:\n%s", v)
+	}
+	recover := model.Plan{Op: model.OpRecover, Node: "c1", Steps: []model.Step{{Kind: model.StepRebuildVMs}}}
+	s.ops.add("recover/c1", recover, t0, nil)
+	s.ops.views["recover/c1"].record(ops.NewMigrationEvent(t0, "c1", ops.MigrationEvent{VM: "vm-a", VMID: "id-a", Method: model.MoveRebuild, State: "rebuilding", Source: "c1"}))
+	p = &opPane{shown: "recover/c1"}
+	if v := p.view(s); strings.Contains(v, "rebuild rebuilding") || !strings.Contains(v, "rebuilding") {
+		t.Errorf("a recovery's view:\n%s", v)
 	}
 }
