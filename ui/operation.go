@@ -339,7 +339,12 @@ func (p *opPane) bindings(s *shared) []action {
 			}
 			return nil
 		}},
-		{key: k.Back, do: func() intent { return goTo{nodesScreen} }},
+		{key: k.Back, do: func() intent {
+			if v != nil && v.campaign { // a campaign's node: back to its campaign, not the node list
+				return goTo{campaignScreen}
+			}
+			return goTo{nodesScreen}
+		}},
 		show(k.Help),
 	}
 }

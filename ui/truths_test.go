@@ -103,3 +103,15 @@ func TestAnOperationViewSaysWhatItsOperationDoes(t *testing.T) {
 		t.Errorf("a recovery's view:\n%s", v)
 	}
 }
+
+// esc from a campaign's node operation goes back to its campaign, not to the node list.
+func TestEscFromACampaignsOperationGoesToTheCampaign(t *testing.T) {
+	m := newModel(t, 4, 100, 30)
+	m.s.ops.add("evacuate/compute-1", model.Plan{Op: model.OpEvacuate, Node: "compute-1"}, t0, nil)
+	m.s.ops.views["evacuate/compute-1"].campaign = true
+	m.op = opPane{shown: "evacuate/compute-1"}
+	m = m.goTo(opScreen)
+	if got := press(m, "esc"); got.screen != campaignScreen {
+		t.Errorf("esc from a campaign's operation went to %v", got.screen)
+	}
+}
