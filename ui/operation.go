@@ -294,10 +294,19 @@ func (p *opPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	n := 0
 	if v := s.ops.views[p.shown]; v != nil {
 		n = len(v.vmOrder)
+		p.follow(v) // a first move starts from where ▸ is shown
 	}
 	moved := p.move(msg, s, n)
 	p.moved = p.moved || moved
 	return nil, moved
+}
+
+// follow keeps the cursor on the first VM on the move until the operator moves it: the
+// view, f and the keys all read the cursor from here, so ▸ is where f acts.
+func (p *opPane) follow(v *opView) {
+	if i := moving(v); !p.moved && i >= 0 {
+		p.cursor = i
+	}
 }
 
 // moving is the first VM whose move is under way (-1: none).
@@ -352,6 +361,9 @@ func (p *opPane) bindings(s *shared) []action {
 // forceComplete is f: asks first, for the running migration under the cursor.
 func (p *opPane) forceComplete(s *shared, v *opView) action {
 	a := action{key: s.keys.ForceComplete}
+	if v != nil {
+		p.follow(v) // f acts where ▸ is shown
+	}
 	if v == nil || p.cursor >= len(v.vmOrder) {
 		a.disabled = "no migration under the cursor"
 		return a
@@ -378,9 +390,7 @@ func (p *opPane) view(s *shared) string {
 	if !ok {
 		return st.Muted.Render("no operation")
 	}
-	if i := moving(v); !p.moved && i >= 0 {
-		p.cursor = i
-	}
+	p.follow(v)
 	state := "running: " + string(v.step)
 	switch {
 	case v.report != nil:

@@ -115,3 +115,23 @@ func TestEscFromACampaignsOperationGoesToTheCampaign(t *testing.T) {
 		t.Errorf("esc from a campaign's operation went to %v", got.screen)
 	}
 }
+
+// f acts on the VM ▸ marks: the cursor that follows the VM on the move is the one f reads,
+// not a stale first row.
+func TestForceCompleteActsWhereTheCursorIsShown(t *testing.T) {
+	keys := DefaultKeys()
+	st := DefaultStyles()
+	s := &shared{keys: &keys, st: &st, width: 100, height: 30, ops: newOperations()}
+	s.ops.add("evacuate/c0", model.Plan{Op: model.OpEvacuate, Node: "c0", Steps: []model.Step{{Kind: model.StepMigrateVMs}}}, t0, nil)
+	v := s.ops.views["evacuate/c0"]
+	v.record(ops.NewMigrationEvent(t0, "c0", ops.MigrationEvent{VM: "vm-a", VMID: "id-a", Method: model.MoveLive, State: ops.MigCompleted, Source: "c0"}))
+	v.record(ops.NewMigrationEvent(t0, "c0", ops.MigrationEvent{VM: "vm-b", VMID: "id-b", Method: model.MoveLive, State: ops.MigRunning, Source: "c0"}))
+	p := &opPane{shown: "evacuate/c0"}
+	a := p.forceComplete(s, v)
+	if a.disabled != "" || a.do == nil {
+		t.Fatalf("f with ▸ on the running vm-b: disabled %q", a.disabled)
+	}
+	if q, ok := a.do().(asking); !ok || !strings.Contains(q.question, "vm-b") {
+		t.Errorf("f asks about %+v, want vm-b", a.do())
+	}
+}
