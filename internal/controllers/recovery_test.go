@@ -1185,3 +1185,22 @@ func TestARecoveryLeaseHeldElsewhereIsSaidOnce(t *testing.T) {
 	_ = other.ReleaseKey(kubetest.Ctx(t), "recovery")
 	c.waitRecovered(c0)
 }
+
+// A recovery's plan says why its pod count is below the node list's: the pods that stay with
+// the dead node (tolerating the out-of-service taint, or mirror pods) are counted and said.
+func TestARecoverPlanSaysWhichPodsStay(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	kubetest.Pod(t, c.CS, c.NS, "agent", c0, kubetest.Tolerates("node.kubernetes.io/out-of-service"))
+	c.die(c0)
+	lossAccepted := defaults()
+	lossAccepted.AcceptDiskLoss = true
+	kubetest.Eventually(t, 10*time.Second, "the agent pod in the engine's cache", func() bool {
+		plan, err := c.Engine("operator@test", nil).Plan(kubetest.Ctx(t), model.OpRecover, c0, ops.RunOptions{Policy: lossAccepted, ConfirmFenced: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(plan.Steps, func(s model.Step) bool { return s.Kind == model.StepPodsGone })
+		return i >= 0 && strings.Contains(plan.Steps[i].Detail, "(1 more stay: mirror pods and those tolerating the out-of-service taint")
+	})
+}

@@ -238,6 +238,14 @@ func Requests(cpu, mem string) PodOption {
 	}
 }
 
+// Tolerates gives the pod a toleration of every taint with key (a node agent that stays on
+// an out-of-service node).
+func Tolerates(key string) PodOption {
+	return func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	}
+}
+
 // Grace sets terminationGracePeriodSeconds.
 func Grace(seconds int64) PodOption {
 	return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &seconds }
