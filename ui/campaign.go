@@ -79,6 +79,8 @@ func (m Model) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
 		m.setStatus("nothing selected", true)
 		return m, nil
 	}
+	// Said at once: each node is planned in the background (seconds at 5,000 nodes).
+	m.setStatus(fmt.Sprintf("planning a campaign over %d node(s)…", len(targets)), false)
 	return m, m.newCampaign(campaign.Options{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}, false, 0)
 }
 

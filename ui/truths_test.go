@@ -135,3 +135,13 @@ func TestForceCompleteActsWhereTheCursorIsShown(t *testing.T) {
 		t.Errorf("f asks about %+v, want vm-b", a.do())
 	}
 }
+
+// C answers at once: the campaign is planned in the background and the screen says so.
+func TestACampaignProposalAnswersAtOnce(t *testing.T) {
+	m := newModel(t, 4, 100, 30)
+	m.eng = &ops.Engine{} // the proposal's Cmd is not run here
+	m = press(m, "space", "C")
+	if !strings.HasPrefix(m.status, "planning a campaign over 1 node(s)") {
+		t.Errorf("C: status %q", m.status)
+	}
+}
