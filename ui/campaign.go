@@ -138,6 +138,7 @@ func (m Model) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
 	}
 	m.campaign = campaignPane{run: msg.run, opts: msg.o}
 	m.push(campaignScreen)
+	m.setStatus("", false) // the "planning…" said at C: the proposal is on screen now
 	return m, nil
 }
 

@@ -144,4 +144,8 @@ func TestACampaignProposalAnswersAtOnce(t *testing.T) {
 	if !strings.HasPrefix(m.status, "planning a campaign over 1 node(s)") {
 		t.Errorf("C: status %q", m.status)
 	}
+	// Once the proposal is on screen, "planning…" is no longer said.
+	if next, _ := m.campaignReady(campaignReady{}); next.(Model).status != "" {
+		t.Errorf("the proposal on screen, the status still says %q", next.(Model).status)
+	}
 }
