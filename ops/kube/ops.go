@@ -43,8 +43,8 @@ type Client struct {
 	*Inventory
 	cs kubernetes.Interface
 
-	userOnce sync.Once
-	user     string // this client's Kubernetes user, as the API server authenticates it
+	userMu sync.Mutex
+	user   string // this client's Kubernetes user, as the API server authenticates it ("": not yet known)
 }
 
 var _ ops.Kube = (*Client)(nil)

@@ -72,14 +72,17 @@ func (c *Client) RecordWriter(ctx context.Context, name string) (data []byte, wr
 }
 
 // User is this client's Kubernetes user as the API server authenticates it (a
-// SelfSubjectReview, asked once); "" when it cannot say (an API server without it).
+// SelfSubjectReview, kept once answered; asked again after a failure, so that one dropped
+// request does not leave every later record unnamed); "" when it cannot say.
 func (c *Client) User(ctx context.Context) string {
-	c.userOnce.Do(func() {
+	c.userMu.Lock()
+	defer c.userMu.Unlock()
+	if c.user == "" {
 		r, err := c.cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 		if err == nil {
 			c.user = r.Status.UserInfo.Username
 		}
-	})
+	}
 	return c.user
 }
 
