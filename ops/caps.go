@@ -32,7 +32,10 @@ func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 	}
 	unlock := func(vmID string, requested bool) {
 		if requested {
-			deadline := time.Now().Add(5 * time.Second)
+			// Held until Nova lists the move (a loaded Nova may take seconds): released
+			// earlier, another process would count one move fewer than there are. Bounded
+			// under the lock's own 15 s lease.
+			deadline := time.Now().Add(12 * time.Second)
 			for time.Now().Before(deadline) {
 				if ms, err := e.nova.MigrationsOf(ctx, vmID); err == nil && len(ms) > 0 && ms[0].InProgress() {
 					break
