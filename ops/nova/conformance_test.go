@@ -7,6 +7,7 @@ package nova_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -463,9 +464,18 @@ func TestConformanceBootOnADisabledHost(t *testing.T) {
 		} else {
 			t.Logf("console: %q", out)
 		}
+		// A leftover canary is named by its journaled ID only while drainctl reads that server
+		// on the host with the canary's name; one deleted since reads 404 (the journal is cleared).
+		if vm := serverOf(t, ctx, cl, canary); vm.Name != "canary" || vm.Host != "compute-2" {
+			t.Errorf("the canary read by its ID: %q on %q", vm.Name, vm.Host)
+		}
 		must(t, cl.DeleteServer(ctx, canary))
 		c.Wait(60*time.Second, "the canary gone", func() bool { _, ok := c.Server(canary); return !ok })
 		must(t, cl.DeleteServer(ctx, canary)) // again: gone is no error
+		var status interface{ HTTPStatus() int }
+		if _, err := cl.Server(ctx, canary); !errors.As(err, &status) || status.HTTPStatus() != 404 {
+			t.Errorf("the deleted canary read by its ID: %v; want a 404", err)
+		}
 	})
 }
 
