@@ -143,10 +143,13 @@ type MigrationEvent struct {
 	Total     int64            `json:"totalBytes,omitempty"`
 	Processed int64            `json:"processedBytes,omitempty"`
 	Remaining int64            `json:"remainingBytes,omitempty"`
-	Rate      float64          `json:"rateBytesPerSec,omitempty"`
-	ETA       time.Duration    `json:"etaNs,omitempty"`
-	Stalled   bool             `json:"stalled,omitempty"`
-	Message   string           `json:"message,omitempty"`
+	Rate      float64          `json:"rateBytesPerSec,omitempty"` // the copy's link speed (Processed over time)
+	// Converge is how fast Remaining falls: slower than Rate by what the guest rewrites. The
+	// ETA is Remaining over it, so the two are shown together.
+	Converge float64       `json:"convergeBytesPerSec,omitempty"`
+	ETA      time.Duration `json:"etaNs,omitempty"`
+	Stalled  bool          `json:"stalled,omitempty"`
+	Message  string        `json:"message,omitempty"`
 }
 
 // NewMigrationEvent stamps a migration's payload (every field but the header) with its

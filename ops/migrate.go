@@ -423,7 +423,7 @@ func (r *runner) emitProgress(run *vmRun) {
 	}
 	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: MigRunning,
 		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Total: s.Total, Processed: s.Processed,
-		Remaining: s.Remaining, Rate: run.progress.CopyRate(), ETA: run.progress.ETA(),
+		Remaining: s.Remaining, Rate: run.progress.CopyRate(), Converge: run.progress.ConvergeRate(), ETA: run.progress.ETA(),
 		Stalled: run.progress.Stalled(r.e.o.StallAfter)}))
 }
 

@@ -176,9 +176,9 @@ func opModel(t testing.TB, w, h int) Model {
 		ops.NewStepEvent(at(1), "compute-0", model.StepMigrateVMs, ops.StepStarted, "live-migrate 2 VM(s)"),
 		ops.NewMigrationEvent(at(2), "compute-0", ops.MigrationEvent{VM: vm0.Name, VMID: vm0.ID, State: ops.MigRequested, Source: "compute-0"}),
 		ops.NewMigrationEvent(at(5), "compute-0", ops.MigrationEvent{VM: vm0.Name, VMID: vm0.ID, State: ops.MigRunning, Source: "compute-0", Dest: "compute-1",
-			Total: 8 << 30, Processed: 6 << 30, Remaining: 3 << 30, Rate: 1 << 30, ETA: 3 * time.Second}),
+			Total: 8 << 30, Processed: 6 << 30, Remaining: 3 << 30, Rate: 1 << 30, Converge: 1 << 30, ETA: 3 * time.Second}),
 		ops.NewMigrationEvent(at(6), "compute-0", ops.MigrationEvent{VM: vm0.Name, VMID: vm0.ID, State: ops.MigRunning, Source: "compute-0", Dest: "compute-1",
-			Total: 8 << 30, Processed: 7 << 30, Remaining: 2 << 30, Rate: 1 << 30, ETA: 2 * time.Second, Stalled: true}),
+			Total: 8 << 30, Processed: 20 << 30, Remaining: 2 << 30, Rate: 2 << 30, Converge: 1 << 30, ETA: 2 * time.Second, Stalled: true}),
 		ops.NewMigrationEvent(at(6), "compute-0", ops.MigrationEvent{VM: vm1.Name, VMID: vm1.ID, State: ops.MigState(model.MigrationQueued), Source: "compute-0", Dest: "compute-2"}),
 		ops.NewPodEvent(at(7), "compute-0", "shop/web-compute-0", ops.PodBlocked, "web-pdb", 2, ""),
 	)
@@ -193,6 +193,13 @@ func TestOperationEventsUpdatePanes(t *testing.T) {
 	}
 	if p := op.pods["shop/web-compute-0"]; p.state != ops.PodBlocked || p.pdb != "web-pdb" {
 		t.Errorf("pod %+v", p)
+	}
+	// Copied is what the bar shows (total less remaining), the ETA goes with the rate remaining
+	// falls at, and bytes sent beyond the memory are said as rewritten pages, not as copied.
+	wide := m
+	wide.s.width = 160
+	if v := wide.View(); !strings.Contains(v, "6G/8G  2G left  STALLED  eta 2s at 1024 MiB/s  link 2048 MiB/s  sent 20G (2.5× its memory") {
+		t.Errorf("a live copy's line:\n%s", v)
 	}
 	// The node's row shows the operation inline.
 	m.screen = nodesScreen

@@ -289,3 +289,37 @@ func TestTUIRollbackActsOnEverySelectedNode(t *testing.T) {
 		}
 	}
 }
+
+// :ops keeps every operation of a node: an uncordon after a cordon leaves the cordon listed
+// (it replaced it, so what the first one did, say a VM it stopped, was no longer shown).
+func TestOpsKeepsEveryOperationOfANode(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c1 := c.Name("c1")
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.selectNodes(c1)
+	l.keys("c", "y")
+	l.drain("the cordon to end", func() bool { return len(l.m.s.ops.order) == 1 && !l.m.s.ops.running(c1) })
+	l.keys("esc")
+	l.send(l.m.load(true)())
+	l.keys("u")
+	if l.m.screen != confirmScreen {
+		t.Fatalf("uncordon: screen %v, status %q", l.m.screen, l.m.status)
+	}
+	l.keys("y")
+	l.drain("the uncordon to end", func() bool { return len(l.m.s.ops.order) == 2 && !l.m.s.ops.running(c1) })
+	var ops []string
+	for _, k := range l.m.s.ops.order {
+		v := l.m.s.ops.views[k]
+		ops = append(ops, string(v.plan.Op)+" "+v.plan.Node)
+	}
+	if want := "cordon " + c1 + ",uncordon " + c1; strings.Join(ops, ",") != want {
+		t.Fatalf(":ops lists %v, want %s", ops, want)
+	}
+	if view := l.m.View(); !strings.Contains(view, "uncordon "+c1) || !strings.Contains(view, "2 of 2 operations") {
+		t.Errorf("the uncordon is not shown as the latest:\n%s", view)
+	}
+	l.keys("space")
+	if view := l.m.View(); !strings.Contains(view, "cordon "+c1) || !strings.Contains(view, "1 of 2 operations") || strings.Contains(view, "uncordon "+c1) {
+		t.Errorf("space does not show the earlier cordon:\n%s", view)
+	}
+}

@@ -176,7 +176,7 @@ func vmStatesOperation(t testing.TB, w, h int) Model {
 		ev(5, vms[1], ops.MigRequested, "", ""),
 		ev(6, vms[1], "resize_migrating", "compute-3", ""),
 		ops.NewMigrationEvent(at(7), "compute-1", ops.MigrationEvent{VM: vms[3].Name, VMID: vms[3].ID, Method: model.MoveLive, State: ops.MigRunning,
-			Source: "compute-1", Dest: "compute-2", Total: 8 << 30, Processed: 4 << 30, Remaining: 4 << 30, Rate: 1 << 30, ETA: 4 * time.Second}),
+			Source: "compute-1", Dest: "compute-2", Total: 8 << 30, Processed: 4 << 30, Remaining: 4 << 30, Rate: 1 << 30, Converge: 1 << 30, ETA: 4 * time.Second}),
 	)
 }
 

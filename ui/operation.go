@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 type operations struct {
 	views   map[string]*opView
 	order   []string
+	kept    int // earlier operations on a key, kept under keys of their own
 	batches sync.WaitGroup
 	// campaignCancel stops the campaign's node operations (they run inside it).
 	campaignCancel context.CancelFunc
@@ -29,10 +31,16 @@ type operations struct {
 func newOperations() *operations { return &operations{views: map[string]*opView{}} }
 
 // add shows a plan as an operation (queued until the engine starts it).
+// An earlier operation on the same node (the evacuation before its uncordon) stays listed in
+// its place under a key of its own: the key names the latest, where the events go.
 func (o *operations) add(key string, p model.Plan, now time.Time, cancel context.CancelFunc) {
-	if _, seen := o.views[key]; !seen {
-		o.order = append(o.order, key)
+	if old, seen := o.views[key]; seen {
+		o.kept++
+		earlier := fmt.Sprintf("%s#%d", key, o.kept)
+		o.views[earlier] = old
+		o.order[slices.Index(o.order, key)] = earlier
 	}
+	o.order = append(o.order, key)
 	v := newOpView(key, p, now)
 	v.cancel = cancel
 	o.views[key] = v
@@ -119,7 +127,7 @@ type vmView struct {
 	method                      model.MoveMethod
 	state                       ops.MigState
 	total, processed, remaining int64
-	rate                        float64
+	rate, converge              float64
 	eta                         time.Duration
 	stalled                     bool
 	attempt                     int
@@ -234,7 +242,7 @@ func (v *opView) record(ev ops.Event) {
 			vm.dest = e.Dest
 		}
 		if e.Progress() {
-			vm.total, vm.processed, vm.remaining, vm.rate, vm.eta, vm.stalled = e.Total, e.Processed, e.Remaining, e.Rate, e.ETA, e.Stalled
+			vm.total, vm.processed, vm.remaining, vm.rate, vm.converge, vm.eta, vm.stalled = e.Total, e.Processed, e.Remaining, e.Rate, e.Converge, e.ETA, e.Stalled
 			vm.state = ops.MigRunning
 			return
 		}
@@ -407,7 +415,7 @@ func (p *opPane) view(s *shared) string {
 	var b strings.Builder
 	title := text.Sprintf("%s %s", v.plan.Op, v.key)
 	if len(s.ops.order) > 1 {
-		title += st.Muted.Render(fmt.Sprintf("  (%d operations, space for the next)", len(s.ops.order)))
+		title += st.Muted.Render(fmt.Sprintf("  (%d of %d operations, space for the next)", slices.Index(s.ops.order, p.shown)+1, len(s.ops.order)))
 	}
 	b.WriteString(st.Title.Render(title) + "  " + resultStyle(s, v).Render(truncate(state, max(10, width-len(title)-2))) + "\n")
 	budget := s.height - 6
@@ -447,11 +455,7 @@ func (p *opPane) view(s *shared) string {
 		line1 := fmt.Sprintf("%s%-14s %-15s %s", cursor, fit(vm.name, 14), vmStateStyle(s, vm).Render(fit(string(vm.state), 15)), truncate(route, max(10, width-34)))
 		detail := ""
 		if vm.total > 0 && vm.state == ops.MigRunning {
-			detail = fmt.Sprintf("%s/%s  %s left  %s  eta %s", text.Bytes(vm.processed), text.Bytes(vm.total),
-				text.Bytes(vm.remaining), text.MigrationRate(vm.rate), text.Duration(vm.eta))
-			if vm.stalled {
-				detail += "  " + st.Error.Render("STALLED")
-			}
+			detail = copyDetail(vm, st)
 		} else if vm.msg != "" {
 			detail = text.Safe(vm.msg)
 		}
@@ -510,6 +514,26 @@ func rebuildPhase(vm *vmView) string {
 		return string(vm.state)
 	}
 	return "rebuild " + string(vm.state)
+}
+
+// copyDetail says a live copy's progress by what the bar shows (memory no longer to copy), the
+// ETA with the rate remaining falls at (its own), then the link's; bytes sent beyond the
+// memory are the pages the guest rewrote, said as such rather than as "copied" over the total.
+func copyDetail(vm *vmView, st *Styles) string {
+	d := fmt.Sprintf("%s/%s  %s left", text.Bytes(vm.total-vm.remaining), text.Bytes(vm.total), text.Bytes(vm.remaining))
+	if vm.stalled {
+		d += "  " + st.Error.Render("STALLED")
+	}
+	if vm.converge > 0 {
+		d += fmt.Sprintf("  eta %s at %s", text.Duration(vm.eta), text.MigrationRate(vm.converge))
+	} else {
+		d += "  eta - (not falling)"
+	}
+	d += "  link " + text.MigrationRate(vm.rate)
+	if vm.processed > vm.total {
+		d += fmt.Sprintf("  sent %s (%.1f× its memory: rewritten pages)", text.Bytes(vm.processed), float64(vm.processed)/float64(vm.total))
+	}
+	return d
 }
 
 // coldPhases are a cold move's phases in order: the server's task states, then the engine's.

@@ -98,8 +98,16 @@ func (p *Printer) line(ev ops.Event) string {
 			if e.Total > 0 {
 				pct = 100 * float64(e.Total-e.Remaining) / float64(e.Total)
 			}
-			s := text.Sprintf("%s vm %s %s→%s %3.0f%%, %s of %s left, %s, eta %s", e.Node, e.VM, e.Source, orDash(e.Dest), pct,
-				text.Bytes(e.Remaining), text.Bytes(e.Total), text.Rate(e.Rate), text.Duration(e.ETA))
+			// the ETA is remaining over the rate it falls at, said with it; the link's rate apart
+			eta := "eta - (not falling)"
+			if e.Converge > 0 {
+				eta = "eta " + text.Duration(e.ETA) + " at " + text.Rate(e.Converge)
+			}
+			s := text.Sprintf("%s vm %s %s→%s %3.0f%%, %s of %s left, %s, link %s", e.Node, e.VM, e.Source, orDash(e.Dest), pct,
+				text.Bytes(e.Remaining), text.Bytes(e.Total), eta, text.Rate(e.Rate))
+			if e.Processed > e.Total && e.Total > 0 {
+				s += text.Sprintf(", sent %s (%.1f× its memory, rewritten as it copies)", text.Bytes(e.Processed), float64(e.Processed)/float64(e.Total))
+			}
 			if e.Stalled {
 				s += " STALLED"
 			}
