@@ -301,3 +301,32 @@ func said(rec *simtest.Recorder) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// A failed canary stops the return before its restart-vms step: the VM drainctl stopped for
+// restart-in-place stays stopped, and the failure says so (it was left unmentioned).
+func TestAFailedCanarySaysTheVMsItLeavesStopped(t *testing.T) {
+	c := canaryCluster(t, 20*time.Second)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
+	evacuated(t, c, e, c0)
+	if a, _ := c.World.ServerByName("vm-a"); a.Status != "SHUTOFF" {
+		t.Fatalf("vm-a after the evacuation: %s, want stopped in place", a.Status)
+	}
+	if err := c.World.ApplyFaultSpec("boot-error=" + c0); err != nil {
+		t.Fatal(err)
+	}
+	rec, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{})
+	want := "1 VM(s) drainctl stopped for restart-in-place stay stopped until the node's return completes: vm-a"
+	if err == nil || !strings.Contains(err.Error(), "not proven healthy") || !strings.Contains(err.Error(), want) || !strings.Contains(rep.Error, want) {
+		t.Fatalf("want the failed return to say vm-a stays stopped, got %v\n%s", err, rec.Transcript(c.Px))
+	}
+	// Mended, the return starts it, and its failure no longer says it.
+	c.World.Update(func(hosts map[string]*sim.Host, _ map[string]*sim.VM) { hosts[c0].BootError = "" })
+	if rec, _, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{}); err != nil {
+		t.Fatalf("uncordon of the mended host: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if a, _ := c.World.ServerByName("vm-a"); a.Status != "ACTIVE" || a.Host != c0 {
+		t.Errorf("vm-a after the return: %s on %s", a.Status, a.Host)
+	}
+}

@@ -180,6 +180,7 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 		r.nodeChanged("VM " + vm.Name + " started again " + where)
 		started = append(started, vm.Name+" ("+where+")")
 	}
+	r.restarted = true
 	s := fmt.Sprintf("%d VM(s) started again: %s", len(started), strings.Join(started, ", "))
 	if len(notes) > 0 {
 		s += "; " + strings.Join(notes, "; ")
@@ -188,6 +189,39 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("restart-in-place: %d VM(s) not started on %s: %s; run the same command again to retry", len(failed), p.Host, strings.Join(failed, "; "))
 	}
 	return s, nil
+}
+
+// stillStopped says which VMs drainctl stopped for restart-in-place stay stopped because the
+// run ended before its restart-vms step (a failed canary, a refused uncordon): their owners'
+// downtime goes on, and it is said with the failure rather than left for someone to find.
+func (r *runner) stillStopped(ctx context.Context) string {
+	planned := slices.ContainsFunc(r.plan.Steps, func(s model.Step) bool { return s.Kind == model.StepRestartVMs && !s.Done })
+	if !planned || r.restarted {
+		return ""
+	}
+	k, _ := r.e.kube.Node(r.plan.Node)
+	j, _ := ReadJournal(k)
+	if len(j.Restart) == 0 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var names []string
+	for _, id := range j.Restart {
+		name := id
+		if vm, err := r.e.nova.Server(ctx, id); err == nil {
+			if vm.Status != model.VMShutoff {
+				continue // started meanwhile (its owner): not stopped by this failure
+			}
+			name = vm.Name
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d VM(s) drainctl stopped for restart-in-place stay stopped until the node's return completes: %s",
+		len(names), strings.Join(names, ", "))
 }
 
 // rebuiltHere says whether the VM left the dead host by a rebuild of this recovery: a

@@ -37,6 +37,9 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 		r.report.Result = ResultFailed
 	}
 	if err != nil {
+		if still := r.stillStopped(ctx); still != "" {
+			err = fmt.Errorf("%w; %s", err, still)
+		}
 		r.report.Error = err.Error()
 	}
 	if traitsOf(plan.Op).rebuilds && r.holding {
@@ -72,6 +75,7 @@ type runner struct {
 	canaryPassed bool
 	left         []model.VMLeft    // the VMs this run moved off the node (under mu), journaled
 	restart      []string          // the VMs this run stops in place (under mu), journaled
+	restarted    bool              // its restart-vms step ran: what drainctl stopped is started or said
 	stopReqs     map[string]string // each stop's request ID, by VM (under mu), journaled
 }
 

@@ -67,6 +67,7 @@ type Campaign struct {
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
 	gateSaid map[string]bool      // nodes whose gate command has said it started (one goroutine: Run's loop)
 	kept     map[string][]string  // node -> the VMs its evacuation left on it on purpose (--skip-vm, stays): not empty
+	inPlace  map[string][]string  // node -> those of them stopped for restart-in-place, started at its return
 	fc       model.Forecast       // made by New (forecast.go)
 	// saves writes the record: the changes of the nodes in flight made while a write is under
 	// way share the next write (a record of 1,000 nodes is 150 KB, and twenty nodes change it).

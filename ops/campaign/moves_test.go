@@ -200,6 +200,35 @@ func TestACampaignSaysWhichNodesAreNotEmpty(t *testing.T) {
 	}
 }
 
+// A VM stopped for restart-in-place is in the campaign's own log when its node returns (it
+// was in the node's lines only), and the campaign's end says it was started again, not that
+// it "is started when the node returns" of a node that has.
+func TestACampaignSaysItsRestartsInPlace(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
+	e := c.Engine("tester@a", nil)
+	heard := &campaignSaid{}
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0}, Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}}, heard.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(kubetest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(heard.all(), "\n")
+	rec := r.Record()
+	if !strings.Contains(all, "restart-in-place: 1 VM(s) started again: vm-a (in place)") {
+		t.Errorf("the campaign's log does not say vm-a was started again:\n%s", all)
+	}
+	if rec.State != model.CampaignDone || !strings.Contains(rec.Message, "restart-in-place: 1 VM(s) started again: vm-a") || strings.Contains(rec.Message, "when it returns") {
+		t.Errorf("the campaign's end: %s %q", rec.State, rec.Message)
+	}
+	if a, _ := c.World.ServerByName("vm-a"); a.Status != "ACTIVE" || a.Host != c0 {
+		t.Errorf("vm-a after the campaign: %s on %s", a.Status, a.Host)
+	}
+}
+
 // campaignSaid keeps what a campaign says (its events' messages), of one phase when set.
 type campaignSaid struct {
 	phase model.NodePhase

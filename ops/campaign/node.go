@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +33,14 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		if err == nil && len(rep.Left) > 0 {
 			r.mu.Lock()
 			if r.kept == nil {
-				r.kept = map[string][]string{}
+				r.kept, r.inPlace = map[string][]string{}, map[string][]string{}
 			}
 			r.kept[name] = rep.Left
+			for _, vm := range rep.VMs {
+				if vm.Method == model.MoveRestart && vm.Result == ops.MigSkipped {
+					r.inPlace[name] = append(r.inPlace[name], vm.VM)
+				}
+			}
 			r.mu.Unlock()
 			r.note(name, model.PhaseEvacuating, fmt.Sprintf("NOT EMPTY: %d VM(s) left on it as asked: %s", len(rep.Left), strings.Join(rep.Left, "; ")))
 		}
@@ -61,7 +67,7 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		ro.Leaving, ro.ReturnVMs = nil, false // the campaign brings them home itself, in the background
 		up, err := e.Plan(ctx, model.OpUncordon, name, ro)
 		if err == nil {
-			_, err = e.Run(ctx, up, ro, emit)
+			_, err = e.Run(ctx, up, ro, r.sayRestarts(name, emit))
 		}
 		if err != nil {
 			return r.failed(ctx, i, model.PhaseReturning, err)
@@ -78,6 +84,29 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 	r.setPhase(ctx, i, model.PhaseDone, "")
 	r.bringHomeLater(ctx, i)
 	return nil
+}
+
+// sayRestarts passes a return's events on and puts its restart-vms step in the campaign's own
+// log: the VMs stopped in place are started there, or said why not, and the campaign's end
+// says that rather than "started again when it returns" of a node that has returned.
+func (r *Campaign) sayRestarts(node string, emit func(ops.Event)) func(ops.Event) {
+	return func(ev ops.Event) {
+		emit(ev)
+		s, ok := ev.(ops.StepEvent)
+		if !ok || s.Step != model.StepRestartVMs || s.State != ops.StepDone {
+			return
+		}
+		r.note(node, model.PhaseReturning, "restart-in-place: "+s.Detail)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.inPlace[node]) == 0 {
+			return
+		}
+		kept := slices.DeleteFunc(slices.Clone(r.kept[node]), func(left string) bool {
+			return slices.ContainsFunc(r.inPlace[node], func(vm string) bool { return strings.HasPrefix(left, vm+": ") })
+		})
+		r.kept[node] = append(kept, "restart-in-place: "+s.Detail)
+	}
 }
 
 // What a campaign does with a node that does not drain within its deadline.
