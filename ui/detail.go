@@ -272,7 +272,7 @@ func maintenanceState(nm model.NodeMaintenance) string {
 }
 
 // moveOf is how an evacuation would move the VM, when not live ("-" then): "cold",
-// "stays: ERROR" (the reason's code), "follow".
+// "stays: ERROR", "stays: asked" (the reason, short), "follow".
 func moveOf(vm model.VM, o policy.Options) string {
 	method, r := policy.VMMove(vm, o)
 	switch method {
@@ -280,11 +280,15 @@ func moveOf(vm model.VM, o policy.Options) string {
 		return "-"
 	case model.MoveStays:
 		why := map[model.ReasonCode]string{model.VMError: "ERROR", model.VMPinned: "pinned", model.VMLocked: "locked",
-			model.VMTaskInProgress: "task", model.VMStopped: "stopped", model.VMAwaitsConfirm: "confirm", model.VMSkipped: "skip"}[r.Code]
-		if why == "" {
-			why = string(vm.Status)
+			model.VMTaskInProgress: "task", model.VMStopped: "stopped", model.VMAwaitsConfirm: "confirm", model.VMSkipped: "skip",
+			model.VMAsksToStay: "asked"}[r.Code]
+		switch {
+		case why != "":
+			return "stays: " + why
+		case r != nil: // never the VM's status, which is not why it stays ("stays: ACTIVE")
+			return "stays: " + string(r.Code)
 		}
-		return "stays: " + why
+		return "stays"
 	case model.MoveCold:
 		if r != nil && r.Code == model.Downtime {
 			return "cold (downtime)"

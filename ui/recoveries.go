@@ -59,7 +59,9 @@ func recoveryColumns(s *shared) []listColumn {
 	if s.width < 120 { // narrow: where each VM went and why one stays come before when and how long
 		return fitColumns([]listColumn{{"NODE / VM", 22, 0}, {"STATUS", 10, 1}, {"TO", 14, 2}, {"WHY", 20, 6}}, s.width)
 	}
-	return fitColumns([]listColumn{{"NODE / VM", 24, 0}, {"STATUS", 12, 1}, {"TO", 16, 2}, {"TOOK", 8, 3}, {"MIGRATION", 9, 4}, {"STARTED", 19, 5}, {"WHY", 30, 6}}, s.width)
+	// When it started is said in the recovery's own WHY ("automatic, started …"): a column of
+	// it took the room of why a VM stays, cut at 160 columns.
+	return fitColumns([]listColumn{{"NODE / VM", 24, 0}, {"STATUS", 10, 1}, {"TO", 14, 2}, {"TOOK", 6, 3}, {"MIGRATION", 9, 4}, {"WHY", 30, 6}}, s.width)
 }
 
 // recoveryRows: each recovery, then its ledger's moves.
@@ -73,15 +75,19 @@ func recoveryRows(s *shared) []listRow {
 		if !r.Finished.IsZero() {
 			took = text.Duration(r.Finished.Sub(r.Started))
 		}
-		why := how
+		why := how + ", started " + text.Time(r.Started)
 		if r.Error != "" {
 			why += ": " + text.Safe(firstLine(r.Error))
 		}
 		out = append(out, listRow{key: r.Node, node: r.Node, search: text.Safe(r.Node),
 			cells: []string{text.Safe(r.Node), r.Outcome, "", took, "", text.Time(r.Started), why}})
 		for _, mv := range r.Moves {
+			took := text.Duration(mv.Duration)
+			if mv.Status == model.MoveLeft { // never moved: no time it took
+				took = ""
+			}
 			out = append(out, listRow{key: mv.VMID, node: r.Node, search: text.Safe(r.Node + " " + mv.VM),
-				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), text.Duration(mv.Duration), text.MigrationID(mv.MigrationID), text.Time(mv.Started), text.Safe(mv.Reason)}})
+				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), took, text.MigrationID(mv.MigrationID), text.Time(mv.Started), text.Safe(mv.Reason)}})
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/text"
 )
 
 // A plan offers only the toggles that change it: a cordon's plan offers L (the last
@@ -80,6 +81,33 @@ func TestARecoveryLedgerIsReadWhole(t *testing.T) {
 			!strings.Contains(strings.Join(got.desc.lines, "\n"), "END") {
 			t.Errorf("%s on a ledger's VM: screen %v, %q\n%s", k, got.screen, got.desc.title, strings.Join(got.desc.lines, "\n"))
 		}
+	}
+}
+
+// :recoveries at 160 columns: a VM's WHY gets the room a started-at column took (its first
+// 80 characters show), and a VM left where it was shows no time taken ("0s").
+func TestARecoveryListGivesWhyItsRoom(t *testing.T) {
+	m := newModel(t, 4, 160, 45)
+	why := "stays on the dead host: a rebuild would lose its local disk (80 GB), a loss automatic recovery leaves to a person"
+	rec := model.Recovery{Node: "compute-1", Automatic: true, Outcome: "done", Started: t0,
+		Moves: []model.VMMove{{VM: "vm-b", VMID: "id-b", Source: "compute-1", Method: model.MoveRebuild, Status: model.MoveLeft, Reason: why}}}
+	next, _ := m.recoveriesRead(recoveriesMsg{recs: []model.Recovery{rec}})
+	v := next.(Model).View()
+	if !strings.Contains(v, why[:80]) || !strings.Contains(v, "automatic, started "+text.Time(t0)) {
+		t.Errorf(":recoveries at 160 columns:\n%s", v)
+	}
+	for _, line := range strings.Split(v, "\n") {
+		if strings.Contains(line, "vm-b") && strings.Contains(line, "0s") {
+			t.Errorf("a VM left where it was shows a time taken: %q", line)
+		}
+	}
+}
+
+// A VM whose owner asks it to stay reads "stays: asked", never its status ("stays: ACTIVE").
+func TestAVMAskingToStayIsSaidSo(t *testing.T) {
+	vm := model.VM{Name: "db", Status: model.VMActive, PolicyAsked: "stays"}
+	if got := moveOf(vm, policy.Options{}); got != "stays: asked" {
+		t.Errorf("moveOf a VM asking to stay = %q", got)
 	}
 }
 
