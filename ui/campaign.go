@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -438,7 +439,16 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	if c.State == model.CampaignFailed || c.State == model.CampaignStopped {
 		stateStyle = st.Error
 	}
-	b.WriteString(st.Title.Render(title) + "  " + stateStyle.Render(truncate(state, max(10, width-len(title)-2))) + "\n")
+	// The state goes beside the title when it fits, else under it whole: a refusal's header
+	// was cut at 160 columns too.
+	if lipgloss.Width(title)+2+lipgloss.Width(state) <= width {
+		b.WriteString(st.Title.Render(title) + "  " + stateStyle.Render(state) + "\n")
+	} else {
+		b.WriteString(st.Title.Render(truncate(title, width)) + "\n")
+		for _, l := range wrap("  "+state, width) {
+			b.WriteString(stateStyle.Render(l) + "\n")
+		}
+	}
 	at := "one node at a time"
 	if c.Parallel > 1 {
 		at = fmt.Sprintf("%d nodes at a time", c.Parallel)
@@ -460,7 +470,9 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			b.WriteString(l + "\n")
 		}
 		if on := campaignFlags(p.asked()); len(on) > 0 {
-			b.WriteString(st.Danger.Render(truncate("runs with: "+strings.Join(on, " "), width)) + "\n")
+			for _, l := range wrap("runs with: "+strings.Join(on, " "), width) {
+				b.WriteString(st.Danger.Render(l) + "\n")
+			}
 		}
 		keys := "F D E L M toggle the overrides for every node, H brings the VMs home"
 		if len(p.skippable()) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
@@ -484,8 +496,10 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			if f.Short != "" {
 				style = st.Error
 			}
-			for _, l := range text.ForecastLines(f) {
-				b.WriteString(style.Render(truncate(l, width)) + "\n")
+			for _, fl := range text.ForecastLines(f) {
+				for _, l := range wrap(fl, width) {
+					b.WriteString(style.Render(l) + "\n")
+				}
 			}
 		}
 	}

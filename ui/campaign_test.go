@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -149,6 +150,18 @@ func TestTUICampaignRefusalIsSaidOnce(t *testing.T) {
 	v := l.m.View()
 	if n := strings.Count(v, "vm-b"); n != 1 || !strings.Contains(v, "stopped before the first node: 1 node(s) refused") || l.m.status != "" {
 		t.Errorf("the refusal is said %d times (status %q):\n%s", n, l.m.status, v)
+	}
+	// At 80 columns (and at 160 with a long campaign name) the refusal's header is whole,
+	// under the title: it was cut at the edge.
+	l.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	v = l.m.View()
+	if flat := strings.Join(strings.Fields(v), " "); !strings.Contains(flat, "each beside its blockers (esc, then C proposes it again)") {
+		t.Errorf("the refusal's header at 80 columns is cut:\n%s", v)
+	}
+	for _, line := range strings.Split(v, "\n") {
+		if w := lipgloss.Width(line); w > 80 {
+			t.Errorf("a line is %d wide at 80 columns: %q", w, line)
+		}
 	}
 }
 

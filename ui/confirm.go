@@ -210,15 +210,10 @@ func (p *confirmPane) body(s *shared) string {
 			if f := text.Flag(r); f != "" && pd.maintenance == "" && r.Severity != model.Notes && !slices.Contains(text.GivenFlags(pd.ro.Policy.Given()), f) {
 				remedy = " (use " + f + " to override)"
 			}
-			// A narrow line cuts the reason, never its remedy: the flag is what the operator acts on.
-			head := text.Sprintf("  %-6s ", r.Severity)
-			room := width - lipgloss.Width(head) - lipgloss.Width(remedy)
-			if room < 20 { // narrow: the remedy gets a line of its own, under the reason
-				b.WriteString(style.Render(head+truncate(text.Sprintf("%s", what), width-lipgloss.Width(head))) + "\n")
-				b.WriteString(style.Render(truncate(strings.Repeat(" ", lipgloss.Width(head))+strings.TrimSpace(remedy), width)) + "\n")
-				continue
+			// Wrapped, never cut: the reason whole, then its remedy (the flag the operator acts on).
+			for _, l := range wrap(text.Sprintf("  %-6s %s", r.Severity, what)+remedy, width) {
+				b.WriteString(style.Render(l) + "\n")
 			}
-			b.WriteString(style.Render(head+truncate(text.Sprintf("%s", what), room)+text.Sprintf("%s", remedy)) + "\n")
 		}
 	}
 	on := text.GivenFlags(pd.ro.Policy.Given())
@@ -226,7 +221,9 @@ func (p *confirmPane) body(s *shared) string {
 		on = append(on, "--confirm-fenced")
 	}
 	if len(on) > 0 {
-		b.WriteString(st.Danger.Render("overrides: "+strings.Join(on, " ")) + "\n")
+		for _, l := range wrap("overrides: "+strings.Join(on, " "), width) {
+			b.WriteString(st.Danger.Render(l) + "\n")
+		}
 	}
 	var losses, downtime []string
 	for _, pl := range pd.batch.Plans {
@@ -241,15 +238,11 @@ func (p *confirmPane) body(s *shared) string {
 	}
 	if len(downtime) > 0 {
 		b.WriteString(st.Danger.Render(fmt.Sprintf("DOWNTIME if you run it (%d):", len(downtime))) + "\n")
-		for _, l := range downtime {
-			b.WriteString(st.Danger.Render(truncate(l, width)) + "\n")
-		}
+		writeWrapped(&b, downtime, width, st.Danger)
 	}
 	if len(losses) > 0 {
 		b.WriteString(st.Danger.Render(fmt.Sprintf("LOST FOR GOOD if you run it (%d):", len(losses))) + "\n")
-		for _, l := range losses {
-			b.WriteString(st.Danger.Render(truncate(l, width)) + "\n")
-		}
+		writeWrapped(&b, losses, width, st.Danger)
 	}
 	switch {
 	case p.why.typing():
@@ -324,9 +317,18 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 		if own := text.VMOwnWord(vm); own != "" {
 			line += " · " + own
 		}
-		b.WriteString(style.Render(truncate(line, width)) + "\n")
+		b.WriteString(style.Render(truncate(line, width)) + "\n") // cut, marked: the reasons below say it whole
 	}
 	return b.String()
+}
+
+// writeWrapped writes lines wrapped to width in style: what a plan says is never cut.
+func writeWrapped(b *strings.Builder, lines []string, width int, style lipgloss.Style) {
+	for _, line := range lines {
+		for _, l := range wrap(line, width) {
+			b.WriteString(style.Render(l) + "\n")
+		}
+	}
 }
 
 // policyBlockers are the blockers a VM's own maintenance policy makes (O lifts them).

@@ -48,7 +48,14 @@ func helpView(s *shared) string {
 			} else if k.Dangerous {
 				desc += " ⚠"
 			}
-			b.WriteString(fmt.Sprintf("  %-8s %s\n", h.Key, desc))
+			// a long help continues under its own start, never cut at the screen's edge
+			for i, l := range wrap(desc, max(20, s.width-11)) {
+				key := h.Key
+				if i > 0 {
+					key, l = "", strings.TrimLeft(l, " ")
+				}
+				b.WriteString(fmt.Sprintf("  %-8s %s\n", key, l))
+			}
 		}
 	}
 	b.WriteString(s.st.Muted.Render("j/k scroll · any other key goes back"))

@@ -103,7 +103,7 @@ func TestEveryScreenHasAPane(t *testing.T) {
 			t.Errorf("screen %d has a key but no command to open it with", s)
 		}
 		m.screen = s
-		if p := row.pane(&m); footerKeys(p, &m.s) == "" {
+		if p := row.pane(&m); len(footerKeys(p, &m.s)) == 0 {
 			t.Errorf("screen %d: the footer shows no key", s)
 		}
 	}

@@ -255,8 +255,8 @@ func TestThePickerOffersLegalHostsOnly(t *testing.T) {
 	}
 }
 
-// A blocker line too long for the screen is cut in its reason, never in its remedy: the flag
-// (with the VM's ID) is what the operator acts on.
+// A blocker line too long for the screen wraps, its reason and its remedy whole: the flag
+// (with the VM's ID) is what the operator acts on, and the reason is why.
 func TestABlockerKeepsItsRemedy(t *testing.T) {
 	for _, width := range []int{160, 80} {
 		m := newModel(t, 3, width, 45)
@@ -265,7 +265,8 @@ func TestABlockerKeepsItsRemedy(t *testing.T) {
 		p := pending{op: model.OpEvacuate, targets: []string{"compute-0"},
 			batch: ops.Batch{Plans: []model.Plan{{Op: model.OpEvacuate, Node: "compute-0", Reasons: []model.Reason{long}}}}}
 		next, _ := m.Update(planMsg(p))
-		if v := next.(Model).View(); !strings.Contains(v, "(use --skip-vm fc256408-54c1-4dfc-acaa-8a2cecce5a3a to override)") {
+		v := next.(Model).View()
+		if flat := strings.Join(strings.Fields(v), " "); !strings.Contains(flat, long.Message+" (use --skip-vm fc256408-54c1-4dfc-acaa-8a2cecce5a3a to override)") {
 			t.Errorf("at %d columns the remedy is cut:\n%s", width, v)
 		}
 	}

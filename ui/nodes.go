@@ -355,7 +355,11 @@ func (p *nodesPane) renderRow(s *shared, n model.Node, cols []column, key rowKey
 	}
 	parts := make([]string, 0, len(cols))
 	for _, c := range cols {
-		parts = append(parts, pad(text.Safe(cells[c.title]), c.width))
+		cell := cells[c.title]
+		if short, ok := narrower[c.title]; ok && len(cell) > c.width { // a dead node's state, whole in fewer letters
+			cell = short.Replace(cell)
+		}
+		parts = append(parts, pad(text.Safe(cell), c.width))
 	}
 	row := truncate(mark+strings.Join(parts, " "), s.width) // narrow terminals: cut with an ellipsis
 	switch {
@@ -369,6 +373,13 @@ func (p *nodesPane) renderRow(s *shared, n model.Node, cols []column, key rowKey
 		return s.st.Warn.Render(row)
 	}
 	return row
+}
+
+// narrower are the short forms of the state columns where the whole form does not fit (80
+// columns): "NotReady,SD" and "disabled/forced-down" were cut to "NotReady…", "disabled/fo…".
+var narrower = map[string]*strings.Replacer{
+	"K8S":     strings.NewReplacer("NotReady", "NotRdy"),
+	"COMPUTE": strings.NewReplacer("disabled", "dis", "enabled", "en", "forced-down", "forced"),
 }
 
 // shortMismatch is a mismatch in a few words, for a row (the detail screen has the sentence).

@@ -1,8 +1,6 @@
 package ui
 
 import (
-	"strings"
-
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -56,7 +54,7 @@ func pressKey(p pane, msg tea.KeyMsg, s *shared) intent {
 }
 
 // footerKeys draws a pane's actions that show, each by its key and help.
-func footerKeys(p pane, s *shared) string {
+func footerKeys(p pane, s *shared) []string {
 	var parts []string
 	for _, a := range p.bindings(s) {
 		if a.hidden || !a.key.Enabled() {
@@ -65,7 +63,7 @@ func footerKeys(p pane, s *shared) string {
 		h := a.key.Help()
 		parts = append(parts, s.st.Header.Render(h.Key)+" "+s.st.Muted.Render(h.Desc))
 	}
-	return strings.Join(parts, "  ")
+	return parts
 }
 
 // listCursor is the row under the cursor of a list pane: every list pane embeds it, and it

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -100,6 +101,46 @@ func TestARecoveryListGivesWhyItsRoom(t *testing.T) {
 		if strings.Contains(line, "vm-b") && strings.Contains(line, "0s") {
 			t.Errorf("a VM left where it was shows a time taken: %q", line)
 		}
+	}
+}
+
+// At 80x24 nothing is cut without a mark: the help wraps its long lines (O's help ended
+// "(it m" at the edge), and keys that do not fit the footer's line go on the lines the
+// screen leaves blank, or end it with "… N more: ? shows every key".
+func TestNothingIsCutAt80ColumnsWithoutAMark(t *testing.T) {
+	m := newModel(t, 4, 80, 24)
+	help := helpView(&m.s)
+	for _, l := range strings.Split(help, "\n") {
+		if w := lipgloss.Width(l); w > 80 {
+			t.Errorf("a help line is %d wide: %q", w, l)
+		}
+	}
+	if flat := strings.Join(strings.Fields(help), " "); !strings.Contains(flat, "toggle --override-vm-policy for each VM whose own policy blocks (it moves anyway, as its state says)") {
+		t.Errorf("O's help is not whole:\n%s", help)
+	}
+	keys := []string{"y run it", "F toggle --force", "D toggle --delete-emptydir-data", "E toggle --disable-eviction", "L toggle --allow-last-node", "M toggle --cold-migrate-running", "O toggle --override-vm-policy", "H toggle --return-vms", "w type the reason"}
+	if got := strings.Join(wrapKeys(keys, 80, 4), "\n"); !strings.Contains(got, "w type the reason") || strings.Contains(got, "more:") {
+		t.Errorf("with four lines free every key shows:\n%s", got)
+	}
+	if got := wrapKeys(keys, 80, 1); len(got) != 1 || !strings.HasSuffix(got[0], "more: ? shows every key") || lipgloss.Width(got[0]) > 80 {
+		t.Errorf("with one line, the keys that do not fit are said: %q", got)
+	}
+}
+
+// A dead node's row at 80 columns says its whole state in short forms ("NotRdy,SD",
+// "dis/forced"), where it read "NotReady…" and "disabled/fo…".
+func TestADeadNodesRowIsWholeAt80Columns(t *testing.T) {
+	m := newModel(t, 4, 80, 24)
+	inv := inventory(4)
+	inv.Nodes[1].Kube.Ready, inv.Nodes[1].Kube.Schedulable = false, false
+	inv.Nodes[1].Compute.Enabled, inv.Nodes[1].Compute.Up, inv.Nodes[1].Compute.ForcedDown = false, false, true
+	next, _ := m.Update(inventoryMsg{inv: inv})
+	v := next.(Model).View()
+	if !strings.Contains(v, "NotRdy,SD") || !strings.Contains(v, "dis/forced") || strings.Contains(v, "NotReady…") || strings.Contains(v, "/fo…") {
+		t.Errorf("a dead node's row at 80 columns:\n%s", v)
+	}
+	if !strings.Contains(v, "enabled/up") { // a live node's state fits whole, unchanged
+		t.Errorf("a live node's row at 80 columns:\n%s", v)
 	}
 }
 

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -20,7 +21,24 @@ func (m Model) View() string {
 	if b := m.banner(); b != "" {
 		head += "\n" + b
 	}
-	return head + "\n" + body + "\n" + m.footer(p)
+	// The keys take as many lines as they need from the rows the body leaves blank (its
+	// trailing blank lines, the screen below it): a key cut off the line was never shown.
+	lines := strings.Split(body, "\n")
+	blank := 0
+	for blank < len(lines)-1 && strings.TrimSpace(lines[len(lines)-1-blank]) == "" {
+		blank++
+	}
+	status := 0
+	if m.status != "" {
+		status = 1
+	}
+	free := max(0, s.height-(strings.Count(head, "\n")+1)-len(lines)-status-1) + blank
+	foot := m.footer(p, 1+free)
+	if extra := strings.Count(foot, "\n") - status; extra > 0 {
+		lines = lines[:len(lines)-min(blank, extra)]
+		body = strings.Join(lines, "\n")
+	}
+	return head + "\n" + body + "\n" + foot
 }
 
 // banner says what the operator must know on every screen: while automatic recovery is
@@ -108,8 +126,9 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// footer is the status line and the pane's keys (p: the pane on screen, looked up once a frame).
-func (m Model) footer(p pane) string {
+// footer is the status line and the pane's keys on at most rows lines (p: the pane on screen,
+// looked up once a frame).
+func (m Model) footer(p pane, rows int) string {
 	s := &m.s
 	var status string
 	if m.status != "" {
@@ -127,7 +146,32 @@ func (m Model) footer(p pane) string {
 	case m.screen == listScreen && m.list.editing:
 		return status + m.list.filter.View()
 	}
-	return status + truncate(footerKeys(p, s), s.width)
+	return status + strings.Join(wrapKeys(footerKeys(p, s), s.width, rows), "\n")
+}
+
+// wrapKeys lays the keys out on lines of width, at most rows of them; keys that still do not
+// fit end the last line with "…" and the way to see them all.
+func wrapKeys(keys []string, width, rows int) []string {
+	var out []string
+	cur := ""
+	for i, k := range keys {
+		k = truncate(k, width) // a key wider than a line (its help is long) is cut, marked
+		next := k
+		if cur != "" {
+			next = cur + "  " + k
+		}
+		if lipgloss.Width(next) <= width {
+			cur = next
+			continue
+		}
+		if len(out)+1 >= rows { // the last line: say there are more
+			rest := "  … " + strconv.Itoa(len(keys)-i) + " more: ? shows every key"
+			out = append(out, truncate(cur, max(1, width-lipgloss.Width(rest)))+rest)
+			return out
+		}
+		out, cur = append(out, cur), k
+	}
+	return append(out, truncate(cur, width))
 }
 
 // scrolled shows the lines of body from *offset that fit in rows (clamping *offset), with
