@@ -71,7 +71,7 @@ func TestRecoverADeadHost(t *testing.T) {
 		t.Fatalf("unfenced: exit %d\n%s", r.code, r.stderr)
 	}
 	// #53.12: the disk-loss blocker does not say "below" where the plan printed the loss above.
-	if out := r.stdout + r.stderr; !strings.Contains(out, "each marked LOST FOR GOOD in the plan") || strings.Contains(out, "LOST FOR GOOD below") ||
+	if out := r.stdout + r.stderr; !strings.Contains(out, "each listed as lost in the plan") || strings.Contains(out, "LOST FOR GOOD below") ||
 		strings.Index(out, "LOST ") > strings.Index(out, "would lose their local disk") {
 		t.Errorf("the plan's disk loss:\n%s", out)
 	}

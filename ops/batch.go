@@ -30,14 +30,19 @@ func (b Batch) Blockers() []model.Reason {
 	return out
 }
 
-// PlanBatch plans op on every target from fresh reads of the cluster; it changes nothing.
+// PlanBatch plans op on every target from one read of the cluster (as Plan reads for one);
+// it changes nothing.
 func (e *Engine) PlanBatch(ctx context.Context, op model.OpKind, targets []string, ro RunOptions) (Batch, error) {
 	if traitsOf(op).empties { // they leave the fleet together
 		ro.Leaving = targets
 	}
 	b := Batch{Op: op, Run: ro, Plans: make([]model.Plan, 0, len(targets))}
+	inv, err := e.readFor(ctx, op, targets, ro) // one read for the batch: its plans are judged together
+	if err != nil {
+		return b, err
+	}
 	for _, t := range targets {
-		p, err := e.Plan(ctx, op, t, ro)
+		p, err := e.planRead(ctx, inv, op, t, ro)
 		if err != nil {
 			return b, err
 		}

@@ -12,20 +12,31 @@ import (
 )
 
 // Plan builds the plan for op on target (a node, or a VM for migrate) from a fresh read of
-// the cluster (with ro.ByHost, its node's host afresh on the last whole read of Nova). It changes nothing on the cluster but forgetting the fence records of nodes
-// seen Ready (ForgetFences).
+// the cluster (with ro.ByHost, its node's host afresh on the last whole read of Nova). It
+// changes nothing on the cluster but forgetting the fence records of nodes seen Ready
+// (ForgetFences).
 func (e *Engine) Plan(ctx context.Context, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
-	read := e.inv.Read
-	switch {
-	case ro.FromCache:
-		read = e.inv.Rejoin
-	case ro.ByHost && !traitsOf(op).readsWhole:
-		read = func(ctx context.Context) (model.Inventory, error) { return e.inv.ReadNodes(ctx, target) }
-	}
-	inv, err := read(ctx)
+	inv, err := e.readFor(ctx, op, []string{target}, ro)
 	if err != nil {
 		return model.Plan{}, err
 	}
+	return e.planRead(ctx, inv, op, target, ro)
+}
+
+// readFor reads the cluster for plans on targets: the view's cache joined again
+// (FromCache), their hosts afresh on the last whole read of Nova (ByHost), or all of it.
+func (e *Engine) readFor(ctx context.Context, op model.OpKind, targets []string, ro RunOptions) (model.Inventory, error) {
+	switch {
+	case ro.FromCache:
+		return e.inv.Rejoin(ctx)
+	case ro.ByHost && !traitsOf(op).readsWhole:
+		return e.inv.ReadNodes(ctx, targets...)
+	}
+	return e.inv.Read(ctx)
+}
+
+// planRead is Plan on a read already made (a batch's plans share one).
+func (e *Engine) planRead(ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
 	e.ForgetFences(ctx) // a node seen Ready: its last fence proves nothing any more
 	p, err := e.planOn(ctx, inv, op, target, ro)
 	if err != nil {

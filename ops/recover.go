@@ -120,7 +120,7 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	}
 	if lose > 0 && !ro.Policy.AcceptDiskLoss { // asked for by name, as an evacuation asks before deleting emptyDir data
 		p.Reasons = append(p.Reasons, model.Reason{Code: model.DiskLoss, Severity: model.Blocks, Object: node.Name, Override: model.OverrideAcceptDiskLoss,
-			Message: fmt.Sprintf("%d VM(s) would lose their local disk, rebuilt from their image (each marked LOST FOR GOOD in the plan): %s", lose, strings.Join(lost, ", "))})
+			Message: fmt.Sprintf("%d VM(s) would lose their local disk, rebuilt from their image (each listed as lost in the plan): %s", lose, strings.Join(lost, ", "))})
 	}
 	vms := fmt.Sprintf("rebuild %d VM(s) on other hosts (Nova's evacuate): %d keep their disk, %d rebuilt from their image", len(movable), keep, lose)
 	if e.nova == nil || node.Compute == nil {

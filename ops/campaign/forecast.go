@@ -21,13 +21,31 @@ import (
 // nodes are out in the campaign's order. A campaign whose least free memory falls below
 // [roll] min_headroom_percent is refused, naming the node where it would.
 
+// byHostUpTo is how many nodes a forecast reads host by host, on the last whole read of Nova
+// (at most five minutes old): a proposal of a few nodes at 5,000 hosts took seconds on a
+// whole read. Past it, one whole read costs less than a read a host.
+const byHostUpTo = 50
+
+func (r *Campaign) readForForecast(ctx context.Context) (model.Inventory, error) {
+	var names []string
+	for _, n := range r.Record().Nodes {
+		if !n.Phase.Finished() {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) <= byHostUpTo {
+		return r.e.Inventory().ReadNodes(ctx, names...)
+	}
+	return r.e.Inventory().Read(ctx)
+}
+
 // measuredMigrations is how many recent live migrations the rate is measured from.
 const measuredMigrations = 20
 
 // forecast computes the forecast of the campaign's nodes not yet finished.
 func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 	e := r.e
-	inv, err := e.Inventory().Read(ctx)
+	inv, err := r.readForForecast(ctx)
 	if err != nil {
 		return model.Forecast{}, err
 	}
