@@ -97,8 +97,9 @@ func (o *operations) record(t tagged, now time.Time) bool {
 	if !ok {
 		return false
 	}
+	done, isEnd := t.Event.(ops.RunDone)
+	ended := isEnd && !v.nested(done.Report.Op) // judged before the event changes the view
 	v.record(t.Event)
-	_, ended := t.Event.(ops.RunDone)
 	return ended
 }
 
@@ -195,6 +196,10 @@ func (v *opView) record(ev ops.Event) {
 	at := ev.Time()
 	switch e := ev.(type) {
 	case ops.PlanReady:
+		if v.nested(e.Plan.Op) { // a VM's return inside an uncordon: a step of this operation, not a new one
+			v.logf(at, false, "%s of %s planned", e.Plan.Op, e.Plan.VM)
+			return
+		}
 		v.plan, v.queued = e.Plan, false
 	case ops.StepEvent:
 		v.steps[e.Step] = e.State
@@ -274,9 +279,19 @@ func (v *opView) record(ev ops.Event) {
 		}
 	case ops.RunDone:
 		r := e.Report
+		if v.nested(r.Op) { // the return of one VM ended, not the operation
+			v.logf(at, r.Result != ops.ResultDone, "%s %s %s", r.Op, r.Result, r.Error)
+			return
+		}
 		v.report, v.queued = &r, false
 		v.logf(at, r.Result != ops.ResultDone, "%s %s %s", r.Op, r.Result, r.Error)
 	}
+}
+
+// nested says whether an operation of kind op, seen in this operation's events, runs inside
+// it (an uncordon with --return-vms runs a migrate a VM): it neither replaces nor ends it.
+func (v *opView) nested(op model.OpKind) bool {
+	return !v.queued && v.plan.Op != "" && op != v.plan.Op
 }
 
 // opPane shows one operation: a progress pane per VM, the pods, the log.

@@ -152,6 +152,31 @@ func TestAVMAskingToStayIsSaidSo(t *testing.T) {
 	}
 }
 
+// An uncordon bringing VMs home runs a migrate a VM inside it: the view stays the uncordon's,
+// running until the uncordon ends (it read "migrate compute-0 … done" while the next VM was
+// still on its way home).
+func TestAReturnsMigrationsAreStepsOfTheUncordon(t *testing.T) {
+	ops_ := newOperations()
+	up := model.Plan{Op: model.OpUncordon, Node: "c0", Steps: []model.Step{{Kind: model.StepUncordon}, {Kind: model.StepReturnVMs}}}
+	ops_.add("c0", up, t0, nil)
+	ended := false
+	for _, ev := range []ops.Event{
+		ops.NewPlanReady(t0, up),
+		ops.NewPlanReady(t0, model.Plan{Op: model.OpMigrate, Node: "c0", VM: "vm-a"}),
+		ops.NewRunDone(t0, ops.Report{Op: model.OpMigrate, Node: "c0", Result: ops.ResultDone}),
+		ops.NewPlanReady(t0, model.Plan{Op: model.OpMigrate, Node: "c0", VM: "vm-b"}),
+	} {
+		ended = ended || ops_.record(tagged{Event: ev, key: "c0"}, t0)
+	}
+	v := ops_.views["c0"]
+	if ended || v.finished() || v.plan.Op != model.OpUncordon {
+		t.Fatalf("one VM home: ended %v, finished %v, shown as %s", ended, v.finished(), v.plan.Op)
+	}
+	if !ops_.record(tagged{Event: ops.NewRunDone(t0, ops.Report{Op: model.OpUncordon, Node: "c0", Result: ops.ResultDone}), key: "c0"}, t0) || !v.finished() {
+		t.Error("the uncordon's own end does not end its view")
+	}
+}
+
 // An operation's view says only what its operation does: an uncordon shows no "no VMs to
 // move" nor "pods: 0/0 gone"; a rebuild reads "rebuilding", not "rebuild rebuilding".
 func TestAnOperationViewSaysWhatItsOperationDoes(t *testing.T) {
