@@ -145,7 +145,8 @@ type MigrationEvent struct {
 	Remaining int64            `json:"remainingBytes,omitempty"`
 	Rate      float64          `json:"rateBytesPerSec,omitempty"` // the copy's link speed (Processed over time)
 	// Converge is how fast Remaining falls: slower than Rate by what the guest rewrites. The
-	// ETA is Remaining over it, so the two are shown together.
+	// ETA is Remaining over it, so the two are shown together. Negative: Remaining grows;
+	// zero: not measured yet (one sample).
 	Converge float64       `json:"convergeBytesPerSec,omitempty"`
 	ETA      time.Duration `json:"etaNs,omitempty"`
 	Stalled  bool          `json:"stalled,omitempty"`

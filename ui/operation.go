@@ -539,10 +539,13 @@ func copyDetail(vm *vmView, st *Styles) string {
 	if vm.stalled {
 		d += "  " + st.Error.Render("STALLED")
 	}
-	if vm.converge > 0 {
+	switch {
+	case vm.converge > 0:
 		d += fmt.Sprintf("  eta %s at %s", text.Duration(vm.eta), text.MigrationRate(vm.converge))
-	} else {
+	case vm.converge < 0: // measured, and remaining grows: the guest dirties faster than the copy
 		d += "  eta - (not falling)"
+	default: // one sample so far: nothing measured yet
+		d += "  eta -"
 	}
 	d += "  link " + text.MigrationRate(vm.rate)
 	if vm.processed > vm.total {

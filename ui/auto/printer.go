@@ -99,9 +99,12 @@ func (p *Printer) line(ev ops.Event) string {
 				pct = 100 * float64(e.Total-e.Remaining) / float64(e.Total)
 			}
 			// the ETA is remaining over the rate it falls at, said with it; the link's rate apart
-			eta := "eta - (not falling)"
-			if e.Converge > 0 {
+			eta := "eta -" // one sample so far: nothing measured yet
+			switch {
+			case e.Converge > 0:
 				eta = "eta " + text.Duration(e.ETA) + " at " + text.Rate(e.Converge)
+			case e.Converge < 0: // measured, and remaining grows
+				eta = "eta - (not falling)"
 			}
 			s := text.Sprintf("%s vm %s %s→%s %3.0f%%, %s of %s left, %s, link %s", e.Node, e.VM, e.Source, orDash(e.Dest), pct,
 				text.Bytes(e.Remaining), text.Bytes(e.Total), eta, text.Rate(e.Rate))

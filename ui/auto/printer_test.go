@@ -21,4 +21,12 @@ func TestAProgressLineSaysTheRateItsETAIsFrom(t *testing.T) {
 	if got := strings.TrimSpace(progress.String()); !strings.Contains(got, want) {
 		t.Errorf("progress line:\n%s\nwant:\n%s", got, want)
 	}
+	// A first sample has measured nothing: its ETA is unknown, not "not falling".
+	progress.Reset()
+	p = NewPrinter(&progress, nil)
+	p.Emit(ops.NewMigrationEvent(time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC), "compute-0", ops.MigrationEvent{VM: "vm-a", VMID: "1", State: ops.MigRunning,
+		Source: "compute-0", Dest: "compute-1", Total: 8 << 30, Processed: 1 << 30, Remaining: 7 << 30}))
+	if got := progress.String(); !strings.Contains(got, "eta -, link -") || strings.Contains(got, "not falling") {
+		t.Errorf("a first sample's line: %s", got)
+	}
 }
