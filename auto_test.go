@@ -350,6 +350,9 @@ func TestAutoScaleDown(t *testing.T) {
 		last.Report.Op != model.OpScaleDown || last.Report.Result != ops.ResultDone || len(last.Report.VMs) != 1 {
 		t.Errorf("scale-down's last event is not its report: %v\n%s", err, lines[len(lines)-1])
 	}
+	if n := strings.Count(r.stdout, `"type":"done"`); n != 1 { // the evacuation inside it is no second end
+		t.Errorf("scale-down ended %d times:\n%s", n, r.stdout)
+	}
 	if _, err := kubetest.Client(t).CoreV1().Nodes().Get(kubetest.Ctx(t), c1, metav1.GetOptions{}); err == nil {
 		t.Error("the Node is still there")
 	}

@@ -262,18 +262,28 @@ func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool
 	if err != nil {
 		return Report{}, err
 	}
-	rep, err = e.Run(ctx, plan, ro, emit)
+	// One report ends it, scale-down's own: the evacuation's, ended by delete and terminate
+	// (the evacuation's report is not sent on: a second end of one run).
+	evacuation := func(ev Event) {
+		if _, end := ev.(RunDone); !end {
+			emit(ev)
+		}
+	}
+	rep, err = e.Run(ctx, plan, ro, evacuation)
+	defer func(evacuated bool) {
+		rep.Op, rep.Finished = model.OpScaleDown, e.now()
+		switch {
+		case !evacuated: // as the evacuation ended: refused, interrupted or failed
+		case err != nil:
+			rep.Result, rep.Error = ResultFailed, err.Error()
+		default:
+			rep.Result, rep.Error = ResultDone, ""
+		}
+		emit(NewRunDone(e.now(), rep))
+	}(err == nil)
 	if err != nil {
 		return rep, err
 	}
-	// The last event is scale-down's own report: the evacuation's, ended by delete and terminate.
-	defer func() {
-		rep.Op, rep.Finished, rep.Result, rep.Error = model.OpScaleDown, e.now(), ResultDone, ""
-		if err != nil {
-			rep.Result, rep.Error = ResultFailed, err.Error()
-		}
-		emit(NewRunDone(e.now(), rep))
-	}()
 	step := func(kind model.StepKind, state StepState, detail string) {
 		emit(NewStepEvent(e.now(), node, kind, state, detail))
 	}

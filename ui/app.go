@@ -252,7 +252,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventsMsg:
 		ended := false
 		for _, ev := range msg {
-			if ce, ok := ev.Event.(ops.CampaignEvent); ok {
+			if ce, ok := ev.ev.(ops.CampaignEvent); ok {
 				m.campaign.record(ce)
 				continue
 			}

@@ -156,7 +156,7 @@ func TestKeysThatCannotActSayWhy(t *testing.T) {
 func feed(m Model, key string, evs ...ops.Event) Model {
 	batch := eventsMsg{}
 	for _, ev := range evs {
-		batch = append(batch, tagged{Event: ev, key: key})
+		batch = append(batch, tagged{ev: ev, key: key})
 	}
 	next, _ := m.Update(batch)
 	return next.(Model)

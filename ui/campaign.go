@@ -113,9 +113,9 @@ func (m Model) newCampaign(o campaign.Options, again bool, seq int) tea.Cmd {
 // to that node's operation view (created when its plan arrives).
 func campaignTag(ev ops.Event) tagged {
 	if _, ok := ev.(ops.CampaignEvent); ok {
-		return tagged{Event: ev, key: campaignKey}
+		return tagged{ev: ev, key: campaignKey}
 	}
-	return tagged{Event: ev, key: ev.NodeName(), campaign: true}
+	return tagged{ev: ev, key: ev.NodeName(), campaign: true}
 }
 
 func (m Model) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {

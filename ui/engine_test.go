@@ -137,7 +137,7 @@ func TestTUIBatchHonoursConcurrencyNodes(t *testing.T) {
 	})
 	var order []string
 	for _, ev := range l.events {
-		switch e := ev.Event.(type) {
+		switch e := ev.ev.(type) {
 		case ops.PlanReady:
 			order = append(order, "start "+ev.key)
 		case ops.RunDone:

@@ -58,7 +58,7 @@ type (
 
 // tagged routes an event to the operation view that started it (gh-dash's envelope).
 type tagged struct {
-	ops.Event
+	ev       ops.Event // a field, not embedded: a tagged event is no ops.Event of its own
 	key      string
 	campaign bool // a campaign's node operation: its view is made when its plan arrives
 }
@@ -79,12 +79,12 @@ func newEventBus() *eventBus {
 
 // emitFor is the engine's emit for the operation shown under key.
 func (b *eventBus) emitFor(key string) func(ops.Event) {
-	return func(ev ops.Event) { b.push(tagged{Event: ev, key: key}) }
+	return func(ev ops.Event) { b.push(tagged{ev: ev, key: key}) }
 }
 
 func (b *eventBus) push(ev tagged) {
 	b.mu.Lock()
-	if m, ok := ev.Event.(ops.MigrationEvent); ok && m.Progress() {
+	if m, ok := ev.ev.(ops.MigrationEvent); ok && m.Progress() {
 		if i, ok := b.progress[m.VMID]; ok {
 			b.queue[i] = ev // coalesce: replace the pending sample
 			b.mu.Unlock()

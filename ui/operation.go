@@ -19,16 +19,24 @@ import (
 // operations are the operations started from this view: each one's view, built from its
 // events, and the batches still running, which quitting waits for.
 type operations struct {
-	views   map[string]*opView
-	order   []string
-	kept    int // earlier operations on a key, kept under keys of their own
-	batches sync.WaitGroup
+	views map[string]*opView
+	order []string
+	kept  int // earlier operations on a key, kept under keys of their own
+	// batches counts the batches running; idle is closed while none runs (a WaitGroup's Wait
+	// cannot be bounded without leaving a goroutine behind when the bound passes).
+	mu      sync.Mutex
+	batches int
+	idle    chan struct{}
 	// campaignCancel stops the campaign's node operations (they run inside it).
 	campaignCancel context.CancelFunc
 	campaignName   string // the campaign running, for the quit dialog
 }
 
-func newOperations() *operations { return &operations{views: map[string]*opView{}} }
+func newOperations() *operations {
+	idle := make(chan struct{})
+	close(idle)
+	return &operations{views: map[string]*opView{}, idle: idle}
+}
 
 // add shows a plan as an operation (queued until the engine starts it).
 // An earlier operation on the same node (the evacuation before its uncordon) stays listed in
@@ -48,17 +56,34 @@ func (o *operations) add(key string, p model.Plan, now time.Time, cancel context
 
 // begin counts a running batch; the returned func says it ended.
 func (o *operations) begin() func() {
-	o.batches.Add(1)
-	return o.batches.Done
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.batches == 0 {
+		o.idle = make(chan struct{})
+	}
+	o.batches++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if o.batches--; o.batches == 0 {
+				close(o.idle)
+			}
+		})
+	}
 }
 
 // wait returns once every batch has ended, or after timeout.
 func (o *operations) wait(timeout time.Duration) {
-	done := make(chan struct{})
-	go func() { o.batches.Wait(); close(done) }()
+	o.mu.Lock()
+	idle := o.idle
+	o.mu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	select {
-	case <-done:
-	case <-time.After(timeout):
+	case <-idle:
+	case <-t.C:
 	}
 }
 
@@ -89,7 +114,7 @@ func (o *operations) cancelAll() {
 
 // record applies one engine event to the operation it belongs to; true when it ended one.
 func (o *operations) record(t tagged, now time.Time) bool {
-	if pr, ok := t.Event.(ops.PlanReady); ok && t.campaign {
+	if pr, ok := t.ev.(ops.PlanReady); ok && t.campaign {
 		o.add(t.key, pr.Plan, now, o.campaignCancel)
 		o.views[t.key].campaign = true
 	}
@@ -97,9 +122,9 @@ func (o *operations) record(t tagged, now time.Time) bool {
 	if !ok {
 		return false
 	}
-	done, isEnd := t.Event.(ops.RunDone)
+	done, isEnd := t.ev.(ops.RunDone)
 	ended := isEnd && !v.nested(done.Report.Op) // judged before the event changes the view
-	v.record(t.Event)
+	v.record(t.ev)
 	return ended
 }
 

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -166,13 +167,13 @@ func TestAReturnsMigrationsAreStepsOfTheUncordon(t *testing.T) {
 		ops.NewRunDone(t0, ops.Report{Op: model.OpMigrate, Node: "c0", Result: ops.ResultDone}),
 		ops.NewPlanReady(t0, model.Plan{Op: model.OpMigrate, Node: "c0", VM: "vm-b"}),
 	} {
-		ended = ended || ops_.record(tagged{Event: ev, key: "c0"}, t0)
+		ended = ended || ops_.record(tagged{ev: ev, key: "c0"}, t0)
 	}
 	v := ops_.views["c0"]
 	if ended || v.finished() || v.plan.Op != model.OpUncordon {
 		t.Fatalf("one VM home: ended %v, finished %v, shown as %s", ended, v.finished(), v.plan.Op)
 	}
-	if !ops_.record(tagged{Event: ops.NewRunDone(t0, ops.Report{Op: model.OpUncordon, Node: "c0", Result: ops.ResultDone}), key: "c0"}, t0) || !v.finished() {
+	if !ops_.record(tagged{ev: ops.NewRunDone(t0, ops.Report{Op: model.OpUncordon, Node: "c0", Result: ops.ResultDone}), key: "c0"}, t0) || !v.finished() {
 		t.Error("the uncordon's own end does not end its view")
 	}
 }
@@ -241,5 +242,29 @@ func TestACampaignProposalAnswersAtOnce(t *testing.T) {
 	// Once the proposal is on screen, "planning…" is no longer said.
 	if next, _ := m.campaignReady(campaignReady{}); next.(Model).status != "" {
 		t.Errorf("the proposal on screen, the status still says %q", next.(Model).status)
+	}
+}
+
+// Waiting for the operations with a bound leaves nothing behind when the bound passes (each
+// timed-out wait left a goroutine blocked on the batches for as long as they ran), and ends
+// once the last batch has.
+func TestABoundedWaitLeavesNoGoroutine(t *testing.T) {
+	o := newOperations()
+	done := o.begin()
+	before := runtime.NumGoroutine()
+	for range 100 {
+		o.wait(time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after-before >= 50 {
+		t.Errorf("%d goroutines after 100 timed-out waits, %d before", after, before)
+	}
+	done()
+	done() // twice: counted once
+	finished := make(chan struct{})
+	go func() { o.wait(time.Minute); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		t.Fatal("wait did not return once the batch ended")
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/drainctl/drainctl/text"
 )
 
-// Command mode (k9s's ":"): the screens' commands (:nodes, :vms, :pods, :victims, :ops,
+// The command line (k9s's ":"): the screens' commands (:nodes, :vms, :pods, :victims, :ops,
 // :campaign, :help) and the actions (:ctx [NAME], :sort COLUMN, :q; the demo's :kill and
 // :revive), all from the tables of screens.go. The line is typed in the footer; enter runs
 // it, esc drops it.
