@@ -35,8 +35,8 @@ func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 			// Held until Nova lists the move (a loaded Nova may take seconds): released
 			// earlier, another process would count one move fewer than there are. Bounded
 			// under the lock's own 15 s lease.
-			deadline := time.Now().Add(12 * time.Second)
-			for time.Now().Before(deadline) {
+			deadline := e.now().Add(12 * time.Second)
+			for e.now().Before(deadline) {
 				if ms, err := e.nova.MigrationsOf(ctx, vmID); err == nil && len(ms) > 0 && ms[0].InProgress() {
 					break
 				}

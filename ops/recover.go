@@ -271,11 +271,11 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 func (r *runner) runFence(ctx context.Context, cmd string, k model.KubeNode) error {
 	e, p := r.e, r.plan
 	window := e.cfg.Recover.FenceTimeout.D()
-	deadline := time.Now().Add(window)
+	deadline := e.now().Add(window) // the engine's clock, as every other wait of the run
 	tries := 1 + max(0, e.cfg.Recover.FenceRetries)
 	var err error
 	for i := 1; i <= tries; i++ {
-		left := time.Until(deadline)
+		left := deadline.Sub(e.now())
 		if i == 1 {
 			left = window // the first try has the whole window, as a single run always had
 		}
@@ -285,7 +285,7 @@ func (r *runner) runFence(ctx context.Context, cmd string, k model.KubeNode) err
 			return err
 		}
 		if i < tries {
-			if time.Until(deadline) <= e.o.Backoff {
+			if deadline.Sub(e.now()) <= e.o.Backoff {
 				return err // no time left in fence_timeout for another try
 			}
 			r.nodeChanged(fmt.Sprintf("the fence command failed (try %d of %d): %v; again", i, tries, err))
