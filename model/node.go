@@ -84,6 +84,12 @@ type ComputeService struct {
 	Silent time.Duration `json:"silent,omitempty"`
 }
 
+// Running says the service reports and is not forced down: its host may run VMs.
+func (s ComputeService) Running() bool { return s.Up && !s.ForcedDown }
+
+// TakesVMs says Nova may schedule VMs to the host: its service enabled and running.
+func (s ComputeService) TakesVMs() bool { return s.Enabled && s.Running() }
+
 // Hypervisor is a Nova compute node (the capacity side of a compute host).
 type Hypervisor struct {
 	ID       string `json:"id"`

@@ -94,7 +94,7 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 	}
 	usable, zone := map[string]bool{}, map[string]string{}
 	for _, s := range ns.Services {
-		usable[s.Host] = s.Enabled && s.Up && !s.ForcedDown
+		usable[s.Host] = s.TakesVMs()
 		zone[s.Host] = s.Zone
 	}
 	leaving := e.inv.HostsOf(r.ro.Leaving)
@@ -162,14 +162,9 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 // another's, a campaign's next node) may have disabled it since. A host no longer enabled
 // and up is marked gone. A failed read says nothing: Nova's scheduler checks the host too.
 func (r *runner) stillUsable(ctx context.Context, host string, dests []*destRoom) bool {
-	svcs, err := r.e.nova.ComputeServices(ctx, host)
-	if err != nil {
+	svc, ok, err := r.e.serviceOn(ctx, host)
+	if err != nil || (ok && svc.Host == host && svc.TakesVMs()) {
 		return true
-	}
-	for _, s := range svcs {
-		if s.Host == host && s.Enabled && s.Up && !s.ForcedDown {
-			return true
-		}
 	}
 	for _, d := range dests {
 		if d.host == host {

@@ -30,15 +30,15 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 	}
 	// Home takes VMs again only while its service is enabled and up, read now (someone may
 	// have disabled it since it returned).
-	svcs, err := e.nova.ComputeServices(ctx, home)
+	svc, ok, err := e.serviceOn(ctx, home)
 	switch {
 	case err != nil:
 		return not("reading nova-compute on %s: %v", home, err)
-	case len(svcs) == 0:
+	case !ok:
 		return not("%s has no nova-compute service", home)
-	case !svcs[0].Enabled:
-		return not("nova-compute on %s is disabled again (%q)", home, svcs[0].DisabledReason)
-	case !svcs[0].Up:
+	case !svc.Enabled:
+		return not("nova-compute on %s is disabled again (%q)", home, svc.DisabledReason)
+	case !svc.Up:
 		return not("nova-compute on %s is down", home)
 	}
 	vm, err := e.nova.Server(ctx, l.ID)

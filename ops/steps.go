@@ -72,12 +72,24 @@ func (r *runner) cordon(ctx context.Context) (string, error) {
 
 // computeService re-reads the node's nova-compute service; false when it has none.
 func (r *runner) computeService(ctx context.Context) (model.ComputeService, bool, error) {
-	if r.e.nova == nil || r.plan.Host == "" {
+	return r.e.serviceOn(ctx, r.plan.Host)
+}
+
+// serviceOn reads host's nova-compute service now: every decision on a service (disable it,
+// send a VM there, bring one home, explain a wait) opens with this one read. False when
+// there is no Nova, no host, or no service on it.
+func (e *Engine) serviceOn(ctx context.Context, host string) (model.ComputeService, bool, error) {
+	if e.nova == nil || host == "" {
 		return model.ComputeService{}, false, nil
 	}
-	svcs, err := r.e.nova.ComputeServices(ctx, r.plan.Host)
+	svcs, err := e.nova.ComputeServices(ctx, host)
 	if err != nil || len(svcs) == 0 {
 		return model.ComputeService{}, false, err
+	}
+	for _, s := range svcs {
+		if s.Host == host {
+			return s, true, nil
+		}
 	}
 	return svcs[0], true, nil
 }
@@ -380,11 +392,11 @@ func (x *heldExplainer) readMoves(ctx context.Context) error {
 
 func (x *heldExplainer) computeUp(ctx context.Context) (bool, error) {
 	if x.up == nil {
-		svcs, err := x.r.e.nova.ComputeServices(ctx, x.r.plan.Host)
+		svc, ok, err := x.r.computeService(ctx)
 		if err != nil {
 			return false, err
 		}
-		up := len(svcs) > 0 && svcs[0].Up && !svcs[0].ForcedDown
+		up := ok && svc.Running()
 		x.up = &up
 	}
 	return *x.up, nil
