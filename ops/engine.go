@@ -21,6 +21,9 @@ type Engine struct {
 	inv  *Inventory
 	cfg  model.Config
 	o    EngineOptions
+	// steps is the steps' table (steps.go), made with the engine: a row (return-vms) runs
+	// plans of its own through do, which reads it, so a package variable would need an init.
+	steps map[model.StepKind]stepFunc
 
 	migSlots chan struct{} // the cluster-wide cap on live migrations
 	destMu   sync.Mutex
@@ -111,7 +114,7 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 	}
 	e := &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
 		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster), running: map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{}, sent: map[string][]sentVM{},
-		ranked: make(chan struct{})}
+		ranked: make(chan struct{}), steps: stepTable()}
 	e.leaseHolders = shared.New(leaseReadTimeout, func(ctx context.Context) (map[string]string, error) {
 		return kube.LeasesHeldBy(ctx, o.Holder)
 	})

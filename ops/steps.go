@@ -16,37 +16,36 @@ import (
 // another actor already did is a no-op, and returns a line for the report.
 type stepFunc func(r *runner, ctx context.Context) (string, error)
 
-// steps is every step kind the engine knows; a plan step without an entry is a bug that
+// stepTable is every step kind the engine knows; a plan step without an entry is a bug that
 // TestEveryStepKindHasAFunction catches.
-var steps = map[model.StepKind]stepFunc{
-	model.StepCordon:         (*runner).cordon,
-	model.StepDisableCompute: (*runner).disableCompute,
-	model.StepMigrateVMs:     (*runner).migrateVMs,
-	model.StepEvictPods:      func(r *runner, ctx context.Context) (string, error) { return r.evictStep(ctx, false) },
-	model.StepEvictCarriers:  func(r *runner, ctx context.Context) (string, error) { return r.evictStep(ctx, true) },
-	model.StepVerify:         (*runner).verify,
-	model.StepAbort:          (*runner).abort,
-	model.StepCanary:         (*runner).canary,
-	model.StepEnableCompute:  (*runner).enableCompute,
-	model.StepRestartVMs:     (*runner).restartVMs,
-	model.StepUncordon:       (*runner).uncordon,
-	model.StepRelease:        (*runner).release,
-	model.StepFence:          (*runner).fence,
-	model.StepForceDown:      (*runner).forceDown,
-	model.StepOutOfService:   (*runner).outOfService,
-	model.StepRebuildVMs:     (*runner).rebuildVMs,
-	model.StepPodsGone:       (*runner).podsGone,
-	model.StepForceUp:        (*runner).forceUp,
-	model.StepInService:      (*runner).inService,
+func stepTable() map[model.StepKind]stepFunc {
+	return map[model.StepKind]stepFunc{
+		model.StepCordon:         (*runner).cordon,
+		model.StepDisableCompute: (*runner).disableCompute,
+		model.StepMigrateVMs:     (*runner).migrateVMs,
+		model.StepEvictPods:      func(r *runner, ctx context.Context) (string, error) { return r.evictStep(ctx, false) },
+		model.StepEvictCarriers:  func(r *runner, ctx context.Context) (string, error) { return r.evictStep(ctx, true) },
+		model.StepVerify:         (*runner).verify,
+		model.StepAbort:          (*runner).abort,
+		model.StepCanary:         (*runner).canary,
+		model.StepEnableCompute:  (*runner).enableCompute,
+		model.StepRestartVMs:     (*runner).restartVMs,
+		model.StepUncordon:       (*runner).uncordon,
+		model.StepRelease:        (*runner).release,
+		model.StepFence:          (*runner).fence,
+		model.StepForceDown:      (*runner).forceDown,
+		model.StepOutOfService:   (*runner).outOfService,
+		model.StepRebuildVMs:     (*runner).rebuildVMs,
+		model.StepPodsGone:       (*runner).podsGone,
+		model.StepForceUp:        (*runner).forceUp,
+		model.StepInService:      (*runner).inService,
+		model.StepReturnVMs:      (*runner).returnVMs,
+	}
 }
-
-// return-vms runs a plan of its own for each VM (Run, which calls do): its row is added once
-// the table exists.
-func init() { steps[model.StepReturnVMs] = (*runner).returnVMs }
 
 // do runs one step.
 func (r *runner) do(ctx context.Context, kind model.StepKind) (string, error) {
-	f, ok := steps[kind]
+	f, ok := r.e.steps[kind]
 	if !ok {
 		return "", fmt.Errorf("step %s is not implemented", kind)
 	}

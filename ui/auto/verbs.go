@@ -12,9 +12,6 @@ import (
 // verbs is --auto's table: each verb's usage lines and what it does. Its dispatch (Do), its
 // usage text (drainctl --help), the verbs a usage error names and the shell completion
 // are all read from it. (Set in init: plan runs Do, which reads the table.)
-var verbs []verb
-
-func init() { verbs = verbTable() }
 
 func verbTable() []verb {
 	return []verb{
@@ -69,8 +66,9 @@ type verb struct {
 
 // Verbs lists the verbs --auto knows ("list, plan, …"), for usage errors and the shell completion.
 func Verbs() string {
-	names := make([]string, len(verbs))
-	for i, v := range verbs {
+	table := verbTable()
+	names := make([]string, len(table))
+	for i, v := range table {
 		names[i] = v.name
 	}
 	return strings.Join(names, ", ")
@@ -78,8 +76,9 @@ func Verbs() string {
 
 // VerbUsage is every verb's usage lines, for drainctl --help.
 func VerbUsage() string {
-	lines := make([]string, len(verbs))
-	for i, v := range verbs {
+	table := verbTable()
+	lines := make([]string, len(table))
+	for i, v := range table {
 		lines[i] = v.usage
 	}
 	return strings.Join(lines, "\n") + "\n"
@@ -92,7 +91,7 @@ func KnownVerb(v string) bool {
 }
 
 func verbNamed(name string) (verb, bool) {
-	for _, v := range verbs {
+	for _, v := range verbTable() {
 		if v.name == name {
 			return v, true
 		}
