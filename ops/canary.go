@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/poll"
 	"github.com/drainctl/drainctl/text"
 )
 
@@ -148,7 +149,7 @@ func (r *runner) deleteCanary(ctx context.Context, id string) error {
 			r.nodeChanged("canary " + id + " deleted")
 			return nil
 		}
-		if !sleep(ctx, e.o.Poll) {
+		if !poll.Sleep(ctx, e.o.Poll) {
 			return fmt.Errorf("the canary (server %s) is still shown after its delete: delete it by hand", id)
 		}
 	}

@@ -3,6 +3,8 @@ package ops
 import (
 	"context"
 	"time"
+
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // The migration caps hold across every drainctl process (a daemon per node, a colleague's
@@ -40,7 +42,7 @@ func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 				if ms, err := e.nova.MigrationsOf(ctx, vmID); err == nil && len(ms) > 0 && ms[0].InProgress() {
 					break
 				}
-				if !sleep(ctx, 20*time.Millisecond) {
+				if !poll.Sleep(ctx, 20*time.Millisecond) {
 					break
 				}
 			}

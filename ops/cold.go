@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // Cold migration, as Nova does it (shared/notes/nova-api.md, "Stopped VMs and dead hosts"):
@@ -255,7 +256,7 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 		if len(left) == 0 || e.now().After(deadline) {
 			return reverted, left, nil
 		}
-		if !sleep(ctx, e.o.Poll) {
+		if !poll.Sleep(ctx, e.o.Poll) {
 			return reverted, left, ctx.Err()
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // evict removes the node's evictable pods (or, with carriers, the pods that carried the
@@ -184,7 +185,7 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 			continue
 		case errors.As(err, new(*TransientError)):
 			emit(PodRetrying, "", err.Error())
-			if !sleep(ctx, backoff) {
+			if !poll.Sleep(ctx, backoff) {
 				return ended("while retrying its eviction")
 			}
 			backoff = min(backoff*2, 30*time.Second)

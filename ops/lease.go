@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // Leases and cancellation across processes. Every running engine has its own holder
@@ -170,7 +171,7 @@ func (e *Engine) keepLease(ctx context.Context, key string, stop context.CancelC
 
 // keepLeaseAs is keepLease for a lease held under another identity (a node slot's).
 func (e *Engine) keepLeaseAs(ctx context.Context, key, holder string, stop context.CancelCauseFunc) {
-	last := time.Now()
+	last := e.now()
 	t := time.NewTicker(e.o.LeaseTTL / 3)
 	defer t.Stop()
 	for {
@@ -183,13 +184,13 @@ func (e *Engine) keepLeaseAs(ctx context.Context, key, holder string, stop conte
 		var held *LeaseHeldError
 		switch {
 		case err == nil:
-			last = time.Now()
+			last = e.now()
 		case errors.As(err, &held):
 			stop(fmt.Errorf("%w: now held by %s", ErrLeaseLost, held.Holder))
 			return
-		case time.Since(last) > e.o.LeaseTTL*2/3:
+		case e.now().Sub(last) > e.o.LeaseTTL*2/3:
 			// The next attempt would come after the lease expired: stop while it is ours.
-			stop(fmt.Errorf("%w: not renewed for %s: %v", ErrLeaseLost, time.Since(last).Round(time.Millisecond), err))
+			stop(fmt.Errorf("%w: not renewed for %s: %v", ErrLeaseLost, e.now().Sub(last).Round(time.Millisecond), err))
 			return
 		}
 	}
@@ -255,7 +256,7 @@ func (r *runner) stopHolder(ctx context.Context) error {
 		return err
 	}
 	r.nodeChanged(fmt.Sprintf("asked %s to stop (%s)", holder, r.plan.Op))
-	deadline := time.Now().Add(e.o.CancelWait)
+	deadline := e.now().Add(e.o.CancelWait)
 	for {
 		h, _, err := e.kube.LeaseHolder(ctx, node)
 		if err == nil && h != holder {
@@ -267,11 +268,11 @@ func (r *runner) stopHolder(ctx context.Context) error {
 				return nil
 			}
 		}
-		if time.Now().After(deadline) {
+		if e.now().After(deadline) {
 			return &LeaseHeldError{Node: node, Holder: holder, Until: until,
 				Reason: fmt.Sprintf("it did not stop within %s of the %s request; nothing was changed", e.o.CancelWait, r.plan.Op)}
 		}
-		if !sleep(ctx, e.o.Poll) {
+		if !poll.Sleep(ctx, e.o.Poll) {
 			return ctx.Err()
 		}
 	}

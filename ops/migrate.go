@@ -11,6 +11,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // vmRun is one VM's migration as the engine follows it.
@@ -165,7 +166,7 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 			r.nodeChanged(fmt.Sprintf("waiting for %d move(s) into %s to end before it can be called empty", len(incoming), host))
 			said = true
 		}
-		if !sleep(ctx, e.o.Poll) {
+		if !poll.Sleep(ctx, e.o.Poll) {
 			return nil, ctx.Err()
 		}
 	}
@@ -233,7 +234,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 		}
 		failed = append(failed, r.startAllowed(ctx, &pending, running, dests)...)
 		r.ledgerMoved(ctx, running)
-		if !sleep(ctx, e.o.Poll) {
+		if !poll.Sleep(ctx, e.o.Poll) {
 			continue // the top of the loop records the interruption
 		}
 		for id, run := range running {
@@ -496,16 +497,4 @@ func (e *Engine) stillInProgress(ctx context.Context, m model.Migration) bool {
 		}
 	}
 	return false
-}
-
-// sleep waits d or until ctx ends; false means ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/opcmd"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // A dead host, both layers under one plan (recover): the machine is proven off (fencing),
@@ -289,7 +290,7 @@ func (r *runner) runFence(ctx context.Context, cmd string, k model.KubeNode) err
 				return err // no time left in fence_timeout for another try
 			}
 			r.nodeChanged(fmt.Sprintf("the fence command failed (try %d of %d): %v; again", i, tries, err))
-			if !sleep(ctx, e.o.Backoff) {
+			if !poll.Sleep(ctx, e.o.Backoff) {
 				return err
 			}
 		}
@@ -440,41 +441,38 @@ func deadPods(pods []model.Pod) []model.Pod {
 // report up. A VM Nova still shows on the host is reported.
 func (r *runner) forceUp(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
-	said := false
-	for {
+	up := false
+	err := poll.Until(ctx, e.o.Poll, r.nodeChanged, func(ctx context.Context) (bool, string, error) {
 		svc, ok, err := r.computeService(ctx)
 		switch {
 		case err != nil:
-			return "", err
+			return false, "", err
 		case !ok:
-			return "no compute service", nil
+			return true, "", nil
 		case !svc.ForcedDown && svc.Up:
-			return r.stillOnHost(ctx, "up")
+			up = true
+			return true, "", nil
 		case !svc.ForcedDown:
-			if !said {
-				r.nodeChanged("nova-compute on " + p.Host + " forced up; waiting for it to report up")
-				said = true
-			}
-		default:
-			_, err := e.nova.SetForcedDown(ctx, p.Host, false)
-			var pending *EvacuationsPendingError
-			switch {
-			case errors.As(err, &pending):
-				if !said {
-					r.nodeChanged("waiting: Nova refuses to force nova-compute on " + p.Host + " up until it has restarted and cleaned up after the evacuations (their records go from done to completed)")
-					said = true
-				}
-			case err != nil:
-				return "", err
-			default:
-				r.nodeChanged("nova-compute forced up")
-				said = false
-			}
+			return false, "nova-compute on " + p.Host + " forced up; waiting for it to report up", nil
 		}
-		if !sleep(ctx, e.o.Poll) {
-			return "", ctx.Err()
+		_, err = e.nova.SetForcedDown(ctx, p.Host, false)
+		var pending *EvacuationsPendingError
+		switch {
+		case errors.As(err, &pending):
+			return false, "waiting: Nova refuses to force nova-compute on " + p.Host + " up until it has restarted and cleaned up after the evacuations (their records go from done to completed)", nil
+		case err != nil:
+			return false, "", err
 		}
+		r.nodeChanged("nova-compute forced up")
+		return false, "", nil
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case !up:
+		return "no compute service", nil
 	}
+	return r.stillOnHost(ctx, "up")
 }
 
 // stillOnHost reports the VMs Nova still shows on the host after its return. It proves the
@@ -511,28 +509,26 @@ func (r *runner) stillOnHost(ctx context.Context, detail string) (string, error)
 // inService takes the out-of-service taint away once the node is Ready again.
 func (r *runner) inService(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
-	said := false
-	for {
+	detail := ""
+	err := poll.Until(ctx, e.o.Poll, r.nodeChanged, func(ctx context.Context) (bool, string, error) {
 		k, ok := e.kube.Node(p.Node)
 		switch {
 		case !ok:
-			return "", fmt.Errorf("node %s is gone", p.Node)
+			return false, "", fmt.Errorf("node %s is gone", p.Node)
 		case !k.HasTaint(policy.OutOfService.Key):
-			return "taint already gone", nil
-		case k.Ready:
-			if err := e.kube.SetTaint(ctx, p.Node, policy.OutOfService, false); err != nil {
-				return "", err
-			}
-			r.nodeChanged("taint " + policy.OutOfService.Key + " removed")
-			return "taint removed", nil
-		case !said:
-			r.nodeChanged("waiting for the node to be Ready before the out-of-service taint goes")
-			said = true
+			detail = "taint already gone"
+			return true, "", nil
+		case !k.Ready:
+			return false, "waiting for the node to be Ready before the out-of-service taint goes", nil
 		}
-		if !sleep(ctx, e.o.Poll) {
-			return "", ctx.Err()
+		if err := e.kube.SetTaint(ctx, p.Node, policy.OutOfService, false); err != nil {
+			return false, "", err
 		}
-	}
+		r.nodeChanged("taint " + policy.OutOfService.Key + " removed")
+		detail = "taint removed"
+		return true, "", nil
+	})
+	return detail, err
 }
 
 func firstNonEmpty(a, b string) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // restart-in-place, a VM's own policy: for a short reboot of a VM that tolerates the
@@ -107,7 +108,7 @@ func (e *Engine) watchServer(ctx context.Context, id string, timeout time.Durati
 				last = seen
 			}
 		}
-		if !sleep(ctx, e.o.Poll) {
+		if !poll.Sleep(ctx, e.o.Poll) {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("%s (%s): %s", notYet, timeout, last)
 			}

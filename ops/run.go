@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // Run carries out a plan, reporting through emit (which must not block for long: the TUI's
@@ -345,7 +346,7 @@ func (r *runner) journal(phase, errMsg string) {
 			r.emit(NewNodeChanged(r.e.now(), r.plan.Node, "journal: "+phase))
 			return
 		}
-		if !sleep(ctx, wait) {
+		if !poll.Sleep(ctx, wait) {
 			break
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // Node slots: at most concurrency.nodes nodes are emptied at once, whoever asks (RunBatch,
@@ -89,7 +90,7 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 			r.step(model.StepSlot, StepQueued, msg)
 			said = msg
 		}
-		if !sleep(ctx, min(e.o.Poll*5, 2*time.Second)) {
+		if !poll.Sleep(ctx, min(e.o.Poll*5, 2*time.Second)) {
 			return nil, waited, nil, ctx.Err()
 		}
 	}

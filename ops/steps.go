@@ -10,6 +10,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // stepFunc carries out one kind of plan step. Each re-reads the cluster first, so a step
@@ -291,7 +292,7 @@ func (r *runner) placementHeld(ctx context.Context, staying map[string]bool) (he
 			slices.Sort(notes)
 			return held, notes, nil
 		}
-		if !sleep(ctx, r.e.o.Poll) {
+		if !poll.Sleep(ctx, r.e.o.Poll) {
 			return nil, nil, ctx.Err()
 		}
 	}

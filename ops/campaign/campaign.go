@@ -13,6 +13,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/opcmd"
+	"github.com/drainctl/drainctl/ops/poll"
 	"github.com/drainctl/drainctl/ops/shared"
 )
 
@@ -395,7 +396,7 @@ func (d *domains) wait(ctx context.Context, domain string, said func(string)) bo
 			said(domain)
 			told = true
 		}
-		if !sleep(ctx, 200*time.Millisecond) {
+		if !poll.Sleep(ctx, 200*time.Millisecond) {
 			return false
 		}
 	}
@@ -500,16 +501,4 @@ type SkippedError struct {
 func (e *SkippedError) Error() string {
 	return fmt.Sprintf("campaign %s finished with %d node(s) not worked: %s; rerun the campaign's command for them after fixing them",
 		e.Campaign, len(e.Nodes), strings.Join(e.Nodes, ", "))
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

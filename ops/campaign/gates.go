@@ -8,6 +8,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/opcmd"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // Health gates (kured's shape): before each node of a campaign starts, the campaign's window
@@ -55,7 +56,7 @@ func (r *Campaign) gateOpen(ctx context.Context, node string) bool {
 		r.mu.Lock()
 		stopping := r.stopping
 		r.mu.Unlock()
-		if stopping != nil || !sleep(ctx, max(r.e.PollInterval()*5, 250*time.Millisecond)) {
+		if stopping != nil || !poll.Sleep(ctx, max(r.e.PollInterval()*5, 250*time.Millisecond)) {
 			return false
 		}
 	}

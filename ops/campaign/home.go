@@ -6,6 +6,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // --return-vms in a campaign: a node's VMs are brought home once it is back and verified, in
@@ -188,7 +189,7 @@ func (r *Campaign) waitOutOfFlight(ctx context.Context, id string) bool {
 		if !busy {
 			return true
 		}
-		if !sleep(ctx, r.e.PollInterval()) {
+		if !poll.Sleep(ctx, r.e.PollInterval()) {
 			return false
 		}
 	}
