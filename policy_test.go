@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/ops/sim"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 // Nova's policy, held to deploy/README.md: a user granted exactly the rules it lists (no

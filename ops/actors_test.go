@@ -23,12 +23,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 func forced() ops.RunOptions {

@@ -16,12 +16,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden event transcripts")

@@ -11,11 +11,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 // everyState puts on c0, beside the cluster's two ACTIVE VMs, one VM of every other kind a

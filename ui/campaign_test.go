@@ -10,11 +10,11 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 // A campaign from the TUI: C on two selected nodes shows it for confirmation (nothing

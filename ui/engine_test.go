@@ -9,11 +9,11 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }

@@ -13,13 +13,13 @@ import (
 
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/notify"
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }

@@ -16,12 +16,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 // controllerUser is the controller's ServiceAccount (deploy/controller-rbac.yaml).

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 // The daemon and the NodeMaintenance controller work with a Nova user granted exactly the

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }

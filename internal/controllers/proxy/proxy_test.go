@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drainctl/drainctl/internal/controllers/proxy"
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
@@ -27,7 +28,6 @@ import (
 	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
-	"github.com/drainctl/drainctl/ops/sim/simtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
