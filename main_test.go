@@ -135,7 +135,7 @@ func TestControllersEmptyNodesThroughRunAlone(t *testing.T) {
 		t.Errorf("found %v: is the search broken?", calls)
 	}
 	// ScaleDown runs its plan through Run, and Run's step loop takes the slot.
-	for file, want := range map[string]string{"ops/engine.go": "e.Run(ctx, plan, ro, emit)", "ops/run.go": "r.takeSlot(ctx, stop)"} {
+	for file, want := range map[string]string{"ops/engine.go": "e.Run(ctx, plan, ro, evacuation)", "ops/run.go": "r.takeSlot(ctx, stop)"} {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

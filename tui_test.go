@@ -109,7 +109,7 @@ func TestTUIEvacuateAndUncordon(t *testing.T) {
 	tm.keys("u")
 	tm.waitFor(10*time.Second, "Uncordon compute-1?")
 	tm.keys("y")
-	tm.waitFor(20*time.Second, "uncordon compute-1  done")
+	tm.waitFor(20*time.Second, "uncordon compute-1  (2 of 2 operations, space for the next)  done") // the evacuation stays listed
 	tm.keys("Escape")
 	tm.waitForRow(15*time.Second, "compute-1", "Ready ", "enabled/up")
 	tm.keys("q")
