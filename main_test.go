@@ -50,8 +50,10 @@ func TestHouseDrawing(t *testing.T) {
 		for _, dep := range deps {
 			d := strings.TrimPrefix(dep, mod)
 			switch {
-			case d == "ops/sim" && pkg != "internal/app" && !under(pkg, "ops/sim") && !under(pkg, "hack"):
-				t.Errorf("%s imports the simulator: only the composition roots (internal/app, the runners in hack/) may", pkg)
+			case d == "ops/sim" && pkg != "internal/app" && pkg != "internal/simtest" && !under(pkg, "ops/sim") && !under(pkg, "hack"):
+				t.Errorf("%s imports the simulator: only the composition roots (internal/app, the runners in hack/) and the tests' world (internal/simtest) may", pkg)
+			case d == "internal/simtest": // go list's Imports leave tests out: only a test may
+				t.Errorf("%s imports internal/simtest: it is a test's world, no product's", pkg)
 			case under(pkg, "ops") && under(d, "internal"):
 				t.Errorf("%s imports %s: the engine must not know the controllers or the root", pkg, d)
 			case pkg == "ops/sim" && d == "ops":
