@@ -266,25 +266,22 @@ func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool
 		return Report{}, err
 	}
 	// One report ends it, scale-down's own: the evacuation's, ended by delete and terminate
-	// (the evacuation's report is not sent on: a second end of one run).
+	// (the evacuation's report is not sent on: a second end of one run). Refused, interrupted
+	// or failed, the evacuation's result is scale-down's.
 	evacuation := func(ev Event) {
 		if _, end := ev.(RunDone); !end {
 			emit(ev)
 		}
 	}
-	rep, err = e.Run(ctx, plan, ro, evacuation)
-	defer func(evacuated bool) {
+	defer func() {
 		rep.Op, rep.Finished = model.OpScaleDown, e.now()
-		switch {
-		case !evacuated: // as the evacuation ended: refused, interrupted or failed
-		case err != nil:
-			rep.Result, rep.Error = ResultFailed, err.Error()
-		default:
-			rep.Result, rep.Error = ResultDone, ""
-		}
 		emit(NewRunDone(e.now(), rep))
-	}(err == nil)
-	if err != nil {
+	}()
+	if rep, err = e.Run(ctx, plan, ro, evacuation); err != nil {
+		return rep, err
+	}
+	failed := func(err error) (Report, error) {
+		rep.Result, rep.Error = ResultFailed, err.Error()
 		return rep, err
 	}
 	step := func(kind model.StepKind, state StepState, detail string) {
@@ -293,7 +290,7 @@ func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool
 	step(model.StepDeleteNode, StepStarted, "delete the Node object")
 	if err := e.kube.DeleteNode(ctx, node); err != nil {
 		step(model.StepDeleteNode, StepFailed, err.Error())
-		return rep, err
+		return failed(err)
 	}
 	step(model.StepDeleteNode, StepDone, "deleted")
 	if pool == nil {
@@ -304,7 +301,7 @@ func (e *Engine) ScaleDown(ctx context.Context, node string, ro RunOptions, pool
 	id, err := pool.TerminateNode(ctx, node, k.ProviderID)
 	if err != nil {
 		step(model.StepTerminate, StepFailed, err.Error())
-		return rep, err
+		return failed(err)
 	}
 	step(model.StepTerminate, StepDone, "machine "+id+" terminated")
 	return rep, nil

@@ -59,6 +59,19 @@ func MigrationRate(bps float64) string {
 	return fmt.Sprintf("%.0f MiB/s", mib)
 }
 
+// CopyETA is a live copy's ETA with the rate it is counted from (how fast its remaining
+// memory falls, in rate's format): "eta 2s at 1.0 GiB/s"; "eta -" before a rate is measured
+// (one sample), "eta - (not falling)" while remaining grows.
+func CopyETA(eta time.Duration, converge float64, rate func(float64) string) string {
+	switch {
+	case converge > 0:
+		return "eta " + Duration(eta) + " at " + rate(converge)
+	case converge < 0:
+		return "eta - (not falling)"
+	}
+	return "eta -"
+}
+
 // Duration formats a duration for an ETA column: 45s, 3m20s, 1h05m.
 func Duration(d time.Duration) string {
 	if d < 0 {

@@ -445,9 +445,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		b.WriteString(st.Title.Render(title) + "  " + stateStyle.Render(state) + "\n")
 	} else {
 		b.WriteString(st.Title.Render(truncate(title, width)) + "\n")
-		for _, l := range wrap("  "+state, width) {
-			b.WriteString(stateStyle.Render(l) + "\n")
-		}
+		writeWrapped(&b, width, stateStyle, "  "+state)
 	}
 	at := "one node at a time"
 	if c.Parallel > 1 {
@@ -470,9 +468,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			b.WriteString(l + "\n")
 		}
 		if on := campaignFlags(p.asked()); len(on) > 0 {
-			for _, l := range wrap("runs with: "+strings.Join(on, " "), width) {
-				b.WriteString(st.Danger.Render(l) + "\n")
-			}
+			writeWrapped(&b, width, st.Danger, "runs with: "+strings.Join(on, " "))
 		}
 		keys := "F D E L M toggle the overrides for every node, H brings the VMs home"
 		if len(p.skippable()) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
@@ -481,9 +477,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		if len(p.policyBlocked()) > 0 || len(p.asked().Run.Policy.OverrideVMPolicies) > 0 {
 			keys += ", O moves the VMs whose own policy blocks anyway"
 		}
-		for _, l := range wrap(keys+"; w types the reason", width) { // at 80 columns too: every key named
-			b.WriteString(st.Muted.Render(l) + "\n")
-		}
+		writeWrapped(&b, width, st.Muted, keys+"; w types the reason") // at 80 columns too: every key named
 		switch {
 		case p.input.typing():
 			b.WriteString(p.input.view() + "\n")
@@ -496,11 +490,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			if f.Short != "" {
 				style = st.Error
 			}
-			for _, fl := range text.ForecastLines(f) {
-				for _, l := range wrap(fl, width) {
-					b.WriteString(style.Render(l) + "\n")
-				}
-			}
+			writeWrapped(&b, width, style, text.ForecastLines(f)...)
 		}
 	}
 	rows := max(3, (s.height-8)/2)
@@ -558,16 +548,12 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		b.WriteString(style.Render(truncate(line, width)) + "\n")
 		if refusable { // every blocker, wrapped under its node: the remedy is what the operator acts on
 			for _, r := range fc[n.Name].Blockers {
-				for _, l := range wrap("      "+text.Reason(r), width) {
-					b.WriteString(st.Error.Render(l) + "\n")
-				}
+				writeWrapped(&b, width, st.Error, "      "+text.Reason(r))
 			}
 		}
 		if n.Phase == model.PhasePending && !p.started { // what it would lose for good, before y
 			for _, r := range fc[n.Name].Losses {
-				for _, l := range wrap("      LOST FOR GOOD "+text.Reason(r), width) {
-					b.WriteString(st.Danger.Render(l) + "\n")
-				}
+				writeWrapped(&b, width, st.Danger, "      LOST FOR GOOD "+text.Reason(r))
 			}
 		}
 	}

@@ -211,9 +211,7 @@ func (p *confirmPane) body(s *shared) string {
 				remedy = " (use " + f + " to override)"
 			}
 			// Wrapped, never cut: the reason whole, then its remedy (the flag the operator acts on).
-			for _, l := range wrap(text.Sprintf("  %-6s %s", r.Severity, what)+remedy, width) {
-				b.WriteString(style.Render(l) + "\n")
-			}
+			writeWrapped(&b, width, style, text.Sprintf("  %-6s %s", r.Severity, what)+remedy)
 		}
 	}
 	on := text.GivenFlags(pd.ro.Policy.Given())
@@ -221,9 +219,7 @@ func (p *confirmPane) body(s *shared) string {
 		on = append(on, "--confirm-fenced")
 	}
 	if len(on) > 0 {
-		for _, l := range wrap("overrides: "+strings.Join(on, " "), width) {
-			b.WriteString(st.Danger.Render(l) + "\n")
-		}
+		writeWrapped(&b, width, st.Danger, "overrides: "+strings.Join(on, " "))
 	}
 	var losses, downtime []string
 	for _, pl := range pd.batch.Plans {
@@ -238,11 +234,11 @@ func (p *confirmPane) body(s *shared) string {
 	}
 	if len(downtime) > 0 {
 		b.WriteString(st.Danger.Render(fmt.Sprintf("DOWNTIME if you run it (%d):", len(downtime))) + "\n")
-		writeWrapped(&b, downtime, width, st.Danger)
+		writeWrapped(&b, width, st.Danger, downtime...)
 	}
 	if len(losses) > 0 {
 		b.WriteString(st.Danger.Render(fmt.Sprintf("LOST FOR GOOD if you run it (%d):", len(losses))) + "\n")
-		writeWrapped(&b, losses, width, st.Danger)
+		writeWrapped(&b, width, st.Danger, losses...)
 	}
 	switch {
 	case p.why.typing():
@@ -278,9 +274,7 @@ func (p *confirmPane) body(s *shared) string {
 		hint = "Refused until every blocker is resolved or overridden (" + strings.Join(keys, "; ") + "; y judges it again)."
 	}
 	if hint != "" {
-		for _, l := range wrap(hint, width) {
-			b.WriteString(st.Warn.Render(l) + "\n")
-		}
+		writeWrapped(&b, width, st.Warn, hint)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -320,15 +314,6 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 		b.WriteString(style.Render(truncate(line, width)) + "\n") // cut, marked: the reasons below say it whole
 	}
 	return b.String()
-}
-
-// writeWrapped writes lines wrapped to width in style: what a plan says is never cut.
-func writeWrapped(b *strings.Builder, lines []string, width int, style lipgloss.Style) {
-	for _, line := range lines {
-		for _, l := range wrap(line, width) {
-			b.WriteString(style.Render(l) + "\n")
-		}
-	}
 }
 
 // policyBlockers are the blockers a VM's own maintenance policy makes (O lifts them).

@@ -118,10 +118,7 @@ func (o *operations) record(t tagged, now time.Time) bool {
 	if !ok {
 		return false
 	}
-	done, isEnd := t.ev.(ops.RunDone)
-	ended := isEnd && !v.nested(done.Report.Op) // judged before the event changes the view
-	v.record(t.ev)
-	return ended
+	return v.record(t.ev)
 }
 
 // opView is what the operation screen shows of one operation, built from its events.
@@ -212,8 +209,8 @@ func (v *opView) counts() (vmsDone, vms, podsDone, pods int) {
 	return
 }
 
-// record applies one of the operation's events.
-func (v *opView) record(ev ops.Event) {
+// record applies one of the operation's events; true when it ended the operation.
+func (v *opView) record(ev ops.Event) (ended bool) {
 	at := ev.Time()
 	switch e := ev.(type) {
 	case ops.PlanReady:
@@ -300,13 +297,12 @@ func (v *opView) record(ev ops.Event) {
 		}
 	case ops.RunDone:
 		r := e.Report
-		if v.nested(r.Op) { // the return of one VM ended, not the operation
-			v.logf(at, r.Result != ops.ResultDone, "%s %s %s", r.Op, r.Result, r.Error)
-			return
+		if !v.nested(r.Op) { // a nested one is the return of one VM, not the operation's end
+			v.report, v.queued, ended = &r, false, true
 		}
-		v.report, v.queued = &r, false
 		v.logf(at, r.Result != ops.ResultDone, "%s %s %s", r.Op, r.Result, r.Error)
 	}
+	return ended
 }
 
 // nested says whether an operation of kind op, seen in this operation's events, runs inside

@@ -261,14 +261,7 @@ func copyDetail(vm *vmView, st *Styles) string {
 	if vm.stalled {
 		d += "  " + st.Error.Render("STALLED")
 	}
-	switch {
-	case vm.converge > 0:
-		d += fmt.Sprintf("  eta %s at %s", text.Duration(vm.eta), text.MigrationRate(vm.converge))
-	case vm.converge < 0: // measured, and remaining grows: the guest dirties faster than the copy
-		d += "  eta - (not falling)"
-	default: // one sample so far: nothing measured yet
-		d += "  eta -"
-	}
+	d += "  " + text.CopyETA(vm.eta, vm.converge, text.MigrationRate)
 	d += "  link " + text.MigrationRate(vm.rate)
 	if vm.processed > vm.total {
 		d += fmt.Sprintf("  sent %s (%.1f× its memory: rewritten pages)", text.Bytes(vm.processed), float64(vm.processed)/float64(vm.total))

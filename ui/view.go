@@ -248,6 +248,16 @@ func pad(s string, w int) string {
 	return s
 }
 
+// writeWrapped writes lines wrapped to width in style, never cut: a plan's reasons, a
+// campaign's state and forecast.
+func writeWrapped(b *strings.Builder, width int, style lipgloss.Style, lines ...string) {
+	for _, line := range lines {
+		for _, l := range wrap(line, width) {
+			b.WriteString(style.Render(l) + "\n")
+		}
+	}
+}
+
 // fit is cluster text made Safe, then cut to w columns: the width is measured on what the
 // terminal will show.
 func fit(s string, w int) string { return truncate(text.Safe(s), w) }

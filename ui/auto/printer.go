@@ -98,14 +98,8 @@ func (p *Printer) line(ev ops.Event) string {
 			if e.Total > 0 {
 				pct = 100 * float64(e.Total-e.Remaining) / float64(e.Total)
 			}
-			// the ETA is remaining over the rate it falls at, said with it; the link's rate apart
-			eta := "eta -" // one sample so far: nothing measured yet
-			switch {
-			case e.Converge > 0:
-				eta = "eta " + text.Duration(e.ETA) + " at " + text.Rate(e.Converge)
-			case e.Converge < 0: // measured, and remaining grows
-				eta = "eta - (not falling)"
-			}
+			// the ETA with the rate remaining falls at, the link's rate apart
+			eta := text.CopyETA(e.ETA, e.Converge, text.Rate)
 			s := text.Sprintf("%s vm %s %s→%s %3.0f%%, %s of %s left, %s, link %s", e.Node, e.VM, e.Source, orDash(e.Dest), pct,
 				text.Bytes(e.Remaining), text.Bytes(e.Total), eta, text.Rate(e.Rate))
 			if e.Processed > e.Total && e.Total > 0 {
