@@ -69,6 +69,7 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	left, earlier := r.earlierCanary(ctx)
+	r.onHost = r.serversOn(ctx) // none of these lands while the service is enabled
 	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
 		return "", err
 	}
@@ -204,10 +205,24 @@ func (r *runner) canaryFails(ctx context.Context, why string, canaries ...string
 	return err
 }
 
+// serversOn is the IDs of the servers on the node's host now, as Nova lists them (nil when
+// the read fails).
+func (r *runner) serversOn(ctx context.Context) map[string]bool {
+	vms, err := r.e.nova.Servers(ctx, r.plan.Host)
+	if err != nil {
+		return nil
+	}
+	ids := make(map[string]bool, len(vms))
+	for _, vm := range vms {
+		ids[vm.ID] = true
+	}
+	return ids
+}
+
 // landedBeside names the servers on the host other than the canaries (by ID: a tenant's
-// server named like one is a tenant's) and the VMs left on it on purpose, which were there
-// before: tenants' VMs the scheduler sent to the unproven host while its service was enabled
-// for the canary.
+// server named like one is a tenant's) and those Nova listed there just before the service
+// was enabled (a VM stopped in place, one left on purpose): tenants' VMs the scheduler sent to
+// the unproven host while its service was enabled for the canary.
 func (r *runner) landedBeside(ctx context.Context, canaries []string) string {
 	vms, err := r.e.nova.Servers(ctx, r.plan.Host)
 	if err != nil {
@@ -219,7 +234,7 @@ func (r *runner) landedBeside(ctx context.Context, canaries []string) string {
 	}
 	var names []string
 	for _, vm := range vms {
-		if !slices.Contains(canaries, vm.ID) && !before[vm.ID] {
+		if !slices.Contains(canaries, vm.ID) && !before[vm.ID] && !r.onHost[vm.ID] {
 			names = append(names, fmt.Sprintf("%s (%s)", vm.Name, vm.ID))
 		}
 	}

@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -313,10 +314,28 @@ func TestAFailedCanarySaysTheVMsItLeavesStopped(t *testing.T) {
 	if a, _ := c.World.ServerByName("vm-a"); a.Status != "SHUTOFF" {
 		t.Fatalf("vm-a after the evacuation: %s, want stopped in place", a.Status)
 	}
+	// A forged journal entry (one Node patch writes it) names a tenant's server its owner
+	// stopped: Nova's newest stop is not drainctl's, so it is not said to be drainctl's.
+	c.World.AddServer("vm-t", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.Stop("vm-t")
+	tenant, _ := c.World.ServerByName("vm-t")
+	var j map[string]any
+	if err := json.Unmarshal([]byte(c.Node(c0).Annotations[ops.JournalAnnotation]), &j); err != nil {
+		t.Fatal(err)
+	}
+	j["restart"] = append(j["restart"].([]any), tenant.ID)
+	j["stopped"].(map[string]any)[tenant.ID] = "req-forged"
+	forged, _ := json.Marshal(j)
+	c.SetAnnotation(c0, ops.JournalAnnotation, string(forged))
 	if err := c.World.ApplyFaultSpec("boot-error=" + c0); err != nil {
 		t.Fatal(err)
 	}
 	rec, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{})
+	// Neither vm-a (stopped in place) nor vm-t was sent there while the service was enabled
+	// for the canary: they were on the host before (it named both as landed meanwhile).
+	if err != nil && (strings.Contains(err.Error(), "vm-t") || strings.Contains(err.Error(), "landed on it")) {
+		t.Errorf("a forged journal entry is said stopped by drainctl, or a VM there before said landed: %v", err)
+	}
 	want := "1 VM(s) drainctl stopped for restart-in-place stay stopped until the node's return completes: vm-a"
 	if err == nil || !strings.Contains(err.Error(), "not proven healthy") || !strings.Contains(err.Error(), want) || !strings.Contains(rep.Error, want) {
 		t.Fatalf("want the failed return to say vm-a stays stopped, got %v\n%s", err, rec.Transcript(c.Px))

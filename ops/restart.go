@@ -155,14 +155,12 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			failed = append(failed, fmt.Sprintf("%s: %s (task %s), not stopped as drainctl left it", vm.Name, vm.Status, cmp.Or(vm.TaskState, "none")))
 			continue
 		}
-		// The journal is a claim (one patch on the Node writes it): the server's newest stop
-		// must be the one drainctl asked, with no start or stop after it. Its owner's stop
-		// (again, or ever) leaves it stopped.
-		last, err := e.nova.LastPowerAction(ctx, id)
+		// Its owner's stop (again, or ever) leaves it stopped.
+		ours, last, err := r.stoppedAsJournaled(ctx, j, id)
 		if err != nil {
 			return "", err
 		}
-		if asked := j.Stopped[id]; asked == "" || last.Action != "stop" || last.RequestID != asked {
+		if !ours {
 			notes = append(notes, fmt.Sprintf("%s: left stopped: its newest stop is not the one drainctl asked (%s)", vm.Name, powerSeen(last)))
 			continue
 		}
@@ -192,6 +190,18 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 	return s, nil
 }
 
+// stoppedAsJournaled proves the journal's claim that drainctl stopped the VM (one patch on
+// the Node writes it): the server's newest power action in Nova is the stop drainctl asked,
+// by the request ID journaled with it, with no start or stop after it.
+func (r *runner) stoppedAsJournaled(ctx context.Context, j Journal, id string) (bool, model.PowerAction, error) {
+	last, err := r.e.nova.LastPowerAction(ctx, id)
+	if err != nil {
+		return false, last, err
+	}
+	asked := j.Stopped[id]
+	return asked != "" && last.Action == "stop" && last.RequestID == asked, last, nil
+}
+
 // stillStopped says which VMs drainctl stopped for restart-in-place stay stopped because the
 // run ended before its restart-vms step (a failed canary, a refused uncordon): their owners'
 // downtime goes on, and it is said with the failure rather than left for someone to find.
@@ -209,14 +219,15 @@ func (r *runner) stillStopped(ctx context.Context) string {
 	defer cancel()
 	var names []string
 	for _, id := range j.Restart {
-		name := id
-		if vm, err := r.e.nova.Server(ctx, id); err == nil {
-			if vm.Status != model.VMShutoff {
-				continue // started meanwhile (its owner): not stopped by this failure
-			}
-			name = vm.Name
+		// Named only when Nova proves drainctl's stop: a forged journal names no other
+		// tenant's stopped server, and one started meanwhile is not stopped by this failure.
+		vm, err := r.e.nova.Server(ctx, id)
+		if err != nil || vm.Status != model.VMShutoff {
+			continue
 		}
-		names = append(names, name)
+		if ours, _, err := r.stoppedAsJournaled(ctx, j, id); err == nil && ours {
+			names = append(names, vm.Name)
+		}
 	}
 	if len(names) == 0 {
 		return ""

@@ -74,6 +74,7 @@ type runner struct {
 	beside bool
 	// canaryPassed: this run's canary proved the host; its service may be enabled.
 	canaryPassed bool
+	onHost       map[string]bool   // the servers on the host just before its service was enabled for the canary
 	left         []model.VMLeft    // the VMs this run moved off the node (under mu), journaled
 	restart      []string          // the VMs this run stops in place (under mu), journaled
 	restarted    bool              // its restart-vms step ran: what drainctl stopped is started or said
