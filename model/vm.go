@@ -72,6 +72,49 @@ const (
 	VMRebuilding   VMStatus = "REBUILD" // evacuated: rebuilt on another host
 )
 
+// VMPhase is where a server stands as the engine acts on it. The engine decides by phase and
+// compares no Nova status: a status Nova adds lands in phaseOf (one row), and every status not
+// named there is PhaseOther, which the engine leaves where it is.
+type VMPhase int
+
+const (
+	PhaseOther           VMPhase = iota // PAUSED, SUSPENDED, SHELVED…: nothing the engine acts on
+	PhaseRunning                        // ACTIVE
+	PhaseStopped                        // SHUTOFF
+	PhaseBroken                         // ERROR
+	PhaseMovingLive                     // MIGRATING: a live migration under way
+	PhaseMovingCold                     // RESIZE: a cold migration under way
+	PhaseAwaitingConfirm                // VERIFY_RESIZE: moved cold, its confirm or revert awaited
+	PhaseReverting                      // REVERT_RESIZE: a cold move being undone
+	PhaseRebuilding                     // REBUILD: rebuilt elsewhere (an evacuation)
+)
+
+var phaseOf = map[VMStatus]VMPhase{
+	VMActive: PhaseRunning, VMShutoff: PhaseStopped, VMBroken: PhaseBroken, VMMigrating: PhaseMovingLive,
+	VMResizing: PhaseMovingCold, VMVerifyResize: PhaseAwaitingConfirm, VMRevertResize: PhaseReverting, VMRebuilding: PhaseRebuilding,
+}
+
+// Phase is where the server stands, from its status.
+func (v VM) Phase() VMPhase { return phaseOf[v.Status] }
+
+// String is the phase as Nova names its status.
+func (p VMPhase) String() string {
+	for st, ph := range phaseOf {
+		if ph == p {
+			return string(st)
+		}
+	}
+	return "another status"
+}
+
+// InColdMove: a cold migration holds the server (moving, awaiting its confirm, or undone).
+func (p VMPhase) InColdMove() bool {
+	return p == PhaseMovingCold || p == PhaseAwaitingConfirm || p == PhaseReverting
+}
+
+// Busy: Nova has a task under way on the server (its task_state), whatever its status.
+func (v VM) Busy() bool { return v.TaskState != "" }
+
 // ServerGroup is a Nova server group (os-server-groups).
 type ServerGroup struct {
 	ID      string   `json:"id"`

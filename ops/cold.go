@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/poll"
@@ -23,27 +24,28 @@ import (
 // follow takes over a move already under way (found at the start of the run, or started
 // by someone else meanwhile): a live migration, or a cold one (RESIZE, VERIFY_RESIZE,
 // REVERT_RESIZE), which drainctl confirms only when ours says it asked for it.
-func (r *runner) follow(run *vmRun, running map[string]*vmRun, ours coldRecords) {
+func (r *runner) follow(_ context.Context, run *vmRun, _ *model.Reason, q *moveQueue) *model.Reason {
 	run.method = model.MoveLive
 	switch {
 	case traitsOf(r.plan.Op).rebuilds:
 		run.method = model.MoveRebuild
-	case run.vm.Status == model.VMResizing, run.vm.Status == model.VMVerifyResize, run.vm.Status == model.VMRevertResize:
-		run.method, run.ours = model.MoveCold, len(ours[run.vm.ID]) > 0
+	case run.vm.Phase().InColdMove():
+		run.method, run.ours = model.MoveCold, len(q.ours[run.vm.ID]) > 0
 	}
 	run.adopted, run.attempt, run.started, run.state = true, max(run.attempt, 1), r.e.now(), MigAdopted
-	running[run.vm.ID] = run
+	q.running[run.vm.ID] = run
 	select { // already running in Nova: counted if there is room, followed either way
 	case r.e.migSlots <- struct{}{}:
 		run.slot = true
 	default:
 	}
+	return nil
 }
 
 // adoptCold finds the cold moves from the node's host whose server already reports the
 // destination (from resize_migrated on), so the host's server list no longer shows them:
 // a rerun follows them to their end (and confirms its own) instead of forgetting them.
-func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[string]*vmRun, ours coldRecords) error {
+func (r *runner) adoptCold(ctx context.Context, listed []model.VM, q *moveQueue) error {
 	p := r.plan
 	ms, err := r.e.nova.ColdFrom(ctx, p.Host)
 	if err != nil {
@@ -68,9 +70,9 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[s
 		dest := vm.Host
 		vm.Host = p.Host // the source: a move is done when the server has left it
 		run := &vmRun{vm: vm, dest: dest}
-		r.follow(run, running, ours)
+		r.follow(ctx, run, nil, q)
 		msg := "a cold migration from this host, found under way: followed"
-		if vm.Status == model.VMVerifyResize && run.ours {
+		if vm.Phase() == model.PhaseAwaitingConfirm && run.ours {
 			msg = "moved before the interruption, waiting for its confirm: confirmed now"
 		}
 		r.emitVM(run, MigAdopted, msg)
@@ -79,15 +81,19 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, running map[s
 }
 
 // coldInstead moves a running VM cold after Nova said it cannot move live, when the operator
-// allowed it (--cold-migrate-running); false leaves the failure as it is.
-func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) bool {
-	if !r.ro.Policy.ColdMigrateRunning || run.vm.Status != model.VMActive {
-		return false
+// allowed it (--cold-migrate-running); false leaves the failure as it is, with the override
+// that would move it cold (a running VM's).
+func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) (bool, model.Override) {
+	if run.vm.Phase() != model.PhaseRunning {
+		return false, ""
+	}
+	if !r.ro.Policy.ColdMigrateRunning {
+		return false, model.OverrideColdMigrateRunning // a cold move, with downtime, would move it
 	}
 	run.method, run.notBefore = model.MoveCold, r.e.now()
 	r.emitVM(run, MigRetrying, "cannot move live ("+msg+"): moving it cold, with downtime, as the cold-move override allows")
 	*pending = append([]*vmRun{run}, *pending...)
-	return true
+	return true, ""
 }
 
 // coldRecords are the cold moves drainctl asked for, by VM.
@@ -219,6 +225,22 @@ func (r *runner) journalAgain() {
 	r.journal(phase, "")
 }
 
+// revertColdSaid is revertCold as an abort says it.
+func (r *runner) revertColdSaid(ctx context.Context) (string, error) {
+	reverted, left, err := r.revertCold(ctx)
+	if err != nil {
+		return "", err
+	}
+	var said []string
+	if reverted > 0 {
+		said = append(said, fmt.Sprintf("%d cold migration(s) reverted", reverted))
+	}
+	if len(left) > 0 {
+		said = append(said, fmt.Sprintf("cold migration(s) of %s still under way (Nova cannot stop them): run abort again to revert them once they wait for their confirm", strings.Join(left, ", ")))
+	}
+	return strings.Join(said, "; "), nil
+}
+
 // revertCold reverts the node's cold moves that wait for their confirm (abort, rollback):
 // the operation is undone, and a VM not yet confirmed goes back as it was. A move still
 // under way cannot be stopped in Nova: it is waited for (bounded), then reverted. A
@@ -242,7 +264,7 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 				return reverted, nil, err
 			}
 			switch {
-			case vm.Status == model.VMVerifyResize:
+			case vm.Phase() == model.PhaseAwaitingConfirm:
 				if err := e.nova.RevertResize(ctx, vm.ID); err != nil {
 					return reverted, nil, err
 				}

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -196,6 +195,6 @@ func (r *runner) under(host string, others map[string]int) bool {
 
 // noValidHostAsked: Nova's scheduler turned the requested host down (--to): asking again
 // for the same host gets the same answer.
-func (r *runner) noValidHostAsked(msg string) bool {
-	return r.plan.Target != "" && strings.Contains(msg, "No valid host")
+func (r *runner) noValidHostAsked(run *vmRun) bool {
+	return r.plan.Target != "" && run.noValidHost
 }

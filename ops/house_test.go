@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,15 +192,87 @@ func TestEveryMoveMethodHasAMover(t *testing.T) {
 		if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "MoveMethod" {
 			n++
 			m := model.MoveMethod(strings.Trim(vs.Values[0].(*ast.BasicLit).Value, `"`))
-			// follow, stays and restart move nothing of their own (restart: stopped where it is, restart.go).
-			if _, ok := movers[m]; !ok && m != model.MoveFollow && m != model.MoveStays && m != model.MoveRestart {
+			row, ok := movers[m]
+			switch {
+			case !ok:
 				t.Errorf("move method %s has no mover (movers.go)", m)
+			case row.begin == nil:
+				t.Errorf("move method %s: its mover does not say how a run takes the VM in (begin)", m)
+			case row.request != nil && row.poll == nil:
+				t.Errorf("move method %s: requested but never followed (poll)", m)
+			}
+			if !slices.Contains(moverOrder, m) {
+				t.Errorf("move method %s is not in moverOrder: an abort would not undo it", m)
 			}
 		}
 		return true
 	})
-	if n < 4 {
+	if n < 6 {
 		t.Fatalf("found %d move methods in model/vm.go: is the search broken?", n)
+	}
+	if len(moverOrder) != len(movers) {
+		t.Errorf("moverOrder names %d methods, movers %d", len(moverOrder), len(movers))
+	}
+}
+
+// The engine decides by a VM's phase (model.VMPhase): Nova's statuses are named in model
+// and read off the API in ops/nova, and no file of ops compares one (#54.1). moveAll reads
+// the mover rows: no switch on the method.
+func TestTheEngineComparesNoNovaStatus(t *testing.T) {
+	statuses := map[string]bool{}
+	f, err := parser.ParseFile(token.NewFileSet(), "../model/vm.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if vs, ok := n.(*ast.ValueSpec); ok {
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "VMStatus" {
+				statuses[vs.Names[0].Name] = true
+			}
+		}
+		return true
+	})
+	if len(statuses) < 8 {
+		t.Fatalf("found %d statuses in model/vm.go: is the search broken?", len(statuses))
+	}
+	files, _ := filepath.Glob("*.go")
+	read := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		read++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.SelectorExpr:
+				if id, ok := x.X.(*ast.Ident); ok && id.Name == "model" && statuses[x.Sel.Name] {
+					t.Errorf("%s names Nova's status model.%s: decide by vm.Phase()", path, x.Sel.Name)
+				}
+			case *ast.FuncDecl:
+				if x.Name.Name != "moveAll" {
+					return true
+				}
+				ast.Inspect(x.Body, func(n ast.Node) bool {
+					if sw, ok := n.(*ast.SwitchStmt); ok && sw.Tag != nil {
+						if sel, ok := sw.Tag.(*ast.SelectorExpr); ok && sel.Sel.Name == "method" {
+							t.Errorf("%s: moveAll switches on the method: a mover row decides", path)
+						}
+						if id, ok := sw.Tag.(*ast.Ident); ok && id.Name == "method" {
+							t.Errorf("%s: moveAll switches on the method: a mover row decides", path)
+						}
+					}
+					return true
+				})
+			}
+			return true
+		})
+	}
+	if read < 30 {
+		t.Fatalf("read %d files of ops: is the walk broken?", read)
 	}
 }
 

@@ -33,9 +33,11 @@ type vmRun struct {
 	claimed   string // the destination counted against its cap
 	total     int64
 	copied    int64 // bytes copied by the earlier attempts
-	// cannotLive: Nova said this VM cannot move live at all (its pre-check refused it):
-	// retrying live does not help.
-	cannotLive bool
+	// refused: Nova said this VM cannot move by its method at all (a live move's pre-check
+	// refused it): retrying the method does not help; its mover's fallback may.
+	refused bool
+	// noValidHost: Nova's scheduler found no host for the last attempt (its action said so).
+	noValidHost bool
 	// after is the newest migration ID Nova had for the VM just before drainctl asked for
 	// this move (afterKnown: read): Nova makes a live or cold move's record after its 202,
 	// so the records of this move are those above it, never an older move's.
@@ -191,48 +193,38 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 	} else {
 		sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
 	}
-	var pending []*vmRun
-	running := map[string]*vmRun{}
-	ours := r.coldOurs()
+	q := &moveQueue{running: map[string]*vmRun{}, ours: r.coldOurs()}
 	for _, vm := range vms {
 		method, reason := r.classify(vm)
 		run := &vmRun{vm: vm, method: method}
-		switch method {
-		case model.MoveFollow:
-			r.follow(run, running, ours)
-			continue
-		case model.MoveStays:
-			if bad := r.stays(run, reason); bad != nil {
-				failed = append(failed, *bad)
-			}
-			continue
-		case model.MoveRestart:
-			if bad := r.stopInPlace(ctx, run, reason); bad != nil {
-				failed = append(failed, *bad)
-			}
-			continue
-		}
-		pending = append(pending, run)
-	}
-	if !traitsOf(p.Op).rebuilds { // a dead host's VMs are not cold-migrated
-		if err := r.adoptCold(ctx, vms, running, ours); err != nil {
-			return 0, nil, err
+		if bad := movers[method].begin(r, ctx, run, reason, q); bad != nil {
+			failed = append(failed, *bad)
 		}
 	}
+	if !traitsOf(p.Op).rebuilds { // a dead host's VMs were not moved by a killed run: nothing to adopt
+		for _, m := range moverOrder {
+			if adopt := movers[m].adopt; adopt != nil {
+				if err := adopt(r, ctx, vms, q); err != nil {
+					return 0, nil, err
+				}
+			}
+		}
+	}
+	running := q.running
 	dests := r.destinations(ctx)
 	defer func() {
 		for _, run := range running {
 			e.releaseSlot(run)
 		}
 	}()
-	for len(pending)+len(running) > 0 {
+	for len(q.pending)+len(running) > 0 {
 		if ctx.Err() != nil {
 			for _, run := range running { // left to finish in Nova; the rerun follows them
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigInterrupted, "left migrating in Nova"))
 			}
 			return done, failed, ctx.Err()
 		}
-		failed = append(failed, r.startAllowed(ctx, &pending, running, dests)...)
+		failed = append(failed, r.startAllowed(ctx, q, dests)...)
 		r.ledgerMoved(ctx, running)
 		if !poll.Sleep(ctx, e.o.Poll) {
 			continue // the top of the loop records the interruption
@@ -264,17 +256,17 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 				r.emitVM(run, MigAborted, msg)
 			default:
 				r.emitVM(run, MigFailed, msg)
-				var cold model.Override
-				if run.method == model.MoveLive && run.cannotLive {
-					if r.coldInstead(run, msg, &pending) {
+				var other model.Override
+				if run.refused {
+					var again bool
+					if again, other = r.fallBack(run, msg, &q.pending); again {
 						continue
 					}
-					cold = model.OverrideColdMigrateRunning // a cold move, with downtime, would move it
-				} else if r.retry(run, msg, &pending) {
+				} else if r.retry(run, msg, &q.pending) {
 					continue
 				}
-				failed = append(failed, notMoved(run.vm, msg, cold))
-				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, cold))
+				failed = append(failed, notMoved(run.vm, msg, other))
+				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, other))
 			}
 		}
 	}
@@ -327,8 +319,8 @@ func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
 // startAllowed starts pending migrations while the caps allow: the per-source cap, the
 // cluster-wide slots, a destination under its cap. It stops at the first cap reached and
 // returns the VMs whose request failed for good.
-func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running map[string]*vmRun, dests []*destRoom) (failed []model.Reason) {
-	e := r.e
+func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destRoom) (failed []model.Reason) {
+	e, pending, running := r.e, &mq.pending, mq.running
 	for len(*pending) > 0 && len(running) < e.cfg.Concurrency.MigrationsPerSource && e.now().After((*pending)[0].notBefore) {
 		select {
 		case e.migSlots <- struct{}{}:
@@ -336,7 +328,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			return failed // the cluster-wide cap is reached
 		}
 		run := (*pending)[0]
-		q := &vmRequest{run: run, pending: pending, running: running, dests: dests}
+		q := &vmRequest{run: run, q: mq, dests: dests}
 		switch r.checkBeforeRequest(ctx, q) { // prerequest.go: each check, named, at this moment
 		case handled:
 			<-e.migSlots
@@ -353,7 +345,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 		run.slot = true
 		run.copied += run.attemptBytes(false)
 		run.attempt++
-		run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
+		run.started, run.state, run.dest, run.escalated, run.noValidHost = e.now(), MigRequested, dest, false, false
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)
 		err := r.request(ctx, run, dest)
@@ -362,21 +354,17 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 			e.claim(run, -1)
 			e.releaseSlot(run)
 			msg := err.Error()
-			var cold model.Override
-			// Nova says the VM cannot move live (its pre-check, or its state: 409); a 400 for the
-			// request itself (a host not found) says nothing of a cold move.
-			if run.method == model.MoveLive && (errors.Is(err, ErrCannotMoveLive) || statusOf(err) == 409) {
-				if r.coldInstead(run, msg, pending) {
+			var other model.Override
+			if refused := movers[run.method].refused; refused != nil && refused(err) {
+				var again bool
+				if again, other = r.fallBack(run, msg, pending); again {
 					continue
-				}
-				if run.method == model.MoveLive && run.vm.Status == model.VMActive {
-					cold = model.OverrideColdMigrateRunning // a cold move, with downtime, would move it
 				}
 			} else if !refusedByNova(err) && r.retry(run, msg, pending) {
 				continue
 			}
-			failed = append(failed, notMoved(run.vm, msg, cold))
-			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, cold))
+			failed = append(failed, notMoved(run.vm, msg, other))
+			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, other))
 			continue
 		}
 		r.emitVM(run, MigRequested, "")
@@ -388,7 +376,7 @@ func (r *runner) startAllowed(ctx context.Context, pending *[]*vmRun, running ma
 // stays accounts for a VM that does not move. Left on purpose (an override the plan
 // showed), it is reported and the node is "not empty"; one that became unmovable during the
 // run (broken, locked meanwhile) is a failure, returned with its override.
-func (r *runner) stays(run *vmRun, reason *model.Reason) (failure *model.Reason) {
+func (r *runner) stays(_ context.Context, run *vmRun, reason *model.Reason, _ *moveQueue) (failure *model.Reason) {
 	run.method = model.MoveStays
 	if reason.Severity == model.Blocks {
 		r.emitVM(run, MigFailed, reason.Message)
@@ -403,7 +391,7 @@ func (r *runner) stays(run *vmRun, reason *model.Reason) (failure *model.Reason)
 
 // retry puts a failed VM back in the queue if it has attempts left.
 func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
-	if run.settled || run.attempt >= r.e.o.Attempts || r.noValidHostAsked(msg) {
+	if run.settled || run.attempt >= r.e.o.Attempts || r.noValidHostAsked(run) {
 		return false
 	}
 	run.notBefore = r.e.now().Add(r.e.o.Poll)
@@ -447,8 +435,8 @@ func notMoved(vm model.VM, msg string, o model.Override) model.Reason {
 	return model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: msg, Override: o}
 }
 
-// abortMigrations cancels the live migrations leaving the node's host.
-func (r *runner) abortMigrations(ctx context.Context) (string, error) {
+// abortLive cancels the live migrations leaving the node's host.
+func (r *runner) abortLive(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	ms, err := e.nova.InProgressFrom(ctx, p.Host)
 	if err != nil {

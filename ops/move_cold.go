@@ -34,7 +34,7 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		run.dest = vm.Host
 	}
 	switch {
-	case vm.Status == model.VMVerifyResize:
+	case vm.Phase() == model.PhaseAwaitingConfirm:
 		switch {
 		case !run.ours:
 			return MigCompleted, "moved by someone else's cold migration, which waits for its confirm: left to them", nil
@@ -61,8 +61,8 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		}
 		run.confirmed = true
 		r.moveState(run, MigConfirming, "")
-	case vm.Status == model.VMResizing || vm.TaskState != "":
-		if vm.TaskState != "" {
+	case vm.Phase() == model.PhaseMovingCold || vm.Busy():
+		if vm.Busy() {
 			r.moveState(run, MigState(vm.TaskState), "")
 		}
 		if run.ours && r.unnamed(vm.ID) { // named while it moves: a rerun after a kill can prove it
@@ -70,7 +70,7 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 				return "", "", err
 			}
 		}
-	case vm.Status == model.VMBroken:
+	case vm.Phase() == model.PhaseBroken:
 		return MigFailed, "the server went to ERROR: " + vm.Fault, nil
 	case vm.Host != run.vm.Host:
 		msg := ""

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/drainctl/drainctl/model"
@@ -73,7 +74,7 @@ func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, er
 		if err != nil {
 			return "", "", err
 		}
-		if vm.Host == run.vm.Host || vm.Status == model.VMMigrating || vm.TaskState != "" {
+		if vm.Host == run.vm.Host || vm.Phase() == model.PhaseMovingLive || vm.Busy() {
 			return "", "", nil // the record leads the server by a moment
 		}
 		run.dest = vm.Host
@@ -86,6 +87,10 @@ func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, er
 	r.moveState(run, MigStateOf(m.Status), "")
 	return "", "", nil
 }
+
+// refusedLive: Nova says the VM cannot move live (its pre-check, or its state: 409); a 400
+// for the request itself (a host not found) says nothing of a cold move.
+func refusedLive(err error) bool { return errors.Is(err, ErrCannotMoveLive) || statusOf(err) == 409 }
 
 // watchdog escalates a stalled migration as the policy says.
 func (r *runner) watchdog(ctx context.Context, run *vmRun) {

@@ -7,22 +7,70 @@ import (
 	"github.com/drainctl/drainctl/model"
 )
 
-// movers is the table of the ways a VM moves, one row per method, each in its own file
-// (move_live.go, move_cold.go, move_rebuild.go): how its move is requested, how it is
-// followed until it ends, and whether it copies bytes the view counts. A new method (a
-// shelve-offload, say) is a file and a row.
+// movers is the table of the ways a VM is handled, one row per method, each in its own file
+// (move_live.go, move_cold.go, move_rebuild.go; restart.go for a restart in place): how the
+// run takes it in, how its move is requested and followed until it ends, what a kill leaves
+// to adopt, what it falls back to when Nova refuses the method, how an abort undoes it, and
+// whether it copies bytes the view counts. A new method (a shelve-offload, say) is a file and
+// a row; moveAll reads the rows and names no method.
 var movers = map[model.MoveMethod]mover{
-	model.MoveLive:    {request: requestLive, poll: (*runner).pollLive, copies: true},
-	model.MoveCold:    {request: requestCold, poll: (*runner).pollCold},
-	model.MoveRebuild: {request: requestRebuild, poll: (*runner).pollRebuild},
+	model.MoveLive: {begin: queued, request: requestLive, poll: (*runner).pollLive, refused: refusedLive,
+		fallback: (*runner).coldInstead, undo: (*runner).abortLive, copies: true},
+	model.MoveCold:    {begin: queued, request: requestCold, poll: (*runner).pollCold, adopt: (*runner).adoptCold, undo: (*runner).revertColdSaid},
+	model.MoveRebuild: {begin: queued, request: requestRebuild, poll: (*runner).pollRebuild},
+	model.MoveFollow:  {begin: (*runner).follow},
+	model.MoveStays:   {begin: (*runner).stays},
+	model.MoveRestart: {begin: (*runner).stopInPlace},
 }
 
+// moverOrder is the order an abort undoes the methods in (and the adopters run in).
+var moverOrder = []model.MoveMethod{model.MoveLive, model.MoveCold, model.MoveRebuild, model.MoveFollow, model.MoveStays, model.MoveRestart}
+
 type mover struct {
+	// begin takes the VM into the run: queued for its request, followed as the move under
+	// way it is, accounted for as staying, stopped in place. A failure it returns is the VM's.
+	begin func(r *runner, ctx context.Context, run *vmRun, reason *model.Reason, q *moveQueue) *model.Reason
+	// request asks Nova for the move, to dest ("": Nova's scheduler chooses).
 	request func(r *runner, ctx context.Context, run *vmRun, dest string) error
 	// poll reads the move once: an outcome (completed, failed, aborted) once it has ended,
 	// "" while it goes on.
-	poll   func(r *runner, ctx context.Context, run *vmRun) (MigState, string, error)
+	poll func(r *runner, ctx context.Context, run *vmRun) (MigState, string, error)
+	// adopt finds the moves of this method a killed run left under way that the host's
+	// server list no longer shows, and follows them.
+	adopt func(r *runner, ctx context.Context, listed []model.VM, q *moveQueue) error
+	// refused says whether Nova's answer to the request says the VM cannot move this way at
+	// all (retrying it does not help).
+	refused func(err error) bool
+	// fallback, once Nova said the VM cannot move this way, queues it by another method
+	// (true) or says the override that would (false, "": none).
+	fallback func(r *runner, run *vmRun, msg string, pending *[]*vmRun) (bool, model.Override)
+	// undo stops or reverts the node's moves of this method (abort, rollback), and says
+	// what it did ("": nothing to say).
+	undo   func(r *runner, ctx context.Context) (string, error)
 	copies bool // its progress is bytes copied (a live migration's memory)
+}
+
+// moveQueue is what moveAll works through: the VMs waiting for their request, the moves
+// under way, and the cold moves drainctl asked for.
+type moveQueue struct {
+	pending []*vmRun
+	running map[string]*vmRun
+	ours    coldRecords
+}
+
+// queued waits for its request, under the caps.
+func queued(_ *runner, _ context.Context, run *vmRun, _ *model.Reason, q *moveQueue) *model.Reason {
+	q.pending = append(q.pending, run)
+	return nil
+}
+
+// fallBack asks the method's fallback once Nova said the VM cannot move by it: true when the
+// VM was queued again another way, else the override that would move it.
+func (r *runner) fallBack(run *vmRun, msg string, pending *[]*vmRun) (bool, model.Override) {
+	if fb := movers[run.method].fallback; fb != nil {
+		return fb(r, run, msg, pending)
+	}
+	return false, ""
 }
 
 // request asks Nova to move the VM by its method.
@@ -52,7 +100,7 @@ func (r *runner) actionError(ctx context.Context, run *vmRun, fallback string) s
 	if err != nil || f.Message == "" {
 		return fallback
 	}
-	run.cannotLive = f.CannotLive
+	run.refused, run.noValidHost = f.CannotLive, f.NoValidHost
 	return f.Message
 }
 

@@ -307,6 +307,8 @@ var ErrCannotMoveLive = errors.New("cannot move live")
 type ActionFailure struct {
 	Message    string // "" when it did not fail
 	CannotLive bool   // it cannot move live at all: retrying live does not help
+	// NoValidHost: Nova's scheduler found no host for it (or turned the requested one down).
+	NoValidHost bool
 }
 
 // statusOf is the HTTP status an API error carries (0: none).

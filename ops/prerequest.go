@@ -30,8 +30,7 @@ type requestCheck struct {
 // vmRequest is one VM's request being checked: what the checks read and decide.
 type vmRequest struct {
 	run     *vmRun
-	pending *[]*vmRun
-	running map[string]*vmRun
+	q       *moveQueue
 	dests   []*destRoom
 	room    cluster       // held from "cluster room" until the request is made
 	dest    string        // the destination chosen ("" leaves it to Nova's scheduler)
@@ -122,7 +121,7 @@ func (r *runner) movesKnown(ctx context.Context, q *vmRequest) verdict {
 // and is skipped; one already migrating (someone else's migration) is followed, not asked
 // again. It takes the VM off pending in both cases.
 func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
-	e, run, pending, running := r.e, q.run, q.pending, q.running
+	e, run, pending := r.e, q.run, &q.q.pending
 	cur, err := e.nova.Server(ctx, run.vm.ID)
 	switch {
 	case err != nil: // the request itself will say what is wrong
@@ -140,13 +139,13 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 	case method == model.MoveFollow:
 		*pending = (*pending)[1:]
 		run.vm.Status, run.vm.TaskState = cur.Status, cur.TaskState
-		r.follow(run, running, nil) // someone else's: not drainctl's to confirm
+		r.follow(ctx, run, nil, &moveQueue{running: q.q.running}) // someone else's: no cold record of ours to confirm it by
 		r.emitVM(run, MigAdopted, "already migrating (someone else's request): followed")
 		return handled
 	case method == model.MoveStays:
 		*pending = (*pending)[1:]
 		run.vm = cur
-		if q.failure = r.stays(run, reason); q.failure != nil {
+		if q.failure = r.stays(ctx, run, reason, q.q); q.failure != nil {
 			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message, reason.Override))
 		}
 		return handled

@@ -20,7 +20,7 @@ import (
 // stays stopped.
 
 // stopInPlace stops a VM restarted in place and accounts for it as left on the node on purpose.
-func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reason) *model.Reason {
+func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reason, _ *moveQueue) *model.Reason {
 	e, vm := r.e, run.vm
 	run.method = model.MoveRestart
 	left := func(msg string) *model.Reason {
@@ -29,7 +29,7 @@ func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reas
 		r.emitVM(run, MigSkipped, msg)
 		return nil
 	}
-	if vm.Status != model.VMActive {
+	if vm.Phase() != model.PhaseRunning {
 		if r.stoppedByUs(vm.ID) {
 			return left("stopped for restart-in-place (by an earlier run): started on the node again when it returns")
 		}
@@ -56,7 +56,7 @@ func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reas
 	r.mu.Unlock()
 	r.journalAgain() // the stop's request ID: the proof the return asks of Nova
 	r.emitVM(run, MigRequested, "stopping it for restart-in-place")
-	if err := r.waitStatus(ctx, vm.ID, model.VMShutoff); err != nil {
+	if err := r.waitPhase(ctx, vm.ID, model.PhaseStopped); err != nil {
 		bad := notMoved(vm, "stopping it for restart-in-place: "+err.Error(), "")
 		return &bad
 	}
@@ -70,15 +70,15 @@ func (r *runner) stoppedByUs(id string) bool {
 	return slices.Contains(j.Restart, id)
 }
 
-// waitStatus polls the VM until Nova shows it in status with no task, within
+// waitPhase polls the VM until Nova shows it in phase with no task, within
 // timeouts.migration.
-func (r *runner) waitStatus(ctx context.Context, id string, status model.VMStatus) error {
-	return r.e.watchServer(ctx, id, r.e.cfg.Timeouts.Migration.D(), "not "+string(status)+" within timeouts.migration",
+func (r *runner) waitPhase(ctx context.Context, id string, phase model.VMPhase) error {
+	return r.e.watchServer(ctx, id, r.e.cfg.Timeouts.Migration.D(), "not "+phase.String()+" within timeouts.migration",
 		func(_ context.Context, vm model.VM) (string, bool, error) {
 			switch {
-			case vm.Status == status && vm.TaskState == "":
+			case vm.Phase() == phase && !vm.Busy():
 				return "", true, nil
-			case vm.Status == model.VMBroken:
+			case vm.Phase() == model.PhaseBroken:
 				return "", false, fmt.Errorf("it went to ERROR: %s", cmp.Or(vm.Fault, "Nova gave no fault"))
 			}
 			return fmt.Sprintf("%s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
@@ -148,10 +148,10 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			notes = append(notes, msg)
 			r.report.Left = append(r.report.Left, msg)
 			continue
-		case vm.Status == model.VMActive:
+		case vm.Phase() == model.PhaseRunning:
 			started = append(started, vm.Name+" (running already)")
 			continue
-		case vm.Status != model.VMShutoff || vm.TaskState != "":
+		case vm.Phase() != model.PhaseStopped || vm.Busy():
 			failed = append(failed, fmt.Sprintf("%s: %s (task %s), not stopped as drainctl left it", vm.Name, vm.Status, cmp.Or(vm.TaskState, "none")))
 			continue
 		}
@@ -168,7 +168,7 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			failed = append(failed, vm.Name+": "+err.Error())
 			continue
 		}
-		if err := r.waitStatus(ctx, id, model.VMActive); err != nil {
+		if err := r.waitPhase(ctx, id, model.PhaseRunning); err != nil {
 			failed = append(failed, vm.Name+": "+err.Error())
 			continue
 		}
@@ -222,7 +222,7 @@ func (r *runner) stillStopped(ctx context.Context) string {
 		// Named only when Nova proves drainctl's stop: a forged journal names no other
 		// tenant's stopped server, and one started meanwhile is not stopped by this failure.
 		vm, err := r.e.nova.Server(ctx, id)
-		if err != nil || vm.Status != model.VMShutoff {
+		if err != nil || vm.Phase() != model.PhaseStopped {
 			continue
 		}
 		if ours, _, err := r.stoppedAsJournaled(ctx, j, id); err == nil && ours {

@@ -54,9 +54,9 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 		return not("moved since it left (sent to %s, now on %s): left where its owner or a colleague put it", l.To, vm.Host)
 	case l.Flavor != "" && vm.Flavor != l.Flavor:
 		return not("resized since it left (%s, was %s)", vm.Flavor, l.Flavor)
-	case vm.Status == model.VMBroken:
+	case vm.Phase() == model.PhaseBroken:
 		return not("in ERROR since it left")
-	case vm.TaskState != "":
+	case vm.Busy():
 		return not("busy (task %s)", vm.TaskState)
 	}
 	// The record is a claim (a node's annotation, a campaign's ConfigMap: anyone who may write

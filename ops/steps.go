@@ -159,21 +159,19 @@ func (r *runner) abort(ctx context.Context) (string, error) {
 	if e.nova == nil || p.Host == "" {
 		return "no migrations", nil
 	}
-	live, err := r.abortMigrations(ctx)
-	if err != nil {
-		return "", err
+	var said []string
+	for _, m := range moverOrder { // each method's moves undone its way: live aborted, cold reverted
+		if undo := movers[m].undo; undo != nil {
+			s, err := undo(r, ctx)
+			if err != nil {
+				return "", err
+			}
+			if s != "" {
+				said = append(said, s)
+			}
+		}
 	}
-	reverted, left, err := r.revertCold(ctx)
-	if err != nil {
-		return "", err
-	}
-	if reverted > 0 {
-		live += fmt.Sprintf("; %d cold migration(s) reverted", reverted)
-	}
-	if len(left) > 0 {
-		live += fmt.Sprintf("; cold migration(s) of %s still under way (Nova cannot stop them): run abort again to revert them once they wait for their confirm", strings.Join(left, ", "))
-	}
-	return live, nil
+	return strings.Join(said, "; "), nil
 }
 
 func (r *runner) enableCompute(ctx context.Context) (string, error) {

@@ -82,6 +82,9 @@ func cannotLive(msg string) bool {
 	return strings.Contains(msg, "pre-check") || strings.Contains(msg, "cannot be live-migrated")
 }
 
+// noValidHost: Nova's scheduler found no host (NoValidHost, as its fault says it).
+func noValidHost(msg string) bool { return strings.Contains(msg, "No valid host") }
+
 // cannotLiveError is Nova's refusal, as it said it, that is also ops.ErrCannotMoveLive.
 type cannotLiveError struct{ err error }
 
@@ -225,7 +228,7 @@ var instanceActions = map[model.MoveMethod]string{model.MoveLive: "live-migratio
 // by method (its instance action: live-migration, migrate, evacuate), or "" when it did not fail.
 func (c *Client) LastActionError(ctx context.Context, id string, method model.MoveMethod) (ops.ActionFailure, error) {
 	msg, err := c.lastActionError(ctx, id, instanceActions[method])
-	return ops.ActionFailure{Message: msg, CannotLive: method == model.MoveLive && cannotLive(msg)}, err
+	return ops.ActionFailure{Message: msg, CannotLive: method == model.MoveLive && cannotLive(msg), NoValidHost: noValidHost(msg)}, err
 }
 
 func (c *Client) lastActionError(ctx context.Context, id, action string) (string, error) {

@@ -571,8 +571,8 @@ func TestConformanceNoValidHost(t *testing.T) {
 		})
 		f, err := cl.LastActionError(ctx, id, model.MoveLive)
 		must(t, err)
-		if !strings.Contains(f.Message, "No valid host") {
-			t.Errorf("the action's error: %q", f.Message)
+		if !strings.Contains(f.Message, "No valid host") || !f.NoValidHost || f.CannotLive {
+			t.Errorf("the action's error: %+v (NoValidHost, and not CannotLive, expected)", f)
 		}
 	})
 }

@@ -343,7 +343,7 @@ func TestNoValidHost(t *testing.T) {
 		t.Fatalf("status %s", final.Status)
 	}
 	f, err := c.LastActionError(ctx(t), vm.ID, model.MoveLive)
-	if err != nil || f.Message != "No valid host was found. There are not enough hosts available." || f.CannotLive {
+	if err != nil || f.Message != "No valid host was found. There are not enough hosts available." || f.CannotLive || !f.NoValidHost {
 		t.Errorf("action error %+v %v", f, err)
 	}
 	if s, _ := c.Server(ctx(t), vm.ID); s.Host != "compute-0" || s.Status != "ACTIVE" || s.TaskState != "" {
