@@ -144,16 +144,14 @@ func (r *runner) deleteCanary(ctx context.Context, id string) error {
 	if err := e.nova.DeleteServer(ctx, id); err != nil {
 		return fmt.Errorf("the canary (server %s) was not deleted: %w", id, err)
 	}
-	for {
+	if poll.Until(ctx, e.o.Poll, r.nodeChanged, func(ctx context.Context) (bool, string, error) {
 		_, err := e.nova.Server(ctx, id)
-		if statusOf(err) == 404 {
-			r.nodeChanged("canary " + id + " deleted")
-			return nil
-		}
-		if !poll.Sleep(ctx, e.o.Poll) {
-			return fmt.Errorf("the canary (server %s) is still shown after its delete: delete it by hand", id)
-		}
+		return statusOf(err) == 404, "", nil
+	}) != nil {
+		return fmt.Errorf("the canary (server %s) is still shown after its delete: delete it by hand", id)
 	}
+	r.nodeChanged("canary " + id + " deleted")
+	return nil
 }
 
 // earlierCanary names the canary an earlier run booted on this host and did not delete

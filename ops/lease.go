@@ -257,25 +257,23 @@ func (r *runner) stopHolder(ctx context.Context) error {
 	}
 	r.nodeChanged(fmt.Sprintf("asked %s to stop (%s)", holder, r.plan.Op))
 	deadline := e.now().Add(e.o.CancelWait)
-	for {
+	return poll.Until(ctx, e.o.Poll, nil, func(ctx context.Context) (bool, string, error) {
 		h, _, err := e.kube.LeaseHolder(ctx, node)
 		if err == nil && h != holder {
-			return nil
+			return true, "", nil
 		}
 		if k, ok := e.kube.Node(node); ok {
 			if j, ok := ReadJournal(k); ok && j.Holder == holder && j.Phase == PhaseInterrupted && !j.Updated.Before(req.At.Add(-time.Minute)) {
 				r.stopped = holder // stopped; it may not have released its lease yet, or keeps it
-				return nil
+				return true, "", nil
 			}
 		}
 		if e.now().After(deadline) {
-			return &LeaseHeldError{Node: node, Holder: holder, Until: until,
+			return false, "", &LeaseHeldError{Node: node, Holder: holder, Until: until,
 				Reason: fmt.Sprintf("it did not stop within %s of the %s request; nothing was changed", e.o.CancelWait, r.plan.Op)}
 		}
-		if !poll.Sleep(ctx, e.o.Poll) {
-			return ctx.Err()
-		}
-	}
+		return false, "", nil
+	})
 }
 
 // clearCancel removes this engine's own cancel request once it has been served.

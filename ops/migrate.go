@@ -145,11 +145,11 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 // cordoned and disabled, and a run again picks up from there.
 func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model.VM, error) {
 	e, host := r.e, r.plan.Host
-	said, since := false, e.now()
-	for {
+	since, waiting := e.now(), ""
+	err := poll.Until(ctx, e.o.Poll, r.nodeChanged, func(ctx context.Context) (bool, string, error) {
 		moves, err := e.nova.MovingFrom(ctx, "") // every source: the destination is what counts
 		if err != nil {
-			return nil, err
+			return false, "", err
 		}
 		var incoming []string
 		for _, m := range moves {
@@ -158,19 +158,19 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 			}
 		}
 		if len(incoming) == 0 {
-			break
+			return true, "", nil
 		}
 		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(since) > d {
-			return nil, fmt.Errorf("%d move(s) into %s still under way after %s (timeouts.migration), so it cannot be called empty: %s; they are not drainctl's to abort: run again once they end",
-				len(incoming), host, d, strings.Join(incoming, "; "))
+			return false, "", fmt.Errorf("%d move(s) into %s still under way after %s (timeouts.migration), so it cannot be called empty: %s; "+
+				"they are not drainctl's to abort: run again once they end", len(incoming), host, d, strings.Join(incoming, "; "))
 		}
-		if !said {
-			r.nodeChanged(fmt.Sprintf("waiting for %d move(s) into %s to end before it can be called empty", len(incoming), host))
-			said = true
+		if waiting == "" { // said once, with the count first seen
+			waiting = fmt.Sprintf("waiting for %d move(s) into %s to end before it can be called empty", len(incoming), host)
 		}
-		if !poll.Sleep(ctx, e.o.Poll) {
-			return nil, ctx.Err()
-		}
+		return false, waiting, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	all, err := e.nova.Servers(ctx, host)
 	if err != nil {

@@ -47,12 +47,12 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 	n := max(1, e.cfg.Concurrency.Nodes)
 	me := slotHolder(e.o.Holder, node)
 	mayReplace := func(h string) bool { return h == me || e.mayReplace(h) }
-	said := ""
 	keys := make([]string, n)
 	for i := range n {
 		keys[i] = slotKey(i)
 	}
-	for {
+	say := func(msg string) { r.step(model.StepSlot, StepQueued, msg) }
+	err = poll.Until(ctx, min(e.o.Poll*5, 2*time.Second), say, func(ctx context.Context) (bool, string, error) {
 		var busy []string
 		// One read of every slot; a slot is tried only when it looks free (or mine, or its
 		// holder provably gone). A failed read tries them all, as the read would have.
@@ -70,12 +70,13 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 					r.step(model.StepSlot, StepDone, fmt.Sprintf("node slot %d of %d", i+1, n))
 				}
 				now, err := e.kube.LeaseHolders(ctx, keys) // read again: taken meanwhile counts too
-				others := r.slotNodes(ctx, keys, key, now, err)
-				return r.keepSlot(ctx, key, me, stop), waited, others, nil
+				others = r.slotNodes(ctx, keys, key, now, err)
+				release = r.keepSlot(ctx, key, me, stop)
+				return true, "", nil
 			case errors.As(err, &held):
 				busy = append(busy, slotNode(held.Holder))
 			case ctx.Err() != nil:
-				return nil, waited, nil, ctx.Err()
+				return false, "", ctx.Err()
 			default:
 				busy = append(busy, "?") // unreadable: counted as taken, read again soon
 			}
@@ -85,15 +86,12 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 		}
 		waited = true
 		slices.Sort(busy)
-		msg := fmt.Sprintf("waiting for a node slot (concurrency.nodes = %d), being emptied: %s", n, strings.Join(busy, ", "))
-		if msg != said {
-			r.step(model.StepSlot, StepQueued, msg)
-			said = msg
-		}
-		if !poll.Sleep(ctx, min(e.o.Poll*5, 2*time.Second)) {
-			return nil, waited, nil, ctx.Err()
-		}
+		return false, fmt.Sprintf("waiting for a node slot (concurrency.nodes = %d), being emptied: %s", n, strings.Join(busy, ", ")), nil
+	})
+	if err != nil {
+		return nil, waited, nil, err
 	}
+	return release, waited, others, nil
 }
 
 // slotNodes are the nodes holding the slots other than mine, as the slots' read had them

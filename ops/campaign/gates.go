@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,26 +41,29 @@ type GateOptions struct {
 
 // gateOpen waits until every gate holds for node; false when ctx ended or the campaign stops.
 func (r *Campaign) gateOpen(ctx context.Context, node string) bool {
-	said := ""
-	for {
+	waited, said, stopped := false, "", errors.New("the campaign stops")
+	say := func(why string) { said = why; r.note(node, model.PhasePending, why) }
+	err := poll.Until(ctx, max(r.e.PollInterval()*5, 250*time.Millisecond), say, func(ctx context.Context) (bool, string, error) {
 		why := r.gateClosed(ctx, node)
 		if why == "" {
-			if said != "" {
-				r.note(node, model.PhasePending, "gates open: starting")
+			if waited {
+				say("gates open: starting")
 			}
-			return true
+			return true, "", nil
 		}
-		if why != said {
-			r.note(node, model.PhasePending, "waiting: "+why)
-			said = why
-		}
+		waited = true
 		r.mu.Lock()
 		stopping := r.stopping
 		r.mu.Unlock()
-		if stopping != nil || !poll.Sleep(ctx, max(r.e.PollInterval()*5, 250*time.Millisecond)) {
-			return false
+		if stopping != nil { // said as a wait would have said it, then no wait
+			if said != "waiting: "+why {
+				say("waiting: " + why)
+			}
+			return false, "", stopped
 		}
-	}
+		return false, "waiting: " + why, nil
+	})
+	return err == nil
 }
 
 // gateClosed says why a gate does not hold now ("" when every one does).

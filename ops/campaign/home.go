@@ -166,7 +166,7 @@ func (r *Campaign) putOn(id string) []string {
 // evacuation would move it anyway; a return then would race it), or was last moved off one
 // (Nova's record: that node's journal may not say so yet). false: ctx ended.
 func (r *Campaign) waitOutOfFlight(ctx context.Context, id string) bool {
-	for {
+	return poll.Until(ctx, r.e.PollInterval(), nil, func(ctx context.Context) (bool, string, error) {
 		r.mu.Lock()
 		var inFlight []string
 		for _, n := range r.rec.Nodes {
@@ -176,7 +176,7 @@ func (r *Campaign) waitOutOfFlight(ctx context.Context, id string) bool {
 		}
 		r.mu.Unlock()
 		if len(inFlight) == 0 {
-			return true // no node is being worked: nothing to race
+			return true, "", nil // no node is being worked: nothing to race
 		}
 		busy := false
 		if vm, err := r.e.Server(ctx, id); err == nil {
@@ -186,11 +186,6 @@ func (r *Campaign) waitOutOfFlight(ctx context.Context, id string) bool {
 				busy = busy || hosts[ms[0].SourceCompute]
 			}
 		}
-		if !busy {
-			return true
-		}
-		if !poll.Sleep(ctx, r.e.PollInterval()) {
-			return false
-		}
-	}
+		return !busy, "", nil
+	}) == nil
 }
