@@ -117,12 +117,8 @@ func (p Plan) Pending() bool {
 
 // Summary is the one line a confirmation shows: "evacuate compute-3: 7 VMs, 40 pods, 2 waiting on PDB web-pdb".
 func (p Plan) Summary() string {
-	target := p.Node
-	if p.Op == OpMigrate {
-		target = p.VM
-	}
-	s := fmt.Sprintf("%s %s", p.Op, target)
-	if p.Op == OpEvacuate || p.Op == OpRecover {
+	s := fmt.Sprintf("%s %s", p.Op, p.Works())
+	if r := p.Op.Row(); r.Empties || r.DeadNode {
 		s += fmt.Sprintf(": %d VMs, %d pods", len(p.VMs), len(p.Pods)+len(p.Carriers))
 	}
 	pdbs := map[string]int{}

@@ -141,8 +141,10 @@ type RunOptions struct {
 	// Later are nodes a campaign empties after this one: a VM goes to one of them only when
 	// no other host has room for it (it would be moved again).
 	Later []string
-	// VMsOnly: the Nova half only (disable nova-compute, migrate the VMs). The daemon uses it
-	// when someone else cordoned the node: their drain owns the pods.
+	// VMsOnly: the Nova half only (an evacuation: disable nova-compute, migrate the VMs; an
+	// uncordon: the canary, enable nova-compute, restart the VMs stopped, close the journal).
+	// The daemon uses it when someone else cordoned or uncordoned the node: the pods and the
+	// node's schedulability are theirs.
 	VMsOnly bool
 	// KeepLease: an evacuation keeps the node's lease when it ends, as a cordon does, until
 	// uncordon releases it (a NodeMaintenance holds the node for as long as it exists).

@@ -306,3 +306,59 @@ func TestNoInitInTheEngineOrTheVerbs(t *testing.T) {
 		t.Fatalf("read %d files: is the walk broken?", found)
 	}
 }
+
+// Outside the engine, no code compares an operation's kind (#54.3): the TUI's checks, its
+// confirm pane, the verbs, a plan's summary, the daemon and the controllers read the kind's
+// row (model.OpRow, the confirm pane's rows), so a new operation is rows, not a hunt for
+// every `op == model.OpX`.
+func TestNoViewComparesTheOperationsKind(t *testing.T) {
+	read := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".envtest" || d.Name() == "testdata" || path == "../ops") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		read++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		isKind := func(e ast.Expr) bool {
+			switch x := e.(type) {
+			case *ast.SelectorExpr:
+				id, ok := x.X.(*ast.Ident)
+				return ok && id.Name == "model" && strings.HasPrefix(x.Sel.Name, "Op") && x.Sel.Name != "OpKind" && x.Sel.Name != "OpRow"
+			case *ast.Ident: // inside model itself
+				return f.Name.Name == "model" && strings.HasPrefix(x.Name, "Op") && len(x.Name) > 2 && x.Name != "OpKind" && x.Name != "OpRow"
+			}
+			return false
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.BinaryExpr:
+				if (x.Op == token.EQL || x.Op == token.NEQ) && (isKind(x.X) || isKind(x.Y)) {
+					t.Errorf("%s: compares an operation's kind: read its row (model.OpRow)", path)
+				}
+			case *ast.CaseClause:
+				for _, e := range x.List {
+					if isKind(e) {
+						t.Errorf("%s: a case on an operation's kind: read its row (model.OpRow)", path)
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read < 80 {
+		t.Fatalf("read %d files outside ops: is the walk broken?", read)
+	}
+}

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -164,7 +165,26 @@ func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 		n.step(model.StepReturnVMs, len(j.Left) == 0, fmt.Sprintf("bring home the %d VM(s) that left it, each checked first (moved, resized or deleted since: left where it is)", len(j.Left)))
 	}
 	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")
+	if n.ro.VMsOnly {
+		n.p.Steps = novaHalf(n.p.Steps)
+	}
 	return nil
+}
+
+// novaHalf is the way back's Nova half, what is left of it (VMsOnly: the daemon's, after
+// someone else uncordoned the node): the host proven (the canary), its service enabled, the
+// VMs stopped for restart-in-place started again, then the journal closed, since a node
+// left with its journal at "done" would count as under maintenance for the ranking and the
+// proxy forever. The Kubernetes half is someone else's.
+func novaHalf(steps []model.Step) []model.Step {
+	half := []model.StepKind{model.StepCanary, model.StepEnableCompute, model.StepRestartVMs, model.StepRelease}
+	var out []model.Step
+	for _, s := range steps {
+		if slices.Contains(half, s.Kind) && !s.Done {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // planRestart: the VMs its journal says drainctl stopped for restart-in-place, started again

@@ -269,24 +269,25 @@ func (m Model) cannot(op model.OpKind, targets []string) string {
 	if m.eng == nil {
 		return "no cluster"
 	}
-	if op == model.OpMigrate && !m.s.inv.NovaConfigured {
+	row := op.Row()
+	if row.OnVM && !m.s.inv.NovaConfigured {
 		return "Nova is not configured: there are no VMs"
 	}
 	for _, t := range targets {
-		if op == model.OpMigrate {
+		if row.OnVM {
 			continue
 		}
 		n, ok := m.s.inv.Node(t)
 		if !ok || n.Kube == nil {
 			return t + " is no Kubernetes node"
 		}
-		if op == model.OpUncordon && n.Kube.Schedulable && (n.Compute == nil || n.Compute.Enabled) {
+		if row.Cordoned && n.Kube.Schedulable && (n.Compute == nil || n.Compute.Enabled) {
 			return t + " is not cordoned"
 		}
-		if op == model.OpRecover && n.Kube.Ready {
+		if row.DeadNode && n.Kube.Ready {
 			return t + " is Ready: recover is for a dead node (NotReady, its nova-compute down); e evacuates a live one"
 		}
-		if (op == model.OpCordon || op == model.OpEvacuate || op == model.OpRecover) && m.running(t) {
+		if row.Exclusive && m.running(t) {
 			return "an operation is already running on " + t
 		}
 	}
@@ -333,9 +334,9 @@ func (m *Model) runBatch(b ops.Batch, done func(error) tea.Msg) tea.Cmd {
 	}
 }
 
-// opKey names an operation: its node, or node/VM for a migration.
+// opKey names an operation: its node, or node/VM for one on a VM.
 func opKey(p model.Plan) string {
-	if p.Op == model.OpMigrate {
+	if p.Op.Row().OnVM {
 		return p.Node + "/" + p.VM
 	}
 	return p.Node
@@ -357,7 +358,7 @@ func (m Model) forceComplete(vmID, name string) tea.Cmd {
 func (m Model) abortForQuit() (tea.Model, tea.Cmd) {
 	var nodes []string
 	for _, k := range m.s.ops.runningKeys() {
-		if v := m.s.ops.views[k]; v.plan.Op != model.OpMigrate {
+		if v := m.s.ops.views[k]; !v.plan.Op.Row().OnVM { // a node's operation: its abort stops the VM's too
 			nodes = append(nodes, v.plan.Node)
 		}
 	}

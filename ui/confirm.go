@@ -108,45 +108,13 @@ func (p *confirmPane) bindings(s *shared) []action {
 		p.why.open("why", "reason: ", pd.ro.Why, 120)
 		return nil
 	}}
-	hide := func(as ...action) []action {
-		for i := range as {
-			as[i].hidden = true
-		}
-		return as
+	kit := confirmKit{pd: pd, keys: k, confirm: confirm, back: show(k.Back), runToggle: runToggle, toggle: toggle,
+		force: force, emptyDir: emptyDir, eviction: eviction, lastNode: lastNode, cold: cold, skip: skip, override: override}
+	row, ok := confirmRows[pd.op]
+	if !ok {
+		row = confirmPlain
 	}
-	out := []action{cancel}
-	switch pd.op {
-	case model.OpMigrate:
-		out = append(out, confirm, action{key: k.Target, do: func() intent { return pickTarget{pd} }}, show(k.Back))
-		out = append(out, hide(force, emptyDir, eviction, lastNode, cold)...)
-	case model.OpRecover:
-		fenced := runToggle(k.ToggleFenced, func(ro *ops.RunOptions) { ro.ConfirmFenced = !ro.ConfirmFenced })
-		diskLoss := toggle(k.ToggleDiskLoss, func(o *policy.Options) { o.AcceptDiskLoss = !o.AcceptDiskLoss })
-		out = append(out, confirm, fenced, diskLoss, force, show(k.Back))
-		out = append(out, hide(emptyDir, eviction, lastNode, cold, skip)...)
-		if skips(pd) {
-			out = append(out, skip)
-		}
-	case model.OpEvacuate:
-		out = append(out, confirm, force, emptyDir, eviction, lastNode)
-		if skips(pd) {
-			out = append(out, skip)
-		}
-		if len(pd.ro.Policy.OverrideVMPolicies) > 0 || len(policyBlockers(pd)) > 0 {
-			out = append(out, override)
-		}
-		out = append(out, show(k.Back))
-		out = append(out, hide(cold)...)
-	case model.OpCordon: // --force changes nothing of a cordon: not offered
-		out = append(out, confirm, lastNode, show(k.Back))
-	case model.OpUncordon: // --force re-enables a service someone else disabled
-		home := runToggle(k.ToggleReturnVMs, func(ro *ops.RunOptions) { ro.ReturnVMs = !ro.ReturnVMs })
-		out = append(out, confirm, force, home, show(k.Back))
-	case model.OpRollback:
-		out = append(out, confirm, force, show(k.Back))
-	default: // abort: nothing to override
-		out = append(out, confirm, show(k.Back))
-	}
+	out := append([]action{cancel}, row.keys(kit)...)
 	return append(out, why)
 }
 
@@ -252,14 +220,8 @@ func (p *confirmPane) body(s *shared) string {
 	switch {
 	case blocked && pd.maintenance == maintainCreate:
 		hint = "The NodeMaintenance will be Failed, retried, until every blocker is resolved."
-	case blocked && pd.op == model.OpRecover:
-		keys := "K: your word that the machine is off; A: accept the disks lost"
-		if skips(pd) {
-			keys += "; S: leave the VMs that block"
-		}
-		hint = "Refused until every blocker is resolved (" + keys + "; y judges it again)."
-	case blocked && pd.op == model.OpCordon:
-		hint = "Refused until every blocker is resolved (L allows the last schedulable node; y judges it again)."
+	case blocked && confirmRows[pd.op].refused != nil:
+		hint = confirmRows[pd.op].refused(pd)
 	case blocked && pd.maintenance == "":
 		keys := []string{"F, D, E, L toggle the overrides"}
 		if pinned {

@@ -2,8 +2,9 @@ package ui
 
 import (
 	"fmt"
-	"github.com/drainctl/drainctl/ops/policy"
 	"strings"
+
+	"github.com/drainctl/drainctl/ops/policy"
 
 	tea "github.com/charmbracelet/bubbletea"
 

@@ -147,10 +147,7 @@ func (m Model) summary(w io.Writer) int {
 	var lines []string
 	for _, key := range m.s.ops.order {
 		v := m.s.ops.views[key]
-		target := v.plan.Node
-		if v.plan.Op == model.OpMigrate {
-			target = v.plan.VM
-		}
+		target := v.plan.Works()
 		resume := string(v.plan.Op) + " " + text.ShellWord(target)
 		if v.flags != "" {
 			resume += " " + v.flags

@@ -54,6 +54,119 @@ func main() {
 	fmt.Printf("checks on an operation's kind (ops/, the simulator aside): %d\n", checks)
 	fmt.Printf("functions over 80 lines in ops/: %d %v\n", len(long), long)
 	fmt.Printf("back-arrows: %v\n", backArrows())
+	pairs := namingPairs("ops")
+	fmt.Printf("file pairs in ops/ that name each other: %d\n", len(pairs))
+	fmt.Printf("Nova statuses compared in ops/*.go: %d\n", novaStatuses("ops"))
+	big, wide := bigFiles()
+	fmt.Printf("production files over 500 lines: %d %v\n", len(big), big)
+	fmt.Printf("production lines over 140 columns (a tab is 4): %d\n", wide)
+}
+
+// namingPairs are the pairs of the package's files (tests aside) where each names something
+// the other declares: a table file and its rows that call back into it, say.
+func namingPairs(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	declared := map[string]string{} // name → file
+	uses := map[string]map[string]bool{}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			continue
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				declared[d.Name.Name] = path
+			case *ast.GenDecl:
+				for _, sp := range d.Specs {
+					switch sp := sp.(type) {
+					case *ast.TypeSpec:
+						declared[sp.Name.Name] = path
+					case *ast.ValueSpec:
+						for _, n := range sp.Names {
+							declared[n.Name] = path
+						}
+					}
+				}
+			}
+		}
+		u := map[string]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				u[id.Name] = true
+			}
+			return true
+		})
+		uses[path] = u
+	}
+	names := func(a, b string) bool {
+		for n := range uses[a] {
+			if declared[n] == b {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for a := range uses {
+		for b := range uses {
+			if a < b && names(a, b) && names(b, a) {
+				out = append(out, a+" ⇄ "+b)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// novaStatuses counts the Nova statuses (model.VMActive, …) named in the package's files.
+var novaStatus = regexp.MustCompile(`model\.VM(Active|Shutoff|Paused|Broken|Migrating|Resizing|VerifyResize|RevertResize|Rebuilding)\b`)
+
+func novaStatuses(dir string) int {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	n := 0
+	for _, path := range files {
+		if src, err := os.ReadFile(path); err == nil && !strings.HasSuffix(path, "_test.go") {
+			n += len(novaStatus.FindAllIndex(src, -1))
+		}
+	}
+	return n
+}
+
+// bigFiles are the production files over 500 lines, and the count of lines wider than 140
+// columns, across the repository (tests, hack/ and the simulator's fixtures aside).
+func bigFiles() (big []string, wide int) {
+	_ = filepath.Walk(".", func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if info.IsDir() && (strings.HasPrefix(info.Name(), ".") && path != "." || path == "hack" || info.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if info.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(string(src), "\n")
+		if len(lines)-1 > 500 {
+			big = append(big, fmt.Sprintf("%s (%d)", path, len(lines)-1))
+		}
+		for _, l := range lines {
+			if len([]rune(strings.ReplaceAll(l, "\t", "    "))) > 140 {
+				wide++
+			}
+		}
+		return nil
+	})
+	sort.Strings(big)
+	return big, wide
 }
 
 // backArrows are imports that point up the drawing: the engine (ops) importing what is built

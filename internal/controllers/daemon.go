@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -66,6 +65,19 @@ func (d *Daemon) reconcileAll(ctx context.Context) {
 	}
 }
 
+// reaction is what a node's state calls for: its op (the Nova half of it) and the Event
+// that says it started.
+type reaction struct {
+	op   model.OpKind
+	what string
+}
+
+// reactions, by whether the node is schedulable.
+var reactions = map[bool]reaction{
+	false: {model.OpEvacuate, "cordoned: disabling nova-compute and live-migrating its VMs"},
+	true:  {model.OpUncordon, "schedulable again: re-enabling nova-compute"},
+}
+
 // reconcile starts what the node's state calls for, unless something already runs on it.
 func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 	d.mu.Lock()
@@ -74,13 +86,10 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 		return
 	}
 	d.mu.Unlock()
-	op := model.OpEvacuate
-	if k.Schedulable {
-		op = model.OpUncordon
-	}
+	react := reactions[k.Schedulable]
 	ro := d.Run
-	ro.VMsOnly = true
-	plan, err := d.Engine.Plan(ctx, op, k.Name, ro)
+	ro.VMsOnly = true // the Nova half: the planner plans only it
+	plan, err := d.Engine.Plan(ctx, react.op, k.Name, ro)
 	if err != nil {
 		d.planFailed(ctx, k.Name, err) // Nova unreachable, a node gone: said once, tried at the next reconcile
 		return
@@ -89,24 +98,6 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 	if !plan.Pending() {
 		return
 	}
-	if op == model.OpUncordon {
-		// Only the Nova half, then the journal closed: the node is schedulable already,
-		// someone else uncordoned it, and a node left with its journal at "done" would count
-		// as under maintenance for the ranking and the proxy forever.
-		// The Nova half is the host proven (the canary), its service enabled and the VMs
-		// stopped for restart-in-place started again: the journal is closed after them.
-		novaHalf := []model.StepKind{model.StepCanary, model.StepEnableCompute, model.StepRestartVMs, model.StepRelease}
-		var steps []model.Step
-		for _, s := range plan.Steps {
-			if slices.Contains(novaHalf, s.Kind) && !s.Done {
-				steps = append(steps, s)
-			}
-		}
-		if len(steps) == 0 {
-			return
-		}
-		plan.Steps = steps
-	}
 	d.mu.Lock()
 	d.active[k.Name] = true
 	d.mu.Unlock()
@@ -114,17 +105,13 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 	go func() {
 		defer d.wg.Done()
 		defer func() { d.mu.Lock(); delete(d.active, k.Name); d.mu.Unlock() }()
-		what := "cordoned: disabling nova-compute and live-migrating its VMs"
-		if op == model.OpUncordon {
-			what = "schedulable again: re-enabling nova-compute"
-		}
-		d.event(ctx, k.Name, "Normal", "DrainctlStarted", what)
+		d.event(ctx, k.Name, "Normal", "DrainctlStarted", react.what)
 		rep, err := d.Engine.Run(ctx, plan, ro, recordSteps(ctx, d.Events, d.Emit))
 		switch {
 		case errors.As(err, new(*ops.LeaseHeldError)):
 			// Another actor (a drainctl evacuate, node-maintenance) works this node: theirs.
 		case err == nil:
-			d.event(ctx, k.Name, "Normal", "DrainctlDone", fmt.Sprintf("%s: %d VM(s) migrated", op, countResult(rep, ops.MigCompleted)))
+			d.event(ctx, k.Name, "Normal", "DrainctlDone", fmt.Sprintf("%s: %d VM(s) migrated", react.op, countResult(rep, ops.MigCompleted)))
 		case ctx.Err() != nil:
 		default:
 			d.event(ctx, k.Name, "Warning", "DrainctlFailed", err.Error())

@@ -2,11 +2,12 @@ package controllers_test
 
 import (
 	"context"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -275,7 +275,7 @@ func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
 	// A person's, the record says: the node's own journal must say so too (a recovery by
 	// the same holder): a record alone, which nothing on the node bears out, holds nothing.
 	j, ok := ops.ReadJournal(*n.Kube)
-	if !ok || j.Op != model.OpRecover || j.Holder != rec.By {
+	if !ok || !j.Op.Row().DeadNode || j.Holder != rec.By {
 		return ""
 	}
 	msg := fmt.Sprintf("recovery of %s by %s stopped at %s; not resumed: a person's recovery stays the person's", n.Name, rec.By, j.Phase)
@@ -302,9 +302,9 @@ func (r *Recoverer) notDead(n model.Node, silent map[string]bool) string {
 		return "paused"
 	case stoppedIn(r.stopped, n.Name, k.Outage()):
 		return "its recovery stopped in this outage (a failed fence, a failed rebuild): a person's now"
-	case journaled && j.Op == model.OpRecover && j.Phase == ops.PhaseDone:
+	case journaled && j.Op.Row().DeadNode && j.Phase == ops.PhaseDone:
 		return "recovered already: the way back is a person's (uncordon)"
-	case journaled && j.Op != model.OpRecover:
+	case journaled && !j.Op.Row().DeadNode:
 		return "under another operation"
 	case !journaled && !k.Schedulable:
 		return "cordoned by someone else"
@@ -325,7 +325,7 @@ func (r *Recoverer) explained(ctx context.Context, n model.Node) string {
 	if !ok {
 		return ""
 	}
-	if j.Op != model.OpRecover {
+	if !j.Op.Row().DeadNode {
 		return "under " + string(j.Op) + " by " + j.Holder
 	}
 	rec, found, err := r.recovery(ctx, n.Name)

@@ -133,12 +133,12 @@ func operation(op model.OpKind) func(a *Auto, ctx context.Context, args []string
 	return func(a *Auto, ctx context.Context, args []string) error {
 		if len(args) == 0 {
 			what := "NODE"
-			if op == model.OpMigrate {
+			if op.Row().OnVM {
 				what = "VM"
 			}
 			return &ops.UsageError{Problem: string(op) + " needs at least one " + what, Hint: "drainctl --auto list shows them"}
 		}
-		if (op == model.OpAbort || op == model.OpRollback || op == model.OpRecover) && len(args) > 1 {
+		if op.Row().OneNode && len(args) > 1 {
 			return &ops.UsageError{Problem: string(op) + " takes one node"}
 		}
 		return a.operate(ctx, op, args)
