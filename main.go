@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/drainctl/drainctl/internal/app"
@@ -45,79 +43,17 @@ Verbs (--auto):
 ` + auto.VerbUsage() + `  (no verb)            evacuate the node drainctl runs on (NODE_NAME, else the hostname)
 
 Operation flags:
-  --dry-run            print the plan, change nothing
-  --reason TEXT        why, added to nova-compute's disabled reason
-  --to HOST            migrate: the destination host
-  --force              evict bare pods and pods marked safe-to-evict=false/do-not-disrupt,
-                       leave VMs that cannot move, re-enable a service someone else disabled
-  --disable-eviction   delete pods instead of evicting them (bypasses PodDisruptionBudgets)
-  --delete-emptydir-data   evict pods with emptyDir data, losing it
-  --ignore-daemonsets  leave DaemonSet pods (default true; --ignore-daemonsets=false refuses them)
-  --allow-control-plane    allow emptying a control-plane node
-  --allow-last-node    allow emptying the last schedulable worker
-  --cold-migrate-running   move a running VM that cannot live-migrate (PCI, vGPU) cold:
-                       it is stopped, moved and started again (downtime; the plan lists it)
-  --skip-vm NAME       leave this VM on the node (repeatable): the run goes on, and ends
-                       with exit 6 saying the node is not empty and why
-  --override-vm-policy NAME   move this VM as its state says although its own maintenance
-                       policy (drainctl:maintenance) asks to stay or is unknown (repeatable)
-  --timeout DURATION   bound the whole operation (default timeouts.operation, 2h)
-  --max-parallel N     nodes worked at once (default concurrency.nodes, 1)
-
+` + app.FlagUsage(app.SectionOperation) + `
 Recovery flags (recover):
-  --fence-cmd 'CMD {node}'   power the machine off (ipmitool, a Redfish call): exit 0
-                       proves it off; its output is reported line by line
-  --confirm-fenced     your word that the machine is off (journaled with who and when)
-
+` + app.FlagUsage(app.SectionRecover) + `
 Campaign flags (roll):
-  -l, --selector L=V   the nodes: those the label selector matches (instead of NODE...)
-  --parallel N|N%      nodes worked at once, or a share of the campaign's (default 1; at most
-                       concurrency.nodes, see --max-parallel)
-  --spread-by LABEL    never two nodes of one LABEL value (a zone, a rack) in flight; the
-                       order walks the values round-robin
-  --order name|given|cost   the order of the nodes (default: given, or by name for a
-                       selector); cost: the ranking's cheapest first
-  --gate-cmd 'CMD {node}'   before each node starts, CMD must exit 0 (else the campaign waits)
-  --gate-prometheus URL     before each node starts, no alert may fire in this Prometheus
-  --gate-alerts REGEX  with --gate-prometheus: only the alerts whose name matches hold it
-  --exec 'CMD {node}'  run on each emptied node ({node}: its name; env DRAINCTL_NODE, DRAINCTL_HOST)
-  --wait-ready         wait for the node to reboot and come back Ready with nova-compute up
-  --return-vms         (roll, uncordon) once a node is back and proven, bring home the VMs
-                       that left it (its journal), live or cold as they left; one moved,
-                       resized or deleted since stays where it is, said so
-  --on-failure MODE    stop (default): stop at the failed node; skip: roll it back, go on
-  --window 'DAYS HH:MM-HH:MM ZONE'   no node starts outside it (e.g. 'Mon-Fri 22:00-06:00
-                       Europe/Berlin'; [roll] window); the campaign waits, says until when
-  --node-deadline D    a node not drained within D (default 30m) is undrainable:
-  --undrainable MODE   quarantine (default: roll it back, label it drainctl.io/quarantined,
-                       go on), rollback (roll it back, stop) or fail (stop, left as it is)
-  --campaign NAME      the campaign's name (default: derived from the nodes or selector)
-
+` + app.FlagUsage(app.SectionRoll) + `
 Simulated cluster (no cluster needed):
   drainctl --demo [--auto VERB]         run on a generated cluster (Kubernetes + Nova)
   drainctl sim serve                    serve the simulated Nova + Keystone and print OS_* variables
-  --demo-nodes N       size of the demo cluster (default 12, up to 5000)
-  --demo-seed N        the same seed makes the same cluster
-  --demo-scale X       simulated seconds per real second (default 1)
-  --demo-fault LIST    inject faults, comma-separated: latency=200ms, migrate-500, migrate-409,
-                       services-503, no-valid-host, compute-down=HOST, never-converge=VM,
-                       fail-migration=VM@PHASE, boot-error=HOST, boot-hang=HOST,
-                       console-silent=HOST (a canary there fails)
-  --listen ADDR        sim serve: address to listen on (default 127.0.0.1:0);
-                       --proxy: address to serve the cloudpool API on (default :8080)
-
+` + app.FlagUsage(app.SectionSim) + `
 Flags:
-  --config PATH        drainctl's config.toml (default ~/.config/drainctl/config.toml)
-  -config-path PATH    nova-kubernetes-drain's config.yaml (OpenStack credentials)
-  --kubeconfig PATH    kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)
-  --context NAME       kubeconfig context
-  -o, --output FORMAT  table or json
-  --log-file PATH      write client logs here (default: nowhere)
-  --readonly           TUI: hide every key that changes the cluster
-  --node NODE          daemon: only this node (default NODE_NAME; unset: every node, leader-elected)
-  --metrics-addr ADDR  daemon, proxy, controller: serve /metrics, /healthz and /readyz here (e.g. :9090)
-  --version            print the version and exit
-
+` + app.FlagUsage(app.SectionGeneral) + `
 OpenStack credentials: -config-path, else OS_CLOUD + clouds.yaml, else OS_* variables,
 else the [openstack] table of config.toml. With none, drainctl works on Kubernetes alone.
 
@@ -156,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case err == nil && cmd == cmdCompletion:
 		if len(opts.Args) != 2 {
 			err = &ops.UsageError{Problem: "completion needs a shell", Hint: "drainctl completion bash|zsh|fish"}
-		} else if cerr := completion(stdout, opts.Args[1], flagSet(new(app.Options), new(bool), new(bool))); cerr != nil {
+		} else if cerr := completion(stdout, opts.Args[1], app.FlagSet(new(app.Options))); cerr != nil {
 			err = &ops.UsageError{Problem: cerr.Error()}
 		}
 	case err == nil:
@@ -190,8 +126,7 @@ const (
 // parseArgs reads the flags; they may come before or after the verb.
 func parseArgs(args []string) (app.Options, int, error) {
 	var o app.Options
-	var help, showVersion bool
-	fs := flagSet(&o, &help, &showVersion)
+	fs := app.FlagSet(&o)
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -209,104 +144,12 @@ func parseArgs(args []string) (app.Options, int, error) {
 		return o, cmdRun, &ops.UsageError{Problem: fmt.Sprintf("unknown output format %q", o.Output), Hint: "use -o table or -o json"}
 	}
 	switch {
-	case help:
+	case o.Help:
 		return o, cmdHelp, nil
-	case showVersion, len(o.Args) == 1 && o.Args[0] == "version":
+	case o.Version, len(o.Args) == 1 && o.Args[0] == "version":
 		return o, cmdVersion, nil
 	case len(o.Args) > 0 && o.Args[0] == "completion":
 		return o, cmdCompletion, nil
 	}
 	return o, cmdRun, nil
-}
-
-// flagSet is drainctl's flags, parsed into o (and help, showVersion).
-func flagSet(o *app.Options, help, showVersion *bool) *flag.FlagSet {
-	fs := flag.NewFlagSet("drainctl", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.BoolVar(help, "help", false, "")
-	fs.BoolVar(help, "h", false, "")
-	fs.BoolVar(showVersion, "version", false, "")
-	fs.BoolVar(&o.Auto, "auto", false, "")
-	fs.StringVar(&o.Config, "config", "", "")
-	fs.StringVar(&o.LegacyConfig, "config-path", "", "")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "")
-	fs.StringVar(&o.Context, "context", "", "")
-	fs.StringVar(&o.Output, "output", auto.FormatTable, "")
-	fs.StringVar(&o.Output, "o", auto.FormatTable, "")
-	fs.StringVar(&o.LogFile, "log-file", "", "")
-	fs.BoolVar(&o.Demo, "demo", false, "")
-	fs.IntVar(&o.DemoNodes, "demo-nodes", 12, "")
-	fs.Int64Var(&o.DemoSeed, "demo-seed", 1, "")
-	fs.Float64Var(&o.DemoScale, "demo-scale", 1, "")
-	fs.StringVar(&o.DemoFault, "demo-fault", "", "")
-	fs.StringVar(&o.Listen, "listen", "", "")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "")
-	fs.BoolVar(&o.Force, "force", false, "")
-	fs.BoolVar(&o.DisableEviction, "disable-eviction", false, "")
-	fs.BoolVar(&o.DeleteEmptyDir, "delete-emptydir-data", false, "")
-	fs.BoolVar(&o.IgnoreDaemonSets, "ignore-daemonsets", true, "")
-	fs.BoolVar(&o.AllowControlPlane, "allow-control-plane", false, "")
-	fs.BoolVar(&o.AllowLastNode, "allow-last-node", false, "")
-	fs.BoolVar(&o.ColdMigrateRunning, "cold-migrate-running", false, "")
-	fs.Func("skip-vm", "", func(v string) error {
-		if strings.TrimSpace(v) == "" {
-			return fmt.Errorf("--skip-vm needs a VM name or ID")
-		}
-		o.SkipVMs = append(o.SkipVMs, v)
-		return nil
-	})
-	fs.Func("override-vm-policy", "", func(v string) error {
-		if strings.TrimSpace(v) == "" {
-			return fmt.Errorf("--override-vm-policy needs a VM name or ID")
-		}
-		o.OverrideVMPolicies = append(o.OverrideVMPolicies, v)
-		return nil
-	})
-	fs.DurationVar(&o.Timeout, "timeout", 0, "")
-	fs.IntVar(&o.MaxParallel, "max-parallel", 0, "")
-	fs.StringVar(&o.To, "to", "", "")
-	fs.StringVar(&o.Reason, "reason", "", "")
-	fs.BoolVar(&o.ReadOnly, "readonly", false, "")
-	fs.BoolVar(&o.Daemon, "daemon", false, "")
-	fs.BoolVar(&o.Proxy, "proxy", false, "")
-	fs.BoolVar(&o.Controller, "controller", false, "")
-	fs.IntVar(&o.Count, "count", 0, "")
-	fs.StringVar(&o.Node, "node", "", "")
-	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "")
-	fs.StringVar(&o.Selector, "selector", "", "")
-	fs.StringVar(&o.Selector, "l", "", "")
-	o.Parallel = 1
-	fs.Func("parallel", "", func(v string) error {
-		n, pct := strings.CutSuffix(strings.TrimSpace(v), "%")
-		i, err := strconv.Atoi(n)
-		switch {
-		case err != nil || i < 1 || (pct && i > 100):
-			return fmt.Errorf("--parallel %q: a number of nodes (4) or a share of them (10%%)", v)
-		case pct:
-			o.ParallelPercent = i
-		default:
-			o.Parallel = i
-		}
-		return nil
-	})
-	fs.StringVar(&o.SpreadBy, "spread-by", "", "")
-	fs.StringVar(&o.GateCmd, "gate-cmd", "", "")
-	fs.StringVar(&o.GatePrometheus, "gate-prometheus", "", "")
-	fs.StringVar(&o.GateAlerts, "gate-alerts", "", "")
-	fs.StringVar(&o.Order, "order", "", "")
-	fs.StringVar(&o.Exec, "exec", "", "")
-	fs.BoolVar(&o.WaitReady, "wait-ready", false, "")
-	fs.BoolVar(&o.ReturnVMs, "return-vms", false, "")
-	fs.StringVar(&o.OnFailure, "on-failure", "stop", "")
-	fs.StringVar(&o.Campaign, "campaign", "", "")
-	fs.StringVar(&o.Window, "window", "", "")
-	fs.StringVar(&o.Undrainable, "undrainable", "", "")
-	fs.DurationVar(&o.NodeDeadline, "node-deadline", 0, "")
-	fs.StringVar(&o.FenceCmd, "fence-cmd", "", "")
-	fs.BoolVar(&o.ConfirmFenced, "confirm-fenced", false, "")
-	fs.BoolVar(&o.AcceptDiskLoss, "accept-disk-loss", false, "")
-	fs.BoolVar(&o.Resume, "resume", false, "")
-	fs.StringVar(&o.GatePromTokenFile, "gate-prometheus-token-file", "", "")
-	fs.StringVar(&o.GatePromCAFile, "gate-prometheus-ca-file", "", "")
-	return fs
 }

@@ -666,7 +666,7 @@ func TestRollSaysWhatItLoses(t *testing.T) {
 // name them (text.Flag, internal/app's ErrorText and HintOf).
 func TestTheEngineNamesNoFlag(t *testing.T) {
 	var names []string
-	flagSet(new(app.Options), new(bool), new(bool)).VisitAll(func(f *flag.Flag) {
+	app.FlagSet(new(app.Options)).VisitAll(func(f *flag.Flag) {
 		if len(f.Name) > 1 {
 			names = append(names, regexp.QuoteMeta(f.Name))
 		}

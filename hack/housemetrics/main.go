@@ -57,6 +57,7 @@ func main() {
 	pairs := namingPairs("ops")
 	fmt.Printf("file pairs in ops/ that name each other: %d\n", len(pairs))
 	fmt.Printf("Nova statuses compared in ops/*.go: %d\n", novaStatuses("ops"))
+	fmt.Printf("app.Options fields: %d\n", structFields("internal/app/app.go", "Options"))
 	big, wide := bigFiles()
 	fmt.Printf("production files over 500 lines: %d %v\n", len(big), big)
 	fmt.Printf("production lines over 140 columns (a tab is 4): %d\n", wide)
@@ -200,4 +201,24 @@ func backArrows() []string {
 		}
 	}
 	return arrows
+}
+
+// structFields counts the field names of a struct type declared in the file.
+func structFields(path, typeName string) int {
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		return -1
+	}
+	n := 0
+	ast.Inspect(f, func(node ast.Node) bool {
+		if ts, ok := node.(*ast.TypeSpec); ok && ts.Name.Name == typeName {
+			if st, ok := ts.Type.(*ast.StructType); ok {
+				for _, fld := range st.Fields.List {
+					n += max(1, len(fld.Names))
+				}
+			}
+		}
+		return true
+	})
+	return n
 }

@@ -27,20 +27,48 @@ import (
 	"github.com/drainctl/drainctl/ui/auto"
 )
 
-// Options are the parsed command line.
+// Options are the parsed command line (flags.go binds each flag's row to its field): the
+// mode, then one group per section of --help.
 type Options struct {
-	Auto                 bool
+	Auto, Demo, ReadOnly bool
+	Help, Version        bool
+	Output               string
+	Args                 []string // the verb and its arguments
+	Count                int      // recommend, scale-down: how many candidates
+	ReturnVMs            bool     // roll, uncordon: bring the VMs home
+	Conn                 ConnFlags
+	Sim                  SimFlags
+	Serve                ServeFlags
+	Op                   OpFlags
+	Roll                 RollFlags
+	Recover              RecoverFlags
+	// Set names the flags given on the command line (a flag's default is not a request).
+	Set map[string]bool
+}
+
+// ConnFlags say where the cluster is and where the client's logs go.
+type ConnFlags struct {
 	Config, LegacyConfig string
 	Kubeconfig, Context  string
-	Output, LogFile      string
-	Args                 []string // the verb and its arguments
+	LogFile              string
+}
 
-	Demo              bool
-	DemoNodes         int
-	DemoSeed          int64
-	DemoScale         float64
-	DemoFault, Listen string
+// SimFlags make the simulated cluster (--demo, sim serve).
+type SimFlags struct {
+	Nodes int
+	Seed  int64
+	Scale float64
+	Fault string
+}
 
+// ServeFlags are the long-running modes' (daemon, proxy, controller, sim serve).
+type ServeFlags struct {
+	Daemon, Proxy, Controller bool
+	Node, MetricsAddr, Listen string
+}
+
+// OpFlags are every operation's: the run, and the overrides of a safety rule.
+type OpFlags struct {
 	DryRun, Force, DisableEviction, DeleteEmptyDir, IgnoreDaemonSets bool
 	AllowControlPlane, AllowLastNode                                 bool
 	ColdMigrateRunning                                               bool
@@ -49,26 +77,26 @@ type Options struct {
 	Timeout                                                          time.Duration
 	MaxParallel                                                      int
 	To, Reason                                                       string
-	ReadOnly                                                         bool
-	Daemon, Proxy, Controller                                        bool
-	Count                                                            int
-	Node, MetricsAddr                                                string
-	// roll: the campaign's nodes and how it works them.
+}
+
+// RollFlags are the campaign's: its nodes and how it works them.
+type RollFlags struct {
 	Selector, Exec, OnFailure, Campaign string
 	Parallel, ParallelPercent           int
 	SpreadBy, Order                     string
 	GateCmd, GatePrometheus, GateAlerts string
 	GatePromTokenFile, GatePromCAFile   string
-	WaitReady, Resume, ReturnVMs        bool
+	WaitReady, Resume                   bool
 	Window, Undrainable                 string
 	NodeDeadline                        time.Duration
-	// recover: how the dead machine is proven off; AcceptDiskLoss lets it rebuild VMs whose
-	// local disk stays on the dead machine.
+}
+
+// RecoverFlags are recover's: how the dead machine is proven off; AcceptDiskLoss lets it
+// rebuild VMs whose local disk stays on the dead machine.
+type RecoverFlags struct {
 	FenceCmd       string
 	ConfirmFenced  bool
 	AcceptDiskLoss bool
-	// Set names the flags given on the command line (a flag's default is not a request).
-	Set map[string]bool
 }
 
 // Run runs the mode the options ask for until it ends or ctx is cancelled. The error
@@ -77,7 +105,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(s
 	if err := oneMode(o); err != nil {
 		return err
 	}
-	path, explicit := o.Config, o.Config != ""
+	path, explicit := o.Conn.Config, o.Conn.Config != ""
 	if !explicit {
 		path = config.DefaultPath()
 	}
@@ -88,33 +116,33 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(s
 	for _, w := range config.Warnings(path, cfg) {
 		text.Fprintf(stderr, "drainctl: warning: %s\n", w)
 	}
-	for flag, tmpl := range map[string]string{"fence-cmd": o.FenceCmd, "exec": o.Exec, "gate-cmd": o.GateCmd} {
+	for flag, tmpl := range map[string]string{"fence-cmd": o.Recover.FenceCmd, "exec": o.Roll.Exec, "gate-cmd": o.Roll.GateCmd} {
 		if opts := opcmd.LiteralSecrets(tmpl); len(opts) > 0 {
 			text.Fprintf(stderr, "drainctl: warning: --%s %s\n", flag, config.LiteralSecretWarning(opts))
 		}
 	}
 	var legacy *model.OpenStackConfig
-	if o.LegacyConfig != "" {
-		l, err := config.LoadLegacy(o.LegacyConfig)
+	if o.Conn.LegacyConfig != "" {
+		l, err := config.LoadLegacy(o.Conn.LegacyConfig)
 		if err != nil {
 			return err
 		}
 		legacy = &l
 	}
-	if err := redirectLogs(o.LogFile); err != nil {
+	if err := redirectLogs(o.Conn.LogFile); err != nil {
 		return err
 	}
 	if len(o.Args) == 2 && o.Args[0] == "sim" && o.Args[1] == "serve" {
-		return SimServe(ctx, o, firstNonBlank(o.Listen, "127.0.0.1:0"), stdout)
+		return SimServe(ctx, o, firstNonBlank(o.Serve.Listen, "127.0.0.1:0"), stdout)
 	}
-	if o.Demo && (o.DemoNodes < 5 || o.DemoNodes > 5000) {
-		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.DemoNodes), Hint: "use 5 to 5000 nodes"}
+	if o.Demo && (o.Sim.Nodes < 5 || o.Sim.Nodes > 5000) {
+		return &ops.UsageError{Problem: fmt.Sprintf("--demo-nodes %d is out of range", o.Sim.Nodes), Hint: "use 5 to 5000 nodes"}
 	}
-	if o.Timeout > 0 {
-		cfg.Timeouts.Operation = model.Duration(o.Timeout)
+	if o.Op.Timeout > 0 {
+		cfg.Timeouts.Operation = model.Duration(o.Op.Timeout)
 	}
-	if o.MaxParallel > 0 {
-		cfg.Concurrency.Nodes = o.MaxParallel
+	if o.Op.MaxParallel > 0 {
+		cfg.Concurrency.Nodes = o.Op.MaxParallel
 	}
 	pol, err := policyOptions(cfg, o)
 	if err != nil {
@@ -122,11 +150,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(s
 	}
 	env := env{o: o, cfg: cfg, legacy: legacy, pol: pol, stdout: stdout, stderr: stderr, getenv: getenv}
 	switch {
-	case o.Daemon:
+	case o.Serve.Daemon:
 		return serve(ctx, env, daemonMode)
-	case o.Proxy:
+	case o.Serve.Proxy:
 		return serve(ctx, env, proxyMode)
-	case o.Controller:
+	case o.Serve.Controller:
 		return serve(ctx, env, controllerMode)
 	case !o.Auto:
 		return runTUI(ctx, env)
@@ -147,8 +175,7 @@ type env struct {
 }
 
 func (e env) connect(ctx context.Context, progress io.Writer, mod func(*ConnectOptions)) (*Cluster, error) {
-	co := ConnectOptions{Kubeconfig: e.o.Kubeconfig, Context: e.o.Context, Demo: e.o.Demo, DemoNodes: e.o.DemoNodes,
-		DemoSeed: e.o.DemoSeed, DemoScale: e.o.DemoScale, DemoFault: e.o.DemoFault}
+	co := ConnectOptions{Conn: e.o.Conn, Demo: e.o.Demo, Sim: e.o.Sim}
 	if mod != nil {
 		mod(&co)
 	}
@@ -202,10 +229,10 @@ func runTUI(ctx context.Context, e env) error {
 	defer stopHook()
 	o.Observe = campaignNotices(hook)
 	if !e.o.Demo {
-		o.Contexts = kube.Contexts(kube.Options{Kubeconfig: firstNonBlank(e.o.Kubeconfig, e.cfg.Kubernetes.Kubeconfig)})
+		o.Contexts = kube.Contexts(kube.Options{Kubeconfig: firstNonBlank(e.o.Conn.Kubeconfig, e.cfg.Kubernetes.Kubeconfig)})
 		o.Switch = func(ctx context.Context, name string) (ui.Switched, error) {
 			next := e
-			next.o.Context = name
+			next.o.Conn.Context = name
 			nextCtx, stop := context.WithCancel(ctx)
 			cl, err := next.connect(nextCtx, io.Discard, func(co *ConnectOptions) { co.Maintenances, co.NodesFirst = true, true })
 			if err != nil {
@@ -243,22 +270,22 @@ func runAuto(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
-	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.DryRun, JSON: e.o.Output == auto.FormatJSON,
+	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.Op.DryRun, JSON: e.o.Output == auto.FormatJSON,
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
-		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason, To: e.o.To, ForceCompute: e.o.Force,
-			FenceCmd: e.o.FenceCmd, ConfirmFenced: e.o.ConfirmFenced, ReturnVMs: e.o.ReturnVMs}}
-	a.Campaign = campaign.Options{Name: e.o.Campaign, Selector: e.o.Selector, Parallel: e.o.Parallel, ParallelPercent: e.o.ParallelPercent,
-		SpreadBy: e.o.SpreadBy, Order: e.o.Order, Exec: e.o.Exec,
-		Gates:     campaign.GateOptions{Cmd: e.o.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
-		WaitReady: e.o.WaitReady, OnFailure: e.o.OnFailure, Run: a.Run, Resume: e.o.Resume, ReturnVMs: e.o.ReturnVMs,
-		NodeDeadline: e.cfg.Campaign.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Undrainable, e.cfg.Campaign.Undrainable)}
-	if e.o.NodeDeadline > 0 {
-		a.Campaign.NodeDeadline = e.o.NodeDeadline
+		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason, To: e.o.Op.To, ForceCompute: e.o.Op.Force,
+			FenceCmd: e.o.Recover.FenceCmd, ConfirmFenced: e.o.Recover.ConfirmFenced, ReturnVMs: e.o.ReturnVMs}}
+	a.Campaign = campaign.Options{Name: e.o.Roll.Campaign, Selector: e.o.Roll.Selector, Parallel: e.o.Roll.Parallel, ParallelPercent: e.o.Roll.ParallelPercent,
+		SpreadBy: e.o.Roll.SpreadBy, Order: e.o.Roll.Order, Exec: e.o.Roll.Exec,
+		Gates:     campaign.GateOptions{Cmd: e.o.Roll.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
+		WaitReady: e.o.Roll.WaitReady, OnFailure: e.o.Roll.OnFailure, Run: a.Run, Resume: e.o.Roll.Resume, ReturnVMs: e.o.ReturnVMs,
+		NodeDeadline: e.cfg.Campaign.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Roll.Undrainable, e.cfg.Campaign.Undrainable)}
+	if e.o.Roll.NodeDeadline > 0 {
+		a.Campaign.NodeDeadline = e.o.Roll.NodeDeadline
 	}
-	if w := firstNonBlank(e.o.Window, e.cfg.Campaign.Window); w != "" {
+	if w := firstNonBlank(e.o.Roll.Window, e.cfg.Campaign.Window); w != "" {
 		win, err := campaign.ParseWindow(w)
 		if err != nil {
-			if e.o.Window == "" {
+			if e.o.Roll.Window == "" {
 				return &ops.UsageError{Problem: "config: roll.window: " + err.Error(), Hint: HintOf(err)}
 			}
 			return err
@@ -284,7 +311,7 @@ func oneMode(o Options) error {
 	for _, m := range []struct {
 		on   bool
 		flag string
-	}{{o.Auto, "--auto"}, {o.Daemon, "--daemon"}, {o.Proxy, "--proxy"}, {o.Controller, "--controller"}} {
+	}{{o.Auto, "--auto"}, {o.Serve.Daemon, "--daemon"}, {o.Serve.Proxy, "--proxy"}, {o.Serve.Controller, "--controller"}} {
 		if m.on {
 			modes = append(modes, m.flag)
 		}
@@ -302,13 +329,13 @@ func policyOptions(cfg model.Config, o Options) (policy.Options, error) {
 	if err != nil {
 		return p, &ops.UsageError{Problem: "config: " + err.Error()}
 	}
-	p.Force, p.DisableEviction = o.Force, o.DisableEviction
-	p.IgnoreDaemonSets = p.IgnoreDaemonSets && o.IgnoreDaemonSets
-	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.DeleteEmptyDir
-	p.AllowControlPlane, p.AllowLastNode = o.AllowControlPlane, o.AllowLastNode
-	p.ColdMigrateRunning, p.SkipVMs = o.ColdMigrateRunning, o.SkipVMs
-	p.OverrideVMPolicies = o.OverrideVMPolicies
-	p.AcceptDiskLoss = o.AcceptDiskLoss
+	p.Force, p.DisableEviction = o.Op.Force, o.Op.DisableEviction
+	p.IgnoreDaemonSets = p.IgnoreDaemonSets && o.Op.IgnoreDaemonSets
+	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.Op.DeleteEmptyDir
+	p.AllowControlPlane, p.AllowLastNode = o.Op.AllowControlPlane, o.Op.AllowLastNode
+	p.ColdMigrateRunning, p.SkipVMs = o.Op.ColdMigrateRunning, o.Op.SkipVMs
+	p.OverrideVMPolicies = o.Op.OverrideVMPolicies
+	p.AcceptDiskLoss = o.Recover.AcceptDiskLoss
 	return p, nil
 }
 
@@ -344,14 +371,14 @@ func firstNonBlank(s ...string) string {
 // kubeconfig), for the commands a view prints; the view adds the context it shows.
 func (e env) command() string {
 	c := "drainctl"
-	if e.o.Config != "" {
-		c += " --config " + text.ShellWord(e.o.Config)
+	if e.o.Conn.Config != "" {
+		c += " --config " + text.ShellWord(e.o.Conn.Config)
 	}
-	if e.o.LegacyConfig != "" {
-		c += " --config-path " + text.ShellWord(e.o.LegacyConfig)
+	if e.o.Conn.LegacyConfig != "" {
+		c += " --config-path " + text.ShellWord(e.o.Conn.LegacyConfig)
 	}
-	if e.o.Kubeconfig != "" {
-		c += " --kubeconfig " + text.ShellWord(e.o.Kubeconfig)
+	if e.o.Conn.Kubeconfig != "" {
+		c += " --kubeconfig " + text.ShellWord(e.o.Conn.Kubeconfig)
 	}
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,14 +20,6 @@ import (
 // does not use, a value out of range, a command template that could be turned against its
 // operator. A silently ignored flag is a request not carried out.
 
-// campaignFlags belong to roll alone.
-var campaignFlags = []string{"selector", "l", "parallel", "spread-by", "order", "exec", "wait-ready", "on-failure",
-	"campaign", "resume", "window", "undrainable", "node-deadline", "gate-cmd", "gate-prometheus", "gate-alerts",
-	"gate-prometheus-token-file", "gate-prometheus-ca-file"}
-
-// recoverFlags belong to recover alone.
-var recoverFlags = []string{"fence-cmd", "confirm-fenced", "accept-disk-loss"}
-
 // PromTokenEnv holds the Prometheus gate's bearer token, when no token file is given.
 const PromTokenEnv = "DRAINCTL_PROMETHEUS_TOKEN"
 
@@ -37,49 +28,42 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 	if verb == "plan" && len(args) > 0 {
 		target = args[0]
 	}
-	if err := onlyFor(o, "roll", target, campaignFlags); err != nil {
+	if err := misplacedFlags(o, target); err != nil { // flags.go: each flag's verbs
 		return err
 	}
-	if err := onlyFor(o, "recover", target, recoverFlags); err != nil {
-		return err
-	}
-	if o.Set["return-vms"] && target != "roll" && target != "uncordon" {
-		return &ops.UsageError{Problem: fmt.Sprintf("--return-vms belongs to roll and uncordon, not %s: %s would ignore it", target, target),
-			Hint: "leave it out, or give it to uncordon after an evacuate, or to roll"}
-	}
-	if o.FenceCmd != "" && o.ConfirmFenced {
+	if o.Recover.FenceCmd != "" && o.Recover.ConfirmFenced {
 		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced both given: one proof is asked for",
 			Hint: "give --fence-cmd to power the machine off, or --confirm-fenced when you know it is off"}
 	}
 	for _, n := range []struct {
 		flag string
 		neg  bool
-	}{{"timeout", o.Timeout < 0}, {"max-parallel", o.MaxParallel < 0}, {"node-deadline", o.NodeDeadline < 0}, {"count", o.Count < 0}} {
+	}{{"timeout", o.Op.Timeout < 0}, {"max-parallel", o.Op.MaxParallel < 0}, {"node-deadline", o.Roll.NodeDeadline < 0}, {"count", o.Count < 0}} {
 		if n.neg {
 			return &ops.UsageError{Problem: "--" + n.flag + " must not be negative", Hint: "leave it out to use the default"}
 		}
 	}
-	if o.MaxParallel > maxParallel {
+	if o.Op.MaxParallel > maxParallel {
 		// Each node worked at once holds goroutines, watches and a lease: millions would
 		// exhaust memory before the first node; no cluster empties that many at once.
-		return &ops.UsageError{Problem: fmt.Sprintf("--max-parallel %d is more than %d", o.MaxParallel, maxParallel),
+		return &ops.UsageError{Problem: fmt.Sprintf("--max-parallel %d is more than %d", o.Op.MaxParallel, maxParallel),
 			Hint: "nodes worked at once; the default is concurrency.nodes (1)"}
 	}
-	if o.Set["node-deadline"] && o.NodeDeadline < time.Minute {
-		return &ops.UsageError{Problem: fmt.Sprintf("--node-deadline %s is under a minute: no node drains that fast", o.NodeDeadline),
+	if o.Set["node-deadline"] && o.Roll.NodeDeadline < time.Minute {
+		return &ops.UsageError{Problem: fmt.Sprintf("--node-deadline %s is under a minute: no node drains that fast", o.Roll.NodeDeadline),
 			Hint: "the default is 30m; give at least 1m"}
 	}
-	if o.Campaign != "" {
-		if errs := validation.IsDNS1123Label(o.Campaign); len(errs) > 0 {
-			return &ops.UsageError{Problem: fmt.Sprintf("--campaign %q is no DNS-1123 name: %s", o.Campaign, strings.Join(errs, "; ")),
+	if o.Roll.Campaign != "" {
+		if errs := validation.IsDNS1123Label(o.Roll.Campaign); len(errs) > 0 {
+			return &ops.UsageError{Problem: fmt.Sprintf("--campaign %q is no DNS-1123 name: %s", o.Roll.Campaign, strings.Join(errs, "; ")),
 				Hint: "lower-case letters, digits and '-', e.g. rack-r1-firmware"}
 		}
 	}
-	if o.GateAlerts != "" && o.GatePrometheus == "" {
+	if o.Roll.GateAlerts != "" && o.Roll.GatePrometheus == "" {
 		return &ops.UsageError{Problem: "--gate-alerts without --gate-prometheus: there is no Prometheus to read the alerts from",
 			Hint: "add --gate-prometheus https://prometheus.example:9090"}
 	}
-	for flag, tmpl := range map[string]string{"fence-cmd": o.FenceCmd, "exec": o.Exec, "gate-cmd": o.GateCmd} {
+	for flag, tmpl := range map[string]string{"fence-cmd": o.Recover.FenceCmd, "exec": o.Roll.Exec, "gate-cmd": o.Roll.GateCmd} {
 		if err := opcmd.Validate(tmpl); tmpl != "" && err != nil {
 			return &ops.UsageError{Problem: "--" + flag + ": " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 		}
@@ -87,44 +71,25 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 	return nil
 }
 
-// onlyFor refuses the flags of one verb given to another.
-func onlyFor(o Options, verb, target string, flags []string) error {
-	if target == verb {
-		return nil
-	}
-	var given []string
-	for _, f := range flags {
-		if o.Set[f] {
-			given = append(given, "--"+f)
-		}
-	}
-	if len(given) == 0 {
-		return nil
-	}
-	slices.Sort(given)
-	return &ops.UsageError{Problem: fmt.Sprintf("%s belong(s) to %s, not %s: %s would ignore it", strings.Join(given, ", "), verb, target, target),
-		Hint: "leave it out, or run drainctl --auto " + verb}
-}
-
 // alertGate is the Prometheus gate the flags ask for (nil: none). Its token comes from
 // --gate-prometheus-token-file or DRAINCTL_PROMETHEUS_TOKEN, never from the command line.
 func (e env) alertGate() (campaign.AlertSource, error) {
 	o := e.o
-	if o.GatePrometheus == "" {
+	if o.Roll.GatePrometheus == "" {
 		return nil, nil
 	}
-	po := prom.Options{URL: o.GatePrometheus, CAFile: o.GatePromCAFile, Token: model.Secret(e.getenv(PromTokenEnv))}
-	if o.GatePromTokenFile != "" {
-		b, err := os.ReadFile(o.GatePromTokenFile)
+	po := prom.Options{URL: o.Roll.GatePrometheus, CAFile: o.Roll.GatePromCAFile, Token: model.Secret(e.getenv(PromTokenEnv))}
+	if o.Roll.GatePromTokenFile != "" {
+		b, err := os.ReadFile(o.Roll.GatePromTokenFile)
 		if err != nil {
 			return nil, &ops.UsageError{Problem: "--gate-prometheus-token-file: " + err.Error()}
 		}
 		po.Token = model.Secret(strings.TrimSpace(string(b)))
 	}
-	if o.GateAlerts != "" {
-		re, err := regexp.Compile(o.GateAlerts)
+	if o.Roll.GateAlerts != "" {
+		re, err := regexp.Compile(o.Roll.GateAlerts)
 		if err != nil {
-			return nil, &ops.UsageError{Problem: fmt.Sprintf("--gate-alerts %q: %v", o.GateAlerts, err), Hint: "a Go regular expression over alert names, e.g. 'Node.*|Ceph.*'"}
+			return nil, &ops.UsageError{Problem: fmt.Sprintf("--gate-alerts %q: %v", o.Roll.GateAlerts, err), Hint: "a Go regular expression over alert names, e.g. 'Node.*|Ceph.*'"}
 		}
 		po.Match = re
 	}

@@ -29,12 +29,9 @@ import (
 
 // ConnectOptions select the cluster.
 type ConnectOptions struct {
-	Kubeconfig, Context string
-	Demo                bool
-	DemoNodes           int
-	DemoSeed            int64
-	DemoScale           float64
-	DemoFault           string
+	Conn ConnFlags
+	Demo bool // the simulated cluster, made as Sim says
+	Sim  SimFlags
 	// Role: a mode that runs once per cluster (drainctl-controller, drainctl-proxy). Its
 	// engine's holder is role/instance and it takes over the leases of the role's previous
 	// instance; without one, every process is a holder of its own (ops.DefaultHolder).
@@ -110,13 +107,13 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	poolURL := cfg.CloudPool.URL
 	var simulated *sim.Demo
 	if o.Demo {
-		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
+		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.Sim.Nodes, Seed: o.Sim.Seed, Scale: o.Sim.Scale})
 		if err != nil {
 			return nil, err
 		}
 		context.AfterFunc(ctx, demo.Close)
 		simulated = demo
-		if err := demo.World.ApplyFaultSpec(o.DemoFault); err != nil {
+		if err := demo.World.ApplyFaultSpec(o.Sim.Fault); err != nil {
 			return nil, &ops.UsageError{Problem: err.Error(), Hint: "see drainctl --help for --demo-fault"}
 		}
 		cs = demo.Kube.Clientset
@@ -125,8 +122,8 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		env := envMap(demo.Nova.Env())
 		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
 	} else {
-		kubeOpts := kube.Options{Kubeconfig: firstNonBlank(o.Kubeconfig, cfg.Kubernetes.Kubeconfig),
-			Context: firstNonBlank(o.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
+		kubeOpts := kube.Options{Kubeconfig: firstNonBlank(o.Conn.Kubeconfig, cfg.Kubernetes.Kubeconfig),
+			Context: firstNonBlank(o.Conn.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
 		restCfg, err := kube.RESTConfig(kubeOpts)
 		if err != nil {
 			return nil, err
@@ -260,7 +257,7 @@ func unreachable(what string, err error) error { return &unreachableError{what, 
 // SimServe runs the simulated Nova and Keystone alone, for the openstack CLI or any
 // gophercloud program, until interrupted.
 func SimServe(ctx context.Context, o Options, listen string, stdout io.Writer) error {
-	demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.DemoNodes, Seed: o.DemoSeed, Scale: o.DemoScale})
+	demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.Sim.Nodes, Seed: o.Sim.Seed, Scale: o.Sim.Scale})
 	if err != nil {
 		return err
 	}
@@ -270,7 +267,7 @@ func SimServe(ctx context.Context, o Options, listen string, stdout io.Writer) e
 		return &ops.UsageError{Problem: fmt.Sprintf("cannot listen on %s: %v", listen, err)}
 	}
 	defer srv.Close()
-	if err := demo.World.ApplyFaultSpec(o.DemoFault); err != nil {
+	if err := demo.World.ApplyFaultSpec(o.Sim.Fault); err != nil {
 		return &ops.UsageError{Problem: err.Error()}
 	}
 	fmt.Fprintf(stdout, "# simulated Nova + Keystone with %d compute hosts; interrupt to stop\n", len(demo.Computes))

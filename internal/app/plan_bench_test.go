@@ -18,7 +18,7 @@ import (
 func demoCluster(b *testing.B, nodes int) (context.Context, *Cluster) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	cl, err := Connect(ctx, ConnectOptions{Demo: true, DemoNodes: nodes, DemoSeed: 1, DemoScale: 1}, model.DefaultConfig(), nil, io.Discard, func(string) string { return "" })
+	cl, err := Connect(ctx, ConnectOptions{Demo: true, Sim: SimFlags{Nodes: nodes, Seed: 1, Scale: 1}}, model.DefaultConfig(), nil, io.Discard, func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func serve(ctx context.Context, e env, m mode) error {
 			return err
 		}
 	}
-	met, stop, err := serveMetrics(e.o.MetricsAddr)
+	met, stop, err := serveMetrics(e.o.Serve.MetricsAddr)
 	if err != nil {
 		return err
 	}
@@ -75,8 +75,8 @@ var daemonMode = mode{start: func(ctx context.Context, e env, cl *Cluster, emit 
 	if !cl.Engine.NovaConfigured() {
 		return nil, "", &ops.UsageError{Problem: "the daemon moves VMs: it needs OpenStack credentials", Hint: "set OS_CLOUD or OS_* (see --help)"}
 	}
-	node := firstNonBlank(e.o.Node, e.getenv("NODE_NAME"))
-	d := &controllers.Daemon{Engine: cl.Engine, Node: node, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason}, Events: cl.Kube, Emit: emit}
+	node := firstNonBlank(e.o.Serve.Node, e.getenv("NODE_NAME"))
+	d := &controllers.Daemon{Engine: cl.Engine, Node: node, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason}, Events: cl.Kube, Emit: emit}
 	if node != "" {
 		fmt.Fprintf(e.stderr, "drainctl: daemon following node %s\n", node)
 		return d.Serve, "", nil
@@ -92,7 +92,7 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 		if cl.MaintenancesErr != nil {
 			return nil, "", &ops.UsageError{Problem: cl.MaintenancesErr.Error()}
 		}
-		mc := &controllers.MaintenanceController{Engine: cl.Engine, Store: cl.Maintenances, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Reason},
+		mc := &controllers.MaintenanceController{Engine: cl.Engine, Store: cl.Maintenances, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason},
 			Events: cl.Kube, Emit: emit}
 		// Automatic recovery ([recover] automatic = true) runs beside it, under the same leader.
 		logLine := func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) }
@@ -139,13 +139,13 @@ var proxyMode = mode{role: "drainctl-proxy",
 	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
 		p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: e.cfg.CloudPool.BackendTimeout.D(),
 			MinSize: e.cfg.CloudPool.MinSize, MaxSize: e.cfg.CloudPool.MaxSize,
-			Run:  ops.RunOptions{Policy: e.pol, Why: firstNonBlank(e.o.Reason, "scale-down")},
+			Run:  ops.RunOptions{Policy: e.pol, Why: firstNonBlank(e.o.Op.Reason, "scale-down")},
 			Emit: emit,
 			Logf: func(format string, a ...any) { text.Fprintf(e.stderr, "drainctl: proxy: "+format+"\n", a...) }})
 		if err != nil {
 			return nil, "", err
 		}
-		addr := firstNonBlank(e.o.Listen, ":8080")
+		addr := firstNonBlank(e.o.Serve.Listen, ":8080")
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return nil, "", &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --listen %s: %v", addr, err)}
