@@ -513,7 +513,7 @@ func (m *Model) openPicker(open func(*listPane)) {
 
 // closePicker puts back the list a picker on screen was opened over.
 func (m *Model) closePicker() {
-	if m.screen == listScreen && (m.list.kind == hostPicker || m.list.kind == ctxPicker) && m.listUnder != nil {
+	if m.screen == listScreen && m.list.kind != nil && m.list.kind.picker && m.listUnder != nil {
 		m.list, m.listUnder = *m.listUnder, nil
 	}
 }

@@ -133,19 +133,9 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		return m.goTo(detailScreen), nil
 	case describe:
 		var d describePane
-		var ok bool
-		switch in.kind {
-		case "node":
-			var n model.Node
-			if n, ok = m.s.inv.Node(in.key); ok {
-				d = describeNode(n, &m.s)
-			}
-		case "vm":
-			d, ok = describeVM(in.key, &m.s)
-		case "pod":
-			d, ok = describePod(in.key, &m.s)
-		case "recovery":
-			d, ok = describeRecovery(in.key, &m.s)
+		of, ok := describers[in.kind]
+		if ok {
+			d, ok = of(in.key, &m.s)
 		}
 		if !ok {
 			m.setStatus(in.kind+" "+in.key+" is gone", true)
@@ -385,4 +375,18 @@ func (m Model) waitStopped() tea.Cmd {
 		tracker.wait(30 * time.Second)
 		return stoppedMsg{}
 	}
+}
+
+// describers say what d shows of an object, by its kind: one row each.
+var describers = map[string]func(key string, s *shared) (describePane, bool){
+	"node": func(key string, s *shared) (describePane, bool) {
+		n, ok := s.inv.Node(key)
+		if !ok {
+			return describePane{}, false
+		}
+		return describeNode(n, s), true
+	},
+	"vm":       describeVM,
+	"pod":      describePod,
+	"recovery": describeRecovery,
 }

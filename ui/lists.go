@@ -17,14 +17,35 @@ import (
 // context): one pane, filterable, with a cursor. Rows are built when the list opens and
 // when the inventory changes, never per frame.
 
-type listKind int
+// listKind is one kind of list, one row each: its title, columns and rows, what enter and d
+// do on a row, and its own keys. A new list (:images, say) is a row here and its colon
+// command (screens.go).
+type listKind struct {
+	title   string
+	columns func(s *shared) []listColumn
+	rows    func(s *shared) []listRow
+	// enter on a row on a node (nil: its node opens); describe: d on a row (nil: none).
+	enter, describe func(r listRow) intent
+	more            func(r listRow, k *KeyMap, none string) []action // its own keys, before d
+	picker          bool                                             // opened over another list: closing puts it back
+}
 
-const (
-	vmList listKind = iota
-	podList
-	recoveryList
-	hostPicker
-	ctxPicker
+var (
+	vmList = &listKind{title: "VMs", columns: vmColumns, rows: vmRows,
+		enter:    func(r listRow) intent { return openDetail{r.node, r.key} }, // the node, its cursor on this VM
+		describe: func(r listRow) intent { return describe{kind: "vm", key: r.key} },
+		more: func(r listRow, k *KeyMap, none string) []action {
+			return []action{{key: k.Migrate, disabled: none, do: func() intent { return propose{model.OpMigrate, []string{r.key}} }}}
+		}}
+	podList = &listKind{title: "Pods", columns: podColumns, rows: podRows,
+		describe: func(r listRow) intent { return describe{kind: "pod", key: r.key} }}
+	// A recovery's row is its ledger, read whole, not the VMs as they are now.
+	recoveryList = &listKind{title: "Recoveries (the records on the cluster, newest first)", columns: recoveryColumns, rows: recoveryRows,
+		enter:    func(r listRow) intent { return describe{kind: "recovery", key: r.node} },
+		describe: func(r listRow) intent { return describe{kind: "recovery", key: r.node} }}
+	// Pickers: their rows are made when they open, from what they pick for.
+	hostPicker = &listKind{picker: true}
+	ctxPicker  = &listKind{picker: true}
 )
 
 // listColumn is a column of a list: its title, width and which of a row's cells it shows
@@ -61,7 +82,7 @@ type listRow struct {
 }
 
 type listPane struct {
-	kind   listKind
+	kind   *listKind
 	title  string
 	header []listColumn
 	rows   []listRow
@@ -73,8 +94,16 @@ type listPane struct {
 	pick func(key string) intent
 }
 
+// kindOf is the list's kind (a list never opened is of none: an empty list).
+func (p *listPane) kindOf() *listKind {
+	if p.kind == nil {
+		return &listKind{}
+	}
+	return p.kind
+}
+
 // openList builds the list of kind from the inventory.
-func (p *listPane) open(kind listKind, s *shared) {
+func (p *listPane) open(kind *listKind, s *shared) {
 	ti := textinput.New()
 	ti.Prompt, ti.CharLimit = "/", 64
 	*p = listPane{kind: kind, filter: ti}
@@ -87,13 +116,8 @@ func (p *listPane) rebuild(s *shared) {
 	if r, ok := p.current(); ok {
 		was = r.key
 	}
-	switch p.kind {
-	case vmList:
-		p.title, p.header, p.rows = "VMs", vmColumns(s), vmRows(s)
-	case podList:
-		p.title, p.header, p.rows = "Pods", podColumns(s), podRows(s)
-	case recoveryList:
-		p.title, p.header, p.rows = "Recoveries (the records on the cluster, newest first)", recoveryColumns(s), recoveryRows(s)
+	if k := p.kindOf(); k.rows != nil {
+		p.title, p.header, p.rows = k.title, k.columns(s), k.rows(s)
 	}
 	p.applyFilter()
 	for i, idx := range p.shown {
@@ -140,13 +164,11 @@ func (p *listPane) bindings(s *shared) []action {
 	}
 	enter := action{key: k.Enter, disabled: none}
 	switch {
-	case r.node != "" && p.kind == recoveryList: // the ledger whole, not the VM as it is now
-		enter.do = func() intent { return describe{kind: "recovery", key: r.node} }
 	case p.pick != nil: // enter picks the row: the footer says so
 		enter.key = Binding{Binding: key.NewBinding(key.WithKeys(k.Enter.Keys()...), key.WithHelp(k.Enter.Help().Key, "pick"))}
 		enter.do = func() intent { return p.pick(r.key) }
-	case r.node != "" && p.kind == vmList: // the node, its cursor on this VM
-		enter.do = func() intent { return openDetail{r.node, r.key} }
+	case r.node != "" && p.kindOf().enter != nil:
+		enter.do = func() intent { return p.kindOf().enter(r) }
 	case r.node != "":
 		enter.do = func() intent { return openDetail{r.node, ""} }
 	}
@@ -166,20 +188,14 @@ func (p *listPane) bindings(s *shared) []action {
 		p.filter.Focus()
 		return nil
 	}}
-	describeRow := func(kind string) action {
-		return action{key: k.Describe, disabled: none, do: func() intent { return describe{kind: kind, key: r.key} }}
+	out := []action{show(k.Up), enter, filter}
+	if more := p.kindOf().more; more != nil {
+		out = append(out, more(r, k, none)...)
 	}
-	switch p.kind {
-	case vmList:
-		migrate := action{key: k.Migrate, disabled: none, do: func() intent { return propose{model.OpMigrate, []string{r.key}} }}
-		return []action{show(k.Up), enter, filter, migrate, describeRow("vm"), back}
-	case podList:
-		return []action{show(k.Up), enter, filter, describeRow("pod"), back}
-	case recoveryList:
-		ledger := action{key: k.Describe, disabled: none, do: func() intent { return describe{kind: "recovery", key: r.node} }}
-		return []action{show(k.Up), enter, filter, ledger, back}
+	if d := p.kindOf().describe; d != nil {
+		out = append(out, action{key: k.Describe, disabled: none, do: func() intent { return d(r) }})
 	}
-	return []action{show(k.Up), enter, filter, back}
+	return append(out, back)
 }
 
 func (p *listPane) view(s *shared) string {
