@@ -362,3 +362,35 @@ func TestNoViewComparesTheOperationsKind(t *testing.T) {
 		t.Fatalf("read %d files outside ops: is the walk broken?", read)
 	}
 }
+
+// No production file is over 500 lines (#54.2): a file that grows past it holds two things,
+// and the second goes to a file of its own.
+func TestNoProductionFileOverFiveHundredLines(t *testing.T) {
+	read := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".envtest" || d.Name() == "testdata" || d.Name() == ".nova") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		read++
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(src), "\n"); n > 500 {
+			t.Errorf("%s has %d lines: split what it holds", path, n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read < 150 {
+		t.Fatalf("read %d files: is the walk broken?", read)
+	}
+}

@@ -335,69 +335,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// refreshing is the status r shows until the read it asked for arrives.
-const refreshing = "refreshing…"
-
-func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
-	m.loading = false
-	if m.status == refreshing && !m.wantFresh { // the refresh it spoke of has ended
-		m.setStatus("", false)
-	}
-	if msg.fresh && msg.err == nil {
-		m.every = m.nextEvery(msg)
-	}
-	var next tea.Cmd
-	if m.wantFresh {
-		m.wantFresh = false
-		next = m.refresh(true)
-	}
-	s := &m.s
-	if msg.err != nil {
-		if s.invErr == nil {
-			s.errSince = s.opts.Now()
-		}
-		s.invErr, s.novaAt = msg.err, msg.novaAt
-		if !msg.stale {
-			return m, next
-		}
-		// The Kubernetes half stays on screen (the last Nova read, if any); the banner says what failed.
-		s.loaded = true
-	} else {
-		s.invErr, s.loaded = nil, true
-		s.victims, s.rank = msg.victims, make(map[string]int, len(msg.victims))
-		for _, v := range msg.victims {
-			s.rank[v.Node] = v.Rank
-		}
-	}
-	if msg.maint != nil || s.opts.Maintenances == nil {
-		m.setMaintenances(msg.maint)
-	}
-	if msg.holdsErr == nil {
-		s.holds = msg.holds
-	}
-	s.syncing = false
-	m.showInventory(msg.inv)
-	return m, next
-}
-
-// showInventory puts an inventory on screen: totals, the node list's rows, an open list.
-func (m *Model) showInventory(inv model.Inventory) {
-	s := &m.s
-	on := m.nodes.currentName(s) // before the rows' indices change meaning
-	s.inv = inv
-	s.invGen++
-	s.nameWidth, s.totalVMs, s.totalPods = 8, 0, 0
-	for _, n := range s.inv.Nodes {
-		s.nameWidth = min(32, max(s.nameWidth, len(n.Name)+1))
-		s.totalVMs += len(n.VMs)
-		s.totalPods += len(n.Pods)
-	}
-	m.nodes.refilter(s, on)
-	if m.screen == listScreen && m.list.pick == nil {
-		m.list.rebuild(s)
-	}
-}
-
 // key: the keys typed together come one by one, the filter takes its keys, the dialogs
 // theirs, then the global keys, then the pane on screen.
 func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
@@ -474,63 +411,6 @@ func readOnlyKey(msg tea.KeyMsg, readOnly bool) (Binding, bool) {
 		}
 	}
 	return Binding{}, false
-}
-
-func (m Model) goTo(s screen) Model {
-	if s != m.screen {
-		m.setStatus("", false) // a status belongs to the screen it was said on
-	}
-	m.push(s)
-	return m
-}
-
-// push shows s, remembering the screen it came from. A screen already in the way back is
-// returned to instead (the way back never holds a screen twice, nor grows without bound).
-func (m *Model) push(s screen) {
-	if s == m.screen {
-		return
-	}
-	m.closePicker()
-	for i, b := range m.backs {
-		if b == s {
-			m.backs, m.screen = m.backs[:i], s
-			return
-		}
-	}
-	m.backs = append(m.backs, m.screen)
-	m.screen = s
-}
-
-// openPicker shows a picker in the list pane, over the screen on it: the list under it is
-// kept, and the way back holds this screen even if it is that list's (pickers do not nest).
-func (m *Model) openPicker(open func(*listPane)) {
-	under := m.list
-	m.listUnder = &under
-	open(&m.list)
-	m.backs = append(m.backs, m.screen)
-	m.screen = listScreen
-}
-
-// closePicker puts back the list a picker on screen was opened over.
-func (m *Model) closePicker() {
-	if m.screen == listScreen && m.list.kind != nil && m.list.kind.picker && m.listUnder != nil {
-		m.list, m.listUnder = *m.listUnder, nil
-	}
-}
-
-// pop returns to the screen before this one: never to the screen itself, nor to a
-// confirmation with nothing left to confirm; with nothing before it, to the nodes.
-func (m *Model) pop() {
-	m.closePicker()
-	for len(m.backs) > 0 {
-		s := m.backs[len(m.backs)-1]
-		m.backs = m.backs[:len(m.backs)-1]
-		if s != m.screen && (s != confirmScreen || m.confirm.pending != nil) {
-			m.screen = s
-			return
-		}
-	}
-	m.screen = nodesScreen
 }
 
 // setStatus shows a line under the pane; statuses quote names and errors, so it is made Safe.

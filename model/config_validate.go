@@ -1,0 +1,186 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FieldError says which configuration key is wrong, what is wrong with it and how to fix it.
+type FieldError struct {
+	Key     string
+	Problem string
+	Fix     string
+}
+
+func (e *FieldError) Error() string {
+	s := fmt.Sprintf("%s: %s", e.Key, e.Problem)
+	if e.Fix != "" {
+		s += "; " + e.Fix
+	}
+	return s
+}
+
+// Validate checks values a TOML decoder cannot: ranges and combinations.
+func (c Config) Validate() error {
+	positive := []struct {
+		key string
+		v   int
+	}{
+		{"concurrency.evictions", c.Concurrency.Evictions},
+		{"concurrency.migrations_per_source", c.Concurrency.MigrationsPerSource},
+		{"concurrency.migrations_per_destination", c.Concurrency.MigrationsPerDestination},
+		{"concurrency.migrations_per_cluster", c.Concurrency.MigrationsPerCluster},
+		{"concurrency.nodes", c.Concurrency.Nodes},
+	}
+	for _, p := range positive {
+		if p.v < 1 {
+			return &FieldError{p.key, fmt.Sprintf("must be at least 1, got %d", p.v), "remove the key to use the default"}
+		}
+	}
+	durations := []struct {
+		key string
+		v   Duration
+	}{
+		{"refresh_interval", c.RefreshInterval},
+		{"full_refresh_interval", c.FullRefreshInterval},
+		{"timeouts.api", c.Timeouts.API},
+		{"timeouts.eviction", c.Timeouts.Eviction},
+		{"timeouts.migration", c.Timeouts.Migration},
+		{"timeouts.operation", c.Timeouts.Operation},
+		{"timeouts.poll", c.Timeouts.Poll},
+		{"policy.stall_after", c.Policy.StallAfter},
+		{"recover.pods_gone_within", c.Recover.PodsGoneWithin},
+		{"recover.fence_timeout", c.Recover.FenceTimeout},
+		{"recover.storm_cooldown", c.Recover.StormCooldown},
+		{"roll.gate_timeout", c.Campaign.GateTimeout},
+		{"roll.exec_timeout", c.Campaign.ExecTimeout},
+		{"roll.resume_within", c.Campaign.ResumeWithin},
+		{"roll.keep_records", c.Campaign.KeepRecords},
+	}
+	for _, d := range durations {
+		if d.v <= 0 {
+			return &FieldError{d.key, fmt.Sprintf("must be positive, got %q", d.v), `use a duration such as "30s" or "5m"`}
+		}
+	}
+	switch c.Campaign.Undrainable {
+	case "quarantine", "rollback", "fail":
+	default:
+		return &FieldError{"roll.undrainable", fmt.Sprintf("unknown behaviour %q", c.Campaign.Undrainable), `use "quarantine", "rollback" or "fail"`}
+	}
+	if c.Campaign.MigrationRateMiB <= 0 || c.Campaign.MinHeadroomPercent < 0 || c.Campaign.MinHeadroomPercent >= 100 {
+		return &FieldError{"roll.migration_rate_mib", "migration_rate_mib must be positive and min_headroom_percent between 0 and 100", ""}
+	}
+	if c.Campaign.NodeDeadline <= 0 || c.Campaign.PDBBlockedFor < 0 {
+		return &FieldError{"roll.node_deadline", "node_deadline must be positive and pdb_blocked_for not negative", `e.g. "30m" and "10m"`}
+	}
+	if c.Recover.NotReadyFor.D() < 30*time.Second {
+		// A kubelet restart or a short partition is not a dead machine: a recovery that
+		// rebuilds VMs elsewhere must not race one.
+		return &FieldError{"recover.not_ready_for", fmt.Sprintf("must be at least 30s, got %q", c.Recover.NotReadyFor), `the default is "60s"`}
+	}
+	if c.Recover.FenceRetries < 0 {
+		return &FieldError{"recover.fence_retries", fmt.Sprintf("must not be negative, got %d", c.Recover.FenceRetries), "the default is 2"}
+	}
+	if c.Recover.Automatic && strings.TrimSpace(c.Recover.FenceCmd) == "" {
+		return &FieldError{"recover.automatic", "needs recover.fence_cmd: an automatic recovery proves the machine off by the fence command alone",
+			`set fence_cmd (e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"), or leave automatic = false`}
+	}
+	if c.Recover.Automatic && !namesTheMachine(c.Recover.FenceCmd) {
+		// A command that names no machine powers off whatever it was written for: the same
+		// one for every dead node, or a wrong one.
+		return &FieldError{"recover.fence_cmd", "names no machine: it must use {node} or one of DRAINCTL_NODE, DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID",
+			`e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`}
+	}
+	for _, l := range []struct{ key, v string }{{"recover.max_unhealthy", c.Recover.MaxUnhealthy}, {"recover.max_unhealthy_per_domain", c.Recover.MaxUnhealthyPerDomain}} {
+		m, share := strings.CutSuffix(strings.TrimSpace(l.v), "%")
+		if m == "" || strings.Trim(m, "0123456789") != "" {
+			return &FieldError{l.key, fmt.Sprintf("must be a count or a percentage, got %q", l.v), `e.g. "1" or "30%"`}
+		}
+		if n, _ := strconv.Atoi(m); n == 0 {
+			return &FieldError{l.key, fmt.Sprintf("must be at least 1 (or 1%%), got %q: with 0 one dead node would hold every recovery", l.v), `e.g. "1" or "30%"`}
+		}
+		if pct, _ := strconv.Atoi(m); share && pct >= 50 {
+			// Half the nodes unhealthy is a partition, not dead machines: fencing them would
+			// power off the half that still serves.
+			return &FieldError{l.key, fmt.Sprintf("must be under 50%%, got %q", l.v), `e.g. "30%"; the default is "1"`}
+		}
+	}
+	if err := c.Recover.Priority.validate(); err != nil {
+		return err
+	}
+	if d := c.Recover.HeartbeatTimeout.D(); d < 10*time.Second {
+		return &FieldError{"recover.heartbeat_timeout", fmt.Sprintf("must be at least 10s, got %q", c.Recover.HeartbeatTimeout),
+			`the default is "40s": the kubelet renews its Lease every 10s, nova-compute reports every report_interval (10s)`}
+	}
+	if c.RefreshInterval.D() < time.Second {
+		// A Nova read every nanosecond is a denial of service on one's own cloud.
+		return &FieldError{"refresh_interval", fmt.Sprintf("must be at least 1s, got %q", c.RefreshInterval), `the default is "5s"`}
+	}
+	if c.Timeouts.Poll.D() < 100*time.Millisecond {
+		return &FieldError{"timeouts.poll", fmt.Sprintf("must be at least 100ms, got %q", c.Timeouts.Poll), `the default is "2s"; a shorter poll only loads Nova`}
+	}
+	if c.Policy.GracePeriod < 0 {
+		return &FieldError{"policy.grace_period", "must not be negative", `leave it empty to keep each pod's own grace period`}
+	}
+	if c.CloudPool.MinSize < 0 || c.CloudPool.MaxSize < 0 {
+		return &FieldError{"cloudpool.min_size", "min_size and max_size must not be negative", "0 leaves max_size open"}
+	}
+	if c.CloudPool.MaxSize > 0 && c.CloudPool.MaxSize < c.CloudPool.MinSize {
+		return &FieldError{"cloudpool.max_size", fmt.Sprintf("%d is below min_size %d", c.CloudPool.MaxSize, c.CloudPool.MinSize), ""}
+	}
+	if c.Kubernetes.QPS < 0 || c.Kubernetes.Burst < 0 {
+		return &FieldError{"kubernetes.qps", "qps and burst must not be negative", ""}
+	}
+	switch c.Policy.OnStall {
+	case "wait", "force-complete", "abort":
+	default:
+		return &FieldError{"policy.on_stall", fmt.Sprintf("unknown escalation %q", c.Policy.OnStall), `use "wait", "force-complete" or "abort"`}
+	}
+	if sd := c.ScaleDown; sd.PodCost < 0 || sd.VMGiBCost < 0 || sd.CPUPointCost < 0 || sd.CPUAllocationRatio <= 0 {
+		return &FieldError{"scale_down", "costs must not be negative and cpu_allocation_ratio must be positive", ""}
+	}
+	if err := c.Policy.Maintenance.validate(); err != nil {
+		return err
+	}
+	if err := c.Return.validate(); err != nil {
+		return err
+	}
+	if c.Policy.MigrationAttempts < 1 {
+		return &FieldError{"policy.migration_attempts", fmt.Sprintf("must be at least 1, got %d", c.Policy.MigrationAttempts), ""}
+	}
+	if c.Policy.TaintKey == "" {
+		return &FieldError{"policy.taint_key", "must not be empty", `the default is "drainctl.io/maintenance"`}
+	}
+	switch c.Mapping.Mode {
+	case MapByName, MapByStripDomain:
+	case MapByLabel:
+		if c.Mapping.Label == "" {
+			return &FieldError{"mapping.label", `is required when mapping.mode = "label"`, "name the node label that holds the compute host"}
+		}
+	case MapByAnnotation:
+		if c.Mapping.Annotation == "" {
+			return &FieldError{"mapping.annotation", `is required when mapping.mode = "annotation"`, "name the node annotation that holds the compute host"}
+		}
+	default:
+		return &FieldError{"mapping.mode", fmt.Sprintf("unknown mode %q", c.Mapping.Mode),
+			`use one of "name", "label", "annotation", "strip-domain"`}
+	}
+	o := c.OpenStack
+	if o.Password != "" && o.PasswordFile != "" {
+		return &FieldError{"openstack.password_file", "both password and password_file are set", "keep one of them"}
+	}
+	if o.ApplicationCredentialSecret != "" && o.ApplicationCredentialSecretFile != "" {
+		return &FieldError{"openstack.application_credential_secret_file",
+			"both application_credential_secret and application_credential_secret_file are set", "keep one of them"}
+	}
+	if o.Interface != "" {
+		switch strings.ToLower(o.Interface) {
+		case "public", "internal", "admin", "publicurl", "internalurl", "adminurl":
+		default:
+			return &FieldError{"openstack.interface", fmt.Sprintf("unknown interface %q", o.Interface), `use "public", "internal" or "admin"`}
+		}
+	}
+	return nil
+}
