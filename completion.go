@@ -38,7 +38,10 @@ _drainctl() {
 complete -F _drainctl drainctl kubectl-drainctl
 `, strings.Join(verbs, " "), "--"+strings.Join(flags, " --"))
 	case "zsh":
-		fmt.Fprintf(w, "#compdef drainctl kubectl-drainctl\n# zsh completion for drainctl (drainctl completion zsh)\n_drainctl() {\n\t_arguments \\\n")
+		fmt.Fprintf(
+			w,
+			"#compdef drainctl kubectl-drainctl\n# zsh completion for drainctl (drainctl completion zsh)\n_drainctl() {\n\t_arguments \\\n",
+		)
 		for _, f := range flags {
 			fmt.Fprintf(w, "\t\t'--%s[%s]' \\\n", f, f)
 		}

@@ -109,7 +109,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 		if opts.Demo && app.ExitCodeOf(err) == app.ExitInterrupted {
 			// "Run it again to resume" is true of a cluster; the demo's lives in this process.
-			text.Fprintf(stderr, "drainctl: hint: the demo's cluster lived in this process only: a rerun starts a new one (run the demo's operations one after the other in its TUI: drainctl --demo)\n")
+			text.Fprintf(
+				stderr,
+				"drainctl: hint: the demo's cluster lived in this process only: a rerun starts a new one (run the demo's operations one after the other in its TUI: drainctl --demo)\n",
+			)
 		}
 	}
 	return app.ExitCodeOf(err)

@@ -61,7 +61,11 @@ func (r ReturnConfig) validate() error {
 	} {
 		if strings.TrimSpace(k.v) == "" {
 			// Pointed at canary: the missing key has no line of its own.
-			return &FieldError{"return.canary", "is true but return." + k.key + " is not set", "set " + k.key + " to " + k.what + ", or set canary = false"}
+			return &FieldError{
+				"return.canary",
+				"is true but return." + k.key + " is not set",
+				"set " + k.key + " to " + k.what + ", or set canary = false",
+			}
 		}
 	}
 	return nil
@@ -366,12 +370,27 @@ func DefaultConfig() Config {
 		},
 		ScaleDown: ScaleDownConfig{PodCost: 1, VMGiBCost: 2, CPUPointCost: 0.2, CPUAllocationRatio: 4},
 		CloudPool: CloudPoolConfig{ClientTimeout: Duration(60 * time.Second), BackendTimeout: Duration(300 * time.Second)},
-		Recover: RecoverConfig{NotReadyFor: Duration(time.Minute), PodsGoneWithin: Duration(2 * time.Minute), FenceTimeout: Duration(2 * time.Minute),
-			MaxUnhealthy: "1", StormCooldown: Duration(10 * time.Minute), FenceRetries: 2,
-			HeartbeatTimeout: Duration(40 * time.Second), MaxUnhealthyPerDomain: "1"},
-		Campaign: CampaignConfig{PDBBlockedFor: Duration(10 * time.Minute), NodeDeadline: Duration(30 * time.Minute), Undrainable: "quarantine",
-			MigrationRateMiB: 500, MinHeadroomPercent: 10, GateTimeout: Duration(time.Minute), ExecTimeout: Duration(time.Hour),
-			ResumeWithin: Duration(24 * time.Hour), KeepRecords: Duration(7 * 24 * time.Hour)},
+		Recover: RecoverConfig{
+			NotReadyFor:           Duration(time.Minute),
+			PodsGoneWithin:        Duration(2 * time.Minute),
+			FenceTimeout:          Duration(2 * time.Minute),
+			MaxUnhealthy:          "1",
+			StormCooldown:         Duration(10 * time.Minute),
+			FenceRetries:          2,
+			HeartbeatTimeout:      Duration(40 * time.Second),
+			MaxUnhealthyPerDomain: "1",
+		},
+		Campaign: CampaignConfig{
+			PDBBlockedFor:      Duration(10 * time.Minute),
+			NodeDeadline:       Duration(30 * time.Minute),
+			Undrainable:        "quarantine",
+			MigrationRateMiB:   500,
+			MinHeadroomPercent: 10,
+			GateTimeout:        Duration(time.Minute),
+			ExecTimeout:        Duration(time.Hour),
+			ResumeWithin:       Duration(24 * time.Hour),
+			KeepRecords:        Duration(7 * 24 * time.Hour),
+		},
 		Return: ReturnConfig{CanaryTimeout: Duration(5 * time.Minute)},
 	}
 }

@@ -67,7 +67,11 @@ func (c Config) Validate() error {
 	switch c.Campaign.Undrainable {
 	case "quarantine", "rollback", "fail":
 	default:
-		return &FieldError{"roll.undrainable", fmt.Sprintf("unknown behaviour %q", c.Campaign.Undrainable), `use "quarantine", "rollback" or "fail"`}
+		return &FieldError{
+			"roll.undrainable",
+			fmt.Sprintf("unknown behaviour %q", c.Campaign.Undrainable),
+			`use "quarantine", "rollback" or "fail"`,
+		}
 	}
 	if c.Campaign.MigrationRateMiB <= 0 || c.Campaign.MinHeadroomPercent < 0 || c.Campaign.MinHeadroomPercent >= 100 {
 		return &FieldError{"roll.migration_rate_mib", "migration_rate_mib must be positive and min_headroom_percent between 0 and 100", ""}
@@ -78,20 +82,30 @@ func (c Config) Validate() error {
 	if c.Recover.NotReadyFor.D() < 30*time.Second {
 		// A kubelet restart or a short partition is not a dead machine: a recovery that
 		// rebuilds VMs elsewhere must not race one.
-		return &FieldError{"recover.not_ready_for", fmt.Sprintf("must be at least 30s, got %q", c.Recover.NotReadyFor), `the default is "60s"`}
+		return &FieldError{
+			"recover.not_ready_for",
+			fmt.Sprintf("must be at least 30s, got %q", c.Recover.NotReadyFor),
+			`the default is "60s"`,
+		}
 	}
 	if c.Recover.FenceRetries < 0 {
 		return &FieldError{"recover.fence_retries", fmt.Sprintf("must not be negative, got %d", c.Recover.FenceRetries), "the default is 2"}
 	}
 	if c.Recover.Automatic && strings.TrimSpace(c.Recover.FenceCmd) == "" {
-		return &FieldError{"recover.automatic", "needs recover.fence_cmd: an automatic recovery proves the machine off by the fence command alone",
-			`set fence_cmd (e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"), or leave automatic = false`}
+		return &FieldError{
+			"recover.automatic",
+			"needs recover.fence_cmd: an automatic recovery proves the machine off by the fence command alone",
+			`set fence_cmd (e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"), or leave automatic = false`,
+		}
 	}
 	if c.Recover.Automatic && !namesTheMachine(c.Recover.FenceCmd) {
 		// A command that names no machine powers off whatever it was written for: the same
 		// one for every dead node, or a wrong one.
-		return &FieldError{"recover.fence_cmd", "names no machine: it must use {node} or one of DRAINCTL_NODE, DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID",
-			`e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`}
+		return &FieldError{
+			"recover.fence_cmd",
+			"names no machine: it must use {node} or one of DRAINCTL_NODE, DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID",
+			`e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`,
+		}
 	}
 	for _, l := range []struct{ key, v string }{{"recover.max_unhealthy", c.Recover.MaxUnhealthy}, {"recover.max_unhealthy_per_domain", c.Recover.MaxUnhealthyPerDomain}} {
 		m, share := strings.CutSuffix(strings.TrimSpace(l.v), "%")
@@ -99,7 +113,11 @@ func (c Config) Validate() error {
 			return &FieldError{l.key, fmt.Sprintf("must be a count or a percentage, got %q", l.v), `e.g. "1" or "30%"`}
 		}
 		if n, _ := strconv.Atoi(m); n == 0 {
-			return &FieldError{l.key, fmt.Sprintf("must be at least 1 (or 1%%), got %q: with 0 one dead node would hold every recovery", l.v), `e.g. "1" or "30%"`}
+			return &FieldError{
+				l.key,
+				fmt.Sprintf("must be at least 1 (or 1%%), got %q: with 0 one dead node would hold every recovery", l.v),
+				`e.g. "1" or "30%"`,
+			}
 		}
 		if pct, _ := strconv.Atoi(m); share && pct >= 50 {
 			// Half the nodes unhealthy is a partition, not dead machines: fencing them would
@@ -119,7 +137,11 @@ func (c Config) Validate() error {
 		return &FieldError{"refresh_interval", fmt.Sprintf("must be at least 1s, got %q", c.RefreshInterval), `the default is "5s"`}
 	}
 	if c.Timeouts.Poll.D() < 100*time.Millisecond {
-		return &FieldError{"timeouts.poll", fmt.Sprintf("must be at least 100ms, got %q", c.Timeouts.Poll), `the default is "2s"; a shorter poll only loads Nova`}
+		return &FieldError{
+			"timeouts.poll",
+			fmt.Sprintf("must be at least 100ms, got %q", c.Timeouts.Poll),
+			`the default is "2s"; a shorter poll only loads Nova`,
+		}
 	}
 	if c.Policy.GracePeriod < 0 {
 		return &FieldError{"policy.grace_period", "must not be negative", `leave it empty to keep each pod's own grace period`}
@@ -136,7 +158,11 @@ func (c Config) Validate() error {
 	switch c.Policy.OnStall {
 	case "wait", "force-complete", "abort":
 	default:
-		return &FieldError{"policy.on_stall", fmt.Sprintf("unknown escalation %q", c.Policy.OnStall), `use "wait", "force-complete" or "abort"`}
+		return &FieldError{
+			"policy.on_stall",
+			fmt.Sprintf("unknown escalation %q", c.Policy.OnStall),
+			`use "wait", "force-complete" or "abort"`,
+		}
 	}
 	if sd := c.ScaleDown; sd.PodCost < 0 || sd.VMGiBCost < 0 || sd.CPUPointCost < 0 || sd.CPUAllocationRatio <= 0 {
 		return &FieldError{"scale_down", "costs must not be negative and cpu_allocation_ratio must be positive", ""}
@@ -157,11 +183,19 @@ func (c Config) Validate() error {
 	case MapByName, MapByStripDomain:
 	case MapByLabel:
 		if c.Mapping.Label == "" {
-			return &FieldError{"mapping.label", `is required when mapping.mode = "label"`, "name the node label that holds the compute host"}
+			return &FieldError{
+				"mapping.label",
+				`is required when mapping.mode = "label"`,
+				"name the node label that holds the compute host",
+			}
 		}
 	case MapByAnnotation:
 		if c.Mapping.Annotation == "" {
-			return &FieldError{"mapping.annotation", `is required when mapping.mode = "annotation"`, "name the node annotation that holds the compute host"}
+			return &FieldError{
+				"mapping.annotation",
+				`is required when mapping.mode = "annotation"`,
+				"name the node annotation that holds the compute host",
+			}
 		}
 	default:
 		return &FieldError{"mapping.mode", fmt.Sprintf("unknown mode %q", c.Mapping.Mode),
@@ -179,7 +213,11 @@ func (c Config) Validate() error {
 		switch strings.ToLower(o.Interface) {
 		case "public", "internal", "admin", "publicurl", "internalurl", "adminurl":
 		default:
-			return &FieldError{"openstack.interface", fmt.Sprintf("unknown interface %q", o.Interface), `use "public", "internal" or "admin"`}
+			return &FieldError{
+				"openstack.interface",
+				fmt.Sprintf("unknown interface %q", o.Interface),
+				`use "public", "internal" or "admin"`,
+			}
 		}
 	}
 	return nil

@@ -25,7 +25,16 @@ type FenceRecord struct {
 
 // NewFenceRecord proves the outage the node is in now.
 func NewFenceRecord(k KubeNode, how, by string, at time.Time) FenceRecord {
-	return FenceRecord{Node: k.Name, NodeUID: k.UID, Outage: outage(k.ReadySince), Heartbeat: k.Heartbeat, BootID: k.BootID, How: how, By: by, At: at}
+	return FenceRecord{
+		Node:      k.Name,
+		NodeUID:   k.UID,
+		Outage:    outage(k.ReadySince),
+		Heartbeat: k.Heartbeat,
+		BootID:    k.BootID,
+		How:       how,
+		By:        by,
+		At:        at,
+	}
 }
 
 // outage is a Ready condition's transition time as the API keeps it: to the second (a
@@ -74,7 +83,13 @@ func stamp(t time.Time) string {
 // Text is the record as a person reads it.
 func (f FenceRecord) Text() string {
 	if !f.Heartbeat.IsZero() {
-		return fmt.Sprintf("%s (by %s at %s), for the outage after its kubelet's last renewal at %s", f.How, f.By, stamp(f.At), stamp(f.Heartbeat))
+		return fmt.Sprintf(
+			"%s (by %s at %s), for the outage after its kubelet's last renewal at %s",
+			f.How,
+			f.By,
+			stamp(f.At),
+			stamp(f.Heartbeat),
+		)
 	}
 	return fmt.Sprintf("%s (by %s at %s), for the outage that began %s", f.How, f.By, stamp(f.At), stamp(f.Outage))
 }

@@ -55,7 +55,13 @@ func (s NovaSnapshot) Fingerprint() uint64 {
 	}
 	for _, hv := range s.Hypervisors {
 		if c := hv.Capacity; c != nil {
-			field(hv.Host, num(c.VCPU.Used), num(c.MemoryMB.Used), num(c.DiskGB.Used), strconv.FormatFloat(c.MemoryMB.Capacity, 'g', -1, 64))
+			field(
+				hv.Host,
+				num(c.VCPU.Used),
+				num(c.MemoryMB.Used),
+				num(c.DiskGB.Used),
+				strconv.FormatFloat(c.MemoryMB.Capacity, 'g', -1, 64),
+			)
 		}
 	}
 	return h.Sum64()
@@ -82,7 +88,9 @@ func (s NovaSnapshot) WithHosts(part NovaSnapshot, hosts []string) NovaSnapshot 
 	out.Services = append(keep(s.Services, func(c ComputeService) bool { return !in[c.Host] }), part.Services...)
 	out.Hypervisors = append(keep(s.Hypervisors, func(h Hypervisor) bool { return !in[h.Host] }), part.Hypervisors...)
 	out.VMs = append(keep(s.VMs, func(vm VM) bool { return !in[vm.Host] && !fresh[vm.ID] }), part.VMs...)
-	out.Migrations = append(keep(s.Migrations, func(m Migration) bool { return !in[m.SourceCompute] && !freshMig[m.ID] }), part.Migrations...)
+	out.Migrations = append(
+		keep(s.Migrations, func(m Migration) bool { return !in[m.SourceCompute] && !freshMig[m.ID] }),
+		part.Migrations...)
 	return out
 }
 

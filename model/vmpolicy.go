@@ -150,7 +150,11 @@ func (c MaintenanceConfig) validate() error {
 	}{{"policy.maintenance.flavors", c.Flavors}, {"policy.maintenance.images", c.Images}, {"policy.maintenance.projects", c.Projects}} {
 		for name, p := range t.table {
 			if !p.Known() {
-				return &FieldError{t.key, "unknown policy " + strconv.Quote(string(p)) + " for " + strconv.Quote(name), "use one of " + VMPolicyNames()}
+				return &FieldError{
+					t.key,
+					"unknown policy " + strconv.Quote(string(p)) + " for " + strconv.Quote(name),
+					"use one of " + VMPolicyNames(),
+				}
 			}
 		}
 	}

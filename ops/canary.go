@@ -86,7 +86,9 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 	}
 	r.nodeChanged(fmt.Sprintf("canary %s booting on %s (server %s)", spec.Name, p.Host, id))
 	if err := e.kube.SetAnnotation(ctx, p.Node, CanaryAnnotation, id); err != nil {
-		r.nodeChanged("the canary's server ID NOT journaled on the node (" + err.Error() + "): if this run is killed, delete server " + id + " by hand")
+		r.nodeChanged(
+			"the canary's server ID NOT journaled on the node (" + err.Error() + "): if this run is killed, delete server " + id + " by hand",
+		)
 	}
 	proven, why := r.watchCanary(ctx, id, cfg.CanaryTimeout.D())
 	// The canary goes whatever it proved, even when the run is interrupted.
@@ -111,24 +113,30 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 // timeout passes; why says what it saw.
 func (r *runner) watchCanary(ctx context.Context, id string, timeout time.Duration) (bool, string) {
 	e := r.e
-	err := e.watchServer(ctx, id, timeout, "not proven within return.canary_timeout", func(ctx context.Context, vm model.VM) (string, bool, error) {
-		switch {
-		case vm.Phase() == model.PhaseBroken:
-			return "", false, fmt.Errorf("it went to ERROR on %s: %s", vm.Host, cmp.Or(vm.Fault, "Nova gave no fault"))
-		case vm.Phase() != model.PhaseRunning:
-			return fmt.Sprintf("still %s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
-		}
-		out, err := e.nova.ConsoleOutput(ctx, id, 10)
-		switch {
-		case err != nil && ctx.Err() != nil: // the timeout cut this read: what was seen before stands
-			return "", false, nil
-		case err != nil:
-			return "ACTIVE; reading its console: " + err.Error(), false, nil
-		case strings.TrimSpace(out) == "":
-			return "ACTIVE, but its console log is empty: the guest did not boot", false, nil
-		}
-		return "", true, nil
-	})
+	err := e.watchServer(
+		ctx,
+		id,
+		timeout,
+		"not proven within return.canary_timeout",
+		func(ctx context.Context, vm model.VM) (string, bool, error) {
+			switch {
+			case vm.Phase() == model.PhaseBroken:
+				return "", false, fmt.Errorf("it went to ERROR on %s: %s", vm.Host, cmp.Or(vm.Fault, "Nova gave no fault"))
+			case vm.Phase() != model.PhaseRunning:
+				return fmt.Sprintf("still %s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
+			}
+			out, err := e.nova.ConsoleOutput(ctx, id, 10)
+			switch {
+			case err != nil && ctx.Err() != nil: // the timeout cut this read: what was seen before stands
+				return "", false, nil
+			case err != nil:
+				return "ACTIVE; reading its console: " + err.Error(), false, nil
+			case strings.TrimSpace(out) == "":
+				return "ACTIVE, but its console log is empty: the guest did not boot", false, nil
+			}
+			return "", true, nil
+		},
+	)
 	if err != nil {
 		return false, err.Error()
 	}

@@ -157,7 +157,10 @@ func (r *runner) ownCold(ctx context.Context, vmID string) (mine, named bool, er
 // never confirm.
 func (r *runner) recordCold(run *vmRun) error {
 	if !run.afterKnown {
-		return fmt.Errorf("%s is not moved cold: its migration records could not be read before the request, so the move could never be proven drainctl's", run.vm.Name)
+		return fmt.Errorf(
+			"%s is not moved cold: its migration records could not be read before the request, so the move could never be proven drainctl's",
+			run.vm.Name,
+		)
 	}
 	after := run.after
 	r.mu.Lock()
@@ -236,7 +239,13 @@ func (r *runner) revertColdSaid(ctx context.Context) (string, error) {
 		said = append(said, fmt.Sprintf("%d cold migration(s) reverted", reverted))
 	}
 	if len(left) > 0 {
-		said = append(said, fmt.Sprintf("cold migration(s) of %s still under way (Nova cannot stop them): run abort again to revert them once they wait for their confirm", strings.Join(left, ", ")))
+		said = append(
+			said,
+			fmt.Sprintf(
+				"cold migration(s) of %s still under way (Nova cannot stop them): run abort again to revert them once they wait for their confirm",
+				strings.Join(left, ", "),
+			),
+		)
 	}
 	return strings.Join(said, "; "), nil
 }

@@ -106,7 +106,17 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 			return nil
 		}
 		if usable[h.Host] && !leaving[h.Host] {
-			out = append(out, &destRoom{host: h.Host, zone: zone[h.Host], ramMB: int64(c.MemoryMB.Free()), vcpus: c.VCPU.Free(), readAt: e.inv.readBegan(h.Host), later: later[h.Host]})
+			out = append(
+				out,
+				&destRoom{
+					host:   h.Host,
+					zone:   zone[h.Host],
+					ramMB:  int64(c.MemoryMB.Free()),
+					vcpus:  c.VCPU.Free(),
+					readAt: e.inv.readBegan(h.Host),
+					later:  later[h.Host],
+				},
+			)
 		}
 	}
 	return out

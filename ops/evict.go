@@ -126,7 +126,14 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 			return rep
 		}
 		if lastPDB != "" {
-			return fail(fmt.Sprintf("timed out after %s and %d refusal(s) by PodDisruptionBudget %s", e.cfg.Timeouts.Eviction, rep.Blocked, lastPDB))
+			return fail(
+				fmt.Sprintf(
+					"timed out after %s and %d refusal(s) by PodDisruptionBudget %s",
+					e.cfg.Timeouts.Eviction,
+					rep.Blocked,
+					lastPDB,
+				),
+			)
 		}
 		return fail(fmt.Sprintf("timed out after %s %s", e.cfg.Timeouts.Eviction, what))
 	}
@@ -279,7 +286,8 @@ func (r *runner) awaitBudgetSeen(ctx context.Context, changes <-chan struct{}, p
 	timer := time.NewTimer(5 * time.Second)
 	defer timer.Stop()
 	for {
-		if uid, there := r.e.kube.PodUID(pod.NodeName, pod.Namespace, pod.Name); !there || uid != pod.UID || r.e.kube.Disrupted(pod.Namespace, before.Name, pod.Name) {
+		if uid, there := r.e.kube.PodUID(pod.NodeName, pod.Namespace, pod.Name); !there || uid != pod.UID ||
+			r.e.kube.Disrupted(pod.Namespace, before.Name, pod.Name) {
 			return
 		}
 		select {

@@ -263,7 +263,8 @@ func (r *runner) stopHolder(ctx context.Context) error {
 			return true, "", nil
 		}
 		if k, ok := e.kube.Node(node); ok {
-			if j, ok := ReadJournal(k); ok && j.Holder == holder && j.Phase == PhaseInterrupted && !j.Updated.Before(req.At.Add(-time.Minute)) {
+			if j, ok := ReadJournal(k); ok && j.Holder == holder && j.Phase == PhaseInterrupted &&
+				!j.Updated.Before(req.At.Add(-time.Minute)) {
 				r.stopped = holder // stopped; it may not have released its lease yet, or keeps it
 				return true, "", nil
 			}

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -133,7 +132,12 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		if len(vms) == 0 {
 			break
 		}
-		r.nodeChanged(fmt.Sprintf("%d VM(s) arrived while the node was being emptied (a move into it begun before its nova-compute was disabled): moving them too", len(vms)))
+		r.nodeChanged(
+			fmt.Sprintf(
+				"%d VM(s) arrived while the node was being emptied (a move into it begun before its nova-compute was disabled): moving them too",
+				len(vms),
+			),
+		)
 	}
 	return fmt.Sprintf("%d VM(s) %s", done, moved), nil
 }
@@ -161,8 +165,14 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 			return true, "", nil
 		}
 		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(since) > d {
-			return false, "", fmt.Errorf("%d move(s) into %s still under way after %s (timeouts.migration), so it cannot be called empty: %s; "+
-				"they are not drainctl's to abort: run again once they end", len(incoming), host, d, strings.Join(incoming, "; "))
+			return false, "", fmt.Errorf(
+				"%d move(s) into %s still under way after %s (timeouts.migration), so it cannot be called empty: %s; "+
+					"they are not drainctl's to abort: run again once they end",
+				len(incoming),
+				host,
+				d,
+				strings.Join(incoming, "; "),
+			)
 		}
 		if waiting == "" { // said once, with the count first seen
 			waiting = fmt.Sprintf("waiting for %d move(s) into %s to end before it can be called empty", len(incoming), host)
@@ -284,7 +294,15 @@ func (r *runner) recordLeft(run *vmRun) {
 		return // where it went is unknown: nothing a return could check
 	}
 	r.mu.Lock()
-	l := model.VMLeft{ID: run.vm.ID, Name: run.vm.Name, To: to, Method: run.method, Flavor: run.vm.Flavor, At: r.e.now(), MigrationID: run.mid}
+	l := model.VMLeft{
+		ID:          run.vm.ID,
+		Name:        run.vm.Name,
+		To:          to,
+		Method:      run.method,
+		Flavor:      run.vm.Flavor,
+		At:          r.e.now(),
+		MigrationID: run.mid,
+	}
 	var asked time.Time
 	for _, c := range r.coldOursLocked() { // a cold move is named by its record's UUID: the newest of the VM's
 		if c.VM == run.vm.ID && c.Migration != "" && (l.MigrationUUID == "" || c.Requested.After(asked)) {
@@ -383,7 +401,17 @@ func (r *runner) stays(_ context.Context, run *vmRun, reason *model.Reason, _ *m
 		bad := notMoved(run.vm, reason.Message, reason.Override)
 		return &bad
 	}
-	r.report.VMs = append(r.report.VMs, VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: model.MoveStays, Result: MigSkipped, Source: run.vm.Host, Message: reason.Message})
+	r.report.VMs = append(
+		r.report.VMs,
+		VMReport{
+			VM:      run.vm.Name,
+			VMID:    run.vm.ID,
+			Method:  model.MoveStays,
+			Result:  MigSkipped,
+			Source:  run.vm.Host,
+			Message: reason.Message,
+		},
+	)
 	r.report.Left = append(r.report.Left, run.vm.Name+": "+reason.Message)
 	r.emitVM(run, MigSkipped, reason.Message)
 	return nil
@@ -433,56 +461,4 @@ func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...m
 // notMoved is a VM the run could not move, and the override that would move it ("": none).
 func notMoved(vm model.VM, msg string, o model.Override) model.Reason {
 	return model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: msg, Override: o}
-}
-
-// abortLive cancels the live migrations leaving the node's host.
-func (r *runner) abortLive(ctx context.Context) (string, error) {
-	e, p := r.e, r.plan
-	ms, err := e.nova.InProgressFrom(ctx, p.Host)
-	if err != nil {
-		return "", err
-	}
-	aborted, ended := 0, 0
-	var errs []error
-	for _, m := range ms {
-		if err := e.nova.AbortMigration(ctx, m.InstanceID, m.ID); err != nil {
-			// Another actor (the holder that was asked to stop, an operator) may have ended
-			// it between our read and our request: Nova then refuses (400). Read it again.
-			if !e.stillInProgress(ctx, m) {
-				ended++
-				continue
-			}
-			errs = append(errs, err)
-			continue
-		}
-		aborted++
-		name := m.InstanceID
-		if vm, err := e.nova.Server(ctx, m.InstanceID); err == nil {
-			name = vm.Name
-		}
-		r.emit(NewMigrationEvent(e.now(), p.Node, MigrationEvent{VMID: m.InstanceID, VM: name, State: MigAborted,
-			Source: m.SourceCompute, Dest: m.DestCompute}))
-	}
-	if len(errs) > 0 {
-		return "", errors.Join(errs...)
-	}
-	if ended > 0 {
-		return fmt.Sprintf("%d migration(s) aborted, %d ended meanwhile", aborted, ended), nil
-	}
-	return fmt.Sprintf("%d migration(s) aborted", aborted), nil
-}
-
-// stillInProgress reads the server's migrations again: false when m is no longer among the
-// ones in progress (or the read fails in a way that says the server is gone).
-func (e *Engine) stillInProgress(ctx context.Context, m model.Migration) bool {
-	ms, err := e.nova.ServerMigrations(ctx, m.InstanceID)
-	if err != nil {
-		return true // unknown: keep the abort's error
-	}
-	for _, x := range ms {
-		if x.ID == m.ID && x.InProgress() {
-			return true
-		}
-	}
-	return false
 }

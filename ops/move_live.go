@@ -59,7 +59,10 @@ func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, er
 	if recs = run.recordsOf(recs); len(recs) == 0 {
 		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
 			run.settled = true // Nova accepted it: its conductor may still start it
-			return MigFailed, fmt.Sprintf("Nova made no migration record of the live migration drainctl asked for within %s (timeouts.migration): follow the server with openstack server show", d), nil
+			return MigFailed, fmt.Sprintf(
+				"Nova made no migration record of the live migration drainctl asked for within %s (timeouts.migration): follow the server with openstack server show",
+				d,
+			), nil
 		}
 		return "", "", nil
 	}
@@ -116,4 +119,56 @@ func (r *runner) watchdog(ctx context.Context, run *vmRun) {
 	default:
 		r.emitVM(run, MigStalled, fmt.Sprintf("no progress for %s; waiting (policy)", e.o.StallAfter))
 	}
+}
+
+// abortLive cancels the live migrations leaving the node's host.
+func (r *runner) abortLive(ctx context.Context) (string, error) {
+	e, p := r.e, r.plan
+	ms, err := e.nova.InProgressFrom(ctx, p.Host)
+	if err != nil {
+		return "", err
+	}
+	aborted, ended := 0, 0
+	var errs []error
+	for _, m := range ms {
+		if err := e.nova.AbortMigration(ctx, m.InstanceID, m.ID); err != nil {
+			// Another actor (the holder that was asked to stop, an operator) may have ended
+			// it between our read and our request: Nova then refuses (400). Read it again.
+			if !e.stillInProgress(ctx, m) {
+				ended++
+				continue
+			}
+			errs = append(errs, err)
+			continue
+		}
+		aborted++
+		name := m.InstanceID
+		if vm, err := e.nova.Server(ctx, m.InstanceID); err == nil {
+			name = vm.Name
+		}
+		r.emit(NewMigrationEvent(e.now(), p.Node, MigrationEvent{VMID: m.InstanceID, VM: name, State: MigAborted,
+			Source: m.SourceCompute, Dest: m.DestCompute}))
+	}
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
+	}
+	if ended > 0 {
+		return fmt.Sprintf("%d migration(s) aborted, %d ended meanwhile", aborted, ended), nil
+	}
+	return fmt.Sprintf("%d migration(s) aborted", aborted), nil
+}
+
+// stillInProgress reads the server's migrations again: false when m is no longer among the
+// ones in progress (or the read fails in a way that says the server is gone).
+func (e *Engine) stillInProgress(ctx context.Context, m model.Migration) bool {
+	ms, err := e.nova.ServerMigrations(ctx, m.InstanceID)
+	if err != nil {
+		return true // unknown: keep the abort's error
+	}
+	for _, x := range ms {
+		if x.ID == m.ID && x.InProgress() {
+			return true
+		}
+	}
+	return false
 }

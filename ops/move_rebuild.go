@@ -39,7 +39,8 @@ func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string,
 		if err != nil {
 			return "", "", err
 		}
-		if recs = run.recordsOf(recs); len(recs) > 0 && recs[0].Type == model.MigrationTypeEvacuation && recs[0].Status == model.MigrationFailed {
+		if recs = run.recordsOf(recs); len(recs) > 0 && recs[0].Type == model.MigrationTypeEvacuation &&
+			recs[0].Status == model.MigrationFailed {
 			run.mid = recs[0].ID
 			return MigFailed, r.actionError(ctx, run, "evacuation failed"), nil
 		}

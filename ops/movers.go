@@ -16,7 +16,13 @@ import (
 var movers = map[model.MoveMethod]mover{
 	model.MoveLive: {begin: queued, request: requestLive, poll: (*runner).pollLive, refused: refusedLive,
 		fallback: (*runner).coldInstead, undo: (*runner).abortLive, copies: true},
-	model.MoveCold:    {begin: queued, request: requestCold, poll: (*runner).pollCold, adopt: (*runner).adoptCold, undo: (*runner).revertColdSaid},
+	model.MoveCold: {
+		begin:   queued,
+		request: requestCold,
+		poll:    (*runner).pollCold,
+		adopt:   (*runner).adoptCold,
+		undo:    (*runner).revertColdSaid,
+	},
 	model.MoveRebuild: {begin: queued, request: requestRebuild, poll: (*runner).pollRebuild},
 	model.MoveFollow:  {begin: (*runner).follow},
 	model.MoveStays:   {begin: (*runner).stays},
@@ -109,7 +115,11 @@ func (r *runner) actionError(ctx context.Context, run *vmRun, fallback string) s
 func (r *runner) unstoppableOverdue(run *vmRun, what string) (MigState, string, error) {
 	if d := r.e.cfg.Timeouts.Migration.D(); r.e.now().Sub(run.started) > d {
 		run.settled = true // still Nova's: asking again would race it
-		return MigFailed, fmt.Sprintf("%s after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show", what, d), nil
+		return MigFailed, fmt.Sprintf(
+			"%s after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show",
+			what,
+			d,
+		), nil
 	}
 	return "", "", nil
 }

@@ -172,10 +172,16 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		p.Pods = append(p.Pods, g.Pods...)
 	}
 	sort.SliceStable(p.Reasons, func(i, j int) bool { return severityRank(p.Reasons[i].Severity) < severityRank(p.Reasons[j].Severity) })
-	p.Steps = append(p.Steps,
+	p.Steps = append(
+		p.Steps,
 		model.Step{Kind: model.StepEvictPods, Done: len(p.Pods) == 0, Detail: evictDetail(groups, len(p.Pods), skipped)},
-		model.Step{Kind: model.StepEvictCarriers, Done: len(p.Carriers) == 0, Detail: fmt.Sprintf("then %d hypervisor pod(s)", len(p.Carriers))},
-		model.Step{Kind: model.StepVerify, Done: false, Detail: "nothing that had to go is left"})
+		model.Step{
+			Kind:   model.StepEvictCarriers,
+			Done:   len(p.Carriers) == 0,
+			Detail: fmt.Sprintf("then %d hypervisor pod(s)", len(p.Carriers)),
+		},
+		model.Step{Kind: model.StepVerify, Done: false, Detail: "nothing that had to go is left"},
+	)
 }
 
 // coldWaiting names the VMs the node's journal says drainctl cold-migrated off it that have
@@ -256,8 +262,11 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 				continue
 			}
 			// By hand, the VM moves as asked; a return moves it as its own policy says, as it left.
-			method, r := policy.VMMove(vm, policy.Options{MoveStopped: ro.Policy.MoveStopped, ColdMigrateRunning: ro.Policy.ColdMigrateRunning,
-				ByHand: !ro.Returning, Maintenance: ro.Policy.Maintenance, OverrideVMPolicies: ro.Policy.OverrideVMPolicies})
+			method, r := policy.VMMove(
+				vm,
+				policy.Options{MoveStopped: ro.Policy.MoveStopped, ColdMigrateRunning: ro.Policy.ColdMigrateRunning,
+					ByHand: !ro.Returning, Maintenance: ro.Policy.Maintenance, OverrideVMPolicies: ro.Policy.OverrideVMPolicies},
+			)
 			vm.Method = method
 			p := model.Plan{Op: model.OpMigrate, Node: n.Name, Host: n.Host, VM: vm.Name, Target: ro.To, VMs: []model.VM{vm}}
 			if r != nil {
@@ -288,5 +297,8 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 			return p, nil
 		}
 	}
-	return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no VM named %q", target), Hint: "use the VM's name or ID; the VM list shows them"}
+	return model.Plan{}, &UsageError{
+		Problem: fmt.Sprintf("no VM named %q", target),
+		Hint:    "use the VM's name or ID; the VM list shows them",
+	}
 }

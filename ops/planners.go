@@ -48,7 +48,10 @@ func onNode(f func(e *Engine, ctx context.Context, n *nodePlan) error) planner {
 	return func(e *Engine, ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
 		node, ok := inv.Node(target)
 		if !ok || node.Kube == nil {
-			return model.Plan{}, &UsageError{Problem: fmt.Sprintf("no Kubernetes node named %q", target), Hint: "the node list shows their names"}
+			return model.Plan{}, &UsageError{
+				Problem: fmt.Sprintf("no Kubernetes node named %q", target),
+				Hint:    "the node list shows their names",
+			}
 		}
 		p := model.Plan{Op: op, Node: node.Name, Host: node.Host}
 		if node.Hypervisor != nil {
@@ -64,7 +67,10 @@ func onNode(f func(e *Engine, ctx context.Context, n *nodePlan) error) planner {
 		_, n.journaled = ReadJournal(*k)
 		if node.Compute != nil && !node.Compute.Enabled && !DisabledByDrainctl(*node.Compute) {
 			p.Reasons = append(p.Reasons, model.Reason{Code: model.DisabledByOther, Severity: model.Notes, Object: node.Host,
-				Message: fmt.Sprintf("nova-compute already disabled by someone else (%q); drainctl leaves it so", node.Compute.DisabledReason)})
+				Message: fmt.Sprintf(
+					"nova-compute already disabled by someone else (%q); drainctl leaves it so",
+					node.Compute.DisabledReason,
+				)})
 		}
 		err := f(e, ctx, n)
 		return p, err
@@ -85,7 +91,11 @@ func (e *Engine) noteHolder(ctx context.Context, p *model.Plan) error {
 	}
 	if holder != "" && holder != e.o.Holder && !e.mayReplace(holder) {
 		p.Reasons = append(p.Reasons, model.Reason{Code: model.HeldByOther, Severity: model.Notes, Object: p.Node,
-			Message: fmt.Sprintf("%s holds the node's lease (until %s): a run now is refused by it; abort asks it to stop", holder, until.UTC().Format(time.RFC3339))})
+			Message: fmt.Sprintf(
+				"%s holds the node's lease (until %s): a run now is refused by it; abort asks it to stop",
+				holder,
+				until.UTC().Format(time.RFC3339),
+			)})
 	}
 	return nil
 }
@@ -129,7 +139,14 @@ func (e *Engine) planEvacuate(_ context.Context, n *nodePlan) error {
 	// A node removed for good (scale-down) does not return to start the VMs drainctl stopped
 	// on it for restart-in-place: they are started where they were moved.
 	if j, _ := ReadJournal(*n.node.Kube); n.ro.Policy.NodeRemoved && len(j.Restart) > 0 && e.nova != nil {
-		n.step(model.StepRestartVMs, false, fmt.Sprintf("start the %d VM(s) drainctl stopped for restart-in-place where they were moved: the node does not return", len(j.Restart)))
+		n.step(
+			model.StepRestartVMs,
+			false,
+			fmt.Sprintf(
+				"start the %d VM(s) drainctl stopped for restart-in-place where they were moved: the node does not return",
+				len(j.Restart),
+			),
+		)
 	}
 	if !n.p.Pending() || onlyLeasePending(*n.p) {
 		markAllDone(n.p) // nothing to change: no lease either, so a rerun makes no mutating call
@@ -156,13 +173,24 @@ func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 	e.planWayBack(n.p, node, n.ro)
 	enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !n.ro.ForceCompute)
 	if e.cfg.Return.Canary && e.nova != nil && !enableDone { // planned only where it proves something
-		n.step(model.StepCanary, false, fmt.Sprintf("boot a canary on %s, ACTIVE with a console log within %s, delete it", node.Host, e.cfg.Return.CanaryTimeout))
+		n.step(
+			model.StepCanary,
+			false,
+			fmt.Sprintf("boot a canary on %s, ACTIVE with a console log within %s, delete it", node.Host, e.cfg.Return.CanaryTimeout),
+		)
 	}
 	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
 	e.planRestart(n, j)
 	n.step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
 	if n.ro.ReturnVMs && journaled && e.nova != nil {
-		n.step(model.StepReturnVMs, len(j.Left) == 0, fmt.Sprintf("bring home the %d VM(s) that left it, each checked first (moved, resized or deleted since: left where it is)", len(j.Left)))
+		n.step(
+			model.StepReturnVMs,
+			len(j.Left) == 0,
+			fmt.Sprintf(
+				"bring home the %d VM(s) that left it, each checked first (moved, resized or deleted since: left where it is)",
+				len(j.Left),
+			),
+		)
 	}
 	n.step(model.StepRelease, !n.journaled, "clear the journal, release the lease")
 	if n.ro.VMsOnly {

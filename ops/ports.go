@@ -287,7 +287,10 @@ func (e *Interrupted) Error() string {
 	why := ""
 	var req *CancelRequest
 	switch {
-	case errors.Is(e.Cause, ErrLeaseLost), errors.Is(e.Cause, ErrHostAlive), errors.Is(e.Cause, ErrFenceStale), errors.As(e.Cause, new(*RefusedError)):
+	case errors.Is(e.Cause, ErrLeaseLost),
+		errors.Is(e.Cause, ErrHostAlive),
+		errors.Is(e.Cause, ErrFenceStale),
+		errors.As(e.Cause, new(*RefusedError)):
 		why = " (" + e.Cause.Error() + ")"
 	case errors.As(e.Cause, &req):
 		why = " (" + req.Error() + ")"

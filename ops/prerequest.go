@@ -16,8 +16,16 @@ var beforeRequest = []requestCheck{
 	{"its moves known", "Nova: the server's migration records (1 GET)", (*runner).movesKnown},
 	{"still the holder", "Kubernetes: the node's lease (1 GET, when the run holds it)", (*runner).stillHoldsNode},
 	{"still fenced", "a rebuild only: the Node (the informer's cache); once a run, the fence record (1 GET)", (*runner).stillFenced},
-	{"cluster room", "Kubernetes: the migration lock, a lease (1 GET, 1 PUT); Nova: the migrations in progress (1 GET)", (*runner).roomInCluster},
-	{"destination usable", "Nova: the chosen destination's compute service (1 GET a candidate; none for the scheduler's choice)", (*runner).usableDestination},
+	{
+		"cluster room",
+		"Kubernetes: the migration lock, a lease (1 GET, 1 PUT); Nova: the migrations in progress (1 GET)",
+		(*runner).roomInCluster,
+	},
+	{
+		"destination usable",
+		"Nova: the chosen destination's compute service (1 GET a candidate; none for the scheduler's choice)",
+		(*runner).usableDestination,
+	},
 }
 
 // requestCheck is one check before a VM's move is requested.

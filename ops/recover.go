@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/opcmd"
@@ -72,7 +71,11 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	// that never comes (measured on the real Nova: the API's answer outlived the client's
 	// timeout); a service forced down is asked nothing.
 	forced := node.Compute == nil || node.Compute.ForcedDown
-	step(model.StepForceDown, forced, "force nova-compute on "+firstNonEmpty(node.Host, node.Name)+" down: Nova may then rebuild its VMs elsewhere")
+	step(
+		model.StepForceDown,
+		forced,
+		"force nova-compute on "+firstNonEmpty(node.Host, node.Name)+" down: Nova may then rebuild its VMs elsewhere",
+	)
 	step(model.StepDisableCompute, node.Compute == nil || !node.Compute.Enabled, computeDetail(node))
 	step(model.StepOutOfService, k.HasTaint(policy.OutOfService.Key),
 		"taint "+policy.OutOfService.Key+":NoExecute: Kubernetes deletes the node's pods and detaches their volumes")
@@ -116,14 +119,29 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	movable = fits
 	for _, vm := range movable {
 		if _, _, bad := e.cfg.Recover.Priority.Of(vm); bad != "" {
-			p.Reasons = append(p.Reasons, model.Reason{Code: model.VMPolicyUnknown, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, Message: bad})
+			p.Reasons = append(
+				p.Reasons,
+				model.Reason{Code: model.VMPolicyUnknown, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, Message: bad},
+			)
 		}
 	}
 	if lose > 0 && !ro.Policy.AcceptDiskLoss { // asked for by name, as an evacuation asks before deleting emptyDir data
-		p.Reasons = append(p.Reasons, model.Reason{Code: model.DiskLoss, Severity: model.Blocks, Object: node.Name, Override: model.OverrideAcceptDiskLoss,
-			Message: fmt.Sprintf("%d VM(s) would lose their local disk, rebuilt from their image (each listed as lost in the plan): %s", lose, strings.Join(lost, ", "))})
+		p.Reasons = append(
+			p.Reasons,
+			model.Reason{Code: model.DiskLoss, Severity: model.Blocks, Object: node.Name, Override: model.OverrideAcceptDiskLoss,
+				Message: fmt.Sprintf(
+					"%d VM(s) would lose their local disk, rebuilt from their image (each listed as lost in the plan): %s",
+					lose,
+					strings.Join(lost, ", "),
+				)},
+		)
 	}
-	vms := fmt.Sprintf("rebuild %d VM(s) on other hosts (Nova's evacuate): %d keep their disk, %d rebuilt from their image", len(movable), keep, lose)
+	vms := fmt.Sprintf(
+		"rebuild %d VM(s) on other hosts (Nova's evacuate): %d keep their disk, %d rebuilt from their image",
+		len(movable),
+		keep,
+		lose,
+	)
 	if e.nova == nil || node.Compute == nil {
 		vms = "no VMs to rebuild: this node has no compute service"
 	}
@@ -131,7 +149,11 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	// The VMs drainctl stopped for restart-in-place before the host died: started where they
 	// were rebuilt, or said to stay stopped, never a silent success.
 	if j, _ := ReadJournal(*k); len(j.Restart) > 0 && e.nova != nil {
-		step(model.StepRestartVMs, false, fmt.Sprintf("start the %d VM(s) drainctl stopped for restart-in-place where they were rebuilt", len(j.Restart)))
+		step(
+			model.StepRestartVMs,
+			false,
+			fmt.Sprintf("start the %d VM(s) drainctl stopped for restart-in-place where they were rebuilt", len(j.Restart)),
+		)
 	}
 
 	for _, pod := range deadPods(node.Pods) {
@@ -153,8 +175,16 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	if n := len(node.Pods) - len(p.Pods); n > 0 { // why the list's count is higher
 		stay = fmt.Sprintf(" (%d more stay: mirror pods and those tolerating the out-of-service taint, such as DaemonSets')", n)
 	}
-	step(model.StepPodsGone, len(p.Pods) == 0, fmt.Sprintf("wait until Kubernetes has deleted the node's %d pod(s)%s (%s); PodDisruptionBudgets do not apply: the pods are down already",
-		len(p.Pods), stay, after))
+	step(
+		model.StepPodsGone,
+		len(p.Pods) == 0,
+		fmt.Sprintf(
+			"wait until Kubernetes has deleted the node's %d pod(s)%s (%s); PodDisruptionBudgets do not apply: the pods are down already",
+			len(p.Pods),
+			stay,
+			after,
+		),
+	)
 	step(model.StepVerify, false, "no VM left on the host, no pod left on the node")
 	if onlyLeasePending(*p) {
 		markAllDone(p)
@@ -174,7 +204,11 @@ func fenceSource(ro RunOptions) string {
 // kubelet stand still, need not wait for the NotReady the node lifecycle controller writes
 // 40 s later; a person's recovery does.
 func (e *Engine) deathRule(ro RunOptions) policy.DeathRule {
-	return policy.DeathRule{NotReadyFor: e.cfg.Recover.NotReadyFor.D(), Quiet: e.cfg.Recover.HeartbeatTimeout.D(), KubeletSilence: ro.Automatic}
+	return policy.DeathRule{
+		NotReadyFor:    e.cfg.Recover.NotReadyFor.D(),
+		Quiet:          e.cfg.Recover.HeartbeatTimeout.D(),
+		KubeletSilence: ro.Automatic,
+	}
 }
 
 // fenceCmd is the command that proves the machine off: --fence-cmd, else [recover]
@@ -200,7 +234,10 @@ func (e *Engine) planWayBack(p *model.Plan, node model.Node, ro RunOptions) {
 			Detail: "wait until nova-compute on " + node.Host + " has restarted and cleaned up after the evacuations, force it up, wait until it reports up"})
 	}
 	if k.HasTaint(policy.OutOfService.Key) {
-		p.Steps = append(p.Steps, model.Step{Kind: model.StepInService, Detail: "wait until the node is Ready, then remove the taint " + policy.OutOfService.Key})
+		p.Steps = append(
+			p.Steps,
+			model.Step{Kind: model.StepInService, Detail: "wait until the node is Ready, then remove the taint " + policy.OutOfService.Key},
+		)
 	}
 }
 
@@ -251,7 +288,9 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 			if ctx.Err() != nil {
 				return "", err
 			}
-			return "", notOff("the fence check does not report the machine off ([recover] fence_check_cmd), so nothing is rebuilt: " + err.Error())
+			return "", notOff(
+				"the fence check does not report the machine off ([recover] fence_check_cmd), so nothing is rebuilt: " + err.Error(),
+			)
 		}
 		how += "; the fence check reported it off"
 	}
@@ -280,8 +319,19 @@ func (r *runner) runFence(ctx context.Context, cmd string, k model.KubeNode) err
 		if i == 1 {
 			left = window // the first try has the whole window, as a single run always had
 		}
-		err = opcmd.Run(ctx, opcmd.Spec{Kind: opcmd.Fence, Template: cmd, Node: p.Node, Host: p.Host, SystemUUID: k.SystemUUID, BootID: k.BootID, Timeout: left},
-			func(line string) { r.nodeChanged("fence-cmd: " + line) })
+		err = opcmd.Run(
+			ctx,
+			opcmd.Spec{
+				Kind:       opcmd.Fence,
+				Template:   cmd,
+				Node:       p.Node,
+				Host:       p.Host,
+				SystemUUID: k.SystemUUID,
+				BootID:     k.BootID,
+				Timeout:    left,
+			},
+			func(line string) { r.nodeChanged("fence-cmd: " + line) },
+		)
 		if err == nil || ctx.Err() != nil || errors.Is(err, opcmd.ErrTimedOut) {
 			return err
 		}
@@ -349,90 +399,6 @@ func (r *runner) rebuildVMs(ctx context.Context) (string, error) {
 	}
 	r.journal(PhaseRebuilding, "")
 	return r.migrate(ctx)
-}
-
-// podsGone waits until Kubernetes has deleted the dead node's pods (the out-of-service
-// taint's effect); those still there after [recover] pods_gone_within are force-deleted
-// (the machine is fenced: none of their containers can still run).
-func (r *runner) podsGone(ctx context.Context) (string, error) {
-	e, p := r.e, r.plan
-	r.journal(PhaseWaitingPods, "")
-	changes, cancel := e.kube.Subscribe()
-	defer cancel()
-	deadline := e.now().Add(e.cfg.Recover.PodsGoneWithin.D())
-	seen := map[string]bool{} // the plan's pods, gone since, are reported gone too
-	for _, pod := range p.Pods {
-		seen[pod.Key()] = true
-	}
-	forced := 0
-	for {
-		left := r.deadPods()
-		now := map[string]bool{}
-		for _, pod := range left {
-			now[pod.Key()] = true
-			seen[pod.Key()] = true
-		}
-		for key := range seen {
-			if !now[key] {
-				delete(seen, key)
-				r.emit(NewPodEvent(e.now(), p.Node, key, PodGone, "", 0, "deleted"))
-			}
-		}
-		if len(left) == 0 {
-			if forced > 0 {
-				return fmt.Sprintf("the node's pods are gone (%d force-deleted by drainctl)", forced), nil
-			}
-			return "the node's pods are gone", nil
-		}
-		if forced == 0 && e.now().After(deadline) && r.ro.Automatic {
-			// Automatic recovery deletes no pod (the controller is not granted it): the
-			// out-of-service taint has Kubernetes' pod garbage collector delete them once the
-			// node is NotReady. The machine is fenced, so none of them runs: the VMs go on.
-			var names []string
-			for _, pod := range left {
-				names = append(names, pod.Key())
-			}
-			return fmt.Sprintf("%d pod(s) still shown after %s, left to Kubernetes (the out-of-service taint deletes them once the node is NotReady): %s",
-				len(left), e.cfg.Recover.PodsGoneWithin, strings.Join(names, ", ")), nil
-		}
-		if forced == 0 && e.now().After(deadline) {
-			if err := r.stillHolder(ctx); err != nil {
-				return "", err
-			}
-			if r.stopUnlessFenced(ctx) { // as before every destructive step: interrupted, recorded
-				return "", context.Cause(ctx)
-			}
-			var names []string
-			for _, pod := range left {
-				if err := e.kube.Evict(ctx, pod, new(int64), true); err != nil {
-					return "", err
-				}
-				names = append(names, pod.Key())
-			}
-			forced = len(left)
-			r.nodeChanged(fmt.Sprintf("force-deleted %d pod(s) Kubernetes had not deleted after %s: %s", forced, e.cfg.Recover.PodsGoneWithin, strings.Join(names, ", ")))
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-changes:
-		case <-time.After(e.o.Poll):
-		}
-	}
-}
-
-// deadPods are the node's pods that do not tolerate the out-of-service taint (a mirror pod is
-// the kubelet's own: it stays).
-func (r *runner) deadPods() []model.Pod { return deadPods(r.e.kube.PodsOn(r.plan.Node)) }
-
-func deadPods(pods []model.Pod) []model.Pod {
-	var out []model.Pod
-	for _, pod := range pods {
-		if !policy.Outlives(pod) && !pod.Mirror {
-			out = append(out, pod)
-		}
-	}
-	return out
 }
 
 func firstNonEmpty(a, b string) string {

@@ -70,7 +70,11 @@ func (r *runner) stillOnHost(ctx context.Context, detail string) (string, error)
 		return "", err
 	}
 	if len(held) > 0 {
-		return "", fmt.Errorf("nova-compute on %s is up again, but Nova has not freed its provider: %s", r.plan.Host, strings.Join(held, ", "))
+		return "", fmt.Errorf(
+			"nova-compute on %s is up again, but Nova has not freed its provider: %s",
+			r.plan.Host,
+			strings.Join(held, ", "),
+		)
 	}
 	detail += "; its Placement provider holds nothing but its own VMs'"
 	if len(vms) == 0 {

@@ -127,8 +127,16 @@ func (r *runner) outageOf(ctx context.Context) time.Time {
 // the recovery goes on: the ledger is an account, not a proof.
 func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[string]*vmRun) {
 	p := r.plan
-	rec := model.Recovery{Node: p.Node, Host: p.Host, Automatic: r.ro.Automatic, Started: r.report.Started, Outcome: outcome, Error: r.report.Error,
-		By: r.e.o.Holder, Options: r.ro.Policy.Given()}
+	rec := model.Recovery{
+		Node:      p.Node,
+		Host:      p.Host,
+		Automatic: r.ro.Automatic,
+		Started:   r.report.Started,
+		Outcome:   outcome,
+		Error:     r.report.Error,
+		By:        r.e.o.Holder,
+		Options:   r.ro.Policy.Given(),
+	}
 	rec.Outage = r.outageOf(ctx)
 	if outcome != "running" {
 		rec.Finished = r.report.Finished
@@ -264,9 +272,24 @@ func (e *Engine) RecoveryHolds(ctx context.Context) ([]model.RecoveryHold, error
 		cooldown := e.cfg.Recover.StormCooldown.D()
 		switch until := storm.Ended.Add(cooldown); {
 		case storm.Ended.IsZero():
-			out = append(out, model.RecoveryHold{Kind: "storm", Why: "storm: " + strings.Join(storm.Nodes, ", ") + " unhealthy at once", Since: storm.Began})
+			out = append(
+				out,
+				model.RecoveryHold{
+					Kind:  "storm",
+					Why:   "storm: " + strings.Join(storm.Nodes, ", ") + " unhealthy at once",
+					Since: storm.Began,
+				},
+			)
 		case e.now().Before(until):
-			out = append(out, model.RecoveryHold{Kind: "cooldown", Why: fmt.Sprintf("storm_cooldown after the storm of %s", strings.Join(storm.Nodes, ", ")), Since: storm.Ended, Until: until})
+			out = append(
+				out,
+				model.RecoveryHold{
+					Kind:  "cooldown",
+					Why:   fmt.Sprintf("storm_cooldown after the storm of %s", strings.Join(storm.Nodes, ", ")),
+					Since: storm.Ended,
+					Until: until,
+				},
+			)
 		}
 	}
 	for _, k := range e.kube.Nodes() {
@@ -278,7 +301,15 @@ func (e *Engine) RecoveryHolds(ctx context.Context) ([]model.RecoveryHold, error
 			return nil, err
 		}
 		if found && rec.APersons() && e.inOutage(ctx, k, rec.Outage) {
-			out = append(out, model.RecoveryHold{Kind: rec.Outcome, Node: k.Name, Why: fmt.Sprintf("its recovery %s in this outage: %s; a person's now", rec.Outcome, rec.Error), Since: rec.Finished})
+			out = append(
+				out,
+				model.RecoveryHold{
+					Kind:  rec.Outcome,
+					Node:  k.Name,
+					Why:   fmt.Sprintf("its recovery %s in this outage: %s; a person's now", rec.Outcome, rec.Error),
+					Since: rec.Finished,
+				},
+			)
 		}
 	}
 	return out, nil

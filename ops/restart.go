@@ -24,7 +24,10 @@ func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reas
 	e, vm := r.e, run.vm
 	run.method = model.MoveRestart
 	left := func(msg string) *model.Reason {
-		r.report.VMs = append(r.report.VMs, VMReport{VM: vm.Name, VMID: vm.ID, Method: model.MoveRestart, Result: MigSkipped, Source: vm.Host, Message: msg})
+		r.report.VMs = append(
+			r.report.VMs,
+			VMReport{VM: vm.Name, VMID: vm.ID, Method: model.MoveRestart, Result: MigSkipped, Source: vm.Host, Message: msg},
+		)
 		r.report.Left = append(r.report.Left, vm.Name+": "+msg)
 		r.emitVM(run, MigSkipped, msg)
 		return nil
@@ -152,7 +155,10 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			started = append(started, vm.Name+" (running already)")
 			continue
 		case vm.Phase() != model.PhaseStopped || vm.Busy():
-			failed = append(failed, fmt.Sprintf("%s: %s (task %s), not stopped as drainctl left it", vm.Name, vm.Status, cmp.Or(vm.TaskState, "none")))
+			failed = append(
+				failed,
+				fmt.Sprintf("%s: %s (task %s), not stopped as drainctl left it", vm.Name, vm.Status, cmp.Or(vm.TaskState, "none")),
+			)
 			continue
 		}
 		// Its owner's stop (again, or ever) leaves it stopped.
@@ -161,7 +167,10 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			return "", err
 		}
 		if !ours {
-			notes = append(notes, fmt.Sprintf("%s: left stopped: its newest stop is not the one drainctl asked (%s)", vm.Name, powerSeen(last)))
+			notes = append(
+				notes,
+				fmt.Sprintf("%s: left stopped: its newest stop is not the one drainctl asked (%s)", vm.Name, powerSeen(last)),
+			)
 			continue
 		}
 		if err := e.nova.StartServer(ctx, id); err != nil {
@@ -185,7 +194,12 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 		s += "; " + strings.Join(notes, "; ")
 	}
 	if len(failed) > 0 {
-		return "", fmt.Errorf("restart-in-place: %d VM(s) not started on %s: %s; run the same command again to retry", len(failed), p.Host, strings.Join(failed, "; "))
+		return "", fmt.Errorf(
+			"restart-in-place: %d VM(s) not started on %s: %s; run the same command again to retry",
+			len(failed),
+			p.Host,
+			strings.Join(failed, "; "),
+		)
 	}
 	return s, nil
 }
@@ -248,13 +262,15 @@ func (r *runner) rebuiltHere(ctx context.Context, vm model.VM, host string) bool
 		return false
 	}
 	newest := slices.MaxFunc(ms, func(a, b model.Migration) int { return cmp.Compare(a.ID, b.ID) })
-	return newest.Type == model.MigrationTypeEvacuation && newest.SourceCompute == host && (newest.Status == "done" || newest.Status == "completed")
+	return newest.Type == model.MigrationTypeEvacuation && newest.SourceCompute == host &&
+		(newest.Status == "done" || newest.Status == "completed")
 }
 
 // movedByThisRun reports whether this run moved the VM off its node (a scale-down's
 // evacuation: the node does not return, so its stopped VMs start where they went).
 func (r *runner) movedByThisRun(id string) bool {
-	return r.ro.Policy.NodeRemoved && slices.ContainsFunc(r.report.VMs, func(v VMReport) bool { return v.VMID == id && v.Result == MigCompleted })
+	return r.ro.Policy.NodeRemoved &&
+		slices.ContainsFunc(r.report.VMs, func(v VMReport) bool { return v.VMID == id && v.Result == MigCompleted })
 }
 
 // powerSeen says what Nova's instance actions show of a server's newest stop or start.

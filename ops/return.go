@@ -18,7 +18,14 @@ import (
 // ReturnVM brings one VM that left home back to node's host, and says what became of it.
 // putOn are the hosts the caller itself put it on since (a campaign's later nodes may have
 // moved it again); found elsewhere, someone else moved it and it stays.
-func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putOn []string, ro RunOptions, emit func(Event)) model.VMReturn {
+func (e *Engine) ReturnVM(
+	ctx context.Context,
+	node string,
+	l model.VMLeft,
+	putOn []string,
+	ro RunOptions,
+	emit func(Event),
+) model.VMReturn {
 	out := model.VMReturn{ID: l.ID, Name: l.Name}
 	not := func(format string, a ...any) model.VMReturn {
 		out.Why = fmt.Sprintf(format, a...)
@@ -67,7 +74,11 @@ func (e *Engine) ReturnVM(ctx context.Context, node string, l model.VMLeft, putO
 	newest, ok := e.newestMove(ctx, l.ID)
 	ours := ok && ((l.MigrationID != 0 && newest.ID == l.MigrationID) || (l.MigrationUUID != "" && newest.UUID == l.MigrationUUID))
 	if !ok || newest.DestCompute != vm.Host || (!ours && !slices.Contains(putOn, newest.SourceCompute)) {
-		return not("Nova's newest completed move of it (%s) is not the move the record names (%s): the record is no proof, it stays", moveText(newest, ok), leftText(l))
+		return not(
+			"Nova's newest completed move of it (%s) is not the move the record names (%s): the record is no proof, it stays",
+			moveText(newest, ok),
+			leftText(l),
+		)
 	}
 	// The node it is on now may be someone else's to work (a colleague emptying it): its lease
 	// says so, read now; a return would race their move.

@@ -187,7 +187,10 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 	case !DisabledByDrainctl(svc) && !r.ro.ForceCompute:
 		return fmt.Sprintf("left disabled: someone else disabled it (%q); the force override re-enables it", svc.DisabledReason), nil
 	case canaryFailed(svc) && !r.canaryPassed && !r.ro.ForceCompute:
-		return fmt.Sprintf("left disabled: %s; uncordon runs the canary again (the force override enables it unproven)", svc.DisabledReason), nil
+		return fmt.Sprintf(
+			"left disabled: %s; uncordon runs the canary again (the force override enables it unproven)",
+			svc.DisabledReason,
+		), nil
 	}
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err

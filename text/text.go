@@ -254,7 +254,15 @@ func ForecastLines(f model.Forecast) []string {
 	lines := []string{Sprintf("forecast: %s of VM memory and %d pod(s) to move; about %s of migrations at %.0f MiB/s (%s)",
 		Bytes(mb<<20), pods, Duration(f.Total), f.RateMiBps, f.RateSource)}
 	if f.MinFreeAt != "" {
-		lines = append(lines, Sprintf("the fleet's free memory is lowest while %s is out: %s (%.0f%%)", f.MinFreeAt, Bytes(max(0, f.MinFreeMB)<<20), f.MinFreePercent))
+		lines = append(
+			lines,
+			Sprintf(
+				"the fleet's free memory is lowest while %s is out: %s (%.0f%%)",
+				f.MinFreeAt,
+				Bytes(max(0, f.MinFreeMB)<<20),
+				f.MinFreePercent,
+			),
+		)
 	}
 	if f.Short != "" {
 		lines = append(lines, Sprintf("REFUSED: below the headroom while %s is out", f.Short))
@@ -342,7 +350,8 @@ func By(r model.Reason) string {
 // ShellWord quotes s for a POSIX shell when it holds anything but letters, digits and
 // -._/:@%+= (a value printed in a command to paste: cluster text is untrusted).
 func ShellWord(s string) string {
-	if s != "" && !strings.HasPrefix(s, "-") && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._/:@%+=") == "" {
+	if s != "" && !strings.HasPrefix(s, "-") &&
+		strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._/:@%+=") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -169,8 +169,12 @@ func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 		keys = keys.WithoutDangerous()
 	}
 	return Model{eng: eng, ctx: ctx, bus: newEventBus(), ticking: true, // Init starts the tick
-		s:     shared{opts: o, keys: &keys, st: &st, width: 80, height: 24, ops: newOperations()},
-		nodes: nodesPane{filter: ti, selected: map[string]bool{}, cache: &rowCache{}}, detail: detailPane{chosen: map[string]bool{}}, cmdline: newCommandLine()}
+		s: shared{opts: o, keys: &keys, st: &st, width: 80, height: 24, ops: newOperations()},
+		nodes: nodesPane{
+			filter:   ti,
+			selected: map[string]bool{},
+			cache:    &rowCache{},
+		}, detail: detailPane{chosen: map[string]bool{}}, cmdline: newCommandLine()}
 }
 
 // Run shows the TUI until the operator quits. However it ends (q, ctrl-c, a signal), the
@@ -393,7 +397,10 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 	}
 	if b, ok := readOnlyKey(msg, m.s.opts.ReadOnly); ok { // a key --readonly turned off says so
-		m.setStatus(text.Sprintf("read-only (--readonly): %s would %s; nothing is changed from this terminal", b.Help().Key, b.Help().Desc), true)
+		m.setStatus(
+			text.Sprintf("read-only (--readonly): %s would %s; nothing is changed from this terminal", b.Help().Key, b.Help().Desc),
+			true,
+		)
 		return m, nil
 	}
 	return m.apply(pressKey(p, msg, &m.s))

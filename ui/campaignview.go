@@ -26,7 +26,10 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	case !p.started:
 		state = "y starts it, esc cancels"
 	case p.ended && p.err != nil && done == 0 && inProgress == 0 && p.refused() > 0 && errors.As(p.err, new(*ops.RefusedError)):
-		state = fmt.Sprintf("stopped before the first node: %d node(s) refused at the check, each beside its blockers (esc, then C proposes it again)", p.refused())
+		state = fmt.Sprintf(
+			"stopped before the first node: %d node(s) refused at the check, each beside its blockers (esc, then C proposes it again)",
+			p.refused(),
+		)
 	case p.ended && p.err != nil:
 		state += ": " + text.SafeErr(p.err)
 	case c.State == model.CampaignPaused && !p.ended:
@@ -63,7 +66,11 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 		if !c.Updated.IsZero() {
 			written = fmt.Sprintf("written %s ago (%s)", text.Duration(max(0, p.watchedAt.Sub(c.Updated))), c.Updated.Format("15:04:05"))
 		}
-		b.WriteString(st.Muted.Render(truncate(text.Sprintf("record %s, read %s · run by %s", written, p.watchedAt.Format("15:04:05"), c.Holder), width)) + "\n")
+		b.WriteString(
+			st.Muted.Render(
+				truncate(text.Sprintf("record %s, read %s · run by %s", written, p.watchedAt.Format("15:04:05"), c.Holder), width),
+			) + "\n",
+		)
 	}
 	if !p.started && !p.watching {
 		for _, l := range wrap(stepsLine(p.asked()), width) {

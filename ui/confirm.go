@@ -175,7 +175,8 @@ func (p *confirmPane) body(s *shared) string {
 			// A remedy for what blocks, never one already given (F on an ERROR VM leaves it a
 			// note: --skip-vm is advice no more); the controller's policy decides for a
 			// NodeMaintenance, not this view's toggles.
-			if f := text.Flag(r); f != "" && pd.maintenance == "" && r.Severity != model.Notes && !slices.Contains(text.GivenFlags(pd.ro.Policy.Given()), f) {
+			if f := text.Flag(r); f != "" && pd.maintenance == "" && r.Severity != model.Notes &&
+				!slices.Contains(text.GivenFlags(pd.ro.Policy.Given()), f) {
 				remedy = " (use " + f + " to override)"
 			}
 			// Wrapped, never cut: the reason whole, then its remedy (the flag the operator acts on).

@@ -102,8 +102,15 @@ func describeNode(n model.Node, s *shared) describePane {
 		for _, key := range sortedKeys(k.Annotations) {
 			add("  annotation: %s=%s", key, k.Annotations[key])
 		}
-		add("  allocatable: %d mCPU, %s, %d pods; requested: %d mCPU, %s, %d pods", k.Allocatable.MilliCPU, text.Bytes(k.Allocatable.MemoryBytes),
-			k.Allocatable.Pods, n.Requested.MilliCPU, text.Bytes(n.Requested.MemoryBytes), n.Requested.Pods)
+		add(
+			"  allocatable: %d mCPU, %s, %d pods; requested: %d mCPU, %s, %d pods",
+			k.Allocatable.MilliCPU,
+			text.Bytes(k.Allocatable.MemoryBytes),
+			k.Allocatable.Pods,
+			n.Requested.MilliCPU,
+			text.Bytes(n.Requested.MemoryBytes),
+			n.Requested.Pods,
+		)
 	}
 	switch c := n.Compute; {
 	case !s.inv.NovaConfigured:
@@ -194,7 +201,14 @@ func describeVM(id string, s *shared) (describePane, bool) {
 			}
 			for _, m := range n.Migrations {
 				if m.InstanceID == vm.ID {
-					add("migration %d: %s %s→%s, updated %s", m.ID, m.Status, m.SourceCompute, none(m.DestCompute), m.UpdatedAt.Format("15:04:05"))
+					add(
+						"migration %d: %s %s→%s, updated %s",
+						m.ID,
+						m.Status,
+						m.SourceCompute,
+						none(m.DestCompute),
+						m.UpdatedAt.Format("15:04:05"),
+					)
 				}
 			}
 			return describePane{title: text.Sprintf("describe VM %s", vm.Name), lines: l}, true

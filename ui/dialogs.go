@@ -36,7 +36,13 @@ func (p *helpPane) view(s *shared) string {
 
 // helpView is generated from the key map.
 func helpView(s *shared) string {
-	titles := []string{"Move and select", "Operations (destructive: confirmed first)", "Views", "In a confirmation", "Quitting while operations run"}
+	titles := []string{
+		"Move and select",
+		"Operations (destructive: confirmed first)",
+		"Views",
+		"In a confirmation",
+		"Quitting while operations run",
+	}
 	var b strings.Builder
 	for i, g := range s.keys.groups() {
 		b.WriteString(s.st.Header.Render(titles[i]) + "\n")
@@ -155,8 +161,18 @@ func (m Model) summary(w io.Writer) int {
 		switch {
 		case v.campaign && (v.report == nil || v.report.Result == ops.ResultInterrupted):
 			// Its campaign's command (below) resumes it, with the campaign's options.
-			lines = append(lines, text.Sprintf("  %s %s (a node of campaign %s): interrupted at %s; the campaign's command below resumes it, or undo: %s --auto rollback %s",
-				v.plan.Op, target, m.s.ops.campaignName, orDash(string(v.step)), drainctl, text.ShellWord(v.plan.Node)))
+			lines = append(
+				lines,
+				text.Sprintf(
+					"  %s %s (a node of campaign %s): interrupted at %s; the campaign's command below resumes it, or undo: %s --auto rollback %s",
+					v.plan.Op,
+					target,
+					m.s.ops.campaignName,
+					orDash(string(v.step)),
+					drainctl,
+					text.ShellWord(v.plan.Node),
+				),
+			)
 		case v.report == nil:
 			lines = append(lines, text.Sprintf("  %s %s: still stopping when drainctl exited (its journal on the node says where); "+
 				"resume: %s --auto %s", v.plan.Op, target, drainctl, resume))
@@ -188,7 +204,10 @@ func (m Model) summary(w io.Writer) int {
 		fmt.Fprintln(w, l)
 	}
 	if m.s.opts.Where.Demo {
-		fmt.Fprintln(w, "drainctl: the demo's simulated cluster ended with this process: these commands would start a new demo, not resume this one")
+		fmt.Fprintln(
+			w,
+			"drainctl: the demo's simulated cluster ended with this process: these commands would start a new demo, not resume this one",
+		)
 	}
 	return len(lines)
 }

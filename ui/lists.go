@@ -248,7 +248,15 @@ func (p *listPane) view(s *shared) string {
 func vmColumns(s *shared) []listColumn {
 	need := []listColumn{{"NAME", 18, 0}, {"NODE", 14, 2}, {"STATUS", 14, 3}, {"MIGRATION", 20, 6}}
 	if s.width >= 120 {
-		need = []listColumn{{"NAME", 20, 0}, {"ID", 8, 1}, {"NODE", 16, 2}, {"STATUS", 16, 3}, {"FLAVOR", 11, 4}, {"RAM", 6, 5}, {"MIGRATION", 30, 6}}
+		need = []listColumn{
+			{"NAME", 20, 0},
+			{"ID", 8, 1},
+			{"NODE", 16, 2},
+			{"STATUS", 16, 3},
+			{"FLAVOR", 11, 4},
+			{"RAM", 6, 5},
+			{"MIGRATION", 30, 6},
+		}
 	}
 	return fitColumns(need, s.width)
 }
@@ -270,8 +278,15 @@ func vmRows(s *shared) []listRow {
 				mig = fmt.Sprintf("%s %s→%s", m.Status, m.SourceCompute, orDash(m.DestCompute))
 			}
 		}
-		out = append(out, listRow{key: vm.ID, node: node, cells: []string{vm.Name, vm.ShortID(), orDash(node), state, vm.Flavor, text.Bytes(vm.RAMMB << 20), mig},
-			search: strings.ToLower(strings.Join([]string{vm.Name, vm.ID, node, vm.Host, state, vm.Flavor}, " "))})
+		out = append(
+			out,
+			listRow{
+				key:    vm.ID,
+				node:   node,
+				cells:  []string{vm.Name, vm.ShortID(), orDash(node), state, vm.Flavor, text.Bytes(vm.RAMMB << 20), mig},
+				search: strings.ToLower(strings.Join([]string{vm.Name, vm.ID, node, vm.Host, state, vm.Flavor}, " ")),
+			},
+		)
 	}
 	for _, n := range s.inv.Nodes {
 		for _, vm := range n.VMs {
@@ -287,7 +302,10 @@ func vmRows(s *shared) []listRow {
 func podColumns(s *shared) []listColumn {
 	node := max(12, min(24, s.nameWidth))
 	if s.width >= 120 {
-		return fitColumns([]listColumn{{"NAMESPACE/NAME", 40, 0}, {"NODE", node, 1}, {"OWNER", 11, 2}, {"PHASE", 9, 3}, {"DRAIN", 30, 4}}, s.width)
+		return fitColumns(
+			[]listColumn{{"NAMESPACE/NAME", 40, 0}, {"NODE", node, 1}, {"OWNER", 11, 2}, {"PHASE", 9, 3}, {"DRAIN", 30, 4}},
+			s.width,
+		)
 	}
 	return fitColumns([]listColumn{{"NAMESPACE/NAME", 28, 0}, {"NODE", node, 1}, {"DRAIN", 20, 4}}, s.width)
 }

@@ -20,7 +20,14 @@ func (m Model) load(fresh bool) tea.Cmd {
 	return func() tea.Msg {
 		start := time.Now()
 		victims, inv, err := eng.Recommend(ctx, pol, fresh)
-		msg := inventoryMsg{inv: inv, victims: victims, err: err, fresh: fresh, took: time.Since(start), unmoved: eng.Inventory().NovaUnmoved()}
+		msg := inventoryMsg{
+			inv:     inv,
+			victims: victims,
+			err:     err,
+			fresh:   fresh,
+			took:    time.Since(start),
+			unmoved: eng.Inventory().NovaUnmoved(),
+		}
 		if err != nil {
 			msg.inv, msg.novaAt = eng.Inventory().Cached()
 			msg.stale = true

@@ -141,8 +141,18 @@ func (p *nodesPane) bindings(s *shared) []action {
 		{key: k.Rollback, hidden: true, disabled: none, do: plan(model.OpRollback)},
 		{key: k.Recover, hidden: true, disabled: one("recover"), do: plan(model.OpRecover)},
 		// A NodeMaintenance is one node's.
-		{key: k.Maintain, hidden: true, disabled: one("a NodeMaintenance"), do: func() intent { return proposeMaint{maintainCreate, targets[0]} }},
-		{key: k.EndMaintain, hidden: true, disabled: one("a NodeMaintenance"), do: func() intent { return proposeMaint{maintainDelete, targets[0]} }},
+		{
+			key:      k.Maintain,
+			hidden:   true,
+			disabled: one("a NodeMaintenance"),
+			do:       func() intent { return proposeMaint{maintainCreate, targets[0]} },
+		},
+		{
+			key:      k.EndMaintain,
+			hidden:   true,
+			disabled: one("a NodeMaintenance"),
+			do:       func() intent { return proposeMaint{maintainDelete, targets[0]} },
+		},
 	}
 }
 
@@ -250,7 +260,17 @@ func nodeColumns(s *shared) []column {
 	if s.width >= 150 { // room for a dead node's whole state: NotReady,SD and disabled/forced-down
 		k8s, compute = 11, 20
 	}
-	cols := []column{{"NAME", s.nameWidth}, {"ROLES", 13}, {"K8S", k8s}, {"COMPUTE", compute}, {"VCPU", 7}, {"RAM", 11}, {"VMS", 4}, {"PODS", 4}, {"RANK", 4}}
+	cols := []column{
+		{"NAME", s.nameWidth},
+		{"ROLES", 13},
+		{"K8S", k8s},
+		{"COMPUTE", compute},
+		{"VCPU", 7},
+		{"RAM", 11},
+		{"VMS", 4},
+		{"PODS", 4},
+		{"RANK", 4},
+	}
 	if s.width < 120 { // narrow terminals: the roles go first
 		cols = append(cols[:1], cols[2:]...)
 	}

@@ -165,7 +165,15 @@ type logLine struct {
 }
 
 func newOpView(key string, p model.Plan, now time.Time) *opView {
-	v := &opView{key: key, plan: p, started: now, queued: true, steps: map[model.StepKind]ops.StepState{}, vms: map[string]*vmView{}, pods: map[string]*podView{}}
+	v := &opView{
+		key:     key,
+		plan:    p,
+		started: now,
+		queued:  true,
+		steps:   map[model.StepKind]ops.StepState{},
+		vms:     map[string]*vmView{},
+		pods:    map[string]*podView{},
+	}
 	for _, vm := range p.VMs {
 		view := v.vm(vm.ID, vm.Name)
 		view.source, view.method = vm.Host, vm.Method

@@ -152,7 +152,9 @@ func (p *opPane) view(s *shared) string {
 	var b strings.Builder
 	title := text.Sprintf("%s %s", v.plan.Op, v.key)
 	if len(s.ops.order) > 1 {
-		title += st.Muted.Render(fmt.Sprintf("  (%d of %d operations, space for the next)", slices.Index(s.ops.order, p.shown)+1, len(s.ops.order)))
+		title += st.Muted.Render(
+			fmt.Sprintf("  (%d of %d operations, space for the next)", slices.Index(s.ops.order, p.shown)+1, len(s.ops.order)),
+		)
 	}
 	b.WriteString(st.Title.Render(title) + "  " + resultStyle(s, v).Render(truncate(state, max(10, width-len(title)-2))) + "\n")
 	budget := s.height - 6
@@ -189,7 +191,13 @@ func (p *opPane) view(s *shared) string {
 		if vm.state == ops.MigSkipped { // it goes nowhere: no arrow to an unknown host
 			route = text.Safe("stays on " + vm.source)
 		}
-		line1 := fmt.Sprintf("%s%-14s %-15s %s", cursor, fit(vm.name, 14), vmStateStyle(s, vm).Render(fit(string(vm.state), 15)), truncate(route, max(10, width-34)))
+		line1 := fmt.Sprintf(
+			"%s%-14s %-15s %s",
+			cursor,
+			fit(vm.name, 14),
+			vmStateStyle(s, vm).Render(fit(string(vm.state), 15)),
+			truncate(route, max(10, width-34)),
+		)
 		detail := ""
 		if vm.total > 0 && vm.state == ops.MigRunning {
 			detail = copyDetail(vm, st)
@@ -270,7 +278,14 @@ func copyDetail(vm *vmView, st *Styles) string {
 }
 
 // coldPhases are a cold move's phases in order: the server's task states, then the engine's.
-var coldPhases = []ops.MigState{"resize_prep", "resize_migrating", "resize_migrated", "resize_finish", ops.MigVerifyResize, ops.MigConfirming}
+var coldPhases = []ops.MigState{
+	"resize_prep",
+	"resize_migrating",
+	"resize_migrated",
+	"resize_finish",
+	ops.MigVerifyResize,
+	ops.MigConfirming,
+}
 
 // coldPhase says where a cold move stands: "cold move 3/6 resize_migrated".
 func coldPhase(vm *vmView) string {

@@ -61,7 +61,10 @@ func recoveryColumns(s *shared) []listColumn {
 	}
 	// When it started is said in the recovery's own WHY ("automatic, started …"): a column of
 	// it took the room of why a VM stays, cut at 160 columns.
-	return fitColumns([]listColumn{{"NODE / VM", 24, 0}, {"STATUS", 10, 1}, {"TO", 14, 2}, {"TOOK", 6, 3}, {"MIGRATION", 9, 4}, {"WHY", 30, 6}}, s.width)
+	return fitColumns(
+		[]listColumn{{"NODE / VM", 24, 0}, {"STATUS", 10, 1}, {"TO", 14, 2}, {"TOOK", 6, 3}, {"MIGRATION", 9, 4}, {"WHY", 30, 6}},
+		s.width,
+	)
 }
 
 // recoveryRows: each recovery, then its ledger's moves.
@@ -87,7 +90,15 @@ func recoveryRows(s *shared) []listRow {
 				took = ""
 			}
 			out = append(out, listRow{key: mv.VMID, node: r.Node, search: text.Safe(r.Node + " " + mv.VM),
-				cells: []string{"  " + text.Safe(mv.VM), mv.Status, text.Safe(mv.Dest), took, text.MigrationID(mv.MigrationID), text.Time(mv.Started), text.Safe(mv.Reason)}})
+				cells: []string{
+					"  " + text.Safe(mv.VM),
+					mv.Status,
+					text.Safe(mv.Dest),
+					took,
+					text.MigrationID(mv.MigrationID),
+					text.Time(mv.Started),
+					text.Safe(mv.Reason),
+				}})
 		}
 	}
 	return out

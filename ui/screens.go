@@ -18,14 +18,21 @@ var screens = map[screen]screenRow{
 			filter.SetValue("")
 			m.nodes = nodesPane{filter: filter, selected: map[string]bool{}, sortBy: m.nodes.sortBy, cache: &rowCache{}}
 		}},
-	detailScreen:  {pane: func(m *Model) pane { return &m.detail }, reset: func(m *Model) { m.detail = detailPane{chosen: map[string]bool{}} }},
+	detailScreen: {
+		pane:  func(m *Model) pane { return &m.detail },
+		reset: func(m *Model) { m.detail = detailPane{chosen: map[string]bool{}} },
+	},
 	confirmScreen: {pane: func(m *Model) pane { return &m.confirm }},
 	helpScreen: {pane: func(m *Model) pane { return &m.help }, key: func(k *KeyMap) Binding { return k.Help },
-		commands: []colonCommand{{names: []string{"help", "?"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { m.push(helpScreen); return m, nil }}}},
+		commands: []colonCommand{
+			{names: []string{"help", "?"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { m.push(helpScreen); return m, nil }},
+		}},
 	quitScreen: {pane: func(m *Model) pane { return quitPane{} }},
 	opScreen: {pane: func(m *Model) pane { return &m.op }, key: func(k *KeyMap) Binding { return k.Operations },
-		commands: []colonCommand{{names: []string{"ops", "operations", "op"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.apply(showOps{}) }}},
-		reset:    func(m *Model) { m.op = opPane{} }},
+		commands: []colonCommand{
+			{names: []string{"ops", "operations", "op"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.apply(showOps{}) }},
+		},
+		reset: func(m *Model) { m.op = opPane{} }},
 	victimsScreen: {pane: func(m *Model) pane { return &m.victims }, key: func(k *KeyMap) Binding { return k.Victims },
 		commands: []colonCommand{{names: []string{"victims", "scale-down", "sd"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) {
 			m.victims.cursor = 0

@@ -57,7 +57,17 @@ func (p *victimsPane) view(s *shared) string {
 				why += text.Sprintf(" (+%d more)", len(v.Reasons)-1)
 			}
 		}
-		line := text.Sprintf("%s%4s %s %6.1f  %4d  %3d  %9s   %s", marks(i == p.cursor, false), rankText(v.Rank), pad(text.Safe(v.Node), s.nameWidth), v.Cost, v.Pods, v.VMs, text.Bytes(v.VMMemory<<20), why)
+		line := text.Sprintf(
+			"%s%4s %s %6.1f  %4d  %3d  %9s   %s",
+			marks(i == p.cursor, false),
+			rankText(v.Rank),
+			pad(text.Safe(v.Node), s.nameWidth),
+			v.Cost,
+			v.Pods,
+			v.VMs,
+			text.Bytes(v.VMMemory<<20),
+			why,
+		)
 		line = truncate(line, s.width)
 		switch {
 		case i == p.cursor:

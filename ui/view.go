@@ -70,7 +70,12 @@ func (m Model) readsFailing() string {
 	if !s.novaAt.IsZero() {
 		shown = "VMs and hosts as read at " + s.novaAt.Format("15:04:05")
 	}
-	line := fmt.Sprintf("⚠ reads failing since %s (showing %s): %s", s.errSince.Format("15:04:05"), shown, firstLine(text.SafeErr(s.invErr)))
+	line := fmt.Sprintf(
+		"⚠ reads failing since %s (showing %s): %s",
+		s.errSince.Format("15:04:05"),
+		shown,
+		firstLine(text.SafeErr(s.invErr)),
+	)
 	return s.st.Error.Render(truncate(line, s.width))
 }
 

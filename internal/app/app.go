@@ -274,11 +274,23 @@ func runAuto(ctx context.Context, e env) error {
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
 		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason, To: e.o.Op.To, ForceCompute: e.o.Op.Force,
 			FenceCmd: e.o.Recover.FenceCmd, ConfirmFenced: e.o.Recover.ConfirmFenced, ReturnVMs: e.o.ReturnVMs}}
-	a.Campaign = campaign.Options{Name: e.o.Roll.Campaign, Selector: e.o.Roll.Selector, Parallel: e.o.Roll.Parallel, ParallelPercent: e.o.Roll.ParallelPercent,
-		SpreadBy: e.o.Roll.SpreadBy, Order: e.o.Roll.Order, Exec: e.o.Roll.Exec,
-		Gates:     campaign.GateOptions{Cmd: e.o.Roll.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
-		WaitReady: e.o.Roll.WaitReady, OnFailure: e.o.Roll.OnFailure, Run: a.Run, Resume: e.o.Roll.Resume, ReturnVMs: e.o.ReturnVMs,
-		NodeDeadline: e.cfg.Campaign.NodeDeadline.D(), Undrainable: firstNonBlank(e.o.Roll.Undrainable, e.cfg.Campaign.Undrainable)}
+	a.Campaign = campaign.Options{
+		Name:            e.o.Roll.Campaign,
+		Selector:        e.o.Roll.Selector,
+		Parallel:        e.o.Roll.Parallel,
+		ParallelPercent: e.o.Roll.ParallelPercent,
+		SpreadBy:        e.o.Roll.SpreadBy,
+		Order:           e.o.Roll.Order,
+		Exec:            e.o.Roll.Exec,
+		Gates:           campaign.GateOptions{Cmd: e.o.Roll.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
+		WaitReady:       e.o.Roll.WaitReady,
+		OnFailure:       e.o.Roll.OnFailure,
+		Run:             a.Run,
+		Resume:          e.o.Roll.Resume,
+		ReturnVMs:       e.o.ReturnVMs,
+		NodeDeadline:    e.cfg.Campaign.NodeDeadline.D(),
+		Undrainable:     firstNonBlank(e.o.Roll.Undrainable, e.cfg.Campaign.Undrainable),
+	}
 	if e.o.Roll.NodeDeadline > 0 {
 		a.Campaign.NodeDeadline = e.o.Roll.NodeDeadline
 	}
@@ -295,7 +307,10 @@ func runAuto(ctx context.Context, e env) error {
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
 	}
-	hook, stopHook, err := e.webhook(ctx, func(n model.Notice, err error) { text.Fprintf(e.stderr, "drainctl: %s\n", webhookFailed(n, err)) })
+	hook, stopHook, err := e.webhook(
+		ctx,
+		func(n model.Notice, err error) { text.Fprintf(e.stderr, "drainctl: %s\n", webhookFailed(n, err)) },
+	)
 	if err != nil {
 		return &ops.UsageError{Problem: err.Error()}
 	}

@@ -89,13 +89,19 @@ func (e env) alertGate() (campaign.AlertSource, error) {
 	if o.Roll.GateAlerts != "" {
 		re, err := regexp.Compile(o.Roll.GateAlerts)
 		if err != nil {
-			return nil, &ops.UsageError{Problem: fmt.Sprintf("--gate-alerts %q: %v", o.Roll.GateAlerts, err), Hint: "a Go regular expression over alert names, e.g. 'Node.*|Ceph.*'"}
+			return nil, &ops.UsageError{
+				Problem: fmt.Sprintf("--gate-alerts %q: %v", o.Roll.GateAlerts, err),
+				Hint:    "a Go regular expression over alert names, e.g. 'Node.*|Ceph.*'",
+			}
 		}
 		po.Match = re
 	}
 	c, err := prom.New(po)
 	if err != nil {
-		return nil, &ops.UsageError{Problem: "--gate-prometheus: " + err.Error(), Hint: "e.g. --gate-prometheus https://prometheus.example:9090"}
+		return nil, &ops.UsageError{
+			Problem: "--gate-prometheus: " + err.Error(),
+			Hint:    "e.g. --gate-prometheus https://prometheus.example:9090",
+		}
 	}
 	return c, nil
 }

@@ -50,7 +50,10 @@ func ExitCodeOf(err error) int {
 		return ExitUsage
 	case errors.As(err, new(*ops.RefusedError)), errors.As(err, new(*ops.LeaseHeldError)):
 		return ExitRefused
-	case errors.As(err, new(*ops.Interrupted)), errors.As(err, new(*ui.UnfinishedError)), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, new(*ops.Interrupted)),
+		errors.As(err, new(*ui.UnfinishedError)),
+		errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded):
 		return ExitInterrupted
 	}
 	return ExitFailed

@@ -84,21 +84,37 @@ var flagRows = []flagRow{
 		bind: stringFlag(func(o *Options) *string { return &o.Op.Reason }, "")},
 	{names: []string{"to"}, section: SectionOperation, usage: "  --to HOST            migrate: the destination host\n",
 		bind: stringFlag(func(o *Options) *string { return &o.Op.To }, "")},
-	{names: []string{"force"}, section: SectionOperation, usage: "  --force              evict bare pods and pods marked safe-to-evict=false/do-not-disrupt,\n" +
-		"                       leave VMs that cannot move, re-enable a service someone else disabled\n",
-		bind: boolFlag(func(o *Options) *bool { return &o.Op.Force }, false)},
+	{
+		names:   []string{"force"},
+		section: SectionOperation,
+		usage: "  --force              evict bare pods and pods marked safe-to-evict=false/do-not-disrupt,\n" +
+			"                       leave VMs that cannot move, re-enable a service someone else disabled\n",
+		bind: boolFlag(func(o *Options) *bool { return &o.Op.Force }, false),
+	},
 	{names: []string{"disable-eviction"}, section: SectionOperation,
 		usage: "  --disable-eviction   delete pods instead of evicting them (bypasses PodDisruptionBudgets)\n",
 		bind:  boolFlag(func(o *Options) *bool { return &o.Op.DisableEviction }, false)},
-	{names: []string{"delete-emptydir-data"}, section: SectionOperation, usage: "  --delete-emptydir-data   evict pods with emptyDir data, losing it\n",
-		bind: boolFlag(func(o *Options) *bool { return &o.Op.DeleteEmptyDir }, false)},
+	{
+		names:   []string{"delete-emptydir-data"},
+		section: SectionOperation,
+		usage:   "  --delete-emptydir-data   evict pods with emptyDir data, losing it\n",
+		bind:    boolFlag(func(o *Options) *bool { return &o.Op.DeleteEmptyDir }, false),
+	},
 	{names: []string{"ignore-daemonsets"}, section: SectionOperation,
 		usage: "  --ignore-daemonsets  leave DaemonSet pods (default true; --ignore-daemonsets=false refuses them)\n",
 		bind:  boolFlag(func(o *Options) *bool { return &o.Op.IgnoreDaemonSets }, true)},
-	{names: []string{"allow-control-plane"}, section: SectionOperation, usage: "  --allow-control-plane    allow emptying a control-plane node\n",
-		bind: boolFlag(func(o *Options) *bool { return &o.Op.AllowControlPlane }, false)},
-	{names: []string{"allow-last-node"}, section: SectionOperation, usage: "  --allow-last-node    allow emptying the last schedulable worker\n",
-		bind: boolFlag(func(o *Options) *bool { return &o.Op.AllowLastNode }, false)},
+	{
+		names:   []string{"allow-control-plane"},
+		section: SectionOperation,
+		usage:   "  --allow-control-plane    allow emptying a control-plane node\n",
+		bind:    boolFlag(func(o *Options) *bool { return &o.Op.AllowControlPlane }, false),
+	},
+	{
+		names:   []string{"allow-last-node"},
+		section: SectionOperation,
+		usage:   "  --allow-last-node    allow emptying the last schedulable worker\n",
+		bind:    boolFlag(func(o *Options) *bool { return &o.Op.AllowLastNode }, false),
+	},
 	{names: []string{"cold-migrate-running"}, section: SectionOperation,
 		usage: "  --cold-migrate-running   move a running VM that cannot live-migrate (PCI, vGPU) cold:\n" +
 			"                       it is stopped, moved and started again (downtime; the plan lists it)\n",
@@ -111,10 +127,18 @@ var flagRows = []flagRow{
 		usage: "  --override-vm-policy NAME   move this VM as its state says although its own maintenance\n" +
 			"                       policy (drainctl:maintenance) asks to stay or is unknown (repeatable)\n",
 		bind: vmsFlag(func(o *Options) *[]string { return &o.Op.OverrideVMPolicies })},
-	{names: []string{"timeout"}, section: SectionOperation, usage: "  --timeout DURATION   bound the whole operation (default timeouts.operation, 2h)\n",
-		bind: durationFlag(func(o *Options) *time.Duration { return &o.Op.Timeout })},
-	{names: []string{"max-parallel"}, section: SectionOperation, usage: "  --max-parallel N     nodes worked at once (default concurrency.nodes, 1)\n",
-		bind: intFlag(func(o *Options) *int { return &o.Op.MaxParallel }, 0)},
+	{
+		names:   []string{"timeout"},
+		section: SectionOperation,
+		usage:   "  --timeout DURATION   bound the whole operation (default timeouts.operation, 2h)\n",
+		bind:    durationFlag(func(o *Options) *time.Duration { return &o.Op.Timeout }),
+	},
+	{
+		names:   []string{"max-parallel"},
+		section: SectionOperation,
+		usage:   "  --max-parallel N     nodes worked at once (default concurrency.nodes, 1)\n",
+		bind:    intFlag(func(o *Options) *int { return &o.Op.MaxParallel }, 0),
+	},
 	{names: []string{"count"}, section: SectionOperation,
 		usage: "  --count N            recommend, scale-down: how many candidates (default: all; scale-down: 1)\n", bind: intFlag(func(o *Options) *int { return &o.Count }, 0)},
 
@@ -198,8 +222,12 @@ var flagRows = []flagRow{
 
 	// The simulated cluster.
 	{names: []string{"demo"}, section: SectionSim, bind: boolFlag(func(o *Options) *bool { return &o.Demo }, false)},
-	{names: []string{"demo-nodes"}, section: SectionSim, usage: "  --demo-nodes N       size of the demo cluster (default 12, up to 5000)\n",
-		bind: intFlag(func(o *Options) *int { return &o.Sim.Nodes }, 12)},
+	{
+		names:   []string{"demo-nodes"},
+		section: SectionSim,
+		usage:   "  --demo-nodes N       size of the demo cluster (default 12, up to 5000)\n",
+		bind:    intFlag(func(o *Options) *int { return &o.Sim.Nodes }, 12),
+	},
 	{names: []string{"demo-seed"}, section: SectionSim, usage: "  --demo-seed N        the same seed makes the same cluster\n",
 		bind: func(fs *flag.FlagSet, name string, o *Options) { fs.Int64Var(&o.Sim.Seed, name, 1, "") }},
 	{names: []string{"demo-scale"}, section: SectionSim, usage: "  --demo-scale X       simulated seconds per real second (default 1)\n",

@@ -71,19 +71,30 @@ func serve(ctx context.Context, e env, m mode) error {
 
 // daemonMode follows cordon and uncordon (nova-kubernetes-drain's daemon mode): one node
 // (--node or NODE_NAME, as in the DaemonSet), or every node, leader-elected.
-var daemonMode = mode{start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
-	if !cl.Engine.NovaConfigured() {
-		return nil, "", &ops.UsageError{Problem: "the daemon moves VMs: it needs OpenStack credentials", Hint: "set OS_CLOUD or OS_* (see --help)"}
-	}
-	node := firstNonBlank(e.o.Serve.Node, e.getenv("NODE_NAME"))
-	d := &controllers.Daemon{Engine: cl.Engine, Node: node, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason}, Events: cl.Kube, Emit: emit}
-	if node != "" {
-		fmt.Fprintf(e.stderr, "drainctl: daemon following node %s\n", node)
-		return d.Serve, "", nil
-	}
-	fmt.Fprintln(e.stderr, "drainctl: daemon following every node (leader-elected)")
-	return d.Serve, "drainctl-daemon", nil
-}}
+var daemonMode = mode{
+	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
+		if !cl.Engine.NovaConfigured() {
+			return nil, "", &ops.UsageError{
+				Problem: "the daemon moves VMs: it needs OpenStack credentials",
+				Hint:    "set OS_CLOUD or OS_* (see --help)",
+			}
+		}
+		node := firstNonBlank(e.o.Serve.Node, e.getenv("NODE_NAME"))
+		d := &controllers.Daemon{
+			Engine: cl.Engine,
+			Node:   node,
+			Run:    ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason},
+			Events: cl.Kube,
+			Emit:   emit,
+		}
+		if node != "" {
+			fmt.Fprintf(e.stderr, "drainctl: daemon following node %s\n", node)
+			return d.Serve, "", nil
+		}
+		fmt.Fprintln(e.stderr, "drainctl: daemon following every node (leader-elected)")
+		return d.Serve, "drainctl-daemon", nil
+	},
+}
 
 // controllerMode reconciles NodeMaintenance resources (node-maintenance-operator's mode),
 // leader-elected; a new pod takes its predecessor's leases over and resumes its work.
@@ -92,8 +103,13 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 		if cl.MaintenancesErr != nil {
 			return nil, "", &ops.UsageError{Problem: cl.MaintenancesErr.Error()}
 		}
-		mc := &controllers.MaintenanceController{Engine: cl.Engine, Store: cl.Maintenances, Run: ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason},
-			Events: cl.Kube, Emit: emit}
+		mc := &controllers.MaintenanceController{
+			Engine: cl.Engine,
+			Store:  cl.Maintenances,
+			Run:    ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason},
+			Events: cl.Kube,
+			Emit:   emit,
+		}
 		// Automatic recovery ([recover] automatic = true) runs beside it, under the same leader.
 		logLine := func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) }
 		hook, stopHook, err := e.webhook(ctx, func(n model.Notice, err error) {
@@ -117,7 +133,10 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 			return err
 		}
 		if e.cfg.Recover.Automatic {
-			fmt.Fprintln(e.stderr, "drainctl: automatic recovery on ([recover] automatic): a dead node is fenced and recovered without a person")
+			fmt.Fprintln(
+				e.stderr,
+				"drainctl: automatic recovery on ([recover] automatic): a dead node is fenced and recovered without a person",
+			)
 		}
 		if e.o.Demo {
 			return serve, "", nil

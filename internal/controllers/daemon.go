@@ -111,7 +111,13 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 		case errors.As(err, new(*ops.LeaseHeldError)):
 			// Another actor (a drainctl evacuate, node-maintenance) works this node: theirs.
 		case err == nil:
-			d.event(ctx, k.Name, "Normal", "DrainctlDone", fmt.Sprintf("%s: %d VM(s) migrated", react.op, countResult(rep, ops.MigCompleted)))
+			d.event(
+				ctx,
+				k.Name,
+				"Normal",
+				"DrainctlDone",
+				fmt.Sprintf("%s: %d VM(s) migrated", react.op, countResult(rep, ops.MigCompleted)),
+			)
 		case ctx.Err() != nil:
 		default:
 			d.event(ctx, k.Name, "Warning", "DrainctlFailed", err.Error())

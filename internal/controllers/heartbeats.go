@@ -123,7 +123,12 @@ func (r *Recoverer) deadFor(n model.Node, now time.Time, cfg model.RecoverConfig
 	var stopped time.Time // when drainctl saw the machine stop: its kubelet's last renewal, else its NotReady
 	if kb, found := r.kubelets.of(n.Name); found {
 		if s := kb.still(now); s < quiet {
-			why := fmt.Sprintf("its kubelet renewed its Lease %s ago, within heartbeat_timeout (%s; its renewTime %s)", s.Round(time.Second), quiet, kb.value.UTC().Format(time.RFC3339))
+			why := fmt.Sprintf(
+				"its kubelet renewed its Lease %s ago, within heartbeat_timeout (%s; its renewTime %s)",
+				s.Round(time.Second),
+				quiet,
+				kb.value.UTC().Format(time.RFC3339),
+			)
 			if !n.Kube.Ready {
 				why += ": the machine runs (a kubelet that cannot post its status, a partition); nothing is fenced"
 			}
@@ -147,12 +152,22 @@ func (r *Recoverer) deadFor(n model.Node, now time.Time, cfg model.RecoverConfig
 	}
 	silent := cb.silent(now, n.Compute.Silent)
 	if silent < quiet {
-		return fmt.Sprintf("nova-compute on %s reported %s ago, within heartbeat_timeout (%s): the machine may run", n.Host, silent.Round(time.Second), quiet), quiet - silent, false
+		return fmt.Sprintf(
+			"nova-compute on %s reported %s ago, within heartbeat_timeout (%s): the machine may run",
+			n.Host,
+			silent.Round(time.Second),
+			quiet,
+		), quiet - silent, false
 	}
 	// "Long before": more than either of the durations that make a machine gone.
 	if reported := now.Add(-silent); stopped.Sub(reported) > max(quiet, notReadyFor) {
-		return fmt.Sprintf("nova-compute on %s stopped reporting %s before the node did (its last report at %s, the node's last sign at %s): a hung agent whose VMs may still run, not a dead machine; nothing is fenced: a person's",
-			n.Host, stopped.Sub(reported).Round(time.Second), reported.UTC().Format(time.RFC3339), stopped.UTC().Format(time.RFC3339)), 0, true
+		return fmt.Sprintf(
+			"nova-compute on %s stopped reporting %s before the node did (its last report at %s, the node's last sign at %s): a hung agent whose VMs may still run, not a dead machine; nothing is fenced: a person's",
+			n.Host,
+			stopped.Sub(reported).Round(time.Second),
+			reported.UTC().Format(time.RFC3339),
+			stopped.UTC().Format(time.RFC3339),
+		), 0, true
 	}
 	return "", 0, false
 }

@@ -187,7 +187,12 @@ func (c *MaintenanceController) reconcile(ctx context.Context, nm model.NodeMain
 }
 
 // start runs work for the resource in the background, one piece of work per resource.
-func (c *MaintenanceController) start(ctx context.Context, nm model.NodeMaintenance, restoring bool, do func(context.Context, model.NodeMaintenance) error) {
+func (c *MaintenanceController) start(
+	ctx context.Context,
+	nm model.NodeMaintenance,
+	restoring bool,
+	do func(context.Context, model.NodeMaintenance) error,
+) {
 	wctx, cancel := context.WithCancel(ctx)
 	c.mu.Lock()
 	c.active[nm.Name] = work{cancel: cancel, restoring: restoring}
@@ -239,7 +244,13 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 		}
 		st.EvictionPods = len(plan.Pods) + len(plan.Carriers)
 		st.TotalVMs = len(plan.VMs)
-		c.event(ctx, k.Name, "Normal", "MaintenanceStarted", fmt.Sprintf("NodeMaintenance %s: %s", nm.Name, cmp.Or(nm.Reason, "no reason given")))
+		c.event(
+			ctx,
+			k.Name,
+			"Normal",
+			"MaintenanceStarted",
+			fmt.Sprintf("NodeMaintenance %s: %s", nm.Name, cmp.Or(nm.Reason, "no reason given")),
+		)
 	}
 	st.PendingPods, st.PendingVMs = []string{}, []string{}
 	for _, p := range append(plan.Pods, plan.Carriers...) {
@@ -271,7 +282,13 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 	st.MigratedVMs = max(st.MigratedVMs, st.TotalVMs-len(rep.Left))
 	st.Progress()
 	c.write(nm.Name, st)
-	c.event(ctx, k.Name, "Normal", "MaintenanceSucceeded", fmt.Sprintf("NodeMaintenance %s: %d pod(s) evicted, %d VM(s) migrated", nm.Name, st.EvictionPods, st.MigratedVMs))
+	c.event(
+		ctx,
+		k.Name,
+		"Normal",
+		"MaintenanceSucceeded",
+		fmt.Sprintf("NodeMaintenance %s: %d pod(s) evicted, %d VM(s) migrated", nm.Name, st.EvictionPods, st.MigratedVMs),
+	)
 	return nil
 }
 

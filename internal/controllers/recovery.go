@@ -180,8 +180,13 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 		return 0
 	}
 	if limit := cfg.UnhealthyLimit(len(compute)); limit == 0 && r.sayOnce("limit", fmt.Sprint(len(compute))) {
-		r.Log(fmt.Sprintf("automatic recovery: [recover] max_unhealthy %q of %d compute nodes is 0: every dead node is a storm, none is recovered by itself",
-			cfg.MaxUnhealthy, len(compute)))
+		r.Log(
+			fmt.Sprintf(
+				"automatic recovery: [recover] max_unhealthy %q of %d compute nodes is 0: every dead node is a storm, none is recovered by itself",
+				cfg.MaxUnhealthy,
+				len(compute),
+			),
+		)
 	}
 	r.calmed(ctx, now, cfg.StormCooldown.D())
 	if s := r.storm; s != nil && !s.Ended.IsZero() {
@@ -434,7 +439,11 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		}
 	}
 	if len(stays) > 0 {
-		started += fmt.Sprintf("; %d whose owner asks that it stay, rebuilt all the same (its host is dead): %s", len(stays), strings.Join(stays, ", "))
+		started += fmt.Sprintf(
+			"; %d whose owner asks that it stay, rebuilt all the same (its host is dead): %s",
+			len(stays),
+			strings.Join(stays, ", "),
+		)
 	}
 	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", started)
 	r.notify(model.Notice{Kind: model.NoticeRecoveryStarted, Node: n.Name, Message: started})

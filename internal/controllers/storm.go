@@ -27,7 +27,13 @@ func stormOf(cfg model.RecoverConfig, compute, unhealthy []model.Node) string {
 		return strings.Join(out, ", ")
 	}
 	if limit := cfg.UnhealthyLimit(len(compute)); len(unhealthy) > limit {
-		return fmt.Sprintf("%d of %d compute nodes unhealthy (%s), more than max_unhealthy (%d)", len(unhealthy), len(compute), names(unhealthy), limit)
+		return fmt.Sprintf(
+			"%d of %d compute nodes unhealthy (%s), more than max_unhealthy (%d)",
+			len(unhealthy),
+			len(compute),
+			names(unhealthy),
+			limit,
+		)
 	}
 	if cfg.FailureDomain == "" {
 		return ""
@@ -47,8 +53,15 @@ func stormOf(cfg model.RecoverConfig, compute, unhealthy []model.Node) string {
 	slices.Sort(domains)
 	for _, d := range domains {
 		if limit := cfg.DomainLimit(size[d]); len(sick[d]) > limit {
-			return fmt.Sprintf("%d of %d compute nodes of %s=%s unhealthy (%s), more than max_unhealthy_per_domain (%d): the domain, not its machines",
-				len(sick[d]), size[d], cfg.FailureDomain, d, names(sick[d]), limit)
+			return fmt.Sprintf(
+				"%d of %d compute nodes of %s=%s unhealthy (%s), more than max_unhealthy_per_domain (%d): the domain, not its machines",
+				len(sick[d]),
+				size[d],
+				cfg.FailureDomain,
+				d,
+				names(sick[d]),
+				limit,
+			)
 		}
 	}
 	return ""
@@ -91,7 +104,12 @@ func (r *Recoverer) calmed(ctx context.Context, now time.Time, cooldown time.Dur
 	}
 	s.Ended = now
 	r.saveStorm(ctx, s)
-	r.Log(fmt.Sprintf("automatic recovery: the storm is over; none starts before %s (storm_cooldown)", now.Add(cooldown).Format(time.RFC3339)))
+	r.Log(
+		fmt.Sprintf(
+			"automatic recovery: the storm is over; none starts before %s (storm_cooldown)",
+			now.Add(cooldown).Format(time.RFC3339),
+		),
+	)
 }
 
 // saveStorm records the guard's state and keeps it. A record that cannot be written is said;

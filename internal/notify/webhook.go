@@ -45,7 +45,10 @@ func New(cfg model.NotifyConfig, getenv func(string) string, failed func(Notice,
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return nil, fmt.Errorf("[notify] webhook %q is not an http(s) URL", cfg.Webhook)
 	case u.User != nil:
-		return nil, fmt.Errorf("[notify] webhook %s carries a credential: give the token in token_file or DRAINCTL_WEBHOOK_TOKEN", u.Redacted())
+		return nil, fmt.Errorf(
+			"[notify] webhook %s carries a credential: give the token in token_file or DRAINCTL_WEBHOOK_TOKEN",
+			u.Redacted(),
+		)
 	}
 	token := strings.TrimSpace(getenv("DRAINCTL_WEBHOOK_TOKEN"))
 	if cfg.TokenFile != "" {

@@ -144,11 +144,28 @@ func NewClusterWith(t *testing.T, opts sim.Options) *Cluster {
 	c.World.AddServer("vm-b", c.Name("c0"), sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	rs, rsUID := kubetest.ReplicaSet(t, c.CS, c.NS, "web", 3)
 	for i, n := range []string{"c0", "c0", "c1"} {
-		kubetest.Pod(t, c.CS, c.NS, fmt.Sprintf("web-%d", i), c.Name(n), kubetest.Owned("ReplicaSet", rs, rsUID), kubetest.Labels("app", "web"), kubetest.Grace(1))
+		kubetest.Pod(
+			t,
+			c.CS,
+			c.NS,
+			fmt.Sprintf("web-%d", i),
+			c.Name(n),
+			kubetest.Owned("ReplicaSet", rs, rsUID),
+			kubetest.Labels("app", "web"),
+			kubetest.Grace(1),
+		)
 	}
 	kubetest.PDB(t, c.CS, c.NS, "web-pdb", "web", 1)
 	dsUID := kubetest.DaemonSet(t, c.CS, c.NS, "libvirt")
-	kubetest.Pod(t, c.CS, c.NS, "libvirt-x", c.Name("c0"), kubetest.Owned("DaemonSet", "libvirt", dsUID), kubetest.Labels("application", "libvirt"))
+	kubetest.Pod(
+		t,
+		c.CS,
+		c.NS,
+		"libvirt-x",
+		c.Name("c0"),
+		kubetest.Owned("DaemonSet", "libvirt", dsUID),
+		kubetest.Labels("application", "libvirt"),
+	)
 	kubetest.Pod(t, c.CS, c.NS, "shell", c.Name("c0"), kubetest.Grace(1))
 	c.Ctrl = &kubetest.Controllers{}
 	c.Ctrl.Run(t, c.CS, c.NS)
@@ -183,10 +200,12 @@ func NewClusterWith(t *testing.T, opts sim.Options) *Cluster {
 
 // KubeClient is a client of the test's API server that counts its mutations in c.Muts.
 func (c *Cluster) KubeClient() *kube.Client {
-	return c.KubeClientFor(kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-		c.Muts.next = rt
-		return c.Muts
-	}}))
+	return c.KubeClientFor(
+		kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			c.Muts.next = rt
+			return c.Muts
+		}}),
+	)
 }
 
 // KubeClientFor is a client (informers synced) with cfg: e.g. impersonating a ServiceAccount.

@@ -19,7 +19,10 @@ import (
 // followed: the answer is the redirect itself, which the caller takes as a failure.
 func Client(u *url.URL, hasToken bool, caFile string, timeout time.Duration) (*http.Client, error) {
 	if hasToken && u.Scheme == "http" && !Loopback(u.Hostname()) {
-		return nil, fmt.Errorf("%s is plain http: its token would cross the network in clear; use https (plain http is allowed to a loopback address only)", u.Redacted())
+		return nil, fmt.Errorf(
+			"%s is plain http: its token would cross the network in clear; use https (plain http is allowed to a loopback address only)",
+			u.Redacted(),
+		)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if caFile != "" {

@@ -118,7 +118,11 @@ func New(ctx context.Context, e *ops.Engine, o Options, emit func(ops.Event)) (*
 	// would only wait cordoned for a slot.
 	lowered := ""
 	if n := max(1, e.Config().Concurrency.Nodes); o.Parallel > n {
-		lowered = fmt.Sprintf("%d nodes at a time lowered to %d: concurrency.nodes caps the nodes emptied at once (raise [concurrency] nodes, or this process's cap)", o.Parallel, n)
+		lowered = fmt.Sprintf(
+			"%d nodes at a time lowered to %d: concurrency.nodes caps the nodes emptied at once (raise [concurrency] nodes, or this process's cap)",
+			o.Parallel,
+			n,
+		)
 		o.Parallel = n
 	}
 	if o.Name == "" {
@@ -178,10 +182,18 @@ func withDefaults(o Options) (Options, error) {
 		o.Undrainable = Quarantine
 	case Quarantine, "rollback", "fail":
 	default:
-		return o, &ops.UsageError{Option: ops.OptUndrainable, Problem: fmt.Sprintf("%q", o.Undrainable), Hint: `use "quarantine", "rollback" or "fail"`}
+		return o, &ops.UsageError{
+			Option:  ops.OptUndrainable,
+			Problem: fmt.Sprintf("%q", o.Undrainable),
+			Hint:    `use "quarantine", "rollback" or "fail"`,
+		}
 	}
 	if err := opcmd.Validate(o.Exec); err != nil {
-		return o, &ops.UsageError{Option: ops.OptExec, Problem: "(the command run on each emptied node): " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
+		return o, &ops.UsageError{
+			Option:  ops.OptExec,
+			Problem: "(the command run on each emptied node): " + err.Error(),
+			Hint:    "e.g. ssh -- {node} sudo reboot",
+		}
 	}
 	return o, nil
 }
@@ -209,7 +221,10 @@ func campaignRecord(ctx context.Context, e *ops.Engine, o Options, nodes []strin
 			rec.Nodes = append(rec.Nodes, model.CampaignNode{Name: n, Phase: model.PhasePending, Domain: domainOf(e, n, o.SpreadBy)})
 		}
 	}
-	rec.Holder, rec.Parallel, rec.Exec, rec.WaitReady, rec.OnFailure = e.Holder(), o.Parallel, ops.ShownCommand(o.Exec, ""), o.WaitReady, o.OnFailure
+	rec.Holder, rec.Parallel, rec.Exec, rec.WaitReady, rec.OnFailure = e.Holder(), o.Parallel, ops.ShownCommand(
+		o.Exec,
+		"",
+	), o.WaitReady, o.OnFailure
 	rec.NodeDeadline, rec.Undrainable = o.NodeDeadline, o.Undrainable
 	if o.Gates.Window != nil {
 		rec.Window = o.Gates.Window.String()

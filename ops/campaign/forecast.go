@@ -232,8 +232,13 @@ func (r *Campaign) Refusal(ctx context.Context) error {
 		reasons = p.Blockers()
 	}
 	return &ops.RefusedError{Reasons: append(reasons, model.Reason{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: f.Short,
-		Message: fmt.Sprintf("while %s is out the fleet's free memory would fall to %.0f%% (%d MiB), below [roll] min_headroom_percent (%.0f%%)",
-			f.Short, f.MinFreePercent, f.MinFreeMB, r.e.Config().Campaign.MinHeadroomPercent),
+		Message: fmt.Sprintf(
+			"while %s is out the fleet's free memory would fall to %.0f%% (%d MiB), below [roll] min_headroom_percent (%.0f%%)",
+			f.Short,
+			f.MinFreePercent,
+			f.MinFreeMB,
+			r.e.Config().Campaign.MinHeadroomPercent,
+		),
 		Override: model.OverrideFewerAtOnce})}
 }
 

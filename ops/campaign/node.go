@@ -42,7 +42,11 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 				}
 			}
 			r.mu.Unlock()
-			r.note(name, model.PhaseEvacuating, fmt.Sprintf("NOT EMPTY: %d VM(s) left on it as asked: %s", len(rep.Left), strings.Join(rep.Left, "; ")))
+			r.note(
+				name,
+				model.PhaseEvacuating,
+				fmt.Sprintf("NOT EMPTY: %d VM(s) left on it as asked: %s", len(rep.Left), strings.Join(rep.Left, "; ")),
+			)
 		}
 		blocked := r.setBlocked(ctx, i, "")
 		if err != nil {
@@ -79,7 +83,11 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		return r.failed(ctx, i, model.PhaseVerifying, err)
 	}
 	if err := e.AnnotateNode(ctx, name, DoneAnnotation, r.o.Name); err != nil {
-		r.note(name, model.PhaseVerifying, "the node's mark of this campaign ("+DoneAnnotation+") NOT written: a resume would work it again: "+err.Error())
+		r.note(
+			name,
+			model.PhaseVerifying,
+			"the node's mark of this campaign ("+DoneAnnotation+") NOT written: a resume would work it again: "+err.Error(),
+		)
 	}
 	r.setPhase(ctx, i, model.PhaseDone, "")
 	r.bringHomeLater(ctx, i)
@@ -129,7 +137,13 @@ func (r *Campaign) undrainable(ctx context.Context, i int, blocked string) error
 	if blocked != "" {
 		why += ": " + blocked
 	}
-	past := ops.NewCampaignEvent(r.e.Now(), r.Record(), name, model.PhaseEvacuating, fmt.Sprintf("%s; the campaign's rule for it: %s", why, r.o.Undrainable))
+	past := ops.NewCampaignEvent(
+		r.e.Now(),
+		r.Record(),
+		name,
+		model.PhaseEvacuating,
+		fmt.Sprintf("%s; the campaign's rule for it: %s", why, r.o.Undrainable),
+	)
 	past.PastDeadline = true
 	r.emit(past)
 	if r.o.Undrainable != "fail" {
@@ -300,7 +314,14 @@ func (r *Campaign) step(ctx context.Context, i int, node string) error {
 
 // runExec runs the operator's command on the emptied node; each line it prints is reported.
 func (r *Campaign) runExec(ctx context.Context, node string) error {
-	err := r.e.RunOperator(ctx, opcmd.Exec, r.o.Exec, node, r.hostOf(ctx, node), func(line string) { r.note(node, model.PhaseStep, "exec: "+line) })
+	err := r.e.RunOperator(
+		ctx,
+		opcmd.Exec,
+		r.o.Exec,
+		node,
+		r.hostOf(ctx, node),
+		func(line string) { r.note(node, model.PhaseStep, "exec: "+line) },
+	)
 	if err != nil && ctx.Err() != nil {
 		return &ops.Interrupted{Node: node, Phase: "exec", Cause: context.Cause(ctx)}
 	}
@@ -354,7 +375,11 @@ func (r *Campaign) verifyReturned(ctx context.Context, node string) error {
 		return true, ""
 	})
 	if err == nil && othersReason != "" {
-		r.note(node, model.PhaseVerifying, fmt.Sprintf("schedulable again; nova-compute stays disabled by someone else (%q): drainctl leaves it so", othersReason))
+		r.note(
+			node,
+			model.PhaseVerifying,
+			fmt.Sprintf("schedulable again; nova-compute stays disabled by someone else (%q): drainctl leaves it so", othersReason),
+		)
 	}
 	return err
 }

@@ -91,7 +91,11 @@ func spread(nodes []string, domainOf func(string) string) []string {
 // campaignNodes are the nodes named, or those the selector matches, by name.
 func campaignNodes(e *ops.Engine, o Options) ([]string, error) {
 	if (o.Selector == "") == (len(o.Nodes) == 0) {
-		return nil, &ops.UsageError{Option: ops.OptSelector, Problem: "given with nodes: a campaign takes its nodes or a selector, not both", Hint: "give one of them"}
+		return nil, &ops.UsageError{
+			Option:  ops.OptSelector,
+			Problem: "given with nodes: a campaign takes its nodes or a selector, not both",
+			Hint:    "give one of them",
+		}
 	}
 	if o.Selector == "" {
 		for _, n := range o.Nodes {
@@ -103,7 +107,11 @@ func campaignNodes(e *ops.Engine, o Options) ([]string, error) {
 	}
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
-		return nil, &ops.UsageError{Option: ops.OptSelector, Problem: fmt.Sprintf("%q is no label selector: %v", o.Selector, err), Hint: `use the kubectl form, e.g. "rack=r1"`}
+		return nil, &ops.UsageError{
+			Option:  ops.OptSelector,
+			Problem: fmt.Sprintf("%q is no label selector: %v", o.Selector, err),
+			Hint:    `use the kubectl form, e.g. "rack=r1"`,
+		}
 	}
 	var out []string
 	for _, n := range e.KubeNodeNames() {

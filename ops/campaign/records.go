@@ -118,8 +118,11 @@ func checkResumable(e *ops.Engine, old model.Campaign, o Options, nodes []string
 		if o.Selector != "" {
 			what = fmt.Sprintf("the selector %q now matches %s", o.Selector, strings.Join(nodes, ", "))
 		}
-		return &ops.UsageError{Problem: fmt.Sprintf("campaign %s is unfinished over other nodes (%s); %s", name, nodeNames(old.Nodes), what),
-			Hint: "rerun it as it was started to resume it, or give this one another name", Fix: []ops.Option{ops.OptCampaign}}
+		return &ops.UsageError{
+			Problem: fmt.Sprintf("campaign %s is unfinished over other nodes (%s); %s", name, nodeNames(old.Nodes), what),
+			Hint:    "rerun it as it was started to resume it, or give this one another name",
+			Fix:     []ops.Option{ops.OptCampaign},
+		}
 	}
 	for _, n := range old.Nodes {
 		if err := opcmd.CheckNode(n.Name); err != nil {
@@ -132,9 +135,17 @@ func checkResumable(e *ops.Engine, old model.Campaign, o Options, nodes []string
 		}
 	}
 	if age := e.Now().Sub(old.Updated); age > e.Config().Campaign.ResumeWithin.D() && !o.Resume {
-		return &ops.UsageError{Problem: fmt.Sprintf("campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
-			name, age.Round(time.Minute), old.Updated.UTC().Format(time.RFC3339), e.Config().Campaign.ResumeWithin),
-			Hint: "ask to resume it (each node is checked again), or give this one another name", Fix: []ops.Option{ops.OptResume, ops.OptCampaign}}
+		return &ops.UsageError{
+			Problem: fmt.Sprintf(
+				"campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
+				name,
+				age.Round(time.Minute),
+				old.Updated.UTC().Format(time.RFC3339),
+				e.Config().Campaign.ResumeWithin,
+			),
+			Hint: "ask to resume it (each node is checked again), or give this one another name",
+			Fix:  []ops.Option{ops.OptResume, ops.OptCampaign},
+		}
 	}
 	return nil
 }
@@ -149,8 +160,10 @@ func checkSpreadLabel(e *ops.Engine, nodes []string, label string) error {
 		}
 	}
 	if len(without) > 0 {
-		return &ops.UsageError{Problem: fmt.Sprintf("%d node(s) of the campaign have no %s label: %s", len(without), label, strings.Join(without, ", ")),
-			Hint: "label them (kubectl label node NODE " + label + "=VALUE), or spread by another label"}
+		return &ops.UsageError{
+			Problem: fmt.Sprintf("%d node(s) of the campaign have no %s label: %s", len(without), label, strings.Join(without, ", ")),
+			Hint:    "label them (kubectl label node NODE " + label + "=VALUE), or spread by another label",
+		}
 	}
 	return nil
 }

@@ -29,7 +29,10 @@ var weekdays = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "
 func ParseWindow(s string) (*Window, error) {
 	f := strings.Fields(s)
 	bad := func(why string) error {
-		return &ops.UsageError{Problem: fmt.Sprintf("window %q: %s", s, why), Hint: `e.g. "Mon-Fri 22:00-06:00 Europe/Berlin" or "daily 01:00-05:00 UTC"`}
+		return &ops.UsageError{
+			Problem: fmt.Sprintf("window %q: %s", s, why),
+			Hint:    `e.g. "Mon-Fri 22:00-06:00 Europe/Berlin" or "daily 01:00-05:00 UTC"`,
+		}
 	}
 	if len(f) < 2 || len(f) > 3 {
 		return nil, bad("want days, a time range and a time zone")

@@ -32,7 +32,10 @@ type Options struct {
 type ConfigError struct{ Err error }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("Kubernetes configuration: %v; drainctl looked at the kubeconfig given, then KUBECONFIG, then ~/.kube/config, then the in-cluster service account", e.Err)
+	return fmt.Sprintf(
+		"Kubernetes configuration: %v; drainctl looked at the kubeconfig given, then KUBECONFIG, then ~/.kube/config, then the in-cluster service account",
+		e.Err,
+	)
 }
 func (e *ConfigError) Unwrap() error { return e.Err }
 

@@ -50,14 +50,16 @@ func (c *Client) WatchKubeletHeartbeats(ctx context.Context, renewed func(node s
 		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return leases.List(ctx, o) },
 		WatchFuncWithContext: leases.Watch,
 	}
-	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, c.cs), ObjectType: &coordinationv1.Lease{},
-		Handler: cache.ResourceEventHandlerFuncs{AddFunc: tell, UpdateFunc: func(_, obj any) { tell(obj) },
-			DeleteFunc: func(obj any) {
-				if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-					_, name, _ := cache.SplitMetaNamespaceKey(key)
-					renewed(name, time.Time{})
-				}
-			}}})
+	_, ctrl := cache.NewInformerWithOptions(
+		cache.InformerOptions{ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, c.cs), ObjectType: &coordinationv1.Lease{},
+			Handler: cache.ResourceEventHandlerFuncs{AddFunc: tell, UpdateFunc: func(_, obj any) { tell(obj) },
+				DeleteFunc: func(obj any) {
+					if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+						_, name, _ := cache.SplitMetaNamespaceKey(key)
+						renewed(name, time.Time{})
+					}
+				}}},
+	)
 	parent := ctx
 	ctx, stop := context.WithCancel(ctx)
 	context.AfterFunc(parent, stop) // the watch lives as long as the caller's context

@@ -68,7 +68,12 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 	// Nodes and pods are converted to the model as they are decoded (nodes.go, pods.go). As
 	// the factory's informers do: a client that cannot stream a watch-list (the fake
 	// clientset of the demo) is read with LIST and WATCH instead.
-	inv.nodes = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(nodeListWatch(cs), cs), &cachedNode{}, 0, cache.Indexers{})
+	inv.nodes = cache.NewSharedIndexInformer(
+		cache.ToListWatcherWithWatchListSemantics(nodeListWatch(cs), cs),
+		&cachedNode{},
+		0,
+		cache.Indexers{},
+	)
 	_ = inv.nodes.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
 	inv.pods, inv.podsLW = newPodStore(inv), cache.ToListWatcherWithWatchListSemantics(podListWatch(cs), cs)
 	inv.pdbs = f.Policy().V1().PodDisruptionBudgets().Informer()

@@ -42,7 +42,12 @@ func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Dura
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: LeaseNamespace,
 			Labels: map[string]string{LeaseHolderLabel: holderLabel(holder)}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{})
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       &holder,
+				LeaseDurationSeconds: &secs,
+				AcquireTime:          &now,
+				RenewTime:            &now,
+			}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) && tries > 0 {
 			return c.acquire(ctx, node, holder, ttl, mayReplace, tries-1)
 		}
@@ -50,7 +55,10 @@ func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Dura
 			return c.acquire(ctx, node, holder, ttl, mayReplace, tries-1)
 		}
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("namespace %s, where drainctl keeps its leases, does not exist and cannot be created: kubectl apply -f deploy/namespace.yaml", LeaseNamespace)
+			return fmt.Errorf(
+				"namespace %s, where drainctl keeps its leases, does not exist and cannot be created: kubectl apply -f deploy/namespace.yaml",
+				LeaseNamespace,
+			)
 		}
 		return err
 	}
@@ -167,7 +175,9 @@ func holderLabel(holder string) string {
 // ensureLeaseNamespace creates the leases' namespace on a cluster drainctl has not been
 // installed on (an operator's first evacuation from a laptop).
 func (c *Client) ensureLeaseNamespace(ctx context.Context) error {
-	_, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}, metav1.CreateOptions{})
+	_, err := c.cs.CoreV1().
+		Namespaces().
+		Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -198,7 +208,13 @@ func (c *Client) ReleaseLease(ctx context.Context, node, holder string) error {
 // fn's context ends when leadership is lost. say hears, once each, why the lease cannot be
 // read or written (no namespace, no RBAC): a replica that can never lead says so instead of waiting
 // in silence.
-func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identity string, say func(string), fn func(context.Context) error) error {
+func RunAsLeader(
+	ctx context.Context,
+	cs kubernetes.Interface,
+	lockName, identity string,
+	say func(string),
+	fn func(context.Context) error,
+) error {
 	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, lockName,
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
@@ -225,7 +241,11 @@ func RunAsLeader(ctx context.Context, cs kubernetes.Interface, lockName, identit
 	}
 	// The leadership was lost while ctx was alive (the lease not renewed in time, taken over):
 	// exit non-zero so that the pod restarts and campaigns again, rather than idle as a follower.
-	return fmt.Errorf("lost the leadership (lease %s/%s): another instance may lead now; exiting so that this one restarts", LeaseNamespace, lockName)
+	return fmt.Errorf(
+		"lost the leadership (lease %s/%s): another instance may lead now; exiting so that this one restarts",
+		LeaseNamespace,
+		lockName,
+	)
 }
 
 // saidLock is the leader lease, saying why it could not be read or written (client-go only

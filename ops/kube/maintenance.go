@@ -26,7 +26,9 @@ import (
 var MaintenanceGVR = schema.GroupVersionResource{Group: "maintenance.drainctl.io", Version: "v1beta1", Resource: "nodemaintenances"}
 
 // ErrNoMaintenanceCRD is a cluster without the NodeMaintenance CRD.
-var ErrNoMaintenanceCRD = errors.New("the NodeMaintenance CRD (maintenance.drainctl.io/v1beta1) is not installed: kubectl apply -f deploy/crd-nodemaintenance.yaml")
+var ErrNoMaintenanceCRD = errors.New(
+	"the NodeMaintenance CRD (maintenance.drainctl.io/v1beta1) is not installed: kubectl apply -f deploy/crd-nodemaintenance.yaml",
+)
 
 // Maintenances reads NodeMaintenance resources through a watch-fed cache and writes them
 // through the dynamic client (no generated clientset for one small resource).

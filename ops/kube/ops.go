@@ -104,7 +104,10 @@ func (c *Client) Cordon(ctx context.Context, node string, taint model.Taint) err
 				return changed
 			}
 		}
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect), TimeAdded: ptr.To(metav1.Now())})
+		n.Spec.Taints = append(
+			n.Spec.Taints,
+			corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect), TimeAdded: ptr.To(metav1.Now())},
+		)
 		return true
 	})
 	if err != nil {
@@ -149,7 +152,10 @@ func (c *Client) SetTaint(ctx context.Context, node string, taint model.Taint, o
 			return false
 		}
 		if on {
-			kept = append(kept, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect), TimeAdded: ptr.To(metav1.Now())})
+			kept = append(
+				kept,
+				corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect), TimeAdded: ptr.To(metav1.Now())},
+			)
 		}
 		n.Spec.Taints = kept
 		return true
@@ -264,7 +270,12 @@ func statusMessage(err error) string {
 
 // PodsForDeletion runs kubectl drain's filters (DaemonSet, mirror, local storage, bare pod)
 // plus extra, drainctl's own rules, and returns the pods to remove and kubectl's refusals.
-func (c *Client) PodsForDeletion(ctx context.Context, node string, o ops.DrainFilterOptions, extra func(model.Pod) bool) ([]model.Pod, []error, error) {
+func (c *Client) PodsForDeletion(
+	ctx context.Context,
+	node string,
+	o ops.DrainFilterOptions,
+	extra func(model.Pod) bool,
+) ([]model.Pod, []error, error) {
 	h := &drain.Helper{Ctx: ctx, Client: c.cs, Force: o.Force, IgnoreAllDaemonSets: o.IgnoreDaemonSets,
 		DeleteEmptyDirData: o.DeleteEmptyDirData, GracePeriodSeconds: -1, Out: io.Discard, ErrOut: io.Discard}
 	if extra != nil {

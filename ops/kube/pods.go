@@ -128,14 +128,20 @@ func intern(s string) string { return unique.Make(s).Value() }
 func placement(spec *corev1.PodSpec) *model.Placement {
 	var pl model.Placement
 	for _, t := range spec.Tolerations {
-		pl.Tolerations = append(pl.Tolerations, model.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)})
+		pl.Tolerations = append(
+			pl.Tolerations,
+			model.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)},
+		)
 	}
 	pl.NodeSelector = spec.NodeSelector
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 			var mt model.NodeSelectorTerm
 			for _, r := range term.MatchExpressions {
-				mt.MatchExpressions = append(mt.MatchExpressions, model.NodeSelectorRequirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values})
+				mt.MatchExpressions = append(
+					mt.MatchExpressions,
+					model.NodeSelectorRequirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values},
+				)
 			}
 			pl.NodeAffinity = append(pl.NodeAffinity, mt)
 		}

@@ -117,8 +117,10 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 	cm, err := cms.Get(ctx, RecordName(name), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: LeaseNamespace, Labels: labels, Annotations: writer},
-			Data: map[string]string{recordKey: string(data)}}
+		cm = &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: LeaseNamespace, Labels: labels, Annotations: writer},
+			Data:       map[string]string{recordKey: string(data)},
+		}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) && c.ensureLeaseNamespace(ctx) == nil {
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})

@@ -222,7 +222,11 @@ func (c *Client) AbortMigration(ctx context.Context, id string, migrationID int6
 }
 
 // instanceActions are Nova's names of the instance actions that move a server, by method.
-var instanceActions = map[model.MoveMethod]string{model.MoveLive: "live-migration", model.MoveCold: "migrate", model.MoveRebuild: "evacuate"}
+var instanceActions = map[model.MoveMethod]string{
+	model.MoveLive:    "live-migration",
+	model.MoveCold:    "migrate",
+	model.MoveRebuild: "evacuate",
+}
 
 // LastActionError returns the message of the failed event of the server's most recent move
 // by method (its instance action: live-migration, migrate, evacuate), or "" when it did not fail.

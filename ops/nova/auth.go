@@ -103,7 +103,12 @@ func fromTable(t model.OpenStackConfig, source string, getenv func(string) strin
 	ao := gophercloud.AuthOptions{IdentityEndpoint: t.AuthURL, AllowReauth: true}
 	appCred := t.ApplicationCredentialID != "" || t.ApplicationCredentialName != ""
 	if appCred {
-		secret, err := secretFrom(t.ApplicationCredentialSecret, t.ApplicationCredentialSecretFile, "OS_APPLICATION_CREDENTIAL_SECRET", getenv)
+		secret, err := secretFrom(
+			t.ApplicationCredentialSecret,
+			t.ApplicationCredentialSecretFile,
+			"OS_APPLICATION_CREDENTIAL_SECRET",
+			getenv,
+		)
 		if err != nil {
 			return bad(err.Error(), "")
 		}
@@ -112,7 +117,10 @@ func fromTable(t model.OpenStackConfig, source string, getenv func(string) strin
 				"set application_credential_secret_file (or OS_APPLICATION_CREDENTIAL_SECRET)")
 		}
 		if t.ApplicationCredentialID == "" && t.Username == "" && t.UserID == "" {
-			return bad("an application credential name without its user", "set username (with its domain) or user_id, or use application_credential_id")
+			return bad(
+				"an application credential name without its user",
+				"set username (with its domain) or user_id, or use application_credential_id",
+			)
 		}
 		ao.ApplicationCredentialID = t.ApplicationCredentialID
 		ao.ApplicationCredentialName = t.ApplicationCredentialName

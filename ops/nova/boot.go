@@ -3,6 +3,7 @@ package nova
 import (
 	"context"
 	"fmt"
+
 	"github.com/drainctl/drainctl/model"
 
 	"github.com/gophercloud/gophercloud/v2"

@@ -224,7 +224,13 @@ func (f *follower) allowed(next string) error {
 	case err != nil:
 		return fmt.Errorf("Nova's next link %q is no URL", next)
 	case !strings.EqualFold(u.Scheme, f.base.Scheme) || !strings.EqualFold(u.Host, f.base.Host):
-		return fmt.Errorf("Nova's next link leaves the endpoint (%s://%s, not %s://%s): not followed", u.Scheme, u.Host, f.base.Scheme, f.base.Host)
+		return fmt.Errorf(
+			"Nova's next link leaves the endpoint (%s://%s, not %s://%s): not followed",
+			u.Scheme,
+			u.Host,
+			f.base.Scheme,
+			f.base.Host,
+		)
 	case f.seen[next]:
 		return fmt.Errorf("Nova's next link repeats a page already read (%s): stopped", u.Redacted())
 	}

@@ -68,7 +68,11 @@ func Validate(template string) error {
 		case quote != 0 && c == quote:
 			quote = 0
 		case quote != 0 && strings.HasPrefix(template[i:], "{node}"):
-			return fmt.Errorf("{node} is inside %c quotes in %q: drainctl quotes the node's name itself; write {node} bare (or \"$DRAINCTL_NODE\")", quote, Shown(template, ""))
+			return fmt.Errorf(
+				"{node} is inside %c quotes in %q: drainctl quotes the node's name itself; write {node} bare (or \"$DRAINCTL_NODE\")",
+				quote,
+				Shown(template, ""),
+			)
 		}
 	}
 	return nil

@@ -25,12 +25,20 @@ func Findings(inv model.Inventory, o Options) []Finding {
 		}
 		if n.Compute != nil && n.Compute.ForcedDown {
 			found = append(found, Finding{"ComputeForcedDown", n.Host,
-				fmt.Sprintf("nova-compute on %s is forced down: nothing is scheduled there until it is forced up (openstack compute service set --up)", n.Host)})
+				fmt.Sprintf(
+					"nova-compute on %s is forced down: nothing is scheduled there until it is forced up (openstack compute service set --up)",
+					n.Host,
+				)})
 		}
 		for _, vm := range n.VMs {
 			if vm.Status == model.VMVerifyResize {
 				found = append(found, Finding{"VMAwaitsConfirm", vm.Name,
-					fmt.Sprintf("VM %s (%s) on %s waits in VERIFY_RESIZE: its source still holds its resources until the move is confirmed or reverted", vm.Name, vm.ShortID(), vm.Host)})
+					fmt.Sprintf(
+						"VM %s (%s) on %s waits in VERIFY_RESIZE: its source still holds its resources until the move is confirmed or reverted",
+						vm.Name,
+						vm.ShortID(),
+						vm.Host,
+					)})
 			}
 		}
 		for _, m := range n.Migrations {
@@ -42,7 +50,12 @@ func Findings(inv model.Inventory, o Options) []Finding {
 	}
 	for _, vm := range inv.UnplacedVMs {
 		found = append(found, Finding{"VMOnUnknownHost", vm.Name,
-			fmt.Sprintf("VM %s (%s) is on host \"%s\", which no Kubernetes node or compute service matches", vm.Name, vm.ShortID(), vm.Host)})
+			fmt.Sprintf(
+				"VM %s (%s) is on host \"%s\", which no Kubernetes node or compute service matches",
+				vm.Name,
+				vm.ShortID(),
+				vm.Host,
+			)})
 	}
 	return found
 }

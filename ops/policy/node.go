@@ -45,7 +45,11 @@ func HostReason(node model.Node, inv model.Inventory, o Options) *model.Reason {
 	}
 	if len(node.HostSharedWith) > 0 {
 		return &model.Reason{Code: model.HostConflict, Severity: model.Blocks, Object: node.Name,
-			Message: fmt.Sprintf("maps to Nova host %q as %s does too: check [mapping] in config.toml", node.Host, strings.Join(node.HostSharedWith, ", "))}
+			Message: fmt.Sprintf(
+				"maps to Nova host %q as %s does too: check [mapping] in config.toml",
+				node.Host,
+				strings.Join(node.HostSharedWith, ", "),
+			)}
 	}
 	if node.Compute != nil || !(node.HostExplicit || runsHypervisorPods(node, o)) {
 		return nil
@@ -168,7 +172,17 @@ func PlacementReasons(node model.Node, vms []model.VM, inv model.Inventory, leav
 		}
 		// Nova would refuse the move whatever drainctl's overrides (--force included): only
 		// leaving the VM knowingly lifts it.
-		out = append(out, model.Reason{Code: model.NoLegalHost, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: msg, Override: model.OverrideSkipVM})
+		out = append(
+			out,
+			model.Reason{
+				Code:     model.NoLegalHost,
+				Severity: model.Blocks,
+				Object:   vm.Name,
+				ObjectID: vm.ID,
+				Message:  msg,
+				Override: model.OverrideSkipVM,
+			},
+		)
 	}
 	return out
 }
@@ -178,7 +192,14 @@ func PlacementReasons(node model.Node, vms []model.VM, inv model.Inventory, leav
 // that puts each VM only where it may legally go (its zone; no host with another member of
 // its hard anti-affinity groups, counting the members placed before it). It returns nil when
 // they fit or when the capacity is unknown (2.88+), leaving the decision to Nova's scheduler.
-func CapacityReason(node model.Node, vms []model.VM, inv model.Inventory, leaving map[string]bool, cpuRatio float64, o Options) *model.Reason {
+func CapacityReason(
+	node model.Node,
+	vms []model.VM,
+	inv model.Inventory,
+	leaving map[string]bool,
+	cpuRatio float64,
+	o Options,
+) *model.Reason {
 	if len(vms) == 0 {
 		return nil
 	}
@@ -261,7 +282,12 @@ func TargetReason(vm model.VM, dest model.Node, cpuRatio float64) *model.Reason 
 	case dest.Host == vm.Host:
 		return block(model.NoLegalHost, "it is on %s already", dest.Host)
 	case !c.Enabled:
-		return block(model.NoLegalHost, "nova-compute on %s is disabled (%s): the scheduler sends it nothing", dest.Host, orNone(c.DisabledReason))
+		return block(
+			model.NoLegalHost,
+			"nova-compute on %s is disabled (%s): the scheduler sends it nothing",
+			dest.Host,
+			orNone(c.DisabledReason),
+		)
 	case !c.Up || c.ForcedDown:
 		return block(model.NoLegalHost, "nova-compute on %s is down", dest.Host)
 	}
@@ -277,7 +303,14 @@ func TargetReason(vm model.VM, dest model.Node, cpuRatio float64) *model.Reason 
 	if dest.Hypervisor != nil {
 		if room, ok := dest.Hypervisor.Room(cpuRatio); ok {
 			if room.MemoryMB.Free() < float64(vm.RAMMB) || room.VCPU.Free() < float64(vm.VCPUs) || diskFree(room) < float64(vm.DiskGB) {
-				return block(model.NoHostWithRoom, "%s has no room for it (%d MiB, %d vCPU, %d GB)", dest.Host, vm.RAMMB, vm.VCPUs, vm.DiskGB)
+				return block(
+					model.NoHostWithRoom,
+					"%s has no room for it (%d MiB, %d vCPU, %d GB)",
+					dest.Host,
+					vm.RAMMB,
+					vm.VCPUs,
+					vm.DiskGB,
+				)
 			}
 		}
 	}

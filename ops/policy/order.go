@@ -71,7 +71,14 @@ func drainSkip(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
 	if _, skip, _ := DrainOrder(p, o); !skip {
 		return 0, nil, false
 	}
-	return Stay, reason(model.DrainSkip, model.Notes, p.Key(), "", "a drain skip rule or %s=skip: stays on the node", model.DrainOrderLabel), true
+	return Stay, reason(
+		model.DrainSkip,
+		model.Notes,
+		p.Key(),
+		"",
+		"a drain skip rule or %s=skip: stays on the node",
+		model.DrainOrderLabel,
+	), true
 }
 
 // PodGroup is one eviction group: pods with the same order, evicted together.

@@ -65,7 +65,11 @@ func ParseSelectors(key string, in []string) ([]labels.Selector, error) {
 	for _, s := range in {
 		sel, err := labels.Parse(s)
 		if err != nil {
-			return nil, &model.FieldError{Key: key, Problem: fmt.Sprintf("bad selector %q: %v", s, err), Fix: `use the kubectl form, e.g. "app=db" or "tier in (db, cache)"`}
+			return nil, &model.FieldError{
+				Key:     key,
+				Problem: fmt.Sprintf("bad selector %q: %v", s, err),
+				Fix:     `use the kubectl form, e.g. "app=db" or "tier in (db, cache)"`,
+			}
 		}
 		out = append(out, sel)
 	}
@@ -124,8 +128,11 @@ func Losses(p model.Pod, o Options) []model.Reason {
 			Message: "bare pod: once evicted nothing recreates it"})
 	}
 	if p.LocalVolume != "" && o.DeleteEmptyDirData {
-		out = append(out, model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: p.Key(), By: model.OverrideDeleteEmptyDirData,
-			Message: fmt.Sprintf("the data of local volume %q is deleted", p.LocalVolume)})
+		out = append(
+			out,
+			model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: p.Key(), By: model.OverrideDeleteEmptyDirData,
+				Message: fmt.Sprintf("the data of local volume %q is deleted", p.LocalVolume)},
+		)
 	}
 	return out
 }
@@ -181,7 +188,13 @@ func doNotDisrupt(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
 	if p.Annotations["karpenter.sh/do-not-disrupt"] != "true" || o.Force {
 		return 0, nil, false
 	}
-	return Block, reason(model.DoNotDisrupt, model.Blocks, p.Key(), model.OverrideForce, `annotated karpenter.sh/do-not-disrupt: "true"`), true
+	return Block, reason(
+		model.DoNotDisrupt,
+		model.Blocks,
+		p.Key(),
+		model.OverrideForce,
+		`annotated karpenter.sh/do-not-disrupt: "true"`,
+	), true
 }
 
 func localStorage(p model.Pod, o Options) (Verdict, *model.Reason, bool) {
@@ -240,8 +253,14 @@ func VMMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		method, r = asItsPolicy(vm, o, method, r)
 	}
 	if o.SkipVM(vm) && method != model.MoveStays { // left knowingly although it could move
-		return model.MoveStays, &model.Reason{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideSkipVM,
-			Message: fmt.Sprintf("left on the node as asked (skipped): it would move %s", method)}
+		return model.MoveStays, &model.Reason{
+			Code:     model.VMSkipped,
+			Severity: model.Notes,
+			Object:   vm.Name,
+			ObjectID: vm.ID,
+			By:       model.OverrideSkipVM,
+			Message:  fmt.Sprintf("left on the node as asked (skipped): it would move %s", method),
+		}
 	}
 	return method, withLock(vm, method, r)
 }
@@ -267,8 +286,23 @@ func withLock(vm model.VM, method model.MoveMethod, r *model.Reason) *model.Reas
 // staysFor is a VM left where it is (on, "the node" or "the dead host") for a reason: a
 // blocker with its override, a note when --skip-vm names it (left knowingly) or under
 // --force (the node will not be empty).
-func staysFor(vm model.VM, o Options, on string, code model.ReasonCode, override model.Override, format string, a ...any) (model.MoveMethod, *model.Reason) {
-	r := &model.Reason{Code: code, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: fmt.Sprintf(format, a...), Override: override}
+func staysFor(
+	vm model.VM,
+	o Options,
+	on string,
+	code model.ReasonCode,
+	override model.Override,
+	format string,
+	a ...any,
+) (model.MoveMethod, *model.Reason) {
+	r := &model.Reason{
+		Code:     code,
+		Severity: model.Blocks,
+		Object:   vm.Name,
+		ObjectID: vm.ID,
+		Message:  fmt.Sprintf(format, a...),
+		Override: override,
+	}
 	switch {
 	case o.SkipVM(vm):
 		r.Code, r.Severity, r.Override, r.By = model.VMSkipped, model.Notes, "", model.OverrideSkipVM
@@ -290,11 +324,19 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	case vm.Status == model.VMResizing && strings.HasPrefix(vm.TaskState, "resize_"):
 		return model.MoveFollow, nil // a cold migration under way: followed
 	case vm.Status == model.VMVerifyResize:
-		return stays(model.VMAwaitsConfirm, skip, "VERIFY_RESIZE: a migration to this host waits for its confirm (openstack server migrate confirm, or revert)")
+		return stays(
+			model.VMAwaitsConfirm,
+			skip,
+			"VERIFY_RESIZE: a migration to this host waits for its confirm (openstack server migrate confirm, or revert)",
+		)
 	case vm.Locked && o.RespectLocks:
 		return stays(model.VMLocked, skip, "the server is locked and policy.respect_locks = true (openstack server unlock)")
 	case vm.Locked && o.NotAdmin:
-		return stays(model.VMLocked, skip, "the server is locked, and Nova moves a locked server for an admin only: these credentials have no admin role (openstack server unlock, or admin credentials)")
+		return stays(
+			model.VMLocked,
+			skip,
+			"the server is locked, and Nova moves a locked server for an admin only: these credentials have no admin role (openstack server unlock, or admin credentials)",
+		)
 	case vm.Locked:
 		// A lock guards its owner's own destructive calls (delete, rebuild, resize), not an
 		// admin's maintenance: Nova lets an admin move a locked server, the lock kept.
@@ -331,7 +373,12 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		return stays(model.VMPinned, model.OverrideColdMigrateRunning, "cannot live-migrate: %s (a cold move stops it, %s)", by, memory(vm))
 	}
 	// SUSPENDED, SHELVED, RESCUE, SOFT_DELETED…: Nova moves them neither live nor cold.
-	return stays(model.VMUnmovable, skip, "status %s: Nova moves such a server neither live nor cold (resume, unrescue or shelve-offload it)", vm.Status)
+	return stays(
+		model.VMUnmovable,
+		skip,
+		"status %s: Nova moves such a server neither live nor cold (resume, unrescue or shelve-offload it)",
+		vm.Status,
+	)
 }
 
 // Downtime is the note a running VM moved cold carries: it is stopped, moved, started again.

@@ -35,28 +35,46 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 	case vm.Status == model.VMRebuilding || vm.TaskState == "rebuilding" || vm.TaskState == "rebuild_spawning":
 		return model.MoveFollow, nil
 	case vm.TaskState != "":
-		return stays("task %q was in progress when the host died: Nova evacuates no server with a task (openstack server set --state active, then run again)", vm.TaskState)
+		return stays(
+			"task %q was in progress when the host died: Nova evacuates no server with a task (openstack server set --state active, then run again)",
+			vm.TaskState,
+		)
 	case vm.Status != model.VMActive && vm.Status != model.VMShutoff && vm.Status != model.VMBroken:
-		return stays("status %s: Nova evacuates ACTIVE, SHUTOFF and ERROR servers only (openstack server set --state active, then run again)", vm.Status)
+		return stays(
+			"status %s: Nova evacuates ACTIVE, SHUTOFF and ERROR servers only (openstack server set --state active, then run again)",
+			vm.Status,
+		)
 	}
 	if o.SkipVM(vm) {
-		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideSkipVM,
-			Message: "left on the dead host as asked (skipped): it would be rebuilt elsewhere"}}
+		return model.MoveStays, []model.Reason{
+			{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideSkipVM,
+				Message: "left on the dead host as asked (skipped): it would be rebuilt elsewhere"},
+		}
 	}
 	if DiskFate(vm, sharedStorage) == DiskLost && o.KeepLocalDisks {
 		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-			Message: fmt.Sprintf("stays on the dead host: a rebuild would lose its local disk (%d GB), a loss automatic recovery leaves to a person (a recovery by hand that accepts it rebuilds the VM)", vm.DiskGB)}}
+			Message: fmt.Sprintf(
+				"stays on the dead host: a rebuild would lose its local disk (%d GB), a loss automatic recovery leaves to a person (a recovery by hand that accepts it rebuilds the VM)",
+				vm.DiskGB,
+			)}}
 	}
 	var notes []model.Reason
 	// Its owner's stays is about maintenance: on a dead host it would mean staying down. It is
 	// rebuilt all the same, and said (the plan, the ledger, the notice), not merely counted.
 	if p, from := VMPolicyOf(vm, o); p == model.PolicyStays && !o.OverridesPolicy(vm) {
 		notes = append(notes, model.Reason{Code: model.VMAsksToStay, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-			Message: fmt.Sprintf("its owner asks that it stay (stays, %s): on a dead host that is staying down, so it is rebuilt elsewhere all the same", cmp.Or(from, "the default"))})
+			Message: fmt.Sprintf(
+				"its owner asks that it stay (stays, %s): on a dead host that is staying down, so it is rebuilt elsewhere all the same",
+				cmp.Or(from, "the default"),
+			)})
 	}
 	if DiskFate(vm, sharedStorage) == DiskLost {
 		notes = append(notes, model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-			Message: fmt.Sprintf("%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)", DiskLost, vm.DiskGB)})
+			Message: fmt.Sprintf(
+				"%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)",
+				DiskLost,
+				vm.DiskGB,
+			)})
 	}
 	return model.MoveRebuild, notes
 }
@@ -80,7 +98,14 @@ type LeftForRoom struct {
 // ByPriority orders a dead host's VMs to rebuild by their recovery priority (highest first,
 // then the largest), and keeps the longest run of them the other hosts have room for (as
 // CapacityReason judges room); the rest, the lowest, are left, each with its reason.
-func ByPriority(node model.Node, vms []model.VM, inv model.Inventory, cpuRatio float64, o Options, prio model.PriorityConfig) (fits []model.VM, left []LeftForRoom) {
+func ByPriority(
+	node model.Node,
+	vms []model.VM,
+	inv model.Inventory,
+	cpuRatio float64,
+	o Options,
+	prio model.PriorityConfig,
+) (fits []model.VM, left []LeftForRoom) {
 	sorted := slices.Clone(vms)
 	RebuildOrder(sorted, prio)
 	room := func(n int) bool { return CapacityReason(node, sorted[:n], inv, nil, cpuRatio, o) == nil }
@@ -91,8 +116,20 @@ func ByPriority(node model.Node, vms []model.VM, inv model.Inventory, cpuRatio f
 	n = max(n, 0)
 	for _, vm := range sorted[n:] {
 		p, from, _ := prio.Of(vm)
-		msg := fmt.Sprintf("left on the dead host: the other hosts have room for %d of its %d VM(s) to rebuild, and its recovery priority %d (%s) is among the lowest; the higher are rebuilt first", n, len(sorted), p, from)
-		left = append(left, LeftForRoom{VM: vm, Reason: model.Reason{Code: model.NoHostWithRoom, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, Message: msg}})
+		msg := fmt.Sprintf(
+			"left on the dead host: the other hosts have room for %d of its %d VM(s) to rebuild, and its recovery priority %d (%s) is among the lowest; the higher are rebuilt first",
+			n,
+			len(sorted),
+			p,
+			from,
+		)
+		left = append(
+			left,
+			LeftForRoom{
+				VM:     vm,
+				Reason: model.Reason{Code: model.NoHostWithRoom, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, Message: msg},
+			},
+		)
 	}
 	return sorted[:n], left
 }
@@ -125,7 +162,10 @@ type DeathRule struct {
 func DeadHost(node model.Node, now time.Time, rule DeathRule, fenced bool) []model.Reason {
 	var out []model.Reason
 	block := func(code model.ReasonCode, override model.Override, format string, a ...any) {
-		out = append(out, model.Reason{Code: code, Severity: model.Blocks, Object: node.Name, Message: fmt.Sprintf(format, a...), Override: override})
+		out = append(
+			out,
+			model.Reason{Code: code, Severity: model.Blocks, Object: node.Name, Message: fmt.Sprintf(format, a...), Override: override},
+		)
 	}
 	k := node.Kube
 	silentKubelet := rule.KubeletSilence && !k.Heartbeat.IsZero() && now.Sub(k.Heartbeat) >= rule.Quiet
@@ -143,8 +183,13 @@ func DeadHost(node model.Node, now time.Time, rule DeathRule, fenced bool) []mod
 			now.Sub(k.ReadySince).Round(time.Second), rule.NotReadyFor)
 	}
 	if c := node.Compute; c != nil && c.Up && !c.ForcedDown && c.Silent < rule.Quiet {
-		block(model.ComputeIsUp, "", "nova-compute on %s still reports up (its last report %s ago): the machine may still run its VMs (a VM rebuilt elsewhere would run twice on one disk)",
-			node.Host, c.Silent.Round(time.Second))
+		block(
+			model.ComputeIsUp,
+			"",
+			"nova-compute on %s still reports up (its last report %s ago): the machine may still run its VMs (a VM rebuilt elsewhere would run twice on one disk)",
+			node.Host,
+			c.Silent.Round(time.Second),
+		)
 	}
 	if !fenced {
 		block(model.NotFenced, model.OverrideFenced,
@@ -168,7 +213,12 @@ func ComputeDownReason(node model.Node, moving []model.VM) *model.Reason {
 		state = "forced down"
 	}
 	return &model.Reason{Code: model.ComputeIsDown, Severity: model.Blocks, Object: node.Name,
-		Message: fmt.Sprintf("nova-compute on %s is %s: Nova moves none of its %d VM(s) live or cold; a dead machine's way is recover (X), not evacuate", node.Host, state, len(moving))}
+		Message: fmt.Sprintf(
+			"nova-compute on %s is %s: Nova moves none of its %d VM(s) live or cold; a dead machine's way is recover (X), not evacuate",
+			node.Host,
+			state,
+			len(moving),
+		)}
 }
 
 // OutOfService is Kubernetes' taint for a node that is shut down for good (non-graceful node
@@ -181,7 +231,12 @@ var OutOfService = model.Taint{Key: "node.kubernetes.io/out-of-service", Value: 
 func Outlives(p model.Pod) bool {
 	t := corev1.Taint{Key: OutOfService.Key, Value: OutOfService.Value, Effect: corev1.TaintEffect(OutOfService.Effect)}
 	for _, tol := range p.Tolerations() {
-		c := corev1.Toleration{Key: tol.Key, Operator: corev1.TolerationOperator(tol.Operator), Value: tol.Value, Effect: corev1.TaintEffect(tol.Effect)}
+		c := corev1.Toleration{
+			Key:      tol.Key,
+			Operator: corev1.TolerationOperator(tol.Operator),
+			Value:    tol.Value,
+			Effect:   corev1.TaintEffect(tol.Effect),
+		}
 		if c.ToleratesTaint(klog.Background(), &t, false) {
 			return true
 		}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -215,14 +214,31 @@ func (l *legality) noLegalHost(vm model.VM, self string) string {
 	if len(blocked) < candidates {
 		return ""
 	}
-	return fmt.Sprintf("%s: anti-affinity group %s: members on %d of the %d other hosts it may use", vm.Name, vm.AntiAffinity, len(blocked), candidates)
+	return fmt.Sprintf(
+		"%s: anti-affinity group %s: members on %d of the %d other hosts it may use",
+		vm.Name,
+		vm.AntiAffinity,
+		len(blocked),
+		candidates,
+	)
 }
 
-func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRooms, scratch []room, lg *legality, o Options, w Weights) Victim {
+func judge(
+	n model.Node,
+	workers int,
+	pdbs map[string]model.PDB,
+	podRooms, vmRooms, scratch []room,
+	lg *legality,
+	o Options,
+	w Weights,
+) Victim {
 	v := Victim{Node: n.Name, VMs: len(n.VMs)}
 	k := n.Kube
 	add := func(code model.ReasonCode, override model.Override, format string, a ...any) {
-		v.Reasons = append(v.Reasons, model.Reason{Code: code, Severity: model.Blocks, Object: n.Name, Override: override, Message: fmt.Sprintf(format, a...)})
+		v.Reasons = append(
+			v.Reasons,
+			model.Reason{Code: code, Severity: model.Blocks, Object: n.Name, Override: override, Message: fmt.Sprintf(format, a...)},
+		)
 	}
 	if !k.Ready {
 		// A dead node is not scaled down: its VMs cannot be live-migrated off a dead
@@ -307,7 +323,13 @@ func judge(n model.Node, workers int, pdbs map[string]model.PDB, podRooms, vmRoo
 		vmItems[i] = item{cpu: int64(n.VMs[i].VCPUs), mem: n.VMs[i].RAMMB, vm: &n.VMs[i]}
 	}
 	if unplaced := place(vmItems, n.Name, vmRooms, scratch, fitsVM); len(unplaced) > 0 {
-		add(model.NoHostWithRoom, "", "%d VM(s) fit on no other enabled compute host: %s", len(unplaced), strings.Join(first(unplaced, 3), ", "))
+		add(
+			model.NoHostWithRoom,
+			"",
+			"%d VM(s) fit on no other enabled compute host: %s",
+			len(unplaced),
+			strings.Join(first(unplaced, 3), ", "),
+		)
 	}
 	if k.Allocatable.MilliCPU > 0 {
 		v.CPUUtil = float64(n.Requested.MilliCPU) / float64(k.Allocatable.MilliCPU)
@@ -420,63 +442,4 @@ func schedulableOn(it item, r *room) bool {
 	}
 	ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
 	return err == nil && ok
-}
-
-// lazyPod builds a constrained pod's Kubernetes Pod once, the first time a tainted node or
-// its selectors need it: most pods carry only the default tolerations, which matter on
-// tainted nodes alone (building one for each at every ranking cost 1.3 KiB a pod).
-type lazyPod struct {
-	pod   *model.Pod
-	built *corev1.Pod
-}
-
-func (l *lazyPod) selects() bool {
-	return len(l.pod.NodeSelector()) > 0 || len(l.pod.NodeAffinity()) > 0
-}
-
-func (l *lazyPod) get() *corev1.Pod {
-	if l.built == nil {
-		l.built = k8sPod(l.pod)
-	}
-	return l.built
-}
-
-// lazyNode builds a room's Kubernetes Node once, the first time a constrained pod needs it;
-// rooms are copied per victim, the pointer keeps one build for all the copies.
-type lazyNode struct {
-	kube  *model.KubeNode
-	built *corev1.Node
-}
-
-func (l *lazyNode) get() *corev1.Node {
-	if l.built == nil {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: l.kube.Name, Labels: l.kube.Labels}}
-		for _, t := range l.kube.Taints {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
-		}
-		l.built = n
-	}
-	return l.built
-}
-
-// k8sPod builds the scheduling-relevant part of a pod for component-helpers.
-func k8sPod(p *model.Pod) *corev1.Pod {
-	out := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: p.NodeSelector()}}
-	for _, t := range p.Tolerations() {
-		out.Spec.Tolerations = append(out.Spec.Tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
-			Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
-	}
-	if len(p.NodeAffinity()) > 0 {
-		sel := &corev1.NodeSelector{}
-		for _, term := range p.NodeAffinity() {
-			var t corev1.NodeSelectorTerm
-			for _, r := range term.MatchExpressions {
-				t.MatchExpressions = append(t.MatchExpressions, corev1.NodeSelectorRequirement{Key: r.Key,
-					Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
-			}
-			sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, t)
-		}
-		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}
-	}
-	return out
 }

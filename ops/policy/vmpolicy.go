@@ -13,8 +13,13 @@ import (
 // switches, selectors and drain rules. The command line's overrides go on top.
 func FromConfig(cfg model.Config) (Options, error) {
 	c := cfg.Policy
-	o := Options{IgnoreDaemonSets: c.IgnoreDaemonSets, DeleteEmptyDirData: c.DeleteEmptyDirData, MoveStopped: c.MoveStopped, RespectLocks: c.RespectLocks,
-		Maintenance: c.Maintenance}
+	o := Options{
+		IgnoreDaemonSets:   c.IgnoreDaemonSets,
+		DeleteEmptyDirData: c.DeleteEmptyDirData,
+		MoveStopped:        c.MoveStopped,
+		RespectLocks:       c.RespectLocks,
+		Maintenance:        c.Maintenance,
+	}
 	var err error
 	if o.ProtectedPods, err = ParseSelectors("policy.protected_pods", c.ProtectedPods); err != nil {
 		return o, err
@@ -46,14 +51,30 @@ func VMPolicyOf(vm model.VM, o Options) (model.VMPolicy, string) {
 		return o.Maintenance.Of(vm)
 	case !o.Maintenance.Honour.Of(vm):
 		p, from := o.Maintenance.Of(vm)
-		return p, fmt.Sprintf("%s; its metadata %s = %s is not honoured for its project ([policy.maintenance] honour)", orDefault(from), model.VMPolicyKey, quoted(vm.PolicyAsked))
+		return p, fmt.Sprintf(
+			"%s; its metadata %s = %s is not honoured for its project ([policy.maintenance] honour)",
+			orDefault(from),
+			model.VMPolicyKey,
+			quoted(vm.PolicyAsked),
+		)
 	case !asked.Known():
 		p, from := o.Maintenance.Of(vm)
-		return p, fmt.Sprintf("%s; its metadata %s = %s is none of %s", orDefault(from), model.VMPolicyKey, quoted(vm.PolicyAsked), model.VMPolicyNames())
+		return p, fmt.Sprintf(
+			"%s; its metadata %s = %s is none of %s",
+			orDefault(from),
+			model.VMPolicyKey,
+			quoted(vm.PolicyAsked),
+			model.VMPolicyNames(),
+		)
 	case asked == model.PolicyStays && staysExpired(vm, o):
 		p, from := o.Maintenance.Of(vm)
-		return p, fmt.Sprintf("%s; its metadata %s = stays is older than [policy.maintenance] stays_for (%d days): the server was last changed %s",
-			orDefault(from), model.VMPolicyKey, o.Maintenance.StaysFor, vm.Updated.UTC().Format(time.DateOnly))
+		return p, fmt.Sprintf(
+			"%s; its metadata %s = stays is older than [policy.maintenance] stays_for (%d days): the server was last changed %s",
+			orDefault(from),
+			model.VMPolicyKey,
+			o.Maintenance.StaysFor,
+			vm.Updated.UTC().Format(time.DateOnly),
+		)
 	}
 	return asked, "its metadata " + model.VMPolicyKey
 }
@@ -99,8 +120,14 @@ func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reaso
 		return staysFor(vm, o, "the node", code, model.OverrideSkipVM, format, a...)
 	}
 	if p != model.PolicyMigrate && p != model.PolicyStopStart && o.OverridesPolicy(vm) && method != model.MoveStays {
-		return method, &model.Reason{Code: model.VMAsksToStay, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, By: model.OverrideVMPolicy,
-			Message: fmt.Sprintf("moved %s although its policy is %q (%s), as the operator asked", method, string(p), from)}
+		return method, &model.Reason{
+			Code:     model.VMAsksToStay,
+			Severity: model.Notes,
+			Object:   vm.Name,
+			ObjectID: vm.ID,
+			By:       model.OverrideVMPolicy,
+			Message:  fmt.Sprintf("moved %s although its policy is %q (%s), as the operator asked", method, string(p), from),
+		}
 	}
 	switch p {
 	case model.PolicyMigrate:
@@ -119,7 +146,11 @@ func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reaso
 		return model.MoveCold, &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf("stop-start (%s): stopped, moved cold and started again rather than live-migrated (%s)", from, memory(vm))}
 	case model.PolicyStays:
-		return block(model.VMAsksToStay, "asks not to be moved (stays, %s): leave it on the node knowingly, or its owner changes the policy", from)
+		return block(
+			model.VMAsksToStay,
+			"asks not to be moved (stays, %s): leave it on the node knowingly, or its owner changes the policy",
+			from,
+		)
 	case model.PolicyRestartInPlace:
 		switch {
 		case o.NodeRemoved:
@@ -130,11 +161,21 @@ func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reaso
 				Message: fmt.Sprintf("restart-in-place (%s), but the node is removed and will not return: moved %s instead", from, method)}
 		case vm.Status != model.VMActive:
 			return model.MoveRestart, &model.Reason{Code: model.VMAsksToStay, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-				Message: fmt.Sprintf("restart-in-place (%s): %s already, left so on the node (not started when it returns)", from, vm.Status)}
+				Message: fmt.Sprintf(
+					"restart-in-place (%s): %s already, left so on the node (not started when it returns)",
+					from,
+					vm.Status,
+				)}
 		}
 		return model.MoveRestart, &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf("restart-in-place (%s): stopped on the node before its step, started there when it returns", from)}
 	}
-	return block(model.VMPolicyUnknown, "its maintenance policy %q (%s) is none of %s: its owner sets one of them (openstack server set --property %s=migrate)",
-		string(p), from, model.VMPolicyNames(), model.VMPolicyKey)
+	return block(
+		model.VMPolicyUnknown,
+		"its maintenance policy %q (%s) is none of %s: its owner sets one of them (openstack server set --property %s=migrate)",
+		string(p),
+		from,
+		model.VMPolicyNames(),
+		model.VMPolicyKey,
+	)
 }

@@ -22,7 +22,12 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 // Until calls check every interval until it says done or fails. While it waits, what it
 // waits for is said once (and again when that changes): a log of one line, not one a poll.
 // It ends with ctx's error when ctx ends first. A nil say: a wait that says nothing.
-func Until(ctx context.Context, every time.Duration, say func(string), check func(context.Context) (done bool, waiting string, err error)) error {
+func Until(
+	ctx context.Context,
+	every time.Duration,
+	say func(string),
+	check func(context.Context) (done bool, waiting string, err error),
+) error {
 	said := ""
 	for {
 		done, waiting, err := check(ctx)

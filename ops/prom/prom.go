@@ -43,7 +43,10 @@ func New(o Options) (*Client, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%q is no URL: %v", o.URL, err)
 	case u.User != nil:
-		return nil, fmt.Errorf("%s carries a credential: a command line is readable by every user of the machine (ps); give the token in a file or in DRAINCTL_PROMETHEUS_TOKEN", u.Redacted())
+		return nil, fmt.Errorf(
+			"%s carries a credential: a command line is readable by every user of the machine (ps); give the token in a file or in DRAINCTL_PROMETHEUS_TOKEN",
+			u.Redacted(),
+		)
 	case u.Scheme != "http" && u.Scheme != "https":
 		return nil, fmt.Errorf("%s: the scheme must be http or https", u.Redacted())
 	case u.Host == "":

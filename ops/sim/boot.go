@@ -156,7 +156,10 @@ func createServer(c *call) (int, any) {
 	self := c.s.URL + "/compute/v2.1/servers/" + s.ID
 	return 202, map[string]any{"server": map[string]any{
 		"id": s.ID, "OS-DCF:diskConfig": "MANUAL", "adminPass": c.w.hex(12),
-		"links":           []map[string]any{{"href": self, "rel": "self"}, {"href": c.s.URL + "/compute/servers/" + s.ID, "rel": "bookmark"}},
+		"links": []map[string]any{
+			{"href": self, "rel": "self"},
+			{"href": c.s.URL + "/compute/servers/" + s.ID, "rel": "bookmark"},
+		},
 		"security_groups": []map[string]any{{"name": "default"}},
 	}}
 }

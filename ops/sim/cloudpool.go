@@ -134,7 +134,10 @@ func (p *CloudPool) record(next http.Handler) http.Handler {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		p.mu.Lock()
-		p.seen = append(p.seen, PoolRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(body)})
+		p.seen = append(
+			p.seen,
+			PoolRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(body)},
+		)
 		f := p.fail
 		if f != nil && (f.path == "" || f.path == r.URL.Path) {
 			p.fail = nil
@@ -159,7 +162,9 @@ func (p *CloudPool) pool(w http.ResponseWriter, _ *http.Request) {
 		ms = append(ms, map[string]any{"id": id, "machineState": m.state, "serviceState": m.service,
 			"membershipStatus": map[string]bool{"active": m.active, "evictable": m.evictable}, "cloudProvider": "OpenStack",
 			"region": "RegionOne", "machineSize": "m1.xlarge", "launchTime": m.launched.Format(time.RFC3339),
-			"requestTime": m.requests.Format(time.RFC3339), "publicIps": []string{}, "privateIps": []string{}, "metadata": map[string]any{}})
+			"requestTime": m.requests.Format(
+				time.RFC3339,
+			), "publicIps": []string{}, "privateIps": []string{}, "metadata": map[string]any{}})
 	}
 	writeJSON(w, 200, map[string]any{"timestamp": time.Now().UTC().Format(time.RFC3339), "machines": ms})
 }

@@ -149,7 +149,17 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 	kp := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy", UID: g.uid()}}
 	objs = append(objs, kp)
 	for _, node := range append(append(append([]string{}, d.ControlPlane...), d.Storage...), d.Computes...) {
-		p := g.pod("kube-system", "kube-proxy-"+g.suffix(), node, "DaemonSet", "kube-proxy", kp.UID, map[string]string{"k8s-app": "kube-proxy"}, "100m", "128Mi")
+		p := g.pod(
+			"kube-system",
+			"kube-proxy-"+g.suffix(),
+			node,
+			"DaemonSet",
+			"kube-proxy",
+			kp.UID,
+			map[string]string{"k8s-app": "kube-proxy"},
+			"100m",
+			"128Mi",
+		)
 		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 		objs = append(objs, p)
 	}
@@ -181,32 +191,79 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 		dobj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: dep.name, UID: g.uid()},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(dep.replicas)), Selector: &metav1.LabelSelector{MatchLabels: sel}}}
 		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: dep.name + "-7c9f8d6b5", UID: g.uid(),
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.name, UID: dobj.UID, Controller: ptr.To(true)}}},
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.name, UID: dobj.UID, Controller: ptr.To(true)},
+			}},
 			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(dep.replicas)), Selector: &metav1.LabelSelector{MatchLabels: sel}}}
 		objs = append(objs, dobj, rs)
 		if dep.pdb != nil {
 			spec := dep.pdb(dep.replicas)
 			spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
-			objs = append(objs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: dep.name + "-pdb", Generation: 1}, Spec: *spec})
+			objs = append(
+				objs,
+				&policyv1.PodDisruptionBudget{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: dep.name + "-pdb", Generation: 1},
+					Spec:       *spec,
+				},
+			)
 		}
 		for r := 0; r < dep.replicas; r++ {
 			node := d.Computes[r%ncompute]
-			objs = append(objs, g.pod("shop", rs.Name+"-"+g.suffix(), node, "ReplicaSet", rs.Name, rs.UID, map[string]string{"app": dep.name}, dep.cpu, dep.mem))
+			objs = append(
+				objs,
+				g.pod(
+					"shop",
+					rs.Name+"-"+g.suffix(),
+					node,
+					"ReplicaSet",
+					rs.Name,
+					rs.UID,
+					map[string]string{"app": dep.name},
+					dep.cpu,
+					dep.mem,
+				),
+			)
 		}
 	}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db", UID: g.uid()}}
 	objs = append(objs, sts)
 	for r := 0; r < 3; r++ {
-		objs = append(objs, g.pod("shop", fmt.Sprintf("db-%d", r), d.Computes[(r*3+1)%ncompute], "StatefulSet", "db", sts.UID, map[string]string{"app": "db"}, "1", "4Gi"))
+		objs = append(
+			objs,
+			g.pod(
+				"shop",
+				fmt.Sprintf("db-%d", r),
+				d.Computes[(r*3+1)%ncompute],
+				"StatefulSet",
+				"db",
+				sts.UID,
+				map[string]string{"app": "db"},
+				"1",
+				"4Gi",
+			),
+		)
 	}
 	objs = append(objs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db-pdb", Generation: 1},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}})
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		}})
 	objs = append(objs, g.pod("shop", "debug-shell", d.Computes[0], "", "", "", map[string]string{"run": "debug-shell"}, "100m", "64Mi"))
 	cache := g.pod("shop", "cache-0", d.Computes[1%ncompute], "", "", "", map[string]string{"app": "cache"}, "100m", "256Mi")
 	cache.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	objs = append(objs, cache)
 	for _, cp := range d.ControlPlane {
-		p := g.pod("kube-system", "kube-apiserver-"+cp, cp, "Node", cp, "", map[string]string{"component": "kube-apiserver"}, "250m", "512Mi")
+		p := g.pod(
+			"kube-system",
+			"kube-apiserver-"+cp,
+			cp,
+			"Node",
+			cp,
+			"",
+			map[string]string{"component": "kube-apiserver"},
+			"250m",
+			"512Mi",
+		)
 		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "mirror"}
 		objs = append(objs, p)
 	}
@@ -292,9 +349,17 @@ func demoNode(name string, created metav1.Time, role string) *corev1.Node {
 			Annotations: map[string]string{}},
 		Spec: corev1.NodeSpec{ProviderID: "openstack:///" + name},
 		Status: corev1.NodeStatus{
-			Capacity:    corev1.ResourceList{"cpu": resource.MustParse("64"), "memory": resource.MustParse("256Gi"), "pods": resource.MustParse("110")},
-			Allocatable: corev1.ResourceList{"cpu": resource.MustParse("62"), "memory": resource.MustParse("250Gi"), "pods": resource.MustParse("110")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: created}},
+			Capacity: corev1.ResourceList{
+				"cpu":    resource.MustParse("64"),
+				"memory": resource.MustParse("256Gi"),
+				"pods":   resource.MustParse("110"),
+			},
+			Allocatable: corev1.ResourceList{
+				"cpu":    resource.MustParse("62"),
+				"memory": resource.MustParse("250Gi"),
+				"pods":   resource.MustParse("110"),
+			},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: created}},
 		},
 	}
 }
@@ -315,12 +380,19 @@ func (g *podGen) suffix() string {
 	return randSuffix(g.n)
 }
 
-func (g *podGen) pod(ns, name, node, ownerKind, ownerName string, ownerUID typesUIDAlias, labels map[string]string, cpu, mem string) *corev1.Pod {
+func (g *podGen) pod(
+	ns, name, node, ownerKind, ownerName string,
+	ownerUID typesUIDAlias,
+	labels map[string]string,
+	cpu, mem string,
+) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: g.uid(), Labels: labels, CreationTimestamp: g.created},
 		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](5),
 			Containers: []corev1.Container{{Name: "main", Image: "registry.example/" + ns + "/" + name,
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse(cpu), "memory": resource.MustParse(mem)}}}}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{"cpu": resource.MustParse(cpu), "memory": resource.MustParse(mem)},
+				}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: g.created}}},
 	}
@@ -329,7 +401,9 @@ func (g *podGen) pod(ns, name, node, ownerKind, ownerName string, ownerUID types
 		if ownerKind == "Node" {
 			apiVersion = "v1"
 		}
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: ownerKind, Name: ownerName, UID: ownerUID, Controller: ptr.To(true)}}
+		p.OwnerReferences = []metav1.OwnerReference{
+			{APIVersion: apiVersion, Kind: ownerKind, Name: ownerName, UID: ownerUID, Controller: ptr.To(true)},
+		}
 	}
 	return p
 }

@@ -79,8 +79,12 @@ func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
 		"expires_at": exp.UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"issued_at":  time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"user":       map[string]any{"id": user.Name, "name": user.Name, "domain": map[string]any{"id": "default", "name": "Default"}},
-		"project":    map[string]any{"id": user.Project, "name": user.Project, "domain": map[string]any{"id": "default", "name": "Default"}},
-		"roles":      roles(*user),
+		"project": map[string]any{
+			"id":     user.Project,
+			"name":   user.Project,
+			"domain": map[string]any{"id": "default", "name": "Default"},
+		},
+		"roles": roles(*user),
 		"catalog": []map[string]any{
 			{"type": "compute", "name": "nova", "id": "nova", "endpoints": []map[string]any{
 				endpoint("public", compute), endpoint("internal", compute), endpoint("admin", compute)}},

@@ -65,7 +65,10 @@ func NewKube(clock *Clock, objs ...runtime.Object) *Kube {
 		{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{Name: "pods/eviction", Kind: "Eviction", Group: "policy", Version: "v1"},
 		{Name: "nodes", Kind: "Node", Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}}}},
-		{GroupVersion: "policy/v1", APIResources: []metav1.APIResource{{Name: "poddisruptionbudgets", Namespaced: true, Kind: "PodDisruptionBudget"}}}}
+		{
+			GroupVersion: "policy/v1",
+			APIResources: []metav1.APIResource{{Name: "poddisruptionbudgets", Namespaced: true, Kind: "PodDisruptionBudget"}},
+		}}
 	cs.PrependReactor("create", "pods", k.evict)
 	cs.PrependReactor("delete", "pods", k.deletePod)
 	cs.PrependReactor("list", "pods", k.listPods)
@@ -157,13 +160,22 @@ func (k *Kube) evict(a k8stesting.Action) (bool, runtime.Object, error) {
 	if pod.Status.Phase == corev1.PodRunning {
 		pdbs := k.pdbsFor(pod)
 		if len(pdbs) > 1 {
-			return true, nil, apierrors.NewInternalError(fmt.Errorf("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
+			return true, nil, apierrors.NewInternalError(
+				fmt.Errorf("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."),
+			)
 		}
 		if len(pdbs) == 1 && isReady(pod) {
 			pdb := pdbs[0]
 			if pdb.Status.ObservedGeneration < pdb.Generation || pdb.Status.DisruptionsAllowed <= 0 {
-				err := apierrors.NewTooManyRequests(fmt.Sprintf("Cannot evict pod as it would violate the pod's disruption budget. The disruption budget %s needs %d healthy pods and has %d currently",
-					pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy), 0)
+				err := apierrors.NewTooManyRequests(
+					fmt.Sprintf(
+						"Cannot evict pod as it would violate the pod's disruption budget. The disruption budget %s needs %d healthy pods and has %d currently",
+						pdb.Name,
+						pdb.Status.DesiredHealthy,
+						pdb.Status.CurrentHealthy,
+					),
+					0,
+				)
 				err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
 					Type: policyv1.DisruptionBudgetCause, Message: fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently",
 						pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy)})
@@ -274,7 +286,9 @@ func (k *Kube) replace(old *corev1.Pod) {
 			return
 		}
 		cur.Status.Phase = corev1.PodRunning
-		cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(k.clock.Now())}}
+		cur.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(k.clock.Now())},
+		}
 		_ = k.Clientset.Tracker().Update(podsGVR, cur, cur.Namespace)
 		k.recomputePDBs(cur.Namespace)
 	})

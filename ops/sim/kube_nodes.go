@@ -133,7 +133,9 @@ func (k *Kube) restoreDaemons(name string) {
 		p.ResourceVersion, p.DeletionTimestamp, p.DeletionGracePeriodSeconds = "", nil, nil
 		p.UID = typesUID(fmt.Sprintf("%s-d%d-%d", old.UID, id, i))
 		p.Status = corev1.PodStatus{Phase: corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(k.clock.Now())}}}
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(k.clock.Now())},
+			}}
 		_ = k.Clientset.Tracker().Add(p)
 	}
 }

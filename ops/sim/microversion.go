@@ -48,7 +48,10 @@ func parseMicroversion(r *http.Request) (microversion, *mvError) {
 	major, err1 := strconv.Atoi(a)
 	minor, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil {
-		return microversion{}, &mvError{400, fmt.Sprintf("API Version String %s is of invalid format. Must be of format MajorNum.MinorNum.", raw)}
+		return microversion{}, &mvError{
+			400,
+			fmt.Sprintf("API Version String %s is of invalid format. Must be of format MajorNum.MinorNum.", raw),
+		}
 	}
 	v := microversion{major, minor}
 	if v.major != 2 || v.minor < minMicroversion.minor || v.minor > maxMicroversion.minor {

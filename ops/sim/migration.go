@@ -120,7 +120,8 @@ func (w *World) startMigration(s *VM, host string, now time.Time, reqID string) 
 	if s.FailAt != "" && (!s.FailOnce || s.migrations == 1) {
 		m.failAt = s.FailAt
 	}
-	if src := w.hosts[s.Host]; pinnedSpec(s.Flavor.ExtraSpecs) != "" || w.directPort(s) != "" || (src != nil && (!src.Up || src.ForcedDown)) {
+	if src := w.hosts[s.Host]; pinnedSpec(s.Flavor.ExtraSpecs) != "" || w.directPort(s) != "" ||
+		(src != nil && (!src.Up || src.ForcedDown)) {
 		m.failAt = "precheck" // the conductor's pre-check refuses it, after the 202 (a down source: ComputeServiceUnavailable)
 	}
 	m.origStatus, m.origVMState = s.Status, s.VMState // a paused guest stays paused
@@ -259,7 +260,12 @@ func (w *World) apply(m *migration, at time.Time) {
 		m.segStart, m.segRemaining, m.segProcessed, m.dirty = at, m.total, 0, s.DirtyBytesPerSec
 	case "running":
 		if m.failAt == "running" {
-			w.fail(m, at, "compute_live_migration", "Live migration of "+s.ID+" failed: libvirtError: operation failed: migration job: unexpectedly failed")
+			w.fail(
+				m,
+				at,
+				"compute_live_migration",
+				"Live migration of "+s.ID+" failed: libvirtError: operation failed: migration job: unexpectedly failed",
+			)
 			return
 		}
 		m.rebase(at, w.opts.BandwidthBytesPerSec, m.dirty)

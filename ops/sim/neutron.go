@@ -21,8 +21,11 @@ func (w *World) AddPort(server, vnicType string) {
 	defer w.mu.Unlock()
 	for _, s := range w.servers {
 		if s.Name == server {
-			w.ports = append(w.ports, &port{ID: w.uuid(), DeviceID: s.ID, VnicType: vnicType, NetworkID: "b1b2c3d4-0000-4000-8000-00000000000a",
-				MAC: "fa:16:3e:" + w.hex(2) + ":" + w.hex(2) + ":" + w.hex(2)})
+			w.ports = append(
+				w.ports,
+				&port{ID: w.uuid(), DeviceID: s.ID, VnicType: vnicType, NetworkID: "b1b2c3d4-0000-4000-8000-00000000000a",
+					MAC: "fa:16:3e:" + w.hex(2) + ":" + w.hex(2) + ":" + w.hex(2)},
+			)
 		}
 	}
 	w.changes++

@@ -151,7 +151,11 @@ func listMigrations(c *call) (int, any) {
 	if c.mv.atLeast(59) {
 		for k := range q {
 			if !migrationFilters[k] {
-				return 400, faultf("Invalid input for query parameters %s. Additional properties are not allowed ('%s' was unexpected)", k, k)
+				return 400, faultf(
+					"Invalid input for query parameters %s. Additional properties are not allowed ('%s' was unexpected)",
+					k,
+					k,
+				)
 			}
 		}
 	} else {

@@ -179,7 +179,10 @@ func serverAction(c *call) (int, any) {
 		return 400, faultf("Invalid input for field/attribute os-migrateLive. Value: %s. 'block_migration' is a required property", raw)
 	}
 	if _, ok := req["disk_over_commit"]; ok && c.mv.atLeast(25) {
-		return 400, faultf("Invalid input for field/attribute os-migrateLive. Value: %s. Additional properties are not allowed ('disk_over_commit' was unexpected)", raw)
+		return 400, faultf(
+			"Invalid input for field/attribute os-migrateLive. Value: %s. Additional properties are not allowed ('disk_over_commit' was unexpected)",
+			raw,
+		)
 	}
 	host, f := hostField(req)
 	if f != "" {
@@ -255,7 +258,10 @@ func coldMigrate(c *call, s *VM, raw json.RawMessage) (int, any) {
 			return 400, faultf("Invalid input for field/attribute migrate.")
 		}
 		if h, ok := req["host"]; ok && string(h) != "null" && !c.mv.atLeast(56) {
-			return 400, faultf("Invalid input for field/attribute migrate. Value: %s. Additional properties are not allowed ('host' was unexpected)", raw)
+			return 400, faultf(
+				"Invalid input for field/attribute migrate. Value: %s. Additional properties are not allowed ('host' was unexpected)",
+				raw,
+			)
 		}
 		var f novaFault
 		if host, f = hostField(req); f != "" {

@@ -106,7 +106,11 @@ func updateService(c *call) (int, any) {
 			return 400, faultf("No updates were requested. Fields 'status' or 'forced_down' should be specified.")
 		}
 	default:
-		return 400, faultf("Invalid input for field/attribute status. Value: %s. '%s' is not one of ['enabled', 'disabled']", status, status)
+		return 400, faultf(
+			"Invalid input for field/attribute status. Value: %s. '%s' is not one of ['enabled', 'disabled']",
+			status,
+			status,
+		)
 	}
 	if raw, ok := body["forced_down"]; ok {
 		var fd bool

@@ -113,7 +113,14 @@ func providerInventories(c *call) (int, any) {
 	}
 	o := c.w.opts
 	inv := func(total, reserved int64, ratio float64) map[string]any {
-		return map[string]any{"total": total, "reserved": reserved, "min_unit": 1, "max_unit": total, "step_size": 1, "allocation_ratio": ratio}
+		return map[string]any{
+			"total":            total,
+			"reserved":         reserved,
+			"min_unit":         1,
+			"max_unit":         total,
+			"step_size":        1,
+			"allocation_ratio": ratio,
+		}
 	}
 	return 200, map[string]any{"resource_provider_generation": c.w.generation(h), "inventories": map[string]any{
 		"VCPU":      inv(int64(h.VCPUs), 0, o.CPUAllocationRatio),
@@ -178,7 +185,11 @@ func (w *World) allocations() *allocIndex {
 		if idx.byHost[host] == nil {
 			idx.byHost[host] = map[string]map[string]int64{}
 		}
-		idx.byHost[host][consumer] = map[string]int64{"VCPU": int64(s.Flavor.VCPUs), "MEMORY_MB": s.Flavor.RAMMB, "DISK_GB": s.Flavor.DiskGB}
+		idx.byHost[host][consumer] = map[string]int64{
+			"VCPU":      int64(s.Flavor.VCPUs),
+			"MEMORY_MB": s.Flavor.RAMMB,
+			"DISK_GB":   s.Flavor.DiskGB,
+		}
 	}
 	holding := map[string]*migration{} // each server's newest move that holds allocations
 	for _, m := range w.migrations {

@@ -280,7 +280,12 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 				return err
 			}
 			// As the run would end: exit 1, the nodes it would not work named.
-			return fmt.Errorf("campaign %s would leave %d node(s) untouched (refused at their check): %s", c.Name, len(names), strings.Join(names, ", "))
+			return fmt.Errorf(
+				"campaign %s would leave %d node(s) untouched (refused at their check): %s",
+				c.Name,
+				len(names),
+				strings.Join(names, ", "),
+			)
 		}
 		return r.Refusal(ctx) // a node refused, or below the headroom: exit 3, the nodes named
 
@@ -385,7 +390,10 @@ func skipsNameOneVM(skips []string, plans []model.Plan) error {
 			if len(names) > 0 {
 				hint = "their VMs: " + strings.Join(names, ", ")
 			}
-			return &ops.UsageError{Problem: text.Sprintf("--skip-vm %s names no VM of the targets", text.ShellWord(s)), Hint: text.Sprintf("%s", hint)}
+			return &ops.UsageError{
+				Problem: text.Sprintf("--skip-vm %s names no VM of the targets", text.ShellWord(s)),
+				Hint:    text.Sprintf("%s", hint),
+			}
 		case len(hits) > 1:
 			ids := make([]string, len(hits))
 			for i, vm := range hits {

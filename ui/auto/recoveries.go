@@ -65,7 +65,17 @@ func (a *Auto) recoveries(ctx context.Context, _ []string) error {
 		}
 		text.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\t%s\n", r.Node, r.Outcome, text.Time(r.Started), took, how, cut(r.Error, 60))
 		for _, m := range r.Moves {
-			text.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.VM, m.Status, text.Time(m.Started), text.Duration(m.Duration), m.Dest, text.MigrationID(m.MigrationID), cut(m.Reason, 60))
+			text.Fprintf(
+				tw,
+				"  %s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+				m.VM,
+				m.Status,
+				text.Time(m.Started),
+				text.Duration(m.Duration),
+				m.Dest,
+				text.MigrationID(m.MigrationID),
+				cut(m.Reason, 60),
+			)
 		}
 	}
 	return tw.Flush()

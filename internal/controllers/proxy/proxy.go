@@ -338,7 +338,10 @@ func (pr pair) reasons() []model.Reason {
 			Message: fmt.Sprintf("machine %s is not evictable in the cloudpool (membershipStatus.evictable=false)", pr.machine.ID)})
 	}
 	if !pr.victim.Candidate && len(rs) == 0 {
-		rs = append(rs, model.Reason{Code: model.ProtectedNode, Severity: model.Blocks, Object: pr.victim.Node, Message: "not a scale-down candidate"})
+		rs = append(
+			rs,
+			model.Reason{Code: model.ProtectedNode, Severity: model.Blocks, Object: pr.victim.Node, Message: "not a scale-down candidate"},
+		)
 	}
 	return rs
 }

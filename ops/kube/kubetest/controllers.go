@@ -33,7 +33,9 @@ func DaemonSet(t testing.TB, cs kubernetes.Interface, ns, name string) string {
 	ds, err := cs.AppsV1().DaemonSets(ns).Create(Ctx(t), &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: sel},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}}}}}, metav1.CreateOptions{})
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
+				}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,16 +164,19 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 	}
 	dead := outOfService(w.nodes)
 	for _, p := range pods {
-		if taint, ok := dead[p.Spec.NodeName]; ok && !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, taint, false) {
+		if taint, ok := dead[p.Spec.NodeName]; ok &&
+			!corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, taint, false) {
 			_ = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 			continue
 		}
 		// The ReplicaSet controller counts a terminating pod as gone: its replacement is
 		// created at once, while the old one still terminates.
-		if ref := metav1.GetControllerOf(p); p.DeletionTimestamp != nil && c.ReplaceOn != "" && ref != nil && ref.Kind == "ReplicaSet" && c.firstSeen(p.UID) {
+		if ref := metav1.GetControllerOf(p); p.DeletionTimestamp != nil && c.ReplaceOn != "" && ref != nil && ref.Kind == "ReplicaSet" &&
+			c.firstSeen(p.UID) {
 			c.replace(ctx, cs, *p)
 		}
-		if p.DeletionTimestamp != nil && due(p.DeletionTimestamp.Time.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0))*time.Second).Add(c.DeleteAfter)) {
+		if p.DeletionTimestamp != nil &&
+			due(p.DeletionTimestamp.Time.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0))*time.Second).Add(c.DeleteAfter)) {
 			err := cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return time.Now().Add(100 * time.Millisecond)
@@ -181,7 +186,9 @@ func (c *Controllers) step(ctx context.Context, cs kubernetes.Interface, ns stri
 			if at, err := time.Parse(time.RFC3339Nano, p.Annotations["kubetest/ready-at"]); err == nil && due(at) {
 				up := p.DeepCopy()
 				up.Status.Phase = corev1.PodRunning
-				up.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+				up.Status.Conditions = []corev1.PodCondition{
+					{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
+				}
 				if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, up, metav1.UpdateOptions{}); err != nil {
 					due(time.Now().Add(100 * time.Millisecond)) // a stale copy: again once the cache has the new one
 				}
@@ -252,7 +259,11 @@ func (c *Controllers) replace(ctx context.Context, cs kubernetes.Interface, old 
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: old.Namespace, Labels: old.Labels, OwnerReferences: old.OwnerReferences,
 		Name:        fmt.Sprintf("%s-r%d", strings.SplitN(old.Name, "-r", 2)[0], replacements.Add(1)),
 		Annotations: map[string]string{"kubetest/ready-at": time.Now().Add(c.ReadyAfter).Format(time.RFC3339Nano)}},
-		Spec: corev1.PodSpec{NodeName: c.ReplaceOn, Containers: old.Spec.Containers, TerminationGracePeriodSeconds: old.Spec.TerminationGracePeriodSeconds}}
+		Spec: corev1.PodSpec{
+			NodeName:                      c.ReplaceOn,
+			Containers:                    old.Spec.Containers,
+			TerminationGracePeriodSeconds: old.Spec.TerminationGracePeriodSeconds,
+		}}
 	if created, err := cs.CoreV1().Pods(old.Namespace).Create(ctx, p, metav1.CreateOptions{}); err == nil {
 		created.Status.Phase = corev1.PodPending
 		_, _ = cs.CoreV1().Pods(old.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})

@@ -154,9 +154,19 @@ func Node(t testing.TB, cs kubernetes.Interface, name string, opts ...NodeOption
 		t.Fatal(err)
 	}
 	created.Status = corev1.NodeStatus{
-		Capacity:    corev1.ResourceList{"cpu": resource.MustParse("16"), "memory": resource.MustParse("64Gi"), "pods": resource.MustParse("110")},
-		Allocatable: corev1.ResourceList{"cpu": resource.MustParse("16"), "memory": resource.MustParse("64Gi"), "pods": resource.MustParse("110")},
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		Capacity: corev1.ResourceList{
+			"cpu":    resource.MustParse("16"),
+			"memory": resource.MustParse("64Gi"),
+			"pods":   resource.MustParse("110"),
+		},
+		Allocatable: corev1.ResourceList{
+			"cpu":    resource.MustParse("16"),
+			"memory": resource.MustParse("64Gi"),
+			"pods":   resource.MustParse("110"),
+		},
+		Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+		},
 	}
 	created, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	if err != nil {
@@ -192,7 +202,9 @@ func SetReady(t testing.TB, cs kubernetes.Interface, name string, ready bool, si
 		if err != nil {
 			return err
 		}
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since)}}
+		n.Status.Conditions = []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since)},
+		}
 		_, err = cs.CoreV1().Nodes().UpdateStatus(Ctx(t), n, metav1.UpdateOptions{})
 		return err
 	})
@@ -211,7 +223,9 @@ func Owned(kind, name string, uid string) PodOption {
 		if kind == "Job" {
 			apiVersion = "batch/v1"
 		}
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
+		p.OwnerReferences = []metav1.OwnerReference{
+			{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)},
+		}
 	}
 }
 
@@ -227,7 +241,10 @@ func Labels(kv ...string) PodOption {
 // EmptyDir gives the pod an emptyDir volume.
 func EmptyDir(name string) PodOption {
 	return func(p *corev1.Pod) {
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		p.Spec.Volumes = append(
+			p.Spec.Volumes,
+			corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		)
 	}
 }
 
@@ -268,7 +285,9 @@ func Pod(t testing.TB, cs kubernetes.Interface, ns, name, node string, opts ...P
 		t.Fatal(err)
 	}
 	created.Status.Phase = corev1.PodRunning
-	created.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	created.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
+	}
 	created, err = cs.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +309,9 @@ func ReplicaSet(t testing.TB, cs kubernetes.Interface, ns, deployment string, re
 		t.Fatal(err)
 	}
 	rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: deployment + "-5d8f9",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}},
+		OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)},
+		}},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: sel, Template: tmpl}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,9 @@ func (c *Cloud) connect() *API {
 	body := map[string]any{"auth": map[string]any{
 		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": map[string]any{
 			"name": c.Getenv("OS_USERNAME"), "password": c.Getenv("OS_PASSWORD"), "domain": map[string]any{"name": "Default"}}}},
-		"scope": map[string]any{"project": map[string]any{"name": c.Getenv("OS_PROJECT_NAME"), "domain": map[string]any{"name": "Default"}}},
+		"scope": map[string]any{
+			"project": map[string]any{"name": c.Getenv("OS_PROJECT_NAME"), "domain": map[string]any{"name": "Default"}},
+		},
 	}}
 	var out struct {
 		Token struct {
