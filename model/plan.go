@@ -59,6 +59,9 @@ type Step struct {
 	Kind   StepKind `json:"kind"`
 	Detail string   `json:"detail"`
 	Done   bool     `json:"done"`
+	// Beside: it runs beside the step before it, not after it (a campaign's pods evicted
+	// while its VMs move): the planner's choice, from the caller's request.
+	Beside bool `json:"beside,omitempty"`
 }
 
 // Plan is what an operation will do, reviewed before anything changes (--dry-run prints it).

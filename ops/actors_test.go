@@ -312,7 +312,7 @@ func TestClusterCapAcrossEngines(t *testing.T) {
 	errs := make([]error, 3)
 	for i, node := range []string{"c0", "c1", "c2"} {
 		e := c.Engine(ops.DefaultHolder(), nil)
-		ro := ops.RunOptions{Policy: defaults(), VMsOnly: true, Leaving: []string{c.Name("c0"), c1, c2}}
+		ro := ops.RunOptions{Policy: defaults(), Leaving: []string{c.Name("c0"), c1, c2}, EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 		plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c.Name(node), ro)
 		if err != nil {
 			t.Fatal(err)
@@ -463,7 +463,12 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 	c.World.AddServer("vm-c", c1, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
 	c.World.KillHost(c0)
 	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
-	kubetest.Eventually(t, 10*time.Second, "the engines' cache seeing "+c0+" NotReady", func() bool { k, _ := c.Engine("observer@test", nil).KubeNode(c0); return !k.Ready })
+	kubetest.Eventually(
+		t,
+		10*time.Second,
+		"the engines' cache seeing "+c0+" NotReady",
+		func() bool { k, _ := c.Engine("observer@test", nil).KubeNode(c0); return !k.Ready },
+	)
 	run := func(kind model.OpKind, node string, ro ops.RunOptions) <-chan error {
 		e := c.Engine(ops.DefaultHolder(), nil)
 		plan, err := e.Plan(kubetest.Ctx(t), kind, node, ro)
@@ -477,7 +482,7 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 		}()
 		return done
 	}
-	recovered := run(model.OpRecover, c0, ops.RunOptions{Policy: withDiskLoss(), ConfirmFenced: true})
+	recovered := run(model.OpRecover, c0, ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}})
 	kubetest.Eventually(t, 20*time.Second, "a VM of the dead host being rebuilt", func() bool {
 		select {
 		case err := <-recovered:
@@ -488,7 +493,7 @@ func TestRebuildsCountAgainstTheClusterCap(t *testing.T) {
 		b, _ := c.World.ServerByName("vm-b")
 		return a.Status == "REBUILD" || b.Status == "REBUILD"
 	})
-	evacuated := run(model.OpEvacuate, c1, ops.RunOptions{Policy: defaults(), VMsOnly: true})
+	evacuated := run(model.OpEvacuate, c1, ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}})
 	for i, done := range []<-chan error{recovered, evacuated} {
 		if err := <-done; err != nil {
 			t.Fatalf("engine %d: %v", i, err)
@@ -539,7 +544,8 @@ func TestEndlessMoveIntoTheNodeIsNamedAfterTheMigrationTimeout(t *testing.T) {
 	ro := forced()
 	ro.VMsOnly = true
 	rec, _, err := run(t, c.Engine("t", nil), model.OpEvacuate, c0, ro)
-	if err == nil || !strings.Contains(err.Error(), "still under way after 3s (timeouts.migration)") || !strings.Contains(err.Error(), in.ID) {
+	if err == nil || !strings.Contains(err.Error(), "still under way after 3s (timeouts.migration)") ||
+		!strings.Contains(err.Error(), in.ID) {
 		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
 	}
 	if ms := c.World.MigrationStatuses(in.ID); len(ms) != 1 || ms[0][len(ms[0])-1] != "running" {

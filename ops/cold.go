@@ -96,14 +96,6 @@ func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) (bool, m
 	return true, ""
 }
 
-// coldRecords are the cold moves drainctl asked for, by VM.
-type coldRecords map[string][]ColdMove
-
-// proves says whether the migration is one drainctl asked for.
-func (c coldRecords) proves(m model.Migration) bool {
-	return slices.ContainsFunc(c[m.InstanceID], func(cm ColdMove) bool { return cm.Proves(m) })
-}
-
 // coldOurs are the cold moves the node's journal (and this run) say drainctl asked for.
 func (r *runner) coldOurs() coldRecords {
 	out := coldRecords{}

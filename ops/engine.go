@@ -133,25 +133,16 @@ func (e *Engine) Inventory() *Inventory { return e.inv }
 // NovaConfigured reports whether VMs are managed.
 func (e *Engine) NovaConfigured() bool { return e.nova != nil }
 
-// RunOptions are one operation's overrides and parameters.
+// RunOptions are one operation's request: the common part (the policy and its overrides,
+// why, the batch it is planned in), then one parameter type per kind of operation, each
+// read by its planner and steps only.
 type RunOptions struct {
-	Policy       policy.Options
-	Why          string   // appended to nova-compute's disabled_reason
-	Automatic    bool     // recover: started by automatic recovery, not a person (its ledger says so)
-	To           string   // migrate: destination host ("" lets Nova's scheduler choose)
-	ForceCompute bool     // uncordon: re-enable a service someone else disabled
-	Leaving      []string // other nodes emptied in the same batch
+	Policy  policy.Options
+	Why     string   // appended to nova-compute's disabled_reason
+	Leaving []string // other nodes emptied in the same batch
 	// Later are nodes a campaign empties after this one: a VM goes to one of them only when
 	// no other host has room for it (it would be moved again).
 	Later []string
-	// VMsOnly: the Nova half only (an evacuation: disable nova-compute, migrate the VMs; an
-	// uncordon: the canary, enable nova-compute, restart the VMs stopped, close the journal).
-	// The daemon uses it when someone else cordoned or uncordoned the node: the pods and the
-	// node's schedulability are theirs.
-	VMsOnly bool
-	// KeepLease: an evacuation keeps the node's lease when it ends, as a cordon does, until
-	// uncordon releases it (a NodeMaintenance holds the node for as long as it exists).
-	KeepLease bool
 	// FromCache: plan from the Kubernetes cache and the last Nova read (refreshed every
 	// refresh_interval) instead of reading Nova again: for a view re-planning as an operator
 	// toggles overrides. Each step still reads what it acts on before it acts.
@@ -161,16 +152,50 @@ type RunOptions struct {
 	// (Inventory.ReadNodes): a campaign's plans, many a minute, cost bytes by the node, not by
 	// the cloud. A host another actor added or changed elsewhere is seen at the next whole read.
 	ByHost bool
-	// Recover: the machine is proven off by FenceCmd exiting 0 ({node}: the node's name),
-	// or by the operator's word (ConfirmFenced, journaled with who and when).
+	// Campaign: the campaign this evacuation is a node of, journaled on the node; its plan
+	// evicts the pods beside the moves.
+	Campaign string
+
+	EvacuateParams
+	MigrateParams
+	RecoverParams
+	UncordonParams
+}
+
+// EvacuateParams are an evacuation's.
+type EvacuateParams struct {
+	// VMsOnly: the Nova half only (an evacuation: disable nova-compute, migrate the VMs; an
+	// uncordon: the canary, enable nova-compute, restart the VMs stopped, close the journal).
+	// The daemon uses it when someone else cordoned or uncordoned the node: the pods and the
+	// node's schedulability are theirs.
+	VMsOnly bool
+	// KeepLease: an evacuation keeps the node's lease when it ends, as a cordon does, until
+	// uncordon releases it (a NodeMaintenance holds the node for as long as it exists).
+	KeepLease bool
+}
+
+// MigrateParams are a migration's (one VM).
+type MigrateParams struct {
+	To string // destination host ("" lets Nova's scheduler choose)
+	// Returning: this migrate brings a VM home (uncordon's return): the VM's own
+	// maintenance policy applies, as it did when it left.
+	Returning bool
+}
+
+// RecoverParams are a recovery's: the machine is proven off by FenceCmd exiting 0 ({node}:
+// the node's name), or by the operator's word (ConfirmFenced, journaled with who and when).
+type RecoverParams struct {
 	FenceCmd      string
 	ConfirmFenced bool
-	// Campaign: the campaign this evacuation is a node of, journaled on the node.
-	Campaign string
-	// ReturnVMs: uncordon brings home the VMs the node's journal says left it, once the node
-	// is back and proven. Returning: this migrate is such a return (the VM's own maintenance
-	// policy applies, as it did when it left).
-	ReturnVMs, Returning bool
+	Automatic     bool // started by automatic recovery, not a person (its ledger says so)
+}
+
+// UncordonParams are the way back's (uncordon, rollback).
+type UncordonParams struct {
+	ForceCompute bool // re-enable a service someone else disabled
+	// ReturnVMs: bring home the VMs the node's journal says left it, once the node is back
+	// and proven.
+	ReturnVMs bool
 }
 
 type tracked struct {

@@ -72,7 +72,8 @@ func TestEvacuateThenUncordon(t *testing.T) {
 		t.Errorf("node after evacuate: %+v journal %+v", n, j)
 	}
 	h, _ := c.World.Host(c0)
-	if h.Enabled || !strings.HasPrefix(h.DisabledReason, "drainctl: evacuate by tester@a at ") || !strings.HasSuffix(h.DisabledReason, ": kernel upgrade") {
+	if h.Enabled || !strings.HasPrefix(h.DisabledReason, "drainctl: evacuate by tester@a at ") ||
+		!strings.HasSuffix(h.DisabledReason, ": kernel upgrade") {
 		t.Errorf("compute after evacuate: %+v", h)
 	}
 	for _, name := range []string{"vm-a", "vm-b"} {
@@ -371,7 +372,7 @@ func TestPerDestinationCap(t *testing.T) {
 	c := newCluster(t, 50)
 	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerDestination = 4, 1
 	e := c.Engine("t", nil)
-	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	if _, _, err := run(t, e, model.OpEvacuate, c.Name("c0"), ro); err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +530,7 @@ func TestDestinationDisabledMeanwhileIsNotUsed(t *testing.T) {
 	c.World.AddServer("filler", c.Name("c1"), sim.Flavor{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 8, DiskGB: 80})
 	e := c.Engine("t", nil)
 	ctx := kubetest.Ctx(t)
-	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	plan, err := e.Plan(ctx, model.OpEvacuate, c.Name("c0"), ro)
 	if err != nil {
 		t.Fatal(err)
@@ -576,7 +577,7 @@ func TestNodesAtOnceShareOneLedgerOfRoom(t *testing.T) {
 	c.World.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) { h[c2].MemoryMB = 512 + 8192 + 100 })
 	e := c.Engine("t", nil)
 	ctx := kubetest.Ctx(t)
-	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	b, err := e.PlanBatch(ctx, model.OpEvacuate, []string{c0, c1}, ro)
 	if err != nil {
 		t.Fatal(err)
@@ -650,12 +651,13 @@ func TestEachVMAsItsPolicyAsks(t *testing.T) {
 	c.World.SetMetadata("vm-a", model.VMPolicyKey, "stop-start")
 	c.World.SetMetadata("vm-b", model.VMPolicyKey, "stays")
 	e := c.Engine("tester@a", nil)
-	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	before := c.World.Stats().Mutations
 	_, _, err := run(t, e, model.OpEvacuate, c0, ro)
 	var refused *ops.RefusedError
 	if !errors.As(err, &refused) || len(refused.Reasons) != 1 || refused.Reasons[0].Code != model.VMAsksToStay || refused.Reasons[0].Object != "vm-b" ||
-		!strings.Contains(refused.Reasons[0].Message, "its metadata drainctl:maintenance") || refused.Reasons[0].Override != model.OverrideSkipVM {
+		!strings.Contains(refused.Reasons[0].Message, "its metadata drainctl:maintenance") ||
+		refused.Reasons[0].Override != model.OverrideSkipVM {
 		t.Fatalf("want vm-b's own stays to refuse the node, got %v", err)
 	}
 	if c.World.Stats().Mutations != before {
@@ -668,7 +670,8 @@ func TestEachVMAsItsPolicyAsks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, vm := range p.VMs {
-		if want := map[string]model.VMPolicy{"vm-a": model.PolicyStopStart, "vm-b": model.PolicyStays}[vm.Name]; vm.Policy != want || vm.PolicyFrom != "its metadata drainctl:maintenance" {
+		if want := map[string]model.VMPolicy{"vm-a": model.PolicyStopStart, "vm-b": model.PolicyStays}[vm.Name]; vm.Policy != want ||
+			vm.PolicyFrom != "its metadata drainctl:maintenance" {
 			t.Errorf("the plan shows %s's policy as %q from %q, want %q from its metadata", vm.Name, vm.Policy, vm.PolicyFrom, want)
 		}
 		if vm.Name == "vm-a" && vm.Method != model.MoveCold {
@@ -701,7 +704,8 @@ func TestEachVMAsItsPolicyAsks(t *testing.T) {
 			note = &p.Reasons[i]
 		}
 	}
-	if len(p.Blockers()) != 0 || note == nil || note.Severity != model.Notes || note.By != model.OverrideVMPolicy || !strings.Contains(note.Message, `although its policy is "stays"`) {
+	if len(p.Blockers()) != 0 || note == nil || note.Severity != model.Notes || note.By != model.OverrideVMPolicy ||
+		!strings.Contains(note.Message, `although its policy is "stays"`) {
 		t.Fatalf("want vm-b planned to move under the override, noted; blockers %v, note %+v", p.Blockers(), note)
 	}
 	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
@@ -796,7 +800,11 @@ func TestAPlanReadsItsHostNotTheFleet(t *testing.T) {
 		}
 	}
 	if st["GET /os-hypervisors/{id}"] != 1 || st["GET /os-services"] != 1 {
-		t.Errorf("the plan read hypervisors by ID %d times and services %d times, want one each (its host)", st["GET /os-hypervisors/{id}"], st["GET /os-services"])
+		t.Errorf(
+			"the plan read hypervisors by ID %d times and services %d times, want one each (its host)",
+			st["GET /os-hypervisors/{id}"],
+			st["GET /os-services"],
+		)
 	}
 	i := slices.IndexFunc(p.VMs, func(vm model.VM) bool { return vm.Name == "vm-a" })
 	if i < 0 || p.VMs[i].Status != model.VMShutoff || p.VMs[i].Method != model.MoveCold {
@@ -850,7 +858,16 @@ func TestNodesAtOnceShareABudget(t *testing.T) {
 	ns := kubetest.Namespace(t, c.CS, c.Px+"-shared")
 	rs, uid := kubetest.ReplicaSet(t, c.CS, ns, "shared", 4)
 	for i, n := range []string{"c1", "c1", "c2", "c2"} {
-		kubetest.Pod(t, c.CS, ns, fmt.Sprintf("shared-%d", i), c.Name(n), kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "shared"), kubetest.Grace(1))
+		kubetest.Pod(
+			t,
+			c.CS,
+			ns,
+			fmt.Sprintf("shared-%d", i),
+			c.Name(n),
+			kubetest.Owned("ReplicaSet", rs, uid),
+			kubetest.Labels("app", "shared"),
+			kubetest.Grace(1),
+		)
 	}
 	kubetest.PDB(t, c.CS, ns, "shared-pdb", "shared", 3)
 	(&kubetest.Controllers{ReplaceOn: c.Name("cp"), ReadyAfter: 300 * time.Millisecond}).Run(t, c.CS, ns)

@@ -13,70 +13,6 @@ import (
 	"github.com/drainctl/drainctl/ops/poll"
 )
 
-// vmRun is one VM's migration as the engine follows it.
-type vmRun struct {
-	vm        model.VM
-	method    model.MoveMethod // live or cold
-	ours      bool             // cold: drainctl asked for it (the journal says so): it confirms it
-	confirmed bool             // cold: confirmResize asked
-	attempt   int
-	state     MigState
-	dest      string
-	mid       int64
-	started   time.Time
-	notBefore time.Time // retry delay
-	progress  model.MigrationProgress
-	escalated bool
-	adopted   bool   // already migrating when the engine came: followed, not requested
-	slot      bool   // holds one of the cluster-wide migration slots
-	claimed   string // the destination counted against its cap
-	total     int64
-	copied    int64 // bytes copied by the earlier attempts
-	// refused: Nova said this VM cannot move by its method at all (a live move's pre-check
-	// refused it): retrying the method does not help; its mover's fallback may.
-	refused bool
-	// noValidHost: Nova's scheduler found no host for the last attempt (its action said so).
-	noValidHost bool
-	// after is the newest migration ID Nova had for the VM just before drainctl asked for
-	// this move (afterKnown: read): Nova makes a live or cold move's record after its 202,
-	// so the records of this move are those above it, never an older move's.
-	after      int64
-	afterKnown bool
-	// settled: the move failed, but Nova may still carry it out (one it cannot stop, past
-	// its timeout; one whose record never came): it is not asked for again.
-	settled bool
-}
-
-// recordsOf keeps the migration records (newest first) that may be this move's: those
-// above after, when it was read before the request; all of them for a move drainctl follows
-// without having asked for it.
-func (run *vmRun) recordsOf(recs []model.Migration) []model.Migration {
-	if !run.afterKnown {
-		return recs
-	}
-	out := recs[:0:0]
-	for _, m := range recs {
-		if m.ID > run.after {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// attemptBytes is what the current attempt copied: the last sample's processed bytes; once
-// completed, at least the guest's memory (the last sample may predate the end, and a quick
-// migration may end between two reads: os-migrations does not carry the byte counts).
-func (run *vmRun) attemptBytes(completed bool) int64 {
-	var b int64
-	if s, ok := run.progress.Last(); ok {
-		b = s.Processed
-	}
-	if completed {
-		b = max(b, run.total, run.vm.RAMMB<<20)
-	}
-	return b
-}
-
 func (e *Engine) releaseSlot(run *vmRun) {
 	e.claim(run, -1)
 	if run.slot {
@@ -391,74 +327,21 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 	return failed
 }
 
-// stays accounts for a VM that does not move. Left on purpose (an override the plan
-// showed), it is reported and the node is "not empty"; one that became unmovable during the
-// run (broken, locked meanwhile) is a failure, returned with its override.
-func (r *runner) stays(_ context.Context, run *vmRun, reason *model.Reason, _ *moveQueue) (failure *model.Reason) {
-	run.method = model.MoveStays
-	if reason.Severity == model.Blocks {
-		r.emitVM(run, MigFailed, reason.Message)
-		bad := notMoved(run.vm, reason.Message, reason.Override)
-		return &bad
+// fallBack asks the method's fallback once Nova said the VM cannot move by it: true when the
+// VM was queued again another way, else the override that would move it.
+func (r *runner) fallBack(run *vmRun, msg string, pending *[]*vmRun) (bool, model.Override) {
+	if fb := movers[run.method].fallback; fb != nil {
+		return fb(r, run, msg, pending)
 	}
-	r.report.VMs = append(
-		r.report.VMs,
-		VMReport{
-			VM:      run.vm.Name,
-			VMID:    run.vm.ID,
-			Method:  model.MoveStays,
-			Result:  MigSkipped,
-			Source:  run.vm.Host,
-			Message: reason.Message,
-		},
-	)
-	r.report.Left = append(r.report.Left, run.vm.Name+": "+reason.Message)
-	r.emitVM(run, MigSkipped, reason.Message)
-	return nil
+	return false, ""
 }
 
-// retry puts a failed VM back in the queue if it has attempts left.
-func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
-	if run.settled || run.attempt >= r.e.o.Attempts || r.noValidHostAsked(run) {
-		return false
-	}
-	run.notBefore = r.e.now().Add(r.e.o.Poll)
-	r.emitVM(run, MigRetrying, msg)
-	*pending = append(*pending, run)
-	return true
+// request asks Nova to move the VM by its method.
+func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
+	return movers[run.method].request(r, ctx, run, dest)
 }
 
-func (r *runner) emitVM(run *vmRun, state MigState, msg string) {
-	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: state,
-		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total}))
-}
-
-func (r *runner) emitProgress(run *vmRun) {
-	s, ok := run.progress.Last()
-	if !ok {
-		return
-	}
-	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: MigRunning,
-		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Total: s.Total, Processed: s.Processed,
-		Remaining: s.Remaining, Rate: run.progress.CopyRate(), Converge: run.progress.ConvergeRate(), ETA: run.progress.ETA(),
-		Stalled: run.progress.Stalled(r.e.o.StallAfter)}))
-}
-
-// vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.
-func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...model.Override) VMReport {
-	bytes := run.copied + run.attemptBytes(result == MigCompleted)
-	if !movers[run.method].copies {
-		bytes = 0 // a cold move copies disks, a rebuild nothing: Nova counts no bytes
-	}
-	rep := VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
-		Attempts: run.attempt, Bytes: bytes, Started: run.started, Duration: r.e.now().Sub(run.started), Message: msg, MigrationID: run.mid}
-	if len(override) > 0 {
-		rep.Override = override[0]
-	}
-	return rep
-}
-
-// notMoved is a VM the run could not move, and the override that would move it ("": none).
-func notMoved(vm model.VM, msg string, o model.Override) model.Reason {
-	return model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: msg, Override: o}
+// pollOne reads one move under way, by its method.
+func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, error) {
+	return movers[run.method].poll(r, ctx, run)
 }

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -56,70 +55,10 @@ type mover struct {
 	copies bool // its progress is bytes copied (a live migration's memory)
 }
 
-// moveQueue is what moveAll works through: the VMs waiting for their request, the moves
-// under way, and the cold moves drainctl asked for.
-type moveQueue struct {
-	pending []*vmRun
-	running map[string]*vmRun
-	ours    coldRecords
-}
-
 // queued waits for its request, under the caps.
 func queued(_ *runner, _ context.Context, run *vmRun, _ *model.Reason, q *moveQueue) *model.Reason {
 	q.pending = append(q.pending, run)
 	return nil
 }
 
-// fallBack asks the method's fallback once Nova said the VM cannot move by it: true when the
-// VM was queued again another way, else the override that would move it.
-func (r *runner) fallBack(run *vmRun, msg string, pending *[]*vmRun) (bool, model.Override) {
-	if fb := movers[run.method].fallback; fb != nil {
-		return fb(r, run, msg, pending)
-	}
-	return false, ""
-}
-
-// request asks Nova to move the VM by its method.
-func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
-	return movers[run.method].request(r, ctx, run, dest)
-}
-
-// pollOne reads one move under way, by its method.
-func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, error) {
-	return movers[run.method].poll(r, ctx, run)
-}
-
 // The poll tail every mover shares.
-
-// moveState records the move's new state once, as an event.
-func (r *runner) moveState(run *vmRun, st MigState, msg string) {
-	if st != run.state {
-		run.state = st
-		r.emitVM(run, st, msg)
-	}
-}
-
-// actionError is why Nova's move of the VM failed (its instance action's error), or
-// fallback when Nova does not say; it notes on run whether Nova said it cannot move live.
-func (r *runner) actionError(ctx context.Context, run *vmRun, fallback string) string {
-	f, err := r.e.nova.LastActionError(ctx, run.vm.ID, run.method)
-	if err != nil || f.Message == "" {
-		return fallback
-	}
-	run.refused, run.noValidHost = f.CannotLive, f.NoValidHost
-	return f.Message
-}
-
-// unstoppableOverdue fails a move Nova cannot stop (a cold move, a rebuild) once it has run
-// past timeouts.migration; "" while it is within.
-func (r *runner) unstoppableOverdue(run *vmRun, what string) (MigState, string, error) {
-	if d := r.e.cfg.Timeouts.Migration.D(); r.e.now().Sub(run.started) > d {
-		run.settled = true // still Nova's: asking again would race it
-		return MigFailed, fmt.Sprintf(
-			"%s after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show",
-			what,
-			d,
-		), nil
-	}
-	return "", "", nil
-}

@@ -172,9 +172,13 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		p.Pods = append(p.Pods, g.Pods...)
 	}
 	sort.SliceStable(p.Reasons, func(i, j int) bool { return severityRank(p.Reasons[i].Severity) < severityRank(p.Reasons[j].Severity) })
+	// A campaign's pods go while its VMs move (the pods other than the hypervisor's carriers
+	// wait for no VM; the carriers still go after the VMs). A person's evacuation keeps its
+	// steps one after the other, as its plan shows them.
+	beside := ro.Campaign != "" && len(p.Steps) > 0 && p.Steps[len(p.Steps)-1].Kind == model.StepMigrateVMs
 	p.Steps = append(
 		p.Steps,
-		model.Step{Kind: model.StepEvictPods, Done: len(p.Pods) == 0, Detail: evictDetail(groups, len(p.Pods), skipped)},
+		model.Step{Kind: model.StepEvictPods, Done: len(p.Pods) == 0, Detail: evictDetail(groups, len(p.Pods), skipped), Beside: beside},
 		model.Step{
 			Kind:   model.StepEvictCarriers,
 			Done:   len(p.Carriers) == 0,

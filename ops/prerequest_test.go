@@ -21,7 +21,7 @@ func TestAVMRequestCostsItsNamedChecks(t *testing.T) {
 	c.Cfg.Concurrency.MigrationsPerSource = 2 // both requests before any poll: the window holds checks alone
 	e := c.Engine("test@checks", nil)
 	ctx := kubetest.Ctx(t)
-	ro := ops.RunOptions{VMsOnly: true}
+	ro := ops.RunOptions{EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	plan, err := e.Plan(ctx, model.OpEvacuate, c.Name("c0"), ro)
 	if err != nil {
 		t.Fatal(err)
@@ -42,14 +42,20 @@ func TestAVMRequestCostsItsNamedChecks(t *testing.T) {
 	}
 	window := calls[at[0]+1 : at[1]+1]
 	named := []*regexp.Regexp{
-		regexp.MustCompile(`^nova GET .*/servers/[^/]+$`),                                                    // moved meanwhile
-		regexp.MustCompile(`^kube GET /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases$`),                // still the holder (every node's lease, one read)
-		regexp.MustCompile(`^kube GET /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`),          // the migration lock
-		regexp.MustCompile(`^kube (PUT|DELETE) /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`), // the migration lock, taken and given back
-		regexp.MustCompile(`^kube POST /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases$`),               // the migration lock, created
-		regexp.MustCompile(`^nova GET .*/os-migrations$`),                                                    // cluster room
-		regexp.MustCompile(`^nova GET .*/os-services$`),                                                      // destination usable
-		regexp.MustCompile(`^nova GET .*/servers/[^/]+/migrations$`),                                         // the previous request shows under way
+		regexp.MustCompile(`^nova GET .*/servers/[^/]+$`), // moved meanwhile
+		regexp.MustCompile(
+			`^kube GET /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases$`,
+		), // still the holder (every node's lease, one read)
+		regexp.MustCompile(`^kube GET /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`), // the migration lock
+		regexp.MustCompile(
+			`^kube (PUT|DELETE) /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases/[^/]+$`,
+		), // the migration lock, taken and given back
+		regexp.MustCompile(`^kube POST /apis/coordination.k8s.io/v1/namespaces/[^/]+/leases$`), // the migration lock, created
+		regexp.MustCompile(`^nova GET .*/os-migrations$`),                                      // cluster room
+		regexp.MustCompile(`^nova GET .*/os-services$`),                                        // destination usable
+		regexp.MustCompile(
+			`^nova GET .*/servers/[^/]+/migrations$`,
+		), // the previous request shows under way
 		request,
 	}
 	for _, call := range window {

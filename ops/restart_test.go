@@ -48,7 +48,13 @@ func TestARestartInPlaceVMIsStoppedAndStartedWhereItIs(t *testing.T) {
 	}
 	a, _ := c.World.ServerByName("vm-a")
 	if a.Host != c0 || a.Status != "SHUTOFF" || len(c.World.MigrationStatuses(a.ID)) != 0 {
-		t.Errorf("vm-a after the evacuation: %s on %s, migrations %v; want SHUTOFF on %s, never moved", a.Status, a.Host, c.World.MigrationStatuses(a.ID), c0)
+		t.Errorf(
+			"vm-a after the evacuation: %s on %s, migrations %v; want SHUTOFF on %s, never moved",
+			a.Status,
+			a.Host,
+			c.World.MigrationStatuses(a.ID),
+			c0,
+		)
 	}
 	if b, _ := c.World.ServerByName("vm-b"); b.Host == c0 {
 		t.Error("vm-b (migrate) was not moved")
@@ -124,7 +130,7 @@ func TestARestartInPlaceStopThatNeverEndsFailsAtItsTimeout(t *testing.T) {
 	if err := c.World.ApplyFaultSpec("boot-hang=" + c0); err != nil {
 		t.Fatal(err)
 	}
-	rec, _, err := run(t, e, model.OpEvacuate, c0, ops.RunOptions{Policy: defaults(), VMsOnly: true})
+	rec, _, err := run(t, e, model.OpEvacuate, c0, ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}})
 	if err == nil || !strings.Contains(err.Error(), "not SHUTOFF within timeouts.migration (2s): ACTIVE (task powering-off)") {
 		t.Fatalf("want the stop to fail at its timeout, still powering off; got %v\n%s", err, rec.Transcript(c.Px))
 	}
@@ -163,8 +169,13 @@ func TestARestartInPlaceVMOfADeadHostIsStartedWhereItIsRebuilt(t *testing.T) {
 	}
 	c.World.KillHost(c0)
 	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
-	kubetest.Eventually(t, 10*time.Second, "the engine's cache seeing "+c0+" NotReady", func() bool { k, _ := e.KubeNode(c0); return !k.Ready })
-	rro := ops.RunOptions{Policy: defaults(), ConfirmFenced: true}
+	kubetest.Eventually(
+		t,
+		10*time.Second,
+		"the engine's cache seeing "+c0+" NotReady",
+		func() bool { k, _ := e.KubeNode(c0); return !k.Ready },
+	)
+	rro := ops.RunOptions{Policy: defaults(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
 	rro.Policy.KeepLocalDisks = true
 	rec, rep, err := run(t, e, model.OpRecover, c0, rro)
 	if err != nil {
@@ -209,7 +220,12 @@ func TestAStartNeedsDrainctlsOwnStop(t *testing.T) {
 	if err := c.Nova.StartServer(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, 30*time.Second, "vm-a started by its owner", func() bool { vm, _ := c.World.ServerByName("vm-a"); return vm.Status == "ACTIVE" })
+	kubetest.Eventually(
+		t,
+		30*time.Second,
+		"vm-a started by its owner",
+		func() bool { vm, _ := c.World.ServerByName("vm-a"); return vm.Status == "ACTIVE" },
+	)
 	if _, err := c.Nova.StopServer(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -217,13 +233,20 @@ func TestAStartNeedsDrainctlsOwnStop(t *testing.T) {
 	if _, err := c.Nova.StopServer(ctx, tenant.ID); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, 30*time.Second, "vm-a and vm-t stopped by their owners", func() bool { return shutoff("vm-a") && shutoff("vm-t") })
+	kubetest.Eventually(
+		t,
+		30*time.Second,
+		"vm-a and vm-t stopped by their owners",
+		func() bool { return shutoff("vm-a") && shutoff("vm-t") },
+	)
 	// The forgery: one merge patch on the Node names vm-t, with a made-up request ID.
 	j, _ := ops.ReadJournal(c.Node(c0))
 	j.Restart = append(j.Restart, tenant.ID)
 	j.Stopped[tenant.ID] = "req-00000000-0000-0000-0000-000000000000"
 	raw, _ := json.Marshal(j)
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ops.JournalAnnotation: string(raw)}}})
+	patch, _ := json.Marshal(
+		map[string]any{"metadata": map[string]any{"annotations": map[string]string{ops.JournalAnnotation: string(raw)}}},
+	)
 	if _, err := c.CS.CoreV1().Nodes().Patch(ctx, c0, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +269,8 @@ func TestAStartNeedsDrainctlsOwnStop(t *testing.T) {
 			said = s.Detail
 		}
 	}
-	if !strings.Contains(said, "vm-a: left stopped: its newest stop is not the one drainctl asked") || !strings.Contains(said, "vm-t: left stopped") {
+	if !strings.Contains(said, "vm-a: left stopped: its newest stop is not the one drainctl asked") ||
+		!strings.Contains(said, "vm-t: left stopped") {
 		t.Errorf("the step does not name the VMs left stopped (result %s): %q", rep.Result, said)
 	}
 }
@@ -271,7 +295,12 @@ func TestAStoppedRestartInPlaceVMOfARemovedNodeIsStartedWhereItGoes(t *testing.T
 		return strings.Contains(l, "vm-a: stopped by drainctl for restart-in-place, not started")
 	})
 	if a.Host == c0 || (a.Status != "ACTIVE" && !said) {
-		t.Errorf("vm-a after its node's scale-down: %s on %s, left %v; want running where it went, or said stopped", a.Status, a.Host, rep.Left)
+		t.Errorf(
+			"vm-a after its node's scale-down: %s on %s, left %v; want running where it went, or said stopped",
+			a.Status,
+			a.Host,
+			rep.Left,
+		)
 	}
 }
 

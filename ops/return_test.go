@@ -59,11 +59,23 @@ func TestUncordonBringsTheVMsHome(t *testing.T) {
 	})
 	c.World.DeleteServer("vm-d")
 
-	rec, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), ReturnVMs: true})
+	rec, rep, err := run(
+		t,
+		e,
+		model.OpUncordon,
+		c0,
+		ops.RunOptions{Policy: defaults(), UncordonParams: ops.UncordonParams{ReturnVMs: true}},
+	)
 	if err != nil {
 		t.Fatalf("uncordon --return-vms: %v\n%s", err, rec.Transcript(c.Px))
 	}
-	want := map[string]string{"vm-a": "", "vm-e": "", "vm-b": "moved since it left", "vm-c": "resized since it left (m1.medium, was m1.small)", "vm-d": "deleted since it left"}
+	want := map[string]string{
+		"vm-a": "",
+		"vm-e": "",
+		"vm-b": "moved since it left",
+		"vm-c": "resized since it left (m1.medium, was m1.small)",
+		"vm-d": "deleted since it left",
+	}
 	if len(rep.Returns) != len(want) {
 		t.Fatalf("returns: %+v", rep.Returns)
 	}
@@ -93,7 +105,7 @@ func TestAReturnLeavesAVMOnANodeAColleagueWorks(t *testing.T) {
 	e := c.Engine("tester@a", nil)
 	colleague := c.Engine("colleague@b", nil)
 	c0 := c.Name("c0")
-	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
 		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
 	}
@@ -101,7 +113,7 @@ func TestAReturnLeavesAVMOnANodeAColleagueWorks(t *testing.T) {
 	if _, _, err := run(t, colleague, model.OpCordon, a.Host, ops.RunOptions{Policy: defaults()}); err != nil {
 		t.Fatalf("the colleague's cordon of %s: %v", a.Host, err)
 	}
-	_, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), ReturnVMs: true})
+	_, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), UncordonParams: ops.UncordonParams{ReturnVMs: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +146,7 @@ func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
 		now, _ := c.World.ServerByName("vm-col")
 		return now.Host == c1 && now.Status == "ACTIVE" && now.TaskState == ""
 	})
-	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
 		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
 	}
@@ -164,7 +176,9 @@ func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
 		return now.Host == b.Host && now.Status == "ACTIVE" && now.TaskState == ""
 	})
 	raw, _ := json.Marshal(j)
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ops.JournalAnnotation: string(raw)}}})
+	patch, _ := json.Marshal(
+		map[string]any{"metadata": map[string]any{"annotations": map[string]string{ops.JournalAnnotation: string(raw)}}},
+	)
 	if _, err := c.CS.CoreV1().Nodes().Patch(t.Context(), c0, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +188,7 @@ func TestAForgedOrStaleReturnRecordMovesNothing(t *testing.T) {
 		return len(got.Left) == 4
 	})
 
-	_, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), ReturnVMs: true})
+	_, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults(), UncordonParams: ops.UncordonParams{ReturnVMs: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +220,7 @@ func TestAViewsReturnIsJudgedAfterTheEnable(t *testing.T) {
 	if _, err := e.Inventory().Read(t.Context()); err != nil { // the view's last read: disabled
 		t.Fatal(err)
 	}
-	back := ops.RunOptions{Policy: defaults(), ReturnVMs: true, FromCache: true}
+	back := ops.RunOptions{Policy: defaults(), FromCache: true, UncordonParams: ops.UncordonParams{ReturnVMs: true}}
 	rec, rep, err := run(t, e, model.OpUncordon, c0, back)
 	if err != nil {
 		t.Fatalf("uncordon --return-vms: %v\n%s", err, rec.Transcript(c.Px))

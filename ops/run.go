@@ -187,16 +187,14 @@ func (r *runner) oneStep(ctx context.Context, s model.Step) error {
 	return err
 }
 
-// alongside is the step run beside step i: in a campaign, a node's pods are evicted while
-// its VMs move (the pods other than the hypervisor's carriers wait for no VM; the carriers
-// still go after the VMs). A person's evacuation keeps its steps one after the other, as its
-// plan shows them.
+// alongside is the step the plan runs beside step i (its planner chose it: a campaign's
+// pods evicted while its VMs move).
 func (r *runner) alongside(steps []model.Step, i int) (model.Step, bool) {
-	if r.ro.Campaign == "" || steps[i].Kind != model.StepMigrateVMs || i+1 >= len(steps) {
+	if i+1 >= len(steps) {
 		return model.Step{}, false
 	}
 	next := steps[i+1]
-	return next, next.Kind == model.StepEvictPods && !next.Done
+	return next, next.Beside && !next.Done
 }
 
 // together runs two steps at once. Each runs to its end, as it would one after the other
@@ -358,3 +356,17 @@ func (r *runner) journal(phase, errMsg string) {
 // never needed (no pod to evict); its detail says which, as the plan's [-] line does. "already
 // done" was said of steps that never ran.
 func nothingToDo(s model.Step) string { return "nothing to do (" + s.Detail + ")" }
+
+// do runs one step.
+func (r *runner) do(ctx context.Context, kind model.StepKind) (string, error) {
+	f, ok := r.e.steps[kind]
+	if !ok {
+		return "", fmt.Errorf("step %s is not implemented", kind)
+	}
+	return f(r, ctx)
+}
+
+// nodeChanged says what changed on the node, as an event.
+func (r *runner) nodeChanged(what string) {
+	r.emit(NewNodeChanged(r.e.now(), r.plan.Node, what))
+}

@@ -88,7 +88,8 @@ func TestEveryVMStateOnOneHost(t *testing.T) {
 		t.Errorf("methods %v, want %v", got, want)
 	}
 	blockers := codes(plan.Blockers())
-	if blockers["vm-broken"] != model.VMError || blockers["vm-gpu"] != model.VMPinned || len(blockers) != 2 || codes(plan.Reasons)["vm-locked"] != model.VMLocked {
+	if blockers["vm-broken"] != model.VMError || blockers["vm-gpu"] != model.VMPinned || len(blockers) != 2 ||
+		codes(plan.Reasons)["vm-locked"] != model.VMLocked {
 		t.Errorf("blockers %v", plan.Blockers())
 	}
 	for _, r := range plan.Blockers() {
@@ -189,7 +190,15 @@ func TestColdMigrationConfirmedByTheRerun(t *testing.T) {
 	c.World.Stop("vm-off")
 	off, _ := c.World.ServerByName("vm-off")
 	// The confirm fails (Nova unreachable for it), so the run is stopped right there.
-	c.World.InjectFault(sim.Fault{Method: "POST", Path: regexp.MustCompile(`^/servers/[^/]+/action$`), Action: "confirmResize", Status: 503, Message: "Service Unavailable"})
+	c.World.InjectFault(
+		sim.Fault{
+			Method:  "POST",
+			Path:    regexp.MustCompile(`^/servers/[^/]+/action$`),
+			Action:  "confirmResize",
+			Status:  503,
+			Message: "Service Unavailable",
+		},
+	)
 	e := c.Engine("tester@a", nil)
 	ro := forced()
 	plan, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, ro)
@@ -208,7 +217,10 @@ func TestColdMigrationConfirmedByTheRerun(t *testing.T) {
 	if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" || vm.Host == c0 {
 		t.Fatalf("vm-off: %s on %s", vm.Status, vm.Host)
 	}
-	if j, _ := ops.ReadJournal(c.Node(c0)); !slices.ContainsFunc(j.ColdMoves, func(m ops.ColdMove) bool { return m.VM == off.ID && m.Migration != "" }) {
+	if j, _ := ops.ReadJournal(c.Node(c0)); !slices.ContainsFunc(
+		j.ColdMoves,
+		func(m ops.ColdMove) bool { return m.VM == off.ID && m.Migration != "" },
+	) {
 		t.Fatalf("the journal does not record the cold move with its migration: %+v", j)
 	}
 	c.World.ClearFaults()
@@ -275,7 +287,11 @@ func TestAbortRevertsAnUnconfirmedColdMigration(t *testing.T) {
 func TestLiveMigrationRefusedThenCold(t *testing.T) {
 	c := simtest.NewClusterWith(t, sim.Options{Scale: 100, Seed: 7, HideExtraSpecs: true})
 	c0 := c.Name("c0")
-	c.World.AddServer("vm-gpu", c0, sim.Flavor{Name: "g1", RAMMB: 4096, VCPUs: 2, DiskGB: 20, ExtraSpecs: map[string]string{"resources:VGPU": "1"}})
+	c.World.AddServer(
+		"vm-gpu",
+		c0,
+		sim.Flavor{Name: "g1", RAMMB: 4096, VCPUs: 2, DiskGB: 20, ExtraSpecs: map[string]string{"resources:VGPU": "1"}},
+	)
 	gpu, _ := c.World.ServerByName("vm-gpu")
 	e := c.Engine("tester@a", nil)
 	ro := forced()
@@ -329,7 +345,8 @@ func TestAntiAffinityLeavesNoLegalHost(t *testing.T) {
 	}
 	found := false
 	for _, r := range refused.Reasons {
-		if r.Code == model.NoLegalHost && r.Object == "vm-a" && strings.Contains(r.Message, "anti-affinity group db: members on 2 of the 2 other hosts") {
+		if r.Code == model.NoLegalHost && r.Object == "vm-a" &&
+			strings.Contains(r.Message, "anti-affinity group db: members on 2 of the 2 other hosts") {
 			found = true
 		}
 	}
@@ -396,7 +413,8 @@ func TestDirectPortPinsAVM(t *testing.T) {
 		t.Fatalf("with --cold-migrate-running: %v\n%s", err, rec.Transcript(c.Px))
 	}
 	vm, _ := c.World.ServerByName("vm-sriov")
-	if st := c.World.MigrationStatuses(vm.ID); vm.Host == c0 || vm.Status != "ACTIVE" || len(st) != 1 || st[0][len(st[0])-1] != "confirmed" {
+	if st := c.World.MigrationStatuses(vm.ID); vm.Host == c0 || vm.Status != "ACTIVE" || len(st) != 1 ||
+		st[0][len(st[0])-1] != "confirmed" {
 		t.Errorf("vm-sriov: %s on %s, migrations %v; want one cold move, confirmed", vm.Status, vm.Host, st)
 	}
 }
@@ -412,7 +430,7 @@ func TestLockedVMsMoveAsAnAdminMay(t *testing.T) {
 	c.World.Stop("vm-b")
 	c.World.Lock("vm-a")
 	c.World.Lock("vm-b")
-	ro := ops.RunOptions{Policy: defaults(), VMsOnly: true}
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 
 	strict := ro
 	strict.Policy.RespectLocks = true

@@ -202,7 +202,15 @@ func TestRowsMarkDisagreementsAsDoctorDoes(t *testing.T) {
 	m := newModel(t, 3, 160, 45)
 	inv := m.s.inv
 	inv.Nodes = append(inv.Nodes, model.Node{Name: "compute-x", Kube: &model.KubeNode{Name: "compute-x", Ready: true, Schedulable: true},
-		Pods: []model.Pod{{Namespace: "openstack", Name: "libvirt-x", Phase: "Running", OwnerKind: "DaemonSet", Labels: map[string]string{"application": "libvirt"}}}})
+		Pods: []model.Pod{
+			{
+				Namespace: "openstack",
+				Name:      "libvirt-x",
+				Phase:     "Running",
+				OwnerKind: "DaemonSet",
+				Labels:    map[string]string{"application": "libvirt"},
+			},
+		}})
 	next, _ := m.Update(inventoryMsg{inv: inv, victims: policy.Rank(inv, m.s.opts.Policy, policy.DefaultWeights())})
 	v := next.(Model).View()
 	if strings.Contains(v, "!storage-0") || strings.Contains(v, "no compute service") {
@@ -260,13 +268,22 @@ func TestThePickerOffersLegalHostsOnly(t *testing.T) {
 func TestABlockerKeepsItsRemedy(t *testing.T) {
 	for _, width := range []int{160, 80} {
 		m := newModel(t, 3, width, 45)
-		long := model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: "build-old", ObjectID: "fc256408-54c1-4dfc-acaa-8a2cecce5a3a",
-			Message: "ERROR: Failed to allocate the network(s), not rescheduling. (drainctl never resets a broken server: repair or delete it)", Override: model.OverrideSkipVM}
+		long := model.Reason{
+			Code:     model.NotMoved,
+			Severity: model.Blocks,
+			Object:   "build-old",
+			ObjectID: "fc256408-54c1-4dfc-acaa-8a2cecce5a3a",
+			Message:  "ERROR: Failed to allocate the network(s), not rescheduling. (drainctl never resets a broken server: repair or delete it)",
+			Override: model.OverrideSkipVM,
+		}
 		p := pending{op: model.OpEvacuate, targets: []string{"compute-0"},
 			batch: ops.Batch{Plans: []model.Plan{{Op: model.OpEvacuate, Node: "compute-0", Reasons: []model.Reason{long}}}}}
 		next, _ := m.Update(planMsg(p))
 		v := next.(Model).View()
-		if flat := strings.Join(strings.Fields(v), " "); !strings.Contains(flat, long.Message+" (use --skip-vm fc256408-54c1-4dfc-acaa-8a2cecce5a3a to override)") {
+		if flat := strings.Join(strings.Fields(v), " "); !strings.Contains(
+			flat,
+			long.Message+" (use --skip-vm fc256408-54c1-4dfc-acaa-8a2cecce5a3a to override)",
+		) {
 			t.Errorf("at %d columns the remedy is cut:\n%s", width, v)
 		}
 	}
@@ -319,7 +336,9 @@ func TestAPlanOffersItsOwnToggles(t *testing.T) {
 		model.OpEvacuate: {{"F toggle", "D toggle", "E toggle", "L toggle"}, nil},
 	} {
 		m := newModel(t, 3, 160, 45)
-		next, _ := m.Update(planMsg(pending{op: op, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{{Op: op, Node: "compute-0"}}}}))
+		next, _ := m.Update(
+			planMsg(pending{op: op, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{{Op: op, Node: "compute-0"}}}}),
+		)
 		v := next.(Model).View()
 		for _, s := range want[0] {
 			if !strings.Contains(v, s) {
@@ -359,10 +378,19 @@ func TestAPlanAdvisesOnlyWhatHelps(t *testing.T) {
 	ro := ops.RunOptions{}
 	ro.Policy.Force = true
 	pl := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Reasons: []model.Reason{
-		{Code: model.NotMoved, Severity: model.Notes, Object: "build-old", ObjectID: "fc256408-54c1-4dfc-acaa-8a2cecce5a3a", Message: "ERROR: left on the node", Override: model.OverrideSkipVM},
+		{
+			Code:     model.NotMoved,
+			Severity: model.Notes,
+			Object:   "build-old",
+			ObjectID: "fc256408-54c1-4dfc-acaa-8a2cecce5a3a",
+			Message:  "ERROR: left on the node",
+			Override: model.OverrideSkipVM,
+		},
 		{Code: model.NoHostWithRoom, Severity: model.Blocks, Object: "compute-0", Message: "no room", Override: model.OverrideForce},
 	}}
-	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, ro: ro, batch: ops.Batch{Plans: []model.Plan{pl}}}))
+	next, _ := m.Update(
+		planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, ro: ro, batch: ops.Batch{Plans: []model.Plan{pl}}}),
+	)
 	v := next.(Model).View()
 	if strings.Contains(v, "(use --skip-vm") || strings.Contains(v, "(use --force") {
 		t.Errorf("advice that does not help:\n%s", v)
@@ -455,9 +483,17 @@ func TestTheMigratingVMIsOnScreen(t *testing.T) {
 	m.s.ops.add("compute-0", plan, t0, func() {})
 	m.op.shown, m.screen = "compute-0", opScreen
 	last := vms[11]
-	m = feed(m, "compute-0", ops.NewPlanReady(t0, plan),
-		ops.NewMigrationEvent(t0, "compute-0", ops.MigrationEvent{VM: last.Name, VMID: last.ID, State: ops.MigRunning, Source: "compute-0", Dest: "compute-1",
-			Total: 1 << 30, Processed: 1 << 29, Remaining: 1 << 29, Rate: 1 << 28}))
+	m = feed(
+		m,
+		"compute-0",
+		ops.NewPlanReady(t0, plan),
+		ops.NewMigrationEvent(
+			t0,
+			"compute-0",
+			ops.MigrationEvent{VM: last.Name, VMID: last.ID, State: ops.MigRunning, Source: "compute-0", Dest: "compute-1",
+				Total: 1 << 30, Processed: 1 << 29, Remaining: 1 << 29, Rate: 1 << 28},
+		),
+	)
 	v := m.View()
 	if !strings.Contains(v, "▸ vm-11") {
 		t.Errorf("the migrating vm-11 is not on screen:\n%s", v)
@@ -518,13 +554,20 @@ func TestNodeDetailReachesItsLastPod(t *testing.T) {
 	m := newModel(t, 3, 80, 24)
 	inv := inventory(3)
 	for i := 0; i < 20; i++ {
-		inv.Nodes[0].Pods = append(inv.Nodes[0].Pods, model.Pod{Namespace: "shop", Name: fmt.Sprintf("batch-%02d", i), Phase: "Running", OwnerKind: "Job"})
+		inv.Nodes[0].Pods = append(
+			inv.Nodes[0].Pods,
+			model.Pod{Namespace: "shop", Name: fmt.Sprintf("batch-%02d", i), Phase: "Running", OwnerKind: "Job"},
+		)
 	}
 	next, _ := m.Update(inventoryMsg{inv: inv})
 	m = press(next.(Model), "enter", "G")
 	v := m.View()
 	if !strings.Contains(v, "▸ shop/batch-19") || strings.Count(v, "\n") > 23 {
-		t.Fatalf("G in the detail: the last pod is not under the cursor, or the screen overflows (%d lines):\n%s", strings.Count(v, "\n")+1, v)
+		t.Fatalf(
+			"G in the detail: the last pod is not under the cursor, or the screen overflows (%d lines):\n%s",
+			strings.Count(v, "\n")+1,
+			v,
+		)
 	}
 	m = press(m, "space")
 	if !strings.Contains(m.status, "the cursor is on a pod") {
@@ -561,7 +604,10 @@ func TestScrollingStopsAtTheEnd(t *testing.T) {
 	m := newModel(t, 3, 80, 24)
 	var reasons []model.Reason
 	for i := 0; i < 40; i++ {
-		reasons = append(reasons, model.Reason{Code: model.BarePod, Severity: model.Blocks, Object: fmt.Sprintf("shop/bare-%02d", i), Message: "no controller"})
+		reasons = append(
+			reasons,
+			model.Reason{Code: model.BarePod, Severity: model.Blocks, Object: fmt.Sprintf("shop/bare-%02d", i), Message: "no controller"},
+		)
 	}
 	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"},
 		batch: ops.Batch{Plans: []model.Plan{{Op: model.OpEvacuate, Node: "compute-0", Reasons: reasons}}}}))
@@ -587,8 +633,25 @@ func TestRecoveriesListsTheLedger(t *testing.T) {
 	e := c.Engine("tui@test", nil)
 	c0 := c.Name("c0")
 	rec := model.Recovery{Node: c0, Host: c0, Automatic: true, Started: t0, Finished: t0.Add(90 * time.Second), Outcome: "done",
-		Moves: []model.VMMove{{VM: "vm-a", VMID: "id-a", Source: c0, Dest: c.Name("c1"), Method: model.MoveRebuild, Status: model.MoveSucceeded, Duration: time.Minute},
-			{VM: "vm-b", VMID: "id-b", Source: c0, Method: model.MoveRebuild, Status: model.MoveLeft, Reason: "its local disk would be lost"}}}
+		Moves: []model.VMMove{
+			{
+				VM:       "vm-a",
+				VMID:     "id-a",
+				Source:   c0,
+				Dest:     c.Name("c1"),
+				Method:   model.MoveRebuild,
+				Status:   model.MoveSucceeded,
+				Duration: time.Minute,
+			},
+			{
+				VM:     "vm-b",
+				VMID:   "id-b",
+				Source: c0,
+				Method: model.MoveRebuild,
+				Status: model.MoveLeft,
+				Reason: "its local disk would be lost",
+			},
+		}}
 	if err := e.SaveRecovery(kubetest.Ctx(t), rec); err != nil {
 		t.Fatal(err)
 	}
@@ -649,7 +712,7 @@ func TestOMovesTheVMsWhoseOwnPolicyBlocks(t *testing.T) {
 func TestHBringsTheVMsHome(t *testing.T) {
 	c := simtest.NewCluster(t, 100)
 	e := c.Engine("tui@test", nil)
-	ro := ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}
+	ro := ops.RunOptions{Policy: simtest.Defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	if _, _, err := simtest.Run(t, e, model.OpEvacuate, c.Name("c0"), ro); err != nil {
 		t.Fatal(err)
 	}
@@ -661,7 +724,8 @@ func TestHBringsTheVMsHome(t *testing.T) {
 		t.Fatalf("u: screen %v\n%s", l.m.screen, v)
 	}
 	l.keys("H")
-	if v := l.m.View(); !l.m.confirm.pending.ro.ReturnVMs || !strings.Contains(v, "[ ] return-vms") || !strings.Contains(v, "bring home the 2 VM(s) that left it") {
+	if v := l.m.View(); !l.m.confirm.pending.ro.ReturnVMs || !strings.Contains(v, "[ ] return-vms") ||
+		!strings.Contains(v, "bring home the 2 VM(s) that left it") {
 		t.Fatalf("H: the plan does not bring the VMs home:\n%s", v)
 	}
 	l.keys("H")

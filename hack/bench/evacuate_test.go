@@ -44,7 +44,7 @@ func evacuationEfficiency(t *testing.T, perSource int) {
 		longest = max(longest, d)
 	}
 	bound := max(longest, total/(float64(perSource)*bw))
-	ro := ops.RunOptions{Policy: policy.Options{IgnoreDaemonSets: true}, VMsOnly: true}
+	ro := ops.RunOptions{Policy: policy.Options{IgnoreDaemonSets: true}, EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	plan, err := eng.Plan(context.Background(), model.OpEvacuate, node, ro)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,14 @@ func evacuationEfficiency(t *testing.T, perSource int) {
 		t.Fatal(err)
 	}
 	wall := time.Since(start).Seconds() * scale
-	row(fmt.Sprintf("Evacuation efficiency: %d VMs (%.0f GiB, one converging slowly), %d migration(s) per source", len(n.VMs), total/(1<<30), perSource),
+	row(
+		fmt.Sprintf(
+			"Evacuation efficiency: %d VMs (%.0f GiB, one converging slowly), %d migration(s) per source",
+			len(n.VMs),
+			total/(1<<30),
+			perSource,
+		),
 		fmt.Sprintf("%.2f× (%.0f s / %.0f s)", wall/bound, wall, bound),
-		"wall time over the lower bound max(longest migration, memory / (cap × bandwidth)); simulated seconds")
+		"wall time over the lower bound max(longest migration, memory / (cap × bandwidth)); simulated seconds",
+	)
 }

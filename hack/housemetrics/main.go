@@ -56,19 +56,26 @@ func main() {
 	fmt.Printf("back-arrows: %v\n", backArrows())
 	pairs := namingPairs("ops")
 	fmt.Printf("file pairs in ops/ that name each other: %d\n", len(pairs))
+	if os.Getenv("PAIRS") != "" {
+		fmt.Println(strings.Join(pairs, "\n"))
+	}
 	fmt.Printf("Nova statuses compared in ops/*.go: %d\n", novaStatuses("ops"))
 	fmt.Printf("app.Options fields: %d\n", structFields("internal/app/app.go", "Options"))
+	fmt.Printf("ops.RunOptions fields (a parameter type counts one): %d\n", structFields("ops/engine.go", "RunOptions"))
 	big, wide := bigFiles()
 	fmt.Printf("production files over 500 lines: %d %v\n", len(big), big)
 	fmt.Printf("production lines over 140 columns (a tab is 4): %d\n", wide)
 }
 
 // namingPairs are the pairs of the package's files (tests aside) where each names something
-// the other declares: a table file and its rows that call back into it, say.
+// the other declares: a table file and its rows that call back into it, say. A name is a
+// package-level one the parser left unresolved in the file (declared in another), or a
+// method named through a selector (a method name declared in two files, Error or Subscribe,
+// is not counted: the name alone does not say which).
 func namingPairs(dir string) []string {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-	declared := map[string]string{} // name → file
-	uses := map[string]map[string]bool{}
+	declared, methods := map[string]string{}, map[string]string{} // name → file
+	uses := map[string][]string{}
 	fset := token.NewFileSet()
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
@@ -81,7 +88,15 @@ func namingPairs(dir string) []string {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
-				declared[d.Name.Name] = path
+				if d.Recv != nil {
+					if f, seen := methods[d.Name.Name]; seen && f != path {
+						methods[d.Name.Name] = "" // declared in two files: a name alone does not say which
+					} else {
+						methods[d.Name.Name] = path
+					}
+				} else {
+					declared[d.Name.Name] = path
+				}
 			case *ast.GenDecl:
 				for _, sp := range d.Specs {
 					switch sp := sp.(type) {
@@ -95,18 +110,21 @@ func namingPairs(dir string) []string {
 				}
 			}
 		}
-		u := map[string]bool{}
+		var u []string
+		for _, id := range f.Unresolved {
+			u = append(u, "="+id.Name)
+		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok {
-				u[id.Name] = true
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				u = append(u, "."+sel.Sel.Name)
 			}
 			return true
 		})
 		uses[path] = u
 	}
 	names := func(a, b string) bool {
-		for n := range uses[a] {
-			if declared[n] == b {
+		for _, n := range uses[a] {
+			if (n[0] == '=' && declared[n[1:]] == b) || (n[0] == '.' && methods[n[1:]] == b && b != "") {
 				return true
 			}
 		}

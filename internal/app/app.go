@@ -272,8 +272,13 @@ func runAuto(ctx context.Context, e env) error {
 	}
 	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.Op.DryRun, JSON: e.o.Output == auto.FormatJSON,
 		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
-		Run: ops.RunOptions{Policy: e.pol, Why: e.o.Op.Reason, To: e.o.Op.To, ForceCompute: e.o.Op.Force,
-			FenceCmd: e.o.Recover.FenceCmd, ConfirmFenced: e.o.Recover.ConfirmFenced, ReturnVMs: e.o.ReturnVMs}}
+		Run: ops.RunOptions{
+			Policy:         e.pol,
+			Why:            e.o.Op.Reason,
+			MigrateParams:  ops.MigrateParams{To: e.o.Op.To},
+			UncordonParams: ops.UncordonParams{ForceCompute: e.o.Op.Force, ReturnVMs: e.o.ReturnVMs},
+			RecoverParams:  ops.RecoverParams{FenceCmd: e.o.Recover.FenceCmd, ConfirmFenced: e.o.Recover.ConfirmFenced},
+		}}
 	a.Campaign = campaign.Options{
 		Name:            e.o.Roll.Campaign,
 		Selector:        e.o.Roll.Selector,

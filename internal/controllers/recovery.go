@@ -413,7 +413,11 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 	}()
 	// A VM whose local disk a rebuild would lose is a person's to decide: it stays, in the
 	// ledger with its reason.
-	ro := ops.RunOptions{Policy: r.Policy, FenceCmd: cfg.FenceCmd, Why: "automatic recovery", Automatic: true}
+	ro := ops.RunOptions{
+		Policy:        r.Policy,
+		Why:           "automatic recovery",
+		RecoverParams: ops.RecoverParams{FenceCmd: cfg.FenceCmd, Automatic: true},
+	}
 	ro.Policy.KeepLocalDisks = true
 	plan, err := e.Plan(ctx, model.OpRecover, n.Name, ro)
 	if err == nil && len(plan.Blockers()) > 0 {

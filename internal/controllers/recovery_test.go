@@ -119,7 +119,9 @@ func (c *cluster) waitRecovered(node string) {
 
 // recovery is the node's recovery record, if any.
 func (c *cluster) recovery(node string) (model.Recovery, bool) {
-	cm, err := c.CS.CoreV1().ConfigMaps(kube.LeaseNamespace).Get(kubetest.Ctx(c.T), kube.RecordName(ops.RecoveryRecord(node)), metav1.GetOptions{})
+	cm, err := c.CS.CoreV1().
+		ConfigMaps(kube.LeaseNamespace).
+		Get(kubetest.Ctx(c.T), kube.RecordName(ops.RecoveryRecord(node)), metav1.GetOptions{})
 	if err != nil {
 		return model.Recovery{}, false
 	}
@@ -151,7 +153,11 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	c0 := c.Name("c0")
 	marks := t.TempDir()
 	srv := notifytest.Start(t, "s3cret")
-	hook, err := notify.New(model.NotifyConfig{Webhook: srv.URL}, func(k string) string { return map[string]string{"DRAINCTL_WEBHOOK_TOKEN": "s3cret"}[k] }, nil)
+	hook, err := notify.New(
+		model.NotifyConfig{Webhook: srv.URL},
+		func(k string) string { return map[string]string{"DRAINCTL_WEBHOOK_TOKEN": "s3cret"}[k] },
+		nil,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +166,13 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	go hook.Run(ctx)
 	c.hook = hook
 	// A ledger left unfinished by an earlier outage (or planted): none of it is taken in.
-	stale := model.Recovery{Node: c0, Started: time.Now().Add(-time.Hour), Outage: time.Now().Add(-2 * time.Hour), Outcome: string(ops.ResultInterrupted),
-		Moves: []model.VMMove{{VM: "vm-x", VMID: "id-x", Source: c0, Method: model.MoveRebuild, Status: model.MoveSucceeded}}}
+	stale := model.Recovery{
+		Node:    c0,
+		Started: time.Now().Add(-time.Hour),
+		Outage:  time.Now().Add(-2 * time.Hour),
+		Outcome: string(ops.ResultInterrupted),
+		Moves:   []model.VMMove{{VM: "vm-x", VMID: "id-x", Source: c0, Method: model.MoveRebuild, Status: model.MoveSucceeded}},
+	}
 	if err := c.Engine("operator@test", nil).SaveRecovery(kubetest.Ctx(t), stale); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +206,12 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 	})
 	// The notice of the end carries the ledger in counts and the time from NotReady (five
 	// minutes before) to both VMs running elsewhere.
-	kubetest.Eventually(t, 10*time.Second, "the recovery-done notice", func() bool { _, ok := c.notice(model.NoticeRecoveryDone); return ok }) // said after the record
+	kubetest.Eventually(
+		t,
+		10*time.Second,
+		"the recovery-done notice",
+		func() bool { _, ok := c.notice(model.NoticeRecoveryDone); return ok },
+	) // said after the record
 	if done, _ := c.notice(model.NoticeRecoveryDone); done.Ledger == nil || *done.Ledger != (model.LedgerCounts{Succeeded: 2}) ||
 		done.VMsRunningAfter < 5*time.Minute || done.VMsRunningAfter > 6*time.Minute {
 		t.Errorf("the recovery-done notice: %+v", done)
@@ -210,7 +226,8 @@ func TestAutomaticRecoveryOfADeadNode(t *testing.T) {
 		Type string `json:"type"`
 		model.Recovery
 	}
-	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Type != "recovery" || line.Node != c0 || len(line.Moves) != 2 || line.Moves[0].Status != model.MoveSucceeded {
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Type != "recovery" || line.Node != c0 || len(line.Moves) != 2 ||
+		line.Moves[0].Status != model.MoveSucceeded {
 		t.Errorf("--auto recoveries -o json: %v\n%s", err, out.String())
 	}
 }
@@ -244,8 +261,14 @@ func TestAutomaticRecoveryLeavesALocalDiskToAPerson(t *testing.T) {
 		t.Errorf("the start said %q", started.Message)
 	}
 	// The notice is posted after the record's outcome is written: wait for it.
-	kubetest.Eventually(t, 10*time.Second, "the recovery-done notice", func() bool { _, ok := c.notice(model.NoticeRecoveryDone); return ok })
-	if done, _ := c.notice(model.NoticeRecoveryDone); done.Ledger == nil || *done.Ledger != (model.LedgerCounts{Succeeded: 1, Left: 1}) || done.VMsRunningAfter < 5*time.Minute {
+	kubetest.Eventually(
+		t,
+		10*time.Second,
+		"the recovery-done notice",
+		func() bool { _, ok := c.notice(model.NoticeRecoveryDone); return ok },
+	)
+	if done, _ := c.notice(model.NoticeRecoveryDone); done.Ledger == nil || *done.Ledger != (model.LedgerCounts{Succeeded: 1, Left: 1}) ||
+		done.VMsRunningAfter < 5*time.Minute {
 		t.Errorf("the recovery-done notice: %+v", done)
 	}
 }
@@ -259,7 +282,12 @@ func TestAStormFencesNothing(t *testing.T) {
 	c.die(c0)
 	c.die(c1)
 	stop := c.startRecoverer("touch " + marks + "/{node}")
-	kubetest.Eventually(t, 30*time.Second, "the storm said", func() bool { return slices.Contains(c.nodeEvents(c0), "DrainctlRecoveryStorm") })
+	kubetest.Eventually(
+		t,
+		30*time.Second,
+		"the storm said",
+		func() bool { return slices.Contains(c.nodeEvents(c0), "DrainctlRecoveryStorm") },
+	)
 	time.Sleep(time.Second) // passes go on meanwhile: none may fence
 	stop()
 	if entries, _ := os.ReadDir(marks); len(entries) != 0 {
@@ -304,7 +332,8 @@ func TestAPauseHoldsEveryRecovery(t *testing.T) {
 		t.Fatalf("a recovery started while paused")
 	}
 	out.Reset()
-	if err := a.Do(kubetest.Ctx(t), "recoveries", nil); err != nil || !strings.Contains(out.String(), "automatic recovery is paused by operator@test") ||
+	if err := a.Do(kubetest.Ctx(t), "recoveries", nil); err != nil ||
+		!strings.Contains(out.String(), "automatic recovery is paused by operator@test") ||
 		!strings.Contains(out.String(), "core switch firmware") {
 		t.Errorf("--auto recoveries: %v\n%s", err, out.String())
 	}
@@ -397,10 +426,14 @@ func TestAFailedFenceRebuildsNothing(t *testing.T) {
 	if rec.Outcome == string(ops.ResultDone) || rec.Error == "" || !slices.Contains(c.nodeEvents(c0), "DrainctlRecoveryFailed") {
 		t.Errorf("record %+v, Events %v", rec, c.nodeEvents(c0))
 	}
-	if told := c.told(); !slices.Equal(told, []model.NoticeKind{model.NoticeRecoveryStarted, model.NoticeFenceFailed, model.NoticeRecoveryFailed}) {
+	if told := c.told(); !slices.Equal(
+		told,
+		[]model.NoticeKind{model.NoticeRecoveryStarted, model.NoticeFenceFailed, model.NoticeRecoveryFailed},
+	) {
 		t.Errorf("told %v; want the start, the fence failed, the recovery failed", told)
 	}
-	if failed, _ := c.notice(model.NoticeRecoveryFailed); failed.Ledger == nil || failed.Ledger.Pending != 2 || failed.VMsRunningAfter != 0 {
+	if failed, _ := c.notice(model.NoticeRecoveryFailed); failed.Ledger == nil || failed.Ledger.Pending != 2 ||
+		failed.VMsRunningAfter != 0 {
 		t.Errorf("the recovery-failed notice: %+v", failed)
 	}
 }
@@ -500,8 +533,11 @@ func TestAForgedLedgerClaimsNothing(t *testing.T) {
 		Moves: []model.VMMove{{VM: "never-here", VMID: other.ID, Source: c0, Method: model.MoveRebuild, Status: model.MoveOngoing}}}
 	const bogus = 200
 	for i := range bogus {
-		forged.Moves = append(forged.Moves, model.VMMove{VM: fmt.Sprintf("ghost-%d", i), VMID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i),
-			Source: c0, Method: model.MoveRebuild, Status: model.MovePending})
+		forged.Moves = append(
+			forged.Moves,
+			model.VMMove{VM: fmt.Sprintf("ghost-%d", i), VMID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i),
+				Source: c0, Method: model.MoveRebuild, Status: model.MovePending},
+		)
 	}
 	if err := c.Engine("forger@test", nil).SaveRecovery(kubetest.Ctx(t), forged); err != nil {
 		t.Fatal(err)
@@ -582,9 +618,14 @@ func TestAFailedFenceIsNotRunAgainAfterARestart(t *testing.T) {
 	c.restarted(fence, 6)
 	after, _ := os.ReadFile(runs)
 	if string(after) != string(first) || len(first) == 0 {
-		t.Errorf("the fence ran %d times before the restarts, %d after", strings.Count(string(first), "\n"), strings.Count(string(after), "\n"))
+		t.Errorf(
+			"the fence ran %d times before the restarts, %d after",
+			strings.Count(string(first), "\n"),
+			strings.Count(string(after), "\n"),
+		)
 	}
-	if n := slices.Index(c.told(), model.NoticeFenceFailed); n < 0 || strings.Count(fmt.Sprint(c.told()), string(model.NoticeFenceFailed)) != 1 {
+	if n := slices.Index(c.told(), model.NoticeFenceFailed); n < 0 ||
+		strings.Count(fmt.Sprint(c.told()), string(model.NoticeFenceFailed)) != 1 {
 		t.Errorf("told %v; want the failed fence once", c.told())
 	}
 }
@@ -624,7 +665,7 @@ func TestAPersonsRecoveryIsNotResumed(t *testing.T) {
 	c0 := c.Name("c0")
 	c.die(c0)
 	e := c.Engine("alice@laptop", nil)
-	ro := ops.RunOptions{Policy: defaults(), ConfirmFenced: true}
+	ro := ops.RunOptions{Policy: defaults(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
 	ro.Policy.AcceptDiskLoss = true
 	ro.Policy.SkipVMs = []string{"vm-a"}
 	plan, err := e.Plan(kubetest.Ctx(t), model.OpRecover, c0, ro)
@@ -640,7 +681,8 @@ func TestAPersonsRecoveryIsNotResumed(t *testing.T) {
 	if !errors.As(err, new(*ops.Interrupted)) {
 		t.Fatalf("want the person's recovery interrupted, got %v", err)
 	}
-	if rec, _ := c.recovery(c0); rec.Automatic || rec.By != "alice@laptop" || !slices.Contains(rec.Options, model.Given{Override: model.OverrideSkipVM, Object: "vm-a"}) {
+	if rec, _ := c.recovery(c0); rec.Automatic || rec.By != "alice@laptop" ||
+		!slices.Contains(rec.Options, model.Given{Override: model.OverrideSkipVM, Object: "vm-a"}) {
 		t.Fatalf("the record does not say whose recovery it is: %+v", rec)
 	}
 	stop := c.startRecoverer("true {node}")
@@ -663,7 +705,10 @@ func (c *cluster) kubeletBeats(node string) (stop func()) {
 		now := metav1.NewMicroTime(time.Now())
 		l, err := leases.Get(context.Background(), node, metav1.GetOptions{})
 		if err != nil {
-			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &node, RenewTime: &now}}
+			l = &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: node},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &node, RenewTime: &now},
+			}
 			_, _ = leases.Create(context.Background(), l, metav1.CreateOptions{})
 			return
 		}
@@ -785,7 +830,8 @@ func TestARacksTwoDeadNodesAreAStorm(t *testing.T) {
 	if entries, _ := os.ReadDir(marks); len(entries) != 0 {
 		t.Errorf("fenced two nodes of one rack: %v", entries)
 	}
-	if n, _ := c.notice(model.NoticeStorm); !strings.Contains(n.Message, "rack=r0") || !strings.Contains(n.Message, "max_unhealthy_per_domain") {
+	if n, _ := c.notice(model.NoticeStorm); !strings.Contains(n.Message, "rack=r0") ||
+		!strings.Contains(n.Message, "max_unhealthy_per_domain") {
 		t.Errorf("the storm notice: %q", n.Message)
 	}
 }
@@ -869,7 +915,7 @@ func TestAPersonsRerunKeepsTheAutomaticRebuild(t *testing.T) {
 	stop()
 	time.Sleep(3 * time.Second) // the lease the recovery kept has expired
 	e := c.Engine("alice@laptop", nil)
-	ro := ops.RunOptions{Policy: defaults(), ConfirmFenced: true}
+	ro := ops.RunOptions{Policy: defaults(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
 	ro.Policy.AcceptDiskLoss = true
 	plan, err := e.Plan(kubetest.Ctx(t), model.OpRecover, c0, ro)
 	if err != nil {
@@ -884,8 +930,12 @@ func TestAPersonsRerunKeepsTheAutomaticRebuild(t *testing.T) {
 		status[m.VM] = m.Status
 	}
 	if rec.By != "alice@laptop" || rec.Automatic || status["vm-a"] != model.MoveSucceeded || status["vm-b"] != model.MoveSucceeded {
-		t.Errorf("the ledger after the person's run: by %s, automatic %v, moves %v; want vm-a (the automatic rebuild) and vm-b (the person's) succeeded",
-			rec.By, rec.Automatic, status)
+		t.Errorf(
+			"the ledger after the person's run: by %s, automatic %v, moves %v; want vm-a (the automatic rebuild) and vm-b (the person's) succeeded",
+			rec.By,
+			rec.Automatic,
+			status,
+		)
 	}
 }
 
@@ -948,7 +998,10 @@ func TestAnOwnersStaysOnADeadHostIsSaid(t *testing.T) {
 			t.Errorf("vm-a in the ledger: %+v; want rebuilt, its owner's stays said", m)
 		}
 	}
-	if n, _ := c.notice(model.NoticeRecoveryStarted); !strings.Contains(n.Message, "1 whose owner asks that it stay, rebuilt all the same (its host is dead): vm-a") {
+	if n, _ := c.notice(model.NoticeRecoveryStarted); !strings.Contains(
+		n.Message,
+		"1 whose owner asks that it stay, rebuilt all the same (its host is dead): vm-a",
+	) {
 		t.Errorf("the start said %q", n.Message)
 	}
 }
@@ -987,11 +1040,15 @@ func TestAFailedFenceLeaksNoSecret(t *testing.T) {
 	}
 	// A plan (what -o json prints, and logs keep) names the command, never its line.
 	plan, err := c.Engine("operator@test", nil).Plan(kubetest.Ctx(t), model.OpRecover, c0,
-		ops.RunOptions{Policy: defaults(), FenceCmd: "ipmitool -H {node}-bmc -U admin -P hunter2 chassis power off"})
+		ops.RunOptions{
+			Policy:        defaults(),
+			RecoverParams: ops.RecoverParams{FenceCmd: "ipmitool -H {node}-bmc -U admin -P hunter2 chassis power off"},
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := json.Marshal(plan); strings.Contains(string(out), "ipmitool") || !strings.Contains(string(out), "the fence command given for this run") {
+	if out, _ := json.Marshal(plan); strings.Contains(string(out), "ipmitool") ||
+		!strings.Contains(string(out), "the fence command given for this run") {
 		t.Errorf("the plan shows the fence command's line, or does not name it:\n%s", out)
 	}
 }
@@ -1027,7 +1084,11 @@ func TestADeadMachineIsRecoveredBeforeItsNodeIsNotReady(t *testing.T) {
 		t.Errorf("the recovery names the outage %s; want its kubelet's last renewal %s", rec.Outage, lease.Spec.RenewTime.Time)
 	}
 	if took := rec.Started.Sub(lease.Spec.RenewTime.Time); took < time.Second || rec.Started.Sub(died) > 10*time.Second {
-		t.Errorf("recovered %s after the kubelet's last renewal (%s after the death); want not before heartbeat_timeout (1s)", took, rec.Started.Sub(died))
+		t.Errorf(
+			"recovered %s after the kubelet's last renewal (%s after the death); want not before heartbeat_timeout (1s)",
+			took,
+			rec.Started.Sub(died),
+		)
 	}
 	for _, name := range []string{"vm-a", "vm-b"} {
 		if vm, _ := c.World.ServerByName(name); vm.Host == c0 || vm.Status != "ACTIVE" {
@@ -1140,7 +1201,11 @@ func TestAPersonTakesNoFenceTheControllerWrote(t *testing.T) {
 		named = named || strings.Contains(r.Message, controllerUser)
 	}
 	if step.Done || !blocked || !named {
-		t.Errorf("the controller's fence record: the fence step %+v, reasons %+v; want it not done, blocked, the writer named", step, reasons)
+		t.Errorf(
+			"the controller's fence record: the fence step %+v, reasons %+v; want it not done, blocked, the writer named",
+			step,
+			reasons,
+		)
 	}
 	writeFence(c.Kube) // the person's own (the test's admin user)
 	if step, reasons := fenceStep(); !step.Done || !strings.Contains(step.Detail, "fenced already") {
@@ -1196,7 +1261,8 @@ func TestARecoverPlanSaysWhichPodsStay(t *testing.T) {
 	lossAccepted := defaults()
 	lossAccepted.AcceptDiskLoss = true
 	kubetest.Eventually(t, 10*time.Second, "the agent pod in the engine's cache", func() bool {
-		plan, err := c.Engine("operator@test", nil).Plan(kubetest.Ctx(t), model.OpRecover, c0, ops.RunOptions{Policy: lossAccepted, ConfirmFenced: true})
+		plan, err := c.Engine("operator@test", nil).
+			Plan(kubetest.Ctx(t), model.OpRecover, c0, ops.RunOptions{Policy: lossAccepted, RecoverParams: ops.RecoverParams{ConfirmFenced: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,6 +48,7 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 	}
 	ro := r.o.Run
 	ro.Leaving, ro.Later = leaving, pendingBut(rec, n.Name)
+	ro.Campaign = r.o.Name // the campaign's plan: its pods go beside its moves
 	plan, err := r.e.Plan(ctx, model.OpEvacuate, n.Name, ro)
 	if err != nil {
 		if done, inFlight, _ := rec.Count(); done+inFlight > 0 {

@@ -35,13 +35,22 @@ func laterNodesSkipped(t *testing.T, c *simtest.Cluster) {
 	pol := simtest.Defaults() // the VMs alone (VMsOnly): the pods' replacements are not played here
 	var mu sync.Mutex
 	moves := map[string][]string{}
-	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: ops.RunOptions{Policy: pol, VMsOnly: true}}, func(ev ops.Event) {
-		if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigRequested {
-			mu.Lock()
-			moves[m.VM] = append(moves[m.VM], m.Dest)
-			mu.Unlock()
-		}
-	})
+	r, err := campaign.New(
+		kubetest.Ctx(t),
+		e,
+		campaign.Options{
+			Nodes: []string{c0, c1},
+			Order: "given",
+			Run:   ops.RunOptions{Policy: pol, EvacuateParams: ops.EvacuateParams{VMsOnly: true}},
+		},
+		func(ev ops.Event) {
+			if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigRequested {
+				mu.Lock()
+				moves[m.VM] = append(moves[m.VM], m.Dest)
+				mu.Unlock()
+			}
+		},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +87,7 @@ func TestAPlantedDoneNodeIsWorked(t *testing.T) {
 	var mu sync.Mutex
 	var from []string // each move's source
 	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Name: name, Nodes: []string{c0, c1}, Order: "given",
-		Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}}, func(ev ops.Event) {
+		Run: ops.RunOptions{Policy: simtest.Defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}}, func(ev ops.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch ev := ev.(type) {
@@ -98,7 +107,8 @@ func TestAPlantedDoneNodeIsWorked(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !slices.Contains(from, c0) || !slices.ContainsFunc(said, func(m string) bool { return strings.Contains(m, c0+" done, but nothing on the node shows") }) {
+	if !slices.Contains(from, c0) ||
+		!slices.ContainsFunc(said, func(m string) bool { return strings.Contains(m, c0+" done, but nothing on the node shows") }) {
 		t.Errorf("the planted done node: moves from %v, said %q; want %s evacuated and said", from, said, c0)
 	}
 	if k := c.Node(c0); k.Annotations[campaign.DoneAnnotation] != name {
@@ -118,7 +128,16 @@ func TestACampaignForecastSaysLocksAndPolicies(t *testing.T) {
 	})
 	c.World.SetMetadata("vm-a", "drainctl:maintenance", "stop-start")
 	e := c.Engine("tester@a", nil)
-	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}}, nil)
+	r, err := campaign.New(
+		kubetest.Ctx(t),
+		e,
+		campaign.Options{
+			Nodes: []string{c0, c1},
+			Order: "given",
+			Run:   ops.RunOptions{Policy: simtest.Defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}},
+		},
+		nil,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,14 +163,24 @@ func TestANodeHeldOnlyByOwnersIsSkipped(t *testing.T) {
 	c.World.SetMetadata("vm-a", "drainctl:maintenance", "stays")
 	e := c.Engine("tester@a", nil)
 	heard := &campaignSaid{phase: model.PhaseSkipped}
-	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}}, heard.emit)
+	r, err := campaign.New(
+		kubetest.Ctx(t),
+		e,
+		campaign.Options{
+			Nodes: []string{c0, c1},
+			Order: "given",
+			Run:   ops.RunOptions{Policy: simtest.Defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}},
+		},
+		heard.emit,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Refusal(kubetest.Ctx(t)); err != nil {
 		t.Fatalf("the campaign is refused for one tenant's stays: %v", err)
 	}
-	if s := r.Skipped(); len(s) != 1 || s[0].Node != c0 || len(s[0].HeldByOwners) != 1 || !strings.HasPrefix(s[0].HeldByOwners[0], "vm-a (project ") {
+	if s := r.Skipped(); len(s) != 1 || s[0].Node != c0 || len(s[0].HeldByOwners) != 1 ||
+		!strings.HasPrefix(s[0].HeldByOwners[0], "vm-a (project ") {
 		t.Errorf("the forecast's skipped nodes: %+v", s)
 	}
 	err = r.Run(kubetest.Ctx(t))
@@ -161,7 +190,8 @@ func TestANodeHeldOnlyByOwnersIsSkipped(t *testing.T) {
 	}
 	rec := r.Record()
 	skipped := heard.all()
-	if rec.Nodes[0].Phase != model.PhaseSkipped || rec.Nodes[1].Phase != model.PhaseDone || len(skipped) != 1 || !strings.HasPrefix(skipped[0], model.HeldByOwners+": vm-a (project ") {
+	if rec.Nodes[0].Phase != model.PhaseSkipped || rec.Nodes[1].Phase != model.PhaseDone || len(skipped) != 1 ||
+		!strings.HasPrefix(skipped[0], model.HeldByOwners+": vm-a (project ") {
 		t.Errorf("nodes %+v, said %q", rec.Nodes, skipped)
 	}
 	if vm, _ := c.World.ServerByName("vm-a"); vm.Host != c0 {
@@ -186,7 +216,12 @@ func TestACampaignSaysWhichNodesAreNotEmpty(t *testing.T) {
 	pol := simtest.Defaults()
 	pol.SkipVMs = []string{"vm-a"}
 	heard := &campaignSaid{}
-	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0}, Run: ops.RunOptions{Policy: pol, VMsOnly: true}}, heard.emit)
+	r, err := campaign.New(
+		kubetest.Ctx(t),
+		e,
+		campaign.Options{Nodes: []string{c0}, Run: ops.RunOptions{Policy: pol, EvacuateParams: ops.EvacuateParams{VMsOnly: true}}},
+		heard.emit,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +229,10 @@ func TestACampaignSaysWhichNodesAreNotEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := strings.Join(heard.all(), "\n")
-	if rec := r.Record(); rec.State != model.CampaignDone || !strings.Contains(rec.Message, "1 node(s) NOT EMPTY") || !strings.Contains(rec.Message, "vm-a") ||
-		strings.Contains(all, "nothing to do while empty") || !strings.Contains(all, "the node is not empty") {
+	if rec := r.Record(); rec.State != model.CampaignDone || !strings.Contains(rec.Message, "1 node(s) NOT EMPTY") ||
+		!strings.Contains(rec.Message, "vm-a") ||
+		strings.Contains(all, "nothing to do while empty") ||
+		!strings.Contains(all, "the node is not empty") {
 		t.Errorf("the campaign: %s %q; said:\n%s", rec.State, rec.Message, all)
 	}
 }
@@ -209,7 +246,15 @@ func TestACampaignSaysItsRestartsInPlace(t *testing.T) {
 	c.World.SetMetadata("vm-a", model.VMPolicyKey, "restart-in-place")
 	e := c.Engine("tester@a", nil)
 	heard := &campaignSaid{}
-	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Nodes: []string{c0}, Run: ops.RunOptions{Policy: simtest.Defaults(), VMsOnly: true}}, heard.emit)
+	r, err := campaign.New(
+		kubetest.Ctx(t),
+		e,
+		campaign.Options{
+			Nodes: []string{c0},
+			Run:   ops.RunOptions{Policy: simtest.Defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}},
+		},
+		heard.emit,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +266,8 @@ func TestACampaignSaysItsRestartsInPlace(t *testing.T) {
 	if !strings.Contains(all, "restart-in-place: 1 VM(s) started again: vm-a (in place)") {
 		t.Errorf("the campaign's log does not say vm-a was started again:\n%s", all)
 	}
-	if rec.State != model.CampaignDone || !strings.Contains(rec.Message, "restart-in-place: 1 VM(s) started again: vm-a") || strings.Contains(rec.Message, "when it returns") {
+	if rec.State != model.CampaignDone || !strings.Contains(rec.Message, "restart-in-place: 1 VM(s) started again: vm-a") ||
+		strings.Contains(rec.Message, "when it returns") {
 		t.Errorf("the campaign's end: %s %q", rec.State, rec.Message)
 	}
 	if a, _ := c.World.ServerByName("vm-a"); a.Status != "ACTIVE" || a.Host != c0 {

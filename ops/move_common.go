@@ -1,0 +1,89 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// What every mover row and the run share to say a move: its events, its report, a retry.
+
+// moveState records the move's new state once, as an event.
+func (r *runner) moveState(run *vmRun, st MigState, msg string) {
+	if st != run.state {
+		run.state = st
+		r.emitVM(run, st, msg)
+	}
+}
+
+// actionError is why Nova's move of the VM failed (its instance action's error), or
+// fallback when Nova does not say; it notes on run whether Nova said it cannot move live.
+func (r *runner) actionError(ctx context.Context, run *vmRun, fallback string) string {
+	f, err := r.e.nova.LastActionError(ctx, run.vm.ID, run.method)
+	if err != nil || f.Message == "" {
+		return fallback
+	}
+	run.refused, run.noValidHost = f.CannotLive, f.NoValidHost
+	return f.Message
+}
+
+// unstoppableOverdue fails a move Nova cannot stop (a cold move, a rebuild) once it has run
+// past timeouts.migration; "" while it is within.
+func (r *runner) unstoppableOverdue(run *vmRun, what string) (MigState, string, error) {
+	if d := r.e.cfg.Timeouts.Migration.D(); r.e.now().Sub(run.started) > d {
+		run.settled = true // still Nova's: asking again would race it
+		return MigFailed, fmt.Sprintf(
+			"%s after %s (timeouts.migration); Nova cannot stop it: follow it with openstack server show",
+			what,
+			d,
+		), nil
+	}
+	return "", "", nil
+}
+
+// retry puts a failed VM back in the queue if it has attempts left.
+func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
+	if run.settled || run.attempt >= r.e.o.Attempts || r.noValidHostAsked(run) {
+		return false
+	}
+	run.notBefore = r.e.now().Add(r.e.o.Poll)
+	r.emitVM(run, MigRetrying, msg)
+	*pending = append(*pending, run)
+	return true
+}
+
+func (r *runner) emitVM(run *vmRun, state MigState, msg string) {
+	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: state,
+		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total}))
+}
+
+func (r *runner) emitProgress(run *vmRun) {
+	s, ok := run.progress.Last()
+	if !ok {
+		return
+	}
+	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: MigRunning,
+		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Total: s.Total, Processed: s.Processed,
+		Remaining: s.Remaining, Rate: run.progress.CopyRate(), Converge: run.progress.ConvergeRate(), ETA: run.progress.ETA(),
+		Stalled: run.progress.Stalled(r.e.o.StallAfter)}))
+}
+
+// vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.
+func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...model.Override) VMReport {
+	bytes := run.copied + run.attemptBytes(result == MigCompleted)
+	if !movers[run.method].copies {
+		bytes = 0 // a cold move copies disks, a rebuild nothing: Nova counts no bytes
+	}
+	rep := VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
+		Attempts: run.attempt, Bytes: bytes, Started: run.started, Duration: r.e.now().Sub(run.started), Message: msg, MigrationID: run.mid}
+	if len(override) > 0 {
+		rep.Override = override[0]
+	}
+	return rep
+}
+
+// notMoved is a VM the run could not move, and the override that would move it ("": none).
+func notMoved(vm model.VM, msg string, o model.Override) model.Reason {
+	return model.Reason{Code: model.NotMoved, Severity: model.Blocks, Object: vm.Name, ObjectID: vm.ID, Message: msg, Override: o}
+}
