@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -14,9 +13,6 @@ import (
 // (model.FenceRecord): a node cannot write it, as it can its own annotations, and it proves
 // only the NotReady episode it was made in. The journal mirrors it for kubectl describe;
 // nothing trusts the mirror.
-
-// ErrFenceStale stops a recovery whose node is no longer in the outage its fence proved.
-var ErrFenceStale = errors.New("the node is no longer in the outage its fence proved: no further VM is rebuilt")
 
 func fenceKey(node string) string { return "fence-" + node }
 

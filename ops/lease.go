@@ -98,20 +98,6 @@ func (e *Engine) mayReplace(holder string) bool {
 	return provablyGone(holder)
 }
 
-// ErrLeaseLost stops an operation whose lease could not be renewed before it expired:
-// another engine may hold the node now.
-var ErrLeaseLost = errors.New("lease lost")
-
-// CancelRequest is what abort and rollback write on the node for the holder to obey.
-type CancelRequest struct {
-	Op     model.OpKind `json:"op"`     // abort or rollback
-	By     string       `json:"by"`     // who asks
-	Holder string       `json:"holder"` // whom: the lease's holder when asked
-	At     time.Time    `json:"at"`
-}
-
-func (c *CancelRequest) Error() string { return fmt.Sprintf("%s requested by %s", c.Op, c.By) }
-
 func readCancel(n model.KubeNode) (CancelRequest, bool) {
 	raw, ok := n.Annotations[CancelAnnotation]
 	if !ok {

@@ -388,3 +388,24 @@ type Maintenances interface {
 	Create(ctx context.Context, node, reason string) (name string, err error)
 	Delete(ctx context.Context, name string) error
 }
+
+// ErrFenceStale stops a recovery whose node is no longer in the outage its fence proved.
+var ErrFenceStale = errors.New("the node is no longer in the outage its fence proved: no further VM is rebuilt")
+
+// ErrHostAlive stops a recovery whose node shows life (Ready, a kubelet renewal): a machine
+// that answers is not dead, and rebuilding its VMs elsewhere could run them twice.
+var ErrHostAlive = errors.New("the node turned Ready or its kubelet renewed its Lease: the machine is not dead; no further VM is rebuilt")
+
+// ErrLeaseLost stops an operation whose lease could not be renewed before it expired:
+// another engine may hold the node now.
+var ErrLeaseLost = errors.New("lease lost")
+
+// CancelRequest is what abort and rollback write on the node for the holder to obey.
+type CancelRequest struct {
+	Op     model.OpKind `json:"op"`     // abort or rollback
+	By     string       `json:"by"`     // who asks
+	Holder string       `json:"holder"` // whom: the lease's holder when asked
+	At     time.Time    `json:"at"`
+}
+
+func (c *CancelRequest) Error() string { return fmt.Sprintf("%s requested by %s", c.Op, c.By) }

@@ -22,10 +22,6 @@ import (
 // nova-compute must restart and clean up first), the taint removed, the service enabled,
 // the node uncordoned.
 
-// ErrHostAlive stops a recovery whose node shows life (Ready, a kubelet renewal): a machine
-// that answers is not dead, and rebuilding its VMs elsewhere could run them twice.
-var ErrHostAlive = errors.New("the node turned Ready or its kubelet renewed its Lease: the machine is not dead; no further VM is rebuilt")
-
 // planRecover adds a recovery's reasons and steps. A fence proven earlier counts only if
 // its record (in drainctl's namespace, never the node's annotation) proves this outage, and
 // only when no fence command is given: a command given always runs.
