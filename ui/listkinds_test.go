@@ -2,10 +2,25 @@ package ui
 
 import "testing"
 
-// Each list is its row: its title, columns and rows, and what d and enter do on a row, which
-// a describer knows (a list whose d named no describer would say the row "is gone").
+// Each list is its row, in one file: its `:` command (which the colon commands list), its
+// title, columns and rows, and what d and enter do on a row, which a describer knows (a list
+// whose d named no describer would say the row "is gone").
 func TestEveryListKindIsWhole(t *testing.T) {
-	for name, k := range map[string]*listKind{"vms": vmList, "pods": podList, "recoveries": recoveryList} {
+	commands := map[string]bool{}
+	for _, c := range colonCommands() {
+		for _, n := range c.names {
+			commands[n] = true
+		}
+	}
+	if len(listKinds) < 3 {
+		t.Fatalf("%d list kinds: is the table read?", len(listKinds))
+	}
+	for _, k := range listKinds {
+		if len(k.names) == 0 || !commands[k.names[0]] {
+			t.Errorf("list %q: no `:` command opens it (%v)", k.title, k.names)
+			continue
+		}
+		name := k.names[0]
 		if k.title == "" || k.columns == nil || k.rows == nil || k.picker {
 			t.Errorf(":%s: its row is not whole: %+v", name, k)
 		}

@@ -17,10 +17,13 @@ import (
 // context): one pane, filterable, with a cursor. Rows are built when the list opens and
 // when the inventory changes, never per frame.
 
-// listKind is one kind of list, one row each: its title, columns and rows, what enter and d
-// do on a row, and its own keys. A new list (:images, say) is a row here and its colon
-// command (screens.go).
+// listKind is one kind of list, one row each: its `:` command, title, columns and rows,
+// what enter and d do on a row, and its own keys. A new list (:images, say) is a row here,
+// in listKinds: the `:` commands, their help and completion read the rows.
 type listKind struct {
+	names []string // its `:` command's names (the first is the one help shows)
+	// open opens it (nil: built at once from the inventory); recoveries are read first.
+	open    func(m Model) (tea.Model, tea.Cmd)
 	title   string
 	columns func(s *shared) []listColumn
 	rows    func(s *shared) []listRow
@@ -31,22 +34,42 @@ type listKind struct {
 }
 
 var (
-	vmList = &listKind{title: "VMs", columns: vmColumns, rows: vmRows,
+	vmList = &listKind{names: []string{"vms", "vm", "servers"}, title: "VMs", columns: vmColumns, rows: vmRows,
 		enter:    func(r listRow) intent { return openDetail{r.node, r.key} }, // the node, its cursor on this VM
 		describe: func(r listRow) intent { return describe{kind: "vm", key: r.key} },
 		more: func(r listRow, k *KeyMap, none string) []action {
 			return []action{{key: k.Migrate, disabled: none, do: func() intent { return propose{model.OpMigrate, []string{r.key}} }}}
 		}}
-	podList = &listKind{title: "Pods", columns: podColumns, rows: podRows,
+	podList = &listKind{names: []string{"pods", "pod", "po"}, title: "Pods", columns: podColumns, rows: podRows,
 		describe: func(r listRow) intent { return describe{kind: "pod", key: r.key} }}
 	// A recovery's row is its ledger, read whole, not the VMs as they are now.
-	recoveryList = &listKind{title: "Recoveries (the records on the cluster, newest first)", columns: recoveryColumns, rows: recoveryRows,
+	recoveryList = &listKind{names: []string{"recoveries", "recovery", "rec"}, open: Model.openRecoveries,
+		title: "Recoveries (the records on the cluster, newest first)", columns: recoveryColumns, rows: recoveryRows,
 		enter:    func(r listRow) intent { return describe{kind: "recovery", key: r.node} },
 		describe: func(r listRow) intent { return describe{kind: "recovery", key: r.node} }}
 	// Pickers: their rows are made when they open, from what they pick for.
 	hostPicker = &listKind{picker: true}
 	ctxPicker  = &listKind{picker: true}
 )
+
+// listKinds are the lists a `:` command opens, in the order help lists them.
+var listKinds = []*listKind{vmList, podList, recoveryList}
+
+// listCommands are the `:` commands of listKinds.
+func listCommands() []colonCommand {
+	var out []colonCommand
+	for _, k := range listKinds {
+		run := func(m Model, _ string) (tea.Model, tea.Cmd) {
+			m.list.open(k, &m.s)
+			return m.goTo(listScreen), nil
+		}
+		if k.open != nil {
+			run = func(m Model, _ string) (tea.Model, tea.Cmd) { return k.open(m) }
+		}
+		out = append(out, colonCommand{names: k.names, run: run})
+	}
+	return out
+}
 
 // listColumn is a column of a list: its title, width and which of a row's cells it shows
 // (narrow terminals leave some out).

@@ -47,18 +47,8 @@ var screens = map[screen]screenRow{
 			return m.goTo(campaignScreen), nil
 		}}},
 		reset: func(m *Model) { m.campaign = campaignPane{} }},
-	askScreen: {pane: func(m *Model) pane { return &m.ask }},
-	listScreen: {pane: func(m *Model) pane { return &m.list }, commands: []colonCommand{
-		{names: []string{"vms", "vm", "servers"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) {
-			m.list.open(vmList, &m.s)
-			return m.goTo(listScreen), nil
-		}},
-		{names: []string{"pods", "pod", "po"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) {
-			m.list.open(podList, &m.s)
-			return m.goTo(listScreen), nil
-		}},
-		{names: []string{"recoveries", "recovery", "rec"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.openRecoveries() }},
-	}},
+	askScreen:      {pane: func(m *Model) pane { return &m.ask }},
+	listScreen:     {pane: func(m *Model) pane { return &m.list }, commands: listCommands()},
 	describeScreen: {pane: func(m *Model) pane { return &m.desc }},
 }
 
