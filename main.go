@@ -44,11 +44,7 @@ Verbs (--auto):
 
 Operation flags:
 ` + app.FlagUsage(app.SectionOperation) + `
-Recovery flags (recover):
-` + app.FlagUsage(app.SectionRecover) + `
-Campaign flags (roll):
-` + app.FlagUsage(app.SectionRoll) + `
-Simulated cluster (no cluster needed):
+` + auto.VerbFlagUsage() + `Simulated cluster (no cluster needed):
   drainctl --demo [--auto VERB]         run on a generated cluster (Kubernetes + Nova)
   drainctl sim serve                    serve the simulated Nova + Keystone and print OS_* variables
 ` + app.FlagUsage(app.SectionSim) + `

@@ -33,15 +33,13 @@ type Options struct {
 	Auto, Demo, ReadOnly bool
 	Help, Version        bool
 	Output               string
-	Args                 []string // the verb and its arguments
-	Count                int      // recommend, scale-down: how many candidates
-	ReturnVMs            bool     // roll, uncordon: bring the VMs home
+	Args                 []string    // the verb and its arguments
+	Count                int         // recommend, scale-down: how many candidates
+	Verb                 auto.Params // the verbs' own flags (ui/auto's verb rows)
 	Conn                 ConnFlags
 	Sim                  SimFlags
 	Serve                ServeFlags
 	Op                   OpFlags
-	Roll                 RollFlags
-	Recover              RecoverFlags
 	// Set names the flags given on the command line (a flag's default is not a request).
 	Set map[string]bool
 }
@@ -79,26 +77,6 @@ type OpFlags struct {
 	To, Reason                                                       string
 }
 
-// RollFlags are the campaign's: its nodes and how it works them.
-type RollFlags struct {
-	Selector, Exec, OnFailure, Campaign string
-	Parallel, ParallelPercent           int
-	SpreadBy, Order                     string
-	GateCmd, GatePrometheus, GateAlerts string
-	GatePromTokenFile, GatePromCAFile   string
-	WaitReady, Resume                   bool
-	Window, Undrainable                 string
-	NodeDeadline                        time.Duration
-}
-
-// RecoverFlags are recover's: how the dead machine is proven off; AcceptDiskLoss lets it
-// rebuild VMs whose local disk stays on the dead machine.
-type RecoverFlags struct {
-	FenceCmd       string
-	ConfirmFenced  bool
-	AcceptDiskLoss bool
-}
-
 // Run runs the mode the options ask for until it ends or ctx is cancelled. The error
 // carries the exit code (ExitCodeOf).
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(string) string) error {
@@ -116,7 +94,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(s
 	for _, w := range config.Warnings(path, cfg) {
 		text.Fprintf(stderr, "drainctl: warning: %s\n", w)
 	}
-	for flag, tmpl := range map[string]string{"fence-cmd": o.Recover.FenceCmd, "exec": o.Roll.Exec, "gate-cmd": o.Roll.GateCmd} {
+	for flag, tmpl := range map[string]string{"fence-cmd": o.Verb.Recover.FenceCmd, "exec": o.Verb.Roll.Exec, "gate-cmd": o.Verb.Roll.GateCmd} {
 		if opts := opcmd.LiteralSecrets(tmpl); len(opts) > 0 {
 			text.Fprintf(stderr, "drainctl: warning: --%s %s\n", flag, config.LiteralSecretWarning(opts))
 		}
@@ -276,33 +254,33 @@ func runAuto(ctx context.Context, e env) error {
 			Policy:         e.pol,
 			Why:            e.o.Op.Reason,
 			MigrateParams:  ops.MigrateParams{To: e.o.Op.To},
-			UncordonParams: ops.UncordonParams{ForceCompute: e.o.Op.Force, ReturnVMs: e.o.ReturnVMs},
-			RecoverParams:  ops.RecoverParams{FenceCmd: e.o.Recover.FenceCmd, ConfirmFenced: e.o.Recover.ConfirmFenced},
+			UncordonParams: ops.UncordonParams{ForceCompute: e.o.Op.Force, ReturnVMs: e.o.Verb.ReturnVMs},
+			RecoverParams:  ops.RecoverParams{FenceCmd: e.o.Verb.Recover.FenceCmd, ConfirmFenced: e.o.Verb.Recover.ConfirmFenced},
 		}}
 	a.Campaign = campaign.Options{
-		Name:            e.o.Roll.Campaign,
-		Selector:        e.o.Roll.Selector,
-		Parallel:        e.o.Roll.Parallel,
-		ParallelPercent: e.o.Roll.ParallelPercent,
-		SpreadBy:        e.o.Roll.SpreadBy,
-		Order:           e.o.Roll.Order,
-		Exec:            e.o.Roll.Exec,
-		Gates:           campaign.GateOptions{Cmd: e.o.Roll.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
-		WaitReady:       e.o.Roll.WaitReady,
-		OnFailure:       e.o.Roll.OnFailure,
+		Name:            e.o.Verb.Roll.Campaign,
+		Selector:        e.o.Verb.Roll.Selector,
+		Parallel:        e.o.Verb.Roll.Parallel,
+		ParallelPercent: e.o.Verb.Roll.ParallelPercent,
+		SpreadBy:        e.o.Verb.Roll.SpreadBy,
+		Order:           e.o.Verb.Roll.Order,
+		Exec:            e.o.Verb.Roll.Exec,
+		Gates:           campaign.GateOptions{Cmd: e.o.Verb.Roll.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
+		WaitReady:       e.o.Verb.Roll.WaitReady,
+		OnFailure:       e.o.Verb.Roll.OnFailure,
 		Run:             a.Run,
-		Resume:          e.o.Roll.Resume,
-		ReturnVMs:       e.o.ReturnVMs,
+		Resume:          e.o.Verb.Roll.Resume,
+		ReturnVMs:       e.o.Verb.ReturnVMs,
 		NodeDeadline:    e.cfg.Campaign.NodeDeadline.D(),
-		Undrainable:     firstNonBlank(e.o.Roll.Undrainable, e.cfg.Campaign.Undrainable),
+		Undrainable:     firstNonBlank(e.o.Verb.Roll.Undrainable, e.cfg.Campaign.Undrainable),
 	}
-	if e.o.Roll.NodeDeadline > 0 {
-		a.Campaign.NodeDeadline = e.o.Roll.NodeDeadline
+	if e.o.Verb.Roll.NodeDeadline > 0 {
+		a.Campaign.NodeDeadline = e.o.Verb.Roll.NodeDeadline
 	}
-	if w := firstNonBlank(e.o.Roll.Window, e.cfg.Campaign.Window); w != "" {
+	if w := firstNonBlank(e.o.Verb.Roll.Window, e.cfg.Campaign.Window); w != "" {
 		win, err := campaign.ParseWindow(w)
 		if err != nil {
-			if e.o.Roll.Window == "" {
+			if e.o.Verb.Roll.Window == "" {
 				return &ops.UsageError{Problem: "config: roll.window: " + err.Error(), Hint: HintOf(err)}
 			}
 			return err
@@ -355,7 +333,7 @@ func policyOptions(cfg model.Config, o Options) (policy.Options, error) {
 	p.AllowControlPlane, p.AllowLastNode = o.Op.AllowControlPlane, o.Op.AllowLastNode
 	p.ColdMigrateRunning, p.SkipVMs = o.Op.ColdMigrateRunning, o.Op.SkipVMs
 	p.OverrideVMPolicies = o.Op.OverrideVMPolicies
-	p.AcceptDiskLoss = o.Recover.AcceptDiskLoss
+	p.AcceptDiskLoss = o.Verb.Recover.AcceptDiskLoss
 	return p, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/opcmd"
 	"github.com/drainctl/drainctl/ops/prom"
+	"github.com/drainctl/drainctl/ui/auto"
 )
 
 // Bad input is refused before anything is read or changed (exit 2): a flag that the verb
@@ -21,7 +22,7 @@ import (
 // operator. A silently ignored flag is a request not carried out.
 
 // PromTokenEnv holds the Prometheus gate's bearer token, when no token file is given.
-const PromTokenEnv = "DRAINCTL_PROMETHEUS_TOKEN"
+const PromTokenEnv = auto.PromTokenEnv
 
 func checkAutoFlags(verb string, args []string, o Options) error {
 	target := verb
@@ -31,14 +32,14 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 	if err := misplacedFlags(o, target); err != nil { // flags.go: each flag's verbs
 		return err
 	}
-	if o.Recover.FenceCmd != "" && o.Recover.ConfirmFenced {
+	if o.Verb.Recover.FenceCmd != "" && o.Verb.Recover.ConfirmFenced {
 		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced both given: one proof is asked for",
 			Hint: "give --fence-cmd to power the machine off, or --confirm-fenced when you know it is off"}
 	}
 	for _, n := range []struct {
 		flag string
 		neg  bool
-	}{{"timeout", o.Op.Timeout < 0}, {"max-parallel", o.Op.MaxParallel < 0}, {"node-deadline", o.Roll.NodeDeadline < 0}, {"count", o.Count < 0}} {
+	}{{"timeout", o.Op.Timeout < 0}, {"max-parallel", o.Op.MaxParallel < 0}, {"node-deadline", o.Verb.Roll.NodeDeadline < 0}, {"count", o.Count < 0}} {
 		if n.neg {
 			return &ops.UsageError{Problem: "--" + n.flag + " must not be negative", Hint: "leave it out to use the default"}
 		}
@@ -49,21 +50,21 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 		return &ops.UsageError{Problem: fmt.Sprintf("--max-parallel %d is more than %d", o.Op.MaxParallel, maxParallel),
 			Hint: "nodes worked at once; the default is concurrency.nodes (1)"}
 	}
-	if o.Set["node-deadline"] && o.Roll.NodeDeadline < time.Minute {
-		return &ops.UsageError{Problem: fmt.Sprintf("--node-deadline %s is under a minute: no node drains that fast", o.Roll.NodeDeadline),
+	if o.Set["node-deadline"] && o.Verb.Roll.NodeDeadline < time.Minute {
+		return &ops.UsageError{Problem: fmt.Sprintf("--node-deadline %s is under a minute: no node drains that fast", o.Verb.Roll.NodeDeadline),
 			Hint: "the default is 30m; give at least 1m"}
 	}
-	if o.Roll.Campaign != "" {
-		if errs := validation.IsDNS1123Label(o.Roll.Campaign); len(errs) > 0 {
-			return &ops.UsageError{Problem: fmt.Sprintf("--campaign %q is no DNS-1123 name: %s", o.Roll.Campaign, strings.Join(errs, "; ")),
+	if o.Verb.Roll.Campaign != "" {
+		if errs := validation.IsDNS1123Label(o.Verb.Roll.Campaign); len(errs) > 0 {
+			return &ops.UsageError{Problem: fmt.Sprintf("--campaign %q is no DNS-1123 name: %s", o.Verb.Roll.Campaign, strings.Join(errs, "; ")),
 				Hint: "lower-case letters, digits and '-', e.g. rack-r1-firmware"}
 		}
 	}
-	if o.Roll.GateAlerts != "" && o.Roll.GatePrometheus == "" {
+	if o.Verb.Roll.GateAlerts != "" && o.Verb.Roll.GatePrometheus == "" {
 		return &ops.UsageError{Problem: "--gate-alerts without --gate-prometheus: there is no Prometheus to read the alerts from",
 			Hint: "add --gate-prometheus https://prometheus.example:9090"}
 	}
-	for flag, tmpl := range map[string]string{"fence-cmd": o.Recover.FenceCmd, "exec": o.Roll.Exec, "gate-cmd": o.Roll.GateCmd} {
+	for flag, tmpl := range map[string]string{"fence-cmd": o.Verb.Recover.FenceCmd, "exec": o.Verb.Roll.Exec, "gate-cmd": o.Verb.Roll.GateCmd} {
 		if err := opcmd.Validate(tmpl); tmpl != "" && err != nil {
 			return &ops.UsageError{Problem: "--" + flag + ": " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 		}
@@ -75,22 +76,22 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 // --gate-prometheus-token-file or DRAINCTL_PROMETHEUS_TOKEN, never from the command line.
 func (e env) alertGate() (campaign.AlertSource, error) {
 	o := e.o
-	if o.Roll.GatePrometheus == "" {
+	if o.Verb.Roll.GatePrometheus == "" {
 		return nil, nil
 	}
-	po := prom.Options{URL: o.Roll.GatePrometheus, CAFile: o.Roll.GatePromCAFile, Token: model.Secret(e.getenv(PromTokenEnv))}
-	if o.Roll.GatePromTokenFile != "" {
-		b, err := os.ReadFile(o.Roll.GatePromTokenFile)
+	po := prom.Options{URL: o.Verb.Roll.GatePrometheus, CAFile: o.Verb.Roll.GatePromCAFile, Token: model.Secret(e.getenv(PromTokenEnv))}
+	if o.Verb.Roll.GatePromTokenFile != "" {
+		b, err := os.ReadFile(o.Verb.Roll.GatePromTokenFile)
 		if err != nil {
 			return nil, &ops.UsageError{Problem: "--gate-prometheus-token-file: " + err.Error()}
 		}
 		po.Token = model.Secret(strings.TrimSpace(string(b)))
 	}
-	if o.Roll.GateAlerts != "" {
-		re, err := regexp.Compile(o.Roll.GateAlerts)
+	if o.Verb.Roll.GateAlerts != "" {
+		re, err := regexp.Compile(o.Verb.Roll.GateAlerts)
 		if err != nil {
 			return nil, &ops.UsageError{
-				Problem: fmt.Sprintf("--gate-alerts %q: %v", o.Roll.GateAlerts, err),
+				Problem: fmt.Sprintf("--gate-alerts %q: %v", o.Verb.Roll.GateAlerts, err),
 				Hint:    "a Go regular expression over alert names, e.g. 'Node.*|Ceph.*'",
 			}
 		}

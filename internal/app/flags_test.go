@@ -4,36 +4,39 @@ import (
 	"flag"
 	"strings"
 	"testing"
+
+	"github.com/drainctl/drainctl/ui/auto"
 )
 
 // A flag is its row: the flag set, the help's lines and the verbs it belongs to all come from
-// it. Every flag a verb owns is refused for another verb, naming its verbs, and taken by its
-// own; a flag of no verb is taken by any. A new row is checked here without a new test.
+// it. Every flag a verb owns (a row on its verb) is refused for another verb, naming its
+// verbs, and taken by its own; a root flag of no verb is taken by any. A new row is checked
+// here without a new test.
 func TestEveryFlagRowIsRefusedForAnotherVerb(t *testing.T) {
 	owned := 0
-	for _, r := range flagRows {
-		for _, name := range r.names {
+	for _, r := range owners() {
+		for _, name := range r.Names {
 			o := Options{Set: map[string]bool{name: true}}
-			if len(r.verbs) == 0 {
+			if len(r.Verbs) == 0 {
 				if err := misplacedFlags(o, "evacuate"); err != nil {
 					t.Errorf("--%s belongs to every verb, yet: %v", name, err)
 				}
 				continue
 			}
 			owned++
-			for _, v := range r.verbs {
+			for _, v := range r.Verbs {
 				if err := misplacedFlags(o, v); err != nil {
 					t.Errorf("--%s refused for its own verb %s: %v", name, v, err)
 				}
 			}
 			err := misplacedFlags(o, "list")
-			if err == nil || !strings.Contains(err.Error(), "--"+name+" ") || !strings.Contains(err.Error(), strings.Join(r.verbs, " and ")+", not list") {
+			if err == nil || !strings.Contains(err.Error(), "--"+name+" ") || !strings.Contains(err.Error(), strings.Join(r.Verbs, " and ")+", not list") {
 				t.Errorf("--%s given to list: %v", name, err)
 			}
 		}
 	}
 	if owned < 20 {
-		t.Fatalf("%d flags owned by a verb: are the rows read?", owned)
+		t.Fatalf("%d flags owned by a verb: are the verbs' rows read?", owned)
 	}
 }
 
@@ -41,8 +44,19 @@ func TestEveryFlagRowIsRefusedForAnotherVerb(t *testing.T) {
 // the help's usage lines name; an alias is named on its flag's line.
 func TestEveryFlagHasItsHelpLines(t *testing.T) {
 	modes := map[string]bool{"help": true, "auto": true, "daemon": true, "proxy": true, "controller": true, "demo": true}
-	seen := map[string]bool{}
+	type row struct {
+		names []string
+		usage string
+	}
+	var rows []row
 	for _, r := range flagRows {
+		rows = append(rows, row{r.Names, r.Usage})
+	}
+	for _, r := range auto.VerbFlags() {
+		rows = append(rows, row{r.Names, r.Usage})
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
 		for i, name := range r.names {
 			if seen[name] {
 				t.Errorf("--%s has two rows", name)

@@ -3,10 +3,12 @@ package auto
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/text"
+	"github.com/drainctl/drainctl/ui/flagrow"
 )
 
 // verbs is --auto's table: each verb's usage lines and what it does. Its dispatch (Do), its
@@ -31,7 +33,7 @@ func verbTable() []verb {
 			usage: `  abort NODE           stop the operation on NODE, abort its migrations in progress`},
 		{name: "rollback", do: operation(model.OpRollback),
 			usage: `  rollback NODE        abort, then put NODE back as it was before`},
-		{name: "recover", do: operation(model.OpRecover),
+		{name: "recover", do: operation(model.OpRecover), flags: recoverFlags, flagsTitle: "Recovery flags (recover)",
 			usage: `  recover NODE         a dead host: fence it, cordon, force nova-compute down, taint it
                        out-of-service, rebuild its VMs elsewhere (Nova's evacuate), wait
                        until its pods are gone; uncordon brings it back once it runs again`},
@@ -43,7 +45,7 @@ func verbTable() []verb {
 		{name: "scale-down", do: (*Auto).scaleDown,
 			usage: `  scale-down [NODE... | --count N]   evacuate, delete the Node and (with [cloudpool] url)
                        terminate its machine; without NODE the top-ranked candidates`},
-		{name: "roll", do: (*Auto).roll,
+		{name: "roll", do: (*Auto).roll, flags: rollFlags, flagsTitle: "Campaign flags (roll)",
 			usage: `  roll NODE... | --selector L=V   rolling maintenance, one campaign: for each node, check
                        the rest can absorb it, evacuate, run the step, uncordon, verify it
                        takes work again; recorded on the cluster, a rerun resumes`},
@@ -62,6 +64,63 @@ type verb struct {
 	name  string
 	usage string // its lines of drainctl --help's "Verbs (--auto)"
 	do    func(a *Auto, ctx context.Context, args []string) error
+	// flags are its own: they belong to it (and to the verbs a row adds), go into Params, and
+	// are listed under flagsTitle in --help.
+	flags      []flagrow.Row[Params]
+	flagsTitle string
+}
+
+// Params are what the verbs' own flags set, by verb: a verb's new flag is a row on its verb
+// and a field here.
+type Params struct {
+	ReturnVMs bool // roll, uncordon: bring the VMs home
+	Recover   RecoverParams
+	Roll      RollParams
+}
+
+// RecoverParams are recover's: how the dead machine is proven off; AcceptDiskLoss lets it
+// rebuild VMs whose local disk stays on the dead machine.
+type RecoverParams struct {
+	FenceCmd       string
+	ConfirmFenced  bool
+	AcceptDiskLoss bool
+}
+
+// RollParams are roll's: the campaign's nodes and how it works them.
+type RollParams struct {
+	Selector, Exec, OnFailure, Campaign string
+	Parallel, ParallelPercent           int
+	SpreadBy, Order                     string
+	GateCmd, GatePrometheus, GateAlerts string
+	GatePromTokenFile, GatePromCAFile   string
+	WaitReady, Resume                   bool
+	Window, Undrainable                 string
+	NodeDeadline                        time.Duration
+}
+
+// VerbFlags are every verb's own flags, each belonging to its verb (and the verbs it adds),
+// listed in its verb's section.
+func VerbFlags() []flagrow.Row[Params] {
+	var out []flagrow.Row[Params]
+	for _, v := range verbTable() {
+		for _, f := range v.flags {
+			f.Verbs = append([]string{v.name}, f.Verbs...)
+			f.Section = v.name
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// VerbFlagUsage is each verb's own flags as --help lists them: its title, then its lines.
+func VerbFlagUsage() string {
+	var b strings.Builder
+	for _, v := range verbTable() {
+		if len(v.flags) > 0 {
+			b.WriteString(v.flagsTitle + ":\n" + flagrow.Usage(VerbFlags(), v.name) + "\n")
+		}
+	}
+	return b.String()
 }
 
 // Verbs lists the verbs --auto knows ("list, plan, …"), for usage errors and the shell completion.
