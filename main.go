@@ -107,7 +107,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			// "Run it again to resume" is true of a cluster; the demo's lives in this process.
 			text.Fprintf(
 				stderr,
-				"drainctl: hint: the demo's cluster lived in this process only: a rerun starts a new one (run the demo's operations one after the other in its TUI: drainctl --demo)\n",
+				"drainctl: hint: the demo's cluster lived in this process only: a rerun starts a new one (run the demo's "+
+					"operations one after the other in its TUI: drainctl --demo)\n",
 			)
 		}
 	}

@@ -107,7 +107,8 @@ func (c Config) Validate() error {
 			`e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`,
 		}
 	}
-	for _, l := range []struct{ key, v string }{{"recover.max_unhealthy", c.Recover.MaxUnhealthy}, {"recover.max_unhealthy_per_domain", c.Recover.MaxUnhealthyPerDomain}} {
+	for _, l := range []struct{ key, v string }{{"recover.max_unhealthy",
+		c.Recover.MaxUnhealthy}, {"recover.max_unhealthy_per_domain", c.Recover.MaxUnhealthyPerDomain}} {
 		m, share := strings.CutSuffix(strings.TrimSpace(l.v), "%")
 		if m == "" || strings.Trim(m, "0123456789") != "" {
 			return &FieldError{l.key, fmt.Sprintf("must be a count or a percentage, got %q", l.v), `e.g. "1" or "30%"`}

@@ -150,8 +150,10 @@ type MoveMethod string
 
 // Move methods. A VM without a host (SHELVED_OFFLOADED) is on no node and has none.
 const (
-	MoveLive   MoveMethod = "live"   // live migration: no downtime (ACTIVE, PAUSED)
-	MoveCold   MoveMethod = "cold"   // cold migration: migrate, then confirmResize (SHUTOFF; a running VM only under --cold-migrate-running)
+	MoveLive MoveMethod = "live" // live migration: no downtime (ACTIVE, PAUSED)
+	// MoveCold: migrate, then confirmResize (SHUTOFF; a running VM only under
+	// --cold-migrate-running).
+	MoveCold   MoveMethod = "cold"
 	MoveFollow MoveMethod = "follow" // already moving (someone's migration): followed to its end
 	MoveStays  MoveMethod = "stays"  // cannot or may not move: a typed reason says why
 	// MoveRebuild: its host is dead; Nova's evacuate rebuilds it on another host (recover).

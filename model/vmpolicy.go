@@ -122,7 +122,8 @@ func (c MaintenanceConfig) Of(vm VM) (VMPolicy, string) {
 		table map[string]VMPolicy
 		key   string
 		from  string
-	}{{c.Flavors, vm.Flavor, "policy.maintenance.flavors"}, {c.Images, vm.Image, "policy.maintenance.images"}, {c.Projects, vm.ProjectID, "policy.maintenance.projects"}} {
+	}{{c.Flavors, vm.Flavor, "policy.maintenance.flavors"}, {c.Images, vm.Image, "policy.maintenance.images"}, {c.Projects,
+		vm.ProjectID, "policy.maintenance.projects"}} {
 		if p, ok := by.table[by.key]; ok && by.key != "" {
 			return p, by.from
 		}

@@ -87,7 +87,8 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 	r.nodeChanged(fmt.Sprintf("canary %s booting on %s (server %s)", spec.Name, p.Host, id))
 	if err := e.kube.SetAnnotation(ctx, p.Node, CanaryAnnotation, id); err != nil {
 		r.nodeChanged(
-			"the canary's server ID NOT journaled on the node (" + err.Error() + "): if this run is killed, delete server " + id + " by hand",
+			"the canary's server ID NOT " +
+				"journaled on the node (" + err.Error() + "): if this run is killed, delete server " + id + " by hand",
 		)
 	}
 	proven, why := r.watchCanary(ctx, id, cfg.CanaryTimeout.D())

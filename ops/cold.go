@@ -150,7 +150,8 @@ func (r *runner) ownCold(ctx context.Context, vmID string) (mine, named bool, er
 func (r *runner) recordCold(run *vmRun) error {
 	if !run.afterKnown {
 		return fmt.Errorf(
-			"%s is not moved cold: its migration records could not be read before the request, so the move could never be proven drainctl's",
+			"%s is not moved cold: its migration records could not be read before the request, so the move could never "+
+				"be proven drainctl's",
 			run.vm.Name,
 		)
 	}
@@ -234,7 +235,8 @@ func (r *runner) revertColdSaid(ctx context.Context) (string, error) {
 		said = append(
 			said,
 			fmt.Sprintf(
-				"cold migration(s) of %s still under way (Nova cannot stop them): run abort again to revert them once they wait for their confirm",
+				"cold migration(s) of %s still under way (Nova cannot stop them): run abort again to revert them once they "+
+					"wait for their confirm",
 				strings.Join(left, ", "),
 			),
 		)

@@ -113,10 +113,9 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		ns = nova
 	}
 	e := &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
-		migSlots: make(
-			chan struct{},
-			cfg.Concurrency.MigrationsPerCluster,
-		), running: map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{}, inflight: map[string]int{}, mine: map[string]bool{}, sent: map[string][]sentVM{},
+		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster),
+		running:  map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{},
+		inflight: map[string]int{}, mine: map[string]bool{}, sent: map[string][]sentVM{},
 		ranked: make(chan struct{}), steps: stepTable()}
 	e.leaseHolders = shared.New(leaseReadTimeout, func(ctx context.Context) (map[string]string, error) {
 		return kube.LeasesHeldBy(ctx, o.Holder)

@@ -70,7 +70,8 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		}
 		r.nodeChanged(
 			fmt.Sprintf(
-				"%d VM(s) arrived while the node was being emptied (a move into it begun before its nova-compute was disabled): moving them too",
+				"%d VM(s) arrived while the node was being emptied (a move into it begun before its nova-compute was "+
+					"disabled): moving them too",
 				len(vms),
 			),
 		)
@@ -264,7 +265,8 @@ func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
 	}
 	// Left by the plan for the room the higher priorities need: a run does not hand the
 	// room to Nova's scheduler, VM by VM, in another order.
-	if i := slices.IndexFunc(r.plan.Reasons, func(x model.Reason) bool { return x.Code == model.NoHostWithRoom && x.ObjectID == vm.ID }); i >= 0 {
+	leftForRoom := func(x model.Reason) bool { return x.Code == model.NoHostWithRoom && x.ObjectID == vm.ID }
+	if i := slices.IndexFunc(r.plan.Reasons, leftForRoom); i >= 0 {
 		return model.MoveStays, &r.plan.Reasons[i]
 	}
 	return method, nil

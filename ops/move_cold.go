@@ -39,7 +39,8 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		case !run.ours:
 			return MigCompleted, "moved by someone else's cold migration, which waits for its confirm: left to them", nil
 		case !e.cfg.Policy.ConfirmCold:
-			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm", nil
+			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm",
+				nil
 		case run.confirmed:
 			return "", "", nil // the confirm is under way
 		}
@@ -50,10 +51,12 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		case !named:
 			// Nova has not shown the record of drainctl's request yet: no confirm before it.
 			return r.unstoppableOverdue(run, "moved cold, but Nova never showed the migration record of drainctl's request, "+
-				"so nothing proves the move waiting in VERIFY_RESIZE is drainctl's: left unconfirmed (openstack server migration list --server "+vm.ID+")")
+				"so nothing proves the move waiting in VERIFY_RESIZE is drainctl's: left unconfirmed (openstack server "+
+				"migration list --server "+vm.ID+")")
 		case !mine:
 			run.ours = false
-			return MigCompleted, "moved by a cold migration drainctl did not ask for (os-migrations names another), which waits for its confirm: left to whoever asked", nil
+			return MigCompleted, "moved by a cold migration drainctl did not ask for (os-migrations names another), which waits " +
+				"for its confirm: left to whoever asked", nil
 		}
 		r.moveState(run, MigVerifyResize, "")
 		if err := e.nova.ConfirmResize(ctx, vm.ID); err != nil {

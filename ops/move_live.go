@@ -60,7 +60,8 @@ func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, er
 		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
 			run.settled = true // Nova accepted it: its conductor may still start it
 			return MigFailed, fmt.Sprintf(
-				"Nova made no migration record of the live migration drainctl asked for within %s (timeouts.migration): follow the server with openstack server show",
+				"Nova made no migration record of the live migration drainctl asked for within %s (timeouts.migration): follow "+
+					"the server with openstack server show",
 				d,
 			), nil
 		}

@@ -284,8 +284,9 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 				case dest.Host == n.Host:
 					return p, &UsageError{Problem: fmt.Sprintf("%s is already on %s", vm.Name, ro.To)}
 				}
-				p.Target = dest.Host                                            // Nova's name of the node's host ([mapping]), not the node's
-				if r := policy.TargetReason(vm, dest, e.cpuRatio()); r != nil { // as the picker and an evacuation judge it
+				p.Target = dest.Host // Nova's name of the node's host ([mapping]), not the node's
+				// As the picker and an evacuation judge it.
+				if r := policy.TargetReason(vm, dest, e.cpuRatio()); r != nil {
 					p.Reasons = append(p.Reasons, *r)
 				}
 			}

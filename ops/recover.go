@@ -227,7 +227,8 @@ func (e *Engine) planWayBack(p *model.Plan, node model.Node, ro RunOptions) {
 	}
 	if node.Compute != nil && node.Compute.ForcedDown {
 		p.Steps = append(p.Steps, model.Step{Kind: model.StepForceUp,
-			Detail: "wait until nova-compute on " + node.Host + " has restarted and cleaned up after the evacuations, force it up, wait until it reports up"})
+			Detail: "wait until nova-compute on " + node.Host + " has restarted and cleaned up after the evacuations, force it " +
+				"up, wait until it reports up"})
 	}
 	if k.HasTaint(policy.OutOfService.Key) {
 		p.Steps = append(

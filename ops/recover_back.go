@@ -36,7 +36,9 @@ func (r *runner) forceUp(ctx context.Context) (string, error) {
 		var pending *EvacuationsPendingError
 		switch {
 		case errors.As(err, &pending):
-			return false, "waiting: Nova refuses to force nova-compute on " + p.Host + " up until it has restarted and cleaned up after the evacuations (their records go from done to completed)", nil
+			return false, "waiting: Nova refuses to " +
+				"force nova-compute on " + p.Host + " up until it has restarted and cleaned up after the evacuations (their " +
+				"records go from done to completed)", nil
 		case err != nil:
 			return false, "", err
 		}

@@ -169,7 +169,8 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 			}
 		}
 		// The owner's word is kept with the move: a stays rebuilt all the same says so.
-		if i := slices.IndexFunc(p.Reasons, func(x model.Reason) bool { return x.Code == model.VMAsksToStay && x.ObjectID == vm.ID }); i >= 0 {
+		asks := func(x model.Reason) bool { return x.Code == model.VMAsksToStay && x.ObjectID == vm.ID }
+		if i := slices.IndexFunc(p.Reasons, asks); i >= 0 {
 			m.Reason = strings.TrimSuffix(p.Reasons[i].Message+"; "+m.Reason, "; ")
 		}
 		rec.Moves = append(rec.Moves, m)

@@ -124,9 +124,11 @@ func (x *heldExplainer) explain(ctx context.Context, consumer string) (string, i
 	m, ok := x.moves[consumer]
 	switch {
 	case !ok:
-		return "an allocation in Placement of consumer " + consumer + " (a server or a migration Nova does not list on " + host + ")", heldByNoOne, nil
+		return "an allocation in " +
+			"Placement of consumer " + consumer + " (a server or a migration Nova does not list on " + host + ")", heldByNoOne, nil
 	case m.Status == model.MigrationFinished:
-		return "the cold migration of VM " + m.InstanceID + " waits in VERIFY_RESIZE for its confirm: it holds the VM's room on " + host + " until then", heldKept, nil
+		return "the cold migration of VM " + m.InstanceID + " waits in VERIFY_RESIZE for its confirm: it " +
+			"holds the VM's room on " + host + " until then", heldKept, nil
 	}
 	return fmt.Sprintf("the %s of VM %s (%s)", m.Type, m.InstanceID, m.Status), heldGoing, nil
 }

@@ -348,7 +348,8 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 		}))
 	} else if len(p.asked().Run.Policy.SkipVMs) > 0 {
 		out = append(out, action{key: k.ToggleVMPolicy, hidden: true, do: func() intent {
-			return showStatus{text: "O: no VM's own policy blocks a node now: S leaves them where they are (S again, then O, to move them)", bad: true}
+			return showStatus{text: "O: no VM's own policy blocks a node now: S leaves them where they are (S again, then O, to move them)",
+				bad: true}
 		}})
 	}
 	wait := toggle(k.WaitReady, func(o *campaign.Options) { o.WaitReady = !o.WaitReady })

@@ -139,7 +139,8 @@ func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
 	}
 	do, what := mach.KillHost, "dead: NotReady, nova-compute down; X recovers it once it has been NotReady for [recover] not_ready_for"
 	if m.s.opts.AutoRecovery {
-		what = "dead: NotReady, nova-compute down; recovered by itself after not_ready_for and heartbeat_timeout (two dead at once: a storm, held)"
+		what = "dead: NotReady, nova-compute down; recovered by itself after not_ready_for and heartbeat_timeout (two dead at " +
+			"once: a storm, held)"
 	}
 	if verb == "revive" {
 		do, what = mach.ReviveHost, "running again: nothing of it was recovered, so it needs nothing from drainctl"

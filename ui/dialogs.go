@@ -164,7 +164,8 @@ func (m Model) summary(w io.Writer) int {
 			lines = append(
 				lines,
 				text.Sprintf(
-					"  %s %s (a node of campaign %s): interrupted at %s; the campaign's command below resumes it, or undo: %s --auto rollback %s",
+					"  %s %s (a node of campaign %s): interrupted at %s; the campaign's command below resumes it, or undo: "+
+						"%s --auto rollback %s",
 					v.plan.Op,
 					target,
 					m.s.ops.campaignName,

@@ -415,7 +415,8 @@ var shortMismatch = map[model.MismatchCode]string{
 }
 
 var progressive = map[model.OpKind]string{model.OpCordon: "cordoning", model.OpEvacuate: "evacuating",
-	model.OpMigrate: "migrating", model.OpUncordon: "uncordoning", model.OpAbort: "aborting", model.OpRollback: "rolling back", model.OpRecover: "recovering"}
+	model.OpMigrate:  "migrating",
+	model.OpUncordon: "uncordoning", model.OpAbort: "aborting", model.OpRollback: "rolling back", model.OpRecover: "recovering"}
 
 func rankText(r int) string {
 	if r == 0 {

@@ -273,7 +273,8 @@ func (v *opView) record(ev ops.Event) (ended bool) {
 			vm.dest = e.Dest
 		}
 		if e.Progress() {
-			vm.total, vm.processed, vm.remaining, vm.rate, vm.converge, vm.eta, vm.stalled = e.Total, e.Processed, e.Remaining, e.Rate, e.Converge, e.ETA, e.Stalled
+			vm.total, vm.processed, vm.remaining = e.Total, e.Processed, e.Remaining
+			vm.rate, vm.converge, vm.eta, vm.stalled = e.Rate, e.Converge, e.ETA, e.Stalled
 			vm.state = ops.MigRunning
 			return
 		}

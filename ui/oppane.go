@@ -124,7 +124,8 @@ func (p *opPane) forceComplete(s *shared, v *opView) action {
 			left = text.Sprintf(", with %s of memory still to copy", text.Bytes(vm.remaining))
 		}
 		return asking{question: text.Sprintf("Force-complete the live migration of %s (%s → %s)%s? Nova pauses the guest "+
-			"until the copy ends: its workload stops for that time.", vm.name, vm.source, orDash(vm.dest), left), yes: forceVM{vm.id, vm.name}}
+			"until the copy ends: its workload stops for that time.",
+			vm.name, vm.source, orDash(vm.dest), left), yes: forceVM{vm.id, vm.name}}
 	}
 	return a
 }

@@ -94,7 +94,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(s
 	for _, w := range config.Warnings(path, cfg) {
 		text.Fprintf(stderr, "drainctl: warning: %s\n", w)
 	}
-	for flag, tmpl := range map[string]string{"fence-cmd": o.Verb.Recover.FenceCmd, "exec": o.Verb.Roll.Exec, "gate-cmd": o.Verb.Roll.GateCmd} {
+	for flag, tmpl := range map[string]string{"fence-cmd": o.Verb.Recover.FenceCmd, "exec": o.Verb.Roll.Exec,
+		"gate-cmd": o.Verb.Roll.GateCmd} {
 		if opts := opcmd.LiteralSecrets(tmpl); len(opts) > 0 {
 			text.Fprintf(stderr, "drainctl: warning: --%s %s\n", flag, config.LiteralSecretWarning(opts))
 		}

@@ -39,7 +39,9 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 	for _, n := range []struct {
 		flag string
 		neg  bool
-	}{{"timeout", o.Op.Timeout < 0}, {"max-parallel", o.Op.MaxParallel < 0}, {"node-deadline", o.Verb.Roll.NodeDeadline < 0}, {"count", o.Count < 0}} {
+	}{{"timeout",
+		o.Op.Timeout < 0}, {"max-parallel",
+		o.Op.MaxParallel < 0}, {"node-deadline", o.Verb.Roll.NodeDeadline < 0}, {"count", o.Count < 0}} {
 		if n.neg {
 			return &ops.UsageError{Problem: "--" + n.flag + " must not be negative", Hint: "leave it out to use the default"}
 		}
@@ -51,12 +53,14 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 			Hint: "nodes worked at once; the default is concurrency.nodes (1)"}
 	}
 	if o.Set["node-deadline"] && o.Verb.Roll.NodeDeadline < time.Minute {
-		return &ops.UsageError{Problem: fmt.Sprintf("--node-deadline %s is under a minute: no node drains that fast", o.Verb.Roll.NodeDeadline),
+		return &ops.UsageError{Problem: fmt.Sprintf("--node-deadline %s is under a minute: no node drains that fast",
+			o.Verb.Roll.NodeDeadline),
 			Hint: "the default is 30m; give at least 1m"}
 	}
 	if o.Verb.Roll.Campaign != "" {
 		if errs := validation.IsDNS1123Label(o.Verb.Roll.Campaign); len(errs) > 0 {
-			return &ops.UsageError{Problem: fmt.Sprintf("--campaign %q is no DNS-1123 name: %s", o.Verb.Roll.Campaign, strings.Join(errs, "; ")),
+			return &ops.UsageError{Problem: fmt.Sprintf("--campaign %q is no DNS-1123 name: %s",
+				o.Verb.Roll.Campaign, strings.Join(errs, "; ")),
 				Hint: "lower-case letters, digits and '-', e.g. rack-r1-firmware"}
 		}
 	}
@@ -64,7 +68,8 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 		return &ops.UsageError{Problem: "--gate-alerts without --gate-prometheus: there is no Prometheus to read the alerts from",
 			Hint: "add --gate-prometheus https://prometheus.example:9090"}
 	}
-	for flag, tmpl := range map[string]string{"fence-cmd": o.Verb.Recover.FenceCmd, "exec": o.Verb.Roll.Exec, "gate-cmd": o.Verb.Roll.GateCmd} {
+	for flag, tmpl := range map[string]string{"fence-cmd": o.Verb.Recover.FenceCmd, "exec": o.Verb.Roll.Exec,
+		"gate-cmd": o.Verb.Roll.GateCmd} {
 		if err := opcmd.Validate(tmpl); tmpl != "" && err != nil {
 			return &ops.UsageError{Problem: "--" + flag + ": " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 		}

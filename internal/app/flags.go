@@ -32,7 +32,8 @@ var flagRows = []flagrow.Row[Options]{
 	{Names: []string{"auto"}, Section: SectionGeneral, Bind: flagrow.Bool(func(o *Options) *bool { return &o.Auto }, false)},
 	{Names: []string{"daemon"}, Section: SectionGeneral, Bind: flagrow.Bool(func(o *Options) *bool { return &o.Serve.Daemon }, false)},
 	{Names: []string{"proxy"}, Section: SectionGeneral, Bind: flagrow.Bool(func(o *Options) *bool { return &o.Serve.Proxy }, false)},
-	{Names: []string{"controller"}, Section: SectionGeneral, Bind: flagrow.Bool(func(o *Options) *bool { return &o.Serve.Controller }, false)},
+	{Names: []string{"controller"}, Section: SectionGeneral, Bind: flagrow.Bool(func(o *Options) *bool { return &o.Serve.Controller },
+		false)},
 
 	// Operation flags.
 	{Names: []string{"dry-run"}, Section: SectionOperation, Usage: "  --dry-run            print the plan, change nothing\n",
@@ -97,7 +98,8 @@ var flagRows = []flagrow.Row[Options]{
 		Bind:    flagrow.Int(func(o *Options) *int { return &o.Op.MaxParallel }, 0),
 	},
 	{Names: []string{"count"}, Section: SectionOperation,
-		Usage: "  --count N            recommend, scale-down: how many candidates (default: all; scale-down: 1)\n", Bind: flagrow.Int(func(o *Options) *int { return &o.Count }, 0)},
+		Usage: "  --count N            recommend, scale-down: how many candidates (default: all; scale-down: 1)\n",
+		Bind:  flagrow.Int(func(o *Options) *int { return &o.Count }, 0)},
 
 	// The simulated cluster.
 	{Names: []string{"demo"}, Section: SectionSim, Bind: flagrow.Bool(func(o *Options) *bool { return &o.Demo }, false)},

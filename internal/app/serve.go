@@ -30,7 +30,8 @@ type mode struct {
 	// start prepares the mode on the connected cluster; the returned serve runs until ctx
 	// ends and then lets its operations stop at a safe point. election names the leader
 	// lease when only one instance may serve at a time ("" serves at once).
-	start func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (serve func(context.Context) error, election string, err error)
+	start func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (serve func(context.Context) error, election string,
+		err error)
 }
 
 // serve is the skeleton every in-cluster mode runs in: metrics and health on --metrics-addr,

@@ -142,7 +142,8 @@ func (r *Recoverer) deadFor(n model.Node, now time.Time, cfg model.RecoverConfig
 		nr := r.beats.observe("notready/"+n.Name, n.Kube.ReadySince, now)
 		if s := min(nr.still(now), now.Sub(n.Kube.ReadySince)); s < notReadyFor {
 			return fmt.Sprintf("NotReady for %s (since %s by its condition; drainctl has seen this outage since %s); not_ready_for is %s",
-				s.Round(time.Second), n.Kube.ReadySince.UTC().Format(time.RFC3339), nr.seen.UTC().Format(time.RFC3339), notReadyFor), notReadyFor - s, false
+				s.Round(time.Second), n.Kube.ReadySince.UTC().Format(time.RFC3339), nr.seen.UTC().Format(time.RFC3339),
+				notReadyFor), notReadyFor - s, false
 		}
 		stopped = nr.seen
 	}
@@ -162,7 +163,8 @@ func (r *Recoverer) deadFor(n model.Node, now time.Time, cfg model.RecoverConfig
 	// "Long before": more than either of the durations that make a machine gone.
 	if reported := now.Add(-silent); stopped.Sub(reported) > max(quiet, notReadyFor) {
 		return fmt.Sprintf(
-			"nova-compute on %s stopped reporting %s before the node did (its last report at %s, the node's last sign at %s): a hung agent whose VMs may still run, not a dead machine; nothing is fenced: a person's",
+			"nova-compute on %s stopped reporting %s before the node did (its last report at %s, the node's last sign at %s): a "+
+				"hung agent whose VMs may still run, not a dead machine; nothing is fenced: a person's",
 			n.Host,
 			stopped.Sub(reported).Round(time.Second),
 			reported.UTC().Format(time.RFC3339),

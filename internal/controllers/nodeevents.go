@@ -40,7 +40,8 @@ func recordSteps(ctx context.Context, events NodeEvents, emit func(ops.Event)) f
 		case ops.MigrationEvent:
 			switch ev.State {
 			case ops.MigCompleted:
-				record(ev.Node, "Normal", "DrainctlVMMigrated", fmt.Sprintf("VM %s %s from %s to %s", ev.VM, moved[ev.Method], ev.Source, ev.Dest))
+				record(ev.Node, "Normal",
+					"DrainctlVMMigrated", fmt.Sprintf("VM %s %s from %s to %s", ev.VM, moved[ev.Method], ev.Source, ev.Dest))
 			case ops.MigFailed, ops.MigAborted:
 				record(ev.Node, "Warning", "DrainctlVMNotMigrated", fmt.Sprintf("VM %s: %s: %s", ev.VM, ev.State, ev.Message))
 			}

@@ -182,7 +182,8 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	if limit := cfg.UnhealthyLimit(len(compute)); limit == 0 && r.sayOnce("limit", fmt.Sprint(len(compute))) {
 		r.Log(
 			fmt.Sprintf(
-				"automatic recovery: [recover] max_unhealthy %q of %d compute nodes is 0: every dead node is a storm, none is recovered by itself",
+				"automatic recovery: [recover] max_unhealthy %q of %d compute nodes is 0: every dead node is a storm, none "+
+					"is recovered by itself",
 				cfg.MaxUnhealthy,
 				len(compute),
 			),

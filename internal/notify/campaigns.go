@@ -44,7 +44,8 @@ func (c *Campaigns) Notices(ev ops.Event) []Notice {
 	last := c.state[e.Campaign]
 	c.state[e.Campaign] = e.State
 	switch {
-	case e.State == model.CampaignRunning && last != model.CampaignRunning && last != model.CampaignPaused: // a resume after a pause is a person's
+	// Started, or resumed after an interruption; a resume after a pause is a person's, and no notice.
+	case e.State == model.CampaignRunning && last != model.CampaignRunning && last != model.CampaignPaused:
 		msg := fmt.Sprintf("campaign %s started: %d node(s) to do", e.Campaign, e.Left+e.InProgress)
 		if e.Done > 0 {
 			msg = fmt.Sprintf("campaign %s resumed: %d node(s) done, %d to do", e.Campaign, e.Done, e.Left+e.InProgress)

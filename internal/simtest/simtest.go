@@ -70,7 +70,8 @@ func (m *Mutations) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if (r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/eviction") && fail(&m.FailEvictions)) ||
 		(r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/api/v1/nodes/") && fail(&m.FailNodePatches)) {
-		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is currently unable to handle the request","reason":"ServiceUnavailable","code":503}`
+		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is currently unable " +
+			"to handle the request","reason":"ServiceUnavailable","code":503}`
 		return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
 	}
@@ -252,7 +253,8 @@ func (c *Cluster) SetAnnotation(node, key, value string) {
 func (c *Cluster) SetUnschedulable(node string, on bool) {
 	c.T.Helper()
 	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
-	if _, err := c.CS.CoreV1().Nodes().Patch(kubetest.Ctx(c.T), node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := c.CS.CoreV1().Nodes().Patch(kubetest.Ctx(c.T), node, types.StrategicMergePatchType, []byte(patch),
+		metav1.PatchOptions{}); err != nil {
 		c.T.Fatal(err)
 	}
 }

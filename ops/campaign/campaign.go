@@ -119,7 +119,8 @@ func New(ctx context.Context, e *ops.Engine, o Options, emit func(ops.Event)) (*
 	lowered := ""
 	if n := max(1, e.Config().Concurrency.Nodes); o.Parallel > n {
 		lowered = fmt.Sprintf(
-			"%d nodes at a time lowered to %d: concurrency.nodes caps the nodes emptied at once (raise [concurrency] nodes, or this process's cap)",
+			"%d nodes at a time lowered to %d: concurrency.nodes caps the nodes emptied at once (raise [concurrency] nodes, "+
+				"or this process's cap)",
 			o.Parallel,
 			n,
 		)

@@ -137,7 +137,8 @@ func checkResumable(e *ops.Engine, old model.Campaign, o Options, nodes []string
 	if age := e.Now().Sub(old.Updated); age > e.Config().Campaign.ResumeWithin.D() && !o.Resume {
 		return &ops.UsageError{
 			Problem: fmt.Sprintf(
-				"campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since its nodes may be back at work by other hands",
+				"campaign %s stopped %s ago (%s): a record older than [roll] resume_within (%s) is not resumed unasked, since "+
+					"its nodes may be back at work by other hands",
 				name,
 				age.Round(time.Minute),
 				old.Updated.UTC().Format(time.RFC3339),

@@ -137,7 +137,8 @@ func Parse(name string, data []byte) (model.Config, error) {
 func Warnings(path string, cfg model.Config) []string {
 	data, _ := os.ReadFile(path)
 	var out []string
-	for _, c := range []struct{ key, cmd string }{{"recover.fence_cmd", cfg.Recover.FenceCmd}, {"recover.fence_check_cmd", cfg.Recover.FenceCheckCmd}} {
+	for _, c := range []struct{ key, cmd string }{{"recover.fence_cmd",
+		cfg.Recover.FenceCmd}, {"recover.fence_check_cmd", cfg.Recover.FenceCheckCmd}} {
 		if opts := opcmd.LiteralSecrets(c.cmd); len(opts) > 0 {
 			line, _ := locateField(data, c.key)
 			out = append(out, fmt.Sprintf("%s:%d: %s %s", path, line, c.key, LiteralSecretWarning(opts)))
@@ -378,7 +379,8 @@ func checkOperatorParts(cfg model.Config) error {
 			return &model.FieldError{Key: "roll.window", Problem: err.Error()}
 		}
 	}
-	for _, c := range []struct{ key, cmd string }{{"recover.fence_cmd", cfg.Recover.FenceCmd}, {"recover.fence_check_cmd", cfg.Recover.FenceCheckCmd}} {
+	for _, c := range []struct{ key, cmd string }{{"recover.fence_cmd",
+		cfg.Recover.FenceCmd}, {"recover.fence_check_cmd", cfg.Recover.FenceCheckCmd}} {
 		if err := opcmd.Validate(c.cmd); c.cmd != "" && err != nil {
 			return &model.FieldError{Key: c.key, Problem: err.Error()}
 		}

@@ -33,7 +33,8 @@ type ConfigError struct{ Err error }
 
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf(
-		"Kubernetes configuration: %v; drainctl looked at the kubeconfig given, then KUBECONFIG, then ~/.kube/config, then the in-cluster service account",
+		"Kubernetes configuration: %v; drainctl looked at the kubeconfig given, then KUBECONFIG, then ~/.kube/config, then the "+
+			"in-cluster service account",
 		e.Err,
 	)
 }

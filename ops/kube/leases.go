@@ -56,7 +56,8 @@ func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Dura
 		}
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf(
-				"namespace %s, where drainctl keeps its leases, does not exist and cannot be created: kubectl apply -f deploy/namespace.yaml",
+				"namespace %s, where drainctl keeps its leases, does not exist and cannot be created: kubectl apply -f "+
+					"deploy/namespace.yaml",
 				LeaseNamespace,
 			)
 		}

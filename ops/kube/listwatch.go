@@ -40,7 +40,8 @@ func summarizing[In, T any, PIn interface {
 				return nil, err
 			}
 			out := &summaryList[T]{Items: make([]T, 0, len(items))}
-			out.ResourceVersion, out.Continue, out.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
+			out.ResourceVersion, out.Continue = lm.GetResourceVersion(), lm.GetContinue()
+			out.RemainingItemCount = lm.GetRemainingItemCount()
 			for _, item := range items {
 				if in, ok := item.(PIn); ok {
 					out.Items = append(out.Items, *summary(in))

@@ -62,7 +62,8 @@ func nodeModel(n *corev1.Node) model.KubeNode {
 	}
 	m := model.KubeNode{
 		Name: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID, Schedulable: !n.Spec.Unschedulable,
-		BootID: n.Status.NodeInfo.BootID, SystemUUID: n.Status.NodeInfo.SystemUUID, Labels: n.Labels, Annotations: annotations, Created: n.CreationTimestamp.Time,
+		BootID: n.Status.NodeInfo.BootID, SystemUUID: n.Status.NodeInfo.SystemUUID, Labels: n.Labels, Annotations: annotations,
+		Created: n.CreationTimestamp.Time,
 		Allocatable: model.Resources{MilliCPU: n.Status.Allocatable.Cpu().MilliValue(),
 			MemoryBytes: n.Status.Allocatable.Memory().Value(), Pods: n.Status.Allocatable.Pods().Value()},
 	}

@@ -142,7 +142,8 @@ func fromTable(t model.OpenStackConfig, source string, getenv func(string) strin
 			return bad("no password", "set password_file, or OS_PASSWORD in the environment")
 		}
 		if t.ProjectName == "" && t.ProjectID == "" {
-			return bad("no project to scope the token to", "set project_name (OS_PROJECT_NAME) or project_id; listing all hypervisors needs an admin project")
+			return bad("no project to scope the token to",
+				"set project_name (OS_PROJECT_NAME) or project_id; listing all hypervisors needs an admin project")
 		}
 		ao.Username, ao.UserID, ao.Password = t.Username, t.UserID, pw
 		ao.DomainName, ao.DomainID = t.UserDomainName, t.UserDomainID

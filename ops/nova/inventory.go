@@ -335,7 +335,8 @@ func (c *Client) eachServer(ctx context.Context, o servers.ListOpts, each func(w
 // ErrHostsHidden: Nova shows the servers without their hosts, so which VMs each node holds is
 // unknown.
 var ErrHostsHidden = errors.New(
-	"Nova does not show the servers' hosts to this user: its policy lacks os_compute_api:os-extended-server-attributes (see deploy/README.md for the rules drainctl needs)",
+	"Nova does not show the servers' hosts to this user: its policy lacks os_compute_api:os-extended-server-attributes (see " +
+		"deploy/README.md for the rules drainctl needs)",
 )
 
 func deref(s *string) string {

@@ -26,7 +26,8 @@ func Findings(inv model.Inventory, o Options) []Finding {
 		if n.Compute != nil && n.Compute.ForcedDown {
 			found = append(found, Finding{"ComputeForcedDown", n.Host,
 				fmt.Sprintf(
-					"nova-compute on %s is forced down: nothing is scheduled there until it is forced up (openstack compute service set --up)",
+					"nova-compute on %s is forced down: nothing is scheduled there until it is forced up (openstack "+
+						"compute service set --up)",
 					n.Host,
 				)})
 		}
@@ -34,7 +35,8 @@ func Findings(inv model.Inventory, o Options) []Finding {
 			if vm.Status == model.VMVerifyResize {
 				found = append(found, Finding{"VMAwaitsConfirm", vm.Name,
 					fmt.Sprintf(
-						"VM %s (%s) on %s waits in VERIFY_RESIZE: its source still holds its resources until the move is confirmed or reverted",
+						"VM %s (%s) on %s waits in VERIFY_RESIZE: its source still holds its resources until the move is "+
+							"confirmed or reverted",
 						vm.Name,
 						vm.ShortID(),
 						vm.Host,

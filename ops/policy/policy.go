@@ -335,7 +335,8 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		return stays(
 			model.VMLocked,
 			skip,
-			"the server is locked, and Nova moves a locked server for an admin only: these credentials have no admin role (openstack server unlock, or admin credentials)",
+			"the server is locked, and Nova moves a locked server for an admin only: these credentials have no admin role "+
+				"(openstack server unlock, or admin credentials)",
 		)
 	case vm.Locked:
 		// A lock guards its owner's own destructive calls (delete, rebuild, resize), not an
@@ -409,8 +410,10 @@ func (o Options) Given() []model.Given {
 	for _, f := range []struct {
 		on bool
 		o  model.Override
-	}{{o.Force, model.OverrideForce}, {o.DeleteEmptyDirData, model.OverrideDeleteEmptyDirData}, {o.DisableEviction, model.OverrideDisableEviction},
-		{o.AllowLastNode, model.OverrideAllowLastNode}, {o.ColdMigrateRunning, model.OverrideColdMigrateRunning}, {o.AcceptDiskLoss, model.OverrideAcceptDiskLoss}} {
+	}{{o.Force, model.OverrideForce}, {o.DeleteEmptyDirData, model.OverrideDeleteEmptyDirData}, {o.DisableEviction,
+		model.OverrideDisableEviction},
+		{o.AllowLastNode, model.OverrideAllowLastNode}, {o.ColdMigrateRunning, model.OverrideColdMigrateRunning}, {o.AcceptDiskLoss,
+			model.OverrideAcceptDiskLoss}} {
 		if f.on {
 			on = append(on, model.Given{Override: f.o})
 		}

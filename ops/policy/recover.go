@@ -36,7 +36,8 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 		return model.MoveFollow, nil
 	case vm.TaskState != "":
 		return stays(
-			"task %q was in progress when the host died: Nova evacuates no server with a task (openstack server set --state active, then run again)",
+			"task %q was in progress when the host died: Nova evacuates no server with a task (openstack server set --state "+
+				"active, then run again)",
 			vm.TaskState,
 		)
 	case vm.Status != model.VMActive && vm.Status != model.VMShutoff && vm.Status != model.VMBroken:
@@ -54,7 +55,8 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 	if DiskFate(vm, sharedStorage) == DiskLost && o.KeepLocalDisks {
 		return model.MoveStays, []model.Reason{{Code: model.VMSkipped, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf(
-				"stays on the dead host: a rebuild would lose its local disk (%d GB), a loss automatic recovery leaves to a person (a recovery by hand that accepts it rebuilds the VM)",
+				"stays on the dead host: a rebuild would lose its local disk (%d GB), a loss automatic recovery leaves to a "+
+					"person (a recovery by hand that accepts it rebuilds the VM)",
 				vm.DiskGB,
 			)}}
 	}
@@ -71,7 +73,8 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 	if DiskFate(vm, sharedStorage) == DiskLost {
 		notes = append(notes, model.Reason{Code: model.LostForGood, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 			Message: fmt.Sprintf(
-				"%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks are on shared storage)",
+				"%s (%d GB): nothing written since it was created survives ([recover] shared_storage = true if the disks "+
+					"are on shared storage)",
 				DiskLost,
 				vm.DiskGB,
 			)})
@@ -117,7 +120,8 @@ func ByPriority(
 	for _, vm := range sorted[n:] {
 		p, from, _ := prio.Of(vm)
 		msg := fmt.Sprintf(
-			"left on the dead host: the other hosts have room for %d of its %d VM(s) to rebuild, and its recovery priority %d (%s) is among the lowest; the higher are rebuilt first",
+			"left on the dead host: the other hosts have room for %d of its %d VM(s) to rebuild, and its recovery priority %d "+
+				"(%s) is among the lowest; the higher are rebuilt first",
 			n,
 			len(sorted),
 			p,
@@ -186,7 +190,8 @@ func DeadHost(node model.Node, now time.Time, rule DeathRule, fenced bool) []mod
 		block(
 			model.ComputeIsUp,
 			"",
-			"nova-compute on %s still reports up (its last report %s ago): the machine may still run its VMs (a VM rebuilt elsewhere would run twice on one disk)",
+			"nova-compute on %s still reports up (its last report %s ago): the machine may still run its VMs (a VM rebuilt "+
+				"elsewhere would run twice on one disk)",
 			node.Host,
 			c.Silent.Round(time.Second),
 		)

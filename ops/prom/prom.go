@@ -44,7 +44,8 @@ func New(o Options) (*Client, error) {
 		return nil, fmt.Errorf("%q is no URL: %v", o.URL, err)
 	case u.User != nil:
 		return nil, fmt.Errorf(
-			"%s carries a credential: a command line is readable by every user of the machine (ps); give the token in a file or in DRAINCTL_PROMETHEUS_TOKEN",
+			"%s carries a credential: a command line is readable by every user of the machine (ps); give the token in a file or "+
+				"in DRAINCTL_PROMETHEUS_TOKEN",
 			u.Redacted(),
 		)
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -61,7 +61,8 @@ func (w *World) finishAction(s *VM, requestID string, at time.Time, failure stri
 			if len(a.Events) > 0 && event == a.Events[0].Event {
 				a.Events[0].Result, a.Events[0].Details = "Error", details
 			} else {
-				a.Events = append(a.Events, actionEvent{Event: event, Start: at, Finish: at, Result: "Error", Details: details, Host: s.Host})
+				a.Events = append(a.Events, actionEvent{Event: event, Start: at, Finish: at, Result: "Error", Details: details,
+					Host: s.Host})
 			}
 		}
 	}

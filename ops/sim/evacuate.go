@@ -88,7 +88,8 @@ func (w *World) forceUpRefused(h *Host) novaFault {
 	for _, m := range w.migrations {
 		if m.kind == "evacuation" && m.source == h.Name && m.status == "done" {
 			return faultf("Unable to force up host %s as `done` evacuation migration records remain associated with the host. "+
-				"Ensure the compute service has been restarted, allowing these records to move to `completed` before retrying this request.", h.Name)
+				"Ensure the compute service has been restarted, allowing these records to move to `completed` before "+
+				"retrying this request.", h.Name)
 		}
 	}
 	return ""

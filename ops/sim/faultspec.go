@@ -10,7 +10,8 @@ import (
 // FaultSpecHelp lists what --demo-fault accepts.
 const FaultSpecHelp = `latency=DURATION (every Nova call), migrate-500, migrate-409, services-503, ` +
 	`no-valid-host, compute-down=HOST, never-converge=VM, fail-migration=VM@PHASE (preparing or running), ` +
-	`boot-error=HOST (a server booted there ends in ERROR), boot-hang=HOST (stays BUILD; a stop or start there never ends), console-silent=HOST (an empty console log)`
+	`boot-error=HOST (a server booted there ends in ERROR), boot-hang=HOST (stays BUILD; a stop or start there never ends), ` +
+	`console-silent=HOST (an empty console log)`
 
 // ApplyFaultSpec applies a comma-separated list of faults, as given to --demo-fault.
 func (w *World) ApplyFaultSpec(spec string) error {

@@ -95,13 +95,16 @@ func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
 	if !s.world.opts.NoPlacement {
 		catalog := body["token"].(map[string]any)
 		catalog["catalog"] = append(catalog["catalog"].([]map[string]any), map[string]any{"type": "placement", "name": "placement",
-			"id": "placement", "endpoints": []map[string]any{endpoint("public", placement), endpoint("internal", placement), endpoint("admin", placement)}})
+			"id": "placement",
+			"endpoints": []map[string]any{endpoint("public",
+				placement), endpoint("internal", placement), endpoint("admin", placement)}})
 	}
 	if s.world.opts.Neutron {
 		catalog := body["token"].(map[string]any)
 		network := s.URL + "/networking"
 		catalog["catalog"] = append(catalog["catalog"].([]map[string]any), map[string]any{"type": "network", "name": "neutron",
-			"id": "neutron", "endpoints": []map[string]any{endpoint("public", network), endpoint("internal", network), endpoint("admin", network)}})
+			"id":        "neutron",
+			"endpoints": []map[string]any{endpoint("public", network), endpoint("internal", network), endpoint("admin", network)}})
 	}
 	w.Header().Set("X-Subject-Token", tok)
 	writeJSON(w, http.StatusCreated, body)

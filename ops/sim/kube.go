@@ -169,7 +169,8 @@ func (k *Kube) evict(a k8stesting.Action) (bool, runtime.Object, error) {
 			if pdb.Status.ObservedGeneration < pdb.Generation || pdb.Status.DisruptionsAllowed <= 0 {
 				err := apierrors.NewTooManyRequests(
 					fmt.Sprintf(
-						"Cannot evict pod as it would violate the pod's disruption budget. The disruption budget %s needs %d healthy pods and has %d currently",
+						"Cannot evict pod as it would violate the pod's disruption budget. The disruption budget %s needs %d "+
+							"healthy pods and has %d currently",
 						pdb.Name,
 						pdb.Status.DesiredHealthy,
 						pdb.Status.CurrentHealthy,
@@ -177,7 +178,8 @@ func (k *Kube) evict(a k8stesting.Action) (bool, runtime.Object, error) {
 					0,
 				)
 				err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
-					Type: policyv1.DisruptionBudgetCause, Message: fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently",
+					Type: policyv1.DisruptionBudgetCause, Message: fmt.Sprintf("The disruption budget %s needs %d healthy pods "+
+						"and has %d currently",
 						pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy)})
 				return true, nil, err
 			}

@@ -180,7 +180,8 @@ func serverAction(c *call) (int, any) {
 	}
 	if _, ok := req["disk_over_commit"]; ok && c.mv.atLeast(25) {
 		return 400, faultf(
-			"Invalid input for field/attribute os-migrateLive. Value: %s. Additional properties are not allowed ('disk_over_commit' was unexpected)",
+			"Invalid input for field/attribute os-migrateLive. Value: %s. Additional properties are not allowed "+
+				"('disk_over_commit' was unexpected)",
 			raw,
 		)
 	}

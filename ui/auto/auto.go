@@ -318,7 +318,8 @@ func (a *Auto) dryRunJSON(c model.Campaign, f model.Forecast, skipped []model.No
 			Phase string `json:"phase"`
 			model.NodeForecast
 			WouldSkip bool `json:"wouldSkip,omitempty"`
-		}{Phase: string(n.Phase), NodeForecast: nf, WouldSkip: slices.ContainsFunc(skipped, func(s model.NodeForecast) bool { return s.Node == n.Name })}
+		}{Phase: string(n.Phase), NodeForecast: nf, WouldSkip: slices.ContainsFunc(skipped,
+			func(s model.NodeForecast) bool { return s.Node == n.Name })}
 		if err := writeLine(a.Stdout, "node", line); err != nil {
 			return err
 		}

@@ -34,7 +34,9 @@ func (a *Auto) campaigns(ctx context.Context) error {
 	if a.JSON {
 		for _, c := range all {
 			done, _, _ := c.Count()
-			if err := writeLine(a.Stdout, "campaign", campaignRecordLine{Campaign: c, AgeSeconds: int64(now.Sub(c.Updated) / time.Second), Done: done, Total: len(c.Nodes)}); err != nil {
+			if err := writeLine(a.Stdout, "campaign",
+				campaignRecordLine{Campaign: c, AgeSeconds: int64(now.Sub(c.Updated) / time.Second), Done: done,
+					Total: len(c.Nodes)}); err != nil {
 				return err
 			}
 		}

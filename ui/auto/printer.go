@@ -81,7 +81,8 @@ func (p *Printer) line(ev ops.Event) string {
 	case ops.PodEvent:
 		switch e.State {
 		case ops.PodBlocked:
-			return text.Sprintf("%s pod %s blocked by PDB %s (attempt %d), retrying when it allows", e.Node, e.Pod, orDash(e.PDB), e.Attempt)
+			return text.Sprintf("%s pod %s blocked by PDB %s (attempt %d), retrying when it allows",
+				e.Node, e.Pod, orDash(e.PDB), e.Attempt)
 		case ops.PodFailed:
 			return text.Sprintf("%s pod %s failed: %s", e.Node, e.Pod, e.Message)
 		case ops.PodGone:
@@ -103,7 +104,8 @@ func (p *Printer) line(ev ops.Event) string {
 			s := text.Sprintf("%s vm %s %s→%s %3.0f%%, %s of %s left, %s, link %s", e.Node, e.VM, e.Source, orDash(e.Dest), pct,
 				text.Bytes(e.Remaining), text.Bytes(e.Total), eta, text.Rate(e.Rate))
 			if e.Processed > e.Total && e.Total > 0 {
-				s += text.Sprintf(", sent %s (%.1f× its memory, rewritten as it copies)", text.Bytes(e.Processed), float64(e.Processed)/float64(e.Total))
+				s += text.Sprintf(", sent %s (%.1f× its memory, rewritten as it copies)",
+					text.Bytes(e.Processed), float64(e.Processed)/float64(e.Total))
 			}
 			if e.Stalled {
 				s += " STALLED"

@@ -44,7 +44,8 @@ func New() *Metrics {
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_operations_total",
 			Help: "Operations by kind and result."}, []string{"op", "result"}),
 		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_notices_total",
-			Help: "Notices for the person on call by kind (storm, recovery-started, recovery-done, fence-failed, campaign-finished...)."}, []string{"kind"}),
+			Help: "Notices for the person on call by kind (storm, recovery-started, recovery-done, fence-failed, " +
+				"campaign-finished...)."}, []string{"kind"}),
 		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainctl_recoveries_total",
 			Help: "Automatic recoveries by outcome: done, failed, refused (its plan blocked: nothing changed)."}, []string{"outcome"}),
 		storms: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_recovery_storms_total",
@@ -52,7 +53,8 @@ func New() *Metrics {
 		fenceErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_fence_failures_total",
 			Help: "Fence commands that did not prove a machine off (after their retries): the recovery stopped."}),
 		vmsRunning: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "drainctl_recovery_vms_running_seconds",
-			Help: "Time from a node's NotReady to every VM its automatic recovery rebuilt running elsewhere.", Buckets: prometheus.ExponentialBuckets(15, 2, 10)}),
+			Help:    "Time from a node's NotReady to every VM its automatic recovery rebuilt running elsewhere.",
+			Buckets: prometheus.ExponentialBuckets(15, 2, 10)}),
 		webhookErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_webhook_failures_total",
 			Help: "Notices the [notify] webhook did not take (after its retries, or dropped from a full queue)."}),
 	}
