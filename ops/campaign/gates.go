@@ -41,8 +41,8 @@ type GateOptions struct {
 
 // gateOpen waits until every gate holds for node; false when ctx ended or the campaign stops.
 func (r *Campaign) gateOpen(ctx context.Context, node string) bool {
-	waited, said, stopped := false, "", errors.New("the campaign stops")
-	say := func(why string) { said = why; r.note(node, model.PhasePending, why) }
+	waited, stopped := false, errors.New("the campaign stops")
+	say := func(why string) { r.note(node, model.PhasePending, why) }
 	err := poll.Until(ctx, max(r.e.PollInterval()*5, 250*time.Millisecond), say, func(ctx context.Context) (bool, string, error) {
 		why := r.gateClosed(ctx, node)
 		if why == "" {
@@ -53,13 +53,9 @@ func (r *Campaign) gateOpen(ctx context.Context, node string) bool {
 		}
 		waited = true
 		r.mu.Lock()
-		stopping := r.stopping
-		r.mu.Unlock()
-		if stopping != nil { // said as a wait would have said it, then no wait
-			if said != "waiting: "+why {
-				say("waiting: " + why)
-			}
-			return false, "", stopped
+		defer r.mu.Unlock()
+		if r.stopping != nil { // said as a wait says it, then no wait
+			return false, "waiting: " + why, stopped
 		}
 		return false, "waiting: " + why, nil
 	})

@@ -20,8 +20,10 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // Until calls check every interval until it says done or fails. While it waits, what it
-// waits for is said once (and again when that changes): a log of one line, not one a poll.
-// It ends with ctx's error when ctx ends first. A nil say: a wait that says nothing.
+// waits for is said once (and again when that changes): a log of one line, not one a poll;
+// a check that fails may still say what it waited for, and it is said (once) before the
+// error ends the wait. It ends with ctx's error when ctx ends first. A nil say: a wait that
+// says nothing.
 func Until(
 	ctx context.Context,
 	every time.Duration,
@@ -31,12 +33,12 @@ func Until(
 	said := ""
 	for {
 		done, waiting, err := check(ctx)
-		if done || err != nil {
-			return err
-		}
 		if waiting != "" && waiting != said && say != nil {
 			say(waiting)
 			said = waiting
+		}
+		if done || err != nil {
+			return err
 		}
 		if !Sleep(ctx, every) {
 			return ctx.Err()

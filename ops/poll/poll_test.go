@@ -29,6 +29,13 @@ func TestUntilSaysOnce(t *testing.T) {
 	if err := Until(context.Background(), time.Millisecond, func(string) {}, func(context.Context) (bool, string, error) { return false, "", boom }); err != boom {
 		t.Errorf("a failed check: %v", err)
 	}
+	var last []string
+	err = Until(context.Background(), time.Millisecond, func(s string) { last = append(last, s) }, func(context.Context) (bool, string, error) {
+		return false, "waiting for the gate", boom
+	})
+	if err != boom || len(last) != 1 || last[0] != "waiting for the gate" {
+		t.Errorf("a check that fails while it says what it waited for: %v, said %q", err, last)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if err := Until(ctx, time.Millisecond, func(string) {}, func(context.Context) (bool, string, error) { return false, "never", nil }); !errors.Is(err, context.DeadlineExceeded) {
