@@ -203,17 +203,9 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 				r.emitVM(run, MigAborted, msg)
 			default:
 				r.emitVM(run, MigFailed, msg)
-				var other model.Override
-				if run.refused {
-					var again bool
-					if again, other = r.fallBack(run, msg, &q.pending); again {
-						continue
-					}
-				} else if r.retry(run, msg, &q.pending) {
-					continue
+				if bad := r.afterFailure(run, msg, run.refused, true, &q.pending); bad != nil {
+					failed = append(failed, *bad)
 				}
-				failed = append(failed, notMoved(run.vm, msg, other))
-				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, other))
 			}
 		}
 	}
@@ -301,7 +293,8 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		run.slot = true
 		run.copied += run.attemptBytes(false)
 		run.attempt++
-		run.started, run.state, run.dest, run.escalated, run.noValidHost = e.now(), MigRequested, dest, false, false
+		run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
+		run.refused, run.noValidHost = false, false // what Nova said of an earlier attempt is not this one's
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)
 		err := r.request(ctx, run, dest)
@@ -309,24 +302,34 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		if err != nil {
 			e.claim(run, -1)
 			e.releaseSlot(run)
-			msg := err.Error()
-			var other model.Override
-			if refused := movers[run.method].refused; refused != nil && refused(err) {
-				var again bool
-				if again, other = r.fallBack(run, msg, pending); again {
-					continue
-				}
-			} else if !refusedByNova(err) && r.retry(run, msg, pending) {
-				continue
+			refused := movers[run.method].refused != nil && movers[run.method].refused(err)
+			if bad := r.afterFailure(run, err.Error(), refused, !refusedByNova(err), pending); bad != nil {
+				failed = append(failed, *bad)
 			}
-			failed = append(failed, notMoved(run.vm, msg, other))
-			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, other))
 			continue
 		}
 		r.emitVM(run, MigRequested, "")
 		running[run.vm.ID] = run
 	}
 	return failed
+}
+
+// afterFailure decides on a failed attempt: the VM is queued again (its method's fallback,
+// once Nova said it cannot move that way; else a retry, when retryable and attempts are
+// left), or it failed: reported, with the override that would move it, and returned.
+func (r *runner) afterFailure(run *vmRun, msg string, refused, retryable bool, pending *[]*vmRun) *model.Reason {
+	var other model.Override
+	if refused {
+		var again bool
+		if again, other = r.fallBack(run, msg, pending); again {
+			return nil
+		}
+	} else if retryable && r.retry(run, msg, pending) {
+		return nil
+	}
+	r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, msg, other))
+	bad := notMoved(run.vm, msg, other)
+	return &bad
 }
 
 // fallBack asks the method's fallback once Nova said the VM cannot move by it: true when the
