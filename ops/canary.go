@@ -70,7 +70,7 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 	}
 	left, earlier := r.earlierCanary(ctx)
 	r.onHost = r.serversOn(ctx) // none of these lands while the service is enabled
-	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
+	if _, err := e.nova.SetServiceEnabled(ctx, svc, true, ""); err != nil {
 		return "", err
 	}
 	r.nodeChanged("nova-compute enabled for the canary (disabled again if it fails)")
@@ -201,7 +201,7 @@ func (r *runner) canaryFails(ctx context.Context, why string, canaries ...string
 		reason = reason[:cut] + "..."
 	}
 	err := fmt.Errorf("the host %s is not proven healthy, nova-compute stays disabled: %s", p.Host, why)
-	if _, serr := e.nova.SetServiceEnabled(ctx, p.Host, false, reason); serr != nil {
+	if _, serr := e.nova.SetServiceEnabled(ctx, model.ComputeService{Host: p.Host}, false, reason); serr != nil {
 		return fmt.Errorf("%w (NOT disabled again: %v; disable it by hand: openstack compute service set --disable %s nova-compute)",
 			err, serr, text.ShellWord(p.Host))
 	}

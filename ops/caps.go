@@ -2,8 +2,10 @@ package ops
 
 import (
 	"context"
+	"sync"
 	"time"
 
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/poll"
 )
 
@@ -11,45 +13,46 @@ import (
 // terminal): before a migration starts, the moves Nova itself lists as loading a destination
 // (live migrations in progress, cold ones moving, rebuilds of dead hosts' VMs) are counted,
 // under a cluster-wide lock so that two processes cannot both see the last free place.
+//
+// The lock is a lease, and a lease has one holder a process: the runs of one process share
+// its hold (startHold). A run joins a hold while it is young, counts with its own read of
+// Nova (begun after it asked) and the process's own moves (each reserved as it is counted, so
+// two runs of the process never both take the last place), and leaves once Nova lists the
+// move it asked for; the lease is given back when the last run leaves. Another process so
+// never counts without a move this one made. A hold takes no run after startJoinFor: the
+// other processes get their turn.
 
 // migrationLockNode names the start lock's lease (drainctl-migrations.lock), beside the
 // nodes' leases.
 const migrationLockNode = "migrations.lock"
 
-// clusterRoom takes the start lock and counts what is in flight: this engine's own
-// migrations, and every other live migration Nova lists as unfinished (toDest: the others'
-// by destination, for migrations_per_destination). ok when one more fits under
-// migrations_per_cluster. unlock must be called once the request is made (or given up):
-// after a request that succeeded it waits (briefly) until Nova lists the new migration, so
-// the next process counts it.
+// startJoinFor is how long after the lease was taken a run of the process may still join
+// the hold; later runs wait for the lease to be given back and take it again.
+const startJoinFor = 5 * time.Second
+
+// cluster is what clusterRoom counted: the others' moves by destination (for
+// migrations_per_destination) and everyone's by source (for migrations_per_source across
+// runs: a campaign's returns take VMs off many sources at once, each return a run of its
+// own). unlock must be called once the request is made (or given up): after a request that
+// succeeded it waits (briefly) until Nova lists the new migration, so the next process counts it.
 type cluster struct {
-	toDest map[string]int
-	unlock func(vmID string, requested bool)
+	toDest     map[string]int
+	fromSource map[string]int
+	unlock     func(vmID string, requested bool)
 }
 
-func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
+// clusterRoom joins the start lock and counts what is in flight: this engine's own migrations
+// (reserved ones too), and every other move Nova lists as loading a destination. ok when one
+// more fits under migrations_per_cluster and the VM's source is under migrations_per_source:
+// the VM is then reserved, counted by the process's other runs until unlock.
+func (r *runner) clusterRoom(ctx context.Context, vm model.VM) (cluster, bool) {
 	e := r.e
-	if err := e.kube.AcquireLease(ctx, migrationLockNode, e.o.Holder, 15*time.Second, e.mayReplace); err != nil {
+	if !e.joinStart(ctx) {
 		return cluster{}, false // another process is starting one: try again at the next poll
 	}
+	var once sync.Once
 	unlock := func(vmID string, requested bool) {
-		if requested {
-			// Held until Nova lists the move (a loaded Nova may take seconds): released
-			// earlier, another process would count one move fewer than there are. Bounded
-			// under the lock's own 15 s lease.
-			deadline := e.now().Add(12 * time.Second)
-			for e.now().Before(deadline) {
-				if ms, err := e.nova.MigrationsOf(ctx, vmID); err == nil && len(ms) > 0 && ms[0].InProgress() {
-					break
-				}
-				if !poll.Sleep(ctx, 20*time.Millisecond) {
-					break
-				}
-			}
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = e.kube.ReleaseLease(rctx, migrationLockNode, e.o.Holder)
+		once.Do(func() { r.unlockStart(ctx, vm.ID, requested) })
 	}
 	// Cold moves count as live ones do while they move (not once they wait for a confirm),
 	// and so do rebuilds of dead hosts' VMs: they load the destinations alike.
@@ -58,22 +61,106 @@ func (r *runner) clusterRoom(ctx context.Context) (cluster, bool) {
 		unlock("", false)
 		return cluster{}, false
 	}
-	c := cluster{toDest: map[string]int{}, unlock: unlock}
+	c := cluster{toDest: map[string]int{}, fromSource: map[string]int{}, unlock: unlock}
 	e.destMu.Lock()
 	total := len(e.mine)
+	for _, source := range e.mine {
+		c.fromSource[source]++
+	}
 	for _, m := range inNova {
-		if e.mine[m.InstanceID] {
+		if _, ours := e.mine[m.InstanceID]; ours {
 			continue // counted already
 		}
 		total++
+		c.fromSource[m.SourceCompute]++
 		if m.DestCompute != "" {
 			c.toDest[m.DestCompute]++
 		}
 	}
+	ok := total < e.cfg.Concurrency.MigrationsPerCluster && c.fromSource[vm.Host] < e.cfg.Concurrency.MigrationsPerSource
+	if ok {
+		e.mine[vm.ID] = vm.Host // reserved: the process's other runs count it from now
+	}
 	e.destMu.Unlock()
-	if total >= e.cfg.Concurrency.MigrationsPerCluster {
+	if !ok {
 		unlock("", false)
 		return cluster{}, false
 	}
 	return c, true
+}
+
+// joinStart joins the process's hold of the start lock, taking the lease when the process
+// holds none; false when another process holds it (or ctx ends). Every run that joins renews
+// the lease, so a hold outlives none of its runs' waits.
+func (e *Engine) joinStart(ctx context.Context) bool {
+	h := &e.start
+	h.mu.Lock()
+	for h.releasing || (h.runs > 0 && e.now().Sub(h.since) >= startJoinFor) {
+		done := h.released
+		h.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return false
+		}
+		h.mu.Lock()
+	}
+	if h.runs == 0 {
+		h.since, h.released = e.now(), make(chan struct{})
+	}
+	h.runs++
+	h.mu.Unlock()
+	if err := e.kube.AcquireLease(ctx, migrationLockNode, e.o.Holder, 15*time.Second, e.mayReplace); err != nil {
+		e.leaveStart(ctx)
+		return false
+	}
+	return true
+}
+
+// leaveStart leaves the hold; the last run to leave gives the lease back (when it is ours).
+func (e *Engine) leaveStart(ctx context.Context) {
+	h := &e.start
+	h.mu.Lock()
+	h.runs--
+	last := h.runs == 0
+	if last {
+		h.releasing = true
+	}
+	h.mu.Unlock()
+	if !last {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = e.kube.ReleaseLease(rctx, migrationLockNode, e.o.Holder) // only ours: a lease another holds stays
+	h.mu.Lock()
+	h.releasing = false
+	close(h.released)
+	h.mu.Unlock()
+}
+
+// unlockStart ends a start: after a request that succeeded it waits (briefly) until Nova
+// lists the new move, so the next process counts it; a VM not asked for is no longer
+// reserved. Then the run leaves the start lock's hold.
+func (r *runner) unlockStart(ctx context.Context, vmID string, requested bool) {
+	e := r.e
+	if requested {
+		// Held until Nova lists the move (a loaded Nova may take seconds): released
+		// earlier, another process would count one move fewer than there are. Bounded
+		// under the lock's own 15 s lease, renewed when this run joined.
+		deadline := e.now().Add(12 * time.Second)
+		for e.now().Before(deadline) {
+			if ms, err := e.nova.MigrationsOf(ctx, vmID); err == nil && len(ms) > 0 && ms[0].InProgress() {
+				break
+			}
+			if !poll.Sleep(ctx, 20*time.Millisecond) {
+				break
+			}
+		}
+	} else {
+		e.destMu.Lock()
+		delete(e.mine, vmID)
+		e.destMu.Unlock()
+	}
+	e.leaveStart(ctx)
 }

@@ -16,7 +16,7 @@ func (e *Engine) claim(run *vmRun, delta int) {
 	e.destMu.Lock()
 	defer e.destMu.Unlock()
 	if delta > 0 {
-		e.mine[run.vm.ID] = true
+		e.mine[run.vm.ID] = run.vm.Host
 	} else {
 		delete(e.mine, run.vm.ID)
 	}
@@ -53,6 +53,22 @@ type sentVM struct {
 // scheduler claims the room on the destination only once it has picked it (a moment after
 // the request). Within it the VM is counted twice: a host looks fuller, never emptier.
 const sentMargin = 5 * time.Second
+
+// noteSent puts a VM sent to host into the ledger. Called with destMu.
+func (e *Engine) noteSent(host string, vm model.VM) {
+	e.sent[host] = append(e.sent[host], sentVM{at: e.now(), ramMB: vm.RAMMB, vcpus: float64(vm.VCPUs)})
+}
+
+// landed puts a VM that moved where Nova's scheduler (or the operator's --to) chose into the
+// ledger, as drainctl's own picks are when made: no host is read again for the room it lost.
+func (e *Engine) landed(run *vmRun) {
+	if run.picked || run.dest == "" {
+		return
+	}
+	e.destMu.Lock()
+	defer e.destMu.Unlock()
+	e.noteSent(run.dest, run.vm)
+}
 
 // taken is the room the VMs this engine sent to d since d was read take (every run's: twenty
 // nodes in flight choose from one ledger, not each from its own figures). Called with destMu.
@@ -158,7 +174,7 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 	}
 	switch {
 	case best != nil:
-		e.sent[best.host] = append(e.sent[best.host], sentVM{at: e.now(), ramMB: vm.RAMMB, vcpus: float64(vm.VCPUs)})
+		e.noteSent(best.host, vm)
 		return best.host, true
 	case !fits:
 		return "", true // no room anywhere as far as we know: let Nova's scheduler decide (and say why)

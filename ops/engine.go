@@ -26,9 +26,10 @@ type Engine struct {
 	steps map[model.StepKind]stepFunc
 
 	migSlots chan struct{} // the cluster-wide cap on live migrations
+	start    startHold     // the process's hold of the cluster-wide start lock (caps.go)
 	destMu   sync.Mutex
 	inflight map[string]int      // destination host -> migrations this engine has in flight to it
-	mine     map[string]bool     // VMs this engine has asked to migrate, still in flight
+	mine     map[string]string   // VMs this engine has asked to migrate, still in flight: their source
 	sent     map[string][]sentVM // destination host -> the VMs this engine sent there, newest last
 	mu       sync.Mutex
 	running  map[string]*tracked // node -> its running operation, to stop it in-process
@@ -115,7 +116,7 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 	e := &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
 		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster),
 		running:  map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{},
-		inflight: map[string]int{}, mine: map[string]bool{}, sent: map[string][]sentVM{},
+		inflight: map[string]int{}, mine: map[string]string{}, sent: map[string][]sentVM{},
 		ranked: make(chan struct{}), steps: stepTable()}
 	e.leaseHolders = shared.New(leaseReadTimeout, func(ctx context.Context) (map[string]string, error) {
 		return kube.LeasesHeldBy(ctx, o.Holder)
@@ -374,4 +375,13 @@ func (e *Engine) ReleaseLease(ctx context.Context, node string) error {
 // passes, as --to accepts only them.
 func (e *Engine) TargetReason(vm model.VM, dest model.Node) *model.Reason {
 	return policy.TargetReason(vm, dest, e.cpuRatio())
+}
+
+// startHold is the process's hold of the cluster-wide start lock (caps.go says how it is taken).
+type startHold struct {
+	mu        sync.Mutex
+	runs      int           // the runs in the hold
+	since     time.Time     // when the hold began
+	releasing bool          // the last run left: the lease is being given back
+	released  chan struct{} // closed when this hold ends
 }

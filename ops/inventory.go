@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,9 +23,6 @@ type Inventory struct {
 	novaSum  uint64              // its fingerprint: what a view shows of it
 	unmoved  bool                // the last read showed nothing new
 
-	// touched are the hosts VMs were moved to since they were last read (when): a read by
-	// host reads them again, for the capacity they lost.
-	touched map[string]time.Time
 	// wholeBegan is when the whole read under lastNova began; hostBegan, when the reads by
 	// host merged into it since began: what each host's figures can already show.
 	wholeBegan time.Time
@@ -98,13 +96,6 @@ func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inven
 		}
 		read[h] = id
 	}
-	i.mu.Lock()
-	for h := range i.touched {
-		if id, ok := want[h]; ok {
-			read[h] = id
-		}
-	}
-	i.mu.Unlock()
 	part, err := i.nova.HostSnapshot(ctx, read)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -130,11 +121,6 @@ func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inven
 		merged := base.WithHosts(part, names)
 		base = &merged
 	}
-	for h, t := range i.touched {
-		if read[h] != "" && !t.After(began) {
-			delete(i.touched, h)
-		}
-	}
 	i.mu.Unlock()
 	if err := i.kube.WaitSynced(ctx); err != nil {
 		return model.Inventory{}, err
@@ -142,18 +128,25 @@ func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inven
 	return model.Join(i.kube.Snapshot(), base, i.mapper, i.now()), nil
 }
 
-// Touched says that VMs were moved to host, or its service enabled again: the next read by
-// host reads it again.
-func (i *Inventory) Touched(host string) {
-	if host == "" {
-		return
-	}
+// ServiceSet puts a compute service into the last read as Nova answered a change of it (a
+// host enabled again): the next plan by host (a campaign's next node) may send VMs there,
+// without reading the host again. The room its VMs took is the whole read's until one shows
+// it emptied: a host looks fuller, never emptier. VMs sent to hosts are in the engine's
+// ledger of room (destinations.go), not read again either.
+func (i *Inventory) ServiceSet(svc model.ComputeService) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.touched == nil {
-		i.touched = map[string]time.Time{}
+	if i.lastNova == nil {
+		return
 	}
-	i.touched[host] = i.now()
+	ns := *i.lastNova
+	ns.Services = slices.Clone(ns.Services)
+	for k, s := range ns.Services {
+		if s.ID == svc.ID && s.Host == svc.Host {
+			ns.Services[k] = svc
+		}
+	}
+	i.lastNova = &ns
 }
 
 // HostsOf are the compute hosts of nodes (by name; a compute host's own name stands for
@@ -238,11 +231,6 @@ func (i *Inventory) readWhole(ctx context.Context) (model.NovaSnapshot, error) {
 	i.lastNova, i.novaAt = &ns, i.now()
 	i.unmoved, i.novaSum = sum == i.novaSum, sum
 	i.wholeBegan, i.hostBegan = began, nil
-	for h, t := range i.touched {
-		if t.Before(began) {
-			delete(i.touched, h) // this read has it as it is now
-		}
-	}
 	return ns, nil
 }
 

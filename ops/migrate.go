@@ -176,6 +176,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 		if !poll.Sleep(ctx, e.o.Poll) {
 			continue // the top of the loop records the interruption
 		}
+		r.recent = nil // a new round reads the moves again
 		for id, run := range running {
 			outcome, msg, err := r.pollOne(ctx, run)
 			if err != nil {
@@ -193,7 +194,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			switch outcome {
 			case MigCompleted:
 				done++
-				e.inv.Touched(run.dest) // its capacity changed: the next plan reads it again
+				e.landed(run) // the room it takes there: in the ledger, not read again
 				r.recordLeft(run)
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, msg))
 				r.emitVM(run, MigCompleted, msg)
@@ -289,6 +290,7 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 			return failed
 		}
 		room, dest := q.room, q.dest
+		run.picked = dest != "" && q.dests != nil && r.plan.Target == "" // in the ledger already
 		*pending = (*pending)[1:]
 		run.slot = true
 		run.copied += run.attemptBytes(false)

@@ -20,6 +20,9 @@ func requestLive(r *runner, ctx context.Context, run *vmRun, dest string) error 
 // aborted) once the migration has ended, "" while it runs.
 func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, error) {
 	e := r.e
+	if m, ok := r.endedNow(ctx, run); ok { // ended since the last poll: its record says how
+		return r.liveEnded(ctx, run, m)
+	}
 	ms, err := e.nova.ServerMigrations(ctx, run.vm.ID)
 	if err != nil {
 		return "", "", err
@@ -67,7 +70,36 @@ func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, er
 		}
 		return "", "", nil
 	}
-	m := recs[0]
+	return r.liveEnded(ctx, run, recs[0])
+}
+
+// endedNow finds the move's record among the cloud's recent moves, read once for every move
+// in flight, when it shows the move ended: a poll then needs neither the server's migrations
+// in progress nor its records. Only for a move whose records are told from older ones (after
+// read before the request).
+func (r *runner) endedNow(ctx context.Context, run *vmRun) (model.Migration, bool) {
+	if !run.afterKnown {
+		return model.Migration{}, false
+	}
+	if r.recent == nil {
+		recent, err := r.e.nova.RecentMoves(ctx)
+		if err != nil {
+			return model.Migration{}, false // the server's own reads say
+		}
+		r.recent = recent
+	}
+	for _, m := range r.recent { // newest first
+		if m.InstanceID == run.vm.ID && m.ID > run.after {
+			return m, m.Status.Final()
+		}
+	}
+	return model.Migration{}, false
+}
+
+// liveEnded reads the move's newest record: an outcome once it has ended, "" while it goes on
+// (the server still shows it moving).
+func (r *runner) liveEnded(ctx context.Context, run *vmRun, m model.Migration) (MigState, string, error) {
+	e := r.e
 	run.mid = m.ID // a move ended before a poll saw it in progress is named by its record too
 	if m.DestCompute != "" {
 		run.dest = m.DestCompute

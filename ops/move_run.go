@@ -27,6 +27,7 @@ type vmRun struct {
 	adopted   bool   // already migrating when the engine came: followed, not requested
 	slot      bool   // holds one of the cluster-wide migration slots
 	claimed   string // the destination counted against its cap
+	picked    bool   // drainctl picked the destination (its ledger of room has it)
 	total     int64
 	copied    int64 // bytes copied by the earlier attempts
 	// refused: Nova said this VM cannot move by its method at all (a live move's pre-check

@@ -126,7 +126,8 @@ type Nova interface {
 	NovaSource
 	ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error)
 	Hypervisors(ctx context.Context) ([]model.Hypervisor, error)
-	SetServiceEnabled(ctx context.Context, host string, enabled bool, reason string) (model.ComputeService, error)
+	// SetServiceEnabled sets the service a step read (by its ID; given only its Host, the host's).
+	SetServiceEnabled(ctx context.Context, svc model.ComputeService, enabled bool, reason string) (model.ComputeService, error)
 	Servers(ctx context.Context, host string) ([]model.VM, error)
 	Server(ctx context.Context, id string) (model.VM, error)
 	// Admin: the credentials have the admin role (Nova moves a locked server for an admin only).
@@ -140,6 +141,9 @@ type Nova interface {
 	ColdFrom(ctx context.Context, host string) ([]model.Migration, error)
 	ServerMigrations(ctx context.Context, id string) ([]model.Migration, error)
 	MigrationsOf(ctx context.Context, id string) ([]model.Migration, error)
+	// RecentMoves are the cloud's records not ended, and those seen ending in the last
+	// minute, newest first: read after the call, one read shared by every poll asking at once.
+	RecentMoves(ctx context.Context) ([]model.Migration, error)
 	InProgressFrom(ctx context.Context, host string) ([]model.Migration, error)
 	// MovingFrom lists every move from host ("" : every host) loading a destination now:
 	// live migrations unfinished, cold ones moving, evacuations rebuilding (the caps).

@@ -18,7 +18,8 @@ var beforeRequest = []requestCheck{
 	{"still fenced", "a rebuild only: the Node (the informer's cache); once a run, the fence record (1 GET)", (*runner).stillFenced},
 	{
 		"cluster room",
-		"Kubernetes: the migration lock, a lease (1 GET, 1 PUT); Nova: the migrations in progress (1 GET)",
+		"Kubernetes: the migration lock, a lease (1 GET, 1 PUT); Nova: the moves under way, by destination and by source " +
+			"(the process's read of what changed: 2 GETs, shared with every check asking at once)",
 		(*runner).roomInCluster,
 	},
 	{
@@ -85,11 +86,12 @@ func (r *runner) stillFenced(ctx context.Context, q *vmRequest) verdict {
 	return proceed
 }
 
-// roomInCluster: the cluster-wide migration cap, counted where every drainctl process sees it.
+// roomInCluster: the cluster-wide migration cap, and the VM's source's, counted where every
+// drainctl process sees them.
 func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
-	room, ok := r.clusterRoom(ctx)
+	room, ok := r.clusterRoom(ctx, q.run.vm)
 	if !ok {
-		return wait // the cluster is at its cap (other drainctl processes count)
+		return wait // the cluster or the VM's source is at its cap (other runs and processes count)
 	}
 	q.room = room
 	return proceed

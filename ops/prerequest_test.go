@@ -3,6 +3,7 @@ package ops_test
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/drainctl/drainctl/internal/simtest"
@@ -68,4 +69,55 @@ func TestAVMRequestCostsItsNamedChecks(t *testing.T) {
 		}
 	}
 	t.Logf("a VM's move request costs %d API calls:\n  %s", len(window), strings.Join(window, "\n  "))
+}
+
+// The per-source cap holds across runs: two one-VM migrates off one host at once (as two
+// nodes' returns are, each its own run) take turns under migrations_per_source = 1. Counted
+// from the events of both runs in the order they happen (a move counts from its request to
+// the poll that sees it end: never less than Nova's own count).
+func TestTheSourceCapHoldsAcrossRuns(t *testing.T) {
+	c := simtest.NewClusterWith(t, sim.Options{Scale: 20, Seed: 7})
+	c.Cfg.Concurrency.MigrationsPerSource = 1
+	e := c.Engine("test@returns", nil)
+	ctx := kubetest.Ctx(t)
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	emit := func(ev ops.Event) {
+		m, ok := ev.(ops.MigrationEvent)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.State {
+		case ops.MigRequested:
+			inFlight++
+		case ops.MigCompleted, ops.MigFailed, ops.MigAborted:
+			inFlight--
+		}
+		most = max(most, inFlight)
+	}
+	var wg sync.WaitGroup
+	for _, vm := range []string{"vm-a", "vm-b"} {
+		plan, err := e.Plan(ctx, model.OpMigrate, vm, ops.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.Run(ctx, plan, ops.RunOptions{}, emit); err != nil {
+				t.Errorf("%s: %v", vm, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if most != 1 {
+		t.Errorf("%d moves off %s at once under migrations_per_source = 1", most, c.Name("c0"))
+	}
+	for _, vm := range []string{"vm-a", "vm-b"} {
+		if s, _ := c.World.ServerByName(vm); s.Host == c.Name("c0") {
+			t.Errorf("%s did not move", vm)
+		}
+	}
 }

@@ -42,9 +42,11 @@ func (r *runner) disableCompute(ctx context.Context) (string, error) {
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err
 	}
-	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, false, reason); err != nil {
+	now, err := e.nova.SetServiceEnabled(ctx, svc, false, reason)
+	if err != nil {
 		return "", err
 	}
+	e.inv.ServiceSet(now) // no plan of this process sends a VM there any more
 	r.nodeChanged("nova-compute disabled: " + reason)
 	return reason, nil
 }
@@ -128,10 +130,11 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err
 	}
-	if _, err := e.nova.SetServiceEnabled(ctx, p.Host, true, ""); err != nil {
+	now, err := e.nova.SetServiceEnabled(ctx, svc, true, "")
+	if err != nil {
 		return "", err
 	}
-	e.inv.Touched(p.Host) // a host back at work: the next plan by host (a campaign's next node) reads it again
+	e.inv.ServiceSet(now) // a host back at work: the next plan by host (a campaign's next node) may send VMs there
 	r.nodeChanged("nova-compute enabled")
 	return "enabled", nil
 }

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -219,99 +218,29 @@ func runRoll(ctx context.Context, o options) error {
 		fmt.Printf("| %s | %d | %.1f |\n", k.name, k.n, float64(k.n)/n)
 	}
 	fmt.Println()
-	fmt.Println("| Nova and Placement requests by route | count | per node |")
-	fmt.Println("|---|---|---|")
+	moved := runs.movedOut + runs.movedHome
+	fmt.Printf("| Nova and Placement requests by route | count | per node | per VM moved (%d) |\n", moved)
+	fmt.Println("|---|---|---|---|")
 	routes := make([]string, 0, len(stats.ByRoute))
 	for r := range stats.ByRoute {
 		routes = append(routes, r)
 	}
 	sort.Slice(routes, func(i, j int) bool { return stats.ByRoute[routes[i]] > stats.ByRoute[routes[j]] })
 	for _, r := range routes {
-		fmt.Printf("| %s | %d | %.1f |\n", r, stats.ByRoute[r], float64(stats.ByRoute[r])/n)
+		fmt.Printf("| %s | %d | %.1f | %.2f |\n", r, stats.ByRoute[r], float64(stats.ByRoute[r])/n, float64(stats.ByRoute[r])/float64(max(1, moved)))
+	}
+	fmt.Printf("| all, Nova and Placement | %d | %.1f | %.2f |\n", novaReqs+placementReqs, float64(novaReqs+placementReqs)/n,
+		float64(novaReqs+placementReqs)/float64(max(1, moved)))
+	// The floor a VM moved: its action, the polls its own migration needs at the poll interval
+	// (a node's migrate step, its VMs moving at once, at 2 s), one read of its record at the end; a node adds
+	// its service's disable and enable (a read and a write each), shared by its VMs.
+	polls := math.Ceil(floorSum.Seconds() / n / 2)
+	perVM := 1 + polls + 1 + 4*n/float64(max(1, moved))
+	fmt.Printf("| the floor: 1 action + %.0f poll(s) + 1 read a VM, 4 service calls a node | | | %.2f |\n", polls, perVM)
+	if ro.returnVMs {
+		fmt.Printf("| VMs moved out / brought home | %d / %d | | |\n", runs.movedOut, runs.movedHome)
 	}
 	return nil
-}
-
-// rollRuns is what the campaign's JSON lines say of its nodes.
-type rollRuns struct {
-	done int
-	// halfAt is when the campaign first said half its nodes were done, halfETA the ETA it gave
-	// then, end when it last spoke: halfETA against end - halfAt is the ETA's error.
-	halfAt, end time.Time
-	halfETA     time.Duration
-	migrating   map[string]time.Duration // node -> its migrate step's time
-	returning   time.Duration            // --return-vms: the returns' migrations, summed
-	steps       map[string]time.Duration // step kind -> its time, summed over the nodes
-}
-
-// readRuns reads the NDJSON of the roll: each node's migrate-vms step, start to end.
-func readRuns(r io.Reader) (rollRuns, error) {
-	out := rollRuns{migrating: map[string]time.Duration{}, steps: map[string]time.Duration{}}
-	started, stepStarted := map[string]time.Time{}, map[string]time.Time{}
-	op := map[string]string{} // each node's latest plan: a return's migrate is no part of the floor
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev struct {
-			Type   string    `json:"type"`
-			Node   string    `json:"node"`
-			Step   string    `json:"step"`
-			State  string    `json:"state"`
-			At     time.Time `json:"at"`
-			Report struct {
-				Op     string `json:"op"`
-				Result string `json:"result"`
-			} `json:"report"`
-			Plan struct {
-				Op string `json:"op"`
-			} `json:"plan"`
-			Done       int           `json:"done"`
-			InProgress int           `json:"inProgress"`
-			Left       int           `json:"left"`
-			ETA        time.Duration `json:"etaNs"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return out, fmt.Errorf("roll -o json: %v: %s", err, sc.Text())
-		}
-		if ev.Type == "plan" {
-			op[ev.Node] = ev.Plan.Op
-		}
-		if ev.Type == "step" && op[ev.Node] == "migrate" {
-			key := ev.Node + " return " + ev.Step
-			if ev.State == "started" {
-				stepStarted[key] = ev.At
-			} else if at, ok := stepStarted[key]; ok {
-				out.returning += ev.At.Sub(at)
-				delete(stepStarted, key)
-			}
-			continue
-		}
-		if ev.Type == "step" {
-			key := ev.Node + " " + ev.Step
-			if ev.State == "started" {
-				stepStarted[key] = ev.At
-			} else if at, ok := stepStarted[key]; ok {
-				out.steps[ev.Step] += ev.At.Sub(at)
-				delete(stepStarted, key)
-			}
-		}
-		if ev.Type == "campaign" {
-			out.end = ev.At
-			if all := ev.Done + ev.InProgress + ev.Left; out.halfAt.IsZero() && all > 0 && 2*ev.Done >= all && ev.ETA > 0 {
-				out.halfAt, out.halfETA = ev.At, ev.ETA
-			}
-		}
-		switch {
-		case ev.Type == "step" && ev.Step == "migrate-vms" && ev.State == "started":
-			started[ev.Node] = ev.At
-		case ev.Type == "step" && ev.Step == "migrate-vms" && !started[ev.Node].IsZero():
-			out.migrating[ev.Node] += ev.At.Sub(started[ev.Node])
-			delete(started, ev.Node)
-		case ev.Type == "done" && ev.Report.Op == "evacuate" && ev.Report.Result == "done":
-			out.done++
-		}
-	}
-	return out, sc.Err()
 }
 
 // sampleRSS samples a process's resident memory every 250 ms; the func returns the peak

@@ -3,7 +3,6 @@ package nova
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -21,15 +20,25 @@ type serviceUpdate map[string]any
 
 func (m serviceUpdate) ToServiceUpdateMap() (map[string]any, error) { return m, nil }
 
-// SetServiceEnabled enables or disables the nova-compute service on host. A reason is only
-// sent when disabling (Nova refuses one with status=enabled).
-func (c *Client) SetServiceEnabled(ctx context.Context, host string, enabled bool, reason string) (model.ComputeService, error) {
-	svcs, err := c.ComputeServices(ctx, host)
-	if err != nil {
-		return model.ComputeService{}, err
-	}
-	if len(svcs) == 0 {
-		return model.ComputeService{}, fmt.Errorf("no nova-compute service on host %q", host)
+// SetServiceEnabled enables or disables a nova-compute service: the one a step read to decide
+// (by its ID), or, given its host alone, the host's (read first). A reason is only sent when
+// disabling (Nova refuses one with status=enabled).
+func (c *Client) SetServiceEnabled(
+	ctx context.Context,
+	svc model.ComputeService,
+	enabled bool,
+	reason string,
+) (model.ComputeService, error) {
+	host := svc.Host
+	if svc.ID == "" {
+		svcs, err := c.ComputeServices(ctx, host)
+		if err != nil {
+			return model.ComputeService{}, err
+		}
+		if len(svcs) == 0 {
+			return model.ComputeService{}, fmt.Errorf("no nova-compute service on host %q", host)
+		}
+		svc = svcs[0]
 	}
 	body := serviceUpdate{"status": "enabled"}
 	if !enabled {
@@ -38,7 +47,7 @@ func (c *Client) SetServiceEnabled(ctx context.Context, host string, enabled boo
 			body["disabled_reason"] = reason
 		}
 	}
-	s, err := services.Update(ctx, c.compute, svcs[0].ID, body).Extract()
+	s, err := services.Update(ctx, c.compute, svc.ID, body).Extract()
 	if err != nil {
 		verb := "enabling"
 		if !enabled {
@@ -132,34 +141,16 @@ func (c *Client) RevertResize(ctx context.Context, id string) error {
 // ColdFrom lists the cold migrations from host that have not ended: moving, or waiting in
 // VERIFY_RESIZE for their confirm ("finished").
 func (c *Client) ColdFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	return c.withStatuses(ctx, host, "migration", append(coldMoving, coldWaiting...))
+	return c.unendedFrom(ctx, host, map[string][]string{model.MigrationTypeCold: append(coldMoving, coldWaiting...)})
 }
 
 // MovingFrom lists every move from host ("" : every host) that loads its destination now:
 // live migrations not finished, cold migrations moving (not those waiting for a confirm),
-// evacuations rebuilding. os-migrations filters on one status per call, so it asks once per
-// status of any of them (7 calls) and keeps each record whose type moves in that status.
+// evacuations rebuilding.
 func (c *Client) MovingFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	moving := map[string][]string{"live-migration": inProgressStatuses, "migration": coldMoving, "evacuation": evacuating}
-	var statuses []string
-	for _, sts := range moving {
-		for _, st := range sts {
-			if !slices.Contains(statuses, st) {
-				statuses = append(statuses, st)
-			}
-		}
-	}
-	all, err := c.withStatuses(ctx, host, "", statuses)
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0]
-	for _, m := range all {
-		if slices.ContainsFunc(moving[m.Type], func(st string) bool { return MigrationStatus(st) == m.Status }) {
-			out = append(out, m)
-		}
-	}
-	return out, nil
+	return c.unendedFrom(ctx, host, map[string][]string{
+		model.MigrationTypeLive: inProgressStatuses, model.MigrationTypeCold: coldMoving, model.MigrationTypeEvacuation: evacuating,
+	})
 }
 
 // A cold migration's statuses while it moves, then while it waits to be confirmed or reverted.
@@ -292,7 +283,7 @@ func (c *Client) RecentLiveMigrations(ctx context.Context, n int) ([]model.Migra
 
 // InProgressFrom lists the live migrations leaving host that have not finished.
 func (c *Client) InProgressFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	return c.withStatuses(ctx, host, "live-migration", inProgressStatuses)
+	return c.unendedFrom(ctx, host, map[string][]string{model.MigrationTypeLive: inProgressStatuses})
 }
 
 var _ ops.Nova = (*Client)(nil)

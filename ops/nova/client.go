@@ -1,6 +1,7 @@
 package nova
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,8 @@ type Client struct {
 	microversion string
 	pageSize     int
 	cpuRatio     float64 // for capacity from os-hypervisors
+	moves        moves   // the moves under way in the cloud (moves.go)
+	timeout      time.Duration
 }
 
 // Options tune a connection.
@@ -117,7 +120,7 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 		fullEvery = 5 * time.Minute
 	}
 	return &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
-		fullEvery: fullEvery, admin: admin}, nil
+		fullEvery: fullEvery, admin: admin, timeout: cmp.Or(opts.Timeout, time.Minute)}, nil
 }
 
 // PlacementMissing reports whether capacity comes from os-hypervisors: Placement is not in

@@ -434,7 +434,7 @@ func TestConformancePowerActions(t *testing.T) {
 func TestConformanceBootOnADisabledHost(t *testing.T) {
 	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
 		ctx, cl := context.Background(), drainctlClient(t, c)
-		_, err := cl.SetServiceEnabled(ctx, "compute-2", false, "drainctl conformance")
+		_, err := cl.SetServiceEnabled(ctx, model.ComputeService{Host: "compute-2"}, false, "drainctl conformance")
 		must(t, err)
 		requested := c.BootAsync(map[string]any{"name": "requested", "host": "compute-2"})
 		forced := c.BootAsync(map[string]any{"name": "forced", "availability_zone": "nova:compute-2"})
@@ -451,7 +451,7 @@ func TestConformanceBootOnADisabledHost(t *testing.T) {
 		if _, err := cl.Snapshot(ctx); err != nil {
 			t.Errorf("reading the cloud with servers placed nowhere: %v", err)
 		}
-		_, err = cl.SetServiceEnabled(ctx, "compute-2", true, "")
+		_, err = cl.SetServiceEnabled(ctx, model.ComputeService{Host: "compute-2"}, true, "")
 		must(t, err)
 		canary, err := cl.BootOn(ctx, "compute-2", "", ops.BootSpec{Name: "canary", Image: c.Image(), Flavor: "m1.tiny", Network: ops.NoNetwork})
 		must(t, err)
@@ -554,7 +554,7 @@ func TestConformanceNoValidHost(t *testing.T) {
 		ctx, cl := context.Background(), drainctlClient(t, c)
 		id := c.Boot("novalid-1", "compute-0")
 		for _, h := range []string{"compute-1", "compute-2"} {
-			_, err := cl.SetServiceEnabled(ctx, h, false, "drainctl conformance")
+			_, err := cl.SetServiceEnabled(ctx, model.ComputeService{Host: h}, false, "drainctl conformance")
 			must(t, err)
 		}
 		asked := c.Clock()
@@ -606,7 +606,7 @@ func TestConformanceAServicesSilenceIsTheClouds(t *testing.T) {
 		_, err = cl.SetForcedDown(ctx, "compute-1", true)
 		must(t, err)
 		asked := time.Now()
-		_, err = cl.SetServiceEnabled(ctx, "compute-1", false, "conformance: a dead host")
+		_, err = cl.SetServiceEnabled(ctx, model.ComputeService{Host: "compute-1"}, false, "conformance: a dead host")
 		must(t, err)
 		if took := time.Since(asked); took > 5*time.Second {
 			t.Errorf("disabling a dead service forced down took %s; want an answer at once", took)
@@ -632,6 +632,66 @@ func TestConformanceSettingMetadataIsAChange(t *testing.T) {
 		if after.PolicyAsked != "stays" || !after.Updated.After(before.Updated) {
 			t.Errorf("after the metadata was set: asked %q, updated %s (was %s); want stays and a later updated_at",
 				after.PolicyAsked, after.Updated, before.Updated)
+		}
+	})
+}
+
+// The moves under way, as every cap and step reads them: one list for the process, read by
+// status once, then kept by reading what changed. From the moment Nova lists a move's record
+// until it ends the list has it (one still "accepted" too), then it is seen ended; a cold
+// move waiting for its confirm is listed among the host's cold moves but not as moving, and
+// leaves the list at its confirm.
+func TestConformanceMovesUnderWay(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		live, cold := c.Boot("uw-live", "compute-0"), c.Boot("uw-cold", "compute-1")
+		c.Stop(cold)
+		_, err := cl.MovingFrom(ctx, "") // read by status: what follows is read by what changed
+		must(t, err)
+		find := func(id int64) (model.Migration, bool) {
+			recent, err := cl.RecentMoves(ctx)
+			must(t, err)
+			i := slices.IndexFunc(recent, func(m model.Migration) bool { return m.ID == id })
+			if i < 0 {
+				return model.Migration{}, false
+			}
+			return recent[i], true
+		}
+		asked := c.Clock()
+		must(t, cl.LiveMigrate(ctx, live, ""))
+		rec := recordOf(t, c, ctx, cl, live, model.MigrationTypeLive, asked)
+		c.Wait(60*time.Second, "the live move seen ended", func() bool {
+			m, ok := find(rec.ID)
+			if !ok {
+				t.Fatalf("the live move %d, listed by Nova, is not among the moves under way", rec.ID)
+			}
+			return m.Status == model.MigrationCompleted
+		})
+		if moving, err := cl.MovingFrom(ctx, ""); err != nil || slices.ContainsFunc(moving, func(m model.Migration) bool { return m.ID == rec.ID }) {
+			t.Errorf("the live move ended but is still counted as moving: %v %+v", err, moving)
+		}
+
+		asked = c.Clock()
+		must(t, cl.ColdMigrate(ctx, cold, ""))
+		crec := recordOf(t, c, ctx, cl, cold, model.MigrationTypeCold, asked)
+		c.Wait(60*time.Second, "VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, cold).Status == model.VMVerifyResize })
+		has := func(ms []model.Migration, err error) bool {
+			must(t, err)
+			return slices.ContainsFunc(ms, func(m model.Migration) bool { return m.ID == crec.ID })
+		}
+		if !has(cl.ColdFrom(ctx, "compute-1")) {
+			t.Errorf("the cold move waiting for its confirm is not among compute-1's cold moves")
+		}
+		if has(cl.MovingFrom(ctx, "")) {
+			t.Errorf("the cold move waiting for its confirm is counted as moving (it loads no destination)")
+		}
+		must(t, cl.ConfirmResize(ctx, cold))
+		c.Wait(60*time.Second, "the cold move seen ended", func() bool {
+			m, ok := find(crec.ID)
+			return ok && m.Status == model.MigrationCompleted
+		})
+		if has(cl.ColdFrom(ctx, "compute-1")) {
+			t.Errorf("the confirmed cold move is still among compute-1's cold moves")
 		}
 	})
 }

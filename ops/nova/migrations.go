@@ -21,8 +21,10 @@ type MigrationFilter struct {
 	Type       string // live-migration, migration, resize, evacuation
 	// ChangesSince: the records updated at or after it (2.59+), Nova's own time format.
 	ChangesSince string
-	// Limit: the newest this many only (one page, 2.59+); 0: all.
-	Limit int
+	// Limit: the newest this many only (one page, 2.59+); 0: all. Marker: the page after
+	// this record's (its uuid).
+	Limit  int
+	Marker string
 }
 
 // wireMigration is an os-migrations or server-migrations record as Nova sends it.
@@ -89,6 +91,7 @@ func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Mig
 	set("status", f.Status)
 	set("migration_type", f.Type)
 	set("changes-since", f.ChangesSince)
+	set("marker", f.Marker)
 	paged := c.atLeast("2.59")
 	if paged && c.pageSize > 0 {
 		q.Set("limit", strconv.Itoa(c.pageSize))

@@ -172,7 +172,7 @@ func TestSnapshotFollowsPagination(t *testing.T) {
 func TestServiceDisableEnable(t *testing.T) {
 	srv, w := world(t, 2, 0, sim.Options{})
 	c := connect(t, srv, nova.Options{})
-	s, err := c.SetServiceEnabled(ctx(t), "compute-1", false, "drainctl: maintenance by ops")
+	s, err := c.SetServiceEnabled(ctx(t), model.ComputeService{Host: "compute-1"}, false, "drainctl: maintenance by ops")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +182,10 @@ func TestServiceDisableEnable(t *testing.T) {
 	if h, _ := w.Host("compute-1"); h.Enabled || h.DisabledReason != "drainctl: maintenance by ops" {
 		t.Errorf("world: %+v", h)
 	}
-	if s, err = c.SetServiceEnabled(ctx(t), "compute-1", true, ""); err != nil || !s.Enabled || s.DisabledReason != "" {
+	if s, err = c.SetServiceEnabled(ctx(t), model.ComputeService{Host: "compute-1"}, true, ""); err != nil || !s.Enabled || s.DisabledReason != "" {
 		t.Errorf("after enable: %+v %v", s, err)
 	}
-	if _, err := c.SetServiceEnabled(ctx(t), "compute-9", false, "x"); err == nil {
+	if _, err := c.SetServiceEnabled(ctx(t), model.ComputeService{Host: "compute-9"}, false, "x"); err == nil {
 		t.Error("no error for an unknown host")
 	}
 }
@@ -331,7 +331,7 @@ func TestAbortAndForceComplete(t *testing.T) {
 func TestNoValidHost(t *testing.T) {
 	srv, w := world(t, 2, 1, sim.Options{Scale: 50})
 	c := connect(t, srv, nova.Options{})
-	if _, err := c.SetServiceEnabled(ctx(t), "compute-1", false, "full"); err != nil {
+	if _, err := c.SetServiceEnabled(ctx(t), model.ComputeService{Host: "compute-1"}, false, "full"); err != nil {
 		t.Fatal(err)
 	}
 	vm, _ := w.ServerByName("vm-0-0")

@@ -51,6 +51,7 @@ func (w *World) startCold(s *VM, host string, now time.Time, reqID string) *migr
 		created: now, requestID: reqID}
 	w.nextMigID++
 	m.setStatus("pre-migrating", now)
+	m.updated = time.Time{} // Nova leaves a new record's updated_at null until its first change
 	m.visible = now.Add(w.opts.RecordDelay)
 	m.origStatus, m.origVMState = s.Status, s.VMState
 	s.migrations++

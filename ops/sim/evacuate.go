@@ -76,6 +76,7 @@ func evacuate(c *call, s *VM, raw json.RawMessage) (int, any) {
 	c.w.nextMigID++
 	m.origStatus, m.origVMState = s.Status, s.VMState
 	m.setStatus("pre-migrating", c.now)
+	m.updated = time.Time{} // Nova leaves a new record's updated_at null until its first change
 	s.Status, s.TaskState, s.Updated = "REBUILD", "rebuilding", c.now
 	c.w.migrations = append(c.w.migrations, m)
 	c.w.recordNamedAction(s, "evacuate", "conductor_rebuild_server", m.requestID, c.now)

@@ -1,0 +1,214 @@
+package nova
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/shared"
+)
+
+// The moves under way in the whole cloud, for every question a step asks of them (the caps,
+// a node's arrivals, its cold moves to adopt, a host's live migrations, a move's poll): one
+// process-wide list of the records that have not ended, kept by reading what changed.
+// os-migrations filters on one status per call, so asking by status costs ten calls a
+// question; here a question costs the next read of what changed (2.59+): the records changed
+// since the newest change seen (changes-since), and the records made since the newest seen
+// (the newest page, by ID: Nova leaves a new record's updated_at empty until its first change,
+// so changes-since does not show it). That read is shared by every question asked while it
+// waits, and each begins after its question was asked: what a cap counts is the world at that
+// moment. Every unendedEvery, and below 2.59, the records are read by status again.
+
+// unendedStatuses are every status a record has before it ends, by status: the union of
+// the live migration's, the cold one's (moving and awaiting its confirm) and the evacuation's.
+var unendedStatuses = func() []string {
+	var out []string
+	for _, sts := range [][]string{inProgressStatuses, coldMoving, coldWaiting, evacuating} {
+		for _, st := range sts {
+			if !slices.Contains(out, st) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}()
+
+// unendedEvery is how long the list is kept by reading what changed before it is read by
+// status again: a safety net for a change a read of what changed could miss.
+const unendedEvery = 2 * time.Minute
+
+// markMargin is read again before the newest change seen: a record Nova changed a moment
+// before another but committed after it (or while the records were read by status) is not
+// missed. Reading a record again only sets it as it is now.
+const markMargin = 5 * time.Second
+
+// endedFor is how long a record seen ending is kept for a move's poll to find (a poll reads
+// every few seconds; one that finds nothing reads the server's own records).
+const endedFor = time.Minute
+
+// moves is the list of unended records and how it was last read.
+type moves struct {
+	once  sync.Once
+	calls *shared.Calls[[]model.Migration]
+
+	mu      sync.Mutex
+	unended map[int64]model.Migration
+	ended   map[int64]endedMove // seen ending by a read of what changed, kept endedFor
+	mark    time.Time           // the newest updated_at Nova showed (its own clock)
+	newest  int64               // the newest record's ID seen
+	fullAt  time.Time           // the last read by status (local clock); zero: none yet
+}
+
+// endedMove is a record seen ending, and when (the local clock).
+type endedMove struct {
+	model.Migration
+	seen time.Time
+}
+
+// unendedMoves returns every record not ended yet, read (or read again for what changed)
+// after the call.
+func (c *Client) unendedMoves(ctx context.Context) ([]model.Migration, error) {
+	all, err := c.RecentMoves(ctx)
+	return slices.DeleteFunc(all, func(r model.Migration) bool { return r.Status.Final() }), err
+}
+
+// RecentMoves returns every record not ended yet and those seen ending in the last minute,
+// newest first, read (or read again for what changed) after the call: what every move's
+// poll reads at once, one call for the moves of every node in flight.
+func (c *Client) RecentMoves(ctx context.Context) ([]model.Migration, error) {
+	c.moves.once.Do(func() { c.moves.calls = shared.New(c.timeout, c.readMoves) })
+	return c.moves.calls.Do(ctx)
+}
+
+// readMoves is one read: by status when due (or below 2.59), else what changed since the
+// newest change seen, and the records still accepted.
+func (c *Client) readMoves(ctx context.Context) ([]model.Migration, error) {
+	m := &c.moves
+	m.mu.Lock()
+	full := m.unended == nil || time.Since(m.fullAt) > unendedEvery || !c.atLeast("2.59")
+	mark, newest := m.mark, m.newest
+	m.mu.Unlock()
+	if full {
+		began := time.Now()
+		all, err := c.withStatuses(ctx, "", "", unendedStatuses)
+		if err != nil {
+			return nil, err
+		}
+		var newest []model.Migration
+		if c.atLeast("2.59") {
+			if newest, err = c.Migrations(ctx, MigrationFilter{Limit: 1}); err != nil {
+				return nil, err
+			}
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.unended, m.ended, m.fullAt = map[int64]model.Migration{}, map[int64]endedMove{}, began
+		m.keep(newest)
+		m.keep(all)
+		return m.list(), nil
+	}
+	made, err := c.madeSince(ctx, newest)
+	if err != nil {
+		return nil, err
+	}
+	since := ""
+	if !mark.IsZero() { // a margin: a change committed a moment after a newer one is read too
+		since = mark.Add(-markMargin).Format("2006-01-02T15:04:05.999999")
+	}
+	changed, err := c.Migrations(ctx, MigrationFilter{ChangesSince: since})
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keep(made)
+	m.keep(changed) // read after: a record in both is as it is in this one
+	return m.list(), nil
+}
+
+// madeSince reads the records made after the one with ID newest: the newest pages, until a
+// page reaches it.
+func (c *Client) madeSince(ctx context.Context, newest int64) ([]model.Migration, error) {
+	var out []model.Migration
+	marker := ""
+	for {
+		page, err := c.Migrations(ctx, MigrationFilter{Limit: madePage, Marker: marker})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			if r.ID <= newest {
+				return out, nil
+			}
+			out = append(out, r)
+		}
+		if len(page) < madePage || page[len(page)-1].UUID == "" {
+			return out, nil
+		}
+		marker = page[len(page)-1].UUID
+	}
+}
+
+// madePage is the page of newest records read for those made since the last read: more than a
+// poll interval's new moves in a busy cloud, so one call.
+const madePage = 100
+
+// keep merges records read into the list: an unended one is kept (as it is now), an ended
+// one leaves it. Called with mu.
+func (m *moves) keep(recs []model.Migration) {
+	for _, r := range recs {
+		if r.Status.Final() {
+			delete(m.unended, r.ID)
+			seen := time.Now()
+			if was, ok := m.ended[r.ID]; ok {
+				seen = was.seen
+			}
+			m.ended[r.ID] = endedMove{r, seen}
+		} else {
+			m.unended[r.ID] = r
+		}
+		if r.UpdatedAt.After(m.mark) {
+			m.mark = r.UpdatedAt
+		}
+		m.newest = max(m.newest, r.ID)
+	}
+}
+
+// list is the unended records and those seen ending lately, newest first. Called with mu.
+func (m *moves) list() []model.Migration {
+	out := make([]model.Migration, 0, len(m.unended)+len(m.ended))
+	for _, r := range m.unended {
+		out = append(out, r)
+	}
+	for id, r := range m.ended {
+		if time.Since(r.seen) > endedFor {
+			delete(m.ended, id)
+			continue
+		}
+		out = append(out, r.Migration)
+	}
+	slices.SortFunc(out, func(a, b model.Migration) int { return cmp.Compare(b.ID, a.ID) })
+	return out
+}
+
+// unendedFrom keeps the unended records from host ("": every host) whose type is in
+// statuses, in one of its statuses there.
+func (c *Client) unendedFrom(ctx context.Context, host string, statuses map[string][]string) ([]model.Migration, error) {
+	all, err := c.unendedMoves(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []model.Migration
+	for _, r := range all {
+		if host != "" && r.SourceCompute != host {
+			continue
+		}
+		if slices.ContainsFunc(statuses[r.Type], func(st string) bool { return MigrationStatus(st) == r.Status }) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
