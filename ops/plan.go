@@ -31,6 +31,8 @@ func (e *Engine) readFor(ctx context.Context, op model.OpKind, targets []string,
 		return e.inv.Rejoin(ctx)
 	case ro.ByHost && !traitsOf(op).readsWhole:
 		return e.inv.ReadNodes(ctx, targets...)
+	case ro.ByHost && ro.From != "" && ro.To != "": // a one-VM move between two hosts it names
+		return e.inv.ReadNodes(ctx, ro.From, ro.To)
 	}
 	return e.inv.Read(ctx)
 }

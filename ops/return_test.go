@@ -234,3 +234,38 @@ func TestAViewsReturnIsJudgedAfterTheEnable(t *testing.T) {
 		}
 	}
 }
+
+// A campaign's returns (ByHost) plan each VM's move on the VM's host and its home read afresh,
+// on the last whole read: bringing VMs home reads no host of the cloud but theirs.
+func TestACampaignsReturnReadsItsTwoHosts(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c0 := c.Name("c0")
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if _, err := e.Inventory().Read(t.Context()); err != nil { // the campaign's whole read
+		t.Fatal(err)
+	}
+	c.World.ResetStats()
+	back := ops.RunOptions{Policy: defaults(), ByHost: true, UncordonParams: ops.UncordonParams{ReturnVMs: true}}
+	rec, rep, err := run(t, e, model.OpUncordon, c0, back)
+	if err != nil {
+		t.Fatalf("uncordon --return-vms: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if len(rep.Returns) != 2 {
+		t.Fatalf("returns %+v; want vm-a and vm-b", rep.Returns)
+	}
+	for _, r := range rep.Returns {
+		if !r.Home {
+			t.Errorf("%s not brought home: %s", r.Name, r.Why)
+		}
+	}
+	st := c.World.Stats().ByRoute
+	for _, whole := range []string{"GET /os-hypervisors/detail", "placement GET /resource_providers"} {
+		if st[whole] != 0 {
+			t.Errorf("the returns read %s %d times: the cloud's whole list", whole, st[whole])
+		}
+	}
+}

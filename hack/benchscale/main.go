@@ -59,6 +59,7 @@ func main() {
 	flag.IntVar(&o.roll.podsPerNode, "roll-pods", 4, "pods on each node")
 	flag.StringVar(&o.roll.ndjson, "roll-ndjson", "", "keep the campaign's -o json lines in this file")
 	flag.IntVar(&o.roll.parallel, "roll-parallel", 20, "--parallel of the campaign (and [concurrency] nodes)")
+	flag.IntVar(&o.roll.perSource, "roll-per-source", 1, "[concurrency] migrations_per_source (1, the default)")
 	flag.IntVar(&o.roll.perDest, "roll-per-dest", 2, "[concurrency] migrations_per_destination (2, the default: drainctl picks destinations; ≥ --parallel: Nova's scheduler does)")
 	flag.BoolVar(&o.roll.tui, "roll-tui", false, "the TUI beside the campaign in tmux, :campaign open: its keys timed, idle and during")
 	flag.BoolVar(&o.roll.returnVMs, "roll-return", false, "--return-vms: how many VMs end on the host they began on")

@@ -38,7 +38,7 @@ import (
 
 type rollOptions struct {
 	nodes, vmsPerNode, podsPerNode, parallel int
-	perDest                                  int     // [concurrency] migrations_per_destination
+	perDest, perSource                       int     // [concurrency] migrations_per_destination, _per_source
 	ndjson                                   string  // the campaign's JSON lines are kept here ("": not kept)
 	scale                                    float64 // the simulator's seconds per real second
 	tui                                      bool    // a TUI beside the campaign, :campaign open (rolltui.go)
@@ -89,7 +89,8 @@ func runRoll(ctx context.Context, o options) error {
 		return err
 	}
 	cfgFile := filepath.Join(dir, "config.toml")
-	conf := fmt.Sprintf("[concurrency]\nnodes = %d\nmigrations_per_cluster = %d\nmigrations_per_destination = %d\n", ro.parallel, 2*ro.parallel, ro.perDest)
+	conf := fmt.Sprintf("[concurrency]\nnodes = %d\nmigrations_per_cluster = %d\nmigrations_per_destination = %d\nmigrations_per_source = %d\n",
+		ro.parallel, 2*ro.parallel, ro.perDest, ro.perSource)
 	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -181,6 +182,7 @@ func runRoll(ctx context.Context, o options) error {
 	fmt.Printf("| Placement bytes | %.1f MiB | %.1f KiB |\n", float64(stats.Bytes["placement"])/(1<<20), float64(stats.Bytes["placement"])/1024/n)
 	fmt.Printf("| wall time | %s | %s |\n", secs(wall), secs(wall/time.Duration(ro.nodes)))
 	fmt.Printf("| floor: the nodes' own migration times (Σ %s) ÷ %d | %s | wall ÷ floor %.2f× |\n", secs(floorSum), ro.parallel, secs(floor), wall.Seconds()/floor.Seconds())
+	fmt.Printf("| the most moves from one source at once (migrations_per_source %d) | %d | |\n", ro.perSource, stats.MaxFromOneSource)
 	fmt.Printf("| drainctl RSS over the campaign: peak / mean | %.0f MiB / %.0f MiB | |\n", float64(peak)/(1<<20), float64(mean)/(1<<20))
 	home, all := 0, ro.nodes*ro.vmsPerNode
 	for j := 0; j < all; j++ {

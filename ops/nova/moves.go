@@ -43,7 +43,7 @@ const unendedEvery = 2 * time.Minute
 // markMargin is read again before the newest change seen: a record Nova changed a moment
 // before another but committed after it (or while the records were read by status) is not
 // missed. Reading a record again only sets it as it is now.
-const markMargin = 5 * time.Second
+const markMargin = time.Second
 
 // endedFor is how long a record seen ending is kept for a move's poll to find (a poll reads
 // every few seconds; one that finds nothing reads the server's own records).
@@ -130,7 +130,8 @@ func (c *Client) readMoves(ctx context.Context) ([]model.Migration, error) {
 }
 
 // madeSince reads the records made after the one with ID newest: the newest pages, until a
-// page reaches it.
+// page reaches it. The whole first page is kept: a record given an ID a moment before the
+// newest seen, but committed after it was read, is in it.
 func (c *Client) madeSince(ctx context.Context, newest int64) ([]model.Migration, error) {
 	var out []model.Migration
 	marker := ""
@@ -139,22 +140,18 @@ func (c *Client) madeSince(ctx context.Context, newest int64) ([]model.Migration
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range page {
-			if r.ID <= newest {
-				return out, nil
-			}
-			out = append(out, r)
-		}
-		if len(page) < madePage || page[len(page)-1].UUID == "" {
+		out = append(out, page...)
+		if len(page) < madePage || page[len(page)-1].ID <= newest || page[len(page)-1].UUID == "" {
 			return out, nil
 		}
 		marker = page[len(page)-1].UUID
 	}
 }
 
-// madePage is the page of newest records read for those made since the last read: more than a
-// poll interval's new moves in a busy cloud, so one call.
-const madePage = 100
+// madePage is the page of newest records read for those made since the last read: the moves
+// made between two reads fit in one (more: the next page); a page is bytes whether its
+// records are new or not (a page of 100 was 8× a campaign node's Nova bytes).
+const madePage = 5
 
 // keep merges records read into the list: an unended one is kept (as it is now), an ended
 // one leaves it. Called with mu.

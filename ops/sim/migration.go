@@ -314,11 +314,12 @@ func (w *World) abort(m *migration, at time.Time) {
 // countConcurrency records the most migrations, and the most distinct source hosts, ever
 // unfinished at once: caps across every client are measured here, where all of them meet.
 func (w *World) countConcurrency() {
-	active, sources := 0, map[string]bool{}
+	active, sources := 0, map[string]int{}
 	for _, o := range w.migrations {
 		if o.active() {
 			active++
-			sources[o.source] = true
+			sources[o.source]++
+			w.stats.MaxFromOneSource = max(w.stats.MaxFromOneSource, sources[o.source])
 		}
 	}
 	w.stats.MaxConcurrentMigrations = max(w.stats.MaxConcurrentMigrations, active)

@@ -176,6 +176,9 @@ type Stats struct {
 	MaxConcurrentMigrations int
 	// MaxConcurrentSources is the most hosts ever being emptied at once (concurrency.nodes).
 	MaxConcurrentSources int
+	// MaxFromOneSource is the most migrations ever unfinished at once from one host
+	// (migrations_per_source, across every run and client).
+	MaxFromOneSource int
 }
 
 // NewWorld makes an empty world.
