@@ -225,14 +225,7 @@ func TestAViewsReturnIsJudgedAfterTheEnable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("uncordon --return-vms: %v\n%s", err, rec.Transcript(c.Px))
 	}
-	if len(rep.Returns) != 2 {
-		t.Fatalf("returns %+v; want vm-a and vm-b", rep.Returns)
-	}
-	for _, r := range rep.Returns {
-		if !r.Home {
-			t.Errorf("%s not brought home: %s", r.Name, r.Why)
-		}
-	}
+	bothHome(t, rep)
 }
 
 // A campaign's returns (ByHost) plan each VM's move on the VM's host and its home read afresh,
@@ -254,18 +247,24 @@ func TestACampaignsReturnReadsItsTwoHosts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("uncordon --return-vms: %v\n%s", err, rec.Transcript(c.Px))
 	}
+	bothHome(t, rep)
+	st := c.World.Stats().ByRoute
+	for _, whole := range []string{"GET /os-hypervisors/detail", "placement GET /resource_providers"} {
+		if st[whole] != 0 {
+			t.Errorf("the returns read %s %d times: the cloud's whole list", whole, st[whole])
+		}
+	}
+}
+
+// bothHome fails unless vm-a and vm-b came home.
+func bothHome(t *testing.T, rep ops.Report) {
+	t.Helper()
 	if len(rep.Returns) != 2 {
 		t.Fatalf("returns %+v; want vm-a and vm-b", rep.Returns)
 	}
 	for _, r := range rep.Returns {
 		if !r.Home {
 			t.Errorf("%s not brought home: %s", r.Name, r.Why)
-		}
-	}
-	st := c.World.Stats().ByRoute
-	for _, whole := range []string{"GET /os-hypervisors/detail", "placement GET /resource_providers"} {
-		if st[whole] != 0 {
-			t.Errorf("the returns read %s %d times: the cloud's whole list", whole, st[whole])
 		}
 	}
 }

@@ -40,10 +40,6 @@ var unendedStatuses = func() []string {
 // status again: a safety net for a change a read of what changed could miss.
 const unendedEvery = 2 * time.Minute
 
-// markMargin is read again before the newest change seen: a record Nova changed a moment
-// before another but committed after it (or while the records were read by status) is not
-// missed. Reading a record again only sets it as it is now.
-const markMargin = time.Second
 
 // endedFor is how long a record seen ending is kept for a move's poll to find (a poll reads
 // every few seconds; one that finds nothing reads the server's own records).
@@ -114,9 +110,13 @@ func (c *Client) readMoves(ctx context.Context) ([]model.Migration, error) {
 	if err != nil {
 		return nil, err
 	}
+	// From the newest change seen, itself included (Nova compares updated_at >= it, to the
+	// second it stores): a change committed a moment after a newer one, in the same second, is
+	// read too; one in an earlier second, at the next read by status. A margin before it cost
+	// every read a second of the cloud's changes (at 1,000 nodes, 3× a node's Nova bytes).
 	since := ""
-	if !mark.IsZero() { // a margin: a change committed a moment after a newer one is read too
-		since = mark.Add(-markMargin).Format("2006-01-02T15:04:05.999999")
+	if !mark.IsZero() {
+		since = mark.Format("2006-01-02T15:04:05.999999")
 	}
 	changed, err := c.Migrations(ctx, MigrationFilter{ChangesSince: since})
 	if err != nil {
