@@ -151,7 +151,7 @@ func runRoll(ctx context.Context, o options) error {
 	wall := time.Since(start)
 	peak, mean := rss()
 	if err != nil {
-		return fmt.Errorf("drainctl roll: %v\n%s", err, tail(stderr.String(), 20))
+		return fmt.Errorf("drainctl roll: %v\n%s\n…\n%s", err, crash(stderr.String()), tail(stderr.String(), 20))
 	}
 	if parseErr != nil {
 		return parseErr
@@ -404,6 +404,19 @@ func (p *countingProxy) counts() (int, []kindCount) {
 func (p *countingProxy) close() { _ = p.srv.Close() }
 
 func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// crash is what a crashed drainctl said first: its panic or fatal error and the lines after.
+func crash(s string) string {
+	i := strings.Index(s, "panic: ")
+	if j := strings.Index(s, "fatal error: "); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
+	if i < 0 {
+		return ""
+	}
+	l := strings.Split(s[i:], "\n")
+	return strings.Join(l[:min(len(l), 40)], "\n")
+}
 
 func tail(s string, lines int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")

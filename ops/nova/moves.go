@@ -68,12 +68,19 @@ type endedMove struct {
 // after the call.
 func (c *Client) unendedMoves(ctx context.Context) ([]model.Migration, error) {
 	all, err := c.RecentMoves(ctx)
-	return slices.DeleteFunc(all, func(r model.Migration) bool { return r.Status.Final() }), err
+	var out []model.Migration // a list of its own: every caller of the read shares all's array
+	for _, r := range all {
+		if !r.Status.Final() {
+			out = append(out, r)
+		}
+	}
+	return out, err
 }
 
 // RecentMoves returns every record not ended yet and those seen ending in the last minute,
 // newest first, read (or read again for what changed) after the call: what every move's
-// poll reads at once, one call for the moves of every node in flight.
+// poll reads at once, one call for the moves of every node in flight. The list is shared by
+// every caller of that read: read it, never change it.
 func (c *Client) RecentMoves(ctx context.Context) ([]model.Migration, error) {
 	c.moves.once.Do(func() { c.moves.calls = shared.New(c.timeout, c.readMoves) })
 	return c.moves.calls.Do(ctx)
