@@ -38,7 +38,7 @@ const startJoinFor = 5 * time.Second
 type cluster struct {
 	toDest     map[string]int
 	fromSource map[string]int
-	unlock     func(vmID string, requested bool)
+	unlock     func(requested bool)
 }
 
 // clusterRoom joins the start lock and counts what is in flight: this engine's own migrations
@@ -51,14 +51,12 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM) (cluster, bool) {
 		return cluster{}, false // another process is starting one: try again at the next poll
 	}
 	var once sync.Once
-	unlock := func(vmID string, requested bool) {
-		once.Do(func() { r.unlockStart(ctx, vm.ID, requested) })
-	}
+	unlock := func(requested bool) { once.Do(func() { r.unlockStart(ctx, vm.ID, requested) }) }
 	// Cold moves count as live ones do while they move (not once they wait for a confirm),
 	// and so do rebuilds of dead hosts' VMs: they load the destinations alike.
 	inNova, err := e.nova.MovingFrom(ctx, "")
 	if err != nil {
-		unlock("", false)
+		unlock(false)
 		return cluster{}, false
 	}
 	c := cluster{toDest: map[string]int{}, fromSource: map[string]int{}, unlock: unlock}
@@ -83,7 +81,7 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM) (cluster, bool) {
 	}
 	e.destMu.Unlock()
 	if !ok {
-		unlock("", false)
+		unlock(false)
 		return cluster{}, false
 	}
 	return c, true

@@ -300,7 +300,7 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)
 		err := r.request(ctx, run, dest)
-		room.unlock(run.vm.ID, err == nil)
+		room.unlock(err == nil)
 		if err != nil {
 			e.claim(run, -1)
 			e.releaseSlot(run)

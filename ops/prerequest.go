@@ -62,7 +62,7 @@ func (r *runner) checkBeforeRequest(ctx context.Context, q *vmRequest) verdict {
 	for _, c := range beforeRequest {
 		if v := c.check(r, ctx, q); v != proceed {
 			if q.room.unlock != nil {
-				q.room.unlock("", false)
+				q.room.unlock(false)
 			}
 			return v
 		}

@@ -17,6 +17,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
+
+	"github.com/drainctl/drainctl/ops/shared"
 )
 
 // Microversions drainctl relies on.
@@ -43,7 +45,6 @@ type Client struct {
 	pageSize     int
 	cpuRatio     float64 // for capacity from os-hypervisors
 	moves        moves   // the moves under way in the cloud (moves.go)
-	timeout      time.Duration
 }
 
 // Options tune a connection.
@@ -119,8 +120,10 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 	if fullEvery == 0 {
 		fullEvery = 5 * time.Minute
 	}
-	return &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
-		fullEvery: fullEvery, admin: admin, timeout: cmp.Or(opts.Timeout, time.Minute)}, nil
+	c := &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
+		fullEvery: fullEvery, admin: admin}
+	c.moves.calls = shared.New(cmp.Or(opts.Timeout, time.Minute), c.readMoves)
+	return c, nil
 }
 
 // PlacementMissing reports whether capacity comes from os-hypervisors: Placement is not in

@@ -40,15 +40,13 @@ var unendedStatuses = func() []string {
 // status again: a safety net for a change a read of what changed could miss.
 const unendedEvery = 2 * time.Minute
 
-
 // endedFor is how long a record seen ending is kept for a move's poll to find (a poll reads
 // every few seconds; one that finds nothing reads the server's own records).
 const endedFor = time.Minute
 
 // moves is the list of unended records and how it was last read.
 type moves struct {
-	once  sync.Once
-	calls *shared.Calls[[]model.Migration]
+	calls *shared.Calls[[]model.Migration] // readMoves, shared (made in Connect)
 
 	mu      sync.Mutex
 	unended map[int64]model.Migration
@@ -64,25 +62,11 @@ type endedMove struct {
 	seen time.Time
 }
 
-// unendedMoves returns every record not ended yet, read (or read again for what changed)
-// after the call.
-func (c *Client) unendedMoves(ctx context.Context) ([]model.Migration, error) {
-	all, err := c.RecentMoves(ctx)
-	var out []model.Migration // a list of its own: every caller of the read shares all's array
-	for _, r := range all {
-		if !r.Status.Final() {
-			out = append(out, r)
-		}
-	}
-	return out, err
-}
-
 // RecentMoves returns every record not ended yet and those seen ending in the last minute,
 // newest first, read (or read again for what changed) after the call: what every move's
 // poll reads at once, one call for the moves of every node in flight. The list is shared by
 // every caller of that read: read it, never change it.
 func (c *Client) RecentMoves(ctx context.Context) ([]model.Migration, error) {
-	c.moves.once.Do(func() { c.moves.calls = shared.New(c.timeout, c.readMoves) })
 	return c.moves.calls.Do(ctx)
 }
 
@@ -198,10 +182,10 @@ func (m *moves) list() []model.Migration {
 	return out
 }
 
-// unendedFrom keeps the unended records from host ("": every host) whose type is in
-// statuses, in one of its statuses there.
+// unendedFrom keeps the records from host ("": every host) whose type is in statuses, in one
+// of its statuses there (none of them an end: the records seen ending are left out).
 func (c *Client) unendedFrom(ctx context.Context, host string, statuses map[string][]string) ([]model.Migration, error) {
-	all, err := c.unendedMoves(ctx)
+	all, err := c.RecentMoves(ctx)
 	if err != nil {
 		return nil, err
 	}
