@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 // The lock is a lease, and a lease has one holder a process: the runs of one process share
 // its hold (startHold). A run joins a hold while it is young, counts with its own read of
 // Nova (begun after it asked) and the process's own moves (each reserved as it is counted, so
-// two runs of the process never both take the last place), and leaves once Nova lists the
-// move it asked for; the lease is given back when the last run leaves. Another process so
-// never counts without a move this one made. A hold takes no run after startJoinFor: the
+// two runs of the process never both take the last place), and leaves once its move is asked
+// for; the last run to leave gives the lease back once Nova lists every move asked for under
+// the hold. Another process so never counts without a move this one made. A hold takes no run after startJoinFor: the
 // other processes get their turn.
 
 // migrationLockNode names the start lock's lease (drainctl-migrations.lock), beside the
@@ -38,6 +39,7 @@ const startJoinFor = 5 * time.Second
 type cluster struct {
 	toDest     map[string]int
 	fromSource map[string]int
+	newest     int64 // the newest migration record's ID in the cloud at the count (0: not known)
 	unlock     func(requested bool)
 }
 
@@ -51,15 +53,16 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM) (cluster, bool) {
 		return cluster{}, false // another process is starting one: try again at the next poll
 	}
 	var once sync.Once
-	unlock := func(requested bool) { once.Do(func() { r.unlockStart(ctx, vm.ID, requested) }) }
+	var newest int64
+	unlock := func(requested bool) { once.Do(func() { r.unlockStart(ctx, vm.ID, newest, requested) }) }
 	// Cold moves count as live ones do while they move (not once they wait for a confirm),
 	// and so do rebuilds of dead hosts' VMs: they load the destinations alike.
-	inNova, err := e.nova.MovingFrom(ctx, "")
+	inNova, newest, err := e.nova.MovingFrom(ctx, "")
 	if err != nil {
 		unlock(false)
 		return cluster{}, false
 	}
-	c := cluster{toDest: map[string]int{}, fromSource: map[string]int{}, unlock: unlock}
+	c := cluster{toDest: map[string]int{}, fromSource: map[string]int{}, newest: newest, unlock: unlock}
 	e.destMu.Lock()
 	total := len(e.mine)
 	for _, source := range e.mine {
@@ -121,13 +124,15 @@ func (e *Engine) leaveStart(ctx context.Context) {
 	h.mu.Lock()
 	h.runs--
 	last := h.runs == 0
+	var asked map[string]int64
 	if last {
-		h.releasing = true
+		h.releasing, asked, h.asked = true, h.asked, nil
 	}
 	h.mu.Unlock()
 	if !last {
 		return
 	}
+	e.awaitListed(context.WithoutCancel(ctx), asked)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_ = e.kube.ReleaseLease(rctx, migrationLockNode, e.o.Holder) // only ours: a lease another holds stays
@@ -137,28 +142,62 @@ func (e *Engine) leaveStart(ctx context.Context) {
 	h.mu.Unlock()
 }
 
-// unlockStart ends a start: after a request that succeeded it waits (briefly) until Nova
-// lists the new move, so the next process counts it; a VM not asked for is no longer
-// reserved. Then the run leaves the start lock's hold.
-func (r *runner) unlockStart(ctx context.Context, vmID string, requested bool) {
+// unlockStart ends a start: a VM not asked for is no longer reserved; one asked for is
+// counted by the hold until Nova lists its move (a record of the VM above newest, the newest
+// when the caps were counted). Then the run leaves the start lock's hold.
+func (r *runner) unlockStart(ctx context.Context, vmID string, newest int64, requested bool) {
 	e := r.e
 	if requested {
-		// Held until Nova lists the move (a loaded Nova may take seconds): released
-		// earlier, another process would count one move fewer than there are. Bounded
-		// under the lock's own 15 s lease, renewed when this run joined.
-		deadline := e.now().Add(12 * time.Second)
-		for e.now().Before(deadline) {
-			if ms, err := e.nova.MigrationsOf(ctx, vmID); err == nil && len(ms) > 0 && ms[0].InProgress() {
-				break
-			}
-			if !poll.Sleep(ctx, 20*time.Millisecond) {
-				break
-			}
+		h := &e.start
+		h.mu.Lock()
+		if h.asked == nil {
+			h.asked = map[string]int64{}
 		}
+		h.asked[vmID] = newest
+		h.mu.Unlock()
 	} else {
 		e.destMu.Lock()
 		delete(e.mine, vmID)
 		e.destMu.Unlock()
 	}
 	e.leaveStart(ctx)
+}
+
+// awaitListed waits (briefly) until Nova lists the move of every VM asked for (a loaded Nova
+// may take seconds): a lease given back earlier, another process would count fewer moves
+// than there are. Bounded under the lock's own 15 s lease, renewed when the last run joined;
+// one read of the moves a round serves every VM.
+func (e *Engine) awaitListed(ctx context.Context, asked map[string]int64) {
+	deadline := e.now().Add(12 * time.Second)
+	for len(asked) > 0 && e.now().Before(deadline) {
+		e.dropListed(ctx, asked)
+		if len(asked) > 0 && !poll.Sleep(ctx, 20*time.Millisecond) {
+			return
+		}
+	}
+}
+
+// dropListed drops from asked the VMs whose moves Nova lists: a record of the VM above the
+// newest before it (the process's list of moves, read after the call; a move that ended
+// already is in it too). Newest unknown (0, below 2.59): the VM's own newest record is in
+// progress.
+func (e *Engine) dropListed(ctx context.Context, asked map[string]int64) {
+	var recent []model.Migration
+	for vmID, newest := range asked {
+		if newest == 0 {
+			if ms, err := e.nova.MigrationsOf(ctx, vmID); err == nil && len(ms) > 0 && ms[0].InProgress() {
+				delete(asked, vmID)
+			}
+			continue
+		}
+		if recent == nil {
+			var err error
+			if recent, err = e.nova.RecentMoves(ctx, 0); err != nil {
+				return
+			}
+		}
+		if slices.ContainsFunc(recent, func(m model.Migration) bool { return m.InstanceID == vmID && m.ID > newest }) {
+			delete(asked, vmID)
+		}
+	}
 }

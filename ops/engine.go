@@ -383,8 +383,9 @@ func (e *Engine) TargetReason(vm model.VM, dest model.Node) *model.Reason {
 // startHold is the process's hold of the cluster-wide start lock (caps.go says how it is taken).
 type startHold struct {
 	mu        sync.Mutex
-	runs      int           // the runs in the hold
-	since     time.Time     // when the hold began
-	releasing bool          // the last run left: the lease is being given back
-	released  chan struct{} // closed when this hold ends
+	runs      int              // the runs in the hold
+	since     time.Time        // when the hold began
+	releasing bool             // the last run left: the lease is being given back
+	released  chan struct{}    // closed when this hold ends
+	asked     map[string]int64 // the VMs whose moves were asked for under it: the newest record before each
 }

@@ -825,7 +825,7 @@ func TestAPlanReadsItsHostNotTheFleet(t *testing.T) {
 	}
 	e.Inventory().ServiceSet(svcs[0])
 	c.World.ResetStats()
-	if _, err := e.Plan(ctx, model.OpUncordon, c0, byHost); err != nil {
+	if _, err := e.Plan(ctx, model.OpEvacuate, c0, byHost); err != nil {
 		t.Fatal(err)
 	}
 	if n := c.World.Stats().ByRoute["GET /os-hypervisors/{id}"]; n != 1 {
@@ -833,6 +833,24 @@ func TestAPlanReadsItsHostNotTheFleet(t *testing.T) {
 	}
 	if inv, _ := e.Inventory().Cached(); nodeOf(inv, c1).Compute == nil || nodeOf(inv, c1).Compute.Enabled {
 		t.Errorf("the service set is not in the last read: %+v", nodeOf(inv, c1).Compute)
+	}
+
+	// The way back by host decides on its host's service alone: one GET, read afresh (the
+	// colleague's disable on c0 lifted meanwhile is seen), nothing else of the host.
+	c.World.Update(func(hosts map[string]*sim.Host, _ map[string]*sim.VM) {
+		hosts[c0].Enabled, hosts[c0].DisabledReason = true, ""
+	})
+	c.World.ResetStats()
+	up, err := e.Plan(ctx, model.OpUncordon, c0, byHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = c.World.Stats().ByRoute
+	if st["GET /os-services"] != 1 || st["GET /os-hypervisors/{id}"]+st["GET /servers/detail"]+st["GET /os-migrations"] != 0 {
+		t.Errorf("the way back's plan by host read %v; want its host's service alone (1 GET)", st)
+	}
+	if inv, _ := e.Inventory().Cached(); nodeOf(inv, c0).Compute == nil || !nodeOf(inv, c0).Compute.Enabled {
+		t.Errorf("the way back's plan did not read c0's service afresh: %+v (%+v)", nodeOf(inv, c0).Compute, up.Steps)
 	}
 	c.World.ResetStats() // a plan of one operator's (not ByHost) reads the cloud: a host added a moment ago counts
 	if _, err := e.Plan(ctx, model.OpUncordon, c0, ops.RunOptions{Policy: defaults()}); err != nil {

@@ -128,6 +128,30 @@ func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inven
 	return model.Join(i.kube.Snapshot(), base, i.mapper, i.now()), nil
 }
 
+// ReadServices is ReadNodes for a plan that reads of Nova only its nodes' compute services:
+// each host's services read afresh (one GET a host), on the last read.
+func (i *Inventory) ReadServices(ctx context.Context, nodes ...string) (model.Inventory, error) {
+	i.mu.Lock()
+	fresh := i.lastNova != nil && i.now().Sub(i.novaAt) <= wholeReadEvery
+	i.mu.Unlock()
+	if i.nova == nil || !fresh {
+		return i.ReadNodes(ctx, nodes...)
+	}
+	for h := range i.HostsOf(nodes) {
+		svcs, err := i.nova.ComputeServices(ctx, h)
+		if err != nil {
+			if ctx.Err() != nil {
+				return model.Inventory{}, err
+			}
+			return i.ReadNodes(ctx, nodes...) // the read by host says what is wrong
+		}
+		for _, svc := range svcs {
+			i.ServiceSet(svc)
+		}
+	}
+	return i.Rejoin(ctx)
+}
+
 // ServiceSet puts a compute service into the last read as Nova answered a change of it (a
 // host enabled again): the next plan by host (a campaign's next node) may send VMs there,
 // without reading the host again. The room its VMs took is the whole read's until one shows

@@ -88,7 +88,7 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 	e, host := r.e, r.plan.Host
 	since, waiting := e.now(), ""
 	err := poll.Until(ctx, e.o.Poll, r.nodeChanged, func(ctx context.Context) (bool, string, error) {
-		moves, err := e.nova.MovingFrom(ctx, "") // every source: the destination is what counts
+		moves, _, err := e.nova.MovingFrom(ctx, "") // every source: the destination is what counts
 		if err != nil {
 			return false, "", err
 		}

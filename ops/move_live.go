@@ -82,7 +82,9 @@ func (r *runner) endedNow(ctx context.Context, run *vmRun) (model.Migration, boo
 		return model.Migration{}, false
 	}
 	if r.recent == nil {
-		recent, err := r.e.nova.RecentMoves(ctx)
+		// A read begun within half a poll serves every move polled in it (ends are seen
+		// at most that much later; the end's read of the server proves it).
+		recent, err := r.e.nova.RecentMoves(ctx, r.e.o.Poll/2)
 		if err != nil {
 			return model.Migration{}, false // the server's own reads say
 		}

@@ -29,6 +29,8 @@ func (e *Engine) readFor(ctx context.Context, op model.OpKind, targets []string,
 	switch {
 	case ro.FromCache:
 		return e.inv.Rejoin(ctx)
+	case ro.ByHost && traitsOf(op).plansOnService:
+		return e.inv.ReadServices(ctx, targets...)
 	case ro.ByHost && !traitsOf(op).readsWhole:
 		return e.inv.ReadNodes(ctx, targets...)
 	case ro.ByHost && ro.From != "" && ro.To != "": // a one-VM move between two hosts it names

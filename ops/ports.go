@@ -39,6 +39,8 @@ type NovaSource interface {
 	// HostSnapshot reads some hosts' part alone, by host (hypervisors: host to hypervisor
 	// ID); ErrWholeReadNeeded when Nova cannot be read so.
 	HostSnapshot(ctx context.Context, hypervisors map[string]string) (model.NovaSnapshot, error)
+	// ComputeServices reads the compute services of host (every host: "").
+	ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error)
 }
 
 // ErrWholeReadNeeded: Nova cannot be read one host at a time here (an older microversion).
@@ -142,12 +144,14 @@ type Nova interface {
 	ServerMigrations(ctx context.Context, id string) ([]model.Migration, error)
 	MigrationsOf(ctx context.Context, id string) ([]model.Migration, error)
 	// RecentMoves are the cloud's records not ended, and those seen ending in the last
-	// minute, newest first: read after the call, one read shared by every poll asking at once.
-	RecentMoves(ctx context.Context) ([]model.Migration, error)
+	// minute, newest first: read within fresh before the call (0: after it), one read shared
+	// by every poll asking at once.
+	RecentMoves(ctx context.Context, fresh time.Duration) ([]model.Migration, error)
 	InProgressFrom(ctx context.Context, host string) ([]model.Migration, error)
 	// MovingFrom lists every move from host ("" : every host) loading a destination now:
-	// live migrations unfinished, cold ones moving, evacuations rebuilding (the caps).
-	MovingFrom(ctx context.Context, host string) ([]model.Migration, error)
+	// live migrations unfinished, cold ones moving, evacuations rebuilding (the caps), read
+	// after the call; newest is the newest record's ID in the cloud then (0: not known).
+	MovingFrom(ctx context.Context, host string) (moving []model.Migration, newest int64, err error)
 	ForceComplete(ctx context.Context, id string, migrationID int64) error
 	AbortMigration(ctx context.Context, id string, migrationID int64) error
 	// LastActionError is why the server's latest move by method failed (no Message when it did not).

@@ -13,7 +13,6 @@ import (
 // what it reads; the next check goes into the list.
 var beforeRequest = []requestCheck{
 	{"moved meanwhile", "Nova: the server (1 GET)", (*runner).movedMeanwhile},
-	{"its moves known", "Nova: the server's migration records (1 GET)", (*runner).movesKnown},
 	{"still the holder", "Kubernetes: the node's lease (1 GET, when the run holds it)", (*runner).stillHoldsNode},
 	{"still fenced", "a rebuild only: the Node (the informer's cache); once a run, the fence record (1 GET)", (*runner).stillFenced},
 	{
@@ -21,6 +20,12 @@ var beforeRequest = []requestCheck{
 		"Kubernetes: the migration lock, a lease (1 GET, 1 PUT); Nova: the moves under way, by destination and by source " +
 			"(the process's read of what changed: 2 GETs, shared with every check asking at once)",
 		(*runner).roomInCluster,
+	},
+	{
+		"its moves known",
+		"Nova: the newest migration record in the cloud, from the cluster room's read (none; below 2.59 the server's " +
+			"migration records, 1 GET)",
+		(*runner).movesKnown,
 	},
 	{
 		"destination usable",
@@ -111,13 +116,18 @@ func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
 	return proceed
 }
 
-// movesKnown reads the VM's migration records just before its move is asked for: Nova makes
-// the record of a live or cold move after its 202 (its conductor does), so the records of
-// this move are the ones above the newest there is now; an older move's record (a live
-// migration that failed last month) is never taken for it. A read that fails leaves it
-// unknown: a live move is then followed as before, a cold one is not asked for (it could
-// never be proven drainctl's, so never confirmed).
+// movesKnown knows the newest migration record just before the VM's move is asked for: Nova
+// makes the record of a live or cold move after its 202 (its conductor does), so the records
+// of this move are the ones above the newest there is now; an older move's record (a live
+// migration that failed last month) is never taken for it. The cluster room's read, begun
+// after its check asked, has the cloud's newest; below 2.59 the VM's own records are read. A
+// read that fails leaves it unknown: a live move is then followed as before, a cold one is
+// not asked for (it could never be proven drainctl's, so never confirmed).
 func (r *runner) movesKnown(ctx context.Context, q *vmRequest) verdict {
+	if q.room.newest > 0 {
+		q.run.after, q.run.afterKnown = q.room.newest, true
+		return proceed
+	}
 	recs, err := r.e.nova.MigrationsOf(ctx, q.run.vm.ID)
 	q.run.after, q.run.afterKnown = 0, err == nil
 	for _, m := range recs {

@@ -23,6 +23,10 @@ type opTraits struct {
 	// host read afresh on the last whole read (Inventory.ReadNodes): its VM may be on any
 	// host, or it rebuilds a dead host's VMs where every other host's state matters now.
 	readsWhole bool
+	// plansOnService: of Nova its plan reads only its node's compute service afresh (with
+	// RunOptions.ByHost), on the last read: a campaign's way back decides on the service
+	// alone, and its enable step reads the service again before it acts.
+	plansOnService bool
 	// rebuilds: a dead host's VMs are rebuilt elsewhere (Nova's evacuate), judged by
 	// policy.VMRecover; no cold move is adopted, and the pods left are those of a dead node.
 	rebuilds bool
@@ -39,7 +43,7 @@ var traits = map[model.OpKind]opTraits{
 	model.OpRecover: {leases: true, keepsLease: true, journals: true, ownsJournal: true, endPhase: PhaseDone,
 		rebuilds: true, judgesStays: true, readsWhole: true},
 	model.OpMigrate:  {oneVM: true, readsWhole: true},
-	model.OpUncordon: {},
+	model.OpUncordon: {plansOnService: true},
 	model.OpAbort:    {journals: true, endPhase: PhaseAborted},
 	model.OpRollback: {journals: true, leaseAfterAbort: true, restoresCordon: true},
 }

@@ -190,7 +190,7 @@ func NewClusterWith(t *testing.T, opts sim.Options) *Cluster {
 		c.Muts.Log.add("nova", r)
 		return http.DefaultTransport.RoundTrip(r)
 	})
-	if c.Nova, err = nova.Connect(kubetest.Ctx(t), creds, nova.Options{Transport: logged}); err != nil {
+	if c.Nova, err = nova.Connect(kubetest.Ctx(t), creds, nova.Options{Transport: logged, MovesGap: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	c.Kube = c.KubeClient()
@@ -403,7 +403,7 @@ func (c *Cluster) AsOperator(name string, rules []string) {
 	if err != nil {
 		c.T.Fatal(err)
 	}
-	if c.Nova, err = nova.Connect(kubetest.Ctx(c.T), creds, nova.Options{}); err != nil {
+	if c.Nova, err = nova.Connect(kubetest.Ctx(c.T), creds, nova.Options{MovesGap: time.Millisecond}); err != nil {
 		c.T.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -141,16 +142,18 @@ func (c *Client) RevertResize(ctx context.Context, id string) error {
 // ColdFrom lists the cold migrations from host that have not ended: moving, or waiting in
 // VERIFY_RESIZE for their confirm ("finished").
 func (c *Client) ColdFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	return c.unendedFrom(ctx, host, map[string][]string{model.MigrationTypeCold: append(coldMoving, coldWaiting...)})
+	ms, _, err := c.unendedFrom(ctx, host, map[string][]string{model.MigrationTypeCold: append(coldMoving, coldWaiting...)}, 0)
+	return ms, err
 }
 
 // MovingFrom lists every move from host ("" : every host) that loads its destination now:
 // live migrations not finished, cold migrations moving (not those waiting for a confirm),
-// evacuations rebuilding.
-func (c *Client) MovingFrom(ctx context.Context, host string) ([]model.Migration, error) {
+// evacuations rebuilding; read after the call. newest is the newest record's ID in the cloud
+// at that read (0: not known, below 2.59).
+func (c *Client) MovingFrom(ctx context.Context, host string) (moving []model.Migration, newest int64, err error) {
 	return c.unendedFrom(ctx, host, map[string][]string{
 		model.MigrationTypeLive: inProgressStatuses, model.MigrationTypeCold: coldMoving, model.MigrationTypeEvacuation: evacuating,
-	})
+	}, 0)
 }
 
 // A cold migration's statuses while it moves, then while it waits to be confirmed or reverted.
@@ -283,7 +286,14 @@ func (c *Client) RecentLiveMigrations(ctx context.Context, n int) ([]model.Migra
 
 // InProgressFrom lists the live migrations leaving host that have not finished.
 func (c *Client) InProgressFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	return c.unendedFrom(ctx, host, map[string][]string{model.MigrationTypeLive: inProgressStatuses})
+	return c.liveFrom(ctx, host, 0)
+}
+
+// liveFrom lists the live migrations leaving host not finished, read within fresh before the
+// call (0: after it).
+func (c *Client) liveFrom(ctx context.Context, host string, fresh time.Duration) ([]model.Migration, error) {
+	ms, _, err := c.unendedFrom(ctx, host, map[string][]string{model.MigrationTypeLive: inProgressStatuses}, fresh)
+	return ms, err
 }
 
 var _ ops.Nova = (*Client)(nil)

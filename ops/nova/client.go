@@ -62,6 +62,9 @@ type Options struct {
 	// reads everything again (default 5 min; negative: always everything, Placement's
 	// providers too: how drainctl read before it read what changed).
 	FullReadEvery time.Duration
+	// MovesGap is the least time between two reads of the moves under way (default 250 ms;
+	// a test polling every few milliseconds sets its own).
+	MovesGap time.Duration
 }
 
 // Connect authenticates once (the token is reused and renewed by gophercloud's reauth) and
@@ -122,7 +125,7 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 	}
 	c := &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
 		fullEvery: fullEvery, admin: admin}
-	c.moves.calls = shared.New(cmp.Or(opts.Timeout, time.Minute), c.readMoves)
+	c.moves.calls = shared.Paced(cmp.Or(opts.Timeout, time.Minute), cmp.Or(opts.MovesGap, movesGap), c.readMoves)
 	return c, nil
 }
 

@@ -646,10 +646,10 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 		ctx, cl := context.Background(), drainctlClient(t, c)
 		live, cold := c.Boot("uw-live", "compute-0"), c.Boot("uw-cold", "compute-1")
 		c.Stop(cold)
-		_, err := cl.MovingFrom(ctx, "") // read by status: what follows is read by what changed
+		_, before, err := cl.MovingFrom(ctx, "") // read by status: what follows is read by what changed
 		must(t, err)
 		find := func(id int64) (model.Migration, bool) {
-			recent, err := cl.RecentMoves(ctx)
+			recent, err := cl.RecentMoves(ctx, 0)
 			must(t, err)
 			i := slices.IndexFunc(recent, func(m model.Migration) bool { return m.ID == id })
 			if i < 0 {
@@ -660,6 +660,14 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 		asked := c.Clock()
 		must(t, cl.LiveMigrate(ctx, live, ""))
 		rec := recordOf(t, c, ctx, cl, live, model.MigrationTypeLive, asked)
+		// The newest record's ID, read before a request, is below its record's (a move's
+		// records are told by it), and a read after the record has it.
+		if rec.ID <= before {
+			t.Errorf("the newest record read before the request: %d; the request's record: %d; want newest < record (0: none yet)", before, rec.ID)
+		}
+		if _, after, err := cl.MovingFrom(ctx, ""); err != nil || after < rec.ID {
+			t.Errorf("the newest record read after the request's record was made: %d (%v); want at least %d", after, err, rec.ID)
+		}
 		c.Wait(60*time.Second, "the live move seen ended", func() bool {
 			m, ok := find(rec.ID)
 			if !ok {
@@ -667,7 +675,7 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 			}
 			return m.Status == model.MigrationCompleted
 		})
-		if moving, err := cl.MovingFrom(ctx, ""); err != nil || slices.ContainsFunc(moving, func(m model.Migration) bool { return m.ID == rec.ID }) {
+		if moving, _, err := cl.MovingFrom(ctx, ""); err != nil || slices.ContainsFunc(moving, func(m model.Migration) bool { return m.ID == rec.ID }) {
 			t.Errorf("the live move ended but is still counted as moving: %v %+v", err, moving)
 		}
 
@@ -682,7 +690,7 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 		if !has(cl.ColdFrom(ctx, "compute-1")) {
 			t.Errorf("the cold move waiting for its confirm is not among compute-1's cold moves")
 		}
-		if has(cl.MovingFrom(ctx, "")) {
+		if moving, _, err := cl.MovingFrom(ctx, ""); has(moving, err) {
 			t.Errorf("the cold move waiting for its confirm is counted as moving (it loads no destination)")
 		}
 		must(t, cl.ConfirmResize(ctx, cold))

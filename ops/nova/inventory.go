@@ -254,7 +254,9 @@ func (c *Client) hostPart(ctx context.Context, host, hypervisorID string) (model
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { part.Services, err = c.ComputeServices(gctx, host); return })
 	g.Go(func() (err error) { part.VMs, err = c.Servers(gctx, host); return })
-	g.Go(func() (err error) { part.Migrations, err = c.InProgressFrom(gctx, host); return })
+	// What a plan shows and follows (each request proves its VM afresh): a read of the
+	// moves begun in the last second serves every plan made in it.
+	g.Go(func() (err error) { part.Migrations, err = c.liveFrom(gctx, host, time.Second); return })
 	g.Go(func() error {
 		var body struct {
 			Hypervisor wireHypervisor `json:"hypervisor"`

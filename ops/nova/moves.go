@@ -9,6 +9,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/shared"
+	"golang.org/x/sync/errgroup"
 )
 
 // The moves under way in the whole cloud, for every question a step asks of them (the caps,
@@ -44,9 +45,14 @@ const unendedEvery = 2 * time.Minute
 // every few seconds; one that finds nothing reads the server's own records).
 const endedFor = time.Minute
 
+// movesGap is the least time between two reads of the list: every question asked within it
+// shares the next read (begun after it was asked), so a fleet's moves cost a read a gap,
+// not one a question; a question waits at most that long more.
+const movesGap = 100 * time.Millisecond
+
 // moves is the list of unended records and how it was last read.
 type moves struct {
-	calls *shared.Calls[[]model.Migration] // readMoves, shared (made in Connect)
+	calls *shared.Calls[movesRead] // readMoves, shared and paced (made in Connect)
 
 	mu      sync.Mutex
 	unended map[int64]model.Migration
@@ -56,6 +62,13 @@ type moves struct {
 	fullAt  time.Time           // the last read by status (local clock); zero: none yet
 }
 
+// movesRead is one read's list, and the newest record's ID in the cloud then (0 below 2.59:
+// not known).
+type movesRead struct {
+	list   []model.Migration
+	newest int64
+}
+
 // endedMove is a record seen ending, and when (the local clock).
 type endedMove struct {
 	model.Migration
@@ -63,16 +76,17 @@ type endedMove struct {
 }
 
 // RecentMoves returns every record not ended yet and those seen ending in the last minute,
-// newest first, read (or read again for what changed) after the call: what every move's
-// poll reads at once, one call for the moves of every node in flight. The list is shared by
-// every caller of that read: read it, never change it.
-func (c *Client) RecentMoves(ctx context.Context) ([]model.Migration, error) {
-	return c.moves.calls.Do(ctx)
+// newest first, read (or read again for what changed) within fresh before the call (0: after
+// it): what every move's poll reads at once, one call for the moves of every node in flight.
+// The list is shared by every caller of that read: read it, never change it.
+func (c *Client) RecentMoves(ctx context.Context, fresh time.Duration) ([]model.Migration, error) {
+	read, err := c.moves.calls.DoFresh(ctx, fresh)
+	return read.list, err
 }
 
 // readMoves is one read: by status when due (or below 2.59), else what changed since the
 // newest change seen, and the records still accepted.
-func (c *Client) readMoves(ctx context.Context) ([]model.Migration, error) {
+func (c *Client) readMoves(ctx context.Context) (movesRead, error) {
 	m := &c.moves
 	m.mu.Lock()
 	full := m.unended == nil || time.Since(m.fullAt) > unendedEvery || !c.atLeast("2.59")
@@ -82,12 +96,12 @@ func (c *Client) readMoves(ctx context.Context) ([]model.Migration, error) {
 		began := time.Now()
 		all, err := c.withStatuses(ctx, "", "", unendedStatuses)
 		if err != nil {
-			return nil, err
+			return movesRead{}, err
 		}
 		var newest []model.Migration
 		if c.atLeast("2.59") {
 			if newest, err = c.Migrations(ctx, MigrationFilter{Limit: 1}); err != nil {
-				return nil, err
+				return movesRead{}, err
 			}
 		}
 		m.mu.Lock()
@@ -95,12 +109,12 @@ func (c *Client) readMoves(ctx context.Context) ([]model.Migration, error) {
 		m.unended, m.ended, m.fullAt = map[int64]model.Migration{}, map[int64]endedMove{}, began
 		m.keep(newest)
 		m.keep(all)
-		return m.list(), nil
+		return m.read(c.atLeast("2.59")), nil
 	}
-	made, err := c.madeSince(ctx, newest)
-	if err != nil {
-		return nil, err
-	}
+	// The two reads at once: they ask apart (by ID, by change), and a question waits for both.
+	var made, changed []model.Migration
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { made, err = c.madeSince(gctx, newest); return })
 	// From the newest change seen, itself included (Nova compares updated_at >= it, to the
 	// second it stores): a change committed a moment after a newer one, in the same second, is
 	// read too; one in an earlier second, at the next read by status. A margin before it cost
@@ -109,15 +123,42 @@ func (c *Client) readMoves(ctx context.Context) ([]model.Migration, error) {
 	if !mark.IsZero() {
 		since = mark.Format("2006-01-02T15:04:05.999999")
 	}
-	changed, err := c.Migrations(ctx, MigrationFilter{ChangesSince: since})
-	if err != nil {
-		return nil, err
+	g.Go(func() (err error) { changed, err = c.Migrations(gctx, MigrationFilter{ChangesSince: since}); return })
+	if err := g.Wait(); err != nil {
+		return movesRead{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.keep(made)
-	m.keep(changed) // read after: a record in both is as it is in this one
-	return m.list(), nil
+	m.keep(newerOf(made, changed))
+	return m.read(true), nil
+}
+
+// newerOf is the records of both reads, each as the newer of the two says it (they ran at
+// once): an ended one over one still under way (a record never comes back from its end),
+// then the later change.
+func newerOf(a, b []model.Migration) []model.Migration {
+	byID := map[int64]model.Migration{}
+	for _, r := range slices.Concat(a, b) {
+		was, ok := byID[r.ID]
+		if !ok || r.Status.Final() && !was.Status.Final() || r.Status.Final() == was.Status.Final() && r.UpdatedAt.After(was.UpdatedAt) {
+			byID[r.ID] = r
+		}
+	}
+	out := make([]model.Migration, 0, len(byID))
+	for _, r := range byID {
+		out = append(out, r)
+	}
+	return out
+}
+
+// read is the list as it is now; newestKnown: the newest record was read (2.59+). Called
+// with mu.
+func (m *moves) read(newestKnown bool) movesRead {
+	r := movesRead{list: m.list()}
+	if newestKnown {
+		r.newest = m.newest
+	}
+	return r
 }
 
 // madeSince reads the records made after the one with ID newest: the newest pages, until a
@@ -183,14 +224,17 @@ func (m *moves) list() []model.Migration {
 }
 
 // unendedFrom keeps the records from host ("": every host) whose type is in statuses, in one
-// of its statuses there (none of them an end: the records seen ending are left out).
-func (c *Client) unendedFrom(ctx context.Context, host string, statuses map[string][]string) ([]model.Migration, error) {
-	all, err := c.RecentMoves(ctx)
+// of its statuses there (none of them an end: the records seen ending are left out), from a
+// read begun within fresh before the call (0: after it); and the newest record's ID then.
+func (c *Client) unendedFrom(ctx context.Context, host string, statuses map[string][]string, fresh time.Duration) (
+	[]model.Migration, int64, error,
+) {
+	read, err := c.moves.calls.DoFresh(ctx, fresh)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var out []model.Migration
-	for _, r := range all {
+	for _, r := range read.list {
 		if host != "" && r.SourceCompute != host {
 			continue
 		}
@@ -198,5 +242,5 @@ func (c *Client) unendedFrom(ctx context.Context, host string, statuses map[stri
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, read.newest, nil
 }
