@@ -62,7 +62,7 @@ type Options struct {
 	// reads everything again (default 5 min; negative: always everything, Placement's
 	// providers too: how drainctl read before it read what changed).
 	FullReadEvery time.Duration
-	// MovesGap is the least time between two reads of the moves under way (default 250 ms;
+	// MovesGap is the least time between two reads of the moves under way (default 100 ms;
 	// a test polling every few milliseconds sets its own).
 	MovesGap time.Duration
 }
