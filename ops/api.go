@@ -21,6 +21,10 @@ func (e *Engine) Config() model.Config { return e.cfg }
 // PollInterval is how often the engine polls what it waits for.
 func (e *Engine) PollInterval() time.Duration { return e.o.Poll }
 
+// Pace is how many moves the engine keeps under way at once now, within
+// migrations_per_cluster, and why it last changed (pace.go).
+func (e *Engine) Pace() Pace { return e.pace.state() }
+
 // Records is the engine's records port: drainctl's own records on the cluster.
 func (e *Engine) Records() RecordStore { return e.kube }
 

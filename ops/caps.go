@@ -79,15 +79,30 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM) (cluster, bool) {
 		}
 	}
 	ok := total < e.cfg.Concurrency.MigrationsPerCluster && c.fromSource[vm.Host] < e.cfg.Concurrency.MigrationsPerSource
+	paced := ok && !e.pace.room(total)
+	ok = ok && !paced
 	if ok {
 		e.mine[vm.ID] = vm.Host // reserved: the process's other runs count it from now
 	}
 	e.destMu.Unlock()
+	if paced {
+		r.sayPace()
+	}
 	if !ok {
 		unlock(false)
 		return cluster{}, false
 	}
 	return c, true
+}
+
+// sayPace tells the run's view that the pace holds its moves, once a change of the pace.
+func (r *runner) sayPace() {
+	st := r.e.pace.state()
+	if st.Changed.IsZero() || st.Changed.Equal(r.paceSaid) {
+		return
+	}
+	r.paceSaid = st.Changed
+	r.nodeChanged("moves held by the pace: " + st.String())
 }
 
 // joinStart joins the process's hold of the start lock, taking the lease when the process

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -27,6 +28,7 @@ type Engine struct {
 
 	migSlots chan struct{} // the cluster-wide cap on live migrations
 	start    startHold     // the process's hold of the cluster-wide start lock (caps.go)
+	pace     *pace         // how many moves at once now, within the cluster cap (pace.go)
 	destMu   sync.Mutex
 	inflight map[string]int      // destination host -> migrations this engine has in flight to it
 	mine     map[string]string   // VMs this engine has asked to migrate, still in flight: their source
@@ -70,7 +72,10 @@ type EngineOptions struct {
 	Attempts   int           // live-migration attempts per VM (default 2)
 	LeaseTTL   time.Duration // default 60 s, renewed every third of it
 	Backoff    time.Duration // first retry delay after a PDB refusal (default 1 s, doubling to 30 s)
-	Now        func() time.Time
+	// PaceWindow and PaceSlow tune the pace (pace.go): how long a window of the cloud's
+	// answers is (default 3 s), and the 90th percentile above which it is slow (default 1 s).
+	PaceWindow, PaceSlow time.Duration
+	Now                  func() time.Time
 }
 
 // Escalations when a migration stalls.
@@ -118,6 +123,10 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		running:  map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{},
 		inflight: map[string]int{}, mine: map[string]string{}, sent: map[string][]sentVM{},
 		ranked: make(chan struct{}), steps: stepTable()}
+	e.pace = newPace(cfg.Concurrency.MigrationsPerCluster, cmp.Or(o.PaceWindow, paceWindow), cmp.Or(o.PaceSlow, paceSlow), o.Now)
+	if nova != nil {
+		nova.OnAnswer(e.pace.observe)
+	}
 	e.leaseHolders = shared.New(leaseReadTimeout, func(ctx context.Context) (map[string]string, error) {
 		return kube.LeasesHeldBy(ctx, o.Holder)
 	})

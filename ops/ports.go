@@ -152,6 +152,9 @@ type Nova interface {
 	// live migrations unfinished, cold ones moving, evacuations rebuilding (the caps), read
 	// after the call; newest is the newest record's ID in the cloud then (0: not known).
 	MovingFrom(ctx context.Context, host string) (moving []model.Migration, newest int64, err error)
+	// OnAnswer tells fn every answer of the cloud from now on: how long it took, its status
+	// (0: none came). The engine's pace follows them.
+	OnAnswer(fn func(took time.Duration, status int))
 	ForceComplete(ctx context.Context, id string, migrationID int64) error
 	AbortMigration(ctx context.Context, id string, migrationID int64) error
 	// LastActionError is why the server's latest move by method failed (no Message when it did not).

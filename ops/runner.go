@@ -45,6 +45,8 @@ type runner struct {
 	restart      []string          // the VMs this run stops in place (under mu), journaled
 	restarted    bool              // its restart-vms step ran: what drainctl stopped is started or said
 	stopReqs     map[string]string // each stop's request ID, by VM (under mu), journaled
+	// paceSaid is when the pace last changed as this run said it (the pace holding its moves).
+	paceSaid time.Time
 	// recent is the cloud's recent moves as this poll round read them (nil: not yet): one
 	// read for every move of the node the round polls, begun after the round began.
 	recent []model.Migration

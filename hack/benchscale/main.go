@@ -63,6 +63,10 @@ func main() {
 	flag.IntVar(&o.roll.perDest, "roll-per-dest", 2, "[concurrency] migrations_per_destination (2, the default: drainctl picks destinations; ≥ --parallel: Nova's scheduler does)")
 	flag.BoolVar(&o.roll.tui, "roll-tui", false, "the TUI beside the campaign in tmux, :campaign open: its keys timed, idle and during")
 	flag.BoolVar(&o.roll.returnVMs, "roll-return", false, "--return-vms: how many VMs end on the host they began on")
+	flag.DurationVar(&o.roll.slow.at, "roll-slow-at", 0, "Nova's API slowed this long after the campaign began (0: never): the pace's curve")
+	flag.DurationVar(&o.roll.slow.lasts, "roll-slow-for", time.Minute, "how long Nova's API stays slowed")
+	flag.DurationVar(&o.roll.slow.p99, "roll-slow-p99", 5*time.Second, "the slowed API's 99th percentile of added latency")
+	flag.StringVar(&o.roll.slow.curve, "roll-curve", "", "write the pace's curve (a markdown table) to this file")
 	flag.Float64Var(&o.roll.scale, "roll-scale", 10, "the simulator's seconds per real second (a live migration of 4 GiB: 0.4 s)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime

@@ -43,6 +43,7 @@ type rollOptions struct {
 	scale                                    float64 // the simulator's seconds per real second
 	tui                                      bool    // a TUI beside the campaign, :campaign open (rolltui.go)
 	returnVMs                                bool    // --return-vms: the VMs brought home, counted at the end
+	slow                                     slowOptions
 }
 
 func runRoll(ctx context.Context, o options) error {
@@ -127,6 +128,10 @@ func runRoll(ctx context.Context, o options) error {
 		return err
 	}
 	rss := sampleRSS(cmd.Process.Pid)
+	sampled, stopSampling := make(<-chan []curvePoint), make(chan struct{})
+	if ro.slow.at > 0 {
+		sampled = slowNova(w, ro.slow, start, stopSampling)
+	}
 	var lines io.Reader = stdout
 	if ro.ndjson != "" {
 		f, err := os.Create(ro.ndjson)
@@ -147,6 +152,7 @@ func runRoll(ctx context.Context, o options) error {
 	runs, parseErr := readRuns(lines)
 	err = cmd.Wait()
 	close(ended)
+	close(stopSampling)
 	<-watched
 	wall := time.Since(start)
 	peak, mean := rss()
@@ -201,6 +207,11 @@ func runRoll(ctx context.Context, o options) error {
 	}
 	if tui != nil {
 		tui.report()
+	}
+	if ro.slow.at > 0 {
+		if err := printCurve(ro.slow, <-sampled); err != nil {
+			return err
+		}
 	}
 	fmt.Println()
 	fmt.Println("| step | mean time a node |")

@@ -45,6 +45,7 @@ type Client struct {
 	pageSize     int
 	cpuRatio     float64 // for capacity from os-hypervisors
 	moves        moves   // the moves under way in the cloud (moves.go)
+	answers      *answers
 }
 
 // Options tune a connection.
@@ -81,7 +82,8 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 		t.MaxIdleConnsPerHost = 16
 		transport = t
 	}
-	provider.HTTPClient = http.Client{Transport: transport, Timeout: opts.Timeout}
+	answers := &answers{}
+	provider.HTTPClient = http.Client{Transport: answers.timing(transport), Timeout: opts.Timeout}
 	if err := openstack.Authenticate(ctx, provider, creds.Auth); err != nil {
 		return nil, fmt.Errorf("authenticating to Keystone at %s (credentials from %s): %w",
 			creds.Auth.IdentityEndpoint, creds.Source, describe(err))
@@ -124,7 +126,7 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 		fullEvery = 5 * time.Minute
 	}
 	c := &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
-		fullEvery: fullEvery, admin: admin}
+		fullEvery: fullEvery, admin: admin, answers: answers}
 	c.moves.calls = shared.Paced(cmp.Or(opts.Timeout, time.Minute), cmp.Or(opts.MovesGap, movesGap), c.readMoves)
 	return c, nil
 }

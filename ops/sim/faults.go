@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"time"
@@ -16,7 +17,12 @@ type Fault struct {
 	Status  int            // 0: no error, only latency
 	Message string
 	Latency time.Duration // real time
-	Times   int           // requests it applies to; 0 is unlimited
+	// P99 adds a latency drawn at random, one request in a hundred slower than it (a loaded
+	// API: most answers quick, a tail of slow ones).
+	P99 time.Duration
+	// Share is the share of the matching requests it applies to (0: all of them).
+	Share float64
+	Times int // requests it applies to; 0 is unlimited
 	// Action, if set, matches only a server action with that key ("confirmResize").
 	Action string
 	hits   int
@@ -49,10 +55,27 @@ func (w *World) matchFault(r *http.Request, path string) *Fault {
 		if f.Times > 0 && f.hits >= f.Times {
 			continue
 		}
+		if f.Share > 0 && w.rng.Float64() >= f.Share {
+			continue
+		}
 		f.hits++
 		return f
 	}
 	return nil
+}
+
+// delay is how long the fault holds a request: its latency, and one drawn for its tail (an
+// exponential, whose 99th percentile is ln(100) times its mean); none without a fault. Called
+// with w.mu.
+func (w *World) delay(f *Fault) time.Duration {
+	if f == nil {
+		return 0
+	}
+	d := f.Latency
+	if f.P99 > 0 {
+		d += time.Duration(w.rng.ExpFloat64() * float64(f.P99) / math.Log(100))
+	}
+	return d
 }
 
 // hasAction reports whether the request's JSON body has the key action; the body is put

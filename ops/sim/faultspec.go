@@ -3,12 +3,14 @@ package sim
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // FaultSpecHelp lists what --demo-fault accepts.
-const FaultSpecHelp = `latency=DURATION (every Nova call), migrate-500, migrate-409, services-503, ` +
+const FaultSpecHelp = `latency=DURATION (every Nova call), slow-api=P99 (every Nova call, a random delay: 1 in 100 slower than P99), ` +
+	`fail-api=SHARE (that share of Nova calls answered 503, 0 to 1), migrate-500, migrate-409, services-503, ` +
 	`no-valid-host, compute-down=HOST, never-converge=VM, fail-migration=VM@PHASE (preparing or running), ` +
 	`boot-error=HOST (a server booted there ends in ERROR), boot-hang=HOST (stays BUILD; a stop or start there never ends), ` +
 	`console-silent=HOST (an empty console log)`
@@ -28,6 +30,18 @@ func (w *World) ApplyFaultSpec(spec string) error {
 				return fmt.Errorf("fault %q: %v", item, err)
 			}
 			w.InjectFault(Fault{Latency: d})
+		case "slow-api":
+			d, err := time.ParseDuration(arg)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("fault %q: a duration, the 99th percentile (slow-api=5s)", item)
+			}
+			w.InjectFault(Fault{P99: d})
+		case "fail-api":
+			share, err := strconv.ParseFloat(arg, 64)
+			if err != nil || share <= 0 || share > 1 {
+				return fmt.Errorf("fault %q: a share of the calls, above 0 and at most 1 (fail-api=0.05)", item)
+			}
+			w.InjectFault(Fault{Share: share, Status: 503, Message: "Service Unavailable"})
 		case "migrate-500", "migrate-409":
 			status := 500
 			msg := ""

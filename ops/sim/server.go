@@ -181,6 +181,7 @@ func (s *Server) versionDoc() map[string]any {
 
 func (s *Server) serveNova(w http.ResponseWriter, r *http.Request, pattern string, f route) {
 	world := s.world
+	defer world.answered(time.Now())
 	world.mu.Lock()
 	world.stats.Requests++
 	world.stats.ByRoute[pattern]++
@@ -208,9 +209,9 @@ func (s *Server) serveNova(w http.ResponseWriter, r *http.Request, pattern strin
 		return
 	}
 	fault := world.matchFault(r, strings.TrimPrefix(r.URL.Path, "/v2.1"))
-	if fault != nil && fault.Latency > 0 {
+	if d := world.delay(fault); d > 0 {
 		world.mu.Unlock()
-		time.Sleep(fault.Latency)
+		time.Sleep(d)
 		world.mu.Lock()
 	}
 	now := world.clock.Now()

@@ -126,6 +126,7 @@ type World struct {
 	opts  Options
 	clock *Clock
 	rng   *rand.Rand
+	took  []answer // KeepAnswers: how long each answer of Nova's API took (nil: not kept)
 
 	hosts      map[string]*Host
 	hostOrder  []string
