@@ -20,8 +20,8 @@ import (
 // Nova (begun after it asked) and the process's own moves (each reserved as it is counted, so
 // two runs of the process never both take the last place), and leaves once its move is asked
 // for; the last run to leave gives the lease back once Nova lists every move asked for under
-// the hold. Another process so never counts without a move this one made. A hold takes no run after startJoinFor: the
-// other processes get their turn.
+// the hold. Another process so never counts without a move this one made. A hold takes no
+// run after startJoinFor: the other processes get their turn.
 
 // migrationLockNode names the start lock's lease (drainctl-migrations.lock), beside the
 // nodes' leases.

@@ -108,7 +108,8 @@ func printCurve(o slowOptions, curve []curvePoint) error {
 		if p.slowed {
 			slowed = "slowed"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %d | %s | %s |\n", secs(p.t), slowed, p.inFlight, p.answers, p.p50.Round(time.Millisecond), p.p99.Round(time.Millisecond))
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %d | %s | %s |\n", secs(p.t), slowed, p.inFlight, p.answers,
+			p.p50.Round(time.Millisecond), p.p99.Round(time.Millisecond))
 	}
 	fmt.Print(b.String())
 	if o.curve != "" {

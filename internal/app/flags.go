@@ -114,7 +114,8 @@ var flagRows = []flagrow.Row[Options]{
 	{Names: []string{"demo-scale"}, Section: SectionSim, Usage: "  --demo-scale X       simulated seconds per real second (default 1)\n",
 		Bind: func(fs *flag.FlagSet, name string, o *Options) { fs.Float64Var(&o.Sim.Scale, name, 1, "") }},
 	{Names: []string{"demo-fault"}, Section: SectionSim,
-		Usage: "  --demo-fault LIST    inject faults, comma-separated: latency=200ms, migrate-500, migrate-409,\n" +
+		Usage: "  --demo-fault LIST    inject faults, comma-separated: latency=200ms, slow-api=5s (p99),\n" +
+			"                       fail-api=0.05 (a share answered 503), migrate-500, migrate-409,\n" +
 			"                       services-503, no-valid-host, compute-down=HOST, never-converge=VM,\n" +
 			"                       fail-migration=VM@PHASE, boot-error=HOST, boot-hang=HOST,\n" +
 			"                       console-silent=HOST (a canary there fails)\n",
