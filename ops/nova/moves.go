@@ -3,6 +3,7 @@ package nova
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -124,7 +125,12 @@ func (c *Client) readMoves(ctx context.Context) (movesRead, error) {
 		since = mark.Format("2006-01-02T15:04:05.999999")
 	}
 	g.Go(func() (err error) { changed, err = c.Migrations(gctx, MigrationFilter{ChangesSince: since}); return })
-	if err := g.Wait(); err != nil {
+	if err := g.Wait(); errors.Is(err, errPagesEndless) {
+		m.mu.Lock()
+		m.fullAt = time.Time{} // read by status instead
+		m.mu.Unlock()
+		return c.readMoves(ctx)
+	} else if err != nil {
 		return movesRead{}, err
 	}
 	m.mu.Lock()
@@ -163,11 +169,12 @@ func (m *moves) read(newestKnown bool) movesRead {
 
 // madeSince reads the records made after the one with ID newest: the newest pages, until a
 // page reaches it. The whole first page is kept: a record given an ID a moment before the
-// newest seen, but committed after it was read, is in it.
+// newest seen, but committed after it was read, is in it. Pages that do not go back (a
+// marker ignored) or more than madePages of them: errPagesEndless.
 func (c *Client) madeSince(ctx context.Context, newest int64) ([]model.Migration, error) {
 	var out []model.Migration
-	marker := ""
-	for {
+	marker, last := "", int64(-1)
+	for range madePages {
 		page, err := c.Migrations(ctx, MigrationFilter{Limit: madePage, Marker: marker})
 		if err != nil {
 			return nil, err
@@ -176,9 +183,20 @@ func (c *Client) madeSince(ctx context.Context, newest int64) ([]model.Migration
 		if len(page) < madePage || page[len(page)-1].ID <= newest || page[len(page)-1].UUID == "" {
 			return out, nil
 		}
-		marker = page[len(page)-1].UUID
+		if last >= 0 && page[len(page)-1].ID >= last {
+			return nil, errPagesEndless
+		}
+		marker, last = page[len(page)-1].UUID, page[len(page)-1].ID
 	}
+	return nil, errPagesEndless
 }
+
+// madePages bounds the pages of records made between two reads (a gap apart: a few, even at
+// a fleet's pace); past it, the list is read by status.
+const madePages = 50
+
+// errPagesEndless: the newest pages did not reach the newest record seen.
+var errPagesEndless = errors.New("os-migrations pages did not reach the newest record seen")
 
 // madePage is the page of newest records read for those made since the last read: the moves
 // made between two reads fit in one (more: the next page); a page is bytes whether its

@@ -404,3 +404,49 @@ func TestWrongPasswordIsClearAndSecret(t *testing.T) {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A Nova whose os-migrations pages do not go back (the marker ignored: the same newest page
+// again and again) is not read forever: the list of moves is read by status instead, and has
+// every move made since.
+func TestPagesThatNeverGoBackAreNotReadForever(t *testing.T) {
+	srv, w := world(t, 2, 12, sim.Options{}) // moves of seconds: under way when read
+	var pages atomic.Int64
+	c := connect(t, srv, nova.Options{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		if q := r.URL.Query(); strings.HasSuffix(r.URL.Path, "/os-migrations") && q.Get("marker") != "" {
+			pages.Add(1)
+			q.Del("marker") // ignored: the newest page again
+			r.URL.RawQuery = q.Encode()
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})})
+	if _, _, err := c.MovingFrom(ctx(t), ""); err != nil { // read by status: what follows is read by what changed
+		t.Fatal(err)
+	}
+	for j := range 12 { // 12 records made since: more than a page of 5
+		vm, _ := w.ServerByName(fmt.Sprintf("vm-0-%d", j))
+		if err := c.LiveMigrate(ctx(t), vm.ID, "compute-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := make(chan error, 1)
+	var recent []model.Migration
+	go func() {
+		var err error
+		recent, err = c.RecentMoves(ctx(t), 0)
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the read did not end: %d pages read", pages.Load())
+	}
+	if n := pages.Load(); n == 0 || n > 2 {
+		t.Errorf("%d pages past the first read, want 1 or 2 (the page that did not go back ends it)", n)
+	}
+	if len(recent) < 12 {
+		t.Errorf("the list has %d moves, want the 12 made (read by status instead)", len(recent))
+	}
+}
