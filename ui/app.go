@@ -96,6 +96,7 @@ type shared struct {
 	ops        *operations                      // the operations started here, running or ended
 	recoveries []model.Recovery                 // the recovery records, as :recoveries last read them
 	holds      []model.RecoveryHold             // what holds automatic recovery, as the last load read it
+	pace       ops.Pace                         // the engine's pace, as the last event or tick read it
 }
 
 func (s *shared) pageSize() int {
@@ -250,6 +251,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.ticking = false
 			return m, nil
 		}
+		m.readPace()
 		return m, tea.Batch(m.refresh(true), m.tick())
 	case kubeMsg:
 		return m, tea.Batch(m.refresh(false), m.watchKube())
@@ -262,6 +264,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			ended = m.s.ops.record(ev, m.s.opts.Now()) || ended
 		}
+		m.readPace()
 		cmd := m.bus.wait()
 		if ended { // an operation ended: show the cluster as it left it
 			cmd = tea.Batch(cmd, m.refresh(true))
@@ -421,6 +424,14 @@ func readOnlyKey(msg tea.KeyMsg, readOnly bool) (Binding, bool) {
 }
 
 // setStatus shows a line under the pane; statuses quote names and errors, so it is made Safe.
+// readPace keeps the engine's pace for the header: read on its events and ticks, not in View
+// (which reads no clock).
+func (m *Model) readPace() {
+	if m.eng != nil {
+		m.s.pace = m.eng.Pace()
+	}
+}
+
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = text.Safe(s), bad }
 
 func (m *Model) setMaintenances(list []model.NodeMaintenance) {

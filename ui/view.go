@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/text"
 )
 
@@ -90,6 +91,10 @@ func (m Model) header() string {
 	if s.opts.ReadOnly {
 		parts = append(parts, s.st.Warn.Render("READ-ONLY"))
 	}
+	pace, paced := m.paced()
+	if paced {
+		parts = append(parts, s.st.Warn.Render(fmt.Sprintf("PACED %d/%d", pace.Limit, pace.Max)))
+	}
 	if w.KubeContext != "" || w.KubeServer != "" {
 		parts = append(parts, s.st.Header.Render("ctx "+text.Safe(orDash(w.KubeContext)))+s.st.Muted.Render(" "+serverHost(w.KubeServer)))
 	}
@@ -113,7 +118,18 @@ func (m Model) header() string {
 		info += " · loading…"
 	}
 	parts = append(parts, s.st.Muted.Render(info))
+	if paced {
+		parts = append(parts, s.st.Warn.Render(pace.String()+" since "+pace.Changed.Format("15:04:05")))
+	}
 	return truncate(strings.Join(parts, s.st.Muted.Render(" · ")), s.width)
+}
+
+// paced is the engine's pace when it is below its cap: the cloud answered slowly or failed,
+// and the next moves start fewer at once than migrations_per_cluster allows. The header
+// says it first (short) and last (why and since when) so a narrow screen keeps the first.
+func (m Model) paced() (ops.Pace, bool) {
+	p := m.s.pace
+	return p, p.Limit < p.Max
 }
 
 // serverHost is a server URL without its scheme.
