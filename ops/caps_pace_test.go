@@ -1,7 +1,6 @@
 package ops_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +16,7 @@ import (
 // the run says the pace holds them and why, and every VM still moves.
 func TestTheCloudSlowedThePaceHoldsTheMoves(t *testing.T) {
 	c := newCluster(t, 4)
-	c.Cfg.Concurrency.MigrationsPerSource = 6
-	c.Cfg.Concurrency.MigrationsPerCluster = 6
-	c.Cfg.Concurrency.MigrationsPerDestination = 6
-	c0 := c.Name("c0")
-	for i := range 4 {
-		c.World.AddServer(fmt.Sprintf("vm-p%d", i), c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
-	}
-	c.World.AddHost(c.Name("spare"), 64, 262144, 2000)
-	e := c.Engine("pacer@test", func(o *ops.EngineOptions) { o.PaceWindow, o.PaceSlow = 150*time.Millisecond, 30*time.Millisecond })
+	e, c0 := c.SixToPace("pacer@test")
 	// A window of quick answers first: the cloud's own speed (a cloud always this slow is
 	// not struggling, and the pace leaves it).
 	if _, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, forced()); err != nil {

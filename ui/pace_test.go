@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +16,7 @@ import (
 // when. Before the cloud slowed, the header says nothing of a pace.
 func TestTheHeaderSaysThePace(t *testing.T) {
 	c := simtest.NewCluster(t, 4)
-	c.Cfg.Concurrency.MigrationsPerSource = 6
-	c.Cfg.Concurrency.MigrationsPerCluster = 6
-	c.Cfg.Concurrency.MigrationsPerDestination = 6
-	c0 := c.Name("c0")
-	for i := range 4 {
-		c.World.AddServer(fmt.Sprintf("vm-p%d", i), c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
-	}
-	c.World.AddHost(c.Name("spare"), 64, 262144, 2000)
-	e := c.Engine("tui@pace", func(o *ops.EngineOptions) { o.PaceWindow, o.PaceSlow = 150*time.Millisecond, 30*time.Millisecond })
+	e, c0 := c.SixToPace("tui@pace")
 	l := newLive(t, c, e)
 	time.Sleep(200 * time.Millisecond) // the window of the first read's quick answers: the cloud's own speed
 	l.selectNodes(c0)
