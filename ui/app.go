@@ -423,7 +423,6 @@ func readOnlyKey(msg tea.KeyMsg, readOnly bool) (Binding, bool) {
 	return Binding{}, false
 }
 
-// setStatus shows a line under the pane; statuses quote names and errors, so it is made Safe.
 // readPace keeps the engine's pace for the header: read on its events and ticks, not in View
 // (which reads no clock).
 func (m *Model) readPace() {
@@ -432,6 +431,7 @@ func (m *Model) readPace() {
 	}
 }
 
+// setStatus shows a line under the pane; statuses quote names and errors, so it is made Safe.
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = text.Safe(s), bad }
 
 func (m *Model) setMaintenances(list []model.NodeMaintenance) {
