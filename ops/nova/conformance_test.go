@@ -22,13 +22,20 @@ import (
 // drainctlClient is drainctl's own client of the cloud, as the binary makes it.
 func drainctlClient(t *testing.T, c *novatest.Cloud) *nova.Client {
 	t.Helper()
+	return drainctlClientWith(t, c, nova.Options{})
+}
+
+// drainctlClientWith is drainctlClient with options (a transport that counts, say).
+func drainctlClientWith(t *testing.T, c *novatest.Cloud, o nova.Options) *nova.Client {
+	t.Helper()
+	o.Timeout = 30 * time.Second
 	creds, err := nova.ResolveCredentials(nil, model.OpenStackConfig{}, c.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := nova.Connect(ctx, creds, nova.Options{Timeout: 30 * time.Second})
+	cl, err := nova.Connect(ctx, creds, o)
 	if err != nil {
 		t.Fatal(err)
 	}
