@@ -53,6 +53,7 @@ func (c *cachedPod) DeepCopyObject() runtime.Object   { cp := *c; return &cp }
 
 func newCachedPod(p *corev1.Pod) *cachedPod {
 	c := &cachedPod{resourceVersion: p.ResourceVersion, pod: podBase(p)}
+	c.pod.Name, c.pod.UID = podStrings.pack(c.pod.Name), podStrings.pack(c.pod.UID)
 	c.pod.Annotations = readAnnotations(p.Annotations)
 	if c.labels = sharedLabels(p.Labels); c.labels != nil {
 		c.pod.Labels = c.labels.m

@@ -1,0 +1,76 @@
+package kube
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/drainctl/drainctl/model"
+)
+
+// A cached pod keeps its name and UID side by side with the pods read before and after it,
+// not where the decoder made them; a full chunk starts another and leaves what it gave alone.
+func TestAPodsNameAndUIDArePackedTogether(t *testing.T) {
+	a, b := pod("a", nil), pod("b", nil)
+	a.UID, b.UID = "11111111-2222-3333-4444-555555555555", "66666666-7777-8888-9999-000000000000"
+	ca, cb := newCachedPod(a), newCachedPod(b)
+	if ca.pod.Name != "a" || ca.pod.UID != string(a.UID) || cb.pod.Name != "b" || cb.pod.UID != string(b.UID) {
+		t.Fatalf("packed: %q %q, %q %q", ca.pod.Name, ca.pod.UID, cb.pod.Name, cb.pod.UID)
+	}
+	if unsafe.StringData(ca.pod.Name) == unsafe.StringData(a.Name) {
+		t.Error("a's name is the decoded object's string, not a packed copy")
+	}
+	end := unsafe.Add(unsafe.Pointer(unsafe.StringData(ca.pod.UID)), len(ca.pod.UID))
+	if unsafe.Pointer(unsafe.StringData(cb.pod.Name)) != end {
+		t.Error("b's name does not follow a's UID in the chunk")
+	}
+
+	var p packer
+	long := strings.Repeat("x", packChunk/8)
+	first := p.pack("first")
+	for i := range 9 {
+		p.pack(long[:len(long)-i])
+	}
+	if p.b.Len() >= packChunk-len(long) {
+		t.Fatalf("nine strings of %d bytes left %d bytes in the chunk: no new one was started", len(long), p.b.Len())
+	}
+	if first != "first" {
+		t.Errorf("a string given out changed: %q", first)
+	}
+}
+
+// The first read makes each node's run once: a run made and then copied into another left
+// the heap's spans of runs half garbage, which the process never gave back.
+func TestAFirstReadMakesEachRunOnce(t *testing.T) {
+	const nodes, perNode = 200, 30
+	list := make([]any, 0, nodes*perNode)
+	for n := range nodes {
+		for i := range perNode {
+			p := pod(fmt.Sprintf("p-%d-%d", n, i), nil)
+			p.Spec.NodeName = fmt.Sprintf("n-%d", n)
+			list = append(list, newCachedPod(p))
+		}
+	}
+	s := NewInventory(fake.NewClientset()).pods
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := s.Replace(list, "1"); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	kept := 0
+	for _, r := range s.runs {
+		kept += cap(r.pods)*int(unsafe.Sizeof(model.Pod{})) + cap(r.side)*int(unsafe.Sizeof(podSide{}))
+	}
+	made := int(after.TotalAlloc - before.TotalAlloc)
+	t.Logf("allocated %d bytes, kept %d", made, kept)
+	if made > kept*3/2 {
+		t.Errorf("the first read allocated %d bytes to keep %d in its runs: a run was made more than once", made, kept)
+	}
+}
