@@ -75,7 +75,8 @@ func NewInventory(cs kubernetes.Interface) *Inventory {
 		cache.Indexers{},
 	)
 	_ = inv.nodes.SetTransform(func(obj any) (any, error) { inv.recordChange(obj); return obj, nil })
-	inv.pods, inv.podsLW = newPodStore(inv), cache.ToListWatcherWithWatchListSemantics(podListWatch(cs), cs)
+	inv.pods = newPodStore(inv)
+	inv.podsLW = cache.ToListWatcherWithWatchListSemantics(podListWatch(cs, inv.pods.cachedPod), cs)
 	inv.pdbs = f.Policy().V1().PodDisruptionBudgets().Informer()
 	inv.rs = f.Apps().V1().ReplicaSets().Informer()
 	// The handlers run after the cache holds the change. Each moves the epoch, if the change

@@ -5,13 +5,11 @@ import (
 	"sync"
 )
 
-// A cached pod's name and UID are the only strings of its decoded object it keeps, and the
-// decoder made each one among a score of others that die with the object: kept where they
-// were made, they pinned half-empty spans of the heap (~20 MiB at 150,000 pods) that the
-// first read never gave back. Packed, they sit side by side in chunks of their own.
-//
-// A chunk lives while one of its strings does: under churn, at most a chunk a live pod.
-// In practice pods read together go together, and a chunk holds ~1,000 of them.
+// The first read's pods keep two strings each of their decoded objects, name and UID, and the
+// decoder made each among a score of others that die with the object: kept where they were
+// made, they pinned half-empty spans of the heap (~20 MiB at 150,000 pods) that the process
+// never gave back. Packed, they sit side by side in chunks of their own. A chunk lives while
+// one of its strings does, so only the first read packs (podStore.cachedPod).
 const packChunk = 64 << 10 // above the runtime's small sizes: a chunk is a span of its own
 
 // packer copies strings into shared chunks. A chunk's written bytes are never written again
@@ -20,8 +18,6 @@ type packer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
-
-var podStrings packer
 
 // pack is a copy of s in the current chunk (s itself when it would not fit in one).
 func (p *packer) pack(s string) string {

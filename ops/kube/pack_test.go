@@ -13,12 +13,14 @@ import (
 	"github.com/drainctl/drainctl/model"
 )
 
-// A cached pod keeps its name and UID side by side with the pods read before and after it,
-// not where the decoder made them; a full chunk starts another and leaves what it gave alone.
+// The first read's pods keep their names and UIDs side by side, not where the decoder made
+// them; the pods read after it keep their own (a chunk lives while one of its strings does).
+// A full chunk starts another and leaves what it gave alone.
 func TestAPodsNameAndUIDArePackedTogether(t *testing.T) {
+	s := NewInventory(fake.NewClientset()).pods
 	a, b := pod("a", nil), pod("b", nil)
 	a.UID, b.UID = "11111111-2222-3333-4444-555555555555", "66666666-7777-8888-9999-000000000000"
-	ca, cb := newCachedPod(a), newCachedPod(b)
+	ca, cb := s.cachedPod(a), s.cachedPod(b)
 	if ca.pod.Name != "a" || ca.pod.UID != string(a.UID) || cb.pod.Name != "b" || cb.pod.UID != string(b.UID) {
 		t.Fatalf("packed: %q %q, %q %q", ca.pod.Name, ca.pod.UID, cb.pod.Name, cb.pod.UID)
 	}
@@ -28,6 +30,13 @@ func TestAPodsNameAndUIDArePackedTogether(t *testing.T) {
 	end := unsafe.Add(unsafe.Pointer(unsafe.StringData(ca.pod.UID)), len(ca.pod.UID))
 	if unsafe.Pointer(unsafe.StringData(cb.pod.Name)) != end {
 		t.Error("b's name does not follow a's UID in the chunk")
+	}
+	if err := s.Replace([]any{ca, cb}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	c := pod("c", nil)
+	if cc := s.cachedPod(c); unsafe.StringData(cc.pod.Name) != unsafe.StringData(c.Name) {
+		t.Error("a pod read after the first read was packed: a chunk would live while it does")
 	}
 
 	var p packer

@@ -53,7 +53,6 @@ func (c *cachedPod) DeepCopyObject() runtime.Object   { cp := *c; return &cp }
 
 func newCachedPod(p *corev1.Pod) *cachedPod {
 	c := &cachedPod{resourceVersion: p.ResourceVersion, pod: podBase(p)}
-	c.pod.Name, c.pod.UID = podStrings.pack(c.pod.Name), podStrings.pack(c.pod.UID)
 	c.pod.Annotations = readAnnotations(p.Annotations)
 	if c.labels = sharedLabels(p.Labels); c.labels != nil {
 		c.pod.Labels = c.labels.m
@@ -86,11 +85,11 @@ var cachedAnnotations = map[string]bool{
 	metav1.InitialEventsAnnotationKey:                              true,
 }
 
-// podListWatch lists and watches every pod as cachedPods.
-func podListWatch(cs kubernetes.Interface) *cache.ListWatch {
+// podListWatch lists and watches every pod as cachedPods, made by convert.
+func podListWatch(cs kubernetes.Interface, convert func(*corev1.Pod) *cachedPod) *cache.ListWatch {
 	pods := cs.CoreV1().Pods("")
 	return summarizing(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) },
-		pods.Watch, newCachedPod)
+		pods.Watch, convert)
 }
 
 // podBase converts a pod to the model, all but what other objects say of it (PDBs, the

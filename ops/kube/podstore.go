@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/drainctl/drainctl/model"
@@ -20,6 +21,7 @@ import (
 // copied whole on each of their changes.
 type podStore struct {
 	inv    *Inventory // completes the pods and records the changes
+	names  packer     // the first read's pod names and UIDs (pack.go)
 	mu     sync.Mutex
 	runs   map[string]podRun // by node name
 	synced atomic.Bool       // the first list is in
@@ -42,6 +44,18 @@ type podSide struct {
 func sideOf(c *cachedPod) podSide { return podSide{rs: ownerRS(c.pod), labels: c.labels} }
 
 func newPodStore(inv *Inventory) *podStore { return &podStore{inv: inv, runs: map[string]podRun{}} }
+
+// cachedPod converts a pod as it is decoded; until the first read is in, its name and UID are
+// packed (pack.go). Not after: a chunk lives while one of its strings does, and under churn
+// pods that stay would each keep a chunk of pods gone; the first read's chunks hold what
+// that read held, at most.
+func (s *podStore) cachedPod(p *corev1.Pod) *cachedPod {
+	c := newCachedPod(p)
+	if !s.synced.Load() {
+		c.pod.Name, c.pod.UID = s.names.pack(c.pod.Name), s.names.pack(c.pod.UID)
+	}
+	return c
+}
 
 // Add, Update, Delete, Replace and Resync make it a cache.ReflectorStore. A change is
 // recorded before the store shows it, and announced after.
