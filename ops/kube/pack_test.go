@@ -65,19 +65,25 @@ func TestAFirstReadMakesEachRunOnce(t *testing.T) {
 			list = append(list, newCachedPod(p))
 		}
 	}
-	s := NewInventory(fake.NewClientset()).pods
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	if err := s.Replace(list, "1"); err != nil {
-		t.Fatal(err)
+	// The least of three reads: another test's goroutines allocating meanwhile only add.
+	made, kept := 0, 0
+	for range 3 {
+		s := NewInventory(fake.NewClientset()).pods
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := s.Replace(list, "1"); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		kept = 0
+		for _, r := range s.runs {
+			kept += cap(r.pods)*int(unsafe.Sizeof(model.Pod{})) + cap(r.side)*int(unsafe.Sizeof(podSide{}))
+		}
+		if m := int(after.TotalAlloc - before.TotalAlloc); made == 0 || m < made {
+			made = m
+		}
 	}
-	runtime.ReadMemStats(&after)
-	kept := 0
-	for _, r := range s.runs {
-		kept += cap(r.pods)*int(unsafe.Sizeof(model.Pod{})) + cap(r.side)*int(unsafe.Sizeof(podSide{}))
-	}
-	made := int(after.TotalAlloc - before.TotalAlloc)
 	t.Logf("allocated %d bytes, kept %d", made, kept)
 	if made > kept*3/2 {
 		t.Errorf("the first read allocated %d bytes to keep %d in its runs: a run was made more than once", made, kept)
