@@ -189,9 +189,10 @@ type MigrateParams struct {
 	// Returning: this migrate brings a VM home (uncordon's return): the VM's own
 	// maintenance policy applies, as it did when it left.
 	Returning bool
-	// From is the host the VM is on, read just before the plan (a return's): with ByHost the
-	// plan reads it and To afresh on the last whole read, not the cloud (a campaign's returns).
-	From string
+	// Seen is the VM as read just before the plan (a return's): with ByHost the plan reads To
+	// afresh on the last whole read and puts the VM where it was read, not the cloud nor the
+	// VM's host (a campaign's returns).
+	Seen *model.VM
 }
 
 // RecoverParams are a recovery's: the machine is proven off by FenceCmd exiting 0 ({node}:

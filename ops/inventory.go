@@ -74,6 +74,17 @@ const wholeReadEvery = 5 * time.Minute
 // cloud of 5,000 hosts no longer read 5,000 hypervisors a plan. The whole read is made again
 // when none is younger than wholeReadEvery, or when Nova cannot be read by host.
 func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inventory, error) {
+	return i.readNodes(ctx, nil, nodes...)
+}
+
+// ReadVMTo is ReadNodes for a VM's move to node: node's host read afresh, and the VM put
+// where seen says (read just before by the caller), not its host read again: a campaign's
+// return costs one host's read, not two.
+func (i *Inventory) ReadVMTo(ctx context.Context, seen model.VM, node string) (model.Inventory, error) {
+	return i.readNodes(ctx, &seen, node)
+}
+
+func (i *Inventory) readNodes(ctx context.Context, seen *model.VM, nodes ...string) (model.Inventory, error) {
 	if i.nova == nil {
 		return i.Read(ctx)
 	}
@@ -107,6 +118,9 @@ func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inven
 	for h := range read {
 		names = append(names, h)
 	}
+	if seen != nil {
+		part.VMs = append(part.VMs, sizedAsRead(*base, *seen))
+	}
 	i.mu.Lock()
 	if i.lastNova != nil && i.novaAt.Equal(at) { // no whole read came meanwhile
 		merged := i.lastNova.WithHosts(part, names)
@@ -126,6 +140,19 @@ func (i *Inventory) ReadNodes(ctx context.Context, nodes ...string) (model.Inven
 		return model.Inventory{}, err
 	}
 	return model.Join(i.kube.Snapshot(), base, i.mapper, i.now()), nil
+}
+
+// sizedAsRead is vm with the size the last read gave it, if its flavor is the same: a read of
+// one server says its flavor's size, a host's read what it holds in Placement (a
+// volume-backed VM holds no disk), and the plan judges room by what it holds.
+func sizedAsRead(base model.NovaSnapshot, vm model.VM) model.VM {
+	for _, was := range base.VMs {
+		if was.ID == vm.ID && was.Flavor == vm.Flavor {
+			vm.VCPUs, vm.RAMMB, vm.DiskGB = was.VCPUs, was.RAMMB, was.DiskGB
+			break
+		}
+	}
+	return vm
 }
 
 // ReadServices is ReadNodes for a plan that reads of Nova only its nodes' compute services:

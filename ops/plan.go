@@ -33,8 +33,8 @@ func (e *Engine) readFor(ctx context.Context, op model.OpKind, targets []string,
 		return e.inv.ReadServices(ctx, targets...)
 	case ro.ByHost && !traitsOf(op).readsWhole:
 		return e.inv.ReadNodes(ctx, targets...)
-	case ro.ByHost && ro.From != "" && ro.To != "": // a one-VM move between two hosts it names
-		return e.inv.ReadNodes(ctx, ro.From, ro.To)
+	case ro.ByHost && ro.Seen != nil && ro.To != "": // a one-VM move, read just before, to a host it names
+		return e.inv.ReadVMTo(ctx, *ro.Seen, ro.To)
 	}
 	return e.inv.Read(ctx)
 }

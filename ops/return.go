@@ -89,8 +89,8 @@ func (e *Engine) ReturnVM(
 	}
 	// Planned on a fresh read: the view's cache (FromCache) was read before the step that
 	// brought home back enabled its nova-compute, and would judge home disabled. A campaign's
-	// (ByHost) reads the VM's host and home afresh on its last whole read, not the cloud.
-	ro.To, ro.Returning, ro.From, ro.Leaving, ro.Later, ro.FromCache = node, true, vm.Host, nil, nil, false
+	// (ByHost) reads home afresh on its last whole read, with the VM as just read.
+	ro.To, ro.Returning, ro.Seen, ro.Leaving, ro.Later, ro.FromCache = node, true, &vm, nil, nil, false
 	p, err := e.Plan(ctx, model.OpMigrate, l.ID, ro)
 	if err != nil {
 		return not("planning its move: %v", err)

@@ -228,9 +228,10 @@ func TestAViewsReturnIsJudgedAfterTheEnable(t *testing.T) {
 	bothHome(t, rep)
 }
 
-// A campaign's returns (ByHost) plan each VM's move on the VM's host and its home read afresh,
-// on the last whole read: bringing VMs home reads no host of the cloud but theirs.
-func TestACampaignsReturnReadsItsTwoHosts(t *testing.T) {
+// A campaign's returns (ByHost) plan each VM's move on its home read afresh, on the last whole
+// read, with the VM as the return read it just before: bringing VMs home reads no host of the
+// cloud but home, once a VM (the VM's host is not read again).
+func TestACampaignsReturnReadsItsHomeAlone(t *testing.T) {
 	c := newCluster(t, 100)
 	e := c.Engine("tester@a", nil)
 	c0 := c.Name("c0")
@@ -253,6 +254,9 @@ func TestACampaignsReturnReadsItsTwoHosts(t *testing.T) {
 		if st[whole] != 0 {
 			t.Errorf("the returns read %s %d times: the cloud's whole list", whole, st[whole])
 		}
+	}
+	if n := st["GET /os-hypervisors/{id}"]; n != len(rep.Returns) {
+		t.Errorf("%d hosts read by %d returns; want home alone, once a return", n, len(rep.Returns))
 	}
 }
 
