@@ -36,6 +36,12 @@ const hostLabel = "drainctl.test/compute-host"
 func newRealCluster(t *testing.T, extraConfig string) (*autoCluster, *novatest.Cloud) {
 	t.Helper()
 	nova := novatest.Real(t)
+	return newClusterOn(t, nova, extraConfig), nova
+}
+
+// newClusterOn is newRealCluster on either Nova (novatest.Each: one body, both clouds).
+func newClusterOn(t *testing.T, nova *novatest.Cloud, extraConfig string) *autoCluster {
+	t.Helper()
 	cs := kubetest.Client(t)
 	c := &autoCluster{px: kubetest.Prefix(t), kubeconfig: kubetest.Kubeconfig(t), secret: nova.Getenv("OS_PASSWORD")}
 	c.ns = kubetest.Namespace(t, cs, c.px)
@@ -71,7 +77,7 @@ func newRealCluster(t *testing.T, extraConfig string) (*autoCluster, *novatest.C
 		t.Fatal(err)
 	}
 	c.env = append(append([]string{}, nova.Env...), "KUBECONFIG="+c.kubeconfig, "HOME="+c.home, "XDG_CONFIG_HOME=", "PATH="+os.Getenv("PATH"))
-	return c, nova
+	return c
 }
 
 // node reads a node of the test.
@@ -359,6 +365,31 @@ func TestRealNovaBringsTheVMsHome(t *testing.T) {
 			t.Errorf("%s after its return: %s (task %q) on %s; want %s home", s.Name, s.Status, s.Task(), s.Host, status)
 		}
 	}
+}
+
+// A campaign's return (roll --return-vms) plans on home alone and on the VM as it read it
+// just before (a server read says its flavor, a host's read its allocations): on both Novas
+// the VMs come home, the running one live and ACTIVE, the stopped one cold and SHUTOFF.
+func TestRealNovaCampaignBringsTheVMsHome(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, nova *novatest.Cloud) {
+		c := newClusterOn(t, nova, "")
+		c0 := c.px + "-c0"
+		run, off := nova.Boot("back-run", "compute-0"), nova.Boot("back-off", "compute-0")
+		nova.Stop(off)
+		r := c.drainctl(t, nil, "--auto", "roll", c0, "--force", "--return-vms")
+		if r.code != 0 {
+			t.Fatalf("roll --return-vms: exit %d\n%s", r.code, r.stderr)
+		}
+		for id, status := range map[string]string{run: "ACTIVE", off: "SHUTOFF"} {
+			s := serverOn(t, nova, id)
+			if s.Host != "compute-0" || s.Status != status || s.Task() != "" {
+				t.Errorf("%s after the campaign: %s (task %q) on %s; want %s home\n%s", s.Name, s.Status, s.Task(), s.Host, status, r.stderr)
+			}
+			if ms := nova.Migrations(id); len(ms) != 2 {
+				t.Errorf("%s: %d migration records, want 2 (out and home): %+v", s.Name, len(ms), ms)
+			}
+		}
+	})
 }
 
 // newRecoveryCluster is the real cluster with automatic recovery on, the fence a command that
