@@ -12,7 +12,12 @@ import (
 // back, another drainctl starting migrations). Each check is a named function that says
 // what it reads; the next check goes into the list.
 var beforeRequest = []requestCheck{
-	{"moved meanwhile", "Nova: the server (1 GET)", (*runner).movedMeanwhile},
+	{
+		"moved meanwhile",
+		"Nova: the server, from the process's read of what changed since the VM was read (1 GET, shared with every read " +
+			"of a server asking at once; a VM not read since the watch began: the server, 1 GET)",
+		(*runner).movedMeanwhile,
+	},
 	{"still the holder", "Kubernetes: the node's lease (1 GET, when the run holds it)", (*runner).stillHoldsNode},
 	{"still fenced", "a rebuild only: the Node (the informer's cache); once a run, the fence record (1 GET)", (*runner).stillFenced},
 	{

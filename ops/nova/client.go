@@ -45,6 +45,7 @@ type Client struct {
 	pageSize     int
 	cpuRatio     float64 // for capacity from os-hypervisors
 	moves        moves   // the moves under way in the cloud (moves.go)
+	watch        watch   // the servers read lately, kept by reading what changed (watch.go)
 	answers      *answers
 }
 
@@ -128,6 +129,7 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 	c := &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
 		fullEvery: fullEvery, admin: admin, answers: answers}
 	c.moves.calls = shared.Paced(cmp.Or(opts.Timeout, time.Minute), cmp.Or(opts.MovesGap, movesGap), c.readMoves)
+	c.watch.calls = shared.Paced(cmp.Or(opts.Timeout, time.Minute), cmp.Or(opts.MovesGap, movesGap), c.readChangedServers)
 	return c, nil
 }
 

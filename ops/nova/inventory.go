@@ -294,6 +294,7 @@ func (c *Client) hostPart(ctx context.Context, host, hypervisorID string) (model
 // Servers lists the servers of every project (all_tenants), on one host or all.
 func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 	var out []model.VM
+	began := time.Now()
 	if err := c.eachServer(ctx, servers.ListOpts{AllTenants: true, Host: host, Limit: c.pageSize}, func(s wireServer) {
 		out = append(out, s.model())
 	}); err != nil {
@@ -305,6 +306,7 @@ func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 			ids[i] = vm.ID
 		}
 		pinByPorts(out, c.directPorts(ctx, ids...))
+		c.watch.keep(out, began) // the VMs a step acts on next: their reads come from the watch
 	}
 	return out, nil
 }
@@ -346,22 +348,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// Server reads one server.
-func (c *Client) Server(ctx context.Context, id string) (model.VM, error) {
-	var body struct {
-		Server wireServer `json:"server"`
-	}
-	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id), &body, nil); err != nil {
-		return model.VM{}, fmt.Errorf("reading server %s: %w", id, describe(err))
-	}
-	if !body.Server.Host.Shown {
-		return model.VM{}, ErrHostsHidden
-	}
-	vm := []model.VM{body.Server.model()}
-	pinByPorts(vm, c.directPorts(ctx, id))
-	return vm[0], nil
 }
 
 func (s wireServer) model() model.VM {

@@ -1,0 +1,138 @@
+package nova_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/nova"
+	"github.com/drainctl/drainctl/ops/sim/novatest"
+)
+
+// A server read from the watch: after one server read alone (its answer's Date begins the
+// watch) and a host's servers, each server is read from the process's read of what changed,
+// never alone, and still shows what another actor did meanwhile (a stop, a live migration by
+// hand); a server deleted meanwhile is read alone again and is gone. What it relies on of Nova:
+// changes-since on servers/detail shows a server stopped or moved since, to the second of
+// updated_at, on Nova's clock, which the answers' Date shows.
+func TestConformanceAServerIsReadFromWhatChanged(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		var alone, changed atomic.Int64
+		cl := drainctlClientWith(t, c, nova.Options{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			path := r.URL.Path
+			switch {
+			case r.Method == "GET" && strings.Contains(path, "/servers/") && !strings.HasSuffix(path, "/detail"):
+				alone.Add(1)
+			case r.Method == "GET" && strings.HasSuffix(path, "/servers/detail") && r.URL.Query().Get("changes-since") != "":
+				changed.Add(1)
+			}
+			return http.DefaultTransport.RoundTrip(r)
+		})})
+		ctx := context.Background()
+		stopped, moved := c.Boot("watch-stop", "compute-0"), c.Boot("watch-move", "compute-0")
+		read := func(id string) model.VM {
+			t.Helper()
+			vm, err := cl.Server(ctx, id)
+			must(t, err)
+			return vm
+		}
+		read(stopped) // alone: begins the watch
+		_, err := cl.Servers(ctx, "compute-0")
+		must(t, err)
+		if vm := read(moved); vm.Host != "compute-0" || vm.Status != model.VMActive {
+			t.Errorf("watch-move as read: %+v; want ACTIVE on compute-0", vm)
+		}
+
+		c.Stop(stopped)
+		c.MustAction(moved, map[string]any{"os-migrateLive": map[string]any{"host": "compute-1", "block_migration": "auto"}})
+		c.WaitServer(moved, 60*time.Second, "ACTIVE on compute-1", func(s novatest.Server) bool {
+			return s.Host == "compute-1" && s.Status == "ACTIVE" && s.Task() == ""
+		})
+		if vm := read(stopped); vm.Status != model.VMShutoff || vm.Host != "compute-0" {
+			t.Errorf("watch-stop after another actor stopped it: %+v; want SHUTOFF on compute-0", vm)
+		}
+		if vm := read(moved); vm.Host != "compute-1" || vm.Status != model.VMActive {
+			t.Errorf("watch-move after another actor moved it: %+v; want ACTIVE on compute-1", vm)
+		}
+		if n := alone.Load(); n != 1 {
+			t.Errorf("%d servers read alone; want 1 (the one that began the watch)", n)
+		}
+		if changed.Load() == 0 {
+			t.Errorf("no read of what changed")
+		}
+
+		must(t, cl.DeleteServer(ctx, stopped))
+		c.Wait(60*time.Second, "watch-stop gone", func() bool { _, ok := c.Server(stopped); return !ok })
+		var status interface{ HTTPStatus() int }
+		if _, err := cl.Server(ctx, stopped); !errors.As(err, &status) || status.HTTPStatus() != 404 {
+			t.Errorf("watch-stop deleted meanwhile: %v; want a 404", err)
+		}
+		if n := alone.Load(); n != 2 {
+			t.Errorf("%d servers read alone; want 2 (the deleted one read alone again)", n)
+		}
+	})
+}
+
+// A host's room read alone (a plan by host) reads its provider's allocations, and its
+// inventories only when the generation moved since the last read: Placement moves a provider's
+// generation with any change of its inventories or allocations (a VM arriving), so the same
+// generation is the same room. What it relies on of Placement: a live migration moves the
+// destination's generation; nothing moves it at rest.
+func TestConformanceAHostsInventoriesAreReadAgainOnlyWhenItsGenerationMoved(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		var inventories, allocations atomic.Int64
+		cl := drainctlClientWith(t, c, nova.Options{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			switch {
+			case strings.HasSuffix(r.URL.Path, "/inventories"):
+				inventories.Add(1)
+			case strings.HasSuffix(r.URL.Path, "/allocations"):
+				allocations.Add(1)
+			}
+			return http.DefaultTransport.RoundTrip(r)
+		})})
+		ctx := context.Background()
+		snap, err := cl.Snapshot(ctx) // the whole read: every provider's room
+		must(t, err)
+		hv := map[string]string{}
+		for _, h := range snap.Hypervisors {
+			if h.Host == "compute-1" {
+				hv[h.Host] = h.ID
+			}
+		}
+		if len(hv) != 1 {
+			t.Fatalf("no hypervisor for compute-1 in %+v", snap.Hypervisors)
+		}
+		room := func(what string, wantInventories int64) model.Capacity {
+			t.Helper()
+			inventories.Store(0)
+			allocations.Store(0)
+			part, err := cl.HostSnapshot(ctx, hv)
+			must(t, err)
+			if len(part.Hypervisors) != 1 || part.Hypervisors[0].Capacity == nil {
+				t.Fatalf("%s: compute-1 read with no room: %+v", what, part.Hypervisors)
+			}
+			if i, a := inventories.Load(), allocations.Load(); i != wantInventories || a != 1 {
+				t.Errorf("%s: %d inventories and %d allocations read; want %d and 1", what, i, a, wantInventories)
+			}
+			return *part.Hypervisors[0].Capacity
+		}
+		before := room("at rest, after the whole read", 0)
+		vm := c.Boot("gen-move", "compute-0")
+		c.MustAction(vm, map[string]any{"os-migrateLive": map[string]any{"host": "compute-1", "block_migration": "auto"}})
+		c.WaitServer(vm, 60*time.Second, "ACTIVE on compute-1", func(s novatest.Server) bool {
+			return s.Host == "compute-1" && s.Status == "ACTIVE" && s.Task() == ""
+		})
+		arrived := room("a VM arrived", 1)
+		if arrived.MemoryMB.Used <= before.MemoryMB.Used {
+			t.Errorf("compute-1's memory used %d MB after a VM arrived, %d before", arrived.MemoryMB.Used, before.MemoryMB.Used)
+		}
+		if again := room("at rest again", 0); again.MemoryMB.Used != arrived.MemoryMB.Used {
+			t.Errorf("compute-1's memory used read again at rest: %d MB; want %d", again.MemoryMB.Used, arrived.MemoryMB.Used)
+		}
+	})
+}
