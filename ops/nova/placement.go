@@ -116,13 +116,21 @@ type wireAllocations struct {
 }
 
 func (c *Client) providerRoom(ctx context.Context, uuid string) (*providerRoom, error) {
-	var inv wireInventories
-	if _, err := c.placement.Get(ctx, c.placement.ServiceURL("resource_providers", uuid, "inventories"), &inv, nil); err != nil {
-		return nil, fmt.Errorf("reading the inventories of resource provider %s: %w", uuid, describe(err))
-	}
 	var allocs wireAllocations
 	if _, err := c.placement.Get(ctx, c.placement.ServiceURL("resource_providers", uuid, "allocations"), &allocs, nil); err != nil {
 		return nil, fmt.Errorf("reading the allocations of resource provider %s: %w", uuid, describe(err))
+	}
+	// The generation moves with any change of the inventories or the allocations: the same
+	// one as the last read's is the same provider, and its inventories need no read.
+	c.cache.mu.Lock()
+	was := c.cache.rooms[uuid]
+	c.cache.mu.Unlock()
+	if was != nil && was.generation >= 0 && was.generation == allocs.Generation && c.fullEvery >= 0 {
+		return was, nil
+	}
+	var inv wireInventories
+	if _, err := c.placement.Get(ctx, c.placement.ServiceURL("resource_providers", uuid, "inventories"), &inv, nil); err != nil {
+		return nil, fmt.Errorf("reading the inventories of resource provider %s: %w", uuid, describe(err))
 	}
 	used := map[string]int64{}
 	room := &providerRoom{allocs: make(map[string]map[string]int, len(allocs.Allocations)), generation: allocs.Generation}
@@ -140,6 +148,12 @@ func (c *Client) providerRoom(ctx context.Context, uuid string) (*providerRoom, 
 		return model.NewResource(i.Total, i.Reserved, i.AllocationRatio, used[class])
 	}
 	room.capacity = model.Capacity{Source: model.CapacityPlacement, VCPU: res("VCPU"), MemoryMB: res("MEMORY_MB"), DiskGB: res("DISK_GB")}
+	c.cache.mu.Lock()
+	if c.cache.rooms == nil {
+		c.cache.rooms = map[string]*providerRoom{}
+	}
+	c.cache.rooms[uuid] = room
+	c.cache.mu.Unlock()
 	return room, nil
 }
 
