@@ -29,6 +29,14 @@ type Inventory struct {
 	hostBegan  map[string]time.Time
 
 	reads *shared.Calls[model.NovaSnapshot] // Nova reads asked at once share the next one
+
+	answered map[string]answeredService // each host's service as Nova last answered a change to it
+}
+
+// answeredService is Nova's answer to a change of a service, and when it came.
+type answeredService struct {
+	svc model.ComputeService
+	at  time.Time
 }
 
 // novaReadTimeout bounds one shared read: its callers may have gone, others wait.
@@ -187,6 +195,10 @@ func (i *Inventory) ReadServices(ctx context.Context, nodes ...string) (model.In
 func (i *Inventory) ServiceSet(svc model.ComputeService) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.answered == nil {
+		i.answered = map[string]answeredService{}
+	}
+	i.answered[svc.Host] = answeredService{svc, i.now()}
 	if i.lastNova == nil {
 		return
 	}
@@ -198,6 +210,18 @@ func (i *Inventory) ServiceSet(svc model.ComputeService) {
 		}
 	}
 	i.lastNova = &ns
+}
+
+// ServiceAnswered is host's service as Nova answered the last change drainctl made to it, when
+// that answer came after since: what a wait for the host to come back sees first.
+func (i *Inventory) ServiceAnswered(host string, since time.Time) (model.ComputeService, bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	a, ok := i.answered[host]
+	if !ok || a.at.Before(since) {
+		return model.ComputeService{}, false
+	}
+	return a.svc, true
 }
 
 // HostsOf are the compute hosts of nodes (by name; a compute host's own name stands for

@@ -64,7 +64,9 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		}
 		phase = model.PhaseReturning
 	}
+	var returned time.Time // the way back began in this process: its enable's answer opens the verify
 	if phase == model.PhaseReturning {
+		returned = time.Now()
 		r.keepLeft(ctx, i, name)
 		r.setPhase(ctx, i, model.PhaseReturning, "")
 		ro := r.o.Run
@@ -79,7 +81,7 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		phase = model.PhaseVerifying
 	}
 	r.setPhase(ctx, i, model.PhaseVerifying, "")
-	if err := r.verifyReturned(ctx, name); err != nil {
+	if err := r.verifyReturned(ctx, name, returned); err != nil {
 		return r.failed(ctx, i, model.PhaseVerifying, err)
 	}
 	if err := e.AnnotateNode(ctx, name, DoneAnnotation, r.o.Name); err != nil {
@@ -333,7 +335,7 @@ func (r *Campaign) runExec(ctx context.Context, node string) error {
 func (r *Campaign) waitRebooted(ctx context.Context, node, bootBefore string) error {
 	r.note(node, model.PhaseStep, "waiting for the node to reboot and come back Ready")
 	rebooted := false
-	return r.waitFor(ctx, node, func(k model.KubeNode, svc *model.ComputeService) (bool, string) {
+	return r.waitFor(ctx, node, time.Time{}, func(k model.KubeNode, svc *model.ComputeService) (bool, string) {
 		if !k.Ready || (bootBefore != "" && k.BootID != bootBefore) {
 			rebooted = true
 		}
@@ -350,13 +352,14 @@ func (r *Campaign) waitRebooted(ctx context.Context, node, bootBefore string) er
 }
 
 // verifyReturned waits (VerifyWithin) until the node takes work again: Ready, schedulable,
-// without drainctl's taint, its nova-compute service enabled and up.
-func (r *Campaign) verifyReturned(ctx context.Context, node string) error {
+// without drainctl's taint, its nova-compute service enabled and up. What Nova answered to the
+// way back's enable, begun at returned, is its first sight of the service.
+func (r *Campaign) verifyReturned(ctx context.Context, node string, returned time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.VerifyWithin)
 	defer cancel()
 	taint := r.e.Config().Policy.TaintKey
 	othersReason := ""
-	err := r.waitFor(ctx, node, func(k model.KubeNode, svc *model.ComputeService) (bool, string) {
+	err := r.waitFor(ctx, node, returned, func(k model.KubeNode, svc *model.ComputeService) (bool, string) {
 		switch {
 		case !k.Ready:
 			return false, "node NotReady"
@@ -385,8 +388,15 @@ func (r *Campaign) verifyReturned(ctx context.Context, node string) error {
 }
 
 // waitFor polls the node (on every Kubernetes change, and every timeouts.poll for Nova)
-// until ok says so; the error says what it last waited for.
-func (r *Campaign) waitFor(ctx context.Context, node string, ok func(model.KubeNode, *model.ComputeService) (bool, string)) error {
+// until ok says so; the error says what it last waited for. Its first look at the service is
+// Nova's answer to the last change drainctl made to it, when that came after answeredSince
+// (zero: none): a wait, not an act, and that answer is Nova's word on the service then.
+func (r *Campaign) waitFor(
+	ctx context.Context,
+	node string,
+	answeredSince time.Time,
+	ok func(model.KubeNode, *model.ComputeService) (bool, string),
+) error {
 	e := r.e
 	changes, unsubscribe := e.Subscribe()
 	defer unsubscribe()
@@ -400,7 +410,14 @@ func (r *Campaign) waitFor(ctx context.Context, node string, ok func(model.KubeN
 			return fmt.Errorf("node %s is gone from Kubernetes", node)
 		}
 		var svc *model.ComputeService
-		if e.NovaConfigured() && host != "" {
+		answered, first := model.ComputeService{}, false
+		if !answeredSince.IsZero() && host != "" {
+			answered, first = e.Inventory().ServiceAnswered(host, answeredSince)
+			answeredSince = time.Time{} // once: the next looks read it
+		}
+		if first {
+			svc = &answered
+		} else if e.NovaConfigured() && host != "" {
 			if ss, err := e.ComputeServices(ctx, host); err == nil && len(ss) > 0 {
 				svc = &ss[0]
 			} else if err != nil {
