@@ -36,7 +36,7 @@ func (r *runner) migrate(ctx context.Context) (string, error) {
 		}
 		vms = []model.VM{vm}
 	} else {
-		all, err := e.nova.Servers(ctx, p.Host)
+		all, err := e.nova.HostServers(ctx, p.Host)
 		if err != nil {
 			return "", err
 		}
@@ -119,7 +119,7 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 	if err != nil {
 		return nil, err
 	}
-	all, err := e.nova.Servers(ctx, host)
+	all, err := e.nova.HostServers(ctx, host)
 	if err != nil {
 		return nil, err
 	}

@@ -131,6 +131,9 @@ type Nova interface {
 	// SetServiceEnabled sets the service a step read (by its ID; given only its Host, the host's).
 	SetServiceEnabled(ctx context.Context, svc model.ComputeService, enabled bool, reason string) (model.ComputeService, error)
 	Servers(ctx context.Context, host string) ([]model.VM, error)
+	// HostServers is Servers(host) for a step that works the host's VMs, from the process's
+	// read of what changed when it holds the host's list; Servers is the proof of an empty host.
+	HostServers(ctx context.Context, host string) ([]model.VM, error)
 	Server(ctx context.Context, id string) (model.VM, error)
 	// Admin: the credentials have the admin role (Nova moves a locked server for an admin only).
 	Admin() bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -133,6 +134,60 @@ func TestConformanceAHostsInventoriesAreReadAgainOnlyWhenItsGenerationMoved(t *t
 		}
 		if again := room("at rest again", 0); again.MemoryMB.Used != arrived.MemoryMB.Used {
 			t.Errorf("compute-1's memory used read again at rest: %d MB; want %d", again.MemoryMB.Used, arrived.MemoryMB.Used)
+		}
+	})
+}
+
+// A host's servers for a step that works them: listed once since the watch began, then from the
+// reads of what changed, still with a server another actor moved there and without one deleted
+// meanwhile; a host not listed since the watch began is listed again.
+func TestConformanceAHostsServersAreListedFromWhatChanged(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		var listed atomic.Int64
+		cl := drainctlClientWith(t, c, nova.Options{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(r.URL.Path, "/servers/detail") && r.URL.Query().Get("host") != "" {
+				listed.Add(1)
+			}
+			return http.DefaultTransport.RoundTrip(r)
+		})})
+		ctx := context.Background()
+		stays, deleted := c.Boot("host-stays", "compute-0"), c.Boot("host-deleted", "compute-0")
+		comes := c.Boot("host-comes", "compute-1")
+		_, err := cl.Server(ctx, stays) // begins the watch
+		must(t, err)
+		_, err = cl.Servers(ctx, "compute-0")
+		must(t, err)
+
+		c.MustAction(comes, map[string]any{"os-migrateLive": map[string]any{"host": "compute-0", "block_migration": "auto"}})
+		must(t, cl.DeleteServer(ctx, deleted))
+		c.WaitServer(comes, 60*time.Second, "ACTIVE on compute-0", func(s novatest.Server) bool {
+			return s.Host == "compute-0" && s.Status == "ACTIVE" && s.Task() == ""
+		})
+		c.Wait(60*time.Second, "host-deleted gone", func() bool { _, ok := c.Server(deleted); return !ok })
+		ids := func(host string) []string {
+			t.Helper()
+			vms, err := cl.HostServers(ctx, host)
+			must(t, err)
+			var out []string
+			for _, vm := range vms {
+				out = append(out, vm.ID)
+			}
+			slices.Sort(out)
+			return out
+		}
+		want := []string{stays, comes}
+		slices.Sort(want)
+		if got := ids("compute-0"); !slices.Equal(got, want) {
+			t.Errorf("compute-0's servers from the watch: %v; want %v (host-stays and host-comes)", got, want)
+		}
+		if n := listed.Load(); n != 1 {
+			t.Errorf("compute-0 listed %d times; want 1 (before the watch held it)", n)
+		}
+		if got := ids("compute-1"); len(got) != 0 {
+			t.Errorf("compute-1's servers: %v; want none", got)
+		}
+		if n := listed.Load(); n != 2 {
+			t.Errorf("%d host lists; want 2 (compute-1 not listed since the watch began: listed)", n)
 		}
 	})
 }

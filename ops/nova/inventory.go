@@ -306,7 +306,9 @@ func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 			ids[i] = vm.ID
 		}
 		pinByPorts(out, c.directPorts(ctx, ids...))
-		c.watch.keep(out, began) // the VMs a step acts on next: their reads come from the watch
+	}
+	if host != "" {
+		c.watch.keepHost(host, out, began) // the VMs a step acts on next: their reads come from the watch
 	}
 	return out, nil
 }

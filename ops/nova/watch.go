@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,9 +19,11 @@ import (
 // left its host, started migrating, stopped?), and a live move's end reads it to see it on its
 // new host: one GET each, two a VM moved. Here every such read asks the process's one read of
 // what changed in the cloud (servers/detail, changes-since), begun after it asked and shared by
-// every read asking at once: a VM the process read since the watch began, and which that read
-// does not show changed, is as it was read. So the answer is still the world after the ask
-// (prove before acting), at one request a gap for the fleet, not one a VM.
+// every read asking at once: a VM the process read since the watch began (alone, in its host's
+// list, or changed), and which that read does not show changed, is as it was read. So the answer
+// is still the world after the ask (prove before acting), at one request a gap for the fleet,
+// not one a VM. A host listed since the watch began is listed so too for a step that works its
+// VMs (HostServers); the proof that a host is empty still lists it (Servers).
 //
 // What keeps it true: the changes are read from a mark on Nova's own clock (the Date of the
 // read that began the watch, then the newest updated_at seen), less watchMargin for the
@@ -49,13 +53,15 @@ type watch struct {
 	began   time.Time // the watch's first read began (local clock); zero: no watch
 	mark    time.Time // the next read of what changed asks for changes at or after it (Nova's clock)
 	servers map[string]watched
+	hosts   map[string]bool // the hosts whose servers were listed since the watch began
 }
 
 // watched is a server as the latest read that showed it, and when that read began.
 type watched struct {
-	vm      model.VM
-	deleted bool
-	read    time.Time
+	vm          model.VM
+	deleted     bool
+	portsUnread bool // first seen changed, its direct ports unread (Neutron in the catalog)
+	read        time.Time
 }
 
 // changedServers is one read of what changed, for the watch it was made for.
@@ -87,10 +93,60 @@ func (c *Client) watchedServer(ctx context.Context, id string) (model.VM, bool) 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s, ok := w.servers[id]
-	if read.epoch != w.epoch || !ok || s.deleted {
+	if read.epoch != w.epoch || !ok || s.deleted || s.portsUnread {
 		return model.VM{}, false
 	}
 	return s.vm, true
+}
+
+// HostServers lists a host's servers for a step that works them (the VMs to move, those that
+// arrived): from the watch when it holds the host's list (listed since the watch began, every
+// change since read), else as Servers. Not for the proof that a host is empty: a server just
+// made has no updated_at until its first change, and a read of what changed does not show it.
+func (c *Client) HostServers(ctx context.Context, host string) ([]model.VM, error) {
+	if vms, ok := c.watchedHost(ctx, host); ok {
+		return vms, nil
+	}
+	return c.Servers(ctx, host)
+}
+
+// watchedHost is host's servers as a read of what changed, begun after the call, leaves them;
+// false when the watch does not hold the host's list, or holds a server on it whose ports are
+// unread.
+func (c *Client) watchedHost(ctx context.Context, host string) ([]model.VM, bool) {
+	w := &c.watch
+	w.mu.Lock()
+	on := !w.began.IsZero() && time.Since(w.began) < watchFor && w.hosts[host]
+	w.mu.Unlock()
+	if !on {
+		return nil, false
+	}
+	read, err := w.calls.Do(ctx)
+	if err != nil {
+		return nil, false
+	}
+	w.mu.Lock()
+	if read.epoch != w.epoch {
+		w.mu.Unlock()
+		return nil, false
+	}
+	var out []model.VM
+	var unread []string
+	for _, s := range w.servers {
+		if s.deleted || s.vm.Host != host {
+			continue
+		}
+		if s.portsUnread {
+			unread = append(unread, s.vm.ID)
+		}
+		out = append(out, s.vm)
+	}
+	w.mu.Unlock()
+	if len(unread) > 0 { // arrived since the host was listed: their direct ports, as a list reads them
+		pinByPorts(out, c.directPorts(ctx, unread...))
+	}
+	slices.SortFunc(out, func(a, b model.VM) int { return strings.Compare(a.ID, b.ID) })
+	return out, true
 }
 
 // serverAlone reads one server, its direct ports too, and begins a watch when none runs.
@@ -124,7 +180,7 @@ func (w *watch) begin(began, date time.Time) {
 		return
 	}
 	w.epoch++
-	w.began, w.mark, w.servers = began, date.Add(-watchStartMargin), map[string]watched{}
+	w.began, w.mark, w.servers, w.hosts = began, date.Add(-watchStartMargin), map[string]watched{}, map[string]bool{}
 }
 
 // keep puts what a read begun at began showed into the watch (a host's servers, one server):
@@ -135,6 +191,22 @@ func (w *watch) keep(vms []model.VM, began time.Time) {
 	if w.began.IsZero() || began.Before(w.began) {
 		return
 	}
+	w.keepLocked(vms, began)
+}
+
+// keepHost is keep for a host's whole list: the watch holds the host's servers from then on.
+func (w *watch) keepHost(host string, vms []model.VM, began time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.began.IsZero() || began.Before(w.began) {
+		return
+	}
+	w.keepLocked(vms, began)
+	w.hosts[host] = true
+}
+
+// keepLocked is keep, called with mu.
+func (w *watch) keepLocked(vms []model.VM, began time.Time) {
 	for _, vm := range vms {
 		if was, ok := w.servers[vm.ID]; !ok || was.read.Before(began) {
 			w.servers[vm.ID] = watched{vm: vm, read: began}
@@ -147,7 +219,7 @@ func (w *watch) end(epoch int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.epoch == epoch {
-		w.began, w.servers = time.Time{}, nil
+		w.began, w.servers, w.hosts = time.Time{}, nil, nil
 	}
 }
 
@@ -176,9 +248,6 @@ func (c *Client) readChangedServers(ctx context.Context) (changedServers, error)
 			w.mark = t.Add(-watchMargin)
 		}
 		was, ok := w.servers[s.ID]
-		if !ok && c.network != nil {
-			continue // its direct ports unread: read alone when asked
-		}
 		if ok && !was.read.Before(began) {
 			continue // a read begun later showed it
 		}
@@ -186,7 +255,12 @@ func (c *Client) readChangedServers(ctx context.Context) (changedServers, error)
 		if vm.Pinned == "" {
 			vm.Pinned = was.vm.Pinned // a direct port seen by the read that began the VM's watch
 		}
-		w.servers[s.ID] = watched{vm: vm, deleted: s.Status == "DELETED" || s.Status == "SOFT_DELETED", read: began}
+		w.servers[s.ID] = watched{
+			vm:          vm,
+			deleted:     s.Status == "DELETED" || s.Status == "SOFT_DELETED",
+			portsUnread: c.network != nil && (!ok || was.portsUnread), // read alone when asked
+			read:        began,
+		}
 	}
 	return changedServers{epoch: epoch}, nil
 }
