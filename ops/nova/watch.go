@@ -110,9 +110,9 @@ func (c *Client) HostServers(ctx context.Context, host string) ([]model.VM, erro
 	return c.Servers(ctx, host)
 }
 
-// watchedHost is host's servers as a read of what changed, begun after the call, leaves them;
-// false when the watch does not hold the host's list, or holds a server on it whose ports are
-// unread.
+// watchedHost is host's servers as a read of what changed, begun after the call, leaves them
+// (a server first seen changed has its direct ports read here); false when the watch does not
+// hold the host's list.
 func (c *Client) watchedHost(ctx context.Context, host string) ([]model.VM, bool) {
 	w := &c.watch
 	w.mu.Lock()
