@@ -308,7 +308,7 @@ func (c *Client) Servers(ctx context.Context, host string) ([]model.VM, error) {
 		pinByPorts(out, c.directPorts(ctx, ids...))
 	}
 	if host != "" {
-		c.watch.keepHost(host, out, began) // the VMs a step acts on next: their reads come from the watch
+		c.watch.keep(host, out, began) // the VMs a step acts on next: their reads come from the watch
 	}
 	return out, nil
 }

@@ -167,7 +167,7 @@ func (c *Client) serverAlone(ctx context.Context, id string) (model.VM, error) {
 	if date, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
 		c.watch.begin(began, date)
 	}
-	c.watch.keep(vm, began)
+	c.watch.keep("", vm, began)
 	return vm[0], nil
 }
 
@@ -183,34 +183,22 @@ func (w *watch) begin(began, date time.Time) {
 	w.began, w.mark, w.servers, w.hosts = began, date.Add(-watchStartMargin), map[string]watched{}, map[string]bool{}
 }
 
-// keep puts what a read begun at began showed into the watch (a host's servers, one server):
-// only a read begun after the watch did, and newer than what it holds.
-func (w *watch) keep(vms []model.VM, began time.Time) {
+// keep puts what a read begun at began showed into the watch (one server; with host, that
+// host's whole list, which the watch then holds): only a read begun after the watch did, and
+// newer than what it holds.
+func (w *watch) keep(host string, vms []model.VM, began time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.began.IsZero() || began.Before(w.began) {
 		return
 	}
-	w.keepLocked(vms, began)
-}
-
-// keepHost is keep for a host's whole list: the watch holds the host's servers from then on.
-func (w *watch) keepHost(host string, vms []model.VM, began time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.began.IsZero() || began.Before(w.began) {
-		return
-	}
-	w.keepLocked(vms, began)
-	w.hosts[host] = true
-}
-
-// keepLocked is keep, called with mu.
-func (w *watch) keepLocked(vms []model.VM, began time.Time) {
 	for _, vm := range vms {
 		if was, ok := w.servers[vm.ID]; !ok || was.read.Before(began) {
 			w.servers[vm.ID] = watched{vm: vm, read: began}
 		}
+	}
+	if host != "" {
+		w.hosts[host] = true
 	}
 }
 
