@@ -5,6 +5,7 @@ package nova
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -79,6 +80,13 @@ func (w wireMigration) model() model.Migration {
 // Migrations lists os-migrations records, newest first, following marker pagination
 // (gophercloud's migrations pager stops after the first page).
 func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Migration, error) {
+	out, _, err := c.migrationsDated(ctx, f)
+	return out, err
+}
+
+// migrationsDated is Migrations, and the Date of Nova's answer to the first page (zero when it
+// gave none): Nova's clock when the list began.
+func (c *Client) migrationsDated(ctx context.Context, f MigrationFilter) ([]model.Migration, time.Time, error) {
 	q := url.Values{}
 	set := func(k, v string) {
 		if v != "" {
@@ -100,13 +108,18 @@ func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Mig
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
 	var out []model.Migration
+	var date time.Time
 	for {
 		var body struct {
 			Migrations []wireMigration `json:"migrations"`
 		}
 		u := c.compute.ServiceURL("os-migrations") + "?" + q.Encode()
-		if _, err := c.compute.Get(ctx, u, &body, nil); err != nil {
-			return nil, fmt.Errorf("listing migrations: %w", describe(err))
+		resp, err := c.compute.Get(ctx, u, &body, nil)
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("listing migrations: %w", describe(err))
+		}
+		if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil && date.IsZero() {
+			date = d
 		}
 		for _, w := range body.Migrations {
 			out = append(out, w.model())
@@ -115,11 +128,11 @@ func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]model.Mig
 		// empty page is the last one.
 		if !paged || f.Limit > 0 || len(body.Migrations) == 0 || (c.pageSize > 0 && len(body.Migrations) < c.pageSize) ||
 			(c.pageSize == 0 && len(body.Migrations) < 1000) {
-			return out, nil
+			return out, date, nil
 		}
 		last := body.Migrations[len(body.Migrations)-1]
 		if last.UUID == "" {
-			return out, nil
+			return out, date, nil
 		}
 		q.Set("marker", last.UUID)
 	}

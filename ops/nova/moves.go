@@ -38,6 +38,10 @@ var unendedStatuses = func() []string {
 	return out
 }()
 
+// fullMarkMargin is how long before the Date of the read by status the next read of what
+// changed begins: Nova's Date is to the second, and its updated_at rounded to one.
+const fullMarkMargin = 2 * time.Second
+
 // unendedEvery is how long the list is kept by reading what changed before it is read by
 // status again: a safety net for a change a read of what changed could miss.
 const unendedEvery = 2 * time.Minute
@@ -58,7 +62,7 @@ type moves struct {
 	mu      sync.Mutex
 	unended map[int64]model.Migration
 	ended   map[int64]endedMove // seen ending by a read of what changed, kept endedFor
-	mark    time.Time           // the newest updated_at Nova showed (its own clock)
+	mark    time.Time           // reads of what changed ask from it (Nova's clock; see readMoves)
 	newest  int64               // the newest record's ID seen
 	fullAt  time.Time           // the last read by status (local clock); zero: none yet
 }
@@ -95,21 +99,31 @@ func (c *Client) readMoves(ctx context.Context) (movesRead, error) {
 	m.mu.Unlock()
 	if full {
 		began := time.Now()
+		// The newest record first: its answer's Date, less a margin, is where the next read of
+		// what changed begins. The reads by status take a while, and a record seen by an
+		// early one may change before a later one shows a newer change: the newest updated_at
+		// they show would pass over it.
+		var newest []model.Migration
+		var date time.Time
+		if c.atLeast("2.59") {
+			var err error
+			if newest, date, err = c.migrationsDated(ctx, MigrationFilter{Limit: 1}); err != nil {
+				return movesRead{}, err
+			}
+		}
 		all, err := c.withStatuses(ctx, "", "", unendedStatuses)
 		if err != nil {
 			return movesRead{}, err
-		}
-		var newest []model.Migration
-		if c.atLeast("2.59") {
-			if newest, err = c.Migrations(ctx, MigrationFilter{Limit: 1}); err != nil {
-				return movesRead{}, err
-			}
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.unended, m.ended, m.fullAt = map[int64]model.Migration{}, map[int64]endedMove{}, began
 		m.keep(newest)
 		m.keep(all)
+		m.mark = date.Add(-fullMarkMargin)
+		if date.IsZero() { // no Date: the newest change among them, as before
+			m.mark = newestChange(slices.Concat(newest, all))
+		}
 		return m.read(c.atLeast("2.59")), nil
 	}
 	// The two reads at once: they ask apart (by ID, by change), and a question waits for both.
@@ -136,7 +150,23 @@ func (c *Client) readMoves(ctx context.Context) (movesRead, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.keep(newerOf(made, changed))
+	// The mark moves by what changed only: the newest pages were read at once with it, maybe
+	// later, and a change they show is newer than what it saw, not than every change since.
+	if t := newestChange(changed); t.After(m.mark) {
+		m.mark = t
+	}
 	return m.read(true), nil
+}
+
+// newestChange is the newest updated_at among recs (zero: none).
+func newestChange(recs []model.Migration) time.Time {
+	var t time.Time
+	for _, r := range recs {
+		if r.UpdatedAt.After(t) {
+			t = r.UpdatedAt
+		}
+	}
+	return t
 }
 
 // newerOf is the records of both reads, each as the newer of the two says it (they ran at
@@ -216,9 +246,6 @@ func (m *moves) keep(recs []model.Migration) {
 			m.ended[r.ID] = endedMove{r, seen}
 		} else {
 			m.unended[r.ID] = r
-		}
-		if r.UpdatedAt.After(m.mark) {
-			m.mark = r.UpdatedAt
 		}
 		m.newest = max(m.newest, r.ID)
 	}
