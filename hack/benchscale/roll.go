@@ -199,6 +199,11 @@ func runRoll(ctx context.Context, o options) error {
 	fmt.Printf("| VMs on the host they began on, at the end (--return-vms %v) | %d of %d | %.1f %% |\n", ro.returnVMs, home, all, 100*float64(home)/float64(all))
 	if ro.returnVMs {
 		fmt.Printf("| the returns' migrations, summed (beside the campaign: not in the floor) | %s | %s |\n", secs(runs.returning), secs(runs.returning/time.Duration(ro.nodes)))
+		// The returns run beside the campaign, not in its slots, so the floor with them is the
+		// evacuations' floor and then one node's returns (the last node's cannot begin before
+		// its own moves out end): a node's, on the mean.
+		withReturns := floor + runs.returning/time.Duration(ro.nodes)
+		fmt.Printf("| floor with the returns: the floor, then a node's returns (mean) | %s | wall ÷ floor %.2f× |\n", secs(withReturns), wall.Seconds()/withReturns.Seconds())
 	}
 	if !runs.halfAt.IsZero() {
 		took := runs.end.Sub(runs.halfAt)
