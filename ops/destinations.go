@@ -92,9 +92,11 @@ func (e *Engine) taken(d *destRoom) (ramMB int64, vcpus float64) {
 // drainctl must choose destinations itself: only when the per-destination cap can bind (it is
 // below what may be in flight at once). Otherwise, and without capacity figures (2.88+),
 // Nova's scheduler chooses, with everything it knows (server groups, aggregates). They come
-// from the Nova read the run was planned on (shared with the other plans of that moment): a
-// host picked is read again, by itself, just before a VM is sent there (stillUsable), so
-// twenty nodes in flight do not read the whole cloud's services and hypervisors twenty times.
+// from the Nova read the run was planned on (shared with the other plans of that moment), so
+// twenty nodes in flight do not read the whole cloud's services and hypervisors twenty times:
+// Nova's scheduler checks a live move's host when it acts (one disabled since is turned
+// down, and the VM's next attempt goes elsewhere); a cold move's or a rebuild's is read again,
+// by itself, just before a VM is sent there (stillUsable).
 func (r *runner) destinations(ctx context.Context) []*destRoom {
 	e := r.e
 	c := e.cfg.Concurrency
@@ -144,7 +146,7 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 // its cap. (Waiting for one at its cap instead cost more than the second moves it saved:
 // 1,000 nodes took 348 s against 281 s.) With no capacity figures
 // it returns "" (Nova's scheduler chooses). false: every fitting host is at its cap now.
-func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[string]int) (string, bool) {
+func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[string]int, turnedDown map[string]bool) (string, bool) {
 	if r.plan.Target != "" {
 		return r.plan.Target, r.under(r.plan.Target, others)
 	}
@@ -160,7 +162,7 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 	for _, d := range dests {
 		ram, vcpus := e.taken(d)
 		ram, vcpus = d.ramMB-ram, d.vcpus-vcpus
-		if d.gone || ram < vm.RAMMB || vcpus < float64(vm.VCPUs) {
+		if d.gone || turnedDown[d.host] || ram < vm.RAMMB || vcpus < float64(vm.VCPUs) {
 			continue
 		}
 		if ok, _ := vm.Legal(d.zone, nil); !ok {
@@ -182,7 +184,7 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 	return "", false
 }
 
-// stillUsable re-reads a destination's compute service just before a VM is sent there:
+// stillUsable re-reads a cold move's or a rebuild's destination's compute service just before a VM is sent there:
 // the hosts were read when the run began, and another node's evacuation (this process's,
 // another's, a campaign's next node) may have disabled it since. A host no longer enabled
 // and up is marked gone. A failed read says nothing: Nova's scheduler checks the host too.
@@ -191,13 +193,19 @@ func (r *runner) stillUsable(ctx context.Context, host string, dests []*destRoom
 	if err != nil || (ok && svc.Host == host && svc.TakesVMs()) {
 		return true
 	}
+	markGone(dests, host)
+	r.nodeChanged("destination " + host + " was disabled or went down since the hosts were read: choosing another")
+	return false
+}
+
+// markGone marks host never to be picked again by the run (disabled, down or full since the
+// hosts were read).
+func markGone(dests []*destRoom, host string) {
 	for _, d := range dests {
 		if d.host == host {
 			d.gone = true
 		}
 	}
-	r.nodeChanged("destination " + host + " was disabled or went down since the hosts were read: choosing another")
-	return false
 }
 
 // antiAffinity reports whether the plan knows the VM as a member of a hard anti-affinity

@@ -47,6 +47,12 @@ func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
 	if run.settled || run.attempt >= r.e.o.Attempts || r.noValidHostAsked(run) {
 		return false
 	}
+	if run.picked {
+		if run.turnedDown == nil {
+			run.turnedDown = map[string]bool{}
+		}
+		run.turnedDown[run.dest] = true
+	}
 	run.notBefore = r.e.now().Add(r.e.o.Poll)
 	r.emitVM(run, MigRetrying, msg)
 	*pending = append(*pending, run)

@@ -28,8 +28,12 @@ type vmRun struct {
 	slot      bool   // holds one of the cluster-wide migration slots
 	claimed   string // the destination counted against its cap
 	picked    bool   // drainctl picked the destination (its ledger of room has it)
-	total     int64
-	copied    int64 // bytes copied by the earlier attempts
+	// turnedDown are the destinations drainctl picked for an earlier attempt that failed:
+	// the next attempt goes elsewhere (a host disabled since the hosts were read: Nova's
+	// scheduler turns it down).
+	turnedDown map[string]bool
+	total      int64
+	copied     int64 // bytes copied by the earlier attempts
 	// refused: Nova said this VM cannot move by its method at all (a live move's pre-check
 	// refused it): retrying the method does not help; its mover's fallback may.
 	refused bool

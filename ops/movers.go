@@ -14,7 +14,7 @@ import (
 // a row; moveAll reads the rows and names no method.
 var movers = map[model.MoveMethod]mover{
 	model.MoveLive: {begin: queued, request: requestLive, poll: (*runner).pollLive, refused: refusedLive,
-		fallback: (*runner).coldInstead, undo: (*runner).abortLive, copies: true},
+		fallback: (*runner).coldInstead, undo: (*runner).abortLive, copies: true, destChecked: true},
 	model.MoveCold: {
 		begin:   queued,
 		request: requestCold,
@@ -53,6 +53,11 @@ type mover struct {
 	// what it did ("": nothing to say).
 	undo   func(r *runner, ctx context.Context) (string, error)
 	copies bool // its progress is bytes copied (a live migration's memory)
+	// destChecked: Nova's scheduler checks a named destination when it acts (enabled, up,
+	// room: a live move's since 2.30) and turns one down with NoValidHost, the VM left where
+	// it was (TestConformanceARequestedHostDisabledIsTurnedDown); drainctl reads it no more
+	// before the request.
+	destChecked bool
 }
 
 // queued waits for its request, under the caps.

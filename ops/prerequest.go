@@ -34,7 +34,9 @@ var beforeRequest = []requestCheck{
 	},
 	{
 		"destination usable",
-		"Nova: the chosen destination's compute service (1 GET a candidate; none for the scheduler's choice)",
+		"Nova: a rebuild's chosen destination's compute service (1 GET a candidate; none for the scheduler's choice, " +
+			"nor for a live move: Nova's scheduler checks the host it is given, and an attempt it turns down " +
+			"goes elsewhere next)",
 		(*runner).usableDestination,
 	},
 }
@@ -107,12 +109,18 @@ func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
 	return proceed
 }
 
-// usableDestination chooses the destination, each candidate read again (disabled or down
-// since the hosts were read: the next one).
+// usableDestination chooses the destination, not one an earlier attempt of the VM was turned
+// down on; a cold move's or a rebuild's candidates are each read again (disabled or down since
+// the hosts were read: the next one). A live move's are not: Nova's scheduler checks the host
+// named when it acts, a later proof than a read before the request.
 func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
-	dest, ok := r.pickDestination(q.run.vm, q.dests, q.room.toDest)
-	for ok && dest != "" && q.dests != nil && r.plan.Target == "" && !r.stillUsable(ctx, dest, q.dests) {
-		dest, ok = r.pickDestination(q.run.vm, q.dests, q.room.toDest)
+	if q.run.noValidHost && q.run.picked { // the last attempt's: Nova's scheduler turned the host down
+		markGone(q.dests, q.run.dest)
+	}
+	dest, ok := r.pickDestination(q.run.vm, q.dests, q.room.toDest, q.run.turnedDown)
+	for ok && dest != "" && q.dests != nil && r.plan.Target == "" && !movers[q.run.method].destChecked &&
+		!r.stillUsable(ctx, dest, q.dests) {
+		dest, ok = r.pickDestination(q.run.vm, q.dests, q.room.toDest, q.run.turnedDown)
 	}
 	if !ok {
 		return wait // every destination is at its cap: wait for one to finish

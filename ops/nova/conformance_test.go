@@ -584,6 +584,36 @@ func TestConformanceNoValidHost(t *testing.T) {
 	})
 }
 
+// A live migration asked to a host whose service is disabled (since 2.30, without force): the
+// scheduler checks the host it is given when it acts, and turns it down as it does when it
+// finds none (202, the record in error, the server ACTIVE where it was, the action's error
+// NoValidHost). drainctl's live moves rely on it instead of reading the host before each.
+func TestConformanceARequestedHostDisabledIsTurnedDown(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id := c.Boot("turned-down-1", "compute-0")
+		_, err := cl.SetServiceEnabled(ctx, model.ComputeService{Host: "compute-1"}, false, "drainctl conformance")
+		must(t, err)
+		asked := c.Clock()
+		must(t, cl.LiveMigrate(ctx, id, "compute-1"))
+		rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeLive, asked)
+		c.Wait(30*time.Second, "the record in error", func() bool {
+			ms, err := cl.MigrationsOf(ctx, id)
+			must(t, err)
+			return ms[0].ID == rec.ID && ms[0].Status == model.MigrationFailed
+		})
+		c.Wait(30*time.Second, "ACTIVE on compute-0, no task", func() bool {
+			vm := serverOf(t, ctx, cl, id)
+			return vm.Status == model.VMActive && vm.Host == "compute-0" && vm.TaskState == ""
+		})
+		f, err := cl.LastActionError(ctx, id, model.MoveLive)
+		must(t, err)
+		if !f.NoValidHost || f.CannotLive {
+			t.Errorf("the action's error: %+v (NoValidHost, and not CannotLive, expected)", f)
+		}
+	})
+}
+
 // A nova-compute's silence is read on the cloud's own clock (its API's Date less updated_at),
 // as automatic recovery reads it: a live one's is under its report interval; a dead one's
 // grows from its last report, no longer than since its death and one report interval. Then a
