@@ -198,6 +198,20 @@ func (r *runner) stillUsable(ctx context.Context, host string, dests []*destRoom
 	return false
 }
 
+// disabledHere says whether this process disabled host's service since the destinations were
+// read (a campaign's next node, another run's), on Nova's answer to that change, and marks it
+// gone. A host another actor disabled is Nova's scheduler's to turn down.
+func (r *runner) disabledHere(host string, dests []*destRoom) bool {
+	for _, d := range dests {
+		if svc, ok := r.e.inv.ServiceAnswered(host, d.readAt); d.host == host && ok && !svc.TakesVMs() {
+			markGone(dests, host)
+			r.nodeChanged("destination " + host + " was disabled by this process since the hosts were read: choosing another")
+			return true
+		}
+	}
+	return false
+}
+
 // markGone marks host never to be picked again by the run (disabled, down or full since the
 // hosts were read).
 func markGone(dests []*destRoom, host string) {

@@ -526,11 +526,12 @@ func TestRecommendWithNothingChangedIsTheLast(t *testing.T) {
 // and no VM of the run is sent there again: the VM goes elsewhere at its next attempt. The run
 // picks from the read it was planned on; c2, the roomiest, is disabled after that read. (Nova
 // checks the host it is given when it acts: drainctl no longer reads it before each request.)
+// The attempt turned down moved nothing and does not count: one attempt a VM is enough here.
 func TestDestinationDisabledMeanwhileIsTurnedDownOnce(t *testing.T) {
 	c := newCluster(t, 50)
 	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerDestination = 2, 1 // drainctl picks
 	c.World.AddServer("filler", c.Name("c1"), sim.Flavor{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 8, DiskGB: 80})
-	e := c.Engine("t", nil)
+	e := c.Engine("t", func(o *ops.EngineOptions) { o.Attempts = 1 })
 	ctx := kubetest.Ctx(t)
 	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
 	plan, err := e.Plan(ctx, model.OpEvacuate, c.Name("c0"), ro)
@@ -565,6 +566,51 @@ func TestDestinationDisabledMeanwhileIsTurnedDownOnce(t *testing.T) {
 		if vm, _ := c.World.ServerByName(name); vm.Host != c.Name("c1") {
 			t.Errorf("%s on %s", name, vm.Host)
 		}
+	}
+}
+
+// A destination this process disabled since the run read the hosts (a campaign's next node,
+// cordoned by another run of the same engine while the VMs go) is passed over on Nova's answer
+// to that disable: no VM is sent there after it, and no read of it is made before each request.
+// c2, the roomiest, takes vm-a; as vm-a is requested, c2 is cordoned and disabled; vm-b goes
+// to c1 (before, Nova turned it down on c2 first).
+func TestADestinationThisProcessDisabledIsPassedOver(t *testing.T) {
+	c := newCluster(t, 50)
+	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerDestination = 1, 1 // one at a time
+	c.World.AddServer("filler", c.Name("c1"), sim.Flavor{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 8, DiskGB: 80})
+	e := c.Engine("t", nil)
+	ctx := kubetest.Ctx(t)
+	// A campaign's run (nodes later): drainctl picks the destinations.
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}, Later: []string{"a-node-later"}}
+	plan, err := e.Plan(ctx, model.OpEvacuate, c.Name("c0"), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cordonC2 := func() {
+		cordon, err := e.Plan(ctx, model.OpCordon, c.Name("c2"), ops.RunOptions{Policy: defaults()})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if rep, err := e.Run(ctx, cordon, ops.RunOptions{Policy: defaults()}, func(ops.Event) {}); err != nil || rep.Result != ops.ResultDone {
+			t.Errorf("cordon of c2: %v %+v", err, rep)
+		}
+	}
+	var sentTo []string
+	emit := func(ev ops.Event) {
+		if e, ok := ev.(ops.MigrationEvent); ok && e.State == ops.MigRequested {
+			sentTo = append(sentTo, e.Dest)
+			if len(sentTo) == 1 {
+				cordonC2() // the run waits: the next VM's request comes after the disable's answer
+			}
+		}
+	}
+	if rep, err := e.Run(ctx, plan, ro, emit); err != nil || rep.Result != ops.ResultDone {
+		t.Fatalf("evacuation of c0: %v %+v", err, rep)
+	}
+	if len(sentTo) != 2 || sentTo[0] != c.Name("c2") || sentTo[1] != c.Name("c1") {
+		t.Errorf("migrations requested to %v; want %s, then %s (%s disabled by this process in between)",
+			sentTo, c.Name("c2"), c.Name("c1"), c.Name("c2"))
 	}
 }
 

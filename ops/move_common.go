@@ -44,7 +44,10 @@ func (r *runner) unstoppableOverdue(run *vmRun, what string) (MigState, string, 
 
 // retry puts a failed VM back in the queue if it has attempts left.
 func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
-	if run.settled || run.attempt >= r.e.o.Attempts || r.noValidHostAsked(run) {
+	// An attempt Nova's scheduler turned down on a host drainctl picked moved nothing: it does
+	// not count against the attempts (the host is never picked again, so it is bounded).
+	turnedDown := run.picked && run.noValidHost
+	if run.settled || (run.attempt >= r.e.o.Attempts && !turnedDown) || r.noValidHostAsked(run) {
 		return false
 	}
 	if run.picked {

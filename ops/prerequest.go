@@ -112,14 +112,20 @@ func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
 // usableDestination chooses the destination, not one an earlier attempt of the VM was turned
 // down on; a cold move's or a rebuild's candidates are each read again (disabled or down since
 // the hosts were read: the next one). A live move's are not: Nova's scheduler checks the host
-// named when it acts, a later proof than a read before the request.
+// named when it acts, a later proof than a read before the request; a host this process
+// disabled since (a campaign's next node) is passed over on Nova's answer to that disable.
 func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
 	if q.run.noValidHost && q.run.picked { // the last attempt's: Nova's scheduler turned the host down
 		markGone(q.dests, q.run.dest)
 	}
+	usable := func(host string) bool {
+		if movers[q.run.method].destChecked {
+			return !r.disabledHere(host, q.dests)
+		}
+		return r.stillUsable(ctx, host, q.dests)
+	}
 	dest, ok := r.pickDestination(q.run.vm, q.dests, q.room.toDest, q.run.turnedDown)
-	for ok && dest != "" && q.dests != nil && r.plan.Target == "" && !movers[q.run.method].destChecked &&
-		!r.stillUsable(ctx, dest, q.dests) {
+	for ok && dest != "" && q.dests != nil && r.plan.Target == "" && !usable(dest) {
 		dest, ok = r.pickDestination(q.run.vm, q.dests, q.room.toDest, q.run.turnedDown)
 	}
 	if !ok {
