@@ -564,23 +564,7 @@ func TestConformanceNoValidHost(t *testing.T) {
 			_, err := cl.SetServiceEnabled(ctx, model.ComputeService{Host: h}, false, "drainctl conformance")
 			must(t, err)
 		}
-		asked := c.Clock()
-		must(t, cl.LiveMigrate(ctx, id, ""))
-		rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeLive, asked)
-		c.Wait(30*time.Second, "the record in error", func() bool {
-			ms, err := cl.MigrationsOf(ctx, id)
-			must(t, err)
-			return ms[0].ID == rec.ID && ms[0].Status == model.MigrationFailed
-		})
-		c.Wait(30*time.Second, "ACTIVE on compute-0, no task", func() bool {
-			vm := serverOf(t, ctx, cl, id)
-			return vm.Status == model.VMActive && vm.Host == "compute-0" && vm.TaskState == ""
-		})
-		f, err := cl.LastActionError(ctx, id, model.MoveLive)
-		must(t, err)
-		if !strings.Contains(f.Message, "No valid host") || !f.NoValidHost || f.CannotLive {
-			t.Errorf("the action's error: %+v (NoValidHost, and not CannotLive, expected)", f)
-		}
+		turnedDown(t, c, cl, id, "")
 	})
 }
 
@@ -590,28 +574,37 @@ func TestConformanceNoValidHost(t *testing.T) {
 // NoValidHost). drainctl's live moves rely on it instead of reading the host before each.
 func TestConformanceARequestedHostDisabledIsTurnedDown(t *testing.T) {
 	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
-		ctx, cl := context.Background(), drainctlClient(t, c)
+		cl := drainctlClient(t, c)
 		id := c.Boot("turned-down-1", "compute-0")
-		_, err := cl.SetServiceEnabled(ctx, model.ComputeService{Host: "compute-1"}, false, "drainctl conformance")
+		_, err := cl.SetServiceEnabled(context.Background(), model.ComputeService{Host: "compute-1"}, false, "drainctl conformance")
 		must(t, err)
-		asked := c.Clock()
-		must(t, cl.LiveMigrate(ctx, id, "compute-1"))
-		rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeLive, asked)
-		c.Wait(30*time.Second, "the record in error", func() bool {
-			ms, err := cl.MigrationsOf(ctx, id)
-			must(t, err)
-			return ms[0].ID == rec.ID && ms[0].Status == model.MigrationFailed
-		})
-		c.Wait(30*time.Second, "ACTIVE on compute-0, no task", func() bool {
-			vm := serverOf(t, ctx, cl, id)
-			return vm.Status == model.VMActive && vm.Host == "compute-0" && vm.TaskState == ""
-		})
-		f, err := cl.LastActionError(ctx, id, model.MoveLive)
-		must(t, err)
-		if !f.NoValidHost || f.CannotLive {
-			t.Errorf("the action's error: %+v (NoValidHost, and not CannotLive, expected)", f)
-		}
+		turnedDown(t, c, cl, id, "compute-1")
 	})
+}
+
+// turnedDown asks for a live migration of id (on compute-0) to host ("": the scheduler's
+// choice) and checks Nova turns it down: the record in error, the server ACTIVE on compute-0
+// with no task, the action's error NoValidHost.
+func turnedDown(t *testing.T, c *novatest.Cloud, cl *nova.Client, id, host string) {
+	t.Helper()
+	ctx := context.Background()
+	asked := c.Clock()
+	must(t, cl.LiveMigrate(ctx, id, host))
+	rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeLive, asked)
+	c.Wait(30*time.Second, "the record in error", func() bool {
+		ms, err := cl.MigrationsOf(ctx, id)
+		must(t, err)
+		return ms[0].ID == rec.ID && ms[0].Status == model.MigrationFailed
+	})
+	c.Wait(30*time.Second, "ACTIVE on compute-0, no task", func() bool {
+		vm := serverOf(t, ctx, cl, id)
+		return vm.Status == model.VMActive && vm.Host == "compute-0" && vm.TaskState == ""
+	})
+	f, err := cl.LastActionError(ctx, id, model.MoveLive)
+	must(t, err)
+	if !strings.Contains(f.Message, "No valid host") || !f.NoValidHost || f.CannotLive {
+		t.Errorf("the action's error: %+v (NoValidHost, and not CannotLive, expected)", f)
+	}
 }
 
 // A nova-compute's silence is read on the cloud's own clock (its API's Date less updated_at),
