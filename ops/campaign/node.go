@@ -71,6 +71,9 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 		r.setPhase(ctx, i, model.PhaseReturning, "")
 		ro := r.o.Run
 		ro.Leaving, ro.ReturnVMs = nil, false // the campaign brings them home itself, in the background
+		// The way back plans on the last read (the service as Nova answered this campaign's
+		// disable): its enable step reads the service afresh before it acts, and decides there.
+		ro.FromCache = true
 		up, err := e.Plan(ctx, model.OpUncordon, name, ro)
 		if err == nil {
 			_, err = e.Run(ctx, up, ro, r.sayRestarts(name, emit))

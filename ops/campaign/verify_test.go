@@ -1,6 +1,7 @@
 package campaign_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/drainctl/drainctl/internal/simtest"
@@ -9,6 +10,49 @@ import (
 	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 )
+
+// A node's way back reads its service once, in the enable step that acts on it: the plan of the
+// way back is made on the last read (Nova's answer to the campaign's disable), not on a read of
+// its own a moment before the step's. Counted from the disable's answer: a live move's
+// destination is not read either.
+func TestACampaignsWayBackReadsItsServiceOnce(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0 := c.Name("c0")
+	e := c.Engine("tester@a", nil)
+	reads, from := -1, 0
+	var calls []string
+	r, err := campaign.New(
+		kubetest.Ctx(t),
+		e,
+		campaign.Options{Nodes: []string{c0}, Run: ops.RunOptions{Policy: simtest.Defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}},
+		func(ev ops.Event) {
+			s, ok := ev.(ops.StepEvent)
+			switch {
+			case ok && s.Step == model.StepDisableCompute && s.State == ops.StepDone:
+				c.World.ResetStats() // what follows the disable's answer: the node emptied, then its way back
+				reads, from = 0, len(c.Muts.Log.Calls())
+			case ok && s.Step == model.StepEnableCompute && s.State == ops.StepDone:
+				reads, calls = c.World.Stats().ByRoute["GET /os-services"], c.Muts.Log.Calls()[from:]
+			}
+		},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(kubetest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Record().State != model.CampaignDone {
+		t.Fatalf("the campaign: %+v", r.Record())
+	}
+	if reads != 1 {
+		t.Errorf("the way back read the service %d times up to the enable's answer; want 1 (the enable step's):\n%s",
+			reads, strings.Join(calls, "\n"))
+	}
+	if svc, ok := c.World.Host(c0); !ok || !svc.Enabled {
+		t.Errorf("%s's service after the way back: %+v; want enabled", c0, svc)
+	}
+}
 
 // A node's check that it came back opens on Nova's answer to the way back's enable (the service
 // enabled and up, Nova's word then): no read of the service after the enable, where it read it
