@@ -184,9 +184,9 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 	return "", false
 }
 
-// stillUsable re-reads a cold move's or a rebuild's destination's compute service just before a VM is sent there:
-// the hosts were read when the run began, and another node's evacuation (this process's,
-// another's, a campaign's next node) may have disabled it since. A host no longer enabled
+// stillUsable re-reads a cold move's or a rebuild's destination's compute service just before
+// a VM is sent there: the hosts were read when the run began, and another node's evacuation
+// (this process's, another's, a campaign's next node) may have disabled it since. A host no longer enabled
 // and up is marked gone. A failed read says nothing: Nova's scheduler checks the host too.
 func (r *runner) stillUsable(ctx context.Context, host string, dests []*destRoom) bool {
 	svc, ok, err := r.e.serviceOn(ctx, host)
@@ -203,7 +203,10 @@ func (r *runner) stillUsable(ctx context.Context, host string, dests []*destRoom
 // gone. A host another actor disabled is Nova's scheduler's to turn down.
 func (r *runner) disabledHere(host string, dests []*destRoom) bool {
 	for _, d := range dests {
-		if svc, ok := r.e.inv.ServiceAnswered(host, d.readAt); d.host == host && ok && !svc.TakesVMs() {
+		if d.host != host {
+			continue
+		}
+		if svc, ok := r.e.inv.ServiceAnswered(host, d.readAt); ok && !svc.TakesVMs() {
 			markGone(dests, host)
 			r.nodeChanged("destination " + host + " was disabled by this process since the hosts were read: choosing another")
 			return true

@@ -34,7 +34,7 @@ var beforeRequest = []requestCheck{
 	},
 	{
 		"destination usable",
-		"Nova: a rebuild's chosen destination's compute service (1 GET a candidate; none for the scheduler's choice, " +
+		"Nova: a cold move's or a rebuild's chosen destination's compute service (1 GET a candidate; none for the scheduler's choice, " +
 			"nor for a live move: Nova's scheduler checks the host it is given, and an attempt it turns down " +
 			"goes elsewhere next)",
 		(*runner).usableDestination,
