@@ -32,34 +32,15 @@ func laterNodesSkipped(t *testing.T, c *simtest.Cluster) {
 	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
 	c.World.AddServer("filler", c2, sim.Flavor{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 8, DiskGB: 80})
 	e := c.Engine("tester@a", nil)
-	pol := simtest.Defaults() // the VMs alone (VMsOnly): the pods' replacements are not played here
 	var mu sync.Mutex
 	moves := map[string][]string{}
-	r, err := campaign.New(
-		kubetest.Ctx(t),
-		e,
-		campaign.Options{
-			Nodes: []string{c0, c1},
-			Order: "given",
-			Run:   ops.RunOptions{Policy: pol, EvacuateParams: ops.EvacuateParams{VMsOnly: true}},
-		},
-		func(ev ops.Event) {
-			if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigRequested {
-				mu.Lock()
-				moves[m.VM] = append(moves[m.VM], m.Dest)
-				mu.Unlock()
-			}
-		},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(kubetest.Ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	if r.Record().State != model.CampaignDone {
-		t.Fatalf("the campaign: %+v", r.Record())
-	}
+	runToDone(t, e, campaign.Options{Nodes: []string{c0, c1}, Order: "given", Run: vmsOnly()}, func(ev ops.Event) {
+		if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigRequested {
+			mu.Lock()
+			moves[m.VM] = append(moves[m.VM], m.Dest)
+			mu.Unlock()
+		}
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for _, vm := range []string{"vm-a", "vm-b"} {
