@@ -103,19 +103,21 @@ func (i *Inventory) readNodes(ctx context.Context, seen *model.VM, nodes ...stri
 		return i.Read(ctx)
 	}
 	began := i.now()
-	want := map[string]string{}
+	want := map[string]model.Hypervisor{}
 	for _, h := range base.Hypervisors {
-		want[h.Host] = h.ID // only a host some hypervisor stands for can be read by itself
+		want[h.Host] = h // only a host some hypervisor stands for can be read by itself
 	}
-	read := map[string]string{}
+	read := map[string]model.Hypervisor{}
 	for h := range i.HostsOf(nodes) {
-		id, ok := want[h]
+		hv, ok := want[h]
 		if !ok { // a host the whole read did not know (new since?): read the cloud
 			return i.Read(ctx)
 		}
-		read[h] = id
+		read[h] = hv
 	}
-	part, err := i.nova.HostSnapshot(ctx, read)
+	// A plan on its own nodes empties them: their room as last read serves. A move to a host
+	// (seen) fills it: its room is read afresh.
+	part, err := i.nova.HostSnapshot(ctx, read, seen != nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return model.Inventory{}, err

@@ -47,16 +47,16 @@ func TestABatchIsPlannedOnOneRead(t *testing.T) {
 	ro.ByHost = true
 	before := len(c.Muts.Log.Calls())
 	plan(ro, c0, c1)()
-	byID := 0
+	byHost := 0
 	for _, call := range c.Muts.Log.Calls()[before:] {
 		switch {
 		case strings.HasSuffix(call, "/os-hypervisors/detail"):
 			t.Errorf("planned by host, the whole cloud's hypervisors were read: %s", call)
-		case strings.Contains(call, "/os-hypervisors/"):
-			byID++
+		case strings.HasPrefix(call, "nova GET ") && strings.HasSuffix(call, "/os-services"):
+			byHost++
 		}
 	}
-	if byID != 2 {
-		t.Errorf("planned by host, %d hypervisors read by ID; want the batch's two", byID)
+	if byHost != 2 {
+		t.Errorf("planned by host, %d services read by host; want the batch's two", byHost)
 	}
 }

@@ -36,9 +36,10 @@ type KubeSource interface {
 // NovaSource is the Nova side of the inventory (ops/nova.Client).
 type NovaSource interface {
 	Snapshot(ctx context.Context) (model.NovaSnapshot, error)
-	// HostSnapshot reads some hosts' part alone, by host (hypervisors: host to hypervisor
-	// ID); ErrWholeReadNeeded when Nova cannot be read so.
-	HostSnapshot(ctx context.Context, hypervisors map[string]string) (model.NovaSnapshot, error)
+	// HostSnapshot reads some hosts' part alone, by host (hypervisors: host to its
+	// hypervisor as the whole read gave it; rooms: their Placement room afresh too, else as
+	// last read); ErrWholeReadNeeded when Nova cannot be read so.
+	HostSnapshot(ctx context.Context, hypervisors map[string]model.Hypervisor, rooms bool) (model.NovaSnapshot, error)
 	// ComputeServices reads the compute services of host (every host: "").
 	ComputeServices(ctx context.Context, host string) ([]model.ComputeService, error)
 }

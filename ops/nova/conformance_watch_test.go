@@ -99,10 +99,10 @@ func TestConformanceAHostsInventoriesAreReadAgainOnlyWhenItsGenerationMoved(t *t
 		ctx := context.Background()
 		snap, err := cl.Snapshot(ctx) // the whole read: every provider's room
 		must(t, err)
-		hv := map[string]string{}
+		hv := map[string]model.Hypervisor{}
 		for _, h := range snap.Hypervisors {
 			if h.Host == "compute-1" {
-				hv[h.Host] = h.ID
+				hv[h.Host] = h
 			}
 		}
 		if len(hv) != 1 {
@@ -112,7 +112,7 @@ func TestConformanceAHostsInventoriesAreReadAgainOnlyWhenItsGenerationMoved(t *t
 			t.Helper()
 			inventories.Store(0)
 			allocations.Store(0)
-			part, err := cl.HostSnapshot(ctx, hv)
+			part, err := cl.HostSnapshot(ctx, hv, true)
 			must(t, err)
 			if len(part.Hypervisors) != 1 || part.Hypervisors[0].Capacity == nil {
 				t.Fatalf("%s: compute-1 read with no room: %+v", what, part.Hypervisors)
@@ -189,5 +189,85 @@ func TestConformanceAHostsServersAreListedFromWhatChanged(t *testing.T) {
 		if n := listed.Load(); n != 2 {
 			t.Errorf("%d host lists; want 2 (compute-1 not listed since the watch began: listed)", n)
 		}
+	})
+}
+
+// A plan's own host read alone (a plan by host) reads neither its hypervisor nor its Placement
+// room again: its state and status are its service's, which is what Nova derives them from (up
+// or down; disabled or enabled), and its room and its VMs' sizes are the last read's. A VM
+// that came since is sized by its flavor, which is what Nova allocates for it. The test holds
+// drainctl's hypervisor, made from the service, to Nova's own answer at rest, disabled, and with
+// nova-compute dead, and a VM booted after the whole read to its allocation in Placement.
+func TestConformanceAHostsHypervisorStateIsItsServices(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		var shown, placement atomic.Int64
+		cl := drainctlClientWith(t, c, nova.Options{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			switch {
+			case strings.Contains(r.URL.Path, "/os-hypervisors/") && !strings.HasSuffix(r.URL.Path, "/detail"):
+				shown.Add(1)
+			case strings.Contains(r.URL.Path, "/resource_providers/"):
+				placement.Add(1)
+			}
+			return http.DefaultTransport.RoundTrip(r)
+		})})
+		ctx := context.Background()
+		snap, err := cl.Snapshot(ctx)
+		must(t, err)
+		hv := map[string]model.Hypervisor{}
+		for _, h := range snap.Hypervisors {
+			if h.Host == "compute-1" {
+				hv[h.Host] = h
+			}
+		}
+		if len(hv) != 1 {
+			t.Fatalf("no hypervisor for compute-1 in %+v", snap.Hypervisors)
+		}
+		vm := c.Boot("came-since", "compute-1")
+		var held struct {
+			Allocations map[string]struct{ Resources map[string]int }
+		}
+		c.API.Must("GET", "placement", "/allocations/"+vm, nil, &held, 200)
+		check := func(what, state, status string) {
+			t.Helper()
+			shown.Store(0)
+			placement.Store(0)
+			part, err := cl.HostSnapshot(ctx, hv, false)
+			must(t, err)
+			var nova struct {
+				Hypervisor struct{ State, Status string }
+			}
+			c.API.Must("GET", "compute", "/os-hypervisors/"+hv["compute-1"].ID, nil, &nova, 200)
+			if len(part.Hypervisors) != 1 {
+				t.Fatalf("%s: %d hypervisors read for compute-1", what, len(part.Hypervisors))
+			}
+			got := part.Hypervisors[0]
+			if got.State != nova.Hypervisor.State || got.Status != nova.Hypervisor.Status || got.State != state || got.Status != status {
+				t.Errorf("%s: drainctl says %s and %s, Nova %s and %s; want %s and %s", what,
+					got.State, got.Status, nova.Hypervisor.State, nova.Hypervisor.Status, state, status)
+			}
+			if got.ID != hv["compute-1"].ID || got.Capacity == nil || *got.Capacity != *hv["compute-1"].Capacity {
+				t.Errorf("%s: hypervisor %q with room %v; want %q with the last read's", what, got.ID, got.Capacity, hv["compute-1"].ID)
+			}
+			if n, p := shown.Load(), placement.Load(); n+p != 0 {
+				t.Errorf("%s: the hypervisor read again %d times, Placement %d; want none", what, n, p)
+			}
+			if !slices.ContainsFunc(part.VMs, func(v model.VM) bool { return v.ID == vm }) {
+				t.Errorf("%s: the VM booted since is not among compute-1's", what)
+			}
+			for _, v := range part.VMs {
+				a := held.Allocations[hv["compute-1"].ID].Resources
+				if v.ID == vm && (v.VCPUs != a["VCPU"] || v.RAMMB != int64(a["MEMORY_MB"]) || v.DiskGB != int64(a["DISK_GB"])) {
+					t.Errorf("%s: the VM booted since sized %d vCPU, %d MB, %d GB; Placement holds %v", what, v.VCPUs, v.RAMMB, v.DiskGB, a)
+				}
+			}
+		}
+		check("at rest", "up", "enabled")
+		if code, words := c.UpdateService("compute-1", map[string]any{"status": "disabled", "disabled_reason": "conformance"}); code != 200 {
+			t.Fatalf("disabling compute-1: %d %s", code, words)
+		}
+		check("disabled", "up", "disabled")
+		c.StopCompute("compute-1")
+		c.Wait(60*time.Second, "nova-compute on compute-1 down", func() bool { return c.Service("compute-1").State == "down" })
+		check("nova-compute dead", "down", "disabled")
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -204,91 +203,6 @@ func (h wireHypervisor) model(capacity bool) model.Hypervisor {
 		m.ServerIDs = append(m.ServerIDs, s.UUID)
 	}
 	return m
-}
-
-// HostSnapshot reads the Nova side of some hosts alone, each by itself: its compute service
-// (os-services?host=), its hypervisor by ID with its servers, its servers, its capacity and
-// allocations (its Placement provider) and the live migrations from it. hypervisors maps
-// each host to its hypervisor's ID as a whole read gave it. What it costs depends on those
-// hosts, never on the cloud's size: a campaign's plan reads its own node so, on a whole read
-// shared by the fleet (ops.Inventory.ReadNodes). Below 2.53 (no with_servers on one
-// hypervisor) it returns ErrWholeReadNeeded.
-func (c *Client) HostSnapshot(ctx context.Context, hypervisors map[string]string) (model.NovaSnapshot, error) {
-	if !c.atLeast("2.53") {
-		return model.NovaSnapshot{}, ops.ErrWholeReadNeeded
-	}
-	parts := make([]model.NovaSnapshot, 0, len(hypervisors))
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(placementWorkers)
-	for host, id := range hypervisors {
-		g.Go(func() error {
-			part, err := c.hostPart(gctx, host, id)
-			mu.Lock()
-			parts = append(parts, part)
-			mu.Unlock()
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		if Unavailable(err) {
-			return model.NovaSnapshot{}, &ops.UnreachableError{Service: "Nova at " + c.compute.Endpoint, Err: err}
-		}
-		return model.NovaSnapshot{}, err
-	}
-	var out model.NovaSnapshot
-	for _, p := range parts {
-		out.Services = append(out.Services, p.Services...)
-		out.Hypervisors = append(out.Hypervisors, p.Hypervisors...)
-		out.VMs = append(out.VMs, p.VMs...)
-		out.Migrations = append(out.Migrations, p.Migrations...)
-	}
-	return out, nil
-}
-
-// hostPart is one host's part of HostSnapshot, its four reads at once.
-func (c *Client) hostPart(ctx context.Context, host, hypervisorID string) (model.NovaSnapshot, error) {
-	var part model.NovaSnapshot
-	var hv model.Hypervisor
-	var room *providerRoom
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { part.Services, err = c.ComputeServices(gctx, host); return })
-	g.Go(func() (err error) { part.VMs, err = c.Servers(gctx, host); return })
-	// What a plan shows and follows (each request proves its VM afresh): a read of the
-	// moves begun in the last second serves every plan made in it.
-	g.Go(func() (err error) { part.Migrations, err = c.liveFrom(gctx, host, time.Second); return })
-	g.Go(func() error {
-		var body struct {
-			Hypervisor wireHypervisor `json:"hypervisor"`
-		}
-		hc := c.hypervisorClient()
-		u := hc.ServiceURL("os-hypervisors", hypervisorID) + "?with_servers=true"
-		if _, err := hc.Get(gctx, u, &body, nil); err != nil {
-			return fmt.Errorf("reading hypervisor %s of host %s: %w", hypervisorID, host, describe(err))
-		}
-		hv = body.Hypervisor.model(hc.Microversion != "" && !atLeast(hc.Microversion, "2.88"))
-		return nil
-	})
-	if c.placement != nil {
-		g.Go(func() (err error) { room, err = c.providerRoom(gctx, hypervisorID); return })
-	}
-	if err := g.Wait(); err != nil {
-		return part, err
-	}
-	switch {
-	case room != nil:
-		capacity := room.capacity
-		hv.Capacity = &capacity
-		for i := range part.VMs {
-			allocated(&part.VMs[i], room.allocs[part.VMs[i].ID])
-		}
-	case c.placement == nil:
-		if r, ok := hv.Room(c.cpuRatio); ok {
-			hv.Capacity = &r
-		}
-	}
-	part.Hypervisors = []model.Hypervisor{hv}
-	return part, nil
 }
 
 // Servers lists the servers of every project (all_tenants), on one host or all.

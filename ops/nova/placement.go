@@ -205,3 +205,9 @@ func allocated(vm *model.VM, a map[string]int) {
 	}
 	vm.DiskGB = int64(a["DISK_GB"])
 }
+
+// sameSize says an allocation read earlier is still vm's: the vCPUs and memory of its flavor
+// now (a VM resized since holds another). Its disk may differ (a volume-backed VM holds none).
+func sameSize(vm model.VM, a map[string]int) bool {
+	return a != nil && a["VCPU"] == vm.VCPUs && int64(a["MEMORY_MB"]) == vm.RAMMB
+}

@@ -32,6 +32,7 @@ func (s *Server) placementRoutes() http.Handler {
 	handle("GET /resource_providers/{uuid}/inventories", providerInventories)
 	handle("GET /resource_providers/{uuid}/usages", providerUsages)
 	handle("GET /resource_providers/{uuid}/allocations", providerAllocations)
+	handle("GET /allocations/{consumer}", consumerAllocations)
 	return mux
 }
 
@@ -153,6 +154,20 @@ func providerAllocations(c *call) (int, any) {
 		out[consumer] = map[string]any{"resources": res}
 	}
 	return 200, map[string]any{"resource_provider_generation": c.w.generation(h), "allocations": out}
+}
+
+// consumerAllocations is a consumer's allocations on every provider (none: an empty map, as
+// Placement answers for a consumer it does not know).
+func consumerAllocations(c *call) (int, any) {
+	consumer := c.r.PathValue("consumer")
+	out := map[string]any{}
+	for _, hn := range c.w.hostOrder {
+		h := c.w.hosts[hn]
+		if res, ok := c.w.allocationsOn(hn)[consumer]; ok {
+			out[h.HypervisorID] = map[string]any{"generation": c.w.generation(h), "resources": res}
+		}
+	}
+	return 200, map[string]any{"allocations": out}
 }
 
 // allocationsOn is every consumer's allocation on the host's provider.
