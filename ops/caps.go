@@ -57,7 +57,7 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM) (cluster, bool) {
 	unlock := func(requested bool) { once.Do(func() { r.unlockStart(ctx, vm.ID, newest, requested) }) }
 	// Cold moves count as live ones do while they move (not once they wait for a confirm),
 	// and so do rebuilds of dead hosts' VMs: they load the destinations alike.
-	inNova, newest, err := e.nova.MovingFrom(ctx, "")
+	inNova, newest, err := e.nova.MovingFrom(ctx, "", 0)
 	if err != nil {
 		unlock(false)
 		return cluster{}, false

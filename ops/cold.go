@@ -47,7 +47,10 @@ func (r *runner) follow(_ context.Context, run *vmRun, _ *model.Reason, q *moveQ
 // a rerun follows them to their end (and confirms its own) instead of forgetting them.
 func (r *runner) adoptCold(ctx context.Context, listed []model.VM, q *moveQueue) error {
 	p := r.plan
-	ms, err := r.e.nova.ColdFrom(ctx, p.Host)
+	// The list names the moves to follow; each VM is read afresh before it is followed (and a
+	// move begun since is one of the node's VMs, read before its request): a read of the moves
+	// begun within half a poll serves, as a poll's does.
+	ms, err := r.e.nova.ColdFrom(ctx, p.Host, r.e.o.Poll/2)
 	if err != nil {
 		return err
 	}
@@ -253,7 +256,7 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 	deadline := e.now().Add(e.o.CancelWait)
 	ours := r.coldOurs()
 	for {
-		ms, err := e.nova.ColdFrom(ctx, p.Host)
+		ms, err := e.nova.ColdFrom(ctx, p.Host, 0) // it reverts: read after the call
 		if err != nil {
 			return reverted, nil, err
 		}

@@ -88,7 +88,9 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 	e, host := r.e, r.plan.Host
 	since, waiting := e.now(), ""
 	err := poll.Until(ctx, e.o.Poll, r.nodeChanged, func(ctx context.Context) (bool, string, error) {
-		moves, _, err := e.nova.MovingFrom(ctx, "") // every source: the destination is what counts
+		// Every source: the destination is what counts. A wait, not an act (the host's list
+		// after it, and the verify's, are the proof): a read begun within half a poll serves.
+		moves, _, err := e.nova.MovingFrom(ctx, "", e.o.Poll/2)
 		if err != nil {
 			return false, "", err
 		}

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -58,5 +59,38 @@ func TestABatchIsPlannedOnOneRead(t *testing.T) {
 	}
 	if byHost != 2 {
 		t.Errorf("planned by host, %d services read by host; want the batch's two", byHost)
+	}
+}
+
+// A node's move step asks the moves under way before any request of its own (the cold moves
+// from it to follow) and once its VMs are gone (the moves into it to wait for). Neither acts
+// on what it reads (each VM is read afresh before it is followed; the host's list and the
+// verify's are the proof it is empty), so a read begun within half a poll serves: from the
+// run's start, the moves are first read for the cluster room's check, not for the adoption
+// before it.
+func TestAMoveStepSharesThePlansReadOfTheMoves(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Concurrency.MigrationsPerSource = 1
+	e := c.Engine("tester@a", func(o *ops.EngineOptions) { o.Poll = 4 * time.Second }) // reads within 2 s serve
+	ro := ops.RunOptions{Policy: defaults(), ByHost: true, EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
+	ctx := t.Context()
+	if _, err := e.Inventory().Read(ctx); err != nil { // the campaign's whole read
+		t.Fatal(err)
+	}
+	plan, err := e.Plan(ctx, model.OpEvacuate, c.Name("c0"), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(c.Muts.Log.Calls())
+	if _, err := e.Run(ctx, plan, ro, func(ops.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range c.Muts.Log.Calls()[before:] {
+		if strings.HasSuffix(call, "/leases/drainctl-migrations.lock") {
+			break // the cluster room's check: its own read of the moves follows
+		}
+		if strings.HasSuffix(call, "/os-migrations") {
+			t.Errorf("the moves read before the cluster room's check (for the cold moves to follow): %s", call)
+		}
 	}
 }

@@ -140,11 +140,12 @@ type Nova interface {
 	Admin() bool
 	LiveMigrate(ctx context.Context, id, host string) error
 	// ColdMigrate, ConfirmResize and RevertResize are a cold migration's three calls;
-	// ColdFrom lists the cold migrations from host not yet confirmed or reverted.
+	// ColdFrom lists the cold migrations from host not yet confirmed or reverted, read within
+	// fresh before the call (0: after it).
 	ColdMigrate(ctx context.Context, id, host string) error
 	ConfirmResize(ctx context.Context, id string) error
 	RevertResize(ctx context.Context, id string) error
-	ColdFrom(ctx context.Context, host string) ([]model.Migration, error)
+	ColdFrom(ctx context.Context, host string, fresh time.Duration) ([]model.Migration, error)
 	ServerMigrations(ctx context.Context, id string) ([]model.Migration, error)
 	MigrationsOf(ctx context.Context, id string) ([]model.Migration, error)
 	// RecentMoves are the cloud's records not ended, and those seen ending in the last
@@ -154,8 +155,9 @@ type Nova interface {
 	InProgressFrom(ctx context.Context, host string) ([]model.Migration, error)
 	// MovingFrom lists every move from host ("" : every host) loading a destination now:
 	// live migrations unfinished, cold ones moving, evacuations rebuilding (the caps), read
-	// after the call; newest is the newest record's ID in the cloud then (0: not known).
-	MovingFrom(ctx context.Context, host string) (moving []model.Migration, newest int64, err error)
+	// within fresh before the call (0: after it); newest is the newest record's ID in the
+	// cloud then (0: not known).
+	MovingFrom(ctx context.Context, host string, fresh time.Duration) (moving []model.Migration, newest int64, err error)
 	// OnAnswer tells fn every answer of the cloud from now on: how long it took, its status
 	// (0: none came). The engine's pace follows them.
 	OnAnswer(fn func(took time.Duration, status int))

@@ -141,7 +141,7 @@ func (x *heldExplainer) readMoves(ctx context.Context) error {
 	}
 	e, host := x.r.e, x.r.plan.Host
 	x.moves = map[string]model.Migration{}
-	cold, err := e.nova.ColdFrom(ctx, host)
+	cold, err := e.nova.ColdFrom(ctx, host, 0)
 	if err != nil {
 		return err
 	}

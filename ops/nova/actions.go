@@ -140,20 +140,20 @@ func (c *Client) RevertResize(ctx context.Context, id string) error {
 }
 
 // ColdFrom lists the cold migrations from host that have not ended: moving, or waiting in
-// VERIFY_RESIZE for their confirm ("finished").
-func (c *Client) ColdFrom(ctx context.Context, host string) ([]model.Migration, error) {
-	ms, _, err := c.unendedFrom(ctx, host, map[string][]string{model.MigrationTypeCold: append(coldMoving, coldWaiting...)}, 0)
+// VERIFY_RESIZE for their confirm ("finished"); read within fresh before the call (0: after it).
+func (c *Client) ColdFrom(ctx context.Context, host string, fresh time.Duration) ([]model.Migration, error) {
+	ms, _, err := c.unendedFrom(ctx, host, map[string][]string{model.MigrationTypeCold: append(coldMoving, coldWaiting...)}, fresh)
 	return ms, err
 }
 
 // MovingFrom lists every move from host ("" : every host) that loads its destination now:
 // live migrations not finished, cold migrations moving (not those waiting for a confirm),
-// evacuations rebuilding; read after the call. newest is the newest record's ID in the cloud
-// at that read (0: not known, below 2.59).
-func (c *Client) MovingFrom(ctx context.Context, host string) (moving []model.Migration, newest int64, err error) {
+// evacuations rebuilding; read within fresh before the call (0: after it). newest is the
+// newest record's ID in the cloud at that read (0: not known, below 2.59).
+func (c *Client) MovingFrom(ctx context.Context, host string, fresh time.Duration) (moving []model.Migration, newest int64, err error) {
 	return c.unendedFrom(ctx, host, map[string][]string{
 		model.MigrationTypeLive: inProgressStatuses, model.MigrationTypeCold: coldMoving, model.MigrationTypeEvacuation: evacuating,
-	}, 0)
+	}, fresh)
 }
 
 // A cold migration's statuses while it moves, then while it waits to be confirmed or reverted.

@@ -36,7 +36,7 @@ func TestConformanceNewestPagesGoBack(t *testing.T) {
 		})})
 		ctx := context.Background()
 		vm := c.Boot("pages-live", "compute-0")
-		_, before, err := cl.MovingFrom(ctx, "") // read by status: what follows is read by the newest pages
+		_, before, err := cl.MovingFrom(ctx, "", 0) // read by status: what follows is read by the newest pages
 		must(t, err)
 		byStatus.Store(0)
 		const moves = 7 // more than a page of the newest records (5)

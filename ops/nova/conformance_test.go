@@ -676,7 +676,7 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 		ctx, cl := context.Background(), drainctlClient(t, c)
 		live, cold := c.Boot("uw-live", "compute-0"), c.Boot("uw-cold", "compute-1")
 		c.Stop(cold)
-		_, before, err := cl.MovingFrom(ctx, "") // read by status: what follows is read by what changed
+		_, before, err := cl.MovingFrom(ctx, "", 0) // read by status: what follows is read by what changed
 		must(t, err)
 		find := func(id int64) (model.Migration, bool) {
 			recent, err := cl.RecentMoves(ctx, 0)
@@ -695,7 +695,7 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 		if rec.ID <= before {
 			t.Errorf("the newest record read before the request: %d; the request's record: %d; want newest < record (0: none yet)", before, rec.ID)
 		}
-		if _, after, err := cl.MovingFrom(ctx, ""); err != nil || after < rec.ID {
+		if _, after, err := cl.MovingFrom(ctx, "", 0); err != nil || after < rec.ID {
 			t.Errorf("the newest record read after the request's record was made: %d (%v); want at least %d", after, err, rec.ID)
 		}
 		c.Wait(60*time.Second, "the live move seen ended", func() bool {
@@ -705,7 +705,7 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 			}
 			return m.Status == model.MigrationCompleted
 		})
-		if moving, _, err := cl.MovingFrom(ctx, ""); err != nil || slices.ContainsFunc(moving, func(m model.Migration) bool { return m.ID == rec.ID }) {
+		if moving, _, err := cl.MovingFrom(ctx, "", 0); err != nil || slices.ContainsFunc(moving, func(m model.Migration) bool { return m.ID == rec.ID }) {
 			t.Errorf("the live move ended but is still counted as moving: %v %+v", err, moving)
 		}
 
@@ -717,10 +717,10 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 			must(t, err)
 			return slices.ContainsFunc(ms, func(m model.Migration) bool { return m.ID == crec.ID })
 		}
-		if !has(cl.ColdFrom(ctx, "compute-1")) {
+		if !has(cl.ColdFrom(ctx, "compute-1", 0)) {
 			t.Errorf("the cold move waiting for its confirm is not among compute-1's cold moves")
 		}
-		if moving, _, err := cl.MovingFrom(ctx, ""); has(moving, err) {
+		if moving, _, err := cl.MovingFrom(ctx, "", 0); has(moving, err) {
 			t.Errorf("the cold move waiting for its confirm is counted as moving (it loads no destination)")
 		}
 		must(t, cl.ConfirmResize(ctx, cold))
@@ -728,7 +728,7 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 			m, ok := find(crec.ID)
 			return ok && m.Status == model.MigrationCompleted
 		})
-		if has(cl.ColdFrom(ctx, "compute-1")) {
+		if has(cl.ColdFrom(ctx, "compute-1", 0)) {
 			t.Errorf("the confirmed cold move is still among compute-1's cold moves")
 		}
 	})

@@ -419,7 +419,7 @@ func TestPagesThatNeverGoBackAreNotReadForever(t *testing.T) {
 		}
 		return http.DefaultTransport.RoundTrip(r)
 	})})
-	if _, _, err := c.MovingFrom(ctx(t), ""); err != nil { // read by status: what follows is read by what changed
+	if _, _, err := c.MovingFrom(ctx(t), "", 0); err != nil { // read by status: what follows is read by what changed
 		t.Fatal(err)
 	}
 	for j := range 12 { // 12 records made since: more than a page of 5
