@@ -302,6 +302,9 @@ type ConcurrencyConfig struct {
 	MigrationsPerDestination int `toml:"migrations_per_destination"`
 	MigrationsPerCluster     int `toml:"migrations_per_cluster"`
 	Nodes                    int `toml:"nodes"` // nodes evacuated at once
+	// StaticCaps keeps the moves under way at the caps whatever the control planes answer:
+	// no pace (ops/pace.go) halves them while Nova or the API server struggles.
+	StaticCaps bool `toml:"static_caps"`
 }
 
 // PolicyConfig is what an evacuation may and may not do.

@@ -52,3 +52,70 @@ func TestTheCloudSlowedThePaceHoldsTheMoves(t *testing.T) {
 		t.Errorf("the pace after the run: %+v, want 1, halved", st)
 	}
 }
+
+// A slow API server (every answer 300 ms: above a pace's slow of 30 ms, and 4× its quick
+// window's) halves the pace as a slow Nova does: the moves' leases and the nodes' evictions
+// load it too. The run says which control plane held its moves, and every VM still moves.
+func TestTheAPIServerSlowedThePaceHoldsTheMoves(t *testing.T) {
+	c := newCluster(t, 4)
+	e, c0 := c.SixToPace("pacer@test")
+	// A window of quick answers first: the API server's own speed.
+	if rec, _, err := run(t, e, model.OpCordon, c.Name("c1"), ops.RunOptions{}); err != nil {
+		t.Fatalf("cordon: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.Muts.Latency.Store(int64(300 * time.Millisecond))
+	ro := forced()
+	ro.VMsOnly = true // the moves alone: fewer of the server's slow answers to wait for
+	rec, rep, err := run(t, e, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	for _, v := range rep.VMs {
+		if v.Result != ops.MigCompleted {
+			t.Errorf("%s: %s %s", v.VM, v.Result, v.Message)
+		}
+	}
+	if len(rep.VMs) != 6 {
+		t.Errorf("%d VMs in the report, want 6", len(rep.VMs))
+	}
+	said := false
+	for _, ev := range rec.Events() {
+		if nc, ok := ev.(ops.NodeChanged); ok && strings.Contains(nc.What, "moves held by the pace:") &&
+			strings.Contains(nc.What, "the API server's p90") {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("the run never said the API server's pace held its moves:\n%s", rec.Transcript(c.Px))
+	}
+	if got := c.World.Stats().MaxConcurrentMigrations; got > 3 {
+		t.Errorf("%d moves at once with the API server slow; the pace halves from 6 at the first slow window", got)
+	}
+}
+
+// [concurrency] static_caps = true: the caps alone. A slow Nova holds no move: the node's six
+// VMs go six at once, as the caps allow, and the pace stays at its cap.
+func TestStaticCapsHoldNoMoveForASlowCloud(t *testing.T) {
+	c := newCluster(t, 4)
+	c.Cfg.Concurrency.StaticCaps = true
+	e, c0 := c.SixToPace("static@test")
+	if _, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, forced()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.World.InjectFault(sim.Fault{Latency: 80 * time.Millisecond})
+	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if len(rep.VMs) != 6 {
+		t.Errorf("%d VMs in the report, want 6", len(rep.VMs))
+	}
+	if got := c.World.Stats().MaxConcurrentMigrations; got < 4 {
+		t.Errorf("%d moves at once at most with static caps of 6: something held them", got)
+	}
+	if st := e.Pace(); st.Limit != 6 || st.Why != "" {
+		t.Errorf("the pace with static caps: %+v, want 6, never changed", st)
+	}
+}

@@ -95,6 +95,9 @@ type Kube interface {
 	NodeFresh(ctx context.Context, name string) (model.KubeNode, bool, error)
 	// KubeletHeartbeats are the renewTime of every kubelet's Lease (kube-node-lease), by node.
 	KubeletHeartbeats(ctx context.Context) (map[string]time.Time, error)
+	// OnAnswer tells fn every answer of the API server from now on (but a watch's): how long
+	// it took, its status (0: none came). The engine's pace follows them.
+	OnAnswer(fn func(took time.Duration, status int))
 	// WatchKubeletHeartbeats tells each renewal of a kubelet's Lease as it is made (a zero
 	// time: the Lease is gone), until ctx ends; it returns once the first list is in.
 	WatchKubeletHeartbeats(ctx context.Context, renewed func(node string, renew time.Time)) error

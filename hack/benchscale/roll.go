@@ -39,6 +39,7 @@ import (
 type rollOptions struct {
 	nodes, vmsPerNode, podsPerNode, parallel int
 	perDest, perSource                       int     // [concurrency] migrations_per_destination, _per_source
+	static                                   bool    // [concurrency] static_caps: no pace
 	ndjson                                   string  // the campaign's JSON lines are kept here ("": not kept)
 	scale                                    float64 // the simulator's seconds per real second
 	tui                                      bool    // a TUI beside the campaign, :campaign open (rolltui.go)
@@ -92,6 +93,9 @@ func runRoll(ctx context.Context, o options) error {
 	cfgFile := filepath.Join(dir, "config.toml")
 	conf := fmt.Sprintf("[concurrency]\nnodes = %d\nmigrations_per_cluster = %d\nmigrations_per_destination = %d\nmigrations_per_source = %d\n",
 		ro.parallel, 2*ro.parallel, ro.perDest, ro.perSource)
+	if ro.static {
+		conf += "static_caps = true\n"
+	}
 	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
 		return err
 	}

@@ -20,7 +20,8 @@ import (
 
 type slowOptions struct {
 	at, lasts, p99 time.Duration
-	curve          string // the curve's table is written here too ("": printed only)
+	perMove        time.Duration // the slowing grows with the moves under way (sim.Fault.PerMove) instead
+	curve          string        // the curve's table is written here too ("": printed only)
 }
 
 type curvePoint struct {
@@ -54,7 +55,7 @@ func slowNova(w *sim.World, o slowOptions, start time.Time, stop <-chan struct{}
 				}
 				t := now.Sub(start)
 				if !slowed && t >= o.at {
-					w.InjectFault(sim.Fault{P99: o.p99})
+					w.InjectFault(o.fault())
 					slowed = true
 				}
 				if slowed && !recovered && t >= o.at+o.lasts {
@@ -73,6 +74,22 @@ func slowNova(w *sim.World, o slowOptions, start time.Time, stop <-chan struct{}
 		}
 	}()
 	return out
+}
+
+// fault is the slowing: a delay that grows with the moves under way, else a tail of p99.
+func (o slowOptions) fault() sim.Fault {
+	if o.perMove > 0 {
+		return sim.Fault{PerMove: o.perMove}
+	}
+	return sim.Fault{P99: o.p99}
+}
+
+// what says the slowing in words.
+func (o slowOptions) what() string {
+	if o.perMove > 0 {
+		return fmt.Sprintf("%s a move under way", o.perMove)
+	}
+	return "p99 " + o.p99.String()
 }
 
 // printCurve prints how the moves under way followed the slowing, then the curve.
@@ -99,8 +116,8 @@ func printCurve(o slowOptions, curve []curvePoint) error {
 			backIn = secs(p.t - o.at - o.lasts)
 		}
 	}
-	fmt.Printf("\nNova slowed (p99 %s) at %s for %s: moves under way before, mean of the 30 s before: %.1f; "+
-		"halved within %s of the slowing; back to 90 %% within %s of the recovery\n\n", o.p99, secs(o.at), secs(o.lasts), mean, halvedIn, backIn)
+	fmt.Printf("\nNova slowed (%s) at %s for %s: moves under way before, mean of the 30 s before: %.1f; "+
+		"halved within %s of the slowing; back to 90 %% within %s of the recovery\n\n", o.what(), secs(o.at), secs(o.lasts), mean, halvedIn, backIn)
 	var b strings.Builder
 	b.WriteString("| t | Nova slowed | moves under way | Nova answers | p50 | p99 |\n|---|---|---|---|---|---|\n")
 	for _, p := range curve {

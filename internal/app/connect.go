@@ -21,6 +21,7 @@ import (
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/answers"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -106,6 +107,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	where := model.Where{Demo: o.Demo}
 	poolURL := cfg.CloudPool.URL
 	var simulated *sim.Demo
+	heard := &answers.Listeners{} // the API server's answers, for the pace (none from the demo's, in process)
 	if o.Demo {
 		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.Sim.Nodes, Seed: o.Sim.Seed, Scale: o.Sim.Scale})
 		if err != nil {
@@ -123,7 +125,8 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
 	} else {
 		kubeOpts := kube.Options{Kubeconfig: firstNonBlank(o.Conn.Kubeconfig, cfg.Kubernetes.Kubeconfig),
-			Context: firstNonBlank(o.Conn.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
+			Context: firstNonBlank(o.Conn.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst,
+			Answers: heard}
 		restCfg, err := kube.RESTConfig(kubeOpts)
 		if err != nil {
 			return nil, err
@@ -201,6 +204,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
 	}
 	kc := kube.NewClient(cs, kinv)
+	kc.Answers = heard
 	cl := &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL, Where: where, Demo: simulated}
 	switch {
 	case !o.Maintenances:

@@ -115,6 +115,7 @@ var flagRows = []flagrow.Row[Options]{
 		Bind: func(fs *flag.FlagSet, name string, o *Options) { fs.Float64Var(&o.Sim.Scale, name, 1, "") }},
 	{Names: []string{"demo-fault"}, Section: SectionSim,
 		Usage: "  --demo-fault LIST    inject faults, comma-separated: latency=200ms, slow-api=5s (p99),\n" +
+			"                       loaded-api=50ms (mean delay a move under way adds),\n" +
 			"                       fail-api=0.05 (a share answered 503), migrate-500, migrate-409,\n" +
 			"                       services-503, no-valid-host, compute-down=HOST, never-converge=VM,\n" +
 			"                       fail-migration=VM@PHASE, boot-error=HOST, boot-hang=HOST,\n" +

@@ -30,6 +30,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/answers"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/nova"
@@ -46,6 +47,7 @@ type Mutations struct {
 	Down            atomic.Bool
 	FailEvictions   atomic.Int32
 	FailNodePatches atomic.Int32
+	Latency         atomic.Int64 // nanoseconds every request but a watch is held: a slow API server
 	next            http.RoundTripper
 }
 
@@ -57,6 +59,9 @@ func (m *Mutations) RoundTrip(r *http.Request) (*http.Response, error) {
 		m.N.Add(1)
 	}
 	m.Log.add("kube", r)
+	if d := time.Duration(m.Latency.Load()); d > 0 && r.URL.Query().Get("watch") != "true" {
+		time.Sleep(d)
+	}
 	fail := func(n *atomic.Int32) bool {
 		for {
 			v := n.Load()
@@ -201,12 +206,15 @@ func NewClusterWith(t *testing.T, opts sim.Options) *Cluster {
 
 // KubeClient is a client of the test's API server that counts its mutations in c.Muts.
 func (c *Cluster) KubeClient() *kube.Client {
-	return c.KubeClientFor(
-		kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+	heard := &answers.Listeners{}
+	kc := c.KubeClientFor(
+		kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400, Answers: heard, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 			c.Muts.next = rt
 			return c.Muts
 		}}),
 	)
+	kc.Answers = heard
+	return kc
 }
 
 // KubeClientFor is a client (informers synced) with cfg: e.g. impersonating a ServiceAccount.

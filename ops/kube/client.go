@@ -10,12 +10,15 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/drainctl/drainctl/ops/answers"
 )
 
 // Options select the cluster.
@@ -26,6 +29,10 @@ type Options struct {
 	Burst      int
 	// WrapTransport, when set, wraps the HTTP transport (tests count requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Answers, when set, is told every answer of the API server (the engine's pace follows
+	// them; Client.Answers is the same): a watch's is not (it lasts as long as the watch),
+	// and an eviction a budget refuses (429) is an answer, not a failure.
+	Answers *answers.Listeners
 }
 
 // ConfigError is a kubeconfig problem: exit code 2.
@@ -118,7 +125,23 @@ func Tune(cfg *rest.Config, o Options) *rest.Config {
 	if o.WrapTransport != nil {
 		cfg.Wrap(o.WrapTransport)
 	}
+	if o.Answers != nil { // outermost: what the test's transport answers too
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return o.Answers.Timed(rt, judgeAnswer) })
+	}
 	return cfg
+}
+
+// judgeAnswer says how an answer of the API server counts for the pace. A watch is not told
+// (it lasts as long as it watches), nor an informer's list (resourceVersion given: its time
+// follows the cluster's size, not the server's load).
+func judgeAnswer(r *http.Request, status int) (int, bool) {
+	if q := r.URL.Query(); q.Get("watch") == "true" || r.Method == http.MethodGet && q.Has("resourceVersion") {
+		return status, false
+	}
+	if status == http.StatusTooManyRequests && strings.HasSuffix(r.URL.Path, "/eviction") {
+		return http.StatusOK, true // a budget's answer: the server is not throttling
+	}
+	return status, true
 }
 
 // NewClientset builds a clientset for the configuration.

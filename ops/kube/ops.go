@@ -26,6 +26,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/answers"
 )
 
 // LeaseNamespace holds drainctl's per-node maintenance leases and its leader leases: a
@@ -42,6 +43,9 @@ const (
 type Client struct {
 	*Inventory
 	cs kubernetes.Interface
+	// Answers are told the API server's answers, when the client's configuration was tuned
+	// with them (Options.Answers).
+	Answers *answers.Listeners
 
 	userMu sync.Mutex
 	user   string // this client's Kubernetes user, as the API server authenticates it ("": not yet known)
@@ -52,6 +56,14 @@ var _ ops.Kube = (*Client)(nil)
 // NewClient pairs a clientset with its (started) inventory.
 func NewClient(cs kubernetes.Interface, inv *Inventory) *Client {
 	return &Client{Inventory: inv, cs: cs}
+}
+
+// OnAnswer adds fn to the listeners of every answer of the API server from now on (none
+// without Answers).
+func (c *Client) OnAnswer(fn func(took time.Duration, status int)) {
+	if c.Answers != nil {
+		c.Answers.On(fn)
+	}
 }
 
 // Clientset is the underlying clientset.

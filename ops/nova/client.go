@@ -18,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 
+	"github.com/drainctl/drainctl/ops/answers"
 	"github.com/drainctl/drainctl/ops/shared"
 )
 
@@ -46,7 +47,7 @@ type Client struct {
 	cpuRatio     float64 // for capacity from os-hypervisors
 	moves        moves   // the moves under way in the cloud (moves.go)
 	watch        watch   // the servers read lately, kept by reading what changed (watch.go)
-	answers      *answers
+	answers      *answers.Listeners
 }
 
 // Options tune a connection.
@@ -83,8 +84,8 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 		t.MaxIdleConnsPerHost = 16
 		transport = t
 	}
-	answers := &answers{}
-	provider.HTTPClient = http.Client{Transport: answers.timing(transport), Timeout: opts.Timeout}
+	heard := &answers.Listeners{}
+	provider.HTTPClient = http.Client{Transport: heard.Timed(transport, nil), Timeout: opts.Timeout}
 	if err := openstack.Authenticate(ctx, provider, creds.Auth); err != nil {
 		return nil, fmt.Errorf("authenticating to Keystone at %s (credentials from %s): %w",
 			creds.Auth.IdentityEndpoint, creds.Source, describe(err))
@@ -127,7 +128,7 @@ func Connect(ctx context.Context, creds *Credentials, opts Options) (*Client, er
 		fullEvery = 5 * time.Minute
 	}
 	c := &Client{compute: compute, placement: placement, network: network, microversion: mv, pageSize: opts.PageSize, cpuRatio: ratio,
-		fullEvery: fullEvery, admin: admin, answers: answers}
+		fullEvery: fullEvery, admin: admin, answers: heard}
 	c.moves.calls = shared.Paced(cmp.Or(opts.Timeout, time.Minute), cmp.Or(opts.MovesGap, movesGap), c.readMoves)
 	c.watch.calls = shared.Paced(cmp.Or(opts.Timeout, time.Minute), cmp.Or(opts.MovesGap, movesGap), c.readChangedServers)
 	return c, nil

@@ -41,6 +41,11 @@ func (w *World) AnswersSince(t time.Time) []time.Duration {
 func (w *World) InFlight() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.inFlight()
+}
+
+// inFlight is InFlight, called with w.mu.
+func (w *World) inFlight() int {
 	n := 0
 	for _, o := range w.migrations {
 		if o.active() {

@@ -20,6 +20,10 @@ type Fault struct {
 	// P99 adds a latency drawn at random, one request in a hundred slower than it (a loaded
 	// API: most answers quick, a tail of slow ones).
 	P99 time.Duration
+	// PerMove adds a latency drawn at random whose mean is PerMove for each migration under
+	// way in the cloud: a nova-api and a database loaded by the moves' own work (their
+	// records, their progress), which a campaign that keeps fewer under way relieves.
+	PerMove time.Duration
 	// Share is the share of the matching requests it applies to (0: all of them).
 	Share float64
 	Times int // requests it applies to; 0 is unlimited
@@ -64,9 +68,9 @@ func (w *World) matchFault(r *http.Request, path string) *Fault {
 	return nil
 }
 
-// delay is how long the fault holds a request: its latency, and one drawn for its tail (an
-// exponential, whose 99th percentile is ln(100) times its mean); none without a fault. Called
-// with w.mu.
+// delay is how long the fault holds a request: its latency, one drawn for its tail (an
+// exponential, whose 99th percentile is ln(100) times its mean) and one drawn for the moves
+// under way; none without a fault. Called with w.mu.
 func (w *World) delay(f *Fault) time.Duration {
 	if f == nil {
 		return 0
@@ -74,6 +78,9 @@ func (w *World) delay(f *Fault) time.Duration {
 	d := f.Latency
 	if f.P99 > 0 {
 		d += time.Duration(w.rng.ExpFloat64() * float64(f.P99) / math.Log(100))
+	}
+	if f.PerMove > 0 {
+		d += time.Duration(w.rng.ExpFloat64() * float64(f.PerMove) * float64(w.inFlight()))
 	}
 	return d
 }

@@ -10,6 +10,7 @@ import (
 
 // FaultSpecHelp lists what --demo-fault accepts.
 const FaultSpecHelp = `latency=DURATION (every Nova call), slow-api=P99 (every Nova call, a random delay: 1 in 100 slower than P99), ` +
+	`loaded-api=DURATION (every Nova call, a random delay whose mean grows by DURATION for each move under way), ` +
 	`fail-api=SHARE (that share of Nova calls answered 503, 0 to 1), migrate-500, migrate-409, services-503, ` +
 	`no-valid-host, compute-down=HOST, never-converge=VM, fail-migration=VM@PHASE (preparing or running), ` +
 	`boot-error=HOST (a server booted there ends in ERROR), boot-hang=HOST (stays BUILD; a stop or start there never ends), ` +
@@ -36,6 +37,12 @@ func (w *World) ApplyFaultSpec(spec string) error {
 				return fmt.Errorf("fault %q: a duration, the 99th percentile (slow-api=5s)", item)
 			}
 			w.InjectFault(Fault{P99: d})
+		case "loaded-api":
+			d, err := time.ParseDuration(arg)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("fault %q: a duration, the mean delay each move under way adds (loaded-api=50ms)", item)
+			}
+			w.InjectFault(Fault{PerMove: d})
 		case "fail-api":
 			share, err := strconv.ParseFloat(arg, 64)
 			if err != nil || share <= 0 || share > 1 {

@@ -541,3 +541,38 @@ func TestOneHypervisorAsNovaShowsIt(t *testing.T) {
 		t.Errorf("with_servers at 2.52: %d %v", code, got)
 	}
 }
+
+// A loaded API (loaded-api=D) holds each answer a random delay whose mean is D for each move
+// under way: none at rest, about twice D with two moves under way.
+func TestALoadedAPIsDelayGrowsWithTheMovesUnderWay(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true, Seed: 1})
+	if err := w.ApplyFaultSpec("loaded-api=50ms"); err != nil {
+		t.Fatal(err)
+	}
+	mean := func() time.Duration {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		f := w.faults[len(w.faults)-1]
+		var sum time.Duration
+		for range 4000 {
+			sum += w.delay(f)
+		}
+		return sum / 4000
+	}
+	if d := mean(); d != 0 {
+		t.Errorf("at rest, a mean delay of %s; want none", d)
+	}
+	for _, name := range []string{"demo-0", "demo-1"} {
+		vm, _ := w.ServerByName(name)
+		if code, got := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93",
+			`{"os-migrateLive": {"host": null, "block_migration": "auto"}}`); code != 202 {
+			t.Fatalf("live-migrating %s: %d %v", name, code, got)
+		}
+	}
+	if n := w.InFlight(); n != 2 {
+		t.Fatalf("%d moves under way, want 2", n)
+	}
+	if d := mean(); d < 90*time.Millisecond || d > 110*time.Millisecond {
+		t.Errorf("two moves under way, a mean delay of %s; want about 100ms", d)
+	}
+}
