@@ -208,10 +208,11 @@ func NewClusterWith(t *testing.T, opts sim.Options) *Cluster {
 func (c *Cluster) KubeClient() *kube.Client {
 	heard := &answers.Listeners{}
 	kc := c.KubeClientFor(
-		kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400, Answers: heard, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-			c.Muts.next = rt
-			return c.Muts
-		}}),
+		kube.Tune(kubetest.Config(c.T), kube.Options{QPS: 200, Burst: 400, Answers: heard,
+			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+				c.Muts.next = rt
+				return c.Muts
+			}}),
 	)
 	kc.Answers = heard
 	return kc
