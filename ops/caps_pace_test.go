@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
@@ -17,17 +18,7 @@ import (
 func TestTheCloudSlowedThePaceHoldsTheMoves(t *testing.T) {
 	c := newCluster(t, 4)
 	e, c0 := c.SixToPace("pacer@test")
-	// A window of quick answers first: the cloud's own speed (a cloud always this slow is
-	// not struggling, and the pace leaves it).
-	if _, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, forced()); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	c.World.InjectFault(sim.Fault{Latency: 80 * time.Millisecond})
-	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
-	if err != nil {
-		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
-	}
+	rec, rep := evacuateSlowed(t, c, e, c0)
 	if moved := len(rep.VMs); moved != 6 {
 		t.Errorf("%d VMs in the report, want 6: %+v", moved, rep.VMs)
 	}
@@ -100,15 +91,7 @@ func TestStaticCapsHoldNoMoveForASlowCloud(t *testing.T) {
 	c := newCluster(t, 4)
 	c.Cfg.Concurrency.StaticCaps = true
 	e, c0 := c.SixToPace("static@test")
-	if _, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, forced()); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	c.World.InjectFault(sim.Fault{Latency: 80 * time.Millisecond})
-	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
-	if err != nil {
-		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
-	}
+	_, rep := evacuateSlowed(t, c, e, c0)
 	if len(rep.VMs) != 6 {
 		t.Errorf("%d VMs in the report, want 6", len(rep.VMs))
 	}
@@ -118,4 +101,21 @@ func TestStaticCapsHoldNoMoveForASlowCloud(t *testing.T) {
 	if st := e.Pace(); st.Limit != 6 || st.Why != "" {
 		t.Errorf("the pace with static caps: %+v, want 6, never changed", st)
 	}
+}
+
+// evacuateSlowed evacuates c0 with every answer of Nova 80 ms, above a pace's slow of 30 ms.
+// A window of quick answers first: the cloud's own speed (a cloud always this slow is not
+// struggling, and the pace leaves it).
+func evacuateSlowed(t *testing.T, c *simtest.Cluster, e *ops.Engine, c0 string) (*simtest.Recorder, ops.Report) {
+	t.Helper()
+	if _, err := e.Plan(kubetest.Ctx(t), model.OpEvacuate, c0, forced()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.World.InjectFault(sim.Fault{Latency: 80 * time.Millisecond})
+	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	return rec, rep
 }

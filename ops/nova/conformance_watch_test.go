@@ -97,17 +97,7 @@ func TestConformanceAHostsInventoriesAreReadAgainOnlyWhenItsGenerationMoved(t *t
 			return http.DefaultTransport.RoundTrip(r)
 		})})
 		ctx := context.Background()
-		snap, err := cl.Snapshot(ctx) // the whole read: every provider's room
-		must(t, err)
-		hv := map[string]model.Hypervisor{}
-		for _, h := range snap.Hypervisors {
-			if h.Host == "compute-1" {
-				hv[h.Host] = h
-			}
-		}
-		if len(hv) != 1 {
-			t.Fatalf("no hypervisor for compute-1 in %+v", snap.Hypervisors)
-		}
+		hv := wholeReadOf(t, cl, "compute-1") // the whole read: every provider's room
 		room := func(what string, wantInventories int64) model.Capacity {
 			t.Helper()
 			inventories.Store(0)
@@ -211,17 +201,7 @@ func TestConformanceAHostsHypervisorStateIsItsServices(t *testing.T) {
 			return http.DefaultTransport.RoundTrip(r)
 		})})
 		ctx := context.Background()
-		snap, err := cl.Snapshot(ctx)
-		must(t, err)
-		hv := map[string]model.Hypervisor{}
-		for _, h := range snap.Hypervisors {
-			if h.Host == "compute-1" {
-				hv[h.Host] = h
-			}
-		}
-		if len(hv) != 1 {
-			t.Fatalf("no hypervisor for compute-1 in %+v", snap.Hypervisors)
-		}
+		hv := wholeReadOf(t, cl, "compute-1")
 		vm := c.Boot("came-since", "compute-1")
 		var held struct {
 			Allocations map[string]struct{ Resources map[string]int }
@@ -270,4 +250,19 @@ func TestConformanceAHostsHypervisorStateIsItsServices(t *testing.T) {
 		c.Wait(60*time.Second, "nova-compute on compute-1 down", func() bool { return c.Service("compute-1").State == "down" })
 		check("nova-compute dead", "down", "disabled")
 	})
+}
+
+// wholeReadOf makes the whole read (every provider's room read and kept) and returns host's
+// hypervisor as it gave it, as a plan by host is given it.
+func wholeReadOf(t *testing.T, cl *nova.Client, host string) map[string]model.Hypervisor {
+	t.Helper()
+	snap, err := cl.Snapshot(context.Background())
+	must(t, err)
+	for _, h := range snap.Hypervisors {
+		if h.Host == host {
+			return map[string]model.Hypervisor{host: h}
+		}
+	}
+	t.Fatalf("no hypervisor for %s in %+v", host, snap.Hypervisors)
+	return nil
 }
