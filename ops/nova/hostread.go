@@ -16,10 +16,11 @@ import (
 // and the live migrations from it. hypervisors maps each host to its hypervisor as a whole
 // read gave it; without Placement that hypervisor is read again by ID, for its capacity.
 // rooms: each host's Placement room is read afresh (a destination's, which a plan fills);
-// else the last read of the provider serves (a plan's own node's, which it empties). What it costs depends on those
-// hosts, never on the cloud's size: a campaign's plan reads its own node so, on a whole read
-// shared by the fleet (ops.Inventory.ReadNodes). Below 2.53 (no with_servers on one
-// hypervisor) it returns ErrWholeReadNeeded.
+// else the last read of the provider serves (a plan's own node's, which it empties). What
+// it costs depends on those hosts, never on the cloud's size: a campaign's plan reads its
+// own node so, on a whole read shared by the fleet (ops.Inventory.ReadNodes). Below 2.53
+// (no with_servers on one hypervisor, which a read without Placement needs) it returns
+// ErrWholeReadNeeded.
 func (c *Client) HostSnapshot(ctx context.Context, hypervisors map[string]model.Hypervisor, rooms bool) (model.NovaSnapshot, error) {
 	if !c.atLeast("2.53") {
 		return model.NovaSnapshot{}, ops.ErrWholeReadNeeded
