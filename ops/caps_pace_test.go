@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +106,66 @@ func evacuateSlowed(t *testing.T, c *simtest.Cluster, e *ops.Engine, c0 string) 
 		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
 	}
 	return rec, rep
+}
+
+// The pace hears the live moves' copy: ten guests that each dirty 0.6 GiB/s, moved over one
+// shared 1 GiB/s link six at once (every cap allows it), each copy at a sixth of the link and
+// none converges; the pace halves on the moves (most polls not converging), holds the moves
+// still to start and says why, and every VM still moves (the stalled ones force-completed).
+// The cloud and the API server are never called slow here (a slow of 10 s), so it is the
+// moves that decide.
+func TestMovesNotConvergingOnASharedLinkHalveThePace(t *testing.T) {
+	c := simtest.NewClusterWith(t, sim.Options{Scale: 20, Seed: 7, MaxConcurrentLiveMigrations: 10})
+	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerCluster = 10, 6
+	c.Cfg.Concurrency.MigrationsPerDestination = 10
+	c0 := c.Name("c0")
+	for i := range 8 {
+		c.World.AddServer(fmt.Sprintf("vm-l%d", i), c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	}
+	c.World.AddHost(c.Name("spare"), 64, 262144, 2000)
+	c.World.Update(func(_ map[string]*sim.Host, servers map[string]*sim.VM) {
+		for _, s := range servers {
+			s.DirtyBytesPerSec = 0.6 * (1 << 30)
+		}
+	})
+	if err := c.World.ApplyFaultSpec("shared-link=1"); err != nil {
+		t.Fatal(err)
+	}
+	e := c.Engine("linked@test", func(o *ops.EngineOptions) { o.PaceWindow, o.PaceSlow = 150*time.Millisecond, 10*time.Second })
+	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	if len(rep.VMs) != 10 {
+		t.Errorf("%d VMs in the report, want 10", len(rep.VMs))
+	}
+	for _, v := range rep.VMs {
+		if v.Result != ops.MigCompleted {
+			t.Errorf("%s: %s %s", v.VM, v.Result, v.Message)
+		}
+	}
+	said := ""
+	for _, ev := range rec.Events() {
+		if nc, ok := ev.(ops.NodeChanged); ok && strings.HasPrefix(nc.What, "moves held by the pace") && strings.Contains(nc.What, "the moves") {
+			said = nc.What
+		}
+	}
+	if !strings.Contains(said, "polls of the moves did not converge: halved") {
+		t.Errorf("the run never said the moves' copy halved the pace (last said: %q):\n%s", said, rec.Transcript(c.Px))
+	}
+}
+
+// The pace hears the budgets: a pod its budget never lets go, given up on, halves it and says
+// so (the cloud and the API server are never called slow here).
+func TestAPodGivenUpOnItsBudgetHalvesThePace(t *testing.T) {
+	c := newCluster(t, 100)
+	frozenPDBOnC2(t, c)
+	e := c.Engine("budgeted@test", func(o *ops.EngineOptions) { o.PaceWindow, o.PaceSlow = 100*time.Millisecond, 10*time.Second })
+	if _, _, err := run(t, e, model.OpEvacuate, c.Name("c2"), ops.RunOptions{Policy: defaults()}); err == nil {
+		t.Fatal("the evacuation passed a budget that never allows")
+	}
+	time.Sleep(150 * time.Millisecond) // the window ends
+	if st := e.Pace(); !strings.Contains(st.Why, "1 of 1 pods of the budgets were given up on: halved") {
+		t.Errorf("the pace after a pod was given up on: %+v, want halved by the budgets", st)
+	}
 }

@@ -124,10 +124,11 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 		inflight: map[string]int{}, mine: map[string]string{}, sent: map[string][]sentVM{},
 		ranked: make(chan struct{}), steps: stepTable()}
 	e.pace = newPace(cfg.Concurrency.MigrationsPerCluster, cmp.Or(o.PaceWindow, paceWindow), cmp.Or(o.PaceSlow, paceSlow), o.Now)
-	if nova != nil && !cfg.Concurrency.StaticCaps { // static: the pace hears nothing, and stays at the cap
+	e.pace.deaf = cfg.Concurrency.StaticCaps // the caps alone: the pace hears nothing, and stays at the cap
+	if nova != nil {
 		nova.OnAnswer(e.pace.observer(paceCloud))
 	}
-	if kube != nil && !cfg.Concurrency.StaticCaps {
+	if kube != nil {
 		kube.OnAnswer(e.pace.observer(paceKube))
 	}
 	e.leaseHolders = shared.New(leaseReadTimeout, func(ctx context.Context) (map[string]string, error) {

@@ -113,12 +113,7 @@ func TestEvacuateThenUncordon(t *testing.T) {
 
 func TestPDBThatNeverAllowsTimesOutNamingIt(t *testing.T) {
 	c := newCluster(t, 100)
-	c.Cfg.Timeouts.Eviction = model.Duration(300 * time.Millisecond)
-	c.Ctrl.Freeze("frozen-pdb")
-	kubetest.PDB(t, c.CS, c.NS, "frozen-pdb", "frozen", 1)
-	kubetest.SetPDBStatus(t, c.CS, c.NS, "frozen-pdb", 0, 1, 1, 1)
-	rs, uid := kubetest.ReplicaSet(t, c.CS, c.NS, "frozen", 1)
-	kubetest.Pod(t, c.CS, c.NS, "frozen-0", c.Name("c2"), kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "frozen"))
+	frozenPDBOnC2(t, c)
 	e := c.Engine("tester@a", nil)
 	_, rep, err := run(t, e, model.OpEvacuate, c.Name("c2"), ops.RunOptions{Policy: defaults()})
 	if err == nil || !strings.Contains(err.Error(), "PodDisruptionBudget frozen-pdb") {
@@ -137,6 +132,18 @@ func TestPDBThatNeverAllowsTimesOutNamingIt(t *testing.T) {
 	if j, _ := ops.ReadJournal(c.Node(c.Name("c2"))); j.Phase != ops.PhaseFailed {
 		t.Errorf("journal %+v", j)
 	}
+}
+
+// frozenPDBOnC2 puts on c2 a pod whose budget never allows a disruption (its status frozen
+// at 0 allowed), with evictions given up after 300 ms.
+func frozenPDBOnC2(t *testing.T, c *simtest.Cluster) {
+	t.Helper()
+	c.Cfg.Timeouts.Eviction = model.Duration(300 * time.Millisecond)
+	c.Ctrl.Freeze("frozen-pdb")
+	kubetest.PDB(t, c.CS, c.NS, "frozen-pdb", "frozen", 1)
+	kubetest.SetPDBStatus(t, c.CS, c.NS, "frozen-pdb", 0, 1, 1, 1)
+	rs, uid := kubetest.ReplicaSet(t, c.CS, c.NS, "frozen", 1)
+	kubetest.Pod(t, c.CS, c.NS, "frozen-0", c.Name("c2"), kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "frozen"))
 }
 
 func TestSecondEngineRefusedByLease(t *testing.T) {

@@ -119,6 +119,13 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 		return rep
 	}
 	lastPDB := ""
+	var heldSince time.Time // the first time a budget held the pod (zero: none did)
+	held := func(pdb string) {
+		lastPDB = pdb
+		if heldSince.IsZero() {
+			heldSince = e.now()
+		}
+	}
 	// ended reports how the pod's wait ended once ctx is done.
 	ended := func(what string) PodReport {
 		if parent.Err() != nil {
@@ -126,6 +133,7 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 			return rep
 		}
 		if lastPDB != "" {
+			e.pace.observe(paceBudgets, e.now().Sub(heldSince), true)
 			return fail(
 				fmt.Sprintf(
 					"timed out after %s and %d refusal(s) by PodDisruptionBudget %s",
@@ -145,7 +153,7 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 		// when it opens, as many go as it allows, not a herd of 429s.
 		pdb, ok := gate.reserve(r, pod)
 		if !ok {
-			lastPDB = pdb.Name
+			held(pdb.Name)
 			emit(PodBlocked, pdb.Name, "waiting for the budget to allow a disruption")
 			// The informer shows the budget reopening; the timer is only a safety net (a
 			// budget whose status is never written), so it can be long.
@@ -183,7 +191,7 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 			if pdb == "" && len(pod.PDBs) > 0 {
 				pdb = pod.PDBs[0]
 			}
-			lastPDB = pdb
+			held(pdb)
 			emit(PodBlocked, pdb, be.Message)
 			if !r.waitBudget(ctx, changes, pod.Namespace, pdb, backoff) {
 				return ended("while waiting for PDB " + pdb)
@@ -204,6 +212,9 @@ func (r *runner) evictOne(ctx context.Context, pod model.Pod, grace *int64, slot
 			return fail(err.Error())
 		}
 		emit(PodEvicted, "", "")
+		if !heldSince.IsZero() {
+			e.pace.observe(paceBudgets, e.now().Sub(heldSince), false)
+		}
 		for {
 			if uid, ok := e.kube.PodUID(pod.NodeName, pod.Namespace, pod.Name); !ok || uid != pod.UID {
 				rep.Result, rep.Duration = PodGone, e.now().Sub(start)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -40,6 +41,7 @@ func (r *runner) pollLive(ctx context.Context, run *vmRun) (MigState, string, er
 		run.progress.Add(m, e.now())
 		if m.Status == model.MigrationRunning {
 			r.emitProgress(run)
+			r.paceCopy(run)
 			r.watchdog(ctx, run)
 		}
 		if d := e.cfg.Timeouts.Migration.D(); e.now().Sub(run.started) > d {
@@ -124,6 +126,14 @@ func (r *runner) liveEnded(ctx context.Context, run *vmRun, m model.Migration) (
 	}
 	r.moveState(run, MigStateOf(m.Status), "")
 	return "", "", nil
+}
+
+// paceCopy tells the pace how a live move copies: the time a GiB takes at its copy rate over
+// the last 10 s, and whether its remaining falls (nothing until it has two samples).
+func (r *runner) paceCopy(run *vmRun) {
+	if rate := run.progress.CopyRate(); rate > 0 {
+		r.e.pace.observe(paceMoves, time.Duration(float64(time.Second)*(1<<30)/rate), run.progress.ConvergeRate() <= 0)
+	}
 }
 
 // refusedLive: Nova says the VM cannot move live (its pre-check, or its state: 409); a 400

@@ -3,48 +3,75 @@ package ops
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
 // The pace: how many moves drainctl keeps under way at once, within migrations_per_cluster,
-// raised and lowered by what it measures of the control planes, as TCP's congestion window is
-// (additive increase, multiplicative decrease). Every answer of each control plane the pace
-// follows (paceSignals) is timed; each paceWindow, a window in which one of them answered
-// slowly (its 90th percentile above paceSlow, and above paceBaseline times its own quickest
-// window's: a cloud whose answers are slow on a good day is not struggling) or failed (5xx, 429
-// or none, more than paceFailing of them) halves the pace, and a healthy window in which the
-// pace held a move back raises it by a tenth of the cap. The caps are the operator's bounds;
-// the pace only keeps drainctl below them while a control plane is struggling (a mass
-// maintenance is what overloads nova-api and its database first; the moves' leases and
-// evictions load the API server too).
+// raised and lowered by what it measures, as TCP's congestion window is (additive increase,
+// multiplicative decrease). Every reading of each signal the pace follows (paceSignals: the
+// control planes' answers, the live moves' copy, the budgets' waits) is timed; each
+// paceWindow, a window in which one of them was slow (its 90th percentile above the row's
+// floor, and above paceBaseline times its own quickest window's: a cloud whose answers are
+// slow on a good day is not struggling) or failing (more than the row's share of readings)
+// halves the pace, and a healthy window in which the pace held a move back raises it by a
+// tenth of the cap. The caps are the operator's bounds; the pace only keeps drainctl below
+// them while something is struggling (a mass maintenance is what overloads nova-api and its
+// database first; the moves' leases and evictions load the API server; moves sharing a link
+// each copy slower and stop converging; pods waiting long on their budgets say the cluster
+// is slow to run them again elsewhere, and more nodes emptied at once only adds to them).
 
 const (
-	paceWindow  = 3 * time.Second
-	paceSlow    = time.Second
-	paceFailing = 0.01
-	// paceBaseline is how many times its best window's p90 a control plane may answer in
-	// before the pace calls it slow.
+	paceWindow = 3 * time.Second
+	paceSlow   = time.Second
+	// paceBaseline is how many times its best window's p90 a signal may read before the pace
+	// calls it slow.
 	paceBaseline = 4
 )
 
-// paceSignal is a control plane the pace follows.
+// paceSignal is something the pace follows.
 type paceSignal int
 
 const (
 	paceCloud paceSignal = iota
 	paceKube
+	paceMoves
+	paceBudgets
 	paceSignalCount
 )
 
-// paceSignals name them, in the order a window judges them (the first struggling one says
-// why the pace was halved).
-var paceSignals = [paceSignalCount]string{
-	paceCloud: "the cloud",      // Nova and Placement: every request of ops/nova
-	paceKube:  "the API server", // Kubernetes: every request but a watch and an informer's list (ops/kube)
+// paceRow is how the pace judges one signal's window.
+type paceRow struct {
+	name, unit, failure string // "the cloud", its readings ("answers"), a failed one's word ("failed")
+	// floor: a p90 at or below it is never slow (paceSlowFloor: the engine's PaceSlow).
+	floor time.Duration
+	// failing: more than this share of the window's readings failed halves the pace.
+	failing float64
+	// least: a window with fewer readings is not judged (one guest that never converges is
+	// not the link's fault).
+	least int
 }
 
-// signalWindow is what one control plane answered in the window, and its quickest window.
+// paceSlowFloor in a row's floor stands for the engine's PaceSlow (a second by default).
+const paceSlowFloor = -1
+
+// paceSignals are the rows, in the order a window judges them (the first struggling one says
+// why the pace was halved).
+var paceSignals = [paceSignalCount]paceRow{
+	// Nova and Placement: every request of ops/nova; failed: 5xx, 429 or no answer.
+	paceCloud: {name: "the cloud", unit: "answers", failure: "failed", floor: paceSlowFloor, failing: 0.01, least: 1},
+	// Kubernetes: every request but a watch and an informer's list (ops/kube).
+	paceKube: {name: "the API server", unit: "answers", failure: "failed", floor: paceSlowFloor, failing: 0.01, least: 1},
+	// Each poll of a live move copying: the time a GiB takes at its copy rate (against its own
+	// best: a link's speed is the cloud's); failed: its remaining not falling. A lone move that
+	// does not converge is its guest's doing, most moves not converging is the link's.
+	paceMoves: {name: "the moves", unit: "polls", failure: "did not converge", floor: 0, failing: 0.5, least: 3},
+	// Each pod a budget held: how long, once evicted; failed: given up waiting.
+	paceBudgets: {name: "the budgets", unit: "pods", failure: "were given up on", floor: time.Minute, failing: 0.01, least: 1},
+}
+
+// signalWindow is what one signal read in the window, and its quickest window.
 type signalWindow struct {
 	best   time.Duration // the quickest window's p90 (0: none yet)
 	took   []time.Duration
@@ -54,7 +81,8 @@ type signalWindow struct {
 // pace is the engine's pace; its zero value (no cap) never holds a move.
 type pace struct {
 	mu      sync.Mutex
-	max     int // migrations_per_cluster
+	deaf    bool // [concurrency] static_caps: it hears nothing, and stays at the cap
+	max     int  // migrations_per_cluster
 	limit   int
 	window  time.Duration // paceWindow
 	slow    time.Duration // paceSlow
@@ -70,22 +98,27 @@ func newPace(max int, window, slow time.Duration, clock func() time.Time) *pace 
 	return &pace{max: max, limit: max, window: window, slow: slow, began: clock(), clock: clock}
 }
 
-// observe counts one answer of a control plane: how long it took, and its status (0: none
-// came).
-func (p *pace) observe(sig paceSignal, took time.Duration, status int) {
+// observe counts one reading of a signal: how long it took, and whether it failed.
+func (p *pace) observe(sig paceSignal, took time.Duration, failed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.deaf {
+		return
+	}
 	p.roll()
 	w := &p.signals[sig]
 	w.took = append(w.took, took)
-	if status == 0 || status == 429 || status >= 500 {
+	if failed {
 		w.failed++
 	}
 }
 
-// observer is observe for one control plane, as its client tells answers.
+// observer is observe for one control plane, as its client tells answers: its status 0 (none
+// came), 429 or 5xx failed.
 func (p *pace) observer(sig paceSignal) func(time.Duration, int) {
-	return func(took time.Duration, status int) { p.observe(sig, took, status) }
+	return func(took time.Duration, status int) {
+		p.observe(sig, took, status == 0 || status == 429 || status >= 500)
+	}
 }
 
 // room says whether one more move fits under the pace, with inFlight under way; a move held
@@ -137,12 +170,12 @@ func (p *pace) roll() {
 		return
 	}
 	limit, why, healthy := p.limit, "", true
-	said := "" // the first control plane that answered, for a raise's why
+	said := "" // the first signal read, for a raise's why
 	for sig := range p.signals {
-		w := &p.signals[sig]
+		w, row := &p.signals[sig], paceSignals[sig]
 		took, failed, n := w.took, w.failed, len(w.took)
 		w.took, w.failed = w.took[:0], 0
-		if n == 0 {
+		if n == 0 || n < row.least {
 			continue
 		}
 		slices.Sort(took)
@@ -150,16 +183,20 @@ func (p *pace) roll() {
 		if w.best == 0 || p90 < w.best {
 			w.best = p90
 		}
-		name := paceSignals[sig]
+		floor := row.floor
+		if floor == paceSlowFloor {
+			floor = p.slow
+		}
 		switch {
-		case !healthy: // halved by a control plane before: said once
-		case float64(failed) > paceFailing*float64(n):
-			healthy, limit, why = false, max(1, p.limit/2), fmt.Sprintf("%d of %d answers of %s failed: halved", failed, n, name)
-		case p90 > max(p.slow, paceBaseline*w.best):
+		case !healthy: // halved by a signal before: said once
+		case float64(failed) > row.failing*float64(n):
 			healthy, limit = false, max(1, p.limit/2)
-			why = fmt.Sprintf("%s's p90 %s over %d answers: halved", name, p90.Round(10*time.Millisecond), n)
+			why = fmt.Sprintf("%d of %d %s of %s %s: halved", failed, n, row.unit, row.name, row.failure)
+		case p90 > max(floor, paceBaseline*w.best):
+			healthy, limit = false, max(1, p.limit/2)
+			why = fmt.Sprintf("%s p90 %s over %d %s: halved", possessive(row.name), p90.Round(10*time.Millisecond), n, row.unit)
 		case said == "":
-			said = fmt.Sprintf("%s's p90 %s over %d answers", name, p90.Round(10*time.Millisecond), n)
+			said = fmt.Sprintf("%s p90 %s over %d %s", possessive(row.name), p90.Round(10*time.Millisecond), n, row.unit)
 		}
 	}
 	if healthy && said != "" && held && p.limit < p.max {
@@ -168,4 +205,12 @@ func (p *pace) roll() {
 	if limit != p.limit {
 		p.limit, p.why, p.changed = limit, why, now
 	}
+}
+
+// possessive is "the cloud's", "the moves'".
+func possessive(name string) string {
+	if strings.HasSuffix(name, "s") {
+		return name + "'"
+	}
+	return name + "'s"
 }

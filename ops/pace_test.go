@@ -14,7 +14,7 @@ func TestThePaceFollowsTheCloudsAnswers(t *testing.T) {
 	p := newPace(20, paceWindow, paceSlow, func() time.Time { return now })
 	window := func(took time.Duration, status, n int, held bool) Pace {
 		for range n {
-			p.observe(paceCloud, took, status)
+			p.observer(paceCloud)(took, status)
 		}
 		if held {
 			p.room(1 << 20)
@@ -41,13 +41,13 @@ func TestThePaceFollowsTheCloudsAnswers(t *testing.T) {
 	}
 	// 2 failed answers of 100 (above 1 %): halved, however quick.
 	for range 2 {
-		p.observe(paceCloud, 10*time.Millisecond, 503)
+		p.observer(paceCloud)(10*time.Millisecond, 503)
 	}
 	if st := window(10*time.Millisecond, 200, 98, true); st.Limit != 3 || !strings.Contains(st.Why, "2 of 100 answers of the cloud failed") {
 		t.Errorf("a window with 2 %% failed: %+v, want 3", st)
 	}
 	// No answer at all (a timeout) counts as failed.
-	p.observe(paceCloud, 30*time.Second, 0)
+	p.observer(paceCloud)(30*time.Second, 0)
 	if st := window(10*time.Millisecond, 200, 10, true); st.Limit != 1 {
 		t.Errorf("a window with a request unanswered: %+v, want 1", st)
 	}
@@ -69,7 +69,7 @@ func TestThePaceKnowsACloudsOwnSpeed(t *testing.T) {
 	p := newPace(10, paceWindow, paceSlow, func() time.Time { return now })
 	window := func(took time.Duration) Pace {
 		for range 50 {
-			p.observe(paceCloud, took, 200)
+			p.observer(paceCloud)(took, 200)
 		}
 		p.room(1 << 20)
 		now = now.Add(paceWindow)
@@ -93,8 +93,8 @@ func TestThePaceFollowsTheAPIServerToo(t *testing.T) {
 	p := newPace(10, paceWindow, paceSlow, func() time.Time { return now })
 	window := func(kube time.Duration) Pace {
 		for range 50 {
-			p.observe(paceCloud, 100*time.Millisecond, 200)
-			p.observe(paceKube, kube, 200)
+			p.observer(paceCloud)(100*time.Millisecond, 200)
+			p.observer(paceKube)(kube, 200)
 		}
 		p.room(1 << 20)
 		now = now.Add(paceWindow)
@@ -110,9 +110,85 @@ func TestThePaceFollowsTheAPIServerToo(t *testing.T) {
 		t.Errorf("both healthy again: %+v, want 6, raised", st)
 	}
 	for range 3 {
-		p.observe(paceKube, 10*time.Millisecond, 429)
+		p.observer(paceKube)(10*time.Millisecond, 429)
 	}
 	if st := window(20 * time.Millisecond); st.Limit != 3 || !strings.Contains(st.Why, "3 of 53 answers of the API server failed") {
 		t.Errorf("the API server throttling (429): %+v, want 3", st)
+	}
+}
+
+// The live moves are followed by their copy: a window in which most polls show a move not
+// converging halves the pace, one guest that never converges among healthy moves does not,
+// and neither do too few polls to judge; copying a GiB four times slower than the moves'
+// best window halves it too (a shared link each move gets less of).
+func TestThePaceFollowsTheMovesCopy(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPace(8, paceWindow, paceSlow, func() time.Time { return now })
+	window := func(perGiB time.Duration, converging ...bool) Pace {
+		for _, c := range converging {
+			p.observe(paceMoves, perGiB, !c)
+		}
+		p.room(1 << 20)
+		now = now.Add(paceWindow)
+		return p.state()
+	}
+	if st := window(time.Second, true, true, true, true); st.Limit != 8 {
+		t.Fatalf("four moves converging at their best: %+v, want 8", st)
+	}
+	if st := window(time.Second, true, true, true, false); st.Limit != 8 {
+		t.Errorf("one guest of four not converging halved the pace: %+v", st)
+	}
+	if st := window(time.Second, false, false); st.Limit != 8 {
+		t.Errorf("two polls are too few to judge the link: %+v", st)
+	}
+	if st := window(time.Second, false, false, true); st.Limit != 4 || !strings.Contains(st.Why, "2 of 3 polls of the moves did not converge: halved") {
+		t.Errorf("most moves not converging: %+v, want 4, and why", st)
+	}
+	if st := window(3*time.Second, true, true, true); st.Limit != 5 || !strings.Contains(st.Why, "raised") {
+		t.Errorf("a GiB in 3 s, three times the best: %+v, want healthy (raised to 5)", st)
+	}
+	if st := window(5*time.Second, true, true, true); st.Limit != 2 || !strings.Contains(st.Why, "the moves' p90 5s over 3 polls: halved") {
+		t.Errorf("a GiB in 5 s, above four times the best (1 s): %+v, want 2, and why", st)
+	}
+}
+
+// The budgets are followed by how long a pod waited on one: a minute is within a good day's
+// wait, above it (and four times the best window's) halves the pace, and a pod given up on
+// halves it however long it waited.
+func TestThePaceFollowsTheBudgetsWait(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPace(8, paceWindow, paceSlow, func() time.Time { return now })
+	window := func(waited time.Duration, givenUp bool) Pace {
+		p.observe(paceBudgets, waited, givenUp)
+		p.room(1 << 20)
+		now = now.Add(paceWindow)
+		return p.state()
+	}
+	for _, waited := range []time.Duration{5 * time.Second, time.Minute} {
+		if st := window(waited, false); st.Limit != 8 {
+			t.Fatalf("a pod held %s: %+v, want 8", waited, st)
+		}
+	}
+	if st := window(90*time.Second, false); st.Limit != 4 || !strings.Contains(st.Why, "the budgets' p90 1m30s over 1 pods: halved") {
+		t.Errorf("a pod held 90 s: %+v, want 4, and why", st)
+	}
+	if st := window(time.Second, true); st.Limit != 2 || !strings.Contains(st.Why, "1 of 1 pods of the budgets were given up on: halved") {
+		t.Errorf("a pod given up on: %+v, want 2, and why", st)
+	}
+}
+
+// Static caps: the pace hears nothing, and never leaves the cap.
+func TestAStaticPaceHearsNothing(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPace(8, paceWindow, paceSlow, func() time.Time { return now })
+	p.deaf = true
+	for range 3 {
+		p.observer(paceCloud)(10*time.Second, 503)
+		p.observe(paceMoves, time.Hour, true)
+		p.room(1 << 20)
+		now = now.Add(paceWindow)
+	}
+	if st := p.state(); st.Limit != 8 || st.Why != "" {
+		t.Errorf("a deaf pace moved: %+v", st)
 	}
 }

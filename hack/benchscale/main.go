@@ -70,6 +70,8 @@ func main() {
 	flag.DurationVar(&o.roll.slow.perMove, "roll-slow-per-move", 0,
 		"the slowed API's mean added latency for each move under way, instead of -roll-slow-p99 (a load the campaign makes)")
 	flag.StringVar(&o.roll.slow.curve, "roll-curve", "", "write the pace's curve (a markdown table) to this file")
+	flag.StringVar(&o.roll.fault, "roll-fault", "", "the simulated Nova's faults from the start, as --demo-fault takes them (shared-link=4)")
+	flag.Float64Var(&o.roll.dirty, "roll-dirty", 0, "each VM dirties its memory at this share of a move's full copy rate (0.3: a crowded link never converges)")
 	flag.Float64Var(&o.roll.scale, "roll-scale", 10, "the simulator's seconds per real second (a live migration of 4 GiB: 0.4 s)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime

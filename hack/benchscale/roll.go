@@ -42,6 +42,8 @@ type rollOptions struct {
 	static                                   bool    // [concurrency] static_caps: no pace
 	ndjson                                   string  // the campaign's JSON lines are kept here ("": not kept)
 	scale                                    float64 // the simulator's seconds per real second
+	fault                                    string  // the simulator's faults from the start (sim.FaultSpecHelp)
+	dirty                                    float64 // each VM's dirty rate, a share of a move's full copy rate
 	tui                                      bool    // a TUI beside the campaign, :campaign open (rolltui.go)
 	returnVMs                                bool    // --return-vms: the VMs brought home, counted at the end
 	slow                                     slowOptions
@@ -69,6 +71,16 @@ func runRoll(ctx context.Context, o options) error {
 	flavor := sim.Flavor{Name: "m1.medium", RAMMB: 4096, VCPUs: 2, DiskGB: 40}
 	for j := 0; j < ro.nodes*ro.vmsPerNode; j++ {
 		w.AddServer(fmt.Sprintf("vm-%06d", j), nodeName(j%ro.nodes), flavor)
+	}
+	if ro.dirty > 0 {
+		w.Update(func(_ map[string]*sim.Host, servers map[string]*sim.VM) {
+			for _, s := range servers {
+				s.DirtyBytesPerSec = ro.dirty * (1 << 30) // the simulator's full copy rate: 1 GiB/s
+			}
+		})
+	}
+	if err := w.ApplyFaultSpec(ro.fault); err != nil {
+		return err
 	}
 	srv, err := sim.Serve(w, "127.0.0.1:0")
 	if err != nil {
@@ -180,6 +192,12 @@ func runRoll(ctx context.Context, o options) error {
 	if tui != nil {
 		beside = "; the TUI beside it, :campaign open (its Nova reads are in the Nova figures)"
 	}
+	if ro.fault != "" || ro.dirty > 0 {
+		beside += fmt.Sprintf("; faults %q, guests dirtying %g of a move's copy rate", ro.fault, ro.dirty)
+	}
+	if ro.static {
+		beside += "; static caps"
+	}
 	fmt.Printf("\nbench-scale -roll (%s): %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova, %g× time), --parallel %d, --exec true, migrations_per_destination %d%s; load avg %s\n\n",
 		o.drainctl, ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.scale, ro.parallel, ro.perDest, beside, loadavg())
 	fmt.Println("| figure | value | per node |")
@@ -193,6 +211,7 @@ func runRoll(ctx context.Context, o options) error {
 	fmt.Printf("| wall time | %s | %s |\n", secs(wall), secs(wall/time.Duration(ro.nodes)))
 	fmt.Printf("| floor: the nodes' own migration times (Σ %s) ÷ %d | %s | wall ÷ floor %.2f× |\n", secs(floorSum), ro.parallel, secs(floor), wall.Seconds()/floor.Seconds())
 	fmt.Printf("| the most moves from one source at once (migrations_per_source %d) | %d | |\n", ro.perSource, stats.MaxFromOneSource)
+	fmt.Printf("| moves force-completed (stalled: the guest paused for the rest of its copy) | %d | |\n", runs.forced)
 	fmt.Printf("| drainctl RSS over the campaign: peak / mean | %.0f MiB / %.0f MiB | |\n", float64(peak)/(1<<20), float64(mean)/(1<<20))
 	home, all := 0, ro.nodes*ro.vmsPerNode
 	for j := 0; j < all; j++ {

@@ -19,6 +19,7 @@ type rollRuns struct {
 	returning   time.Duration            // --return-vms: the returns' migrations, summed
 	movedOut    int                      // VMs moved off their nodes (their migrations completed)
 	movedHome   int                      // VMs brought home (a return's migration completed)
+	forced      int                      // moves force-completed (stalled)
 	steps       map[string]time.Duration // step kind -> its time, summed over the nodes
 }
 
@@ -60,6 +61,9 @@ func readRuns(r io.Reader) (rollRuns, error) {
 			} else {
 				out.movedOut++
 			}
+		}
+		if ev.Type == "migration" && ev.State == "force-complete" {
+			out.forced++
 		}
 		if ev.Type == "step" && op[ev.Node] == "migrate" {
 			key := ev.Node + " return " + ev.Step

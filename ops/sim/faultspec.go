@@ -11,7 +11,9 @@ import (
 // FaultSpecHelp lists what --demo-fault accepts.
 const FaultSpecHelp = `latency=DURATION (every Nova call), slow-api=P99 (every Nova call, a random delay: 1 in 100 slower than P99), ` +
 	`loaded-api=DURATION (every Nova call, a random delay whose mean grows by DURATION for each move under way), ` +
-	`fail-api=SHARE (that share of Nova calls answered 503, 0 to 1), migrate-500, migrate-409, services-503, ` +
+	`fail-api=SHARE (that share of Nova calls answered 503, 0 to 1), ` +
+	`shared-link=N (the live moves share one link that carries N at full speed; more each get less), ` +
+	`migrate-500, migrate-409, services-503, ` +
 	`no-valid-host, compute-down=HOST, never-converge=VM, fail-migration=VM@PHASE (preparing or running), ` +
 	`boot-error=HOST (a server booted there ends in ERROR), boot-hang=HOST (stays BUILD; a stop or start there never ends), ` +
 	`console-silent=HOST (an empty console log)`
@@ -49,6 +51,12 @@ func (w *World) ApplyFaultSpec(spec string) error {
 				return fmt.Errorf("fault %q: a share of the calls, above 0 and at most 1 (fail-api=0.05)", item)
 			}
 			w.InjectFault(Fault{Share: share, Status: 503, Message: "Service Unavailable"})
+		case "shared-link":
+			n, err := strconv.ParseFloat(arg, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("fault %q: how many moves the link carries at full speed, above 0 (shared-link=4)", item)
+			}
+			w.SetSharedLink(n)
 		case "migrate-500", "migrate-409":
 			status := 500
 			msg := ""

@@ -45,7 +45,8 @@ type migration struct {
 	origStatus, origVMState string
 
 	// Memory copy, as a piecewise-linear process: from segStart, remaining falls at
-	// (bandwidth - dirty) and processed grows at bandwidth.
+	// (bw - dirty) and processed grows at bw (the link's share it has: linkShare).
+	bw           float64
 	total        float64
 	segStart     time.Time
 	segRemaining float64
@@ -90,7 +91,8 @@ func (m *migration) setStatus(s string, at time.Time) {
 }
 
 // counters returns the memory counters at t while running.
-func (m *migration) counters(t time.Time, bw float64) (processed, remaining float64) {
+func (m *migration) counters(t time.Time) (processed, remaining float64) {
+	bw := m.bw
 	dt := t.Sub(m.segStart).Seconds()
 	if dt < 0 {
 		dt = 0
@@ -101,11 +103,51 @@ func (m *migration) counters(t time.Time, bw float64) (processed, remaining floa
 	return processed, remaining
 }
 
-// rebase starts a new copy segment at t (after force-complete changes the dirty rate).
+// rebase starts a new copy segment at t (after force-complete changes the dirty rate, or the
+// link's share changes).
 func (m *migration) rebase(t time.Time, bw, dirty float64) {
-	m.segProcessed, m.segRemaining = m.counters(t, bw)
+	m.segProcessed, m.segRemaining = m.counters(t)
 	m.segStart = t
-	m.dirty = dirty
+	m.bw, m.dirty = bw, dirty
+}
+
+// SetSharedLink makes the live moves share one migration network that carries moves at full
+// speed (BandwidthBytesPerSec) each, more than that each getting an equal share (0: every move
+// its own link, the default). A guest that dirties memory faster than its share never
+// converges while the link is crowded.
+func (w *World) SetSharedLink(moves float64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.clock.Now()
+	w.advance(now) // what was due is applied at the share it had
+	w.sharedLink = moves
+	w.reshare(now)
+}
+
+// linkShare is the copy rate each of n running live moves gets.
+func (w *World) linkShare(n int) float64 {
+	bw := w.opts.BandwidthBytesPerSec
+	if w.sharedLink <= 0 || float64(n) <= w.sharedLink {
+		return bw
+	}
+	return bw * w.sharedLink / float64(n)
+}
+
+// reshare gives every running live move its share of the link from at: called whenever one
+// starts or stops copying, so the piecewise-linear counters stay exact.
+func (w *World) reshare(at time.Time) {
+	n := 0
+	for _, m := range w.migrations {
+		if m.status == "running" && !m.cold() {
+			n++
+		}
+	}
+	share := w.linkShare(n)
+	for _, m := range w.migrations {
+		if m.status == "running" && !m.cold() && m.bw != share {
+			m.rebase(at, share, m.dirty)
+		}
+	}
 }
 
 // startMigration records a new live migration of s (already validated) and returns it.
@@ -159,6 +201,7 @@ func (w *World) advance(now time.Time) {
 			w.lastEvent = at
 		}
 		w.apply(next, at)
+		w.reshare(at)
 	}
 }
 
@@ -176,7 +219,6 @@ func (w *World) nextTransition(m *migration) (time.Time, bool) {
 	if m.cold() {
 		return w.nextColdTransition(m)
 	}
-	bw := w.opts.BandwidthBytesPerSec
 	switch m.status {
 	case "accepted":
 		return m.phaseStart.Add(scheduleDelay), true
@@ -194,7 +236,7 @@ func (w *World) nextTransition(m *migration) (time.Time, bool) {
 		if m.failAt == "running" {
 			return m.phaseStart.Add(failRunningAfter), true
 		}
-		rate := bw - m.dirty
+		rate := m.bw - m.dirty
 		if rate <= 0 {
 			return time.Time{}, false // never converges
 		}
@@ -258,6 +300,7 @@ func (w *World) apply(m *migration, at time.Time) {
 		m.setStatus("running", at)
 		m.total = float64(s.Flavor.RAMMB) * (1 << 20)
 		m.segStart, m.segRemaining, m.segProcessed, m.dirty = at, m.total, 0, s.DirtyBytesPerSec
+		m.bw = w.opts.BandwidthBytesPerSec // until reshare gives it its share
 	case "running":
 		if m.failAt == "running" {
 			w.fail(
@@ -268,7 +311,7 @@ func (w *World) apply(m *migration, at time.Time) {
 			)
 			return
 		}
-		m.rebase(at, w.opts.BandwidthBytesPerSec, m.dirty)
+		m.rebase(at, m.bw, m.dirty)
 		m.setStatus("post-migrating", at)
 	case "post-migrating":
 		if !m.moved {
@@ -296,7 +339,7 @@ func (w *World) fail(m *migration, at time.Time, event, details string) {
 // forceComplete makes a running migration stop tracking dirty pages: it then converges at
 // full bandwidth, as libvirt does when it pauses the guest.
 func (w *World) forceComplete(m *migration, at time.Time) {
-	m.rebase(at, w.opts.BandwidthBytesPerSec, 0)
+	m.rebase(at, m.bw, 0)
 	if m.failAt == "running" {
 		m.failAt = ""
 	}
@@ -305,6 +348,7 @@ func (w *World) forceComplete(m *migration, at time.Time) {
 // abort cancels a migration; the server stays on its source.
 func (w *World) abort(m *migration, at time.Time) {
 	m.setStatus("cancelled", at)
+	w.reshare(at)
 	s := m.server
 	s.Status, s.TaskState = m.restored(), ""
 	s.Updated = at

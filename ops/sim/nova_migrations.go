@@ -30,7 +30,7 @@ func (c *call) migrationJSON(m *migration, forServer bool) map[string]any {
 			out[k] = nil
 		}
 		if m.status == "running" || m.status == "post-migrating" {
-			p, r := m.counters(c.now, c.w.opts.BandwidthBytesPerSec)
+			p, r := m.counters(c.now)
 			if m.status == "post-migrating" {
 				r = 0
 			}

@@ -576,3 +576,62 @@ func TestALoadedAPIsDelayGrowsWithTheMovesUnderWay(t *testing.T) {
 		t.Errorf("two moves under way, a mean delay of %s; want about 100ms", d)
 	}
 }
+
+// shared-link=1: two live moves copying at once each get half the link, and the one left
+// copying gets it whole again the moment the other is aborted; a guest that dirties memory
+// faster than its half never converges while the link is shared.
+func TestLiveMovesShareALink(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	w.AddServer("demo-2", "compute-1", Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 1, DiskGB: 20})
+	if err := w.ApplyFaultSpec("shared-link=1"); err != nil {
+		t.Fatal(err)
+	}
+	busy, _ := w.ServerByName("demo-2")
+	w.Update(func(_ map[string]*Host, servers map[string]*VM) {
+		servers[busy.ID].DirtyBytesPerSec = 0.6 * (1 << 30) // below the whole link, above half
+	})
+	small, _ := w.ServerByName("demo-0")
+	for _, vm := range []VM{small, busy} {
+		if code, got := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93",
+			`{"os-migrateLive":{"host":null,"block_migration":"auto"}}`); code != 202 {
+			t.Fatalf("live-migrating %s: %d %v", vm.Name, code, got)
+		}
+	}
+	counters := func(vm VM) (processed, remaining float64) {
+		_, got := rawGet(t, srv, "/servers/"+vm.ID+"/migrations", "2.93")
+		ms := got["migrations"].([]any)
+		if len(ms) != 1 {
+			t.Fatalf("%s: %d migrations in progress, want 1", vm.Name, len(ms))
+		}
+		m := ms[0].(map[string]any)
+		return m["memory_processed_bytes"].(float64), m["memory_remaining_bytes"].(float64)
+	}
+	w.Clock().Advance(scheduleDelay + prepareDuration + time.Second) // both copying for a second
+	const mib = 1 << 20
+	for _, vm := range []VM{small, busy} {
+		if p, _ := counters(vm); p < 500*mib || p > 524*mib {
+			t.Errorf("%s copied %.0f MiB in a second of a shared 1 GiB/s link; want 512", vm.Name, p/mib)
+		}
+	}
+	_, before := counters(busy)
+	w.Clock().Advance(time.Second)
+	if _, after := counters(busy); after < before {
+		t.Errorf("a guest dirtying 0.6 GiB/s on half the link converged: remaining %.0f MiB, then %.0f", before/mib, after/mib)
+	}
+	p0, _ := counters(small)
+	w.Clock().Advance(time.Second) // the small one: 1 GiB copied by now, 2 GiB in all; still copying
+	if p, _ := counters(small); p-p0 < 500*mib || p-p0 > 524*mib {
+		t.Errorf("demo-0 copied %.0f MiB in its third second; want 512", (p-p0)/mib)
+	}
+	_, got := rawGet(t, srv, "/servers/"+small.ID+"/migrations", "2.93")
+	mid := got["migrations"].([]any)[0].(map[string]any)["id"].(float64)
+	if code, _ := rawDo(t, srv, "DELETE", fmt.Sprintf("/servers/%s/migrations/%.0f", small.ID, mid), "2.93", ""); code != 202 {
+		t.Fatalf("aborting demo-0: %d", code)
+	}
+	_, before = counters(busy)
+	w.Clock().Advance(time.Second)
+	if _, after := counters(busy); before-after < 380*mib || before-after > 440*mib {
+		t.Errorf("alone on the link, the busy guest's remaining fell by %.0f MiB in a second; want about 410 (1 GiB/s less 0.6)",
+			(before-after)/mib)
+	}
+}

@@ -146,6 +146,7 @@ type World struct {
 	generations map[string]providerGen
 	faults      []*Fault
 	noValidHost bool
+	sharedLink  float64  // moves the migration network carries at full speed (0: no shared link; SetSharedLink)
 	sorted      struct { // sortedServers' last answer, at changes
 		list    []*VM
 		changes int
@@ -285,7 +286,7 @@ func (w *World) Update(f func(hosts map[string]*Host, servers map[string]*VM)) {
 	// A guest whose dirty rate changed mid-copy converges (or not) from now on.
 	for _, m := range w.migrations {
 		if m.status == "running" && m.dirty != m.server.DirtyBytesPerSec {
-			m.rebase(now, w.opts.BandwidthBytesPerSec, m.server.DirtyBytesPerSec)
+			m.rebase(now, m.bw, m.server.DirtyBytesPerSec)
 		}
 	}
 }
