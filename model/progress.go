@@ -103,19 +103,26 @@ func (p MigrationProgress) ETA() time.Duration {
 	return time.Duration(float64(s.Remaining) / r * float64(time.Second))
 }
 
-// Stalled reports whether remaining has not fallen for at least d (with samples spanning d).
+// Stalled reports whether remaining has not fallen for at least d: from the newest sample at
+// least d old to the last, it never fell by more than 1 %. Polls a little over d/k apart
+// still find one (taking only the samples within d, a stall of three polls was never seen).
 func (p MigrationProgress) Stalled(d time.Duration) bool {
 	last, ok := p.Last()
-	if !ok || len(p.Samples) < 2 || last.At.Sub(p.Samples[0].At) < d {
+	if !ok {
 		return false
 	}
-	w := p.window(d)
-	// The oldest sample in the window is at most d old; require it to be close to d old.
-	if last.At.Sub(w[0].At) < d*9/10 {
-		return false
+	from := -1
+	for i := len(p.Samples) - 2; i >= 0; i-- {
+		if last.At.Sub(p.Samples[i].At) >= d {
+			from = i
+			break
+		}
 	}
-	lowest := w[0].Remaining
-	for _, s := range w[1:] {
+	if from < 0 {
+		return false // the samples span less than d: too early to say
+	}
+	lowest := p.Samples[from].Remaining
+	for _, s := range p.Samples[from+1:] {
 		if s.Remaining < lowest-lowest/100 { // fell by more than 1%: progress
 			return false
 		}

@@ -58,6 +58,23 @@ func TestProgressStall(t *testing.T) {
 	}
 }
 
+// Polls a little more than a second apart (as a poll's own time adds): a stall of three polls
+// is seen once three polls have passed, not never.
+func TestProgressStallOfAFewPolls(t *testing.T) {
+	var p MigrationProgress
+	const G = 1 << 30
+	for i := range 4 {
+		sample(&p, time.Duration(i)*(2*time.Second+2*time.Millisecond), 8*G, int64(i)*G, 8*G)
+		if stalled := p.Stalled(6 * time.Second); stalled != (i == 3) {
+			t.Errorf("after %d polls 2.002 s apart: stalled %v for 6 s, want %v", i+1, stalled, i == 3)
+		}
+	}
+	sample(&p, 8*time.Second, 8*G, 5*G, 7*G)
+	if p.Stalled(6 * time.Second) {
+		t.Error("remaining fell by 1 GiB in the last 6 s: no stall")
+	}
+}
+
 // A campaign's ETA counts down while a node runs, down to the rounds still to start.
 func TestCampaignETACountsDown(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)

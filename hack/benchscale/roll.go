@@ -108,6 +108,8 @@ func runRoll(ctx context.Context, o options) error {
 	if ro.static {
 		conf += "static_caps = true\n"
 	}
+	// A move stalls after the default minute of the simulator's time, not of ours.
+	conf += fmt.Sprintf("[policy]\nstall_after = %q\n", time.Duration(float64(time.Minute)/ro.scale))
 	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
 		return err
 	}

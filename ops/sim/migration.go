@@ -47,6 +47,7 @@ type migration struct {
 	// Memory copy, as a piecewise-linear process: from segStart, remaining falls at
 	// (bw - dirty) and processed grows at bw (the link's share it has: linkShare).
 	bw           float64
+	forced       bool // force-completed: the guest is paused, and dirties nothing any more
 	total        float64
 	segStart     time.Time
 	segRemaining float64
@@ -340,6 +341,7 @@ func (w *World) fail(m *migration, at time.Time, event, details string) {
 // full bandwidth, as libvirt does when it pauses the guest.
 func (w *World) forceComplete(m *migration, at time.Time) {
 	m.rebase(at, m.bw, 0)
+	m.forced = true
 	if m.failAt == "running" {
 		m.failAt = ""
 	}

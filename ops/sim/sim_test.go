@@ -635,3 +635,27 @@ func TestLiveMovesShareALink(t *testing.T) {
 			(before-after)/mib)
 	}
 }
+
+// A force-completed move's guest is paused: a change made to the world meanwhile (any Update)
+// does not give it its dirty rate back, and it converges.
+func TestAForceCompletedMoveStaysForced(t *testing.T) {
+	srv, w := startWorld(t, Options{ManualClock: true})
+	vm, _ := w.ServerByName("demo-0")
+	w.Update(func(_ map[string]*Host, servers map[string]*VM) { servers[vm.ID].DirtyBytesPerSec = 2 << 30 })
+	if code, got := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93",
+		`{"os-migrateLive":{"host":null,"block_migration":"auto"}}`); code != 202 {
+		t.Fatalf("live-migrating: %d %v", code, got)
+	}
+	w.Clock().Advance(scheduleDelay + prepareDuration + time.Second)
+	_, got := rawGet(t, srv, "/servers/"+vm.ID+"/migrations", "2.93")
+	mid := got["migrations"].([]any)[0].(map[string]any)["id"].(float64)
+	if code, _ := rawDo(t, srv, "POST", fmt.Sprintf("/servers/%s/migrations/%.0f/action", vm.ID, mid), "2.93",
+		`{"force_complete": null}`); code != 202 {
+		t.Fatalf("force-complete: %d", code)
+	}
+	w.SetZone("compute-2", "b") // any change to the world
+	w.Clock().Advance(3 * time.Second)
+	if _, got := rawGet(t, srv, "/servers/"+vm.ID+"/migrations", "2.93"); len(got["migrations"].([]any)) != 0 {
+		t.Errorf("3 s after its force-complete, a 2 GiB move is still in progress: %v", got["migrations"])
+	}
+}

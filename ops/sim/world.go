@@ -285,7 +285,7 @@ func (w *World) Update(f func(hosts map[string]*Host, servers map[string]*VM)) {
 	w.changes++
 	// A guest whose dirty rate changed mid-copy converges (or not) from now on.
 	for _, m := range w.migrations {
-		if m.status == "running" && m.dirty != m.server.DirtyBytesPerSec {
+		if m.status == "running" && !m.forced && m.dirty != m.server.DirtyBytesPerSec {
 			m.rebase(now, m.bw, m.server.DirtyBytesPerSec)
 		}
 	}
