@@ -15,8 +15,9 @@ import (
 // paceWindow, a window in which one of them was slow (its 90th percentile above the row's
 // floor, and above paceBaseline times its own quickest window's: a cloud whose answers are
 // slow on a good day is not struggling) or failing (more than the row's share of readings)
-// halves the pace, and a healthy window in which the pace held a move back raises it by a
-// tenth of the cap. The caps are the operator's bounds; the pace only keeps drainctl below
+// halves the pace, and a healthy window in which the pace held a move back raises it (by a
+// tenth of the cap up to just below where it last broke, then one at a time: raise). The caps
+// are the operator's bounds; the pace only keeps drainctl below
 // them while something is struggling (a mass maintenance is what overloads nova-api and its
 // database first; the moves' leases and evictions load the API server; moves sharing a link
 // each copy slower and stop converging; pods waiting long on their budgets say the cluster
@@ -28,6 +29,9 @@ const (
 	// paceBaseline is how many times its best window's p90 a signal may read before the pace
 	// calls it slow.
 	paceBaseline = 4
+	// paceProbe is how many healthy windows that held a move the pace stays just below its
+	// knee before it tries one more move at once.
+	paceProbe = 5
 )
 
 // paceSignal is something the pace follows.
@@ -89,13 +93,16 @@ type pace struct {
 	signals [paceSignalCount]signalWindow
 	began   time.Time // this window's
 	held    bool      // the pace held a move back in this window
+	calm    bool      // the last window judged was healthy (a halving after it begins a streak)
+	knee    int       // the limit the last streak of halvings began at (0: never halved)
+	probing int       // healthy windows that held a move spent just below the knee
 	why     string
 	changed time.Time
 	clock   func() time.Time
 }
 
 func newPace(max int, window, slow time.Duration, clock func() time.Time) *pace {
-	return &pace{max: max, limit: max, window: window, slow: slow, began: clock(), clock: clock}
+	return &pace{max: max, limit: max, window: window, slow: slow, began: clock(), clock: clock, calm: true}
 }
 
 // observe counts one reading of a signal: how long it took, and whether it failed.
@@ -199,12 +206,43 @@ func (p *pace) roll() {
 			said = fmt.Sprintf("%s p90 %s over %d %s", possessive(row.name), p90.Round(10*time.Millisecond), n, row.unit)
 		}
 	}
-	if healthy && said != "" && held && p.limit < p.max {
-		limit, why = min(p.max, p.limit+max(1, p.max/10)), said+": raised"
+	switch {
+	case !healthy:
+		if p.calm { // the first halving of a streak: it broke at the limit it had
+			p.knee, p.probing = p.limit, 0
+		}
+		p.calm = false
+	case said != "":
+		p.calm = true
+		if held && p.limit < p.max {
+			if raised := p.raise(); raised != p.limit {
+				limit, why = raised, said+": raised"
+			}
+		}
 	}
 	if limit != p.limit {
 		p.limit, p.why, p.changed = limit, why, now
 	}
+}
+
+// raise is the limit a healthy window that held a move raises the pace to: by a tenth of the
+// cap up to just below the limit it last broke at (the knee: moves that share a link stop
+// converging past a number, all of them at once), then one more every paceProbe such
+// windows, to find whether the knee has moved. Called with mu.
+func (p *pace) raise() int {
+	step := max(1, p.max/10)
+	if p.knee == 0 || p.limit+1 < p.knee {
+		below := p.max
+		if p.knee > 0 {
+			below = p.knee - 1
+		}
+		return min(below, p.limit+step)
+	}
+	if p.probing++; p.probing < paceProbe {
+		return p.limit
+	}
+	p.probing = 0
+	return min(p.max, p.limit+1)
 }
 
 // possessive is "the cloud's", "the moves'".

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestThePaceFollowsTheCloudsAnswers(t *testing.T) {
 	if st := window(10*time.Millisecond, 200, 10, true); st.Limit != 1 {
 		t.Errorf("a window with a request unanswered: %+v, want 1", st)
 	}
-	for range 12 {
+	for range 80 { // up to 6 (below where it broke, 7) at once, then one more every 5 windows
 		window(10*time.Millisecond, 200, 10, true)
 	}
 	if st := p.state(); st.Limit != 20 {
@@ -190,5 +191,57 @@ func TestAStaticPaceHearsNothing(t *testing.T) {
 	}
 	if st := p.state(); st.Limit != 8 || st.Why != "" {
 		t.Errorf("a deaf pace moved: %+v", st)
+	}
+}
+
+// Past some number of moves at once, moves sharing a link all stop converging together: the
+// pace remembers the limit a streak of halvings began at (its knee), climbs back by a tenth of
+// the cap to just below it, stays there, and tries one more only every paceProbe healthy
+// windows. A slowing that halves it down to one remembers where it began, so the climb after
+// is quick.
+func TestThePaceStaysBelowWhereItBroke(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPace(40, paceWindow, paceSlow, func() time.Time { return now })
+	window := func(converging bool) Pace {
+		for range 3 {
+			p.observe(paceMoves, time.Second, !converging)
+		}
+		p.room(1 << 20)
+		now = now.Add(paceWindow)
+		return p.state()
+	}
+	for _, want := range []int{20, 10} { // broke at 40: the knee
+		if st := window(false); st.Limit != want {
+			t.Fatalf("moves not converging: %+v, want %d", st, want)
+		}
+	}
+	var limits []int
+	for range 20 {
+		limits = append(limits, window(true).Limit)
+	}
+	want := []int{14, 18, 22, 26, 30, 34, 38, 39, 39, 39, 39, 39, 40, 40, 40, 40, 40, 40, 40, 40}
+	if !slices.Equal(limits, want) {
+		t.Errorf("climbing back after a knee at 40: %v, want %v", limits, want)
+	}
+	// Broke again at 40: halved to 20, then 10 while the moves under way still stall; healthy
+	// again, it climbs to 39 and stays.
+	window(false)
+	window(false)
+	limits = limits[:0]
+	for range 9 {
+		limits = append(limits, window(true).Limit)
+	}
+	if want := []int{14, 18, 22, 26, 30, 34, 38, 39, 39}; !slices.Equal(limits, want) {
+		t.Errorf("climbing back again: %v, want %v", limits, want)
+	}
+	// Broken at 39 this time: the knee is 39, and the climb stops at 38.
+	for range 2 {
+		window(false)
+	}
+	for range 8 {
+		window(true)
+	}
+	if st := p.state(); st.Limit != 38 {
+		t.Errorf("after breaking at 39: %+v, want 38, just below", st)
 	}
 }
