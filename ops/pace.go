@@ -94,7 +94,9 @@ type pace struct {
 	began   time.Time // this window's
 	held    bool      // the pace held a move back in this window
 	calm    bool      // the last window judged was healthy (a halving after it begins a streak)
-	knee    int       // the limit the last streak of halvings began at (0: never halved)
+	knee    int       // the moves under way the last streak of halvings began at (0: never halved)
+	back    int       // how far below the knee the pace climbs back to (broke)
+	level   int       // the most moves under way told in this window (room)
 	probing int       // healthy windows that held a move spent just below the knee
 	why     string
 	changed time.Time
@@ -134,7 +136,9 @@ func (p *pace) room(inFlight int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.roll()
+	p.level = max(p.level, min(inFlight, p.limit))
 	if inFlight < p.limit {
+		p.level = max(p.level, inFlight+1)
 		return true
 	}
 	p.held = true
@@ -176,6 +180,13 @@ func (p *pace) roll() {
 	if p.max <= 0 {
 		return
 	}
+	// The moves under way at most in the window (the last count told, when none was): a
+	// halving halves them, not a cap they never reached.
+	level := p.limit
+	if p.level > 0 {
+		level = min(level, p.level)
+	}
+	p.level = 0
 	limit, why, healthy := p.limit, "", true
 	said := "" // the first signal read, for a raise's why
 	for sig := range p.signals {
@@ -197,10 +208,10 @@ func (p *pace) roll() {
 		switch {
 		case !healthy: // halved by a signal before: said once
 		case float64(failed) > row.failing*float64(n):
-			healthy, limit = false, max(1, p.limit/2)
+			healthy, limit = false, max(1, level/2)
 			why = fmt.Sprintf("%d of %d %s of %s %s: halved", failed, n, row.unit, row.name, row.failure)
 		case p90 > max(floor, paceBaseline*w.best):
-			healthy, limit = false, max(1, p.limit/2)
+			healthy, limit = false, max(1, level/2)
 			why = fmt.Sprintf("%s p90 %s over %d %s: halved", possessive(row.name), p90.Round(10*time.Millisecond), n, row.unit)
 		case said == "":
 			said = fmt.Sprintf("%s p90 %s over %d %s", possessive(row.name), p90.Round(10*time.Millisecond), n, row.unit)
@@ -208,8 +219,8 @@ func (p *pace) roll() {
 	}
 	switch {
 	case !healthy:
-		if p.calm { // the first halving of a streak: it broke at the limit it had
-			p.knee, p.probing = p.limit, 0
+		if p.calm { // the first halving of a streak: it broke with level moves under way
+			p.broke(level)
 		}
 		p.calm = false
 	case said != "":
@@ -226,15 +237,15 @@ func (p *pace) roll() {
 }
 
 // raise is the limit a healthy window that held a move raises the pace to: by a tenth of the
-// cap up to just below the limit it last broke at (the knee: moves that share a link stop
-// converging past a number, all of them at once), then one more every paceProbe such
+// cap up to below the moves under way it last broke at (the knee: moves that share a link
+// stop converging past a number, all of them at once), then one more every paceProbe such
 // windows, to find whether the knee has moved. Called with mu.
 func (p *pace) raise() int {
 	step := max(1, p.max/10)
-	if p.knee == 0 || p.limit+1 < p.knee {
+	if p.knee == 0 || p.limit < p.knee-p.back {
 		below := p.max
 		if p.knee > 0 {
-			below = p.knee - 1
+			below = p.knee - p.back
 		}
 		return min(below, p.limit+step)
 	}
@@ -243,6 +254,21 @@ func (p *pace) raise() int {
 	}
 	p.probing = 0
 	return min(p.max, p.limit+1)
+}
+
+// broke sets the knee where a streak of halvings began, level moves under way. Broken while
+// probing above where it held, the knee is that level, and the pace holds one below it;
+// broken at or below that (the knee moved down, or was never where it stopped), it steps back
+// twice as far each time: a walk down one move at a time would stall every move under way
+// at each step. Called with mu.
+func (p *pace) broke(level int) {
+	switch {
+	case p.knee == 0 || level > p.knee-p.back:
+		p.back = 1
+	default:
+		p.back *= 2
+	}
+	p.knee, p.probing = level, 0
 }
 
 // possessive is "the cloud's", "the moves'".

@@ -234,14 +234,41 @@ func TestThePaceStaysBelowWhereItBroke(t *testing.T) {
 	if want := []int{14, 18, 22, 26, 30, 34, 38, 39, 39}; !slices.Equal(limits, want) {
 		t.Errorf("climbing back again: %v, want %v", limits, want)
 	}
-	// Broken at 39 this time: the knee is 39, and the climb stops at 38.
-	for range 2 {
+	// Broken at 39, where it held: the knee moved down, and the pace steps back twice as far
+	// (37); broken there too, four times as far below it (33).
+	for _, want := range []int{37, 33} {
 		window(false)
+		window(false)
+		for range 8 {
+			window(true)
+		}
+		if st := p.state(); st.Limit != want {
+			t.Errorf("broken where it held: %+v, want %d", st, want)
+		}
 	}
-	for range 8 {
-		window(true)
+}
+
+// A halving halves the moves under way, not a cap they never reached: 20 allowed, 6 under
+// way, a slow window leaves 3; the knee is 6, not 20.
+func TestThePaceHalvesTheMovesUnderWay(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPace(20, paceWindow, paceSlow, func() time.Time { return now })
+	p.observer(paceCloud)(10*time.Millisecond, 200) // the cloud's best
+	now = now.Add(paceWindow)
+	for i := range 6 {
+		p.room(i)
 	}
-	if st := p.state(); st.Limit != 38 {
-		t.Errorf("after breaking at 39: %+v, want 38, just below", st)
+	p.observer(paceCloud)(5*time.Second, 200)
+	now = now.Add(paceWindow)
+	if st := p.state(); st.Limit != 3 {
+		t.Errorf("six under way, a slow window: %+v, want 3", st)
+	}
+	for range 3 {
+		p.observer(paceCloud)(10*time.Millisecond, 200)
+		p.room(1 << 20)
+		now = now.Add(paceWindow)
+	}
+	if st := p.state(); st.Limit != 5 {
+		t.Errorf("healthy again: %+v, want 5 (below the knee of 6)", st)
 	}
 }
