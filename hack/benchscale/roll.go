@@ -147,7 +147,7 @@ func runRoll(ctx context.Context, o options) error {
 	}
 	rss := sampleRSS(cmd.Process.Pid)
 	sampled, stopSampling := make(<-chan []curvePoint), make(chan struct{})
-	if ro.slow.at > 0 {
+	if ro.slow.at > 0 || ro.slow.curve != "" {
 		sampled = slowNova(w, ro.slow, start, stopSampling)
 	}
 	var lines io.Reader = stdout
@@ -213,7 +213,7 @@ func runRoll(ctx context.Context, o options) error {
 	fmt.Printf("| wall time | %s | %s |\n", secs(wall), secs(wall/time.Duration(ro.nodes)))
 	fmt.Printf("| floor: the nodes' own migration times (Σ %s) ÷ %d | %s | wall ÷ floor %.2f× |\n", secs(floorSum), ro.parallel, secs(floor), wall.Seconds()/floor.Seconds())
 	fmt.Printf("| the most moves from one source at once (migrations_per_source %d) | %d | |\n", ro.perSource, stats.MaxFromOneSource)
-	fmt.Printf("| moves force-completed (stalled: the guest paused for the rest of its copy) | %d | |\n", runs.forced)
+	fmt.Printf("| moves force-completed (stalled: the guest paused for the rest of its copy) | %d | |\n", len(runs.forced))
 	fmt.Printf("| drainctl RSS over the campaign: peak / mean | %.0f MiB / %.0f MiB | |\n", float64(peak)/(1<<20), float64(mean)/(1<<20))
 	home, all := 0, ro.nodes*ro.vmsPerNode
 	for j := 0; j < all; j++ {
@@ -238,7 +238,7 @@ func runRoll(ctx context.Context, o options) error {
 	if tui != nil {
 		tui.report()
 	}
-	if ro.slow.at > 0 {
+	if ro.slow.at > 0 || ro.slow.curve != "" {
 		if err := printCurve(ro.slow, <-sampled); err != nil {
 			return err
 		}

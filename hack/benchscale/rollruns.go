@@ -19,25 +19,28 @@ type rollRuns struct {
 	returning   time.Duration            // --return-vms: the returns' migrations, summed
 	movedOut    int                      // VMs moved off their nodes (their migrations completed)
 	movedHome   int                      // VMs brought home (a return's migration completed)
-	forced      int                      // moves force-completed (stalled)
+	forced      map[string]bool          // the moves force-completed (stalled), by VM and attempt
 	steps       map[string]time.Duration // step kind -> its time, summed over the nodes
 }
 
 // readRuns reads the NDJSON of the roll: each node's migrate-vms step, start to end.
 func readRuns(r io.Reader) (rollRuns, error) {
-	out := rollRuns{migrating: map[string]time.Duration{}, steps: map[string]time.Duration{}}
+	out := rollRuns{migrating: map[string]time.Duration{}, steps: map[string]time.Duration{}, forced: map[string]bool{}}
 	started, stepStarted := map[string]time.Time{}, map[string]time.Time{}
 	op := map[string]string{} // each node's latest plan: a return's migrate is no part of the floor
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var ev struct {
-			Type   string    `json:"type"`
-			Node   string    `json:"node"`
-			Step   string    `json:"step"`
-			State  string    `json:"state"`
-			At     time.Time `json:"at"`
-			Report struct {
+			Type    string    `json:"type"`
+			Node    string    `json:"node"`
+			Step    string    `json:"step"`
+			State   string    `json:"state"`
+			VMID    string    `json:"vmID"`
+			Source  string    `json:"source"`
+			Attempt int       `json:"attempt"`
+			At      time.Time `json:"at"`
+			Report  struct {
 				Op     string `json:"op"`
 				Result string `json:"result"`
 			} `json:"report"`
@@ -62,8 +65,8 @@ func readRuns(r io.Reader) (rollRuns, error) {
 				out.movedOut++
 			}
 		}
-		if ev.Type == "migration" && ev.State == "force-complete" {
-			out.forced++
+		if ev.Type == "migration" && ev.State == "force-complete" { // said again by each progress line after
+			out.forced[fmt.Sprint(ev.VMID, ev.Attempt, ev.Source)] = true
 		}
 		if ev.Type == "step" && op[ev.Node] == "migrate" {
 			key := ev.Node + " return " + ev.Step

@@ -54,7 +54,7 @@ func slowNova(w *sim.World, o slowOptions, start time.Time, stop <-chan struct{}
 					continue
 				}
 				t := now.Sub(start)
-				if !slowed && t >= o.at {
+				if !slowed && o.at > 0 && t >= o.at { // no slowing asked: the curve alone
 					w.InjectFault(o.fault())
 					slowed = true
 				}
@@ -116,8 +116,10 @@ func printCurve(o slowOptions, curve []curvePoint) error {
 			backIn = secs(p.t - o.at - o.lasts)
 		}
 	}
-	fmt.Printf("\nNova slowed (%s) at %s for %s: moves under way before, mean of the 30 s before: %.1f; "+
-		"halved within %s of the slowing; back to 90 %% within %s of the recovery\n\n", o.what(), secs(o.at), secs(o.lasts), mean, halvedIn, backIn)
+	if o.at > 0 {
+		fmt.Printf("\nNova slowed (%s) at %s for %s: moves under way before, mean of the 30 s before: %.1f; "+
+			"halved within %s of the slowing; back to 90 %% within %s of the recovery\n\n", o.what(), secs(o.at), secs(o.lasts), mean, halvedIn, backIn)
+	}
 	var b strings.Builder
 	b.WriteString("| t | Nova slowed | moves under way | Nova answers | p50 | p99 |\n|---|---|---|---|---|---|\n")
 	for _, p := range curve {
