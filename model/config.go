@@ -30,6 +30,37 @@ type Config struct {
 	Campaign    CampaignConfig    `toml:"roll"`
 	Notify      NotifyConfig      `toml:"notify"`
 	Return      ReturnConfig      `toml:"return"`
+	Capacity    CapacityConfig    `toml:"capacity"`
+}
+
+// CapacityConfig is the [capacity] table: the room kept free for the next host failure
+// (model/failover.go). Nothing asked by default.
+type CapacityConfig struct {
+	// Tolerate: host failures per zone whose VMs the other hosts must be able to take.
+	Tolerate int `toml:"tolerate"`
+	// Reserve: a share of each zone's memory and vCPU kept free ("25%").
+	Reserve string `toml:"reserve"`
+}
+
+// Need is what the table asks (a Reserve that does not parse asks none: validate says so).
+func (c CapacityConfig) Need() FailoverNeed {
+	pct, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(c.Reserve), "%"), 64)
+	return FailoverNeed{Tolerate: c.Tolerate, ReservePercent: pct}
+}
+
+func (c CapacityConfig) validate() error {
+	if c.Tolerate < 0 {
+		return &FieldError{"capacity.tolerate", fmt.Sprintf("must not be negative, got %d", c.Tolerate),
+			"0 asks no room; 1 keeps room for one host's death"}
+	}
+	if c.Reserve == "" {
+		return nil
+	}
+	m, share := strings.CutSuffix(strings.TrimSpace(c.Reserve), "%")
+	if pct, err := strconv.ParseFloat(m, 64); !share || err != nil || pct <= 0 || pct >= 100 {
+		return &FieldError{"capacity.reserve", fmt.Sprintf("must be a percentage above 0 and under 100, got %q", c.Reserve), `e.g. "25%"`}
+	}
+	return nil
 }
 
 // ReturnConfig is the [return] table: what proves a host healthy before its nova-compute

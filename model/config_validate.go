@@ -174,6 +174,9 @@ func (c Config) Validate() error {
 	if err := c.Return.validate(); err != nil {
 		return err
 	}
+	if err := c.Capacity.validate(); err != nil {
+		return err
+	}
 	if c.Policy.MigrationAttempts < 1 {
 		return &FieldError{"policy.migration_attempts", fmt.Sprintf("must be at least 1, got %d", c.Policy.MigrationAttempts), ""}
 	}

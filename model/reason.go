@@ -29,7 +29,10 @@ const (
 	Downtime         ReasonCode = "Downtime"         // a running VM moved cold: stopped, moved, started again
 	VMAwaitsConfirm  ReasonCode = "VMAwaitsConfirm"  // VERIFY_RESIZE: someone's cold migration waits for confirm or revert
 	NoHostWithRoom   ReasonCode = "NoHostWithRoom"   // the other enabled hosts cannot hold its VMs
-	NoLegalHost      ReasonCode = "NoLegalHost"      // its zone or a hard anti-affinity group leaves it no other host
+	// FailoverRoomShort: the plan would leave less room for the next host failure than
+	// [capacity] asks.
+	FailoverRoomShort ReasonCode = "FailoverRoomShort"
+	NoLegalHost       ReasonCode = "NoLegalHost" // its zone or a hard anti-affinity group leaves it no other host
 	// Nodes.
 	LastSchedulable   ReasonCode = "LastSchedulable" // no other Ready, schedulable worker would remain
 	ControlPlane      ReasonCode = "ControlPlane"
@@ -80,6 +83,7 @@ const (
 	OverrideVMPolicy           Override = "override-vm-policy"   // the reason's Object (a VM) moves although its own policy asks otherwise
 	OverrideFenced             Override = "fenced"               // the dead machine is proven off: a fence command or the operator's word
 	OverrideFewerAtOnce        Override = "fewer-at-once"        // a campaign: fewer nodes at once, or less headroom asked
+	OverrideIgnoreFailoverRoom Override = "ignore-failover-room" // [capacity]: less room kept for the next host failure
 	OverrideAcceptDiskLoss     Override = "accept-disk-loss"     // recover: VMs rebuilt from their image lose their local disk
 )
 

@@ -134,6 +134,9 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 	if r := policy.CapacityReason(node, movable, inv, leaving, e.cpuRatio(), ro.Policy); r != nil {
 		p.Reasons = append(p.Reasons, *r)
 	}
+	if r := policy.FailoverReason(node, movable, inv, leaving, e.cpuRatio(), e.cfg.Capacity.Need(), ro.Policy); r != nil {
+		p.Reasons = append(p.Reasons, *r)
+	}
 	vmDetail := moveDetail(methods)
 	if !e.NovaConfigured() || node.Compute == nil {
 		vmDetail = "no VMs to move: this node has no compute service"
@@ -291,6 +294,9 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 				p.Target = dest.Host // Nova's name of the node's host ([mapping]), not the node's
 				// As the picker and an evacuation judge it.
 				if r := policy.TargetReason(vm, dest, e.cpuRatio()); r != nil {
+					p.Reasons = append(p.Reasons, *r)
+				} else if r := policy.FailoverMoveReason(vm, n.Name, dest.Name, inv, e.cpuRatio(), e.cfg.Capacity.Need(),
+					ro.Policy); r != nil {
 					p.Reasons = append(p.Reasons, *r)
 				}
 			}

@@ -4,11 +4,16 @@ package text
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
 )
+
+// Tenths is v to a tenth, without trailing zeros: "16", "3.2".
+func Tenths(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
 // Bytes formats a byte count with a binary unit: 512M, 1.5G, 2.0T.
 func Bytes(b int64) string {
@@ -287,6 +292,7 @@ var flags = map[model.Override]string{
 	model.OverrideFenced:             "--fence-cmd or --confirm-fenced",
 	model.OverrideFewerAtOnce:        "fewer nodes at once (--parallel), or [roll] min_headroom_percent",
 	model.OverrideAcceptDiskLoss:     "--accept-disk-loss",
+	model.OverrideIgnoreFailoverRoom: "--ignore-failover-room",
 }
 
 // Flag is the reason's override as the command line gives it ("" without one).

@@ -97,6 +97,7 @@ type shared struct {
 	recoveries []model.Recovery                 // the recovery records, as :recoveries last read them
 	holds      []model.RecoveryHold             // what holds automatic recovery, as the last load read it
 	pace       ops.Pace                         // the engine's pace, as the last event or tick read it
+	failover   []model.ZoneRoom                 // the room for the next host failure, per zone ([capacity]; nil: none asked)
 }
 
 func (s *shared) pageSize() int {

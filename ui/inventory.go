@@ -59,6 +59,9 @@ func (m *Model) showInventory(inv model.Inventory) {
 	on := m.nodes.currentName(s) // before the rows' indices change meaning
 	s.inv = inv
 	s.invGen++
+	if m.eng != nil {
+		s.failover = m.eng.FailoverRoom(inv)
+	}
 	s.nameWidth, s.totalVMs, s.totalPods = 8, 0, 0
 	for _, n := range s.inv.Nodes {
 		s.nameWidth = min(32, max(s.nameWidth, len(n.Name)+1))

@@ -2,12 +2,14 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/text"
 )
@@ -118,10 +120,45 @@ func (m Model) header() string {
 		info += " · loading…"
 	}
 	parts = append(parts, s.st.Muted.Render(info))
+	if line, short := failoverLine(s.failover); line != "" {
+		style := s.st.Muted
+		if short {
+			style = s.st.Error
+		}
+		parts = append(parts, style.Render(line))
+	}
 	if paced {
 		parts = append(parts, s.st.Warn.Render(pace.String()+" since "+pace.Changed.Format("15:04:05")))
 	}
 	return truncate(strings.Join(parts, s.st.Muted.Render(" · ")), s.width)
+}
+
+// failoverLine says the room for the next host failure, zone by zone ("" when [capacity]
+// asks none), and whether a zone is short of it: "failover room: a 1/1, 112 GiB 40 vCPU spare"
+// or "FAILOVER ROOM SHORT: a 0/1, short 16 GiB 4 vCPU".
+func failoverLine(rooms []model.ZoneRoom) (string, bool) {
+	if len(rooms) == 0 {
+		return "", false
+	}
+	short := slices.ContainsFunc(rooms, model.ZoneRoom.Short)
+	var zones []string
+	for _, z := range rooms {
+		name := text.Safe(z.Zone)
+		if name == "" {
+			name = "no zone"
+		}
+		line := fmt.Sprintf("%s %d/%d, %s GiB %s vCPU spare", name, z.Tolerated, z.Tolerate,
+			text.Tenths(z.SpareMB/1024), text.Tenths(z.SpareVCPU))
+		if z.Short() {
+			line = fmt.Sprintf("%s %d/%d, short %s GiB %s vCPU", name, z.Tolerated, z.Tolerate,
+				text.Tenths(z.ShortMB/1024), text.Tenths(z.ShortVCPU))
+		}
+		zones = append(zones, line)
+	}
+	if short {
+		return "FAILOVER ROOM SHORT: " + strings.Join(zones, "; "), true
+	}
+	return "failover room: " + strings.Join(zones, "; "), false
 }
 
 // paced is the engine's pace when it is below its cap: the cloud answered slowly or failed,

@@ -68,7 +68,7 @@ type ServeFlags struct {
 // OpFlags are every operation's: the run, and the overrides of a safety rule.
 type OpFlags struct {
 	DryRun, Force, DisableEviction, DeleteEmptyDir, IgnoreDaemonSets bool
-	AllowControlPlane, AllowLastNode                                 bool
+	AllowControlPlane, AllowLastNode, IgnoreFailoverRoom             bool
 	ColdMigrateRunning                                               bool
 	SkipVMs                                                          []string
 	OverrideVMPolicies                                               []string
@@ -332,6 +332,7 @@ func policyOptions(cfg model.Config, o Options) (policy.Options, error) {
 	p.IgnoreDaemonSets = p.IgnoreDaemonSets && o.Op.IgnoreDaemonSets
 	p.DeleteEmptyDirData = p.DeleteEmptyDirData || o.Op.DeleteEmptyDir
 	p.AllowControlPlane, p.AllowLastNode = o.Op.AllowControlPlane, o.Op.AllowLastNode
+	p.IgnoreFailoverRoom = o.Op.IgnoreFailoverRoom
 	p.ColdMigrateRunning, p.SkipVMs = o.Op.ColdMigrateRunning, o.Op.SkipVMs
 	p.OverrideVMPolicies = o.Op.OverrideVMPolicies
 	p.AcceptDiskLoss = o.Verb.Recover.AcceptDiskLoss

@@ -73,6 +73,12 @@ var flagRows = []flagrow.Row[Options]{
 		Usage:   "  --allow-last-node    allow emptying the last schedulable worker\n",
 		Bind:    flagrow.Bool(func(o *Options) *bool { return &o.Op.AllowLastNode }, false),
 	},
+	{
+		Names:   []string{"ignore-failover-room"},
+		Section: SectionOperation,
+		Usage:   "  --ignore-failover-room   allow a plan to leave less room for the next host failure than [capacity] asks\n",
+		Bind:    flagrow.Bool(func(o *Options) *bool { return &o.Op.IgnoreFailoverRoom }, false),
+	},
 	{Names: []string{"cold-migrate-running"}, Section: SectionOperation,
 		Usage: "  --cold-migrate-running   move a running VM that cannot live-migrate (PCI, vGPU) cold:\n" +
 			"                       it is stopped, moved and started again (downtime; the plan lists it)\n",

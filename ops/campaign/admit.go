@@ -8,6 +8,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // A node's check before it starts: from a fresh read, the rest of the cluster must absorb
@@ -40,12 +41,7 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 	if n.Phase != model.PhasePending && n.Phase != model.PhaseEvacuating {
 		return nil, nil
 	}
-	leaving := []string{n.Name}
-	for _, o := range rec.Nodes {
-		if o.Phase.Started() && !o.Phase.Finished() && o.Name != n.Name {
-			leaving = append(leaving, o.Name)
-		}
-	}
+	leaving := append([]string{n.Name}, r.inFlightBut(n.Name)...)
 	ro := r.o.Run
 	ro.Leaving, ro.Later = leaving, pendingBut(rec, n.Name)
 	ro.Campaign = r.o.Name // the campaign's plan: its pods go beside its moves
@@ -58,6 +54,11 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 		return nil, err
 	}
 	if b := plan.Blockers(); len(b) > 0 {
+		if len(leaving) > 1 && onlyFailoverRoom(b) {
+			// The nodes in flight hold the room it lacks: it waits for one to return.
+			r.note(n.Name, n.Phase, "waiting for room: "+b[0].Message+" (a node in flight gives it back)")
+			return nil, errWaitRoom
+		}
 		err := &ops.RefusedError{Reasons: b}
 		// The plan is shown with its blockers, and closed as refused: a view must not keep a
 		// node that nothing runs on as an operation running.
@@ -87,6 +88,44 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 
 // errSkipped: the node was refused at its check and skipped (--on-failure skip).
 var errSkipped = errors.New("skipped")
+
+// errWaitRoom: the node would take the room [capacity] keeps for the next host failure, and
+// only while the nodes in flight are out: it waits for one of them to return.
+var errWaitRoom = errors.New("waiting for the failover room")
+
+// onlyFailoverRoom says whether the room for the next failure is all that refuses a plan.
+func onlyFailoverRoom(blockers []model.Reason) bool {
+	for _, b := range blockers {
+		if b.Code != model.FailoverRoomShort {
+			return false
+		}
+	}
+	return true
+}
+
+// waitFewerInFlight waits until fewer of the campaign's nodes but name are in flight than
+// now; false when ctx ends first.
+func (r *Campaign) waitFewerInFlight(ctx context.Context, name string) bool {
+	now := len(r.inFlightBut(name))
+	return poll.Until(ctx, r.e.PollInterval(), nil, func(context.Context) (bool, string, error) {
+		return len(r.inFlightBut(name)) < now, "", nil
+	}) == nil
+}
+
+// inFlightBut are the campaign's nodes in flight but name: started and not finished, or let
+// start and not recorded yet.
+func (r *Campaign) inFlightBut(name string) []string {
+	rec := r.Record()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, o := range rec.Nodes {
+		if (o.Phase.Started() || r.admitted[o.Name]) && !o.Phase.Finished() && o.Name != name {
+			out = append(out, o.Name)
+		}
+	}
+	return out
+}
 
 // skippedUntouched begins the error of a node skipped before anything changed on it.
 const skippedUntouched = "refused at its check, left untouched"

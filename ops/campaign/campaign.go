@@ -67,8 +67,11 @@ type Campaign struct {
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
 	gateSaid map[string]bool      // nodes whose gate command has said it started (one goroutine: Run's loop)
 	kept     map[string][]string  // node -> the VMs its evacuation left on it on purpose (--skip-vm, stays): not empty
-	inPlace  map[string][]string  // node -> those of them stopped for restart-in-place, started at its return
-	fc       model.Forecast       // made by New (forecast.go)
+	// admitted are the nodes let start: in flight from then, before their goroutine records
+	// it, so the next node's check counts them gone.
+	admitted map[string]bool
+	inPlace  map[string][]string // node -> those of them stopped for restart-in-place, started at its return
+	fc       model.Forecast      // made by New (forecast.go)
 	// saves writes the record: the changes of the nodes in flight made while a write is under
 	// way share the next write (a record of 1,000 nodes is 150 KB, and twenty nodes change it).
 	saves *shared.Calls[struct{}]
@@ -329,6 +332,13 @@ func (r *Campaign) Run(ctx context.Context) error {
 			break
 		}
 		plan, err := r.admit(ctx, i)
+		for errors.Is(err, errWaitRoom) {
+			if !r.waitFewerInFlight(ctx, n.Name) {
+				err = &ops.Interrupted{Node: n.Name, Phase: "waiting for the failover room", Cause: context.Cause(ctx)}
+				break
+			}
+			plan, err = r.admit(ctx, i)
+		}
 		if errors.Is(err, errSkipped) { // refused at its check, left untouched: the next node
 			busy.done(n.Domain)
 			<-slots
@@ -340,6 +350,12 @@ func (r *Campaign) Run(ctx context.Context) error {
 			errs[i] = err
 			break
 		}
+		r.mu.Lock()
+		if r.admitted == nil {
+			r.admitted = map[string]bool{}
+		}
+		r.admitted[n.Name] = true
+		r.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

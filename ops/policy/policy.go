@@ -25,6 +25,9 @@ type Options struct {
 	DisableEviction    bool // delete instead of evict: PDBs are bypassed
 	AllowControlPlane  bool
 	AllowLastNode      bool
+	// IgnoreFailoverRoom: a plan may leave less room for the next host failure than
+	// [capacity] asks (--ignore-failover-room).
+	IgnoreFailoverRoom bool
 	ProtectedPods      []labels.Selector
 	ProtectedNodes     []labels.Selector
 	HypervisorPods     labels.Selector // carriers: evicted after the hypervisor is empty
@@ -413,7 +416,7 @@ func (o Options) Given() []model.Given {
 	}{{o.Force, model.OverrideForce}, {o.DeleteEmptyDirData, model.OverrideDeleteEmptyDirData}, {o.DisableEviction,
 		model.OverrideDisableEviction},
 		{o.AllowLastNode, model.OverrideAllowLastNode}, {o.ColdMigrateRunning, model.OverrideColdMigrateRunning}, {o.AcceptDiskLoss,
-			model.OverrideAcceptDiskLoss}} {
+			model.OverrideAcceptDiskLoss}, {o.IgnoreFailoverRoom, model.OverrideIgnoreFailoverRoom}} {
 		if f.on {
 			on = append(on, model.Given{Override: f.o})
 		}

@@ -1,0 +1,189 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/text"
+)
+
+// FailoverHosts are the cloud's compute hosts as the room for the next failure counts them
+// (model.FailoverRooms), with gone taking nothing (a node being emptied, or about to be):
+// hosts Nova could rebuild a dead host's VMs on take them, the others do not.
+func FailoverHosts(inv model.Inventory, gone map[string]bool, cpuRatio float64) []model.FailoverHost {
+	var out []model.FailoverHost
+	for _, n := range inv.Nodes {
+		if n.Compute == nil || n.Hypervisor == nil {
+			continue
+		}
+		h := model.FailoverHost{Name: n.Name, Zone: n.Compute.Zone, Takes: n.Compute.TakesVMs() && !gone[n.Name],
+			VMs: slices.Clip(n.VMs)} // a VM placed here is appended to a copy, never to the inventory
+		if c, ok := n.Hypervisor.Room(cpuRatio); ok {
+			h.FreeMB, h.FreeVCPU = c.MemoryMB.Free(), c.VCPU.Free()
+			h.CapMB, h.CapVCPU = c.MemoryMB.Capacity, c.VCPU.Capacity
+		} // unknown: no room counted (it may have none)
+		out = append(out, h)
+	}
+	return out
+}
+
+// FailoverReason says what emptying node (its vms moved, with the nodes leaving beside it)
+// would do to the room [capacity] asks for the next host failure: nil when it holds or
+// nothing is asked. The VMs are placed as CapacityReason places them, the largest first on
+// the first host with room and their rules; they need room on their new host if it dies.
+func FailoverReason(
+	node model.Node,
+	vms []model.VM,
+	inv model.Inventory,
+	leaving map[string]bool,
+	cpuRatio float64,
+	need model.FailoverNeed,
+	o Options,
+) *model.Reason {
+	moving := map[string]bool{}
+	for _, vm := range vms {
+		moving[vm.ID] = true
+	}
+	others := map[string]bool{} // before the plan: the node itself still takes VMs
+	for n := range leaving {
+		others[n] = n != node.Name
+	}
+	return failoverAfter(inv, others, cpuRatio, need, o, node.Name, func(hosts []model.FailoverHost) {
+		for i := range hosts {
+			if hosts[i].Name == node.Name { // what stays on it stays; what moves is placed
+				hosts[i].Takes, hosts[i].VMs = false, without(hosts[i].VMs, moving)
+			}
+		}
+		placeOnFailoverHosts(hosts, vms)
+	})
+}
+
+// FailoverMoveReason is FailoverReason for one VM moved from its node to dest (migrate --to).
+func FailoverMoveReason(
+	vm model.VM,
+	from, dest string,
+	inv model.Inventory,
+	cpuRatio float64,
+	need model.FailoverNeed,
+	o Options,
+) *model.Reason {
+	return failoverAfter(inv, nil, cpuRatio, need, o, vm.Name, func(hosts []model.FailoverHost) {
+		for i := range hosts {
+			switch h := &hosts[i]; h.Name {
+			case from:
+				h.VMs = without(h.VMs, map[string]bool{vm.ID: true})
+				h.FreeMB, h.FreeVCPU = h.FreeMB+float64(vm.RAMMB), h.FreeVCPU+float64(vm.VCPUs)
+			case dest:
+				h.VMs = append(h.VMs, vm)
+				h.FreeMB, h.FreeVCPU = h.FreeMB-float64(vm.RAMMB), h.FreeVCPU-float64(vm.VCPUs)
+			}
+		}
+	})
+}
+
+// failoverAfter counts the room before and after change (gone take nothing in both), and
+// names each zone the change leaves short and worse than it was: a plan that takes the
+// room below what is asked, or further below, is refused; one that keeps it, or gives some
+// back, is not.
+func failoverAfter(
+	inv model.Inventory,
+	gone map[string]bool,
+	cpuRatio float64,
+	need model.FailoverNeed,
+	o Options,
+	object string,
+	change func([]model.FailoverHost),
+) *model.Reason {
+	if !need.On() {
+		return nil
+	}
+	hosts := FailoverHosts(inv, gone, cpuRatio)
+	before := map[string]model.ZoneRoom{}
+	for _, z := range model.FailoverRooms(hosts, need) {
+		before[z.Zone] = z
+	}
+	change(hosts)
+	var short []string
+	for _, z := range model.FailoverRooms(hosts, need) {
+		was := before[z.Zone]
+		if z.Short() && (z.Tolerated < was.Tolerated || z.ShortMB > was.ShortMB || z.ShortVCPU > was.ShortVCPU) {
+			short = append(short, shortfall(z, need))
+		}
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	sev := model.Blocks
+	if o.IgnoreFailoverRoom {
+		sev = model.Notes
+	}
+	return &model.Reason{Code: model.FailoverRoomShort, Severity: sev, Object: object, Override: model.OverrideIgnoreFailoverRoom,
+		Message: "would leave " + strings.Join(short, "; ")}
+}
+
+// shortfall says a zone's: "room for 0 of 1 host failures: short 96 GiB and 4 vCPU in zone a".
+func shortfall(z model.ZoneRoom, need model.FailoverNeed) string {
+	where := "in zone " + z.Zone
+	if z.Zone == "" {
+		where = "in the hosts of no zone"
+	}
+	what := fmt.Sprintf("room for %d of %d host failures", z.Tolerated, need.Tolerate)
+	if z.Tolerated >= need.Tolerate {
+		what = fmt.Sprintf("less than the %g%% reserve free", need.ReservePercent)
+	}
+	var lack []string
+	if z.ShortMB > 0 {
+		lack = append(lack, text.Tenths(z.ShortMB/1024)+" GiB")
+	}
+	if z.ShortVCPU > 0 {
+		lack = append(lack, text.Tenths(z.ShortVCPU)+" vCPU")
+	}
+	return what + ": short " + strings.Join(lack, " and ") + " " + where
+}
+
+// placeOnFailoverHosts puts each VM, the largest first, on the first host that takes VMs with its room and
+// its rules, taking that room.
+func placeOnFailoverHosts(hosts []model.FailoverHost, vms []model.VM) {
+	sorted := append([]model.VM(nil), vms...)
+	for i := 1; i < len(sorted); i++ { // largest first
+		for j := i; j > 0 && sorted[j].RAMMB > sorted[j-1].RAMMB; j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	for _, vm := range sorted {
+		for i := range hosts {
+			h := &hosts[i]
+			if !h.Takes || h.FreeMB < float64(vm.RAMMB) || h.FreeVCPU < float64(vm.VCPUs) {
+				continue
+			}
+			if ok, _ := vm.Legal(h.Zone, groupsOf(h.VMs)); !ok {
+				continue
+			}
+			h.FreeMB, h.FreeVCPU = h.FreeMB-float64(vm.RAMMB), h.FreeVCPU-float64(vm.VCPUs)
+			h.VMs = append(h.VMs, vm)
+			break
+		}
+	}
+}
+
+func groupsOf(vms []model.VM) map[string]bool {
+	out := map[string]bool{}
+	for _, vm := range vms {
+		for _, g := range vm.Groups() {
+			out[g] = true
+		}
+	}
+	return out
+}
+
+func without(vms []model.VM, gone map[string]bool) []model.VM {
+	var out []model.VM
+	for _, vm := range vms {
+		if !gone[vm.ID] {
+			out = append(out, vm)
+		}
+	}
+	return out
+}
