@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -65,14 +66,15 @@ func (r *Campaign) bringHomeLater(ctx context.Context, i int) {
 	}()
 }
 
-// bringHome brings node i's pending VMs home one after the other (under the engine's caps),
-// recording each: home again, or why not.
+// bringHome brings node i's pending VMs home, each at once (under the engine's caps: a
+// source's and the cluster's), recording each as it ends: home again, or why not.
 func (r *Campaign) bringHome(ctx context.Context, i int) {
 	r.mu.Lock()
 	name, left, returns := r.rec.Nodes[i].Name, r.rec.Nodes[i].Left, slices.Clone(r.rec.Nodes[i].Returns)
 	r.mu.Unlock()
 	ro := r.o.Run
 	ro.Leaving, ro.Later, ro.ReturnVMs = nil, nil, false
+	var wg sync.WaitGroup
 	for k, ret := range returns {
 		if !ret.Pending {
 			continue
@@ -81,27 +83,35 @@ func (r *Campaign) bringHome(ctx context.Context, i int) {
 		if at < 0 {
 			continue
 		}
-		l := left[at]
-		if ctx.Err() != nil {
-			return // still pending in the record: a resume tries it
-		}
-		if !r.waitOutOfFlight(ctx, l.ID) {
-			return
-		}
-		res := r.e.ReturnVM(ctx, name, l, r.putOn(l.ID), ro, r.emit)
-		if ctx.Err() != nil && !res.Home {
-			return
-		}
-		res.Why = bounded(res.Why)
-		r.mu.Lock()
-		r.rec.Nodes[i].Returns[k] = res
-		r.mu.Unlock()
-		r.save(ctx)
-		if res.Home {
-			r.note(name, model.PhaseDone, "VM "+l.Name+" home again")
-		} else {
-			r.note(name, model.PhaseDone, "VM "+l.Name+" not brought home: "+res.Why)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.bringOneHome(ctx, i, k, name, left[at], ro)
+		}()
+	}
+	wg.Wait()
+}
+
+// bringOneHome brings one VM that left node name home, and records how it ended as node i's
+// k-th return; a VM whose return ctx ended before it was home stays pending (a resume tries
+// it again).
+func (r *Campaign) bringOneHome(ctx context.Context, i, k int, name string, l model.VMLeft, ro ops.RunOptions) {
+	if ctx.Err() != nil || !r.waitOutOfFlight(ctx, l.ID) {
+		return
+	}
+	res := r.e.ReturnVM(ctx, name, l, r.putOn(l.ID), ro, r.emit)
+	if ctx.Err() != nil && !res.Home {
+		return
+	}
+	res.Why = bounded(res.Why)
+	r.mu.Lock()
+	r.rec.Nodes[i].Returns[k] = res
+	r.mu.Unlock()
+	r.save(ctx)
+	if res.Home {
+		r.note(name, model.PhaseDone, "VM "+l.Name+" home again")
+	} else {
+		r.note(name, model.PhaseDone, "VM "+l.Name+" not brought home: "+res.Why)
 	}
 }
 
