@@ -17,11 +17,11 @@ import (
 // slow on a good day is not struggling) or failing (more than the row's share of readings)
 // halves the pace, and a healthy window in which the pace held a move back raises it (by a
 // tenth of the cap up to just below where it last broke, then one at a time: raise). The caps
-// are the operator's bounds; the pace only keeps drainctl below
-// them while something is struggling (a mass maintenance is what overloads nova-api and its
-// database first; the moves' leases and evictions load the API server; moves sharing a link
-// each copy slower and stop converging; pods waiting long on their budgets say the cluster
-// is slow to run them again elsewhere, and more nodes emptied at once only adds to them).
+// are the operator's bounds; the pace only keeps drainctl below them while something is
+// struggling (a mass maintenance is what overloads nova-api and its database first; the
+// moves' leases and evictions load the API server; moves sharing a link each copy slower and
+// stop converging; pods waiting long on their budgets say the cluster is slow to run them
+// again elsewhere, and more nodes emptied at once only adds to them).
 
 const (
 	paceWindow = 3 * time.Second

@@ -97,6 +97,10 @@ func (m Model) header() string {
 	if paced {
 		parts = append(parts, s.st.Warn.Render(fmt.Sprintf("PACED %d/%d", pace.Limit, pace.Max)))
 	}
+	failover, short := failoverLine(s.failover)
+	if short { // said first too: a narrow screen keeps it
+		parts = append(parts, s.st.Error.Render("ROOM SHORT"))
+	}
 	if w.KubeContext != "" || w.KubeServer != "" {
 		parts = append(parts, s.st.Header.Render("ctx "+text.Safe(orDash(w.KubeContext)))+s.st.Muted.Render(" "+serverHost(w.KubeServer)))
 	}
@@ -120,12 +124,12 @@ func (m Model) header() string {
 		info += " · loading…"
 	}
 	parts = append(parts, s.st.Muted.Render(info))
-	if line, short := failoverLine(s.failover); line != "" {
+	if failover != "" {
 		style := s.st.Muted
 		if short {
 			style = s.st.Error
 		}
-		parts = append(parts, style.Render(line))
+		parts = append(parts, style.Render(failover))
 	}
 	if paced {
 		parts = append(parts, s.st.Warn.Render(pace.String()+" since "+pace.Changed.Format("15:04:05")))

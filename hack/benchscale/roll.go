@@ -214,6 +214,7 @@ func runRoll(ctx context.Context, o options) error {
 	fmt.Printf("| floor: the nodes' own migration times (Σ %s) ÷ %d | %s | wall ÷ floor %.2f× |\n", secs(floorSum), ro.parallel, secs(floor), wall.Seconds()/floor.Seconds())
 	fmt.Printf("| the most moves from one source at once (migrations_per_source %d) | %d | |\n", ro.perSource, stats.MaxFromOneSource)
 	fmt.Printf("| moves force-completed (stalled: the guest paused for the rest of its copy) | %d | |\n", len(runs.forced))
+	fmt.Printf("| the pace's changes said while it held a node's moves | %d | %s |\n", len(runs.paced), paceSaid(runs.paced))
 	fmt.Printf("| drainctl RSS over the campaign: peak / mean | %.0f MiB / %.0f MiB | |\n", float64(peak)/(1<<20), float64(mean)/(1<<20))
 	home, all := 0, ro.nodes*ro.vmsPerNode
 	for j := 0; j < all; j++ {
@@ -462,4 +463,18 @@ func crash(s string) string {
 func tail(s string, lines int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(l[max(0, len(l)-lines):], "\n")
+}
+
+// paceSaid counts the pace's halvings among what it said, and names one of them.
+func paceSaid(said map[string]bool) string {
+	halved, example := 0, ""
+	for s := range said {
+		if strings.HasSuffix(strings.TrimSuffix(s, ")"), "halved") {
+			halved++
+			if example == "" || s < example {
+				example = s
+			}
+		}
+	}
+	return fmt.Sprintf("%d halvings; e.g. %s", halved, example)
 }

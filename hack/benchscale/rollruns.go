@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -20,12 +21,13 @@ type rollRuns struct {
 	movedOut    int                      // VMs moved off their nodes (their migrations completed)
 	movedHome   int                      // VMs brought home (a return's migration completed)
 	forced      map[string]bool          // the moves force-completed (stalled), by VM and attempt
+	paced       map[string]bool          // what the pace said when it held a node's moves, each change once
 	steps       map[string]time.Duration // step kind -> its time, summed over the nodes
 }
 
 // readRuns reads the NDJSON of the roll: each node's migrate-vms step, start to end.
 func readRuns(r io.Reader) (rollRuns, error) {
-	out := rollRuns{migrating: map[string]time.Duration{}, steps: map[string]time.Duration{}, forced: map[string]bool{}}
+	out := rollRuns{migrating: map[string]time.Duration{}, steps: map[string]time.Duration{}, forced: map[string]bool{}, paced: map[string]bool{}}
 	started, stepStarted := map[string]time.Time{}, map[string]time.Time{}
 	op := map[string]string{} // each node's latest plan: a return's migrate is no part of the floor
 	sc := bufio.NewScanner(r)
@@ -39,6 +41,7 @@ func readRuns(r io.Reader) (rollRuns, error) {
 			VMID    string    `json:"vmID"`
 			Source  string    `json:"source"`
 			Attempt int       `json:"attempt"`
+			What    string    `json:"what"`
 			At      time.Time `json:"at"`
 			Report  struct {
 				Op     string `json:"op"`
@@ -64,6 +67,9 @@ func readRuns(r io.Reader) (rollRuns, error) {
 			} else {
 				out.movedOut++
 			}
+		}
+		if held, ok := strings.CutPrefix(ev.What, "moves held by the pace: "); ev.Type == "node" && ok {
+			out.paced[held] = true // each run says a change once
 		}
 		if ev.Type == "migration" && ev.State == "force-complete" { // said again by each progress line after
 			out.forced[fmt.Sprint(ev.VMID, ev.Attempt, ev.Source)] = true
