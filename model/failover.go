@@ -86,43 +86,53 @@ func FailoverRooms(hosts []FailoverHost, need FailoverNeed) []ZoneRoom {
 	return out
 }
 
-// unplaced rebuilds the dead hosts' VMs, the largest first, each on the first host that
-// takes VMs, is not dead, and has its room and its rules, and returns what found none.
+// unplaced rebuilds the dead hosts' VMs on the others (PlaceOn, on a copy: hosts is not
+// changed) and returns what found no room.
 func unplaced(hosts []FailoverHost, dead []int) (mb, vcpu float64) {
-	type room struct {
-		zone       string
-		mb, vcpu   float64
-		antiGroups map[string]bool
-	}
-	isDead := map[int]bool{}
+	rest := slices.Clone(hosts)
 	var vms []VM
 	for _, i := range dead {
-		isDead[i] = true
+		rest[i].Takes = false
 		vms = append(vms, hosts[i].VMs...)
 	}
-	var rooms []*room
+	for i := range rest {
+		rest[i].VMs = slices.Clip(rest[i].VMs) // a VM placed is appended to a copy of the list
+	}
+	return PlaceOn(rest, vms)
+}
+
+// PlaceOn puts each VM, the largest first, on the first host that takes VMs with its room
+// and its rules (its zone, its hard anti-affinity groups), taking that room and adding it to
+// the host's VMs; it returns what found none. As Nova's scheduler would, roughly: the room
+// for the next failure and a plan's placement both count it so.
+func PlaceOn(hosts []FailoverHost, vms []VM) (mb, vcpu float64) {
+	groups := make([]map[string]bool, len(hosts)) // each host's anti-affinity groups, made once
 	for i, h := range hosts {
-		if !h.Takes || isDead[i] {
-			continue
-		}
-		r := &room{zone: h.Zone, mb: h.FreeMB, vcpu: h.FreeVCPU, antiGroups: map[string]bool{}}
-		for _, vm := range h.VMs {
-			for _, g := range vm.Groups() {
-				r.antiGroups[g] = true
+		if h.Takes {
+			groups[i] = map[string]bool{}
+			for _, vm := range h.VMs {
+				for _, g := range vm.Groups() {
+					groups[i][g] = true
+				}
 			}
 		}
-		rooms = append(rooms, r)
 	}
-	slices.SortStableFunc(vms, func(a, b VM) int { return cmp.Compare(b.RAMMB, a.RAMMB) })
-	for _, vm := range vms {
+	sorted := slices.Clone(vms)
+	slices.SortStableFunc(sorted, func(a, b VM) int { return cmp.Compare(b.RAMMB, a.RAMMB) })
+	for _, vm := range sorted {
 		placed := false
-		for _, r := range rooms {
-			if ok, _ := vm.Legal(r.zone, r.antiGroups); !ok || r.mb < float64(vm.RAMMB) || r.vcpu < float64(vm.VCPUs) {
+		for i := range hosts {
+			h := &hosts[i]
+			if !h.Takes || h.FreeMB < float64(vm.RAMMB) || h.FreeVCPU < float64(vm.VCPUs) {
 				continue
 			}
-			r.mb, r.vcpu = r.mb-float64(vm.RAMMB), r.vcpu-float64(vm.VCPUs)
+			if ok, _ := vm.Legal(h.Zone, groups[i]); !ok {
+				continue
+			}
+			h.FreeMB, h.FreeVCPU = h.FreeMB-float64(vm.RAMMB), h.FreeVCPU-float64(vm.VCPUs)
+			h.VMs = append(h.VMs, vm)
 			for _, g := range vm.Groups() {
-				r.antiGroups[g] = true
+				groups[i][g] = true
 			}
 			placed = true
 			break

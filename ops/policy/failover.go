@@ -31,8 +31,8 @@ func FailoverHosts(inv model.Inventory, gone map[string]bool, cpuRatio float64) 
 
 // FailoverReason says what emptying node (its vms moved, with the nodes leaving beside it)
 // would do to the room [capacity] asks for the next host failure: nil when it holds or
-// nothing is asked. The VMs are placed as CapacityReason places them, the largest first on
-// the first host with room and their rules; they need room on their new host if it dies.
+// nothing is asked. The VMs are placed as the room counts a rebuild (model.PlaceOn): the
+// largest first on the first host with room and their rules; they need room there if it dies.
 func FailoverReason(
 	node model.Node,
 	vms []model.VM,
@@ -56,7 +56,7 @@ func FailoverReason(
 				hosts[i].Takes, hosts[i].VMs = false, without(hosts[i].VMs, moving)
 			}
 		}
-		placeOnFailoverHosts(hosts, vms)
+		model.PlaceOn(hosts, vms)
 	})
 }
 
@@ -143,41 +143,7 @@ func shortfall(z model.ZoneRoom, need model.FailoverNeed) string {
 	return what + ": short " + strings.Join(lack, " and ") + " " + where
 }
 
-// placeOnFailoverHosts puts each VM, the largest first, on the first host that takes VMs with its room and
-// its rules, taking that room.
-func placeOnFailoverHosts(hosts []model.FailoverHost, vms []model.VM) {
-	sorted := append([]model.VM(nil), vms...)
-	for i := 1; i < len(sorted); i++ { // largest first
-		for j := i; j > 0 && sorted[j].RAMMB > sorted[j-1].RAMMB; j-- {
-			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
-		}
-	}
-	for _, vm := range sorted {
-		for i := range hosts {
-			h := &hosts[i]
-			if !h.Takes || h.FreeMB < float64(vm.RAMMB) || h.FreeVCPU < float64(vm.VCPUs) {
-				continue
-			}
-			if ok, _ := vm.Legal(h.Zone, groupsOf(h.VMs)); !ok {
-				continue
-			}
-			h.FreeMB, h.FreeVCPU = h.FreeMB-float64(vm.RAMMB), h.FreeVCPU-float64(vm.VCPUs)
-			h.VMs = append(h.VMs, vm)
-			break
-		}
-	}
-}
-
-func groupsOf(vms []model.VM) map[string]bool {
-	out := map[string]bool{}
-	for _, vm := range vms {
-		for _, g := range vm.Groups() {
-			out[g] = true
-		}
-	}
-	return out
-}
-
+// without is vms but those gone names.
 func without(vms []model.VM, gone map[string]bool) []model.VM {
 	var out []model.VM
 	for _, vm := range vms {
