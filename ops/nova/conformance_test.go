@@ -216,6 +216,35 @@ func runningMigration(t *testing.T, c *novatest.Cloud, ctx context.Context, cl *
 	return id, running
 }
 
+// A running live migration's memory counters, as drainctl samples them for its progress and
+// the pace (the moves' copy): numbers (remaining within total) are one sample; nulls (the fake
+// virt driver reports none) are none, and the pace hears nothing of the move. One sample
+// gives no rate either way: a copy's rate and convergence need two.
+func TestConformanceARunningLiveMigrationsCountersAreOneSampleOrNone(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		id, m := runningMigration(t, c, ctx, cl, "counters-1")
+		var p model.MigrationProgress
+		p.Add(m, time.Now())
+		switch {
+		case m.MemoryTotal == nil || m.MemoryRemaining == nil:
+			if len(p.Samples) != 0 {
+				t.Errorf("null counters made a sample: %+v", p.Samples)
+			}
+		case *m.MemoryTotal <= 0 || *m.MemoryRemaining < 0 || *m.MemoryRemaining > *m.MemoryTotal || len(p.Samples) != 1:
+			t.Errorf("counters total %d, remaining %d: samples %+v", *m.MemoryTotal, *m.MemoryRemaining, p.Samples)
+		}
+		if p.CopyRate() != 0 || p.ConvergeRate() != 0 || p.Stalled(time.Nanosecond) {
+			t.Errorf("one reading gave a rate (%v, %v) or a stall", p.CopyRate(), p.ConvergeRate())
+		}
+		c.Wait(60*time.Second, "the live migration ended", func() bool {
+			inProgress, err := cl.ServerMigrations(ctx, id)
+			must(t, err)
+			return len(inProgress) == 0
+		})
+	})
+}
+
 // newestIs waits until the server's newest migration is in status.
 func newestIs(t *testing.T, c *novatest.Cloud, ctx context.Context, cl *nova.Client, id string, status model.MigrationStatus) {
 	t.Helper()
