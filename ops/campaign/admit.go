@@ -54,8 +54,10 @@ func (r *Campaign) admit(ctx context.Context, i int) (*model.Plan, error) {
 		return nil, err
 	}
 	if b := plan.Blockers(); len(b) > 0 {
-		if len(leaving) > 1 && onlyFailoverRoom(b) {
-			// The nodes in flight hold the room it lacks: it waits for one to return.
+		if len(r.working(n.Name)) > 0 && onlyFailoverRoom(b) {
+			// Nodes this run works hold the room it lacks: it waits for one to return. A node
+			// the record alone says is in flight (a run before this one) is not waited on:
+			// nothing here would finish it, and the wait would never end.
 			r.note(n.Name, n.Phase, "waiting for room: "+b[0].Message+" (a node in flight gives it back)")
 			return nil, errWaitRoom
 		}
@@ -103,13 +105,27 @@ func onlyFailoverRoom(blockers []model.Reason) bool {
 	return true
 }
 
-// waitFewerInFlight waits until fewer of the campaign's nodes but name are in flight than
+// waitFewerInFlight waits until this run works fewer of the campaign's nodes but name than
 // now; false when ctx ends first.
 func (r *Campaign) waitFewerInFlight(ctx context.Context, name string) bool {
-	now := len(r.inFlightBut(name))
+	now := len(r.working(name))
 	return poll.Until(ctx, r.e.PollInterval(), nil, func(context.Context) (bool, string, error) {
-		return len(r.inFlightBut(name)) < now, "", nil
+		return len(r.working(name)) < now, "", nil
 	}) == nil
+}
+
+// working are the nodes but name this run let start and that have not finished.
+func (r *Campaign) working(name string) []string {
+	rec := r.Record()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, o := range rec.Nodes {
+		if r.admitted[o.Name] && !o.Phase.Finished() && o.Name != name {
+			out = append(out, o.Name)
+		}
+	}
+	return out
 }
 
 // inFlightBut are the campaign's nodes in flight but name: started and not finished, or let

@@ -1,15 +1,21 @@
 package campaign_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drainctl/drainctl/internal/simtest"
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/campaign"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
@@ -45,5 +51,39 @@ func TestACampaignWaitsForTheFailoverRoom(t *testing.T) {
 	rec := r.Record()
 	if first, second := rec.Nodes[0], rec.Nodes[1]; second.Started.Before(first.Finished) {
 		t.Errorf("%s started at %s, before %s returned at %s", second.Name, second.Started, first.Name, first.Finished)
+	}
+}
+
+// A record from an earlier run says c1 is in flight (stale: nothing works it now), and c0,
+// first in the order, would lack the failover room with c1 out. c0 is not left waiting for c1
+// to return (nothing here would finish it: the wait would never end); it is refused, naming
+// the room, within moments.
+func TestAStaleInFlightNodeIsNotWaitedOn(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
+	for i := range 4 {
+		c.World.AddServer(fmt.Sprintf("filler-%d", i), c2, sim.Flavor{Name: "f30", RAMMB: 30 << 10, VCPUs: 1, DiskGB: 10})
+	}
+	c.Cfg.Capacity.Tolerate = 1
+	c.Cfg.Concurrency.Nodes = 2
+	e := c.Engine("room@test", nil)
+	name := "stale-" + c.Px
+	stale := model.Campaign{Name: name, State: model.CampaignInterrupted, Started: e.Now(), Updated: e.Now(), Order: "given", Parallel: 2,
+		Nodes: []model.CampaignNode{{Name: c0, Phase: model.PhasePending}, {Name: c1, Phase: model.PhaseEvacuating, Started: e.Now()}}}
+	data, _ := json.Marshal(stale)
+	if err := e.Records().SaveRecord(kubetest.Ctx(t), "campaign-"+name, data); err != nil {
+		t.Fatal(err)
+	}
+	r, err := campaign.New(kubetest.Ctx(t), e, campaign.Options{Name: name, Nodes: []string{c0, c1}, Order: "given", Parallel: 2,
+		Run: vmsOnly()}, func(ops.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(kubetest.Ctx(t), 30*time.Second)
+	defer cancel()
+	err = r.Run(ctx)
+	var refused *ops.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "would leave room for 0 of 1 host failures") {
+		t.Errorf("the campaign: %v, want refused for the failover room (not a wait on a node nothing works)", err)
 	}
 }
