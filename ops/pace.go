@@ -52,10 +52,17 @@ type paceRow struct {
 	floor time.Duration
 	// failing: more than this share of the window's readings failed halves the pace.
 	failing float64
+	// conflicting: more than this share of the window's answers a 409 halves the pace (0: a
+	// 409 says nothing of the control plane's health).
+	conflicting float64
 	// least: a window with fewer readings is not judged (one guest that never converges is
 	// not the link's fault).
 	least int
 }
+
+// statusConflict is HTTP's 409 (the engine keeps HTTP behind its ports: its clients tell it
+// the status alone).
+const statusConflict = 409
 
 // paceSlowFloor in a row's floor stands for the engine's PaceSlow (a second by default).
 const paceSlowFloor = -1
@@ -63,9 +70,12 @@ const paceSlowFloor = -1
 // paceSignals are the rows, in the order a window judges them (the first struggling one says
 // why the pace was halved).
 var paceSignals = [paceSignalCount]paceRow{
-	// Nova and Placement: every request of ops/nova; failed: 5xx, 429 or no answer.
-	paceCloud: {name: "the cloud", unit: "answers", failure: "failed", floor: paceSlowFloor, failing: 0.01, least: 1},
-	// Kubernetes: every request but a watch and an informer's list (ops/kube).
+	// Nova and Placement: every request of ops/nova; failed: 5xx, 429 or no answer. A 409 is
+	// a server (or a provider) busy with another request: a few are other actors' doing, many
+	// are a cloud behind on its work (tasks not yet ended, allocations written concurrently).
+	paceCloud: {name: "the cloud", unit: "answers", failure: "failed", floor: paceSlowFloor, failing: 0.01, conflicting: 0.1, least: 1},
+	// Kubernetes: every request but a watch and an informer's list (ops/kube). Its 409s are
+	// optimistic concurrency's: a write retried on a newer read, no sign of load.
 	paceKube: {name: "the API server", unit: "answers", failure: "failed", floor: paceSlowFloor, failing: 0.01, least: 1},
 	// Each poll of a live move copying: the time a GiB takes at its copy rate (against its own
 	// best: a link's speed is the cloud's); failed: its remaining not falling. A lone move that
@@ -80,6 +90,8 @@ type signalWindow struct {
 	best   time.Duration // the quickest window's p90 (0: none yet)
 	took   []time.Duration
 	failed int
+	// conflicted: the answers that were 409s (observer)
+	conflicted int
 }
 
 // pace is the engine's pace; its zero value (no cap) never holds a move.
@@ -109,6 +121,11 @@ func newPace(max int, window, slow time.Duration, clock func() time.Time) *pace 
 
 // observe counts one reading of a signal: how long it took, and whether it failed.
 func (p *pace) observe(sig paceSignal, took time.Duration, failed bool) {
+	p.read(sig, took, failed, false)
+}
+
+// read counts one reading; conflicted: an answer that was a 409.
+func (p *pace) read(sig paceSignal, took time.Duration, failed, conflicted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.deaf {
@@ -120,13 +137,16 @@ func (p *pace) observe(sig paceSignal, took time.Duration, failed bool) {
 	if failed {
 		w.failed++
 	}
+	if conflicted {
+		w.conflicted++
+	}
 }
 
 // observer is observe for one control plane, as its client tells answers: its status 0 (none
-// came), 429 or 5xx failed.
+// came), 429 or 5xx failed; a 409 conflicted (its row says whether that counts).
 func (p *pace) observer(sig paceSignal) func(time.Duration, int) {
 	return func(took time.Duration, status int) {
-		p.observe(sig, took, status == 0 || status == 429 || status >= 500)
+		p.read(sig, took, status == 0 || status == 429 || status >= 500, status == statusConflict)
 	}
 }
 
@@ -191,8 +211,8 @@ func (p *pace) roll() {
 	said := "" // the first signal read, for a raise's why
 	for sig := range p.signals {
 		w, row := &p.signals[sig], paceSignals[sig]
-		took, failed, n := w.took, w.failed, len(w.took)
-		w.took, w.failed = w.took[:0], 0
+		took, failed, conflicted, n := w.took, w.failed, w.conflicted, len(w.took)
+		w.took, w.failed, w.conflicted = w.took[:0], 0, 0
 		if n == 0 || n < row.least {
 			continue
 		}
@@ -210,6 +230,9 @@ func (p *pace) roll() {
 		case float64(failed) > row.failing*float64(n):
 			healthy, limit = false, max(1, level/2)
 			why = fmt.Sprintf("%d of %d %s of %s %s: halved", failed, n, row.unit, row.name, row.failure)
+		case row.conflicting > 0 && float64(conflicted) > row.conflicting*float64(n):
+			healthy, limit = false, max(1, level/2)
+			why = fmt.Sprintf("%d of %d %s of %s were conflicts (409): halved", conflicted, n, row.unit, row.name)
 		case p90 > max(floor, paceBaseline*w.best):
 			healthy, limit = false, max(1, level/2)
 			why = fmt.Sprintf("%s p90 %s over %d %s: halved", possessive(row.name), p90.Round(10*time.Millisecond), n, row.unit)

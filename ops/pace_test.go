@@ -272,3 +272,33 @@ func TestThePaceHalvesTheMovesUnderWay(t *testing.T) {
 		t.Errorf("healthy again: %+v, want 5 (below the knee of 6)", st)
 	}
 }
+
+// Nova's 409s are a server or a provider busy with another request: more than a tenth of a
+// window's answers halves the pace, fewer (another actor's move now and then) do not; the API
+// server's 409s are optimistic concurrency's and never do.
+func TestNovasConflictsHalveThePace(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPace(20, paceWindow, paceSlow, func() time.Time { return now })
+	window := func(sig paceSignal, conflicts int) Pace {
+		for k := range 20 {
+			status := 200
+			if k < conflicts {
+				status = 409
+			}
+			p.observer(sig)(10*time.Millisecond, status)
+		}
+		p.room(1 << 20)
+		now = now.Add(paceWindow)
+		return p.state()
+	}
+	if st := window(paceCloud, 2); st.Limit != 20 {
+		t.Fatalf("2 conflicts of 20 answers halved the pace: %+v", st)
+	}
+	if st := window(paceKube, 20); st.Limit != 20 {
+		t.Fatalf("the API server's conflicts halved the pace: %+v", st)
+	}
+	st := window(paceCloud, 3)
+	if st.Limit != 10 || st.Why != "3 of 20 answers of the cloud were conflicts (409): halved" {
+		t.Fatalf("3 conflicts of 20 answers: %+v, want halved to 10 and why", st)
+	}
+}
