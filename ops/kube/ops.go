@@ -49,6 +49,12 @@ type Client struct {
 
 	userMu sync.Mutex
 	user   string // this client's Kubernetes user, as the API server authenticates it ("": not yet known)
+
+	// written is each record as this client last wrote it: the next write updates it without
+	// reading it first (a campaign's record is written many times a second, and is large); a
+	// write refused as stale reads it again.
+	writtenMu sync.Mutex
+	written   map[string]*corev1.ConfigMap
 }
 
 var _ ops.Kube = (*Client)(nil)

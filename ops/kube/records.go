@@ -101,6 +101,7 @@ func (c *Client) Records(ctx context.Context, kind string) (map[string][]byte, e
 
 // DeleteRecord removes the record; one already gone is no error.
 func (c *Client) DeleteRecord(ctx context.Context, name string) error {
+	c.remember(name, nil)
 	err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).Delete(ctx, RecordName(name), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
@@ -114,6 +115,20 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 	cms := c.cs.CoreV1().ConfigMaps(LeaseNamespace)
 	labels := map[string]string{"app.kubernetes.io/managed-by": "drainctl", recordLabel: recordKind(name)}
 	writer := map[string]string{WriterAnnotation: c.User(ctx)}
+	if cm := c.lastWritten(name); cm != nil { // as written last: stale (another wrote since) is refused
+		cm.Annotations[WriterAnnotation] = writer[WriterAnnotation]
+		cm.Data[recordKey] = string(data)
+		out, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+		if err == nil {
+			c.remember(name, out)
+			return nil
+		}
+		c.remember(name, nil)
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("writing configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
+		}
+	}
+	var out *corev1.ConfigMap
 	cm, err := cms.Get(ctx, RecordName(name), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -121,9 +136,9 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 			ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: LeaseNamespace, Labels: labels, Annotations: writer},
 			Data:       map[string]string{recordKey: string(data)},
 		}
-		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		out, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) && c.ensureLeaseNamespace(ctx) == nil {
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			out, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		}
 	case err == nil:
 		if cm.Data == nil {
@@ -140,10 +155,36 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 		}
 		cm.Annotations[WriterAnnotation] = writer[WriterAnnotation]
 		cm.Data[recordKey] = string(data)
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		out, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("writing configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
 	}
+	c.remember(name, out)
 	return nil
+}
+
+// lastWritten is a copy of the record as this client last wrote it (nil: none known).
+func (c *Client) lastWritten(name string) *corev1.ConfigMap {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	cm := c.written[name]
+	if cm == nil || cm.Data == nil || cm.Annotations == nil {
+		return nil
+	}
+	return cm.DeepCopy()
+}
+
+// remember keeps the record as written (nil forgets it).
+func (c *Client) remember(name string, cm *corev1.ConfigMap) {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	if c.written == nil {
+		c.written = map[string]*corev1.ConfigMap{}
+	}
+	if cm == nil {
+		delete(c.written, name)
+		return
+	}
+	c.written[name] = cm
 }
