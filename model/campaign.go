@@ -43,6 +43,15 @@ const (
 // Started reports whether the node has left pending.
 func (p NodePhase) Started() bool { return p != PhasePending }
 
+// RecordedFirst says the campaign's record must say the phase before the phase begins: a
+// campaign resumed from the phase before would repeat what this one undoes (the operator's
+// step run again on a node already back in service), or it ends the node. The others are
+// written behind: a resume from the phase before repeats an idempotent step (the node's own
+// journal says where its operation stands).
+func (p NodePhase) RecordedFirst() bool {
+	return p == PhaseStep || p == PhaseReturning || (p.Finished() && p != PhaseDone)
+}
+
 // Finished reports whether nothing more will happen to the node in this campaign.
 func (p NodePhase) Finished() bool {
 	return p == PhaseDone || p == PhaseSkipped || p == PhaseFailed || p == PhaseQuarantined

@@ -62,6 +62,7 @@ type Campaign struct {
 	rec      model.Campaign
 	paused   bool
 	homing   sync.WaitGroup       // the nodes' VMs being brought home in the background
+	writing  sync.WaitGroup       // the phases written behind (setPhase)
 	wake     chan struct{}        // closed and replaced when pause is lifted
 	stopping error                // a failure or refusal: no new node starts
 	pdbZero  map[string]time.Time // PDBs allowing no disruption, since when (fleetHurting)
@@ -365,6 +366,7 @@ func (r *Campaign) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	r.homing.Wait()
+	r.writing.Wait()
 	err = ops.Worst(errs)
 	if cause := context.Cause(ctx); err == nil && ctx.Err() != nil {
 		err = &ops.Interrupted{Node: r.o.Name, Phase: "campaign", Cause: cause}
@@ -425,7 +427,12 @@ func (r *Campaign) setPhase(ctx context.Context, i int, ph model.NodePhase, errT
 	n.Phase, n.Error = ph, bounded(errText)
 	name := n.Name
 	r.mu.Unlock()
-	r.save(ctx)
+	if ph.RecordedFirst() {
+		r.save(ctx)
+	} else { // written behind: twenty nodes' phases cost a write each, not a wait each
+		r.writing.Add(1)
+		go func() { defer r.writing.Done(); r.save(ctx) }()
+	}
 	r.emit(ops.NewCampaignEvent(now, r.Record(), name, ph, errText))
 }
 

@@ -17,7 +17,7 @@ import (
 // knows what to bring home; each VM's outcome is recorded as it ends.
 
 // keepLeft copies the VMs that left node i from its journal into the record, each pending.
-func (r *Campaign) keepLeft(ctx context.Context, i int, name string) {
+func (r *Campaign) keepLeft(i int, name string) {
 	if !r.o.ReturnVMs {
 		return
 	}
@@ -44,8 +44,7 @@ func (r *Campaign) keepLeft(ctx context.Context, i int, name string) {
 			n.Returns = append(n.Returns, model.VMReturn{ID: l.ID, Name: l.Name, Pending: true})
 		}
 	}
-	r.mu.Unlock()
-	r.save(ctx)
+	r.mu.Unlock() // written with the returning phase, which follows at once (before the release)
 }
 
 // bringHomeLater starts bringing node i's pending VMs home, in the background.

@@ -67,7 +67,7 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 	var returned time.Time // the way back began in this process: its enable's answer opens the verify
 	if phase == model.PhaseReturning {
 		returned = time.Now()
-		r.keepLeft(ctx, i, name)
+		r.keepLeft(i, name)
 		r.setPhase(ctx, i, model.PhaseReturning, "")
 		ro := r.o.Run
 		ro.Leaving, ro.ReturnVMs = nil, false // the campaign brings them home itself, in the background

@@ -1,8 +1,12 @@
 package campaign_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
@@ -83,3 +87,51 @@ func runToDone(t *testing.T, e *ops.Engine, o campaign.Options, emit func(ops.Ev
 	}
 	return r
 }
+
+// The phases a resume may repeat are written behind (model.NodePhase.RecordedFirst); returning
+// is not: before the way back puts the node in service again, the record on the API server
+// says so. Were it still to say step, a campaign resumed after a crash there would run the
+// operator's step again on a node back in service. The record's writes are slowed (a large
+// record, a loaded API server), so a write behind would not have landed yet.
+func TestTheRecordSaysReturningBeforeTheNodeIsBackInService(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c0 := c.Name("c0")
+	cfg := kubetest.Config(t)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/configmaps/") {
+				time.Sleep(300 * time.Millisecond)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	e := ops.NewEngine(c.KubeClientFor(cfg), c.Nova, c.Cfg, ops.EngineOptions{Holder: "tester@a", Poll: 5 * time.Millisecond,
+		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	ctx := kubetest.Ctx(t)
+	var r *campaign.Campaign
+	var seen []model.NodePhase
+	r, err := campaign.New(ctx, e, campaign.Options{Nodes: []string{c0}, Exec: "true", Run: vmsOnly()}, func(ev ops.Event) {
+		if s, ok := ev.(ops.StepEvent); ok && s.Step == model.StepEnableCompute && s.State == ops.StepStarted {
+			data, _, err := e.Records().Record(ctx, "campaign-"+r.Record().Name)
+			var rec model.Campaign
+			if err != nil || json.Unmarshal(data, &rec) != nil {
+				t.Errorf("the record: %v", err)
+				return
+			}
+			seen = append(seen, rec.Nodes[0].Phase)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, []model.NodePhase{model.PhaseReturning}) {
+		t.Errorf("the record said %v as the way back began, want returning", seen)
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
