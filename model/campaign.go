@@ -189,6 +189,12 @@ type Forecast struct {
 	MinFreeAt      string  `json:"minFreeAt,omitempty"`
 	// Short names the node where the free memory would fall below the headroom ("" : never).
 	Short string `json:"short,omitempty"`
+	// Parallel is how many nodes the campaign runs at once: --parallel, or fewer when the
+	// room for the next host failure ([capacity]) allows fewer (RoomOutAtOnce).
+	Parallel int `json:"parallel"`
+	// RoomOutAtOnce is how many nodes, in the campaign's order, can be out at once with that
+	// room kept (at most --parallel; 0: one node alone takes it); nil when nothing is asked.
+	RoomOutAtOnce *int `json:"roomOutAtOnce,omitempty"`
 }
 
 // NodeForecast is one node's share of a campaign.

@@ -101,10 +101,12 @@ func unplaced(hosts []FailoverHost, dead []int) (mb, vcpu float64) {
 	return PlaceOn(rest, vms)
 }
 
-// PlaceOn puts each VM, the largest first, on the first host that takes VMs with its room
-// and its rules (its zone, its hard anti-affinity groups), taking that room and adding it to
-// the host's VMs; it returns what found none. As Nova's scheduler would, roughly: the room
-// for the next failure and a plan's placement both count it so.
+// PlaceOn puts each VM, the largest first, on the host with the most free memory that takes
+// VMs with its room and its rules (its zone, its hard anti-affinity groups), as Nova's
+// scheduler does by default (its RAM weigher spreads), taking that room and adding it to the
+// host's VMs; it returns what found none. The room for the next failure and a plan's
+// placement both count it so: a count that packed VMs where Nova spreads them would promise
+// room that the moves' leftovers, too small for a VM each, do not give.
 func PlaceOn(hosts []FailoverHost, vms []VM) (mb, vcpu float64) {
 	groups := make([]map[string]bool, len(hosts)) // each host's anti-affinity groups, made once
 	for i, h := range hosts {
@@ -120,25 +122,26 @@ func PlaceOn(hosts []FailoverHost, vms []VM) (mb, vcpu float64) {
 	sorted := slices.Clone(vms)
 	slices.SortStableFunc(sorted, func(a, b VM) int { return cmp.Compare(b.RAMMB, a.RAMMB) })
 	for _, vm := range sorted {
-		placed := false
+		best := -1
 		for i := range hosts {
 			h := &hosts[i]
-			if !h.Takes || h.FreeMB < float64(vm.RAMMB) || h.FreeVCPU < float64(vm.VCPUs) {
+			if !h.Takes || h.FreeMB < float64(vm.RAMMB) || h.FreeVCPU < float64(vm.VCPUs) ||
+				(best >= 0 && h.FreeMB <= hosts[best].FreeMB) {
 				continue
 			}
-			if ok, _ := vm.Legal(h.Zone, groups[i]); !ok {
-				continue
+			if ok, _ := vm.Legal(h.Zone, groups[i]); ok {
+				best = i
 			}
-			h.FreeMB, h.FreeVCPU = h.FreeMB-float64(vm.RAMMB), h.FreeVCPU-float64(vm.VCPUs)
-			h.VMs = append(h.VMs, vm)
-			for _, g := range vm.Groups() {
-				groups[i][g] = true
-			}
-			placed = true
-			break
 		}
-		if !placed {
+		if best < 0 {
 			mb, vcpu = mb+float64(vm.RAMMB), vcpu+float64(vm.VCPUs)
+			continue
+		}
+		h := &hosts[best]
+		h.FreeMB, h.FreeVCPU = h.FreeMB-float64(vm.RAMMB), h.FreeVCPU-float64(vm.VCPUs)
+		h.VMs = append(h.VMs, vm)
+		for _, g := range vm.Groups() {
+			groups[best][g] = true
 		}
 	}
 	return mb, vcpu

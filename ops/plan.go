@@ -31,7 +31,10 @@ func (e *Engine) readFor(ctx context.Context, op model.OpKind, targets []string,
 		return e.inv.Rejoin(ctx)
 	case ro.ByHost && traitsOf(op).plansOnService:
 		return e.inv.ReadServices(ctx, targets...)
-	case ro.ByHost && !traitsOf(op).readsWhole:
+	case ro.ByHost && !traitsOf(op).readsWhole && !e.cfg.Capacity.Need().On():
+		// With [capacity] on, an emptying plan reads the cloud whole: the room for the next
+		// failure is every host's, and another actor's VMs landed anywhere since the last whole
+		// read (up to wholeReadEvery) may have taken it.
 		return e.inv.ReadNodes(ctx, targets...)
 	case ro.ByHost && ro.Seen != nil && ro.To != "": // a one-VM move, read just before, to a host it names
 		return e.inv.ReadVMTo(ctx, *ro.Seen, ro.To)

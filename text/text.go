@@ -269,6 +269,14 @@ func ForecastLines(f model.Forecast) []string {
 			),
 		)
 	}
+	switch k := f.RoomOutAtOnce; {
+	case k == nil:
+	case *k == 0:
+		lines = append(lines, "FAILOVER ROOM: one node out alone takes the room for the next host failure; each node's check refuses it")
+	default:
+		lines = append(lines,
+			Sprintf("the room for the next host failure holds with %d node(s) out at once: runs %d at once", *k, f.Parallel))
+	}
 	if f.Short != "" {
 		lines = append(lines, Sprintf("REFUSED: below the headroom while %s is out", f.Short))
 	}

@@ -308,7 +308,7 @@ func (r *Campaign) Run(ctx context.Context) error {
 		return err
 	}
 	r.setState(ctx, model.CampaignRunning, "")
-	slots := make(chan struct{}, r.o.Parallel)
+	slots := make(chan struct{}, max(1, r.fc.Parallel)) // --parallel, or fewer for the failover room
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.rec.Nodes))
 	busy := &domains{inFlight: map[string]bool{}}

@@ -58,7 +58,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 		}
 	}
 	perSource := max(1, e.Config().Concurrency.MigrationsPerSource)
-	var order []string
+	var order, moving []string // moving: the nodes it will empty (not those it skips)
 	for _, n := range r.Record().Nodes {
 		if n.Phase.Finished() {
 			continue
@@ -101,10 +101,17 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 		f.Nodes = append(f.Nodes, nf)
 		if !nf.Skip {
 			f.Total += nf.Expected
+			moving = append(moving, n.Name)
 		}
 		order = append(order, n.Name)
 	}
-	f.Total /= time.Duration(max(1, r.o.Parallel))
+	f.Parallel = max(1, r.o.Parallel)
+	if need := e.Config().Capacity.Need(); need.On() && !r.o.Run.Policy.IgnoreFailoverRoom {
+		k := policy.FailoverOutAtOnce(inv, moving, f.Parallel, e.CPURatio(), need)
+		f.RoomOutAtOnce = &k
+		f.Parallel = max(1, min(f.Parallel, k)) // none at once: each node's own check refuses it
+	}
+	f.Total /= time.Duration(f.Parallel)
 	r.lowestFree(&f, inv, order)
 	return f, nil
 }
@@ -160,7 +167,7 @@ func (r *Campaign) lowestFree(f *model.Forecast, inv model.Inventory, order []st
 	if capacity == 0 || len(order) == 0 {
 		return
 	}
-	par := max(1, r.o.Parallel)
+	par := f.Parallel
 	headroom := r.e.Config().Campaign.MinHeadroomPercent
 	f.MinFreePercent = 101
 	for i := range order {
@@ -221,7 +228,7 @@ func (r *Campaign) Refusal(ctx context.Context) error {
 	leaving := []string{f.Short}
 	for i, n := range f.Nodes {
 		if n.Node == f.Short {
-			for _, o := range f.Nodes[i+1 : min(len(f.Nodes), i+max(1, r.o.Parallel))] {
+			for _, o := range f.Nodes[i+1 : min(len(f.Nodes), i+max(1, f.Parallel))] {
 				leaving = append(leaving, o.Node)
 			}
 		}

@@ -33,6 +33,8 @@ func FailoverHosts(inv model.Inventory, gone map[string]bool, cpuRatio float64) 
 // would do to the room [capacity] asks for the next host failure: nil when it holds or
 // nothing is asked. The VMs are placed as the room counts a rebuild (model.PlaceOn): the
 // largest first on the first host with room and their rules; they need room there if it dies.
+// The VMs still on the other nodes leaving land on the hosts left too, before the plan and
+// after it: a campaign's nodes in flight have moves to make yet.
 func FailoverReason(
 	node model.Node,
 	vms []model.VM,
@@ -47,10 +49,28 @@ func FailoverReason(
 		moving[vm.ID] = true
 	}
 	others := map[string]bool{} // before the plan: the node itself still takes VMs
+	var theirs []model.VM
 	for n := range leaving {
 		others[n] = n != node.Name
+		if other, ok := inv.Node(n); ok && others[n] {
+			theirs = append(theirs, other.VMs...)
+		}
 	}
 	return failoverAfter(inv, others, cpuRatio, need, o, node.Name, func(hosts []model.FailoverHost) {
+		self := -1
+		for i := range hosts {
+			switch h := &hosts[i]; {
+			case others[h.Name]:
+				h.VMs = nil
+			case h.Name == node.Name && h.Takes: // theirs do not land on the node about to leave
+				self, h.Takes = i, false
+			}
+		}
+		model.PlaceOn(hosts, theirs)
+		if self >= 0 {
+			hosts[self].Takes = true
+		}
+	}, func(hosts []model.FailoverHost) {
 		for i := range hosts {
 			if hosts[i].Name == node.Name { // what stays on it stays; what moves is placed
 				hosts[i].Takes, hosts[i].VMs = false, without(hosts[i].VMs, moving)
@@ -69,7 +89,7 @@ func FailoverMoveReason(
 	need model.FailoverNeed,
 	o Options,
 ) *model.Reason {
-	return failoverAfter(inv, nil, cpuRatio, need, o, vm.Name, func(hosts []model.FailoverHost) {
+	return failoverAfter(inv, nil, cpuRatio, need, o, vm.Name, nil, func(hosts []model.FailoverHost) {
 		for i := range hosts {
 			switch h := &hosts[i]; h.Name {
 			case from:
@@ -83,10 +103,10 @@ func FailoverMoveReason(
 	})
 }
 
-// failoverAfter counts the room before and after change (gone take nothing in both), and
-// names each zone the change leaves short and worse than it was: a plan that takes the
-// room below what is asked, or further below, is refused; one that keeps it, or gives some
-// back, is not.
+// failoverAfter counts the room before and after change (gone take nothing in both, and base,
+// when set, applies to both), and names each zone the change leaves short and worse than it
+// was: a plan that takes the room below what is asked, or further below, is refused; one that
+// keeps it, or gives some back, is not.
 func failoverAfter(
 	inv model.Inventory,
 	gone map[string]bool,
@@ -94,12 +114,15 @@ func failoverAfter(
 	need model.FailoverNeed,
 	o Options,
 	object string,
-	change func([]model.FailoverHost),
+	base, change func([]model.FailoverHost),
 ) *model.Reason {
 	if !need.On() {
 		return nil
 	}
 	hosts := FailoverHosts(inv, gone, cpuRatio)
+	if base != nil {
+		base(hosts)
+	}
 	before := map[string]model.ZoneRoom{}
 	for _, z := range model.FailoverRooms(hosts, need) {
 		before[z.Zone] = z
@@ -152,4 +175,46 @@ func without(vms []model.VM, gone map[string]bool) []model.VM {
 		}
 	}
 	return out
+}
+
+// FailoverOutAtOnce is how many of order's nodes, taken in order, can be out at once (each
+// window of that many consecutive nodes emptied together, their VMs placed on the others as
+// a rebuild would place them) with no zone's room for the next host failure taken below what
+// is asked, or further below: at most par, 0 when one node alone takes it; par when nothing
+// is asked. A campaign runs no more at once than it allows.
+func FailoverOutAtOnce(inv model.Inventory, order []string, par int, cpuRatio float64, need model.FailoverNeed) int {
+	if !need.On() {
+		return par
+	}
+	k := par
+	// A window of k that holds holds its smaller windows (fewer gone, fewer VMs placed): one
+	// pass, shrinking k where a window does not hold.
+	for i := 0; i < len(order) && k > 0; {
+		if outTogether(inv, order[i:min(len(order), i+k)], cpuRatio, need) == nil {
+			i++
+			continue
+		}
+		k--
+	}
+	return k
+}
+
+// outTogether is failoverAfter for nodes emptied at once: nil when the room holds.
+func outTogether(inv model.Inventory, nodes []string, cpuRatio float64, need model.FailoverNeed) *model.Reason {
+	out := map[string]bool{}
+	var vms []model.VM
+	for _, name := range nodes {
+		if n, ok := inv.Node(name); ok {
+			out[name] = true
+			vms = append(vms, n.VMs...)
+		}
+	}
+	return failoverAfter(inv, nil, cpuRatio, need, Options{}, strings.Join(nodes, ", "), nil, func(hosts []model.FailoverHost) {
+		for i := range hosts {
+			if out[hosts[i].Name] {
+				hosts[i].Takes, hosts[i].VMs = false, nil
+			}
+		}
+		model.PlaceOn(hosts, vms)
+	})
 }

@@ -70,3 +70,45 @@ func TestAMoveThatTakesAZonesReserveIsRefused(t *testing.T) {
 		t.Errorf("a VM moved within zone a: %+v", r)
 	}
 }
+
+// tolerate = 1 over twelve hosts of 64 GiB each running five VMs of 8 GiB (480 of 768 GiB):
+// with three out, their fifteen VMs fill five hosts and the four others keep 96 GiB free, room
+// for a full host's 64; with four out, eight hosts keep 32 GiB: a campaign over ten of them
+// runs three at once, whatever --parallel above that. Two hosts of four VMs each: one out
+// alone fills the other, and none can be out.
+func TestTheFailoverRoomSaysHowManyNodesCanBeOutAtOnce(t *testing.T) {
+	var inv model.Inventory
+	var order []string
+	for i := range 12 {
+		inv.Nodes = append(inv.Nodes, failoverNode(fmt.Sprintf("h%02d", i), "a", 5))
+		if i < 10 {
+			order = append(order, inv.Nodes[i].Name)
+		}
+	}
+	need := model.FailoverNeed{Tolerate: 1}
+	for par, want := range map[int]int{1: 1, 2: 2, 3: 3, 5: 3, 20: 3} {
+		if got := FailoverOutAtOnce(inv, order, par, 1, need); got != want {
+			t.Errorf("--parallel %d: %d out at once, want %d", par, got, want)
+		}
+	}
+	if got := FailoverOutAtOnce(inv, order, 5, 1, model.FailoverNeed{}); got != 5 {
+		t.Errorf("nothing asked: %d out at once, want --parallel's 5", got)
+	}
+	pair := model.Inventory{Nodes: []model.Node{failoverNode("p0", "a", 4), failoverNode("p1", "a", 4)}}
+	if got := FailoverOutAtOnce(pair, []string{"p0", "p1"}, 2, 1, need); got != 0 {
+		t.Errorf("two hosts of four VMs: %d out at once, want 0", got)
+	}
+}
+
+// A campaign's node in flight (h1) still has six VMs to move: they land on the hosts left
+// (h0) before h2's plan as after it. h2's two VMs then fill h0, whose death h3's 56 GiB cannot
+// take: refused. Counting h1's VMs as staying where they are (they will not) would let it pass.
+func TestTheNodesInFlightStillHaveVMsToPlace(t *testing.T) {
+	inv := model.Inventory{Nodes: []model.Node{failoverNode("h0", "a", 0), failoverNode("h1", "a", 6), failoverNode("h2", "a", 2),
+		failoverNode("h3", "a", 1)}}
+	h2 := inv.Nodes[2]
+	r := FailoverReason(h2, h2.VMs, inv, map[string]bool{"h1": true, "h2": true}, 1, model.FailoverNeed{Tolerate: 1}, Options{})
+	if r == nil || r.Message != "would leave room for 0 of 1 host failures: short 8 GiB and 2 vCPU in zone a" {
+		t.Fatalf("emptying h2 beside h1: %+v", r)
+	}
+}
