@@ -227,11 +227,11 @@ func TestRecordsAndLeasesOnlyTheirWritersWrite(t *testing.T) {
 	// The records are the API server's for every later test: a pause or a storm left here would
 	// hold their automatic recoveries. Each goes with the test.
 	t.Cleanup(func() {
-		for _, name := range []string{"fence-" + mine, "recovery-" + mine, "storm", "pause-recovery", "campaign-" + px} {
+		for _, name := range []string{"fence-" + mine, "recovery-" + mine, "proactive-" + mine, "storm", "pause-recovery", "campaign-" + px} {
 			_ = admin.CoreV1().ConfigMaps("drainctl").Delete(context.Background(), kube.RecordName(name), metav1.DeleteOptions{})
 		}
 	})
-	for _, name := range []string{"fence-" + mine, "recovery-" + mine, "storm"} {
+	for _, name := range []string{"fence-" + mine, "recovery-" + mine, "proactive-" + mine, "storm"} {
 		if err := controller.SaveRecord(ctx, name, []byte("{}")); err != nil {
 			t.Errorf("the controller cannot write record %s: %v", name, err)
 		}

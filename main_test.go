@@ -96,7 +96,9 @@ func TestControllersEmptyNodesThroughRunAlone(t *testing.T) {
 		"ForgetFences":  true, // not a read, but it empties nothing: it deletes fence records of nodes seen Ready
 		// The recovery's and the storm guard's records: safety state kept on the cluster.
 		"Recovery": true, "SaveRecovery": true, "Storm": true, "SaveStorm": true,
-		"KubeletHeartbeats": true, "WatchKubeletHeartbeats": true, "ComputeServices": true} // reads: the machines' heartbeats
+		"KubeletHeartbeats": true, "WatchKubeletHeartbeats": true, "ComputeServices": true, // reads: the machines' heartbeats
+		// [proactive]: its configuration, its records, and its triggers read again as it acts.
+		"Config": true, "Proactives": true, "SaveProactive": true, "ProactiveNow": true}
 	empties := map[string]bool{"Run": true, "ScaleDown": true}
 	calls := map[string]int{}
 	err := filepath.WalkDir("internal/controllers", func(path string, d os.DirEntry, err error) error {

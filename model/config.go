@@ -31,6 +31,7 @@ type Config struct {
 	Notify      NotifyConfig      `toml:"notify"`
 	Return      ReturnConfig      `toml:"return"`
 	Capacity    CapacityConfig    `toml:"capacity"`
+	Proactive   ProactiveConfig   `toml:"proactive"`
 }
 
 // CapacityConfig is the [capacity] table: the room kept free for the next host failure

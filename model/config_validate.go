@@ -174,6 +174,9 @@ func (c Config) Validate() error {
 	if err := c.Return.validate(); err != nil {
 		return err
 	}
+	if err := c.Proactive.validate(); err != nil {
+		return err
+	}
 	if err := c.Capacity.validate(); err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ type KubeNode struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Allocatable Resources         `json:"allocatable"`
 	Created     time.Time         `json:"created"`
+	// Conditions are the types of its conditions whose status is True, Ready aside
+	// (node-problem-detector's KernelDeadlock; MemoryPressure): [proactive]'s triggers.
+	Conditions []string `json:"conditions,omitempty"`
 }
 
 // Outage names the node's current outage, the same for every reader that read its Lease: its

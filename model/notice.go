@@ -34,6 +34,12 @@ const (
 	NoticeNodeQuarantined  NoticeKind = "campaign-node-quarantined"
 	NoticeNodeHeldByOwners NoticeKind = "campaign-node-held-by-owners" // skipped: its VMs' owners asked them to stay
 	NoticeCampaignFinished NoticeKind = "campaign-finished"            // done, failed or stopped: Message says which
+	// [proactive]: a node's conditions say it is degrading (told, or its action begins), its
+	// action done, failed (a person's now) or refused (nothing changed: tried again).
+	NoticeDegrading        NoticeKind = "node-degrading"
+	NoticeProactiveDone    NoticeKind = "proactive-done"
+	NoticeProactiveFailed  NoticeKind = "proactive-failed"
+	NoticeProactiveRefused NoticeKind = "proactive-refused"
 	// NoticeWebhookFailed is the webhook's own failure: never posted, said where drainctl runs.
 	NoticeWebhookFailed NoticeKind = "webhook-failed"
 )

@@ -70,6 +70,8 @@ type Options struct {
 type Machines interface {
 	KillHost(node string) error
 	ReviveHost(node string) error
+	// SetCondition sets a node condition True (a degrading host: [proactive]) or clears it.
+	SetCondition(node, typ string, on bool) error
 }
 
 // shared is what every pane reads; the root owns it and passes it down.

@@ -160,6 +160,32 @@ func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// condition is the demo's `:condition NODE TYPE [off]`: the node reports the condition True
+// (a degrading host, as node-problem-detector would say it), or clears it.
+func (m Model) condition(arg string) (tea.Model, tea.Cmd) {
+	mach := m.s.opts.Machines
+	f := strings.Fields(arg)
+	switch {
+	case mach == nil:
+		m.setStatus(":condition is the demo's: a real node's conditions are its reporters' (node-problem-detector)", true)
+		return m, nil
+	case len(f) < 2 || len(f) > 3 || (len(f) == 3 && f[2] != "off"):
+		m.setStatus("usage: :condition NODE TYPE [off], e.g. :condition compute-0 KernelDeadlock", true)
+		return m, nil
+	}
+	on := len(f) == 2
+	if err := mach.SetCondition(f[0], f[1], on); err != nil {
+		m.setStatus(err.Error(), true)
+		return m, nil
+	}
+	what := "reports " + f[1] + ": [proactive] acts on it (the demo's: evacuate) once the controller's next pass sees it"
+	if !on {
+		what = "no longer reports " + f[1] + "; what [proactive] did stays until a person undoes it (u)"
+	}
+	m.setStatus(text.Sprintf("%s %s", f[0], what), false)
+	return m, nil
+}
+
 // ctxSwitched: the connection to another context is made (or failed).
 type ctxSwitched struct {
 	to  Switched

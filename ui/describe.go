@@ -96,6 +96,9 @@ func describeNode(n model.Node, s *shared) describePane {
 		for _, t := range k.Taints {
 			add("  taint: %s=%s:%s", t.Key, t.Value, t.Effect)
 		}
+		for _, c := range k.Conditions { // True, Ready aside: a degrading host ([proactive])
+			add("  condition: %s", c)
+		}
 		for _, key := range sortedKeys(k.Labels) {
 			add("  label: %s=%s", key, k.Labels[key])
 		}

@@ -64,7 +64,8 @@ type noticeMsg struct{ model.Notice }
 
 // noticeIsBad: the notices shown as a warning.
 var noticeIsBad = map[model.NoticeKind]bool{model.NoticeStorm: true, model.NoticeRecoveryFailed: true, model.NoticeRecoveryRefused: true,
-	model.NoticeFenceFailed: true, model.NoticeVMNotRebuilt: true, model.NoticeWebhookFailed: true}
+	model.NoticeFenceFailed: true, model.NoticeVMNotRebuilt: true, model.NoticeWebhookFailed: true,
+	model.NoticeDegrading: true, model.NoticeProactiveFailed: true, model.NoticeProactiveRefused: true}
 
 // watchNotices waits for the next notice of the controllers running beside the TUI (the
 // demo's automatic recovery).

@@ -78,6 +78,7 @@ var actions = []colonCommand{
 	}},
 	{names: []string{"kill"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.power("kill", arg) }},
 	{names: []string{"revive"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.power("revive", arg) }},
+	{names: []string{"condition"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.condition(arg) }},
 	{names: []string{"q", "quit", "q!"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.askQuit() }},
 }
 
@@ -104,7 +105,7 @@ func commandHelp() string {
 	var names []string
 	for _, c := range colonCommands() {
 		switch c.names[0] {
-		case "kill", "revive", "help": // the demo's (its banner says them); ? is help's key
+		case "kill", "revive", "condition", "help": // the demo's (its banner says them); ? is help's key
 		default:
 			names = append(names, ":"+c.names[0])
 		}

@@ -84,6 +84,15 @@ func demoRecovery(cfg model.Config) model.Config {
 	return cfg
 }
 
+// demoProactive is the demo's [proactive]: node-problem-detector's KernelDeadlock and
+// ReadonlyFilesystem evacuate the node, unless the configuration names conditions of its own.
+func demoProactive(cfg model.Config) model.Config {
+	if len(cfg.Proactive.Conditions) == 0 {
+		cfg.Proactive = model.ProactiveConfig{Conditions: []string{"KernelDeadlock", "ReadonlyFilesystem"}, Action: model.ProactiveEvacuate}
+	}
+	return cfg
+}
+
 // demoReturn is the demo's [return]: a canary proves each returning host, so a person sees
 // it, unless the configuration sets a canary of its own.
 func demoReturn(cfg model.Config) model.Config {
@@ -236,6 +245,11 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 				}
 			}}
 		go func() { defer cl.background.Done(); _ = rc.Serve(ctx) }()
+		// And [proactive], so that :condition NODE KernelDeadlock shows a degrading host emptied.
+		pc := &controllers.Proactive{Engine: ops.NewEngine(kc, nc, demoProactive(cfg), reo), Policy: pol, Events: kc,
+			Resync: 2 * time.Second, Notify: rc.Notify}
+		cl.background.Add(1)
+		go func() { defer cl.background.Done(); _ = pc.Serve(ctx) }()
 	default:
 		store := kube.NewMaintenances(dyn)
 		if err := store.Start(ctx, max(cfg.Timeouts.API.D(), time.Minute)); err != nil {

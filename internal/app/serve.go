@@ -1,10 +1,12 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/internal/app/metrics"
@@ -120,16 +122,20 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 		if err != nil {
 			return nil, "", &ops.UsageError{Problem: err.Error()}
 		}
-		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine,
-			Notify: func(n model.Notice) {
-				e.met.Notice(n)
-				hook.Notify(n)
-			}}
+		notify := func(n model.Notice) {
+			e.met.Notice(n)
+			hook.Notify(n)
+		}
+		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine, Notify: notify}
+		// And [proactive]: a degrading node told of, quarantined or evacuated before it fails.
+		pc := &controllers.Proactive{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine, Notify: notify}
 		serve := func(ctx context.Context) error {
 			defer stopHook()
-			done := make(chan struct{})
-			go func() { defer close(done); _ = rc.Serve(ctx) }()
+			done := make(chan struct{}, 2)
+			go func() { defer func() { done <- struct{}{} }(); _ = rc.Serve(ctx) }()
+			go func() { defer func() { done <- struct{}{} }(); _ = pc.Serve(ctx) }()
 			err := mc.Serve(ctx)
+			<-done
 			<-done
 			return err
 		}
@@ -138,6 +144,10 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 				e.stderr,
 				"drainctl: automatic recovery on ([recover] automatic): a dead node is fenced and recovered without a person",
 			)
+		}
+		if p := e.cfg.Proactive; len(p.Conditions) > 0 {
+			text.Fprintf(e.stderr, "drainctl: proactive on ([proactive]): a node with %s is %s\n",
+				strings.Join(p.Conditions, " or "), cmp.Or(p.Action, model.ProactiveNotify)+" (action)")
 		}
 		if e.o.Demo {
 			return serve, "", nil

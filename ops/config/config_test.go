@@ -66,6 +66,10 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:2:11: policy.maintenance.honour: must be "all", "none" or a list of project IDs, got "some"`},
 		{"refresh every nanosecond", "refresh_interval = \"1ns\"\n",
 			`config.toml:1:1: refresh_interval must be at least 1s, got "1ns"; the default is "5s"`},
+		{"proactive action unknown", "[proactive]\nconditions = [\"KernelDeadlock\"]\naction = \"reboot\"\n",
+			`config.toml:3:1: proactive.action must be notify, quarantine or evacuate, got "reboot"; notify tells and changes nothing; quarantine cordons and disables; evacuate also empties the node`},
+		{"proactive Nova signal unknown", "[proactive]\nconditions = [\"nova:slow\"]\n",
+			`config.toml:2:1: proactive.conditions no Nova signal "nova:slow"; Nova's are "nova:disabled" and "nova:down"`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {

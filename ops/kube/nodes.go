@@ -74,13 +74,16 @@ func nodeModel(n *corev1.Node) model.KubeNode {
 	}
 	sort.Strings(m.Roles)
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
+		switch {
+		case c.Type == corev1.NodeReady:
 			m.Ready, m.ReadySince = c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
+		case c.Status == corev1.ConditionTrue:
+			m.Conditions = append(m.Conditions, string(c.Type))
 		}
 	}
 	for _, t := range n.Spec.Taints {
 		m.Taints = append(m.Taints, model.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
-	m.Roles, m.Taints = slices.Clip(m.Roles), slices.Clip(m.Taints)
+	m.Roles, m.Taints, m.Conditions = slices.Clip(m.Roles), slices.Clip(m.Taints), slices.Clip(m.Conditions)
 	return m
 }

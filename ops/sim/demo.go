@@ -418,6 +418,15 @@ func (d *Demo) KillHost(node string) error {
 	return d.Kube.SetNodeReady(node, false)
 }
 
+// SetCondition gives a demo node the condition typ, True (a degrading host, as
+// node-problem-detector would report it: [proactive]), or clears it with on false.
+func (d *Demo) SetCondition(node, typ string, on bool) error {
+	if !slices.Contains(d.Computes, node) {
+		return fmt.Errorf("no compute node %q in the demo (the compute nodes are: %s)", node, strings.Join(d.Computes, ", "))
+	}
+	return d.Kube.SetNodeCondition(node, typ, on)
+}
+
 // ReviveHost starts a dead demo node's machine again: nova-compute restarts (and cleans up
 // after the evacuations), the Node is Ready again.
 func (d *Demo) ReviveHost(node string) error {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,28 @@ func (k *Kube) SetNodeReady(name string, ready bool) error {
 		k.after(0, func() { k.restoreDaemons(name) })
 	}
 	return err
+}
+
+// SetNodeCondition sets a node condition of type typ True (node-problem-detector's
+// KernelDeadlock) or, on false, False, as its reporter would.
+func (k *Kube) SetNodeCondition(name, typ string, on bool) error {
+	obj, err := k.Clientset.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", name)
+	if err != nil {
+		return err
+	}
+	n := obj.(*corev1.Node)
+	status := corev1.ConditionFalse
+	if on {
+		status = corev1.ConditionTrue
+	}
+	c := corev1.NodeCondition{Type: corev1.NodeConditionType(typ), Status: status, Reason: typ, LastTransitionTime: metav1.Now(),
+		LastHeartbeatTime: metav1.Now(), Message: "set by the demo's :condition"}
+	if i := slices.IndexFunc(n.Status.Conditions, func(x corev1.NodeCondition) bool { return string(x.Type) == typ }); i >= 0 {
+		n.Status.Conditions[i] = c
+	} else {
+		n.Status.Conditions = append(n.Status.Conditions, c)
+	}
+	return k.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, "")
 }
 
 // outOfServiceAfter is how soon the controller manager deletes a dead node's pods once it
