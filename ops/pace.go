@@ -58,6 +58,11 @@ type paceRow struct {
 	// least: a window with fewer readings is not judged (one guest that never converges is
 	// not the link's fault).
 	least int
+	// knee: a halving by this signal marks how many moves the path carries (the moves' own
+	// copy: past the knee a shared link stops them converging), and the climb after it stays
+	// below. A control plane slow or failing says it struggles now, not how many moves it
+	// carries once well: after it the pace climbs back to the cap.
+	knee bool
 }
 
 // statusConflict is HTTP's 409 (the engine keeps HTTP behind its ports: its clients tell it
@@ -80,7 +85,7 @@ var paceSignals = [paceSignalCount]paceRow{
 	// Each poll of a live move copying: the time a GiB takes at its copy rate (against its own
 	// best: a link's speed is the cloud's); failed: its remaining not falling. A lone move that
 	// does not converge is its guest's doing, most moves not converging is the link's.
-	paceMoves: {name: "the moves", unit: "polls", failure: "did not converge", floor: 0, failing: 0.5, least: 3},
+	paceMoves: {name: "the moves", unit: "polls", failure: "did not converge", floor: 0, failing: 0.5, least: 3, knee: true},
 	// Each pod a budget held: how long, once evicted; failed: given up waiting.
 	paceBudgets: {name: "the budgets", unit: "pods", failure: "were given up on", floor: time.Minute, failing: 0.01, least: 1},
 }
@@ -207,7 +212,7 @@ func (p *pace) roll() {
 		level = min(level, p.level)
 	}
 	p.level = 0
-	limit, why, healthy := p.limit, "", true
+	limit, why, healthy, knee := p.limit, "", true, false
 	said := "" // the first signal read, for a raise's why
 	for sig := range p.signals {
 		w, row := &p.signals[sig], paceSignals[sig]
@@ -225,15 +230,19 @@ func (p *pace) roll() {
 		if floor == paceSlowFloor {
 			floor = p.slow
 		}
+		failing := float64(failed) > row.failing*float64(n)
+		conflicting := row.conflicting > 0 && float64(conflicted) > row.conflicting*float64(n)
+		slow := p90 > max(floor, paceBaseline*w.best)
+		knee = knee || (row.knee && (failing || conflicting || slow))
 		switch {
 		case !healthy: // halved by a signal before: said once
-		case float64(failed) > row.failing*float64(n):
+		case failing:
 			healthy, limit = false, max(1, level/2)
 			why = fmt.Sprintf("%d of %d %s of %s %s: halved", failed, n, row.unit, row.name, row.failure)
-		case row.conflicting > 0 && float64(conflicted) > row.conflicting*float64(n):
+		case conflicting:
 			healthy, limit = false, max(1, level/2)
 			why = fmt.Sprintf("%d of %d %s of %s were conflicts (409): halved", conflicted, n, row.unit, row.name)
-		case p90 > max(floor, paceBaseline*w.best):
+		case slow:
 			healthy, limit = false, max(1, level/2)
 			why = fmt.Sprintf("%s p90 %s over %d %s: halved", possessive(row.name), p90.Round(10*time.Millisecond), n, row.unit)
 		case said == "":
@@ -242,7 +251,7 @@ func (p *pace) roll() {
 	}
 	switch {
 	case !healthy:
-		if p.calm { // the first halving of a streak: it broke with level moves under way
+		if knee && (p.calm || p.knee == 0) { // a streak's first, by the moves: the path broke with level under way
 			p.broke(level)
 		}
 		p.calm = false
