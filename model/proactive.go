@@ -103,5 +103,8 @@ type Proactive struct {
 // hold; a run left running (its process gone) is resumed.
 func (p Proactive) Handled(triggers []string) bool {
 	ended := p.Outcome == "notified" || p.Outcome == "done" || p.Outcome == "failed"
-	return ended && p.Cleared.IsZero() && slices.Equal(p.Triggers, triggers)
+	a, b := slices.Clone(p.Triggers), slices.Clone(triggers)
+	slices.Sort(a)
+	slices.Sort(b)
+	return ended && p.Cleared.IsZero() && slices.Equal(a, b) // the same, in any order
 }

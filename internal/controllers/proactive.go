@@ -31,10 +31,11 @@ type Proactive struct {
 	Resync time.Duration // a pass even without changes (default 10 s: Nova's signals are not watched)
 
 	said map[string]string // what was said last, by node: each refusal is said once
-	// full: when the cluster was last read whole; open: records seen not yet cleared then (their
-	// triggers must be seen gone).
-	full time.Time
-	open bool
+	// full: when the cluster was last read whole; recs: the records as that pass left them
+	// (they are this controller's own writes); retry: when a refused node is tried again.
+	full  time.Time
+	recs  map[string]model.Proactive
+	retry map[string]time.Time
 }
 
 // proactiveGap is the least time between two reads of the whole cluster: a node's changes
@@ -53,7 +54,7 @@ func (p *Proactive) Serve(ctx context.Context) error {
 	if p.Notify == nil {
 		p.Notify = func(model.Notice) {}
 	}
-	p.said = map[string]string{}
+	p.said, p.recs, p.retry = map[string]string{}, map[string]model.Proactive{}, map[string]time.Time{}
 	nodes, cancel := p.Engine.Subscribe()
 	defer cancel()
 	loop(ctx, p.Resync, []<-chan struct{}{nodes}, p.pass)
@@ -68,12 +69,14 @@ func (p *Proactive) pass(ctx context.Context) time.Duration {
 	if len(cfg.Conditions) == 0 {
 		return 0
 	}
-	// The cache first (free): with no node's condition named, no Nova signal asked and no record
-	// open, there is nothing to read. Nova's signals are read once a resync.
+	// The cache first (free): a pass reads the cluster whole only for a node whose conditions
+	// its record does not answer yet, or at the resync (Nova's signals; records to clear, a
+	// refusal to try again). A node evacuated and still degrading costs nothing more.
 	since := time.Since(p.full)
-	nova := slices.ContainsFunc(cfg.Conditions, func(c string) bool { return strings.HasPrefix(c, "nova:") })
-	if !p.open && !(nova && since >= p.Resync) && !slices.ContainsFunc(p.Engine.KubeNodes(), func(k model.KubeNode) bool {
-		return len(ops.ProactiveTriggers(model.Node{Name: k.Name, Kube: &k}, cfg.Conditions)) > 0
+	if since < p.Resync && !slices.ContainsFunc(p.Engine.KubeNodes(), func(k model.KubeNode) bool {
+		seen := ops.ProactiveTriggers(model.Node{Name: k.Name, Kube: &k}, cfg.Conditions)
+		rec, found := p.recs[k.Name]
+		return len(seen) > 0 && !(found && rec.Handled(withNova(seen, rec.Triggers))) && time.Now().After(p.retry[k.Name])
 	}) {
 		return 0
 	}
@@ -91,11 +94,10 @@ func (p *Proactive) pass(ctx context.Context) time.Duration {
 		p.Log("proactive: reading the records: " + err.Error())
 		return 0
 	}
-	p.open = false
+	p.recs = recs
 	for _, n := range inv.Nodes {
 		triggers := ops.ProactiveTriggers(n, cfg.Conditions)
 		rec, found := recs[n.Name]
-		p.open = p.open || (found && rec.Cleared.IsZero())
 		switch {
 		case len(triggers) == 0:
 			if found && !rec.Finished.IsZero() && rec.Cleared.IsZero() {
@@ -104,6 +106,7 @@ func (p *Proactive) pass(ctx context.Context) time.Duration {
 			}
 			delete(p.said, n.Name)
 		case found && rec.Handled(triggers):
+		case time.Now().Before(p.retry[n.Name]): // refused a moment ago: at the resync
 		case p.act(ctx, n, triggers, rec, found):
 			return time.Millisecond
 		}
@@ -150,9 +153,18 @@ func (p *Proactive) act(ctx context.Context, n model.Node, triggers []string, ol
 		return false
 	}
 	delete(p.said, n.Name)
+	delete(p.retry, n.Name)
 	p.save(ctx, rec)
 	p.tell(ctx, model.NoticeDegrading, n.Name, "Warning", what+": "+action+" begins")
-	rep, err := e.Run(ctx, plan, ro, recordSteps(ctx, p.Events, p.Emit))
+	// Bounded: an evacuation that never ends (a budget that never allows) holds no other
+	// degrading node behind it for longer than timeouts.operation; it fails, where it stopped
+	// in the node's journal.
+	rctx, cancel := context.WithTimeoutCause(ctx, e.Config().Timeouts.Operation.D(), errors.New("timeouts.operation passed"))
+	rep, err := e.Run(rctx, plan, ro, recordSteps(ctx, p.Events, p.Emit))
+	if cause := context.Cause(rctx); err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w (%v)", err, cause)
+	}
+	cancel()
 	var held *ops.LeaseHeldError
 	switch {
 	case ctx.Err() != nil:
@@ -175,6 +187,7 @@ func (p *Proactive) act(ctx context.Context, n model.Node, triggers []string, ol
 // refuse records and says, once while it stays the same, that the node's action was refused;
 // it is tried again at every pass while its triggers hold.
 func (p *Proactive) refuse(ctx context.Context, rec model.Proactive, msg string) {
+	p.retry[rec.Node] = time.Now().Add(p.Resync)
 	if p.said[rec.Node] == msg {
 		return
 	}
@@ -206,7 +219,21 @@ func (p *Proactive) save(ctx context.Context, rec model.Proactive) {
 	defer cancel()
 	if err := p.Engine.SaveProactive(wctx, rec); err != nil {
 		p.Log("proactive: the record of " + rec.Node + " could not be written: " + err.Error())
+		return
 	}
+	p.recs[rec.Node] = rec
+}
+
+// withNova is the node's triggers the cache shows (its conditions) with the Nova signals its
+// record holds: what the record would answer, were Nova's the same (read at the resync).
+func withNova(seen, recorded []string) []string {
+	out := slices.Clone(seen)
+	for _, t := range recorded {
+		if strings.HasPrefix(t, "nova:") {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // eventReason is a notice kind as an Event's reason: "proactive-done" → "ProactiveDone".

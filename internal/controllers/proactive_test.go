@@ -270,3 +270,29 @@ func TestAProactiveEvacuationOfABarePodIsRefused(t *testing.T) {
 		c.mu.Unlock()
 	}
 }
+
+// An evacuation that cannot end (a budget that never allows) is bounded by
+// timeouts.operation: it fails, a person's now, told; the record says why, and the node's
+// journal where it stopped.
+func TestAProactiveEvacuationThatCannotEndIsBounded(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.deleteShell()
+	// One replica under a budget that keeps it: its eviction is never allowed.
+	rs, uid := kubetest.ReplicaSet(t, c.CS, c.NS, "stuck", 1)
+	kubetest.Pod(t, c.CS, c.NS, "stuck-0", c0, kubetest.Owned("ReplicaSet", rs, uid), kubetest.Labels("app", "stuck"), kubetest.Grace(1))
+	kubetest.PDB(t, c.CS, c.NS, "stuck-pdb", "stuck", 1)
+	c.Cfg.Timeouts.Operation = model.Duration(3 * time.Second)
+	t.Cleanup(c.startProactive(model.ProactiveEvacuate, "KernelDeadlock"))
+	c.setCondition(c0, "KernelDeadlock", true)
+	rec := c.waitProactive(c0, "failed")
+	if !strings.Contains(rec.Error, "timeouts.operation") {
+		t.Errorf("the failure: %q", rec.Error)
+	}
+	if n, ok := c.notice(model.NoticeProactiveFailed); !ok || !strings.Contains(n.Message, "a person's now") {
+		t.Errorf("the notice: %+v", n)
+	}
+	if _, ok := ops.ReadJournal(c.Node(c0)); !ok {
+		t.Errorf("%s has no journal: where the evacuation stopped is not said", c0)
+	}
+}

@@ -33,7 +33,7 @@ func (r *Campaign) readForForecast(ctx context.Context) (model.Inventory, error)
 			names = append(names, n.Name)
 		}
 	}
-	if len(names) <= byHostUpTo {
+	if len(names) <= byHostUpTo && !r.e.Config().Capacity.Need().On() { // the room is every host's
 		return r.e.Inventory().ReadNodes(ctx, names...)
 	}
 	return r.e.Inventory().Read(ctx)
