@@ -69,8 +69,9 @@ func TestACampaignWaitsForTheFailoverRoom(t *testing.T) {
 	}
 }
 
-// The same cluster with c2's VMs there before the campaign: its forecast says one node out at
-// once keeps the room and runs one at once, not --parallel's two; no node waits for room.
+// Three hosts, c2 running 120 GiB of VMs: with c0 and c1 both out, c2 alone is left and its
+// death would find no room; with one out, the other takes it. The forecast says one node out at
+// once keeps the room and the campaign runs one at once, not --parallel's two; no node waits.
 func TestACampaignRunsAsManyAtOnceAsTheFailoverRoomAllows(t *testing.T) {
 	c := simtest.NewCluster(t, 100)
 	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
