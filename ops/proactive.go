@@ -65,24 +65,29 @@ func (e *Engine) ProactiveNow(ctx context.Context, name, host string) ([]string,
 func (r Report) Ledger() []model.VMMove {
 	var out []model.VMMove
 	for _, v := range r.VMs {
-		m := model.VMMove{VM: v.VM, VMID: v.VMID, Source: v.Source, Dest: v.Dest, Method: v.Method, Reason: v.Message,
-			Duration: v.Duration, MigrationID: v.MigrationID, Started: v.Started}
-		if !v.Started.IsZero() {
-			m.Finished = v.Started.Add(v.Duration)
-		}
-		switch v.Result {
-		case MigCompleted:
-			m.Status = model.MoveSucceeded
-		case MigSkipped:
-			m.Status = model.MoveLeft
-		case MigInterrupted:
-			m.Status = model.MoveOngoing
-		default:
-			m.Status = model.MoveFailed
-		}
-		out = append(out, m)
+		out = append(out, v.ended(model.VMMove{VM: v.VM, VMID: v.VMID, Source: v.Source, Method: v.Method}))
 	}
 	return out
+}
+
+// ended is m (a ledger's move of the VM) as the run left the VM: where it went, when, and how
+// it ended.
+func (v VMReport) ended(m model.VMMove) model.VMMove {
+	m.Dest, m.Duration, m.Reason, m.MigrationID = v.Dest, v.Duration, v.Message, v.MigrationID
+	if !v.Started.IsZero() {
+		m.Started, m.Finished = v.Started, v.Started.Add(v.Duration)
+	}
+	switch v.Result {
+	case MigCompleted:
+		m.Status = model.MoveSucceeded
+	case MigSkipped:
+		m.Status = model.MoveLeft
+	case MigInterrupted: // left under way in Nova: a rerun follows it
+		m.Status = model.MoveOngoing
+	default:
+		m.Status = model.MoveFailed
+	}
+	return m
 }
 
 // Proactives are the nodes' records, by node: one read a pass.

@@ -153,20 +153,7 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 			if v.VMID != vm.ID {
 				continue
 			}
-			m.Dest, m.Duration, m.Reason, m.MigrationID = v.Dest, v.Duration, v.Message, v.MigrationID
-			if !v.Started.IsZero() {
-				m.Started, m.Finished = v.Started, v.Started.Add(v.Duration)
-			}
-			switch v.Result {
-			case MigCompleted:
-				m.Status = model.MoveSucceeded
-			case MigSkipped:
-				m.Status = model.MoveLeft
-			case MigInterrupted: // left rebuilding in Nova: a rerun follows it
-				m.Status = model.MoveOngoing
-			default:
-				m.Status = model.MoveFailed
-			}
+			m = v.ended(m)
 		}
 		// The owner's word is kept with the move: a stays rebuilt all the same says so.
 		asks := func(x model.Reason) bool { return x.Code == model.VMAsksToStay && x.ObjectID == vm.ID }
