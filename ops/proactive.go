@@ -70,26 +70,6 @@ func (r Report) Ledger() []model.VMMove {
 	return out
 }
 
-// ended is m (a ledger's move of the VM) as the run left the VM: where it went, when, and how
-// it ended.
-func (v VMReport) ended(m model.VMMove) model.VMMove {
-	m.Dest, m.Duration, m.Reason, m.MigrationID = v.Dest, v.Duration, v.Message, v.MigrationID
-	if !v.Started.IsZero() {
-		m.Started, m.Finished = v.Started, v.Started.Add(v.Duration)
-	}
-	switch v.Result {
-	case MigCompleted:
-		m.Status = model.MoveSucceeded
-	case MigSkipped:
-		m.Status = model.MoveLeft
-	case MigInterrupted: // left under way in Nova: a rerun follows it
-		m.Status = model.MoveOngoing
-	default:
-		m.Status = model.MoveFailed
-	}
-	return m
-}
-
 // Proactives are the nodes' records, by node: one read a pass.
 func (e *Engine) Proactives(ctx context.Context) (map[string]model.Proactive, error) {
 	recs, err := e.kube.Records(ctx, "proactive")

@@ -313,3 +313,23 @@ func (e *Engine) inOutage(ctx context.Context, k model.KubeNode, outage time.Tim
 	fresh, ok, err := e.kube.NodeFresh(ctx, k.Name)
 	return err == nil && ok && !fresh.Heartbeat.IsZero() && model.SameOutage(outage, fresh.Outage())
 }
+
+// ended is m (a ledger's move of the VM) as the run left the VM: where it went, when, and how
+// it ended.
+func (v VMReport) ended(m model.VMMove) model.VMMove {
+	m.Dest, m.Duration, m.Reason, m.MigrationID = v.Dest, v.Duration, v.Message, v.MigrationID
+	if !v.Started.IsZero() {
+		m.Started, m.Finished = v.Started, v.Started.Add(v.Duration)
+	}
+	switch v.Result {
+	case MigCompleted:
+		m.Status = model.MoveSucceeded
+	case MigSkipped:
+		m.Status = model.MoveLeft
+	case MigInterrupted: // left under way in Nova: a rerun follows it
+		m.Status = model.MoveOngoing
+	default:
+		m.Status = model.MoveFailed
+	}
+	return m
+}
