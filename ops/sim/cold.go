@@ -65,6 +65,9 @@ func (w *World) startCold(s *VM, host string, now time.Time, reqID string) *migr
 
 func (w *World) nextColdTransition(m *migration) (time.Time, bool) {
 	if m.kind == "evacuation" {
+		if m.status == "pre-migrating" && m.dest == "" {
+			return m.phaseStart.Add(scheduleDelay), true
+		}
 		if m.status == "pre-migrating" {
 			return m.phaseStart.Add(evacuateRebuild), true
 		}
@@ -96,9 +99,13 @@ func (m *migration) coldPending() bool {
 func (w *World) applyCold(m *migration, at time.Time) {
 	s := m.server
 	s.Updated = at
+	if m.kind == "evacuation" && m.dest == "" {
+		w.evacuateSchedule(m, at)
+		return
+	}
 	if m.kind == "evacuation" { // rebuilt on the destination; "done" until the source cleans up
 		m.setStatus("done", at)
-		s.Host, s.Status, s.VMState, s.TaskState = m.dest, "ACTIVE", "active", ""
+		s.Host, s.Status, s.VMState, s.TaskState, s.Fault = m.dest, "ACTIVE", "active", "", "" // rebuilt: an ERROR's fault gone
 		if m.origStatus == "SHUTOFF" {
 			s.Status, s.VMState = "SHUTOFF", "stopped"
 		}

@@ -49,6 +49,10 @@ func evacuate(c *call, s *VM, raw json.RawMessage) (int, any) {
 			return 400, faultf("Invalid input for field/attribute evacuate.")
 		}
 	}
+	// The API looks a named host up first (404), then the source's service (400).
+	if req.Host != nil && *req.Host != "" && c.w.hosts[*req.Host] == nil {
+		return 404, faultf("Compute host %s not found.", *req.Host)
+	}
 	src := c.w.hosts[s.Host]
 	if src != nil && src.Up && !src.ForcedDown {
 		return 400, faultf("Compute service of %s is still in use.", s.Host)
@@ -58,21 +62,13 @@ func evacuate(c *call, s *VM, raw json.RawMessage) (int, any) {
 	if f := refused(s, "evacuate", "active", "stopped", "error"); f != "" {
 		return 409, f
 	}
-	var dest *Host
-	if req.Host != nil && *req.Host != "" {
-		h := c.w.hosts[*req.Host]
-		if h == nil {
-			return 404, faultf("Compute host %s not found.", *req.Host)
-		}
-		dest = h
-	} else if h, ok := c.w.schedule(s); ok {
-		dest = h
+	// Whether a named host may take the server is the scheduler's, after the answer
+	// (evacuateSchedule), as for a host left to it.
+	m := &migration{kind: "evacuation", id: c.w.nextMigID, uuid: c.w.uuid(), server: s, source: s.Host, created: c.now,
+		requestID: c.reqID}
+	if req.Host != nil {
+		m.requestedHost = *req.Host
 	}
-	if dest == nil || !dest.schedulable() || !c.w.fits(dest, s) || !c.w.allowed(s, dest) {
-		return 400, faultf("No valid host was found. There are not enough hosts available.")
-	}
-	m := &migration{kind: "evacuation", id: c.w.nextMigID, uuid: c.w.uuid(), server: s, source: s.Host, dest: dest.Name,
-		created: c.now, requestID: c.reqID}
 	c.w.nextMigID++
 	m.origStatus, m.origVMState = s.Status, s.VMState
 	m.setStatus("pre-migrating", c.now)
@@ -82,6 +78,32 @@ func evacuate(c *call, s *VM, raw json.RawMessage) (int, any) {
 	c.w.recordNamedAction(s, "evacuate", "conductor_rebuild_server", m.requestID, c.now)
 	c.w.countConcurrency()
 	return 200, map[string]any{}
+}
+
+// evacuateSchedule is the conductor's scheduling of an accepted evacuation: the requested
+// host if its filters pass it (enabled, up, room, the server's rules), else the scheduler's
+// pick. None: Nova turns it down after the answer, as a real Nova did (shared/notes,
+// TestConformanceEvacuationToANamedHost): the record in error, the server ERROR on its dead
+// host with NoValidHost as its fault and its action's error. An ERROR server may be
+// evacuated again.
+func (w *World) evacuateSchedule(m *migration, at time.Time) {
+	s := m.server
+	var dest *Host
+	if h := w.hosts[m.requestedHost]; h != nil {
+		if !w.noValidHost && h.schedulable() && w.fits(h, s) && w.allowed(s, h) {
+			dest = h
+		}
+	} else if h, ok := w.schedule(s); ok {
+		dest = h
+	}
+	if dest == nil {
+		m.dest = m.requestedHost // Nova's record names the host it was asked for
+		m.setStatus("error", at)
+		s.Status, s.VMState, s.TaskState, s.Fault, s.Updated = "ERROR", "error", "", "No valid host was found. ", at
+		w.finishAction(s, m.requestID, at, "conductor_rebuild_server\x00No valid host was found. ")
+		return
+	}
+	m.dest, m.phaseStart = dest.Name, at
 }
 
 // forceUpRefused is Nova's refusal to force a service up while "done" evacuations remain.

@@ -29,7 +29,10 @@ type Fault struct {
 	Times int // requests it applies to; 0 is unlimited
 	// Action, if set, matches only a server action with that key ("confirmResize").
 	Action string
-	hits   int
+	// Meanwhile, if set, changes the world (locked) as the request arrives, before it is
+	// handled: another actor's act between drainctl's read and Nova's answer.
+	Meanwhile func(hosts map[string]*Host, servers map[string]*VM)
+	hits      int
 }
 
 // InjectFault adds a fault; the newest matching fault wins.

@@ -214,6 +214,10 @@ func (s *Server) serveNova(w http.ResponseWriter, r *http.Request, pattern strin
 		time.Sleep(d)
 		world.mu.Lock()
 	}
+	if fault != nil && fault.Meanwhile != nil {
+		fault.Meanwhile(world.hosts, world.servers)
+		world.changes++
+	}
 	now := world.clock.Now()
 	world.advance(now)
 	header := w.Header()
