@@ -98,7 +98,9 @@ func TestControllersEmptyNodesThroughRunAlone(t *testing.T) {
 		"Recovery": true, "SaveRecovery": true, "Storm": true, "SaveStorm": true,
 		"KubeletHeartbeats": true, "WatchKubeletHeartbeats": true, "ComputeServices": true, // reads: the machines' heartbeats
 		// [proactive]: its configuration, its records, and its triggers read again as it acts.
-		"Config": true, "Proactives": true, "SaveProactive": true, "ProactiveNow": true}
+		"Config": true, "Proactives": true, "SaveProactive": true, "ProactiveNow": true,
+		// [recover] reserve_label: the reserve's services held disabled (no VM moves).
+		"HoldReserve": true}
 	empties := map[string]bool{"Run": true, "ScaleDown": true}
 	calls := map[string]int{}
 	err := filepath.WalkDir("internal/controllers", func(path string, d os.DirEntry, err error) error {

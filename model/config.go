@@ -176,6 +176,15 @@ type RecoverConfig struct {
 	MaxUnhealthyPerDomain string `toml:"max_unhealthy_per_domain"`
 	// Priority: the VMs' recovery priorities where their metadata names none.
 	Priority PriorityConfig `toml:"priority"`
+	// ReserveLabel is a node label key: the nodes labelled KEY=true are the failover reserve,
+	// kept empty of tenants' VMs (their nova-compute disabled with a reason naming the
+	// reserve, by the controller) for a dead host's: a recovery enables them and rebuilds
+	// there first, and the dead host, back and empty, takes the label in their place.
+	// Campaigns, evacuations and boots never land there. "": no reserve.
+	ReserveLabel string `toml:"reserve_label"`
+	// ReserveCordon: the reserve's nodes are cordoned too (no pods either); false, their
+	// Kubernetes side runs pods as any node's.
+	ReserveCordon bool `toml:"reserve_cordon"`
 }
 
 // NotifyConfig is where drainctl tells the person on call what they must know (a recovery

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -126,6 +127,10 @@ func (c Config) Validate() error {
 			return &FieldError{l.key, fmt.Sprintf("must be under 50%%, got %q", l.v), `e.g. "30%"; the default is "1"`}
 		}
 	}
+	if l := c.Recover.ReserveLabel; l != "" && !labelKey.MatchString(l) {
+		return &FieldError{"recover.reserve_label", fmt.Sprintf("must be a node label key, got %q", l),
+			`e.g. "drainctl.io/failover-reserve"; the nodes labelled KEY=true are the reserve`}
+	}
 	if err := c.Recover.Priority.validate(); err != nil {
 		return err
 	}
@@ -229,3 +234,7 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// labelKey is a Kubernetes label key: an optional DNS prefix and a name of up to 63
+// characters, alphanumeric at both ends.
+var labelKey = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)

@@ -25,7 +25,10 @@ type FailoverHost struct {
 	Name, Zone string
 	// Takes: a dead host's VMs may be rebuilt here (its service enabled and running, the
 	// host not being emptied).
-	Takes            bool
+	Takes bool
+	// Reserve: a failover reserve ([recover] reserve_label): it takes a dead host's VMs, a
+	// recovery enabling it first, and never a move's.
+	Reserve          bool
 	FreeMB, FreeVCPU float64 // the room left, as Placement counts it
 	CapMB, CapVCPU   float64 // its capacity, for the reserve
 	VMs              []VM    // what it runs: what its death needs room for
@@ -57,7 +60,7 @@ func FailoverRooms(hosts []FailoverHost, need FailoverNeed) []ZoneRoom {
 		z := ZoneRoom{Zone: zone, Tolerate: need.Tolerate}
 		var capMB, capVCPU float64
 		for _, i := range in {
-			if h := hosts[i]; h.Takes {
+			if h := hosts[i]; h.Takes || h.Reserve {
 				z.SpareMB, z.SpareVCPU = z.SpareMB+max(0, h.FreeMB), z.SpareVCPU+max(0, h.FreeVCPU)
 				capMB, capVCPU = capMB+h.CapMB, capVCPU+h.CapVCPU
 			}
@@ -91,6 +94,9 @@ func FailoverRooms(hosts []FailoverHost, need FailoverNeed) []ZoneRoom {
 func unplaced(hosts []FailoverHost, dead []int) (mb, vcpu float64) {
 	rest := slices.Clone(hosts)
 	var vms []VM
+	for i := range rest {
+		rest[i].Takes = rest[i].Takes || rest[i].Reserve
+	}
 	for _, i := range dead {
 		rest[i].Takes = false
 		vms = append(vms, hosts[i].VMs...)

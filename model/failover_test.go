@@ -78,3 +78,24 @@ func TestFailoverReserveIsAShareOfTheZone(t *testing.T) {
 		t.Errorf("30%% asked, 25%% free: %+v, want about 6.4 GiB and 1.6 vCPU short", z)
 	}
 }
+
+// A failover reserve (disabled, kept for a dead host's VMs) is room for a death, never for a
+// move: three hosts of 64 GiB running 8, 8 and 0 VMs of 8 GiB, the third the reserve. A
+// full host's 64 GiB fit only on the reserve: one death is held. A move finds no room: the
+// two others are full and the reserve takes none.
+func TestAFailoverReserveIsRoomForADeathNotForAMove(t *testing.T) {
+	hosts := failoverZone("a", 8, 8, 0)
+	hosts[2].Takes, hosts[2].Reserve = false, true
+	if z := FailoverRooms(hosts, FailoverNeed{Tolerate: 1})[0]; z.Tolerated != 1 || z.Short() || z.SpareMB != float64(gib(64)) {
+		t.Errorf("with the reserve: %+v, want one death held, 64 GiB spare", z)
+	}
+	hosts[2].Reserve = false
+	if z := FailoverRooms(hosts, FailoverNeed{Tolerate: 1})[0]; z.Tolerated != 0 {
+		t.Errorf("without it: %+v, want room for none", z)
+	}
+	hosts[2].Reserve = true
+	moves := []VM{{Name: "moving", RAMMB: gib(8), VCPUs: 2}}
+	if mb, _ := PlaceOn(hosts, moves); mb != float64(gib(8)) || len(hosts[2].VMs) != 0 {
+		t.Errorf("a move placed: %v MiB unplaced, the reserve holds %d; want it unplaced, the reserve empty", mb, len(hosts[2].VMs))
+	}
+}

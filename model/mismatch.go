@@ -15,6 +15,7 @@ const (
 	DisabledButSchedulable MismatchCode = "DisabledButSchedulable" // disabled in Nova, schedulable in Kubernetes
 	ReadyButComputeDown    MismatchCode = "ReadyButComputeDown"    // Ready node whose compute service is down
 	NoHypervisor           MismatchCode = "NoHypervisor"           // a compute service with no hypervisor record
+	ReserveNotEmpty        MismatchCode = "ReserveNotEmpty"        // a failover reserve that runs VMs
 )
 
 // Mismatch is one disagreement, with a message naming the objects involved.
@@ -43,9 +44,15 @@ func (n Node) Mismatches(novaConfigured bool) []Mismatch {
 		if !n.Kube.Schedulable && n.Compute.Enabled {
 			add(CordonedButEnabled, "node %s is cordoned but nova-compute on %s is enabled", n.Name, n.Host)
 		}
-		if n.Kube.Schedulable && !n.Compute.Enabled {
+		// A failover reserve is disabled by design, its Kubernetes side usable unless
+		// reserve_cordon; one that runs VMs keeps less room than it promises.
+		if n.Kube.Schedulable && !n.Compute.Enabled && !n.Compute.Reserved() {
 			add(DisabledButSchedulable, "nova-compute on %s is disabled (%s) but node %s is schedulable",
 				n.Host, orNone(n.Compute.DisabledReason), n.Name)
+		}
+		if n.Compute.Reserved() && len(n.VMs) > 0 {
+			add(ReserveNotEmpty, "nova-compute on %s is held as the failover reserve but runs %d VM(s): a dead host's may not fit "+
+				"(evacuate empties it)", n.Host, len(n.VMs))
 		}
 		if n.Kube.Ready && !n.Compute.Up {
 			add(ReadyButComputeDown, "node %s is Ready but nova-compute on %s is down", n.Name, n.Host)

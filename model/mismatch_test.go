@@ -15,3 +15,23 @@ func TestANodeOfAnotherRoleNeedsNoCompute(t *testing.T) {
 		}
 	}
 }
+
+// A failover reserve is disabled by design, schedulable unless reserve_cordon: no
+// disagreement; one that runs VMs is told. Disabled by anyone else, a schedulable node is.
+func TestAFailoverReserveIsNoDisagreementUnlessItRunsVMs(t *testing.T) {
+	reserve := ComputeService{Host: "n", Up: true, DisabledReason: ReservePrefix + " (label x=true)"}
+	n := Node{Name: "n", Host: "n", Kube: &KubeNode{Name: "n", Schedulable: true, Ready: true}, Compute: &reserve,
+		Hypervisor: &Hypervisor{Host: "n"}}
+	if got := n.Mismatches(true); len(got) != 0 {
+		t.Errorf("an empty reserve: %+v, want none", got)
+	}
+	n.VMs = []VM{{Name: "a"}}
+	if got := n.Mismatches(true); len(got) != 1 || got[0].Code != ReserveNotEmpty {
+		t.Errorf("a reserve running a VM: %+v, want ReserveNotEmpty", got)
+	}
+	other := ComputeService{Host: "n", Up: true, DisabledReason: "DIMM errors"}
+	n.Compute, n.VMs = &other, nil
+	if got := n.Mismatches(true); len(got) != 1 || got[0].Code != DisabledButSchedulable {
+		t.Errorf("disabled by another: %+v, want DisabledButSchedulable", got)
+	}
+}

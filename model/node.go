@@ -1,6 +1,9 @@
 package model
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Resources is an amount of schedulable capacity in Kubernetes units.
 type Resources struct {
@@ -92,6 +95,17 @@ func (s ComputeService) Running() bool { return s.Up && !s.ForcedDown }
 
 // TakesVMs says Nova may schedule VMs to the host: its service enabled and running.
 func (s ComputeService) TakesVMs() bool { return s.Enabled && s.Running() }
+
+// ReservePrefix begins the disabled_reason of a failover reserve's nova-compute ([recover]
+// reserve_label): disabled so that nothing but a recovery lands there.
+const ReservePrefix = "drainctl: failover reserve"
+
+// Reserved says the host is held as a failover reserve: its service disabled with the
+// reserve's reason and running. A recovery enables it and rebuilds there; the failover room
+// counts its room, no move or boot may take it.
+func (s ComputeService) Reserved() bool {
+	return !s.Enabled && s.Running() && strings.HasPrefix(s.DisabledReason, ReservePrefix)
+}
 
 // Hypervisor is a Nova compute node (the capacity side of a compute host).
 type Hypervisor struct {

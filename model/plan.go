@@ -45,10 +45,12 @@ const (
 	StepFence        StepKind = "fence"          // the machine is proven off: --fence-cmd, or the operator's word
 	StepForceDown    StepKind = "force-down"     // nova-compute forced down (Nova lets its VMs be evacuated)
 	StepOutOfService StepKind = "out-of-service" // taint node.kubernetes.io/out-of-service: Kubernetes deletes its pods, detaches volumes
+	StepTakeReserve  StepKind = "take-reserve"   // the failover reserve enabled: the rebuilds land there first
 	StepRebuildVMs   StepKind = "rebuild-vms"    // Nova's evacuate: each VM rebuilt on another host
 	StepPodsGone     StepKind = "pods-gone"      // wait until the node's pods are deleted
 	StepForceUp      StepKind = "force-up"       // the host runs again: its service forced up
 	StepInService    StepKind = "in-service"     // the out-of-service taint removed
+	StepBeReserve    StepKind = "be-reserve"     // the host back, empty: the failover reserve in the used one's place
 	// StepSlot is not planned: an evacuation reports it only when it had to wait for one of
 	// the cluster's node slots (concurrency.nodes) before moving anything.
 	StepSlot StepKind = "slot"

@@ -43,6 +43,7 @@ const (
 	HeldByOther       ReasonCode = "HeldByOther"       // another actor holds the node's maintenance lease
 	DisabledByOther   ReasonCode = "DisabledByOther"   // nova-compute was disabled by someone else
 	ScaleDownDisabled ReasonCode = "ScaleDownDisabled" // cluster-autoscaler scale-down-disabled
+	FailoverReserve   ReasonCode = "FailoverReserve"   // kept empty for a dead host's VMs ([recover] reserve_label)
 	NodeIsDead        ReasonCode = "NodeIsDead"        // NotReady: its way is recover, not a scale-down
 	// A recovery's preconditions (a dead host): each refuses it until it holds.
 	NodeIsReady   ReasonCode = "NodeIsReady"   // the node is Ready (or not NotReady long enough): not dead

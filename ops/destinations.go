@@ -39,6 +39,9 @@ type destRoom struct {
 	readAt time.Time // when the read that showed it began
 	gone   bool      // disabled or down since the hosts were read: never picked again
 	later  bool      // its node is emptied later in the same campaign: the last choice
+	// reserve: the failover reserve a recovery took: the first choice, under no
+	// per-destination cap (it is empty, and kept for this).
+	reserve bool
 }
 
 // sentVM is a VM this engine sent to a destination: the room it takes there until a read of
@@ -102,7 +105,9 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 	c := e.cfg.Concurrency
 	// drainctl chooses when its cap can bind, or when a campaign empties other nodes later
 	// (Nova's scheduler would send VMs there, to be moved again at their turn).
-	if r.plan.Target != "" || (c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes && len(r.ro.Later) == 0) {
+	// And when a recovery took the failover reserve: it names the reserve first.
+	if r.plan.Target != "" ||
+		(c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes && len(r.ro.Later) == 0 && len(r.reserves) == 0) {
 		return nil
 	}
 	ns, err := e.inv.lastRead(ctx)
@@ -111,7 +116,7 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 	}
 	usable, zone := map[string]bool{}, map[string]string{}
 	for _, s := range ns.Services {
-		usable[s.Host] = s.TakesVMs()
+		usable[s.Host] = s.TakesVMs() || r.tookReserve(s.Host) // read before this run enabled it
 		zone[s.Host] = s.Zone
 	}
 	leaving := e.inv.HostsOf(r.ro.Leaving)
@@ -127,12 +132,13 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 			out = append(
 				out,
 				&destRoom{
-					host:   h.Host,
-					zone:   zone[h.Host],
-					ramMB:  int64(c.MemoryMB.Free()),
-					vcpus:  c.VCPU.Free(),
-					readAt: e.inv.readBegan(h.Host),
-					later:  later[h.Host],
+					host:    h.Host,
+					zone:    zone[h.Host],
+					ramMB:   int64(c.MemoryMB.Free()),
+					vcpus:   c.VCPU.Free(),
+					readAt:  e.inv.readBegan(h.Host),
+					later:   later[h.Host],
+					reserve: r.tookReserve(h.Host),
 				},
 			)
 		}
@@ -169,8 +175,9 @@ func (r *runner) pickDestination(vm model.VM, dests []*destRoom, others map[stri
 			continue // another availability zone
 		}
 		fits = true
-		better := best == nil || (best.later && !d.later) || (best.later == d.later && ram > bestRAM)
-		if better && e.inflight[d.host]+others[d.host] < e.cfg.Concurrency.MigrationsPerDestination {
+		better := best == nil || (d.reserve && !best.reserve) ||
+			(d.reserve == best.reserve && ((best.later && !d.later) || (best.later == d.later && ram > bestRAM)))
+		if better && (d.reserve || e.inflight[d.host]+others[d.host] < e.cfg.Concurrency.MigrationsPerDestination) {
 			best, bestRAM = d, ram
 		}
 	}

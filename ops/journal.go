@@ -62,6 +62,9 @@ type Journal struct {
 	// Stopped is each such stop's request ID, by VM ID (Nova keeps it as the stop's instance
 	// action): a VM is started again only while its newest stop is this one.
 	Stopped map[string]string `json:"stopped,omitempty"`
+	// Reserve are the failover reserve's hosts a recovery took (enabled, unlabelled): the
+	// node, back and empty, is the reserve in their place.
+	Reserve []string `json:"reserve,omitempty"`
 }
 
 // ColdMove is one cold migration drainctl asked for.

@@ -171,7 +171,8 @@ func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 	k, node := n.node.Kube, n.node
 	j, journaled := ReadJournal(*k)
 	e.planWayBack(n.p, node, n.ro)
-	enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !n.ro.ForceCompute)
+	enableDone := node.Compute == nil || node.Compute.Enabled || (!DisabledByDrainctl(*node.Compute) && !n.ro.ForceCompute) ||
+		node.Compute.Reserved() // a failover reserve stays disabled: no canary either
 	if e.cfg.Return.Canary && e.nova != nil && !enableDone { // planned only where it proves something
 		n.step(
 			model.StepCanary,
@@ -179,7 +180,11 @@ func (e *Engine) planUncordon(_ context.Context, n *nodePlan) error {
 			fmt.Sprintf("boot a canary on %s, ACTIVE with a console log within %s, delete it", node.Host, e.cfg.Return.CanaryTimeout),
 		)
 	}
-	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
+	enable := "re-enable nova-compute if drainctl disabled it"
+	if node.Compute != nil && node.Compute.Reserved() {
+		enable = "nova-compute stays disabled: the failover reserve"
+	}
+	n.step(model.StepEnableCompute, enableDone, enable)
 	e.planRestart(n, j)
 	n.step(model.StepUncordon, k.Schedulable && !k.HasTaint(e.cfg.Policy.TaintKey), "schedulable, taint removed")
 	if n.ro.ReturnVMs && journaled && e.nova != nil {
@@ -260,7 +265,11 @@ func (e *Engine) planRollback(ctx context.Context, n *nodePlan) error {
 	k, node := n.node.Kube, n.node
 	j, _ := ReadJournal(*k)
 	enableDone := node.Compute == nil || node.Compute.Enabled || !DisabledByDrainctl(*node.Compute)
-	n.step(model.StepEnableCompute, enableDone, "re-enable nova-compute if drainctl disabled it")
+	enable := "re-enable nova-compute if drainctl disabled it"
+	if node.Compute != nil && node.Compute.Reserved() {
+		enable = "nova-compute stays disabled: the failover reserve"
+	}
+	n.step(model.StepEnableCompute, enableDone, enable)
 	e.planRestart(n, j)
 	wasCordoned := n.journaled && !j.WasSchedulable
 	n.step(model.StepUncordon, (k.Schedulable || wasCordoned) && !k.HasTaint(e.cfg.Policy.TaintKey), "back to how it was before")

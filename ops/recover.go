@@ -141,6 +141,10 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	if e.nova == nil || node.Compute == nil {
 		vms = "no VMs to rebuild: this node has no compute service"
 	}
+	if e.cfg.Recover.ReserveLabel != "" && e.nova != nil && node.Compute != nil {
+		step(model.StepTakeReserve, len(node.VMs) == 0,
+			"enable the failover reserve (nodes labelled "+e.cfg.Recover.ReserveLabel+"=true, proven held now): rebuilt there first")
+	}
 	step(model.StepRebuildVMs, len(node.VMs) == 0, vms)
 	// The VMs drainctl stopped for restart-in-place before the host died: started where they
 	// were rebuilt, or said to stay stopped, never a silent success.
@@ -235,6 +239,11 @@ func (e *Engine) planWayBack(p *model.Plan, node model.Node, ro RunOptions) {
 			p.Steps,
 			model.Step{Kind: model.StepInService, Detail: "wait until the node is Ready, then remove the taint " + policy.OutOfService.Key},
 		)
+	}
+	if len(j.Reserve) > 0 && e.cfg.Recover.ReserveLabel != "" && node.Compute != nil {
+		p.Steps = append(p.Steps, model.Step{Kind: model.StepBeReserve, Detail: fmt.Sprintf(
+			"the failover reserve in place of %s, if Nova shows no VM on it: labelled %s=true, nova-compute left disabled",
+			strings.Join(j.Reserve, ", "), e.cfg.Recover.ReserveLabel)})
 	}
 }
 

@@ -45,6 +45,7 @@ type runner struct {
 	restart      []string          // the VMs this run stops in place (under mu), journaled
 	restarted    bool              // its restart-vms step ran: what drainctl stopped is started or said
 	stopReqs     map[string]string // each stop's request ID, by VM (under mu), journaled
+	reserves     []string          // the failover reserve's hosts a recovery took (under mu), journaled
 	// paceSaid is when the pace last changed as this run said it (the pace holding its moves).
 	paceSaid time.Time
 	// recent is the cloud's recent moves as this poll round read them (nil: not yet): one
@@ -136,6 +137,11 @@ func (r *runner) journal(phase, errMsg string) {
 	for _, id := range r.restart {
 		if !slices.Contains(j.Restart, id) {
 			j.Restart = append(j.Restart, id)
+		}
+	}
+	for _, h := range r.reserves {
+		if !slices.Contains(j.Reserve, h) {
+			j.Reserve = append(j.Reserve, h)
 		}
 	}
 	for id, req := range r.stopReqs {

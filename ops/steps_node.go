@@ -119,6 +119,8 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 		return "no compute service", nil
 	case !ok || svc.Enabled:
 		return "already enabled", nil
+	case svc.Reserved():
+		return "left disabled: the failover reserve (" + svc.DisabledReason + ")", nil
 	case !DisabledByDrainctl(svc) && !r.ro.ForceCompute:
 		return fmt.Sprintf("left disabled: someone else disabled it (%q); the force override re-enables it", svc.DisabledReason), nil
 	case canaryFailed(svc) && !r.canaryPassed && !r.ro.ForceCompute:
@@ -142,6 +144,9 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 func (r *runner) uncordon(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	k, _ := e.kube.Node(p.Node)
+	if e.cfg.Recover.ReserveCordon && e.labelledReserve(k) {
+		return "left cordoned: the failover reserve (reserve_cordon)", nil
+	}
 	if j, ok := ReadJournal(k); ok && traitsOf(p.Op).restoresCordon && !j.WasSchedulable {
 		// The node was cordoned before drainctl came: only the taint goes.
 		if !k.HasTaint(e.cfg.Policy.TaintKey) {

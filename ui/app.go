@@ -72,6 +72,8 @@ type Machines interface {
 	ReviveHost(node string) error
 	// SetCondition sets a node condition True (a degrading host: [proactive]) or clears it.
 	SetCondition(node, typ string, on bool) error
+	// SetReserve labels a node the failover reserve ([recover] reserve_label) or unlabels it.
+	SetReserve(node string, on bool) error
 }
 
 // shared is what every pane reads; the root owns it and passes it down.

@@ -186,6 +186,32 @@ func (m Model) condition(arg string) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// reserve is the demo's `:reserve NODE [off]`: the node labelled the failover reserve (as
+// kubectl label would), or no longer.
+func (m Model) reserve(arg string) (tea.Model, tea.Cmd) {
+	mach := m.s.opts.Machines
+	f := strings.Fields(arg)
+	switch {
+	case mach == nil:
+		m.setStatus(":reserve is the demo's: label a real node with [recover] reserve_label=true (kubectl label)", true)
+		return m, nil
+	case len(f) < 1 || len(f) > 2 || (len(f) == 2 && f[1] != "off"):
+		m.setStatus("usage: :reserve NODE [off], e.g. :reserve compute-0", true)
+		return m, nil
+	}
+	on := len(f) == 1
+	if err := mach.SetReserve(f[0], on); err != nil {
+		m.setStatus(err.Error(), true)
+		return m, nil
+	}
+	what := "labelled the failover reserve: the controller disables its nova-compute at its next pass; a recovery rebuilds there first"
+	if !on {
+		what = "no longer the failover reserve: the controller enables its nova-compute at its next pass"
+	}
+	m.setStatus(text.Sprintf("%s %s", f[0], what), false)
+	return m, nil
+}
+
 // ctxSwitched: the connection to another context is made (or failed).
 type ctxSwitched struct {
 	to  Switched

@@ -410,6 +410,7 @@ var shortMismatch = map[model.MismatchCode]string{
 	model.NoComputeService:                 "no compute service",
 	model.NoKubeNode:                       "no Kubernetes node",
 	model.NoHypervisor:                     "no hypervisor",
+	model.ReserveNotEmpty:                  "reserve runs VMs",
 	model.MismatchCode(model.NoNovaHost):   "no Nova host",
 	model.MismatchCode(model.HostConflict): "host shared",
 }

@@ -79,6 +79,7 @@ var actions = []colonCommand{
 	{names: []string{"kill"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.power("kill", arg) }},
 	{names: []string{"revive"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.power("revive", arg) }},
 	{names: []string{"condition"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.condition(arg) }},
+	{names: []string{"reserve"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.reserve(arg) }},
 	{names: []string{"q", "quit", "q!"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.askQuit() }},
 }
 
@@ -105,7 +106,7 @@ func commandHelp() string {
 	var names []string
 	for _, c := range colonCommands() {
 		switch c.names[0] {
-		case "kill", "revive", "condition", "help": // the demo's (its banner says them); ? is help's key
+		case "kill", "revive", "condition", "reserve", "help": // the demo's (its banner says them); ? is help's key
 		default:
 			names = append(names, ":"+c.names[0])
 		}

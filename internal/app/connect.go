@@ -93,6 +93,15 @@ func demoProactive(cfg model.Config) model.Config {
 	return cfg
 }
 
+// demoReserve is the demo's [recover] reserve_label, unless the configuration names one:
+// :reserve NODE labels a node the failover reserve.
+func demoReserve(cfg model.Config) model.Config {
+	if cfg.Recover.ReserveLabel == "" {
+		cfg.Recover.ReserveLabel = sim.DemoReserveLabel
+	}
+	return cfg
+}
+
 // demoReturn is the demo's [return]: a canary proves each returning host, so a person sees
 // it, unless the configuration sets a canary of its own.
 func demoReturn(cfg model.Config) model.Config {
@@ -129,7 +138,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		}
 		cs = demo.Kube.Clientset
 		demoStore = sim.NewMaintenances()
-		cfg = demoReturn(cfg)
+		cfg = demoReserve(demoReturn(cfg))
 		env := envMap(demo.Nova.Env())
 		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
 	} else {
@@ -250,6 +259,10 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 			Resync: 2 * time.Second, Notify: rc.Notify}
 		cl.background.Add(1)
 		go func() { defer cl.background.Done(); _ = pc.Serve(ctx) }()
+		// And the failover reserve, held as :reserve labels it.
+		keeper := &controllers.ReserveKeeper{Engine: rc.Engine, Resync: 2 * time.Second}
+		cl.background.Add(1)
+		go func() { defer cl.background.Done(); _ = keeper.Serve(ctx) }()
 	default:
 		store := kube.NewMaintenances(dyn)
 		if err := store.Start(ctx, max(cfg.Timeouts.API.D(), time.Minute)); err != nil {

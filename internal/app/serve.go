@@ -129,12 +129,16 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine, Notify: notify}
 		// And [proactive]: a degrading node told of, quarantined or evacuated before it fails.
 		pc := &controllers.Proactive{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine, Notify: notify}
+		// And the failover reserve ([recover] reserve_label), held between recoveries.
+		kc := &controllers.ReserveKeeper{Engine: cl.Engine, Log: logLine}
 		serve := func(ctx context.Context) error {
 			defer stopHook()
-			done := make(chan struct{}, 2)
+			done := make(chan struct{}, 3)
 			go func() { defer func() { done <- struct{}{} }(); _ = rc.Serve(ctx) }()
 			go func() { defer func() { done <- struct{}{} }(); _ = pc.Serve(ctx) }()
+			go func() { defer func() { done <- struct{}{} }(); _ = kc.Serve(ctx) }()
 			err := mc.Serve(ctx)
+			<-done
 			<-done
 			<-done
 			return err

@@ -70,6 +70,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:3:1: proactive.action must be notify, quarantine or evacuate, got "reboot"; notify tells and changes nothing; quarantine cordons and disables; evacuate also empties the node`},
 		{"proactive Nova signal unknown", "[proactive]\nconditions = [\"nova:slow\"]\n",
 			`config.toml:2:1: proactive.conditions no Nova signal "nova:slow"; Nova's are "nova:disabled" and "nova:down"`},
+		{"reserve label not a label key", "[recover]\nreserve_label = \"failover reserve\"\n",
+			`config.toml:2:1: recover.reserve_label must be a node label key, got "failover reserve"; e.g. "drainctl.io/failover-reserve"; the nodes labelled KEY=true are the reserve`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {

@@ -19,7 +19,8 @@ func FailoverHosts(inv model.Inventory, gone map[string]bool, cpuRatio float64) 
 			continue
 		}
 		h := model.FailoverHost{Name: n.Name, Zone: n.Compute.Zone, Takes: n.Compute.TakesVMs() && !gone[n.Name],
-			VMs: slices.Clip(n.VMs)} // a VM placed here is appended to a copy, never to the inventory
+			Reserve: n.Compute.Reserved() && !gone[n.Name],
+			VMs:     slices.Clip(n.VMs)} // a VM placed here is appended to a copy, never to the inventory
 		if c, ok := n.Hypervisor.Room(cpuRatio); ok {
 			h.FreeMB, h.FreeVCPU = c.MemoryMB.Free(), c.VCPU.Free()
 			h.CapMB, h.CapVCPU = c.MemoryMB.Capacity, c.VCPU.Capacity

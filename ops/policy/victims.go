@@ -251,6 +251,10 @@ func judge(
 	if k.Annotations["karpenter.sh/do-not-disrupt"] == "true" {
 		add(model.DoNotDisrupt, "", `annotated karpenter.sh/do-not-disrupt: "true"`)
 	}
+	if c := n.Compute; c != nil && c.Reserved() {
+		// Empty by design: removing it takes away the room a dead host's VMs are kept.
+		add(model.FailoverReserve, "", "the failover reserve: kept empty for a dead host's VMs (%s)", c.DisabledReason)
+	}
 	if _, held := k.Annotations["drainctl.io/operation"]; held {
 		add(model.HeldByOther, "", "under maintenance: an operation is recorded on it (drainctl.io/operation)")
 	}

@@ -427,6 +427,22 @@ func (d *Demo) SetCondition(node, typ string, on bool) error {
 	return d.Kube.SetNodeCondition(node, typ, on)
 }
 
+// DemoReserveLabel is the demo's [recover] reserve_label.
+const DemoReserveLabel = "drainctl.io/failover-reserve"
+
+// SetReserve labels a demo node the failover reserve (or takes the label away), as an
+// operator's kubectl label would: the controller holds it at its next pass.
+func (d *Demo) SetReserve(node string, on bool) error {
+	if !slices.Contains(d.Computes, node) {
+		return fmt.Errorf("no compute node %q in the demo (the compute nodes are: %s)", node, strings.Join(d.Computes, ", "))
+	}
+	value := ""
+	if on {
+		value = "true"
+	}
+	return d.Kube.SetNodeLabel(node, DemoReserveLabel, value)
+}
+
 // ReviveHost starts a dead demo node's machine again: nova-compute restarts (and cleans up
 // after the evacuations), the Node is Ready again.
 func (d *Demo) ReviveHost(node string) error {

@@ -66,6 +66,24 @@ func (k *Kube) SetNodeCondition(name, typ string, on bool) error {
 	return k.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, "")
 }
 
+// SetNodeLabel sets the node's label key to value ("": removed), as kubectl label would.
+func (k *Kube) SetNodeLabel(name, key, value string) error {
+	obj, err := k.Clientset.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", name)
+	if err != nil {
+		return err
+	}
+	n := obj.(*corev1.Node).DeepCopy()
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if value == "" {
+		delete(n.Labels, key)
+	} else {
+		n.Labels[key] = value
+	}
+	return k.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, "")
+}
+
 // outOfServiceAfter is how soon the controller manager deletes a dead node's pods once it
 // is tainted out-of-service (its pod GC runs every 20 s; the taint manager at once).
 const outOfServiceAfter = 5 * time.Second

@@ -1,0 +1,171 @@
+package ops_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+const reserveLabel = "drainctl.io/failover-reserve"
+
+// The failover reserve (#56.2). c2 is labelled the reserve and held: its nova-compute
+// disabled with the reserve's reason. An evacuation of c0 sends nothing there though it is
+// the roomiest host. c1 dies: its recovery enables c2 and rebuilds there first, though c0
+// (back in service) has more room; c2 loses the label. c1 comes back: its uncordon makes it
+// the reserve in c2's place (labelled, its service left disabled), and c2 stays in service.
+// A canary proves each host that returns ([return] canary, as the demo's): the reserve's is
+// disabled again after it.
+func TestAReservedHostIsUsedFirstAndReplacedWhenTheDeadHostReturns(t *testing.T) {
+	c := canaryCluster(t, time.Minute)
+	c.Cfg.Recover.ReserveLabel = reserveLabel
+	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
+	c.World.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) {
+		h[c0].MemoryMB, h[c2].MemoryMB = 1<<20, 1<<19 // c0 1 TiB, c2 512 GiB, c1 256 GiB
+	})
+	e := c.Engine("tester@a", nil)
+	ctx := kubetest.Ctx(t)
+	labelled := func(node string) bool { k, _ := e.KubeNode(node); return k.Labels[reserveLabel] == "true" }
+	if err := e.LabelNode(ctx, c2, reserveLabel, "true"); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing c2 labelled", func() bool { return labelled(c2) })
+	held, err := e.HoldReserve(ctx)
+	if err != nil || len(held) != 1 || !strings.Contains(held[0], "disabled: the failover reserve") {
+		t.Fatalf("holding the reserve: %q, %v", held, err)
+	}
+	if h, _ := c.World.Host(c2); h.Enabled || !strings.HasPrefix(h.DisabledReason, model.ReservePrefix) {
+		t.Fatalf("c2 held: enabled %v, reason %q", h.Enabled, h.DisabledReason)
+	}
+	if again, err := e.HoldReserve(ctx); err != nil || len(again) != 0 {
+		t.Errorf("holding it again: %q, %v; want nothing to do", again, err)
+	}
+
+	// An evacuation never lands on the reserve.
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, ro); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c1 {
+			t.Fatalf("%s evacuated to %s; want c1 (c2 is the reserve)", name, vm.Host)
+		}
+	}
+	if rec, _, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Fatalf("uncordon c0: %v\n%s", err, rec.Transcript(c.Px))
+	}
+
+	// c1 dies: rebuilt on the reserve first, c0 the roomier.
+	c.World.KillHost(c1)
+	kubetest.SetReady(t, c.CS, c1, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing c1 NotReady", func() bool { k, _ := e.KubeNode(c1); return !k.Ready })
+	rro := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
+	rec, rep, err := run(t, e, model.OpRecover, c1, rro)
+	if err != nil || rep.Result != ops.ResultDone {
+		t.Fatalf("recover c1: %v %s\n%s", err, rep.Result, rec.Transcript(c.Px))
+	}
+	for _, name := range []string{"vm-a", "vm-b"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host != c2 || vm.Status != "ACTIVE" {
+			t.Errorf("%s after the recovery: %s on %s; want ACTIVE on the reserve c2", name, vm.Status, vm.Host)
+		}
+	}
+	if h, _ := c.World.Host(c2); !h.Enabled {
+		t.Errorf("the reserve c2 after the recovery: still disabled (%q)", h.DisabledReason)
+	}
+	kubetest.Eventually(t, 10*time.Second, "c2 unlabelled: no longer the reserve", func() bool { return !labelled(c2) })
+
+	// c1 comes back: the reserve in c2's place.
+	c.World.ReviveHost(c1)
+	kubetest.SetReady(t, c.CS, c1, true, time.Now())
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing c1 Ready", func() bool { k, _ := e.KubeNode(c1); return k.Ready })
+	if rec, _, err := run(t, e, model.OpUncordon, c1, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Fatalf("uncordon c1: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	kubetest.Eventually(t, 10*time.Second, "c1 labelled: the reserve now", func() bool { return labelled(c1) })
+	if h, _ := c.World.Host(c1); h.Enabled || !strings.HasPrefix(h.DisabledReason, model.ReservePrefix) || !h.Up || h.ForcedDown {
+		t.Errorf("c1 back: enabled %v, reason %q, up %v, forced down %v; want held as the reserve", h.Enabled, h.DisabledReason, h.Up,
+			h.ForcedDown)
+	}
+	if h, _ := c.World.Host(c2); !h.Enabled {
+		t.Errorf("c2 after c1's return: disabled (%q); want in service", h.DisabledReason)
+	}
+	if k, _ := e.KubeNode(c1); !k.Schedulable {
+		t.Errorf("c1 back: cordoned; want schedulable (reserve_cordon is off)")
+	}
+	if again, err := e.HoldReserve(ctx); err != nil || len(again) != 0 {
+		t.Errorf("holding the reserve after the swap: %q, %v; want nothing to do", again, err)
+	}
+}
+
+// The label and the reason are claims: a recovery takes a reserve only while both hold at
+// that moment. c2's label taken away by a colleague (its service still disabled with the
+// reserve's reason: a stale reserve), and c0 labelled over a service a colleague disabled
+// for a repair (a label that forges a reserve): the recovery of c1 enables neither, and
+// rebuilds where Nova has room. The keeper then gives the stale one back to service and
+// leaves the repair's alone.
+func TestAReserveIsProvedBeforeARecoveryTakesIt(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Recover.ReserveLabel = reserveLabel
+	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
+	e := c.Engine("tester@a", nil)
+	ctx := kubetest.Ctx(t)
+	if err := e.LabelNode(ctx, c2, reserveLabel, "true"); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing c2 labelled", func() bool {
+		k, _ := e.KubeNode(c2)
+		return k.Labels[reserveLabel] == "true"
+	})
+	if _, err := e.HoldReserve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.LabelNode(ctx, c2, reserveLabel, ""); err != nil { // a colleague's: c2 no longer the reserve
+		t.Fatal(err)
+	}
+	c.World.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) {
+		h[c0].Enabled, h[c0].DisabledReason = false, "RAM fault, DIMM A3: do not use (ops)"
+	})
+	if err := e.LabelNode(ctx, c0, reserveLabel, "true"); err != nil {
+		t.Fatal(err)
+	}
+	// vm-a and vm-b on c1, then c1 dies.
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			vm.Host = c1
+		}
+	})
+	c.World.KillHost(c1)
+	kubetest.SetReady(t, c.CS, c1, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing it all", func() bool {
+		k1, _ := e.KubeNode(c1)
+		k0, _ := e.KubeNode(c0)
+		k2, _ := e.KubeNode(c2)
+		return !k1.Ready && k0.Labels[reserveLabel] == "true" && k2.Labels[reserveLabel] == ""
+	})
+	rro := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
+	_, rep, _ := run(t, e, model.OpRecover, c1, rro)
+	for _, host := range []string{c0, c2} {
+		if h, _ := c.World.Host(host); h.Enabled {
+			t.Errorf("%s enabled by the recovery (reason was %q)", host, h.DisabledReason)
+		}
+	}
+	for _, vm := range rep.VMs {
+		if vm.Result == ops.MigCompleted {
+			t.Errorf("%s rebuilt on %s: no host took VMs", vm.VM, vm.Dest)
+		}
+	}
+	said, err := e.HoldReserve(ctx)
+	if err != nil || len(said) != 1 || !strings.Contains(said[0], c2+": no longer labelled") {
+		t.Errorf("the keeper after: %q, %v; want c2 given back to service, c0 left", said, err)
+	}
+	if h, _ := c.World.Host(c0); h.Enabled || h.DisabledReason != "RAM fault, DIMM A3: do not use (ops)" {
+		t.Errorf("c0, disabled for a repair: enabled %v, reason %q; want left as the colleague left it", h.Enabled, h.DisabledReason)
+	}
+	if h, _ := c.World.Host(c2); !h.Enabled {
+		t.Errorf("c2, no longer labelled: still disabled (%q)", h.DisabledReason)
+	}
+}
