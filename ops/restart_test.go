@@ -250,6 +250,13 @@ func TestAStartNeedsDrainctlsOwnStop(t *testing.T) {
 	if _, err := c.CS.CoreV1().Nodes().Patch(ctx, c0, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The uncordon is planned from the engine's cache: it must have the forgery (under load
+	// the watch is a moment behind the patch, and the plan would not name vm-t at all).
+	kubetest.Eventually(t, 10*time.Second, "the engine's cache seeing the forged journal", func() bool {
+		k, _ := e.KubeNode(c0)
+		j, _ := ops.ReadJournal(k)
+		return slices.Contains(j.Restart, tenant.ID)
+	})
 	rec, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults()})
 	if err != nil {
 		t.Fatalf("uncordon: %v\n%s", err, rec.Transcript(c.Px))
