@@ -107,6 +107,9 @@ func (r ReturnConfig) validate() error {
 type CampaignConfig struct {
 	// Window: no node starts outside it ("Mon-Fri 22:00-06:00 Europe/Berlin"; "" any time).
 	Window string `toml:"window"`
+	// Budget: rate budgets, each holding the next node while so many started within its window
+	// ("25% per 10m", "1 per zone per 1h"; model/ratebudget.go).
+	Budget []string `toml:"budget"`
 	// PDBBlockedFor: a PodDisruptionBudget allowing no disruption this long holds the
 	// campaign ("0s": never).
 	PDBBlockedFor Duration `toml:"pdb_blocked_for"`
@@ -378,6 +381,10 @@ type PolicyConfig struct {
 	RespectLocks bool `toml:"respect_locks"`
 	// Maintenance: the VMs' policies where their metadata names none (model/vmpolicy.go).
 	Maintenance MaintenanceConfig `toml:"maintenance"`
+	// Groups: the operator's disruption budgets for VM groups, by group name (a metadata
+	// drainctl:group, or a Nova server group's name): "N" or "N%" (model/groups.go). An
+	// owner's drainctl:max-disrupted may only tighten it.
+	Groups map[string]string `toml:"groups"`
 }
 
 // DefaultConfig returns the configuration used when no file says otherwise.

@@ -2,7 +2,9 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,6 +127,17 @@ func (c Config) Validate() error {
 			// Half the nodes unhealthy is a partition, not dead machines: fencing them would
 			// power off the half that still serves.
 			return &FieldError{l.key, fmt.Sprintf("must be under 50%%, got %q", l.v), `e.g. "30%"; the default is "1"`}
+		}
+	}
+	for _, raw := range c.Campaign.Budget {
+		if _, err := ParseRateBudget(raw); err != nil {
+			return &FieldError{"roll.budget", err.Error(), `e.g. budget = ["25% per 10m", "1 per zone per 1h"]`}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Policy.Groups)) {
+		if v := c.Policy.Groups[name]; !ValidBudget(v) {
+			return &FieldError{"policy.groups." + name, fmt.Sprintf("must be a count or a percentage of the group, got %q", v),
+				`e.g. "1" or "25%": how many of the group's VMs may be disrupted at once`}
 		}
 	}
 	if l := c.Recover.ReserveLabel; l != "" && !labelKey.MatchString(l) {

@@ -143,6 +143,8 @@ type Inventory struct {
 	Nodes []Node    `json:"nodes"`
 	// UnplacedVMs are VMs whose host is no known compute service.
 	UnplacedVMs []VM `json:"unplacedVMs,omitempty"`
+	// ServerGroups are the cloud's server groups, as the read gave them (a VM group's budget).
+	ServerGroups []ServerGroup `json:"serverGroups,omitempty"`
 	// NovaConfigured is false when drainctl runs on Kubernetes alone.
 	NovaConfigured bool  `json:"novaConfigured"`
 	PDBs           []PDB `json:"pdbs,omitempty"`
@@ -243,6 +245,7 @@ func Join(k KubeSnapshot, n *NovaSnapshot, m HostMapper, at time.Time) Inventory
 			}
 			hostNode(h.Host).Hypervisor = &h
 		}
+		inv.ServerGroups = n.ServerGroups
 		antiAffinity := map[string][]string{} // VM ID -> its hard anti-affinity groups
 		for _, g := range n.ServerGroups {
 			if g.Policy == "anti-affinity" {

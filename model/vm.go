@@ -45,6 +45,10 @@ type VM struct {
 	// PriorityAsked is its owner's recovery priority as its metadata says it
 	// (RecoveryPriorityKey), unchecked.
 	PriorityAsked string `json:"priorityAsked,omitempty"`
+	// GroupAsked and MaxDisruptedAsked are its owner's group and that group's disruption
+	// budget as its metadata says them (GroupKey, MaxDisruptedKey), unchecked.
+	GroupAsked        string `json:"groupAsked,omitempty"`
+	MaxDisruptedAsked string `json:"maxDisruptedAsked,omitempty"`
 	// Updated is Nova's last change to the server (its updated_at; setting its metadata is
 	// one, measured on the real Nova): an owner's stays counts for [policy.maintenance]
 	// stays_for days from it.

@@ -40,7 +40,10 @@ type cluster struct {
 	toDest     map[string]int
 	fromSource map[string]int
 	newest     int64 // the newest migration record's ID in the cloud at the count (0: not known)
-	unlock     func(requested bool)
+	// moving are the VMs (IDs) counted as moving: every actor's that Nova lists, and this
+	// process's own (for the VM groups' budgets).
+	moving map[string]bool
+	unlock func(requested bool)
 }
 
 // clusterRoom joins the start lock and counts what is in flight: this engine's own migrations
@@ -62,16 +65,18 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM) (cluster, bool) {
 		unlock(false)
 		return cluster{}, false
 	}
-	c := cluster{toDest: map[string]int{}, fromSource: map[string]int{}, newest: newest, unlock: unlock}
+	c := cluster{toDest: map[string]int{}, fromSource: map[string]int{}, newest: newest, moving: map[string]bool{}, unlock: unlock}
 	e.destMu.Lock()
 	total := len(e.mine)
-	for _, source := range e.mine {
+	for id, source := range e.mine {
 		c.fromSource[source]++
+		c.moving[id] = true
 	}
 	for _, m := range inNova {
 		if _, ours := e.mine[m.InstanceID]; ours {
 			continue // counted already
 		}
+		c.moving[m.InstanceID] = true
 		total++
 		c.fromSource[m.SourceCompute]++
 		if m.DestCompute != "" {

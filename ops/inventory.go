@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ type Inventory struct {
 
 	mu       sync.Mutex
 	lastNova *model.NovaSnapshot // the last Nova read, for re-joins on Kubernetes changes
+	groups   groupCache          // the VM groups' budgets, worked out from lastNova (groupBudgets)
 	novaAt   time.Time           // when it was read
 	novaSum  uint64              // its fingerprint: what a view shows of it
 	unmoved  bool                // the last read showed nothing new
@@ -377,4 +379,35 @@ func (i *Inventory) Rejoin(ctx context.Context) (model.Inventory, error) {
 		return model.Inventory{}, err
 	}
 	return model.Join(i.kube.Snapshot(), ns, i.mapper, i.now()), nil
+}
+
+// groupCache keeps the groups' budgets, worked out from the last read of Nova at most once a
+// poll interval: membership and budgets change with an owner's metadata, not with each move.
+type groupCache struct {
+	mu      sync.Mutex
+	at      time.Time
+	budgets []*model.GroupBudget // by name
+}
+
+// groupBudgets are the cloud's groups with a budget (model.GroupBudgets), by name, from the
+// last read of Nova, worked out again at most once every (a poll interval).
+func (i *Inventory) groupBudgets(ctx context.Context, every time.Duration, operator map[string]string) []*model.GroupBudget {
+	c := &i.groups
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && i.now().Sub(c.at) < every {
+		return c.budgets
+	}
+	ns, err := i.lastRead(ctx)
+	if err != nil {
+		return c.budgets // as last known: a read that failed takes no budget away
+	}
+	byName := model.GroupBudgets(ns.VMs, ns.ServerGroups, operator)
+	budgets := make([]*model.GroupBudget, 0, len(byName)) // a new slice: callers range over the last one
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		budgets = append(budgets, byName[name])
+	}
+	c.budgets = budgets
+	c.at = i.now()
+	return c.budgets
 }

@@ -290,6 +290,11 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		case stopRun, wait: // the top of the loop records a stop; a wait tries at the next poll
 			<-e.migSlots
 			return failed
+		case later: // to the back of the queue, due at the next poll
+			<-e.migSlots
+			run.notBefore = e.now().Add(e.o.Poll)
+			*pending = append((*pending)[1:], run)
+			continue
 		}
 		room, dest := q.room, q.dest
 		run.picked = dest != "" && q.dests != nil && r.plan.Target == "" // in the ledger already

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -25,6 +26,11 @@ var beforeRequest = []requestCheck{
 		"Kubernetes: the migration lock, a lease (1 GET, 1 PUT); Nova: the moves under way, by destination and by source " +
 			"(the process's read of what changed: 2 GETs, shared with every check asking at once)",
 		(*runner).roomInCluster,
+	},
+	{
+		"group budget",
+		"none: the VM groups' budgets from the last read of Nova (once a poll), the moves under way from the cluster room's count",
+		(*runner).groupBudget,
 	},
 	{
 		"its moves known",
@@ -66,6 +72,7 @@ const (
 	handled                // the VM is off pending (left by itself, followed, unmovable): the next VM
 	stopRun                // the run stops (it lost the node, the fence no longer holds)
 	wait                   // no room now: try again at the next poll
+	later                  // held by a budget of its own: the node's next VM is tried, this one at the next poll
 )
 
 // checkBeforeRequest runs beforeRequest in order; the first check that does not hold decides.
@@ -192,4 +199,55 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 		run.vm, run.method = cur, method
 	}
 	return proceed
+}
+
+// The VM groups' budgets (#57.1, model.GroupBudgets): before a member's move is asked for, its
+// groups' members disrupted now are counted from what the cluster room counted under its
+// lock, every actor's moves Nova lists (a colleague's, another drainctl's) and this process's
+// own, so the budget holds across every process as the migration caps do. A member beyond
+// its group's budget waits at the back of its node's queue (the node's other VMs go on); a
+// rebuild of a dead host's member does not wait, and the group is said over its budget.
+
+// groupBudget: the VM's groups under their budgets, with the moves under way that the
+// cluster room counted. later: a group holds it; its node's next VM is tried.
+func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
+	vm := q.run.vm
+	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.Groups) {
+		if !b.Members[vm.ID] {
+			continue
+		}
+		var now []string
+		for id := range q.room.moving {
+			if id != vm.ID && b.Members[id] {
+				now = append(now, id)
+			}
+		}
+		if len(now) < b.Max {
+			continue
+		}
+		what := fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving",
+			b.Name, b.Max, model.MaxDisruptedKey, b.From, len(now))
+		if q.run.method == model.MoveRebuild { // a dead host's member: rebuilt now, never held
+			r.sayGroup(b.Name, vm, what+"; "+vm.Name+" is rebuilt anyway (its host is dead): the group is over its budget")
+			continue
+		}
+		r.sayGroup(b.Name, vm, what+"; "+vm.Name+" waits for one to end")
+		return later
+	}
+	return proceed
+}
+
+// sayGroup tells the run's view what a group does to vm, once a run.
+func (r *runner) sayGroup(group string, vm model.VM, what string) {
+	key := group + "/" + vm.ID
+	r.mu.Lock()
+	said := r.groupSaid[key]
+	if r.groupSaid == nil {
+		r.groupSaid = map[string]bool{}
+	}
+	r.groupSaid[key] = true
+	r.mu.Unlock()
+	if !said {
+		r.nodeChanged(what)
+	}
 }

@@ -46,6 +46,7 @@ type runner struct {
 	restarted    bool              // its restart-vms step ran: what drainctl stopped is started or said
 	stopReqs     map[string]string // each stop's request ID, by VM (under mu), journaled
 	reserves     []string          // the failover reserve's hosts a recovery took (under mu), journaled
+	groupSaid    map[string]bool   // what a VM group did to a VM, said once (under mu)
 	// paceSaid is when the pace last changed as this run said it (the pace holding its moves).
 	paceSaid time.Time
 	// recent is the cloud's recent moves as this poll round read them (nil: not yet): one

@@ -277,6 +277,9 @@ func ForecastLines(f model.Forecast) []string {
 		lines = append(lines,
 			Sprintf("the room for the next host failure holds with %d node(s) out at once: runs %d at once", *k, f.Parallel))
 	}
+	for _, b := range f.RateFloors {
+		lines = append(lines, Sprintf("rate budget %q: the campaign takes at least %s", b.Budget, Duration(b.Least)))
+	}
 	if f.Short != "" {
 		lines = append(lines, Sprintf("REFUSED: below the headroom while %s is out", f.Short))
 	}

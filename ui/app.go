@@ -46,6 +46,8 @@ type Options struct {
 	Maintenances ops.Maintenances
 	// Where is the cluster: every screen's header names it.
 	Where model.Where
+	// Groups are the operator's VM group budgets ([policy.groups]), for a VM's describe.
+	Groups map[string]string
 	// Summary, when set, receives after the TUI closes what its operations left and how to
 	// resume them. Command is how those commands reach this cluster ("drainctl --config
 	// FILE --kubeconfig FILE"; the context on screen is added), so that none of them acts on

@@ -196,6 +196,10 @@ func describeVM(id string, s *shared) (describePane, bool) {
 			if vm.Zone != "" || vm.AntiAffinity != "" {
 				add("zone %s · anti-affinity groups %s", none(vm.Zone), none(vm.AntiAffinity))
 			}
+			for _, b := range vmGroups(vm, s.inv, s.opts.Groups) {
+				add("%s: %d of its %d members disrupted at once at most (%s of %s)", b.Name, b.Max, len(b.Members),
+					model.MaxDisruptedKey, b.From)
+			}
 			if vm.Pinned != "" {
 				add("tied to its host's hardware: %s", vm.Pinned)
 			}
@@ -285,4 +289,20 @@ func lastReport(c model.ComputeService) string {
 		return "no report yet"
 	}
 	return "last report " + text.Duration(c.Silent) + " ago"
+}
+
+// vmGroups are the budgets of the VM groups vm belongs to (model.GroupBudgets), by name.
+func vmGroups(vm model.VM, inv model.Inventory, operator map[string]string) []*model.GroupBudget {
+	all := slices.Clone(inv.UnplacedVMs)
+	for _, n := range inv.Nodes {
+		all = append(all, n.VMs...)
+	}
+	budgets := model.GroupBudgets(all, inv.ServerGroups, operator)
+	var out []*model.GroupBudget
+	for _, name := range slices.Sorted(maps.Keys(budgets)) {
+		if budgets[name].Members[vm.ID] {
+			out = append(out, budgets[name])
+		}
+	}
+	return out
 }

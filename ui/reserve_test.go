@@ -10,8 +10,14 @@ import (
 // fakeMachines records what the demo's commands asked of its machines.
 type fakeMachines struct{ asked []string }
 
-func (f *fakeMachines) KillHost(node string) error   { f.asked = append(f.asked, "kill "+node); return nil }
-func (f *fakeMachines) ReviveHost(node string) error { f.asked = append(f.asked, "revive "+node); return nil }
+func (f *fakeMachines) KillHost(node string) error {
+	f.asked = append(f.asked, "kill "+node)
+	return nil
+}
+func (f *fakeMachines) ReviveHost(node string) error {
+	f.asked = append(f.asked, "revive "+node)
+	return nil
+}
 func (f *fakeMachines) SetCondition(node, typ string, on bool) error {
 	f.asked = append(f.asked, "condition "+node+" "+typ)
 	return nil

@@ -186,7 +186,7 @@ func runTUI(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
-	o := ui.Options{Policy: e.pol, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
+	o := ui.Options{Policy: e.pol, Groups: e.cfg.Policy.Groups, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
 		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr, Command: e.command()} // the header says DEMO
 	notices := cl.Notices // the demo's automatic recovery's, and the webhook's failures
 	if notices == nil {
@@ -277,6 +277,10 @@ func runAuto(ctx context.Context, e env) error {
 	}
 	if e.o.Verb.Roll.NodeDeadline > 0 {
 		a.Campaign.NodeDeadline = e.o.Verb.Roll.NodeDeadline
+	}
+	for _, raw := range e.cfg.Campaign.Budget { // valid: the configuration was checked
+		b, _ := model.ParseRateBudget(raw)
+		a.Campaign.Gates.Budgets = append(a.Campaign.Gates.Budgets, b)
 	}
 	if w := firstNonBlank(e.o.Verb.Roll.Window, e.cfg.Campaign.Window); w != "" {
 		win, err := campaign.ParseWindow(w)

@@ -112,6 +112,18 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 		f.Parallel = max(1, min(f.Parallel, k)) // none at once: each node's own check refuses it
 	}
 	f.Total /= time.Duration(f.Parallel)
+	for _, b := range r.o.Gates.Budgets {
+		least := time.Duration(0)
+		byDomain := map[string]int{}
+		for _, n := range moving {
+			byDomain[domainOf(e, n, b.Per)]++
+		}
+		for _, m := range byDomain {
+			least = max(least, b.Least(m))
+		}
+		f.RateFloors = append(f.RateFloors, model.RateFloor{Budget: b.Raw, Least: least})
+		f.Total = max(f.Total, least)
+	}
 	r.lowestFree(&f, inv, order)
 	return f, nil
 }

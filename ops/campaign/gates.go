@@ -33,6 +33,9 @@ type GateOptions struct {
 	Alerts AlertSource
 	// Window: no node starts outside it (nil: any time).
 	Window *Window
+	// Budgets: no node starts while one of them holds it ([roll] budget: so many nodes
+	// started within a window of time, of the campaign or of each value of a label).
+	Budgets []model.RateBudget
 	// PDBBlockedFor: a PodDisruptionBudget of the cluster that has allowed no disruption for
 	// this long holds the campaign (0: never). A node outside the campaign that is NotReady
 	// always does: a fleet already hurting does not get another node taken out.
@@ -68,6 +71,9 @@ func (r *Campaign) gateClosed(ctx context.Context, node string) string {
 	if w := g.Window; w != nil && !w.Open(r.e.Now()) {
 		next := w.NextOpen(r.e.Now()).In(w.loc)
 		return fmt.Sprintf("outside the window %s: it opens %s", w, next.Format("Mon 2006-01-02 15:04 MST"))
+	}
+	if why := r.rateHeld(node); why != "" {
+		return why
 	}
 	if why := r.fleetHurting(); why != "" {
 		return why
@@ -151,6 +157,30 @@ func (r *Campaign) fleetHurting() string {
 	}
 	if len(stuck) > 0 {
 		return fmt.Sprintf("PodDisruptionBudget(s) allowing no disruption for over %s: %s", bound, strings.Join(stuck, ", "))
+	}
+	return ""
+}
+
+// rateHeld says which rate budget holds node back now, and when it frees ("" when none
+// does), from the campaign's record: its nodes' starts, this run's and the runs' before it.
+func (r *Campaign) rateHeld(node string) string {
+	rec, now := r.Record(), r.e.Now()
+	for _, b := range r.o.Gates.Budgets {
+		domain := domainOf(r.e, node, b.Per)
+		var started []time.Time
+		for _, n := range rec.Nodes {
+			if b.Per == "" || domainOf(r.e, n.Name, b.Per) == domain {
+				started = append(started, n.Started)
+			}
+		}
+		if held, frees := b.Holds(now, started, len(started)); held {
+			scope := "of the campaign's nodes"
+			if b.Per != "" {
+				scope = fmt.Sprintf("of the nodes with %s=%s", b.Per, domain)
+			}
+			return fmt.Sprintf("rate budget %q holds it: %d %s started within %s; it frees at %s", b.Raw, b.Limit(len(started)), scope,
+				b.Window, frees.Format("15:04:05"))
+		}
 	}
 	return ""
 }

@@ -1,0 +1,96 @@
+package model
+
+import (
+	"strconv"
+	"strings"
+)
+
+// VM groups kept whole (#57): a group is a Nova server group, or the VMs whose metadata name
+// one (GroupKey). Its budget is how many of its members may be disrupted at once, by their
+// metadata (MaxDisruptedKey: "N", or "N%" of the group rounded up, at least 1): a live
+// migration in flight (its pause), a cold move moving, a rebuild. Where members name
+// different budgets the smallest holds: no owner is given less than they asked.
+
+const (
+	// GroupKey is the Nova metadata key that puts a VM in a group of its owner's naming.
+	GroupKey = "drainctl:group"
+	// MaxDisruptedKey is the Nova metadata key that sets a group's disruption budget.
+	MaxDisruptedKey = "drainctl:max-disrupted"
+)
+
+// GroupBudget is one group's disruption budget.
+type GroupBudget struct {
+	Name    string          // "server group NAME" or "group NAME"
+	Members map[string]bool // the members' VM IDs
+	Max     int             // how many may be disrupted at once
+	From    string          // the member whose metadata sets it
+}
+
+// GroupBudgets are the budgets of the groups that vms and the server groups form, by name;
+// a group none of whose members names a valid budget, and the operator ([policy.groups],
+// operator: by group name) none either, has none. An owner's word may only tighten the
+// operator's.
+func GroupBudgets(vms []VM, groups []ServerGroup, operator map[string]string) map[string]*GroupBudget {
+	members := map[string]map[string]bool{}
+	add := func(group, id string) {
+		if members[group] == nil {
+			members[group] = map[string]bool{}
+		}
+		members[group][id] = true
+	}
+	for _, g := range groups {
+		for _, id := range g.Members {
+			add("server group "+g.Name, id)
+		}
+	}
+	for _, vm := range vms {
+		if name := strings.TrimSpace(vm.GroupAsked); name != "" {
+			add("group "+name, vm.ID)
+		}
+	}
+	byID := make(map[string]VM, len(vms))
+	for _, vm := range vms {
+		byID[vm.ID] = vm
+	}
+	out := map[string]*GroupBudget{}
+	for name, ids := range members {
+		bare := strings.TrimPrefix(strings.TrimPrefix(name, "server group "), "group ")
+		if n, ok := maxDisrupted(operator[bare], len(ids)); ok {
+			out[name] = &GroupBudget{Name: name, Members: ids, Max: n, From: "[policy.groups]"}
+		}
+		for id := range ids {
+			vm, ok := byID[id]
+			if !ok {
+				continue
+			}
+			n, ok := maxDisrupted(vm.MaxDisruptedAsked, len(ids))
+			if b := out[name]; ok && (b == nil || n < b.Max || (n == b.Max && b.From != "[policy.groups]" && vm.Name < b.From)) {
+				out[name] = &GroupBudget{Name: name, Members: ids, Max: n, From: vm.Name}
+			}
+		}
+	}
+	return out
+}
+
+// ValidBudget says whether raw is a disruption budget: "N" (N ≥ 1) or "P%" (1–100).
+func ValidBudget(raw string) bool {
+	_, ok := maxDisrupted(raw, 1)
+	return ok
+}
+
+// maxDisrupted reads a budget: "N" (N ≥ 1) or "P%" (1–100) of members, rounded up.
+func maxDisrupted(raw string, members int) (int, bool) {
+	raw = strings.TrimSpace(raw)
+	if p, ok := strings.CutSuffix(raw, "%"); ok {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 100 {
+			return 0, false
+		}
+		return max(1, (n*members+99)/100), true
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
+}

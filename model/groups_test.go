@@ -1,0 +1,43 @@
+package model
+
+import "testing"
+
+// A group's budget is its members' word: the smallest valid one holds ("N", or "P%" of the
+// group rounded up, at least 1); a server group's members are its members whatever their
+// metadata says of a group; a word that is no budget ("0", "many", "150%") is none.
+func TestGroupBudgets(t *testing.T) {
+	vms := []VM{
+		{ID: "1", Name: "db-0", GroupAsked: "db", MaxDisruptedAsked: "2"},
+		{ID: "2", Name: "db-1", GroupAsked: "db", MaxDisruptedAsked: "1"},
+		{ID: "3", Name: "db-2", GroupAsked: "db"},
+		{ID: "4", Name: "web-0", MaxDisruptedAsked: "25%"},
+		{ID: "5", Name: "web-1"}, {ID: "6", Name: "web-2"}, {ID: "7", Name: "web-3"}, {ID: "8", Name: "web-4"},
+		{ID: "9", Name: "x-0", GroupAsked: "x", MaxDisruptedAsked: "0"},
+		{ID: "10", Name: "x-1", GroupAsked: "x", MaxDisruptedAsked: "150%"},
+	}
+	groups := []ServerGroup{{Name: "web", Policy: "soft-anti-affinity", Members: []string{"4", "5", "6", "7", "8"}}}
+	got := GroupBudgets(vms, groups, nil)
+	if b := got["group db"]; b == nil || b.Max != 1 || b.From != "db-1" || len(b.Members) != 3 {
+		t.Errorf("group db: %+v; want 1 at once (db-1's word), 3 members", b)
+	}
+	if b := got["server group web"]; b == nil || b.Max != 2 || len(b.Members) != 5 {
+		t.Errorf("server group web: %+v; want 25%% of 5 rounded up: 2", b)
+	}
+	if b, ok := got["group x"]; ok {
+		t.Errorf("group x: %+v; want no budget (0 and 150%% are none)", b)
+	}
+}
+
+// The operator's budget ([policy.groups]) holds a group whose owners name none, and an
+// owner's word may only tighten it.
+func TestTheOperatorsGroupBudget(t *testing.T) {
+	vms := []VM{{ID: "1", Name: "a-0", GroupAsked: "a"}, {ID: "2", Name: "a-1", GroupAsked: "a"},
+		{ID: "3", Name: "b-0", GroupAsked: "b", MaxDisruptedAsked: "5"}, {ID: "4", Name: "b-1", GroupAsked: "b", MaxDisruptedAsked: "1"}}
+	got := GroupBudgets(vms, nil, map[string]string{"a": "50%", "b": "2"})
+	if b := got["group a"]; b == nil || b.Max != 1 || b.From != "[policy.groups]" {
+		t.Errorf("group a: %+v; want the operator's 50%% of 2: 1", b)
+	}
+	if b := got["group b"]; b == nil || b.Max != 1 || b.From != "b-1" {
+		t.Errorf("group b: %+v; want b-1's 1 (tighter than the operator's 2; b-0's 5 looser)", b)
+	}
+}

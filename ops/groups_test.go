@@ -1,0 +1,134 @@
+package ops_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// A VM group's disruption budget holds across processes (#57.1): db-0 and db-1 on c0, db-2
+// on c1, each naming group db with max-disrupted 1 in its metadata. Two engines (two
+// processes' worth: each its own holder and ledger) empty c0 and c1 at once, two moves a
+// source allowed; the test samples the simulator every few milliseconds: never two members
+// migrating at once. Every member ends elsewhere, and a held member is said with its group.
+func TestAVMGroupsBudgetHoldsAcrossProcesses(t *testing.T) {
+	c := newCluster(t, 20)
+	c.Cfg.Concurrency.MigrationsPerSource, c.Cfg.Concurrency.MigrationsPerCluster = 2, 10
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	f := sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80}
+	for name, host := range map[string]string{"db-0": c0, "db-1": c0, "db-2": c1} {
+		c.World.AddServer(name, host, f)
+		c.World.SetMetadata(name, model.GroupKey, "db")
+		c.World.SetMetadata(name, model.MaxDisruptedKey, "1")
+	}
+	ctx := kubetest.Ctx(t)
+	var mu sync.Mutex
+	most, said := 0, []string{}
+	sampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			n := 0
+			c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+				for _, vm := range vms {
+					if strings.HasPrefix(vm.Name, "db-") && vm.Status == "MIGRATING" {
+						n++
+					}
+				}
+			})
+			mu.Lock()
+			most = max(most, n)
+			mu.Unlock()
+			select {
+			case <-sampling:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i, node := range []string{c0, c1} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := c.Engine([]string{"alice@a", "bob@b"}[i], nil)
+			ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
+			plan, err := e.Plan(ctx, model.OpEvacuate, node, ro)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, err = e.Run(ctx, plan, ro, func(ev ops.Event) {
+				if n, ok := ev.(ops.NodeChanged); ok && strings.Contains(n.What, "disruption budget") {
+					mu.Lock()
+					said = append(said, n.What)
+					mu.Unlock()
+				}
+			})
+			if err != nil {
+				t.Errorf("evacuate %s: %v", node, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(sampling)
+	<-sampled
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 1 {
+		t.Errorf("at most %d members of group db migrating at once; want 1", most)
+	}
+	if len(said) == 0 || !strings.Contains(said[0], "group db is at its disruption budget (1 at once") {
+		t.Errorf("what the runs said of the group: %q", said)
+	}
+	for _, name := range []string{"db-0", "db-1", "db-2"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host == c0 || vm.Host == c1 || vm.Status != "ACTIVE" {
+			t.Errorf("%s: %s on %s", name, vm.Status, vm.Host)
+		}
+	}
+}
+
+// A dead host's members are rebuilt whatever their group's budget: db-0 and db-1 (group db,
+// one at a time) die with c0; the recovery rebuilds both, the second while the first is, and
+// says the group is over its budget.
+func TestADeadHostsGroupMembersAreRebuiltOverTheBudget(t *testing.T) {
+	c := newCluster(t, 20)
+	c.Cfg.Concurrency.MigrationsPerSource = 2
+	c0 := c.Name("c0")
+	for _, name := range []string{"db-0", "db-1"} {
+		c.World.AddServer(name, c0, sim.Flavor{Name: "m1.large", RAMMB: 8192, VCPUs: 4, DiskGB: 80})
+		c.World.SetMetadata(name, model.GroupKey, "db")
+		c.World.SetMetadata(name, model.MaxDisruptedKey, "1")
+	}
+	e := c.Engine("tester@a", nil)
+	c.World.KillHost(c0)
+	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing c0 NotReady", func() bool { k, _ := e.KubeNode(c0); return !k.Ready })
+	ro := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
+	rec, rep, err := run(t, e, model.OpRecover, c0, ro)
+	if err != nil || rep.Result != ops.ResultDone {
+		t.Fatalf("recover: %v %s\n%s", err, rep.Result, rec.Transcript(c.Px))
+	}
+	for _, name := range []string{"db-0", "db-1"} {
+		if vm, _ := c.World.ServerByName(name); vm.Host == c0 || vm.Status != "ACTIVE" {
+			t.Errorf("%s: %s on %s; want rebuilt elsewhere", name, vm.Status, vm.Host)
+		}
+	}
+	said := false
+	for _, ev := range rec.Events() {
+		if n, ok := ev.(ops.NodeChanged); ok && strings.Contains(n.What, "group db is at its disruption budget") &&
+			strings.Contains(n.What, "over its budget") {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("the recovery did not say the group over its budget:\n%s", rec.Transcript(c.Px))
+	}
+}
