@@ -778,6 +778,15 @@ func TestEachVMAsItsPolicyAsks(t *testing.T) {
 
 // withDiskLoss: the defaults, and a recovery may rebuild VMs from their image
 // (--accept-disk-loss), as the tests' image-backed VMs need.
+// dies kills node's machine: its nova-compute down, the node NotReady these five minutes, as
+// e's cache sees it.
+func dies(t *testing.T, c *simtest.Cluster, e *ops.Engine, node string) {
+	t.Helper()
+	c.World.KillHost(node)
+	kubetest.SetReady(t, c.CS, node, false, time.Now().Add(-5*time.Minute))
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing "+node+" NotReady", func() bool { k, _ := e.KubeNode(node); return !k.Ready })
+}
+
 func withDiskLoss() policy.Options {
 	o := defaults()
 	o.AcceptDiskLoss = true

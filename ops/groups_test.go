@@ -108,9 +108,7 @@ func TestADeadHostsGroupMembersAreRebuiltOverTheBudget(t *testing.T) {
 		c.World.SetMetadata(name, model.MaxDisruptedKey, "1")
 	}
 	e := c.Engine("tester@a", nil)
-	c.World.KillHost(c0)
-	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
-	kubetest.Eventually(t, 10*time.Second, "the cache seeing c0 NotReady", func() bool { k, _ := e.KubeNode(c0); return !k.Ready })
+	dies(t, c, e, c0)
 	ro := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
 	rec, rep, err := run(t, e, model.OpRecover, c0, ro)
 	if err != nil || rep.Result != ops.ResultDone {

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -25,12 +24,7 @@ func TestARecoverysDestinationTakenMeanwhileIsTurnedDownOnce(t *testing.T) {
 	e := c.Engine("t", func(o *ops.EngineOptions) { o.Attempts = 1 })
 	ctx := kubetest.Ctx(t)
 	c0, c2 := c.Name("c0"), c.Name("c2")
-	c.World.KillHost(c0)
-	kubetest.SetReady(t, c.CS, c0, false, time.Now().Add(-5*time.Minute))
-	kubetest.Eventually(t, 10*time.Second, "the engine's cache seeing "+c0+" NotReady", func() bool {
-		k, _ := e.KubeNode(c0)
-		return !k.Ready
-	})
+	dies(t, c, e, c0)
 	ro := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
 	plan, err := e.Plan(ctx, model.OpRecover, c0, ro)
 	if err != nil {

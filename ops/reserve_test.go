@@ -60,9 +60,7 @@ func TestAReservedHostIsUsedFirstAndReplacedWhenTheDeadHostReturns(t *testing.T)
 	}
 
 	// c1 dies: rebuilt on the reserve first, c0 the roomier.
-	c.World.KillHost(c1)
-	kubetest.SetReady(t, c.CS, c1, false, time.Now().Add(-5*time.Minute))
-	kubetest.Eventually(t, 10*time.Second, "the cache seeing c1 NotReady", func() bool { k, _ := e.KubeNode(c1); return !k.Ready })
+	dies(t, c, e, c1)
 	rro := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
 	rec, rep, err := run(t, e, model.OpRecover, c1, rro)
 	if err != nil || rep.Result != ops.ResultDone {
