@@ -195,7 +195,7 @@ type Forecast struct {
 	// RoomOutAtOnce is how many nodes, in the campaign's order, can be out at once with that
 	// room kept (at most --parallel; 0: one node alone takes it); nil when nothing is asked.
 	RoomOutAtOnce *int `json:"roomOutAtOnce,omitempty"`
-	// RateFloors are the rate budgets' ([roll] budget) least times: Total is at least each.
+	// RateFloors are the rate budgets' ([roll] budget) least times, whatever the copy takes.
 	RateFloors []RateFloor `json:"rateFloors,omitempty"`
 }
 

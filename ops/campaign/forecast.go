@@ -121,8 +121,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 		for _, m := range byDomain {
 			least = max(least, b.Least(m))
 		}
-		f.RateFloors = append(f.RateFloors, model.RateFloor{Budget: b.Raw, Least: least})
-		f.Total = max(f.Total, least)
+		f.RateFloors = append(f.RateFloors, model.RateFloor{Budget: b.Raw, Least: least}) // beside Total, the copy time
 	}
 	r.lowestFree(&f, inv, order)
 	return f, nil
