@@ -107,8 +107,8 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 		return "", r.canaryFails(ctx, why, id, earlier)
 	}
 	r.canaryPassed = true
-	if svc.Reserved() { // proven, and held again: nothing but a recovery lands on the failover reserve
-		if _, err := e.nova.SetServiceEnabled(ctx, svc, false, svc.DisabledReason); err != nil {
+	if svc.Reserved() || r.labelledReserve() { // proven, and held again: nothing but a recovery lands on the reserve
+		if _, err := e.nova.SetServiceEnabled(ctx, svc, false, e.reserveReason()); err != nil {
 			return "", err
 		}
 		return "canary booted on " + p.Host + ", ACTIVE, console written, deleted; nova-compute disabled again: the failover reserve" +

@@ -28,6 +28,12 @@ func (e *Engine) labelledReserve(k model.KubeNode) bool {
 	return e.cfg.Recover.ReserveLabel != "" && k.Labels[e.cfg.Recover.ReserveLabel] == "true"
 }
 
+// labelledReserve says the run's node carries the reserve's label (the cache).
+func (r *runner) labelledReserve() bool {
+	k, ok := r.e.kube.Node(r.plan.Node)
+	return ok && r.e.labelledReserve(k)
+}
+
 // HoldReserve keeps the reserve as its label says, in one pass (the controller's, at each
 // resync): a labelled node's nova-compute disabled with the reserve's reason (and, with
 // reserve_cordon, the node cordoned); a service left disabled with that reason whose node

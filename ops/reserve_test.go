@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
@@ -165,5 +166,43 @@ func TestAReserveIsProvedBeforeARecoveryTakesIt(t *testing.T) {
 	}
 	if h, _ := c.World.Host(c2); !h.Enabled {
 		t.Errorf("c2, no longer labelled: still disabled (%q)", h.DisabledReason)
+	}
+}
+
+// A node labelled the reserve while drainctl had it emptied (its service disabled with the
+// evacuation's reason) is held as the reserve by its uncordon, never put to work: the
+// service's reason becomes the reserve's, with the canary on (it proves the host, then
+// disables it again) and without.
+func TestANodeLabelledTheReserveWhileEmptiedStaysDisabledAtItsUncordon(t *testing.T) {
+	for _, canary := range []bool{false, true} {
+		t.Run(map[bool]string{false: "without a canary", true: "with a canary"}[canary], func(t *testing.T) {
+			newOne := func() *simtest.Cluster { return newCluster(t, 100) }
+			if canary {
+				newOne = func() *simtest.Cluster { return canaryCluster(t, time.Minute) }
+			}
+			c := newOne()
+			c.Cfg.Recover.ReserveLabel = reserveLabel
+			c2 := c.Name("c2")
+			e := c.Engine("tester@a", nil)
+			ctx := kubetest.Ctx(t)
+			ro := ops.RunOptions{Policy: defaults()}
+			if rec, _, err := run(t, e, model.OpEvacuate, c2, ro); err != nil {
+				t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+			}
+			if err := e.LabelNode(ctx, c2, reserveLabel, "true"); err != nil {
+				t.Fatal(err)
+			}
+			kubetest.Eventually(t, 10*time.Second, "the cache seeing c2 labelled", func() bool {
+				k, _ := e.KubeNode(c2)
+				return k.Labels[reserveLabel] == "true"
+			})
+			rec, _, err := run(t, e, model.OpUncordon, c2, ro)
+			if err != nil {
+				t.Fatalf("uncordon: %v\n%s", err, rec.Transcript(c.Px))
+			}
+			if h, _ := c.World.Host(c2); h.Enabled || !strings.HasPrefix(h.DisabledReason, model.ReservePrefix) {
+				t.Errorf("c2 after its uncordon: enabled %v, reason %q; want held as the reserve", h.Enabled, h.DisabledReason)
+			}
+		})
 	}
 }

@@ -132,6 +132,12 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 	if err := r.stillHolder(ctx); err != nil {
 		return "", err
 	}
+	if r.labelledReserve() { // labelled the reserve meanwhile: held as it, never put to work for a moment
+		if _, err := e.nova.SetServiceEnabled(ctx, svc, false, e.reserveReason()); err != nil {
+			return "", err
+		}
+		return "left disabled: the node is labelled the failover reserve (its reason now the reserve's)", nil
+	}
 	now, err := e.nova.SetServiceEnabled(ctx, svc, true, "")
 	if err != nil {
 		return "", err
