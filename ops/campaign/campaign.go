@@ -156,6 +156,9 @@ func New(ctx context.Context, e *ops.Engine, o Options, emit func(ops.Event)) (*
 		return nil, err
 	}
 	r.rec.Expected = r.fc.Total
+	// The room for the next failure may allow fewer at once than asked: the record (its view's
+	// "N nodes at a time", its running ETA) says what runs.
+	r.rec.Parallel = min(r.rec.Parallel, r.fc.Parallel)
 	for _, nf := range r.fc.Nodes { // the nodes it expects to skip cost the running ETA nothing
 		if i := slices.IndexFunc(r.rec.Nodes, func(n model.CampaignNode) bool { return n.Name == nf.Node }); i >= 0 {
 			r.rec.Nodes[i].Skip = nf.Skip

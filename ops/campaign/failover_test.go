@@ -103,6 +103,9 @@ func TestACampaignRunsAsManyAtOnceAsTheFailoverRoomAllows(t *testing.T) {
 		t.Errorf("a node waited for room the forecast's pace keeps: %q", said)
 	}
 	rec := r.Record()
+	if rec.Parallel != 1 {
+		t.Errorf("the record says %d nodes at a time; want 1, as it ran (its view and its ETA read it)", rec.Parallel)
+	}
 	if first, second := rec.Nodes[0], rec.Nodes[1]; second.Started.Before(first.Finished) {
 		t.Errorf("%s started at %s, before %s returned at %s", second.Name, second.Started, first.Name, first.Finished)
 	}
