@@ -216,17 +216,17 @@ func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 		if !b.Members[vm.ID] {
 			continue
 		}
-		var now []string
+		moving := 0
 		for id := range q.room.moving {
 			if id != vm.ID && b.Members[id] {
-				now = append(now, id)
+				moving++
 			}
 		}
-		if len(now) < b.Max {
+		if moving < b.Max {
 			continue
 		}
 		what := fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving",
-			b.Name, b.Max, model.MaxDisruptedKey, b.From, len(now))
+			b.Name, b.Max, model.MaxDisruptedKey, b.From, moving)
 		if q.run.method == model.MoveRebuild { // a dead host's member: rebuilt now, never held
 			r.sayGroup(b.Name, vm, what+"; "+vm.Name+" is rebuilt anyway (its host is dead): the group is over its budget")
 			continue

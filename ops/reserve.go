@@ -79,7 +79,7 @@ func (e *Engine) HoldReserve(ctx context.Context) ([]string, error) {
 // holdOne holds one node's part of the reserve, as k (read now) and svc say.
 func (e *Engine) holdOne(ctx context.Context, k model.KubeNode, svc model.ComputeService) (string, error) {
 	if !e.labelledReserve(k) {
-		if !svc.Reserved() && (svc.Enabled || !strings.HasPrefix(svc.DisabledReason, model.ReservePrefix)) {
+		if svc.Enabled || !strings.HasPrefix(svc.DisabledReason, model.ReservePrefix) {
 			return "", nil
 		}
 		if _, err := e.nova.SetServiceEnabled(ctx, svc, true, ""); err != nil {
@@ -120,8 +120,11 @@ func (r *runner) reservesReady(ctx context.Context) ([]model.ComputeService, err
 	}
 	var out []model.ComputeService
 	for _, s := range svcs {
+		if !s.Reserved() || s.Host == r.plan.Host {
+			continue // before the node is looked up: that walks every node
+		}
 		node := e.inv.NodeOf(s.Host)
-		if !s.Reserved() || s.Host == r.plan.Host || node == "" {
+		if node == "" {
 			continue
 		}
 		k, ok, err := e.kube.NodeFresh(ctx, node)
