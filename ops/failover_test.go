@@ -3,6 +3,7 @@ package ops_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,5 +87,31 @@ func TestAMigrateThatFragmentsTheFailoverRoomIsRefused(t *testing.T) {
 	}
 	if _, rep, err := run(t, e, model.OpMigrate, "vm-b", to("c1")); err != nil || rep.Result != ops.ResultDone {
 		t.Errorf("vm-b to c1: %v %+v", err, rep.Result)
+	}
+}
+
+// A scale-down that would take the last room (#56's "Done when") is refused as the evacuation
+// under it is, with the typed reason, and neither the Node nor anything else goes: the same
+// cluster as above, scaling c0 down.
+func TestAScaleDownThatTakesTheFailoverRoomIsRefused(t *testing.T) {
+	c := newCluster(t, 100)
+	fillHost(c, "c1", 9, 27)
+	fillHost(c, "c2", 7, 30)
+	c.Cfg.Capacity.Tolerate = 1
+	e := c.Engine("room@test", nil)
+	c0 := c.Name("c0")
+	before := c.Muts.N.Load()
+	_, err := e.ScaleDown(kubetest.Ctx(t), c0, forced(), nil, func(ops.Event) {})
+	var refused *ops.RefusedError
+	if !errors.As(err, &refused) || !slices.ContainsFunc(refused.Reasons, func(r model.Reason) bool {
+		return r.Code == model.FailoverRoomShort && strings.HasPrefix(r.Message, "would leave room for 0 of 1 host failures: short ")
+	}) {
+		t.Fatalf("scaling c0 down: %v, want refused for the failover room", err)
+	}
+	if c.Muts.N.Load() != before || c.World.Stats().Mutations != 0 {
+		t.Errorf("a refused scale-down changed something")
+	}
+	if _, ok := e.KubeNode(c0); !ok {
+		t.Errorf("the Node %s is gone", c0)
 	}
 }
