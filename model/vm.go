@@ -49,6 +49,9 @@ type VM struct {
 	// budget as its metadata says them (GroupKey, MaxDisruptedKey), unchecked.
 	GroupAsked        string `json:"groupAsked,omitempty"`
 	MaxDisruptedAsked string `json:"maxDisruptedAsked,omitempty"`
+	// Notice is drainctl's notice to its owner as its metadata says it now (NoticeKey),
+	// unchecked: ParseOwnerNotice reads it.
+	Notice string `json:"notice,omitempty"`
 	// Updated is Nova's last change to the server (its updated_at; setting its metadata is
 	// one, measured on the real Nova): an owner's stays counts for [policy.maintenance]
 	// stays_for days from it.

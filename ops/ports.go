@@ -184,6 +184,10 @@ type Nova interface {
 	// StopServer and StartServer stop and start a server where it is (restart-in-place).
 	StopServer(ctx context.Context, id string) (requestID string, err error)
 	StartServer(ctx context.Context, id string) error
+	// SetMetadata sets one key of a server's metadata; DeleteMetadata removes it (gone
+	// already: no error). drainctl's notice to a VM's owner (model.NoticeKey).
+	SetMetadata(ctx context.Context, id, key, value string) error
+	DeleteMetadata(ctx context.Context, id, key string) error
 	// LastPowerAction is the server's newest stop or start (its instance actions).
 	LastPowerAction(ctx context.Context, id string) (model.PowerAction, error)
 	// ProviderConsumers lists who holds an allocation on a Placement resource provider (a

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -343,6 +344,14 @@ func updateMetadata(c *call) (int, any) {
 	if err := json.NewDecoder(c.r.Body).Decode(&req); err != nil || req.Metadata == nil {
 		return 400, faultf("Invalid input for field/attribute metadata.")
 	}
+	for k, v := range req.Metadata {
+		if len(k) > 255 || len(v) > 255 {
+			return 400, faultf("Invalid input for field/attribute %s. Value: %s. '%s' is too long", k, v, v)
+		}
+	}
+	if st, f := metadataState(s, "update metadata"); st != 0 {
+		return st, f
+	}
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
@@ -352,6 +361,38 @@ func updateMetadata(c *call) (int, any) {
 	s.Updated = c.now
 	c.w.changes++
 	return 200, map[string]any{"metadata": metadataJSON(s.Metadata)}
+}
+
+// deleteMetadatum is DELETE /servers/{id}/metadata/{key}: 204, 404 for a key it lacks.
+func deleteMetadatum(c *call) (int, any) {
+	s, f := c.server()
+	if f != "" {
+		return 404, f
+	}
+	key := c.r.PathValue("key")
+	if _, ok := s.Metadata[key]; !ok {
+		return 404, faultf("Metadata item was not found")
+	}
+	if st, f := metadataState(s, "delete metadata"); st != 0 {
+		return st, f
+	}
+	delete(s.Metadata, key)
+	s.Updated = c.now
+	c.w.changes++
+	return 204, nil
+}
+
+// metadataState is Nova's check before a server's metadata changes (409, measured on the real
+// Nova: a cold move awaiting its confirmation is vm_state resized): only an active, paused,
+// suspended or stopped server with no task under way. An admin's call passes a lock.
+func metadataState(s *VM, what string) (int, novaFault) {
+	switch {
+	case !slices.Contains([]string{"active", "paused", "suspended", "stopped"}, s.VMState):
+		return 409, faultf("Cannot '%s' instance %s while it is in vm_state %s", what, s.ID, s.VMState)
+	case s.TaskState != "":
+		return 409, faultf("Cannot '%s' instance %s while it is in task_state %s", what, s.ID, s.TaskState)
+	}
+	return 0, ""
 }
 
 // deleteServer is DELETE /servers/{id}: 204, the server gone from the lists.

@@ -69,6 +69,8 @@ func novaRules(pattern string, r *http.Request, action string) []string {
 		return []string{"os_compute_api:servers:action:" + action}
 	case "POST /servers/{id}/metadata":
 		return []string{"os_compute_api:server-metadata:create"}
+	case "DELETE /servers/{id}/metadata/{key}":
+		return []string{"os_compute_api:server-metadata:delete"}
 	case "GET /servers/{id}/migrations":
 		return []string{"os_compute_api:servers:migrations:index"}
 	case "GET /servers/{id}/migrations/{mid}":

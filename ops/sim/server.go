@@ -156,6 +156,7 @@ func (s *Server) novaRoutes() http.Handler {
 	handle("GET /servers/{id}", showServer)
 	handle("POST /servers", createServer)
 	handle("POST /servers/{id}/metadata", updateMetadata)
+	handle("DELETE /servers/{id}/metadata/{key}", deleteMetadatum)
 	handle("DELETE /servers/{id}", deleteServer)
 	handle("POST /servers/{id}/action", serverAction)
 	handle("GET /servers/{id}/migrations", listServerMigrations)
