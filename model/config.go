@@ -197,6 +197,12 @@ type NotifyConfig struct {
 	// TokenFile holds the bearer token (or DRAINCTL_WEBHOOK_TOKEN): never on a command line.
 	TokenFile string `toml:"token_file"`
 	CAFile    string `toml:"ca_file"` // the CA the webhook's certificate is checked against ("" the system's)
+	// OwnerLead: how long before drainctl moves, stops or restarts a VM its owner is told, in
+	// the server's metadata (drainctl:maintenance-event, model/ownernotice.go). 0: not told.
+	OwnerLead Duration `toml:"owner_lead"`
+	// Projects are the owners' own webhooks: a project ID to the URL its owners' notices
+	// (maintenance-event) are posted to, without the operator's token.
+	Projects map[string]string `toml:"projects"`
 }
 
 // UnhealthyLimit is how many of compute nodes may be unhealthy before the storm guard holds.

@@ -67,6 +67,10 @@ func (c Config) Validate() error {
 			return &FieldError{d.key, fmt.Sprintf("must be positive, got %q", d.v), `use a duration such as "30s" or "5m"`}
 		}
 	}
+	if c.Notify.OwnerLead < 0 {
+		return &FieldError{"notify.owner_lead", fmt.Sprintf("must not be negative, got %q", c.Notify.OwnerLead),
+			`use a duration such as "30m", or "0s": owners not told`}
+	}
 	switch c.Campaign.Undrainable {
 	case "quarantine", "rollback", "fail":
 	default:

@@ -8,8 +8,11 @@ type Notice struct {
 	Kind     NoticeKind `json:"kind"`
 	Node     string     `json:"node,omitempty"`
 	Campaign string     `json:"campaign,omitempty"`
-	Message  string     `json:"message"`
-	At       time.Time  `json:"at"`
+	// VM and Project: a VM's owner told ahead (maintenance-event), for its project's webhook.
+	VM      string    `json:"vm,omitempty"`
+	Project string    `json:"project,omitempty"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
 	// Ledger is a recovery's ledger in counts (recovery-done, recovery-failed).
 	Ledger *LedgerCounts `json:"ledger,omitempty"`
 	// VMsRunningAfter is the time from the node's NotReady to every VM the recovery rebuilt
@@ -34,6 +37,9 @@ const (
 	NoticeNodeQuarantined  NoticeKind = "campaign-node-quarantined"
 	NoticeNodeHeldByOwners NoticeKind = "campaign-node-held-by-owners" // skipped: its VMs' owners asked them to stay
 	NoticeCampaignFinished NoticeKind = "campaign-finished"            // done, failed or stopped: Message says which
+	// A VM's owner told ahead in its metadata ([notify] owner_lead): Message is the notice,
+	// posted to its project's own webhook ([notify.projects]).
+	NoticeMaintenanceEvent NoticeKind = "maintenance-event"
 	// [proactive]: a node's conditions say it is degrading (told, or its action begins), its
 	// action done, failed (a person's now) or refused (nothing changed: tried again).
 	NoticeDegrading        NoticeKind = "node-degrading"

@@ -76,6 +76,9 @@ type EngineOptions struct {
 	// answers is (default 3 s), and the 90th percentile above which it is slow (default 1 s).
 	PaceWindow, PaceSlow time.Duration
 	Now                  func() time.Time
+	// OwnerTold hears each VM owner told ahead (owners.go): its project's own webhook
+	// ([notify.projects]). nil: none.
+	OwnerTold func(model.Notice)
 }
 
 // Escalations when a migration stalls.

@@ -69,6 +69,7 @@ const (
 	MigSkipped     MigState = "skipped"
 	MigStalled     MigState = "stalled"
 	MigInterrupted MigState = "interrupted" // left migrating in Nova when the operation stopped
+	MigWaiting     MigState = "waiting"     // held before its request: its owner told, the lead not yet passed
 	MigRunning     MigState = MigState(model.MigrationRunning)
 	// A cold migration's phases, from the server (Nova's task states, then the engine's).
 	MigVerifyResize MigState = "verify-resize" // moved; waits for confirmResize
@@ -232,6 +233,11 @@ type VMReport struct {
 	Override model.Override   `json:"override,omitempty"` // what would have moved it (a failure)
 	// MigrationID is Nova's migration record of the last attempt (os-migrations), when known.
 	MigrationID int64 `json:"migrationID,omitempty"`
+	// Told is when its owner was told ([notify] owner_lead), Lead how long before its request;
+	// NotTold why Nova refused every notice (the lead was given all the same).
+	Told    time.Time     `json:"told,omitzero"`
+	Lead    time.Duration `json:"leadNs,omitempty"`
+	NotTold string        `json:"notTold,omitempty"`
 }
 
 // CampaignEvent: a rolling maintenance moved on: a node changed phase (Node set), the

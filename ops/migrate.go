@@ -143,10 +143,15 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 		sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
 	}
 	q := &moveQueue{running: map[string]*vmRun{}, ours: r.coldOurs()}
-	for _, vm := range vms {
+	all, reasons := make([]*vmRun, len(vms)), make([]*model.Reason, len(vms))
+	defer func() { r.clearEnded(ctx, all, q) }()
+	for i, vm := range vms {
 		method, reason := r.classify(vm)
-		run := &vmRun{vm: vm, method: method}
-		if bad := movers[method].begin(r, ctx, run, reason, q); bad != nil {
+		all[i], reasons[i] = &vmRun{vm: vm, method: method}, reason
+	}
+	r.tellAhead(ctx, all) // owners.go: every owner told at once, their leads run together
+	for i, run := range all {
+		if bad := movers[run.method].begin(r, ctx, run, reasons[i], q); bad != nil {
 			failed = append(failed, *bad)
 		}
 	}
@@ -198,6 +203,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 				done++
 				e.landed(run) // the room it takes there: in the ledger, not read again
 				r.recordLeft(run)
+				r.clearNotice(ctx, run)
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, msg))
 				r.emitVM(run, MigCompleted, msg)
 			case MigAborted:
@@ -290,9 +296,11 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		case stopRun, wait: // the top of the loop records a stop; a wait tries at the next poll
 			<-e.migSlots
 			return failed
-		case later: // to the back of the queue, due at the next poll
+		case later: // to the back of the queue, due at the next poll (or when its check said)
 			<-e.migSlots
-			run.notBefore = e.now().Add(e.o.Poll)
+			if next := e.now().Add(e.o.Poll); run.notBefore.Before(next) {
+				run.notBefore = next
+			}
 			*pending = append((*pending)[1:], run)
 			continue
 		}

@@ -85,7 +85,8 @@ func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...m
 		bytes = 0 // a cold move copies disks, a rebuild nothing: Nova counts no bytes
 	}
 	rep := VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
-		Attempts: run.attempt, Bytes: bytes, Started: run.started, Duration: r.e.now().Sub(run.started), Message: msg, MigrationID: run.mid}
+		Attempts: run.attempt, Bytes: bytes, Started: run.started, Duration: r.e.now().Sub(run.started), Message: msg, MigrationID: run.mid,
+		Told: run.told, Lead: run.ownerLead(), NotTold: run.notTold}
 	if len(override) > 0 {
 		rep.Override = override[0]
 	}

@@ -47,6 +47,10 @@ type vmRun struct {
 	// settled: the move failed, but Nova may still carry it out (one it cannot stop, past
 	// its timeout; one whose record never came): it is not asked for again.
 	settled bool
+	// Its owner told ahead (owners.go): when (told), the notice as written or found (notice,
+	// "" once cleared), the first refused try (tellTried) and Nova's refusal (notTold).
+	told, tellTried time.Time
+	notice, notTold string
 }
 
 // recordsOf keeps the migration records (newest first) that may be this move's: those
@@ -93,4 +97,13 @@ type coldRecords map[string][]ColdMove
 // proves says whether the migration is one drainctl asked for.
 func (c coldRecords) proves(m model.Migration) bool {
 	return slices.ContainsFunc(c[m.InstanceID], func(cm ColdMove) bool { return cm.Proves(m) })
+}
+
+// ownerLead is the time from its owner's notice to the move's request, for its report (0:
+// not told).
+func (run *vmRun) ownerLead() time.Duration {
+	if run.told.IsZero() || run.started.Before(run.told) {
+		return 0
+	}
+	return run.started.Sub(run.told)
 }

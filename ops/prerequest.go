@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -18,6 +19,11 @@ var beforeRequest = []requestCheck{
 		"Nova: the server, from the process's read of what changed since the VM was read (1 GET, shared with every read " +
 			"of a server asking at once; a VM not read since the watch began: the server, 1 GET)",
 		(*runner).movedMeanwhile,
+	},
+	{
+		"owner told",
+		"Nova: none (the server as \"moved meanwhile\" read it); its metadata once when its owner is told (1 POST)",
+		(*runner).ownerTold,
 	},
 	{"still the holder", "Kubernetes: the node's lease (1 GET, when the run holds it)", (*runner).stillHoldsNode},
 	{"still fenced", "a rebuild only: the Node (the informer's cache); once a run, the fence record (1 GET)", (*runner).stillFenced},
@@ -62,6 +68,8 @@ type vmRequest struct {
 	room    cluster       // held from "cluster room" until the request is made
 	dest    string        // the destination chosen ("" leaves it to Nova's scheduler)
 	failure *model.Reason // handled as a failure (a VM that became unmovable)
+	cur     model.VM      // the server as "moved meanwhile" read it (read: it could)
+	read    bool
 }
 
 // verdict is what a check decides.
@@ -169,6 +177,7 @@ func (r *runner) movesKnown(ctx context.Context, q *vmRequest) verdict {
 func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 	e, run, pending := r.e, q.run, &q.q.pending
 	cur, err := e.nova.Server(ctx, run.vm.ID)
+	q.cur, q.read = cur, err == nil
 	switch {
 	case err != nil: // the request itself will say what is wrong
 		return proceed
@@ -250,4 +259,23 @@ func (r *runner) sayGroup(group string, vm model.VM, what string) {
 	if !said {
 		r.nodeChanged(what)
 	}
+}
+
+// ownerTold: the VM's owner was told at least the lead ago, as its metadata says now (the
+// server read by "moved meanwhile"). Else the notice is written (none, removed, or too old to
+// be true) and the VM waits: later. A notice Nova refuses (a server it will not change now)
+// holds the VM for the lead all the same, counted from the first try, and the run says so.
+func (r *runner) ownerTold(ctx context.Context, q *vmRequest) verdict {
+	run := q.run
+	if !r.tellsOwners(run) {
+		return proceed
+	}
+	notice := cmp.Or(run.notice, run.vm.Notice) // the one it was told with, unless Nova says otherwise now
+	if q.read {
+		notice = q.cur.Notice
+	}
+	if r.toldOrTell(ctx, run, notice) {
+		return proceed
+	}
+	return later
 }

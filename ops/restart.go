@@ -42,6 +42,13 @@ func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reas
 	r.restart = append(r.restart, vm.ID)
 	r.mu.Unlock()
 	r.journalAgain() // before the stop: the return must know what drainctl stopped
+	// owners.go: its owner told ahead, and the lead up
+	if r.tellsOwners(run) {
+		if err := r.awaitLead(ctx, run); err != nil {
+			bad := notMoved(vm, "waiting for its owner's lead: "+err.Error(), "")
+			return &bad
+		}
+	}
 	if err := r.stillHolder(ctx); err != nil {
 		bad := notMoved(vm, err.Error(), "")
 		return &bad
@@ -186,6 +193,7 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			where = "on " + vm.Host + ", where it was moved"
 		}
 		r.nodeChanged("VM " + vm.Name + " started again " + where)
+		r.clearIfOurs(ctx, vm) // its owner's notice: the restart has ended
 		started = append(started, vm.Name+" ("+where+")")
 	}
 	r.restarted = true

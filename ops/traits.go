@@ -35,14 +35,17 @@ type opTraits struct {
 	// restoresCordon: it puts the node back as it was before drainctl came (a node cordoned
 	// before stays cordoned).
 	restoresCordon bool
+	// tellsOwners: the owners of the VMs it moves are told ahead ([notify] owner_lead).
+	tellsOwners bool
 }
 
 var traits = map[model.OpKind]opTraits{
-	model.OpCordon:   {leases: true, keepsLease: true, journals: true, ownsJournal: true},
-	model.OpEvacuate: {leases: true, journals: true, ownsJournal: true, endPhase: PhaseDone, empties: true, judgesStays: true},
+	model.OpCordon: {leases: true, keepsLease: true, journals: true, ownsJournal: true},
+	model.OpEvacuate: {leases: true, journals: true, ownsJournal: true, endPhase: PhaseDone, empties: true, judgesStays: true,
+		tellsOwners: true},
 	model.OpRecover: {leases: true, keepsLease: true, journals: true, ownsJournal: true, endPhase: PhaseDone,
 		rebuilds: true, judgesStays: true, readsWhole: true},
-	model.OpMigrate:  {oneVM: true, readsWhole: true},
+	model.OpMigrate:  {oneVM: true, readsWhole: true, tellsOwners: true},
 	model.OpUncordon: {plansOnService: true},
 	model.OpAbort:    {journals: true, endPhase: PhaseAborted},
 	model.OpRollback: {journals: true, leaseAfterAbort: true, restoresCordon: true},

@@ -58,7 +58,8 @@ func (p *opPane) follow(v *opView) {
 func moving(v *opView) int {
 	for i, id := range v.vmOrder {
 		switch v.vms[id].state {
-		case "", ops.MigCompleted, ops.MigFailed, ops.MigAborted, ops.MigSkipped, ops.MigInterrupted, ops.MigReverted, "pending":
+		case "", ops.MigCompleted, ops.MigFailed, ops.MigAborted, ops.MigSkipped, ops.MigInterrupted, ops.MigReverted,
+			"pending", ops.MigWaiting:
 		default:
 			return i
 		}

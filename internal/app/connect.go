@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drainctl/drainctl/internal/controllers"
+	"github.com/drainctl/drainctl/internal/notify"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/answers"
@@ -26,6 +27,7 @@ import (
 	"github.com/drainctl/drainctl/ops/nova"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/text"
 )
 
 // ConnectOptions select the cluster.
@@ -217,6 +219,20 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		OnStall: cfg.Policy.OnStall, Attempts: cfg.Policy.MigrationAttempts}
 	if o.Role != "" {
 		eo.Holder, eo.Successor = ops.SingletonHolder(o.Role)
+	}
+	// The owners' own webhooks ([notify.projects]): each VM owner told ahead, posted to their
+	// project's. A failure is a line on stderr (the TUI's is discarded: the notice is in the
+	// VM's metadata all the same).
+	owners, err := notify.NewProjects(cfg.Notify, func(n model.Notice, err error) {
+		text.Fprintf(stderr, "drainctl: the [notify.projects] webhook of project %q did not take the notice of VM %q: %v\n",
+			n.Project, n.VM, err)
+	})
+	if err != nil {
+		return nil, &ops.UsageError{Problem: err.Error()}
+	}
+	if owners != nil {
+		owners.Run(ctx)
+		eo.OwnerTold = owners.Notify
 	}
 	if o.Demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely

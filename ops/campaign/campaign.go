@@ -311,6 +311,10 @@ func (r *Campaign) Run(ctx context.Context) error {
 		return err
 	}
 	r.setState(ctx, model.CampaignRunning, "")
+	hctx, stopHerald := context.WithCancel(ctx)
+	heralded := make(chan struct{})
+	go func() { defer close(heralded); r.herald(hctx) }() // owners.go: the owners told ahead
+	defer func() { stopHerald(); <-heralded }()
 	slots := make(chan struct{}, max(1, r.fc.Parallel)) // --parallel, or fewer for the failover room
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.rec.Nodes))

@@ -74,6 +74,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:2:1: roll.budget "25% every 10m" is not a budget: write "N per WINDOW", "P% per WINDOW" or add "per LABEL" (e.g. "25% per 10m", "1 per zone per 1h"); e.g. budget = ["25% per 10m", "1 per zone per 1h"]`},
 		{"group budget not a budget", "[policy.groups]\ndb = \"one\"\n",
 			`config.toml:2:1: policy.groups.db must be a count or a percentage of the group, got "one"; e.g. "1" or "25%": how many of the group's VMs may be disrupted at once`},
+		{"owner lead negative", "[notify]\nowner_lead = \"-30m\"\n",
+			`config.toml:2:1: notify.owner_lead must not be negative, got "-30m0s"; use a duration such as "30m", or "0s": owners not told`},
 		{"reserve label not a label key", "[recover]\nreserve_label = \"failover reserve\"\n",
 			`config.toml:2:1: recover.reserve_label must be a node label key, got "failover reserve"; e.g. "drainctl.io/failover-reserve"; the nodes labelled KEY=true are the reserve`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",

@@ -322,22 +322,29 @@ func TestALockIsSaidBesideItsOwnPolicy(t *testing.T) {
 
 // [policy.maintenance] stays_for bounds an owner's stays: it counts for that many days from
 // the server's last change (setting the metadata is one); older, the VM is the operator's,
-// noted with why. No bound (0), or no updated_at read, leaves it as asked.
+// noted with why. No bound (0), or no updated_at read, leaves it as asked. drainctl's own
+// notice to the owner (#57.3) is a change of the server that renews nothing; the owner's
+// change after it does.
 func TestAnOwnersStaysIsBounded(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	bounded := Options{Now: now, Maintenance: model.MaintenanceConfig{StaysFor: 14}}
+	told := now.Add(-10 * time.Minute)
+	notice := model.OwnerNotice{What: "live-migration", At: now.Add(time.Hour), By: "campaign c", Told: told}.String()
 	for _, tc := range []struct {
 		name    string
 		updated time.Time
 		o       Options
 		want    model.VMPolicy
+		notice  string
 	}{
-		{"set 3 days ago", now.AddDate(0, 0, -3), bounded, model.PolicyStays},
-		{"set 20 days ago", now.AddDate(0, 0, -20), bounded, model.PolicyMigrate},
-		{"no bound", now.AddDate(0, 0, -400), Options{Now: now}, model.PolicyStays},
-		{"no updated_at", time.Time{}, bounded, model.PolicyStays},
+		{"set 3 days ago", now.AddDate(0, 0, -3), bounded, model.PolicyStays, ""},
+		{"set 20 days ago", now.AddDate(0, 0, -20), bounded, model.PolicyMigrate, ""},
+		{"no bound", now.AddDate(0, 0, -400), Options{Now: now}, model.PolicyStays, ""},
+		{"no updated_at", time.Time{}, bounded, model.PolicyStays, ""},
+		{"drainctl's notice its last change", told.Add(2 * time.Second), bounded, model.PolicyMigrate, notice},
+		{"changed after drainctl's notice", told.Add(5 * time.Minute), bounded, model.PolicyStays, notice},
 	} {
-		vm := model.VM{Name: tc.name, Status: "ACTIVE", PolicyAsked: "stays", Updated: tc.updated}
+		vm := model.VM{Name: tc.name, Status: "ACTIVE", PolicyAsked: "stays", Updated: tc.updated, Notice: tc.notice}
 		p, from := VMPolicyOf(vm, tc.o)
 		m, r := VMMove(vm, tc.o)
 		if p != tc.want {

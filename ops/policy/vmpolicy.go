@@ -85,6 +85,12 @@ func staysExpired(vm model.VM, o Options) bool {
 	if o.Maintenance.StaysFor <= 0 || vm.Updated.IsZero() {
 		return false
 	}
+	// drainctl's own notice to the owner (#57.3) changes the server too: set only on a VM
+	// drainctl moves, it must not renew the stays it found expired. A change after it (a
+	// minute for the clocks) is someone's.
+	if n, ok := model.ParseOwnerNotice(vm.Notice); ok && !vm.Updated.After(n.Told.Add(time.Minute)) {
+		return true
+	}
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()

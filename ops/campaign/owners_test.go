@@ -1,0 +1,77 @@
+package campaign_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/internal/simtest"
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// A campaign with [notify] owner_lead tells each node's VMs' owners as its forecast says the
+// node starts (#57.3), one node at a time here: c1's and c2's owners are told while c0 still
+// waits its own lead, so neither node waits one of its own. Every VM carried drainctl's notice
+// at least the lead before its move began, and none after the campaign. Without the campaign
+// telling ahead, c1's owners are told when c1 starts, after every move of c0's.
+func TestACampaignTellsTheOwnersAheadAsItForecasts(t *testing.T) {
+	const lead = 2 * time.Second
+	c := simtest.NewCluster(t, 20)
+	c.Cfg.Notify.OwnerLead = model.Duration(lead)
+	c.Cfg.Campaign.MigrationRateMiB = 1 << 20 // the forecast as fast as the simulator's moves
+	nodes := []string{c.Name("c0"), c.Name("c1"), c.Name("c2")}
+	f := sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20}
+	c.World.AddServer("one-0", nodes[1], f)
+	c.World.AddServer("two-0", nodes[2], f)
+	heard := make(chan model.Notice, 16)
+	e := c.Engine("owners@test", func(o *ops.EngineOptions) { o.OwnerTold = func(n model.Notice) { heard <- n } })
+	samples := simtest.SampleNotices(c.World, nil)
+	var mu sync.Mutex
+	var said []string
+	runToDone(t, e, campaign.Options{Nodes: nodes, Order: "given", Parallel: 1, Run: vmsOnly()}, func(ev ops.Event) {
+		if ce, ok := ev.(ops.CampaignEvent); ok && strings.Contains(ce.Message, "told ahead") {
+			mu.Lock()
+			said = append(said, ce.Node+": "+ce.Message)
+			mu.Unlock()
+		}
+	})
+	samples.Stop()
+	close(heard)
+	for n := range heard {
+		if n.Campaign == "" || n.VM == "" || n.Project == "" {
+			t.Errorf("a project's webhook would hear %+v; want the campaign, the VM and its project named", n)
+		}
+	}
+	firstMove := time.Time{}
+	for _, vm := range []string{"vm-a", "vm-b"} { // c0's
+		if m := samples.MovedAt[vm]; firstMove.IsZero() || m.Before(firstMove) {
+			firstMove = m
+		}
+	}
+	for _, vm := range []string{"vm-a", "vm-b", "one-0", "two-0"} {
+		told, moved := samples.ToldAt[vm], samples.MovedAt[vm]
+		if told.IsZero() || moved.IsZero() || moved.Sub(told) < lead {
+			t.Errorf("%s: told %v, its move began %v: want the notice at least %v before", vm, told, moved, lead)
+		}
+		if _, ok := model.ParseOwnerNotice(samples.NoticeWhenMoved[vm]); !ok {
+			t.Errorf("%s as its move began: %q; want drainctl's notice", vm, samples.NoticeWhenMoved[vm])
+		}
+		if s, _ := c.World.ServerByName(vm); s.Metadata[model.NoticeKey] != "" {
+			t.Errorf("%s after the campaign: its notice %q is still there", vm, s.Metadata[model.NoticeKey])
+		}
+	}
+	for _, vm := range []string{"one-0", "two-0"} {
+		if !samples.ToldAt[vm].Before(firstMove) {
+			t.Errorf("%s told %v, c0's first move began %v: want it told while c0 waited its lead", vm, samples.ToldAt[vm], firstMove)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(said) < 2 || !strings.Contains(strings.Join(said, "\n"), "campaign") && !strings.Contains(strings.Join(said, "\n"), "due at") {
+		t.Errorf("what the campaign said: %q", said)
+	}
+}

@@ -1,0 +1,136 @@
+package ops_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drainctl/drainctl/internal/simtest"
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+	"github.com/drainctl/drainctl/ops/sim"
+)
+
+// The owner told ahead (#57.3): with [notify] owner_lead, each VM an evacuation moves carries
+// drainctl's notice in its metadata at least the lead before its move begins, and not after
+// it ends. web-0 (live) and batch-0 (stopped: cold) are told by the run; early-0's owner was
+// told ten minutes ago by a campaign (its notice, due, is taken as it is: no second wait);
+// forged-0's notice says it was told an hour from now (a forgery, or a clock gone wrong: told
+// again, and the lead counted from then); removed-0's owner removes the notice the moment it
+// appears (told again when its lead is up, and the lead counted again); restart-0 (its owner's
+// restart-in-place) is stopped only once its lead is up, and keeps its notice until the node's
+// uncordon starts it again. The test samples the simulator every 2 ms: when
+// each notice appeared and each move began. The run's report says each VM's lead.
+func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
+	const lead = 1500 * time.Millisecond
+	c := newCluster(t, 20)
+	c.Cfg.Notify.OwnerLead = model.Duration(lead)
+	c.Cfg.Concurrency.MigrationsPerSource = 4
+	c0 := c.Name("c0")
+	f := sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20}
+	for _, name := range []string{"web-0", "batch-0", "early-0", "forged-0", "removed-0"} {
+		c.World.AddServer(name, c0, f)
+	}
+	c.World.Stop("batch-0")
+	c.World.AddServer("restart-0", c0, f)
+	c.World.SetMetadata("restart-0", model.VMPolicyKey, string(model.PolicyRestartInPlace))
+	early := model.OwnerNotice{What: "live-migration", By: "campaign roll-1", Told: time.Now().Add(-10 * time.Minute)}
+	early.At = early.Told.Add(lead)
+	c.World.SetMetadata("early-0", model.NoticeKey, early.String())
+	forged := model.OwnerNotice{What: "live-migration", By: "campaign roll-1", Told: time.Now().Add(time.Hour)}
+	forged.At = forged.Told.Add(lead)
+	c.World.SetMetadata("forged-0", model.NoticeKey, forged.String())
+
+	removed := false
+	samples := simtest.SampleNotices(c.World, func(vm *sim.VM, now time.Time) bool {
+		if vm.Name == "removed-0" && vm.Metadata[model.NoticeKey] != "" && !removed {
+			delete(vm.Metadata, model.NoticeKey) // its owner, the moment it appears
+			vm.Updated, removed = now, true
+			return true
+		}
+		return false
+	})
+	var heardMu sync.Mutex
+	heard := map[string]model.Notice{} // what the project's webhook would be told, by VM
+	e := c.Engine("tester@a", func(o *ops.EngineOptions) {
+		o.OwnerTold = func(n model.Notice) {
+			heardMu.Lock()
+			heard[n.VM] = n
+			heardMu.Unlock()
+		}
+	})
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
+	ctx := kubetest.Ctx(t)
+	plan, err := e.Plan(ctx, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	rep, err := e.Run(ctx, plan, ro, func(ev ops.Event) {
+		if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigWaiting {
+			said = append(said, m.VM+": "+m.Message)
+		}
+	})
+	samples.Stop()
+	if err != nil || rep.Result != ops.ResultDone {
+		t.Fatalf("evacuate: %v %s", err, rep.Result)
+	}
+	toldAt, movedAt, toldWhenMoved := samples.ToldAt, samples.MovedAt, samples.NoticeWhenMoved
+	for _, name := range []string{"web-0", "batch-0", "forged-0", "removed-0", "restart-0"} {
+		if movedAt[name].IsZero() || toldAt[name].IsZero() || movedAt[name].Sub(toldAt[name]) < lead {
+			t.Errorf("%s: told %v, its move began %v: want the notice at least %v before", name, toldAt[name], movedAt[name], lead)
+		}
+		if _, ok := model.ParseOwnerNotice(toldWhenMoved[name]); !ok {
+			t.Errorf("%s: its metadata as its move began: %q; want drainctl's notice", name, toldWhenMoved[name])
+		}
+	}
+	if toldWhenMoved["early-0"] != early.String() {
+		t.Errorf("early-0 as its move began: %q; want the campaign's notice as it was", toldWhenMoved["early-0"])
+	}
+	for _, r := range rep.VMs {
+		if r.VM == "restart-0" {
+			continue // below
+		}
+		want := lead
+		if r.VM == "early-0" {
+			want = 10 * time.Minute
+		}
+		if r.Result != ops.MigCompleted || r.Lead < want || r.Told.IsZero() {
+			t.Errorf("%s: %s, told %v, lead %v; want completed with a lead of at least %v", r.VM, r.Result, r.Told, r.Lead, want)
+		}
+		if vm, _ := c.World.ServerByName(r.VM); vm.Metadata[model.NoticeKey] != "" {
+			t.Errorf("%s after its move: its notice %q is still there", r.VM, vm.Metadata[model.NoticeKey])
+		}
+	}
+	heardMu.Lock()
+	for _, name := range []string{"web-0", "batch-0", "forged-0", "removed-0", "restart-0"} {
+		vm, _ := c.World.ServerByName(name)
+		if n := heard[name]; n.Kind != model.NoticeMaintenanceEvent || n.Project != vm.ProjectID || n.Node != c0 || n.Message == "" {
+			t.Errorf("%s: its project's webhook heard %+v; want its notice, its project %s", name, n, vm.ProjectID)
+		}
+	}
+	if _, ok := heard["early-0"]; ok {
+		t.Errorf("early-0's project heard again: %+v", heard["early-0"])
+	}
+	heardMu.Unlock()
+	// The cluster's own vm-a and vm-b are told too, removed-0 twice; early-0 is not told again.
+	// restart-0 keeps its notice, stopped, until the node's uncordon starts it again.
+	restarted, _ := c.World.ServerByName("restart-0")
+	if n, ok := model.ParseOwnerNotice(restarted.Metadata[model.NoticeKey]); !ok || n.What != "restart-in-place" || restarted.Status != "SHUTOFF" {
+		t.Errorf("restart-0 after the evacuation: %s, its notice %q; want stopped, told of its restart-in-place",
+			restarted.Status, restarted.Metadata[model.NoticeKey])
+	}
+	if _, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults()}); err != nil || rep.Result != ops.ResultDone {
+		t.Fatalf("uncordon: %v %s", err, rep.Result)
+	}
+	if restarted, _ = c.World.ServerByName("restart-0"); restarted.Status != "ACTIVE" || restarted.Metadata[model.NoticeKey] != "" {
+		t.Errorf("restart-0 after the uncordon: %s, its notice %q; want started again, the notice cleared",
+			restarted.Status, restarted.Metadata[model.NoticeKey])
+	}
+	if len(rep.VMs) != 8 || len(said) != 8 || strings.Contains(strings.Join(said, "\n"), "early-0") ||
+		!strings.Contains(strings.Join(said, "\n"), "its owner told: due at") {
+		t.Errorf("%d VMs reported; the run said:\n%s", len(rep.VMs), strings.Join(said, "\n"))
+	}
+}
