@@ -15,6 +15,15 @@ import (
 // NoticeKey is the metadata key of drainctl's notice to a VM's owner.
 const NoticeKey = "drainctl:maintenance-event"
 
+// MoveNowKey is the metadata key of an owner's answer to a notice: "true" asks that the VM be
+// moved at the next slot (under the same caps and budgets), not at the lead's end or its
+// node's turn. drainctl clears it, with the notice, once it has moved the VM.
+const MoveNowKey = "drainctl:move-now"
+
+// MovesNow says whether the VM's owner asked it be moved now (MoveNowKey), as its metadata
+// says; whose word is taken is the caller's to say (Honour).
+func (vm VM) MovesNow() bool { return strings.EqualFold(strings.TrimSpace(vm.MoveNowAsked), "true") }
+
 // noticeMax is Nova's limit on a metadata value (it answers 400 past it).
 const noticeMax = 255
 

@@ -52,6 +52,8 @@ type VM struct {
 	// Notice is drainctl's notice to its owner as its metadata says it now (NoticeKey),
 	// unchecked: ParseOwnerNotice reads it.
 	Notice string `json:"notice,omitempty"`
+	// MoveNowAsked is its owner's answer to a notice as its metadata says it (MoveNowKey).
+	MoveNowAsked string `json:"moveNowAsked,omitempty"`
 	// Updated is Nova's last change to the server (its updated_at; setting its metadata is
 	// one, measured on the real Nova): an owner's stays counts for [policy.maintenance]
 	// stays_for days from it.

@@ -151,6 +151,9 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 	}
 	r.tellAhead(ctx, all) // owners.go: every owner told at once, their leads run together
 	for i, run := range all {
+		if r.heldForLead(run, reasons[i], q) { // owners.go: a stop in place waits for its lead in the loop below
+			continue
+		}
 		if bad := movers[run.method].begin(r, ctx, run, reasons[i], q); bad != nil {
 			failed = append(failed, *bad)
 		}
@@ -171,7 +174,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			e.releaseSlot(run)
 		}
 	}()
-	for len(q.pending)+len(running) > 0 {
+	for len(q.pending)+len(running)+len(q.stops) > 0 {
 		if ctx.Err() != nil {
 			for _, run := range running { // left to finish in Nova; the rerun follows them
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigInterrupted, "left migrating in Nova"))
@@ -179,6 +182,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			return done, failed, ctx.Err()
 		}
 		failed = append(failed, r.startAllowed(ctx, q, dests)...)
+		failed = append(failed, r.stopsDue(ctx, q)...)
 		r.ledgerMoved(ctx, running)
 		if !poll.Sleep(ctx, e.o.Poll) {
 			continue // the top of the loop records the interruption

@@ -89,6 +89,13 @@ type moveQueue struct {
 	pending []*vmRun
 	running map[string]*vmRun
 	ours    coldRecords
+	stops   []heldStop // VMs to stop in place once their owners' lead is up (owners.go)
+}
+
+// heldStop is a VM to stop in place (restart-in-place) held for its owner's lead.
+type heldStop struct {
+	run    *vmRun
+	reason *model.Reason
 }
 
 // coldRecords are the cold moves drainctl asked for, by VM.

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
-	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // The owner told ahead (#57.3, [notify] owner_lead): before a VM is moved by an evacuation, a
@@ -21,8 +19,8 @@ import (
 // lead counted again. A dead host's rebuild is never held for it, nor a VM a person moves
 // by hand.
 
-// tellsOwners says whether the run tells the owners of the VMs it moves.
-func (r *runner) tellsOwners(run *vmRun) bool {
+// tellsOwnerOf says whether the run tells the owner of the VM ahead of its move.
+func (r *runner) tellsOwnerOf(run *vmRun) bool {
 	t := traitsOf(r.plan.Op)
 	byHand := t.oneVM && !r.ro.Returning
 	return r.e.cfg.Notify.OwnerLead > 0 && t.tellsOwners && !byHand && noticeOf[run.method] != ""
@@ -37,7 +35,7 @@ var noticeOf = map[model.MoveMethod]string{
 // for: their leads run together, not one after the other as the caps reach each VM.
 func (r *runner) tellAhead(ctx context.Context, runs []*vmRun) {
 	for _, run := range runs {
-		if r.tellsOwners(run) {
+		if r.tellsOwnerOf(run) && !r.ownerSaysNow(run.vm) {
 			r.toldOrTell(ctx, run, run.vm.Notice)
 		}
 	}
@@ -49,10 +47,9 @@ func (r *runner) tellAhead(ctx context.Context, runs []*vmRun) {
 func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool {
 	now, lead := r.e.now(), r.e.cfg.Notify.OwnerLead.D()
 	if n, ok := model.ParseOwnerNotice(notice); ok {
-		due, wait, stale := n.Due(now, lead)
-		if !stale {
+		due, _, stale := n.Due(now, lead)
+		if !stale { // looked at again each poll meanwhile: its owner may answer move-now
 			run.told, run.notice, run.notTold = n.Told, notice, ""
-			run.notBefore = now.Add(wait)
 			return due
 		}
 	}
@@ -60,7 +57,6 @@ func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool
 	err := r.e.nova.SetMetadata(ctx, run.vm.ID, model.NoticeKey, n.String())
 	if err == nil {
 		run.told, run.notice, run.notTold = n.Told, n.String(), ""
-		run.notBefore = n.At
 		r.e.ownerTold(run.vm, r.plan.Node, r.ro.Campaign, n)
 		r.emitVM(run, MigWaiting, fmt.Sprintf("its owner told: due at %sZ (%s = %q)", n.At.UTC().Format(time.TimeOnly), model.NoticeKey, n))
 		return false
@@ -75,6 +71,55 @@ func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool
 		return false
 	}
 	return true
+}
+
+// ownerSaysNow: the VM's owner answered its notice with drainctl:move-now, and the operator
+// takes their word ([policy.maintenance] honour): no lead to wait for.
+func (r *runner) ownerSaysNow(vm model.VM) bool {
+	return vm.MovesNow() && r.ro.Policy.Maintenance.Honour.Of(vm)
+}
+
+// OwnersAskingNow lists the VMs on node whose owners answered drainctl:move-now, as the
+// operator takes their word (ro's honour): a campaign moves them before the node's turn.
+func (e *Engine) OwnersAskingNow(ctx context.Context, node string, ro RunOptions) ([]model.VM, error) {
+	host := e.inv.HostOf(node)
+	if host == "" {
+		return nil, nil
+	}
+	vms, err := e.nova.HostServers(ctx, host) // the process's read of what changed, once listed
+	if err != nil {
+		return nil, err
+	}
+	var out []model.VM
+	for _, vm := range vms {
+		if vm.MovesNow() && ro.Policy.Maintenance.Honour.Of(vm) {
+			out = append(out, vm)
+		}
+	}
+	return out, nil
+}
+
+// MoveNow moves one VM whose owner asked it (drainctl:move-now), through a one-VM migrate's
+// plan and checks (its caps, its groups' budgets), and clears the owner's answer and notice
+// once it has moved: the answer was to this notice.
+func (e *Engine) MoveNow(ctx context.Context, vm model.VM, ro RunOptions, emit func(Event)) error {
+	plan, err := e.Plan(ctx, model.OpMigrate, vm.ID, ro)
+	if err != nil {
+		return err
+	}
+	rep, err := e.Run(ctx, plan, ro, emit)
+	if err != nil {
+		return err
+	}
+	if rep.Result != ResultDone {
+		return fmt.Errorf("not moved: %s", rep.Result)
+	}
+	for _, key := range []string{model.NoticeKey, model.MoveNowKey} {
+		if err := e.nova.DeleteMetadata(ctx, vm.ID, key); err != nil {
+			return fmt.Errorf("moved; %w", err)
+		}
+	}
+	return nil
 }
 
 // TellOwners tells the owners of the VMs an evacuation of node would move (a campaign's next
@@ -127,19 +172,36 @@ func latest(a, b time.Time) time.Time {
 	return b
 }
 
-// awaitLead holds a VM until its owner's lead is up (a VM stopped in place: no queue to wait
-// at the back of), its notice read again from Nova at each look.
-func (r *runner) awaitLead(ctx context.Context, run *vmRun) error {
-	notice := cmp.Or(run.notice, run.vm.Notice)
-	for !r.toldOrTell(ctx, run, notice) {
-		if !poll.Sleep(ctx, max(r.e.o.Poll, run.notBefore.Sub(r.e.now()))) {
-			return ctx.Err()
+// heldForLead holds a VM to be stopped in place (restart-in-place) until its owner's lead is
+// up, at the move loop's polls (stopsDue): the node's other VMs are queued meanwhile, and an
+// owner's move-now is heard.
+func (r *runner) heldForLead(run *vmRun, reason *model.Reason, q *moveQueue) bool {
+	if run.method != model.MoveRestart || !r.tellsOwnerOf(run) || run.vm.Phase() != model.PhaseRunning {
+		return false // one stopped already is left as it is (stopInPlace)
+	}
+	q.stops = append(q.stops, heldStop{run, reason})
+	return true
+}
+
+// stopsDue stops in place the held VMs whose owners' lead is up (or who said now), their
+// notices as Nova shows them now.
+func (r *runner) stopsDue(ctx context.Context, q *moveQueue) (failed []model.Reason) {
+	held := q.stops[:0]
+	for _, h := range q.stops {
+		vm := h.run.vm
+		if cur, err := r.e.nova.Server(ctx, vm.ID); err == nil {
+			vm = cur
 		}
-		if cur, err := r.e.nova.Server(ctx, run.vm.ID); err == nil {
-			notice = cur.Notice
+		if !r.ownerSaysNow(vm) && !r.toldOrTell(ctx, h.run, vm.Notice) {
+			held = append(held, h)
+			continue
+		}
+		if bad := movers[model.MoveRestart].begin(r, ctx, h.run, h.reason, q); bad != nil {
+			failed = append(failed, *bad)
 		}
 	}
-	return nil
+	q.stops = held
+	return failed
 }
 
 // clearIfOurs removes drainctl's notice from a VM whose act has ended (restarted in place).

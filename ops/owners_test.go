@@ -21,7 +21,8 @@ import (
 // again, and the lead counted from then); removed-0's owner removes the notice the moment it
 // appears (told again when its lead is up, and the lead counted again); restart-0 (its owner's
 // restart-in-place) is stopped only once its lead is up, and keeps its notice until the node's
-// uncordon starts it again. The test samples the simulator every 2 ms: when
+// uncordon starts it again; hasty-0's owner answers the notice with drainctl:move-now, and it
+// is moved without waiting out the lead. The test samples the simulator every 2 ms: when
 // each notice appeared and each move began. The run's report says each VM's lead.
 func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 	const lead = 1500 * time.Millisecond
@@ -30,7 +31,7 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 	c.Cfg.Concurrency.MigrationsPerSource = 4
 	c0 := c.Name("c0")
 	f := sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20}
-	for _, name := range []string{"web-0", "batch-0", "early-0", "forged-0", "removed-0"} {
+	for _, name := range []string{"web-0", "batch-0", "early-0", "forged-0", "removed-0", "hasty-0"} {
 		c.World.AddServer(name, c0, f)
 	}
 	c.World.Stop("batch-0")
@@ -45,6 +46,9 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 
 	removed := false
 	samples := simtest.SampleNotices(c.World, func(vm *sim.VM, now time.Time) bool {
+		if vm.Name == "hasty-0" && vm.Metadata[model.NoticeKey] != "" && vm.Metadata[model.MoveNowKey] == "" {
+			vm.Metadata[model.MoveNowKey], vm.Updated = "true", now // its owner's answer
+		}
 		if vm.Name == "removed-0" && vm.Metadata[model.NoticeKey] != "" && !removed {
 			delete(vm.Metadata, model.NoticeKey) // its owner, the moment it appears
 			vm.Updated, removed = now, true
@@ -89,8 +93,11 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 	if toldWhenMoved["early-0"] != early.String() {
 		t.Errorf("early-0 as its move began: %q; want the campaign's notice as it was", toldWhenMoved["early-0"])
 	}
+	if hasty := samples.MovedAt["hasty-0"]; hasty.IsZero() || !hasty.Before(toldAt["hasty-0"].Add(lead)) {
+		t.Errorf("hasty-0 told %v, its move began %v: want it moved before its lead was up (its owner said now)", toldAt["hasty-0"], hasty)
+	}
 	for _, r := range rep.VMs {
-		if r.VM == "restart-0" {
+		if r.VM == "restart-0" || r.VM == "hasty-0" {
 			continue // below
 		}
 		want := lead
@@ -129,7 +136,7 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 		t.Errorf("restart-0 after the uncordon: %s, its notice %q; want started again, the notice cleared",
 			restarted.Status, restarted.Metadata[model.NoticeKey])
 	}
-	if len(rep.VMs) != 8 || len(said) != 8 || strings.Contains(strings.Join(said, "\n"), "early-0") ||
+	if len(rep.VMs) != 9 || len(said) != 9 || strings.Contains(strings.Join(said, "\n"), "early-0") ||
 		!strings.Contains(strings.Join(said, "\n"), "its owner told: due at") {
 		t.Errorf("%d VMs reported; the run said:\n%s", len(rep.VMs), strings.Join(said, "\n"))
 	}

@@ -267,12 +267,15 @@ func (r *runner) sayGroup(group string, vm model.VM, what string) {
 // holds the VM for the lead all the same, counted from the first try, and the run says so.
 func (r *runner) ownerTold(ctx context.Context, q *vmRequest) verdict {
 	run := q.run
-	if !r.tellsOwners(run) {
+	if !r.tellsOwnerOf(run) {
 		return proceed
 	}
-	notice := cmp.Or(run.notice, run.vm.Notice) // the one it was told with, unless Nova says otherwise now
+	notice, vm := cmp.Or(run.notice, run.vm.Notice), run.vm // the one it was told with, unless Nova says otherwise now
 	if q.read {
-		notice = q.cur.Notice
+		notice, vm = q.cur.Notice, q.cur
+	}
+	if r.ownerSaysNow(vm) { // its owner's answer: now
+		return proceed
 	}
 	if r.toldOrTell(ctx, run, notice) {
 		return proceed

@@ -42,13 +42,6 @@ func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reas
 	r.restart = append(r.restart, vm.ID)
 	r.mu.Unlock()
 	r.journalAgain() // before the stop: the return must know what drainctl stopped
-	// owners.go: its owner told ahead, and the lead up
-	if r.tellsOwners(run) {
-		if err := r.awaitLead(ctx, run); err != nil {
-			bad := notMoved(vm, "waiting for its owner's lead: "+err.Error(), "")
-			return &bad
-		}
-	}
 	if err := r.stillHolder(ctx); err != nil {
 		bad := notMoved(vm, err.Error(), "")
 		return &bad

@@ -76,6 +76,9 @@ type Campaign struct {
 	// saves writes the record: the changes of the nodes in flight made while a write is under
 	// way share the next write (a record of 1,000 nodes is 150 KB, and twenty nodes change it).
 	saves *shared.Calls[struct{}]
+	// answering: the VMs moved now as their owners asked (owners.go); nowAsked, those taken.
+	answering sync.WaitGroup
+	nowAsked  map[string]bool
 }
 
 // notEmpty says which nodes were worked with VMs left on them on purpose ("": none).
@@ -313,8 +316,9 @@ func (r *Campaign) Run(ctx context.Context) error {
 	r.setState(ctx, model.CampaignRunning, "")
 	hctx, stopHerald := context.WithCancel(ctx)
 	heralded := make(chan struct{})
-	go func() { defer close(heralded); r.herald(hctx) }() // owners.go: the owners told ahead
-	defer func() { stopHerald(); <-heralded }()
+	go func() { defer close(heralded); r.herald(hctx) }() // owners.go: the owners told ahead, their answers
+	heraldDone := sync.OnceFunc(func() { stopHerald(); <-heralded; r.answering.Wait() })
+	defer heraldDone()
 	slots := make(chan struct{}, max(1, r.fc.Parallel)) // --parallel, or fewer for the failover room
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.rec.Nodes))
@@ -372,6 +376,7 @@ func (r *Campaign) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	heraldDone() // a move its owner asked for ends before the campaign does
 	r.homing.Wait()
 	r.writing.Wait()
 	err = ops.Worst(errs)

@@ -29,6 +29,7 @@ func (r *Campaign) herald(ctx context.Context) {
 	told := map[string]bool{}
 	for {
 		r.tellDue(ctx, lead, told)
+		r.answerNow(ctx, told)
 		if !poll.Sleep(ctx, heraldEvery) {
 			return
 		}
@@ -83,6 +84,47 @@ func (r *Campaign) tellDue(ctx context.Context, lead time.Duration, told map[str
 		if count > 0 {
 			r.note(n.Name, model.PhasePending, fmt.Sprintf("%d VM owner(s) told ahead in their metadata: due at %s",
 				count, at.UTC().Format(time.RFC3339)))
+		}
+	}
+}
+
+// answerNow moves at once the VMs of the told nodes not started yet whose owners answered
+// drainctl:move-now (as [policy.maintenance] honour takes their word): each a one-VM migrate
+// under the engine's caps and budgets, in the background. The owners' answers are read from
+// the process's read of what changed, once a node's host is listed.
+func (r *Campaign) answerNow(ctx context.Context, told map[string]bool) {
+	rec := r.Record()
+	for _, n := range rec.Nodes {
+		if !told[n.Name] || n.Phase != model.PhasePending {
+			continue
+		}
+		vms, err := r.e.OwnersAskingNow(ctx, n.Name, r.o.Run)
+		if err != nil {
+			continue // asked again at the next look
+		}
+		for _, vm := range vms {
+			r.mu.Lock()
+			taken := r.nowAsked[vm.ID]
+			if r.nowAsked == nil {
+				r.nowAsked = map[string]bool{}
+			}
+			r.nowAsked[vm.ID] = true
+			r.mu.Unlock()
+			if taken {
+				continue
+			}
+			r.note(n.Name, model.PhasePending, "VM "+vm.Name+"'s owner asked it be moved now ("+model.MoveNowKey+"): moving it")
+			r.answering.Add(1)
+			go func() {
+				defer r.answering.Done()
+				ro := r.o.Run
+				ro.Campaign = r.o.Name
+				if err := r.e.MoveNow(ctx, vm, ro, r.emit); err != nil {
+					r.note(n.Name, model.PhasePending, "VM "+vm.Name+" asked to move now: "+err.Error()+"; it goes with its node")
+					return
+				}
+				r.note(n.Name, model.PhasePending, "VM "+vm.Name+" moved now, as its owner asked")
+			}()
 		}
 	}
 }

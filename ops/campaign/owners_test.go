@@ -75,3 +75,57 @@ func TestACampaignTellsTheOwnersAheadAsItForecasts(t *testing.T) {
 		t.Errorf("what the campaign said: %q", said)
 	}
 }
+
+// An owner's answer (#57.3): eager-0's owner answers its notice with drainctl:move-now, and
+// its project's word is taken ([policy.maintenance] honour): the campaign moves it before its
+// node's turn, under the same caps, and clears the answer and the notice. shy-0's owner
+// answers too, but their project's word is not taken: it goes with its node.
+func TestAnOwnersMoveNowIsMovedBeforeItsNodesTurn(t *testing.T) {
+	const lead = 2 * time.Second
+	c := simtest.NewCluster(t, 20)
+	c.Cfg.Notify.OwnerLead = model.Duration(lead)
+	c.Cfg.Campaign.MigrationRateMiB = 1 << 20
+	nodes := []string{c.Name("c0"), c.Name("c1")}
+	f := sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20}
+	c.World.AddServer("eager-0", nodes[1], f)
+	c.World.AddServer("shy-0", nodes[1], f)
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			if vm.Name == "eager-0" {
+				vm.ProjectID = "proj-eager"
+			}
+		}
+	})
+	answered, answeredAt := map[string]bool{}, time.Time{}
+	samples := simtest.SampleNotices(c.World, func(vm *sim.VM, now time.Time) bool {
+		if (vm.Name == "eager-0" || vm.Name == "shy-0") && vm.Metadata[model.NoticeKey] != "" && !answered[vm.Name] {
+			vm.Metadata[model.MoveNowKey], vm.Updated, answered[vm.Name] = "true", now, true // its owner, on reading the notice
+			if vm.Name == "eager-0" {
+				answeredAt = now
+			}
+		}
+		return false
+	})
+	ro := vmsOnly()
+	ro.Policy.Maintenance.Honour = model.Honour{Projects: []string{"proj-eager"}}
+	e := c.Engine("owners@test", nil)
+	r := runToDone(t, e, campaign.Options{Nodes: nodes, Order: "given", Parallel: 1, Run: ro}, func(ops.Event) {})
+	samples.Stop()
+	c1Started := r.Record().Nodes[1].Started
+	t.Logf("eager-0 answered move-now at %v; its move began %v later", answeredAt, samples.MovedAt["eager-0"].Sub(answeredAt))
+	if moved := samples.MovedAt["eager-0"]; moved.IsZero() || !moved.Before(c1Started) {
+		t.Errorf("eager-0's move began %v, its node started %v: want it moved before its node's turn", moved, c1Started)
+	}
+	if moved := samples.MovedAt["shy-0"]; moved.IsZero() || moved.Before(c1Started) {
+		t.Errorf("shy-0's move began %v, its node started %v: want it moved with its node (its project's word is not taken)", moved, c1Started)
+	}
+	for _, name := range []string{"eager-0", "shy-0"} {
+		vm, _ := c.World.ServerByName(name)
+		if vm.Host == nodes[1] || vm.Metadata[model.NoticeKey] != "" {
+			t.Errorf("%s after the campaign: on %s, its notice %q", name, vm.Host, vm.Metadata[model.NoticeKey])
+		}
+	}
+	if vm, _ := c.World.ServerByName("eager-0"); vm.Metadata[model.MoveNowKey] != "" {
+		t.Errorf("eager-0's answer is still there after it was moved: %q", vm.Metadata[model.MoveNowKey])
+	}
+}

@@ -297,7 +297,7 @@ func (s wireServer) model() model.VM {
 	vm.PolicyAsked = s.Metadata[model.VMPolicyKey]
 	vm.PriorityAsked = s.Metadata[model.RecoveryPriorityKey]
 	vm.GroupAsked, vm.MaxDisruptedAsked = s.Metadata[model.GroupKey], s.Metadata[model.MaxDisruptedKey]
-	vm.Notice = s.Metadata[model.NoticeKey]
+	vm.Notice, vm.MoveNowAsked = s.Metadata[model.NoticeKey], s.Metadata[model.MoveNowKey]
 	vm.Updated, _ = time.Parse(time.RFC3339, s.Updated)
 	return vm
 }
