@@ -24,6 +24,10 @@ const MoveNowKey = "drainctl:move-now"
 // says; whose word is taken is the caller's to say (Honour).
 func (vm VM) MovesNow() bool { return strings.EqualFold(strings.TrimSpace(vm.MoveNowAsked), "true") }
 
+// WindowKey is the metadata key of an owner's maintenance window ("Sat 02:00-06:00
+// Europe/Berlin"): a campaign with a window that overlaps it takes the VM's node in both.
+const WindowKey = "drainctl:maintenance-window"
+
 // noticeMax is Nova's limit on a metadata value (it answers 400 past it).
 const noticeMax = 255
 

@@ -54,6 +54,9 @@ type VM struct {
 	Notice string `json:"notice,omitempty"`
 	// MoveNowAsked is its owner's answer to a notice as its metadata says it (MoveNowKey).
 	MoveNowAsked string `json:"moveNowAsked,omitempty"`
+	// WindowAsked is its owner's maintenance window as its metadata says it (WindowKey),
+	// unchecked.
+	WindowAsked string `json:"windowAsked,omitempty"`
 	// Updated is Nova's last change to the server (its updated_at; setting its metadata is
 	// one, measured on the real Nova): an owner's stays counts for [policy.maintenance]
 	// stays_for days from it.

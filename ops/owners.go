@@ -79,24 +79,14 @@ func (r *runner) ownerSaysNow(vm model.VM) bool {
 	return vm.MovesNow() && r.ro.Policy.Maintenance.Honour.Of(vm)
 }
 
-// OwnersAskingNow lists the VMs on node whose owners answered drainctl:move-now, as the
-// operator takes their word (ro's honour): a campaign moves them before the node's turn.
-func (e *Engine) OwnersAskingNow(ctx context.Context, node string, ro RunOptions) ([]model.VM, error) {
+// NodeServers lists the VMs on node's host, from the process's read of what changed once the
+// host is listed: a campaign reads its owners' answers there (move-now, their windows).
+func (e *Engine) NodeServers(ctx context.Context, node string) ([]model.VM, error) {
 	host := e.inv.HostOf(node)
 	if host == "" {
 		return nil, nil
 	}
-	vms, err := e.nova.HostServers(ctx, host) // the process's read of what changed, once listed
-	if err != nil {
-		return nil, err
-	}
-	var out []model.VM
-	for _, vm := range vms {
-		if vm.MovesNow() && ro.Policy.Maintenance.Honour.Of(vm) {
-			out = append(out, vm)
-		}
-	}
-	return out, nil
+	return e.nova.HostServers(ctx, host)
 }
 
 // MoveNow moves one VM whose owner asked it (drainctl:move-now), through a one-VM migrate's

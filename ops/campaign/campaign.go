@@ -79,6 +79,8 @@ type Campaign struct {
 	// answering: the VMs moved now as their owners asked (owners.go); nowAsked, those taken.
 	answering sync.WaitGroup
 	nowAsked  map[string]bool
+	// windowSaid: the owners' windows said of (node/VM): once a campaign (one goroutine: Run's loop).
+	windowSaid map[string]bool
 }
 
 // notEmpty says which nodes were worked with VMs left on them on purpose ("": none).

@@ -72,6 +72,9 @@ func (r *Campaign) gateClosed(ctx context.Context, node string) string {
 		next := w.NextOpen(r.e.Now()).In(w.loc)
 		return fmt.Sprintf("outside the window %s: it opens %s", w, next.Format("Mon 2006-01-02 15:04 MST"))
 	}
+	if why := r.ownersWindow(ctx, node); why != "" { // owners.go
+		return why
+	}
 	if why := r.rateHeld(node); why != "" {
 		return why
 	}

@@ -98,11 +98,14 @@ func (r *Campaign) answerNow(ctx context.Context, told map[string]bool) {
 		if !told[n.Name] || n.Phase != model.PhasePending {
 			continue
 		}
-		vms, err := r.e.OwnersAskingNow(ctx, n.Name, r.o.Run)
+		vms, err := r.e.NodeServers(ctx, n.Name)
 		if err != nil {
 			continue // asked again at the next look
 		}
 		for _, vm := range vms {
+			if !vm.MovesNow() || !r.o.Run.Policy.Maintenance.Honour.Of(vm) {
+				continue
+			}
 			r.mu.Lock()
 			taken := r.nowAsked[vm.ID]
 			if r.nowAsked == nil {
@@ -127,6 +130,55 @@ func (r *Campaign) answerNow(ctx context.Context, told map[string]bool) {
 			}()
 		}
 	}
+}
+
+// ownersWindow is the gate of the owners' windows (drainctl:maintenance-window): a node whose
+// VM's owner asks for a window that the campaign's overlaps starts only while both are open.
+// A window the campaign's never overlaps, or one a campaign without a window is asked, holds
+// nothing: the operator's bounds come first, and the campaign says so once a VM. A value that
+// is no window is said and set aside; a project whose word is not taken is not read.
+func (r *Campaign) ownersWindow(ctx context.Context, node string) string {
+	vms, err := r.e.NodeServers(ctx, node)
+	if err != nil {
+		return "reading the owners' windows: " + err.Error()
+	}
+	now, ours := r.e.Now(), r.o.Gates.Window
+	for _, vm := range vms {
+		if vm.WindowAsked == "" || !r.o.Run.Policy.Maintenance.Honour.Of(vm) {
+			continue
+		}
+		theirs, err := ParseWindow(vm.WindowAsked)
+		asked := fmt.Sprintf("VM %s's owner asks for the window %q (%s)", vm.Name, vm.WindowAsked, model.WindowKey)
+		switch {
+		case err != nil:
+			r.sayOnce(node, vm.ID, asked+": it is no window ("+err.Error()+"): set aside")
+			continue
+		case ours == nil:
+			r.sayOnce(node, vm.ID, asked+": the campaign has no window, so it is taken when its node's turn comes")
+			continue
+		}
+		at, ok := jointOpen(ours, theirs, now)
+		switch {
+		case !ok:
+			r.sayOnce(node, vm.ID, fmt.Sprintf("%s: it never overlaps the campaign's window %s, so it is taken in the campaign's", asked, ours))
+		case at.After(now):
+			return fmt.Sprintf("%s: both open %s", asked, at.In(theirs.loc).Format("Mon 2006-01-02 15:04 MST"))
+		}
+	}
+	return ""
+}
+
+// sayOnce notes a node's VM's owner's word once a campaign.
+func (r *Campaign) sayOnce(node, vm, what string) {
+	key := node + "/" + vm
+	if r.windowSaid[key] {
+		return
+	}
+	if r.windowSaid == nil {
+		r.windowSaid = map[string]bool{}
+	}
+	r.windowSaid[key] = true
+	r.note(node, model.PhasePending, what)
 }
 
 // latest is the later of two times.

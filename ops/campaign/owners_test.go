@@ -1,6 +1,7 @@
 package campaign_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/campaign"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
@@ -127,5 +129,57 @@ func TestAnOwnersMoveNowIsMovedBeforeItsNodesTurn(t *testing.T) {
 	}
 	if vm, _ := c.World.ServerByName("eager-0"); vm.Metadata[model.MoveNowKey] != "" {
 		t.Errorf("eager-0's answer is still there after it was moved: %q", vm.Metadata[model.MoveNowKey])
+	}
+}
+
+// An owner's window (#57.3, drainctl:maintenance-window): the campaign's window is open now
+// (from an hour ago to four hours on); later-0's owner asks for one two to three hours on,
+// which meets the campaign's: its node waits, and says until when. never-0's owner asks for one
+// the campaign's never meets: its node is not held, and the campaign says why. The test stops
+// the campaign once c0 waits (its window is hours away).
+func TestAnOwnersWindowHoldsItsNodeWhereTheCampaignsMeetsIt(t *testing.T) {
+	c := simtest.NewCluster(t, 20)
+	nodes := []string{c.Name("c1"), c.Name("c0")} // never-0's node first
+	f := sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20}
+	now := time.Now().UTC()
+	hhmm := func(h int) string { return now.Add(time.Duration(h) * time.Hour).Format("15:04") }
+	window := func(from, to int) string { return "daily " + hhmm(from) + "-" + hhmm(to) + " UTC" }
+	c.World.AddServer("later-0", nodes[1], f)
+	c.World.SetMetadata("later-0", model.WindowKey, window(2, 3))
+	c.World.AddServer("never-0", nodes[0], f)
+	c.World.SetMetadata("never-0", model.WindowKey, window(5, 6))
+	ours, err := campaign.ParseWindow(window(-1, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(kubetest.Ctx(t))
+	defer stop()
+	var mu sync.Mutex
+	var said []string
+	r, err := campaign.New(ctx, c.Engine("owners@test", nil), campaign.Options{Nodes: nodes, Order: "given", Parallel: 1, Run: vmsOnly(),
+		Gates: campaign.GateOptions{Window: ours}}, func(ev ops.Event) {
+		if ce, ok := ev.(ops.CampaignEvent); ok && strings.Contains(ce.Message, "owner asks for the window") {
+			mu.Lock()
+			said = append(said, ce.Message)
+			mu.Unlock()
+			if strings.Contains(ce.Message, "later-0") {
+				stop() // c0 waits for hours: enough seen
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Run(ctx)
+	rec := r.Record()
+	if rec.Nodes[0].Phase != model.PhaseDone || rec.Nodes[1].Phase.Started() {
+		t.Errorf("c1 %s, c0 %s; want c1 done (never-0's window holds nothing), c0 not started", rec.Nodes[0].Phase, rec.Nodes[1].Phase)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(said, "\n")
+	if !strings.Contains(all, "never-0's owner asks for the window") || !strings.Contains(all, "never overlaps the campaign's window") ||
+		!strings.Contains(all, "waiting: VM later-0's owner asks for the window") || !strings.Contains(all, "both open") {
+		t.Errorf("what the campaign said:\n%s", all)
 	}
 }

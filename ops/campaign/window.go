@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // IANA zones even on a machine without /usr/share/zoneinfo (a scratch image)
@@ -127,6 +128,30 @@ func (w *Window) around(t time.Time) (time.Time, time.Time) {
 		}
 	}
 	return time.Time{}, time.Time{} // no day at all: parseDays refuses that
+}
+
+// jointOpen is when a and b are next open together, from from on (from itself when both are
+// open), within a week; false when they never are. A joint opening begins where one of them
+// opens (or at from): those are the only times to try.
+func jointOpen(a, b *Window, from time.Time) (time.Time, bool) {
+	tries := []time.Time{from}
+	for _, w := range []*Window{a, b} {
+		for t := from; t.Before(from.Add(8 * 24 * time.Hour)); {
+			start, end := w.around(t)
+			if start.IsZero() {
+				break
+			}
+			tries = append(tries, start)
+			t = end
+		}
+	}
+	slices.SortFunc(tries, func(x, y time.Time) int { return x.Compare(y) })
+	for _, t := range tries {
+		if !t.Before(from) && a.Open(t) && b.Open(t) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // NextOpen is when the window next opens after t (t itself when it is open).

@@ -59,3 +59,44 @@ func TestWindow(t *testing.T) {
 		}
 	}
 }
+
+// Two windows' joint opening (an owner's and the campaign's, #57.3): where one of them opens
+// inside the other, or the moment asked when both are open; never when they do not meet in a
+// week.
+func TestJointOpen(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse("2006-01-02 15:04", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	win := func(s string) *Window {
+		w, err := ParseWindow(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	nights, weekend := win("daily 22:00-06:00 UTC"), win("Sat 02:00-06:00 Europe/Berlin")
+	for _, c := range []struct {
+		name string
+		a, b *Window
+		from string
+		want string // "" : never
+	}{
+		{"the owner's Saturday inside the campaign's nights", nights, weekend, "2026-11-25 12:00", "2026-11-28 01:00"}, // 02:00 CET
+		{"both open now", nights, win("daily 23:00-23:30 UTC"), "2026-11-25 23:10", "2026-11-25 23:10"},
+		{"the campaign's opening inside the owner's", win("daily 03:00-04:00 UTC"), win("daily 01:00-05:00 UTC"), "2026-11-25 12:00",
+			"2026-11-26 03:00"},
+		{"weekdays and a weekend never meet", win("Mon-Fri 09:00-17:00 UTC"), win("Sat,Sun 10:00-12:00 UTC"), "2026-11-25 12:00", ""},
+	} {
+		got, ok := jointOpen(c.a, c.b, at(c.from))
+		switch {
+		case c.want == "" && ok:
+			t.Errorf("%s: both open %v; want never", c.name, got)
+		case c.want != "" && (!ok || !got.Equal(at(c.want))):
+			t.Errorf("%s: %v, %v; want %s UTC", c.name, got, ok, c.want)
+		}
+	}
+}

@@ -298,6 +298,7 @@ func (s wireServer) model() model.VM {
 	vm.PriorityAsked = s.Metadata[model.RecoveryPriorityKey]
 	vm.GroupAsked, vm.MaxDisruptedAsked = s.Metadata[model.GroupKey], s.Metadata[model.MaxDisruptedKey]
 	vm.Notice, vm.MoveNowAsked = s.Metadata[model.NoticeKey], s.Metadata[model.MoveNowKey]
+	vm.WindowAsked = s.Metadata[model.WindowKey]
 	vm.Updated, _ = time.Parse(time.RFC3339, s.Updated)
 	return vm
 }
