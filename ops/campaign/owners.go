@@ -160,7 +160,8 @@ func (r *Campaign) ownersWindow(ctx context.Context, node string) string {
 		at, ok := jointOpen(ours, theirs, now)
 		switch {
 		case !ok:
-			r.sayOnce(node, vm.ID, fmt.Sprintf("%s: it never overlaps the campaign's window %s, so it is taken in the campaign's", asked, ours))
+			r.sayOnce(node, vm.ID, fmt.Sprintf("%s: it never overlaps the campaign's window %s, so it is taken in the campaign's",
+				asked, ours))
 		case at.After(now):
 			return fmt.Sprintf("%s: both open %s", asked, at.In(theirs.loc).Format("Mon 2006-01-02 15:04 MST"))
 		}
