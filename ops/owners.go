@@ -179,19 +179,36 @@ func (r *runner) stopsDue(ctx context.Context, q *moveQueue) (failed []model.Rea
 	held := q.stops[:0]
 	for _, h := range q.stops {
 		vm := h.run.vm
-		if cur, err := r.e.nova.Server(ctx, vm.ID); err == nil {
+		cur, err := r.e.nova.Server(ctx, vm.ID)
+		switch {
+		case err == nil && cur.Host != vm.Host: // moved meanwhile (a colleague, its owner): not ours to stop
+			msg := "left the node by itself (now on " + cur.Host + ")"
+			h.run.dest, h.run.started = cur.Host, r.e.now()
+			r.report.VMs = append(r.report.VMs, r.vmReport(h.run, MigSkipped, msg))
+			r.emitVM(h.run, MigSkipped, msg)
+			continue
+		case err == nil:
 			vm = cur
 		}
 		if !r.ownerSaysNow(vm) && !r.toldOrTell(ctx, h.run, vm.Notice) {
 			held = append(held, h)
 			continue
 		}
+		h.run.vm = vm // the stop acts on the VM as Nova shows it now (stopped meanwhile: left as it is)
 		if bad := movers[model.MoveRestart].begin(r, ctx, h.run, h.reason, q); bad != nil {
 			failed = append(failed, *bad)
 		}
 	}
 	q.stops = held
 	return failed
+}
+
+// stoppedInPlace says whether this run stopped the VM for its restart-in-place (journaled):
+// its notice stays until the VM is started again.
+func (r *runner) stoppedInPlace(run *vmRun) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return run.method == model.MoveRestart && slices.Contains(r.restart, run.vm.ID)
 }
 
 // clearIfOurs removes drainctl's notice from a VM whose act has ended (restarted in place).
@@ -233,7 +250,7 @@ func (r *runner) clearNotice(ctx context.Context, run *vmRun) {
 // (restartVMs).
 func (r *runner) clearEnded(ctx context.Context, all []*vmRun, q *moveQueue) {
 	for _, run := range all {
-		if run != nil && run.method != model.MoveRestart && q.running[run.vm.ID] != run && !slices.Contains(q.pending, run) {
+		if run != nil && !r.stoppedInPlace(run) && q.running[run.vm.ID] != run && !slices.Contains(q.pending, run) {
 			r.clearNotice(ctx, run)
 		}
 	}

@@ -21,7 +21,8 @@ import (
 // again, and the lead counted from then); removed-0's owner removes the notice the moment it
 // appears (told again when its lead is up, and the lead counted again); restart-0 (its owner's
 // restart-in-place) is stopped only once its lead is up, and keeps its notice until the node's
-// uncordon starts it again; hasty-0's owner answers the notice with drainctl:move-now, and it
+// uncordon starts it again (stopper-0, whose owner stops it during its lead, is left as its
+// owner left it); hasty-0's owner answers the notice with drainctl:move-now, and it
 // is moved without waiting out the lead. The test samples the simulator every 2 ms: when
 // each notice appeared and each move began. The run's report says each VM's lead.
 func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
@@ -37,6 +38,8 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 	c.World.Stop("batch-0")
 	c.World.AddServer("restart-0", c0, f)
 	c.World.SetMetadata("restart-0", model.VMPolicyKey, string(model.PolicyRestartInPlace))
+	c.World.AddServer("stopper-0", c0, f)
+	c.World.SetMetadata("stopper-0", model.VMPolicyKey, string(model.PolicyRestartInPlace))
 	early := model.OwnerNotice{What: "live-migration", By: "campaign roll-1", Told: time.Now().Add(-10 * time.Minute)}
 	early.At = early.Told.Add(lead)
 	c.World.SetMetadata("early-0", model.NoticeKey, early.String())
@@ -46,6 +49,9 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 
 	removed := false
 	samples := simtest.SampleNotices(c.World, func(vm *sim.VM, now time.Time) bool {
+		if vm.Name == "stopper-0" && vm.Metadata[model.NoticeKey] != "" && vm.Status == "ACTIVE" {
+			vm.Status, vm.VMState, vm.Updated = "SHUTOFF", "stopped", now // its owner stops it during the lead
+		}
 		if vm.Name == "hasty-0" && vm.Metadata[model.NoticeKey] != "" && vm.Metadata[model.MoveNowKey] == "" {
 			vm.Metadata[model.MoveNowKey], vm.Updated = "true", now // its owner's answer
 		}
@@ -97,7 +103,7 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 		t.Errorf("hasty-0 told %v, its move began %v: want it moved before its lead was up (its owner said now)", toldAt["hasty-0"], hasty)
 	}
 	for _, r := range rep.VMs {
-		if r.VM == "restart-0" || r.VM == "hasty-0" {
+		if r.VM == "restart-0" || r.VM == "hasty-0" || r.VM == "stopper-0" {
 			continue // below
 		}
 		want := lead
@@ -132,11 +138,17 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 	if _, rep, err := run(t, e, model.OpUncordon, c0, ops.RunOptions{Policy: defaults()}); err != nil || rep.Result != ops.ResultDone {
 		t.Fatalf("uncordon: %v %s", err, rep.Result)
 	}
+	// stopper-0's owner stopped it during its lead: drainctl neither stopped it nor starts it,
+	// and its notice is gone.
+	if s, _ := c.World.ServerByName("stopper-0"); s.Status != "SHUTOFF" || s.Host != c0 || s.Metadata[model.NoticeKey] != "" {
+		t.Errorf("stopper-0 after the uncordon: %s on %s, its notice %q; want left stopped by its owner, no notice",
+			s.Status, s.Host, s.Metadata[model.NoticeKey])
+	}
 	if restarted, _ = c.World.ServerByName("restart-0"); restarted.Status != "ACTIVE" || restarted.Metadata[model.NoticeKey] != "" {
 		t.Errorf("restart-0 after the uncordon: %s, its notice %q; want started again, the notice cleared",
 			restarted.Status, restarted.Metadata[model.NoticeKey])
 	}
-	if len(rep.VMs) != 9 || len(said) != 9 || strings.Contains(strings.Join(said, "\n"), "early-0") ||
+	if len(rep.VMs) != 10 || len(said) != 10 || strings.Contains(strings.Join(said, "\n"), "early-0") ||
 		!strings.Contains(strings.Join(said, "\n"), "its owner told: due at") {
 		t.Errorf("%d VMs reported; the run said:\n%s", len(rep.VMs), strings.Join(said, "\n"))
 	}
