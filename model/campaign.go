@@ -197,6 +197,8 @@ type Forecast struct {
 	RoomOutAtOnce *int `json:"roomOutAtOnce,omitempty"`
 	// RateFloors are the rate budgets' ([roll] budget) least times, whatever the copy takes.
 	RateFloors []RateFloor `json:"rateFloors,omitempty"`
+	// GroupFloors are the VM groups' budgets' least times (#57.1), whatever the parallelism.
+	GroupFloors []GroupFloor `json:"groupFloors,omitempty"`
 }
 
 // NodeForecast is one node's share of a campaign.

@@ -1,8 +1,11 @@
 package model
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // VM groups kept whole (#57): a group is a Nova server group, or the VMs whose metadata name
@@ -93,4 +96,50 @@ func maxDisrupted(raw string, members int) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// GroupFloor is what a VM group's budget does to a campaign's forecast: its members on the
+// nodes the campaign empties go Max at once whatever the nodes' parallelism, so they take at
+// least their copy time over Max.
+type GroupFloor struct {
+	Group   string        `json:"group"`
+	Members int           `json:"members"` // on the nodes the campaign empties
+	Max     int           `json:"max"`
+	Least   time.Duration `json:"least"`
+}
+
+// GroupFloors are the groups whose members on the nodes emptied (moving) are more than their
+// budget, each with its least time at rateMiBps a move, the longest first.
+func GroupFloors(inv Inventory, moving []string, rateMiBps float64, operator map[string]string) []GroupFloor {
+	var all []VM
+	ram, emptied := map[string]int64{}, map[string]bool{}
+	for _, n := range moving {
+		emptied[n] = true
+	}
+	for _, n := range inv.Nodes {
+		all = append(all, n.VMs...)
+		for _, vm := range n.VMs {
+			if emptied[n.Name] {
+				ram[vm.ID] = vm.RAMMB
+			}
+		}
+	}
+	var out []GroupFloor
+	for _, b := range GroupBudgets(all, inv.ServerGroups, operator) {
+		f := GroupFloor{Group: b.Name, Max: b.Max}
+		var mib int64
+		for id := range b.Members {
+			if m, ok := ram[id]; ok {
+				f.Members++
+				mib += m
+			}
+		}
+		if f.Members <= f.Max || rateMiBps <= 0 {
+			continue
+		}
+		f.Least = time.Duration(float64(mib) / rateMiBps / float64(f.Max) * float64(time.Second))
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b GroupFloor) int { return cmp.Or(cmp.Compare(b.Least, a.Least), cmp.Compare(a.Group, b.Group)) })
+	return out
 }

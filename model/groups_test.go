@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // A group's budget is its members' word: the smallest valid one holds ("N", or "P%" of the
 // group rounded up, at least 1); a server group's members are its members whatever their
@@ -39,5 +42,24 @@ func TestTheOperatorsGroupBudget(t *testing.T) {
 	}
 	if b := got["group b"]; b == nil || b.Max != 1 || b.From != "b-1" {
 		t.Errorf("group b: %+v; want b-1's 1 (tighter than the operator's 2; b-0's 5 looser)", b)
+	}
+}
+
+// A group's budget in a campaign's forecast (#57.1): its members on the nodes emptied go so
+// many at once, so they take at least their copy time over the budget; a group no larger than
+// its budget there, or not there at all, is no floor.
+func TestGroupFloors(t *testing.T) {
+	member := func(id, group, max string) VM {
+		return VM{ID: id, Name: "vm-" + id, RAMMB: 1024, GroupAsked: group, MaxDisruptedAsked: max}
+	}
+	inv := Inventory{Nodes: []Node{
+		{Name: "a", VMs: []VM{member("1", "db", "1"), member("2", "web", "2")}},
+		{Name: "b", VMs: []VM{member("3", "db", ""), member("4", "web", "")}},
+		{Name: "c", VMs: []VM{member("5", "db", ""), member("6", "cache", "1")}},
+		{Name: "d", VMs: []VM{member("7", "cache", "")}},
+	}}
+	got := GroupFloors(inv, []string{"a", "b", "c"}, 512, nil)
+	if len(got) != 1 || got[0].Group != "group db" || got[0].Members != 3 || got[0].Max != 1 || got[0].Least != 6*time.Second {
+		t.Errorf("%+v; want group db alone: 3 members of 1 GiB one at a time at 512 MiB/s, 6s (web: 2 at once, cache: 1 there)", got)
 	}
 }

@@ -389,6 +389,25 @@ type groupCache struct {
 	budgets []*model.GroupBudget // by name
 }
 
+// stoppedInPlace are the VMs drainctl stopped in place for their restart-in-place, by every
+// process, as the nodes' journals say (Kubernetes: every process sees them, written before the
+// stop, cleared when the node is released after their start). A claim that can only hold a
+// group's next disruption, never start one.
+func (i *Inventory) stoppedInPlace() map[string]bool {
+	out := map[string]bool{}
+	for _, n := range i.kube.Nodes() {
+		if _, ok := n.Annotations[JournalAnnotation]; !ok {
+			continue
+		}
+		if j, ok := ReadJournal(n); ok {
+			for _, id := range j.Restart {
+				out[id] = true
+			}
+		}
+	}
+	return out
+}
+
 // groupBudgets are the cloud's groups with a budget (model.GroupBudgets), by name, from the
 // last read of Nova, worked out again at most once every (a poll interval).
 func (i *Inventory) groupBudgets(ctx context.Context, every time.Duration, operator map[string]string) []*model.GroupBudget {

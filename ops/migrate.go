@@ -151,7 +151,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 	}
 	r.tellAhead(ctx, all) // owners.go: every owner told at once, their leads run together
 	for i, run := range all {
-		if r.heldForLead(run, reasons[i], q) { // owners.go: a stop in place waits for its lead in the loop below
+		if r.heldBeforeStop(run, reasons[i], q) { // owners.go: a stop in place waits for its lead and its group below
 			continue
 		}
 		if bad := movers[run.method].begin(r, ctx, run, reasons[i], q); bad != nil {

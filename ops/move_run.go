@@ -94,7 +94,7 @@ type moveQueue struct {
 
 // heldStop is a VM to stop in place (restart-in-place) held for its owner's lead.
 type heldStop struct {
-	run    *vmRun
+	move   *vmRun
 	reason *model.Reason
 }
 

@@ -162,47 +162,6 @@ func latest(a, b time.Time) time.Time {
 	return b
 }
 
-// heldForLead holds a VM to be stopped in place (restart-in-place) until its owner's lead is
-// up, at the move loop's polls (stopsDue): the node's other VMs are queued meanwhile, and an
-// owner's move-now is heard.
-func (r *runner) heldForLead(run *vmRun, reason *model.Reason, q *moveQueue) bool {
-	if run.method != model.MoveRestart || !r.tellsOwnerOf(run) || run.vm.Phase() != model.PhaseRunning {
-		return false // one stopped already is left as it is (stopInPlace)
-	}
-	q.stops = append(q.stops, heldStop{run, reason})
-	return true
-}
-
-// stopsDue stops in place the held VMs whose owners' lead is up (or who said now), their
-// notices as Nova shows them now.
-func (r *runner) stopsDue(ctx context.Context, q *moveQueue) (failed []model.Reason) {
-	held := q.stops[:0]
-	for _, h := range q.stops {
-		vm := h.run.vm
-		cur, err := r.e.nova.Server(ctx, vm.ID)
-		switch {
-		case err == nil && cur.Host != vm.Host: // moved meanwhile (a colleague, its owner): not ours to stop
-			msg := "left the node by itself (now on " + cur.Host + ")"
-			h.run.dest, h.run.started = cur.Host, r.e.now()
-			r.report.VMs = append(r.report.VMs, r.vmReport(h.run, MigSkipped, msg))
-			r.emitVM(h.run, MigSkipped, msg)
-			continue
-		case err == nil:
-			vm = cur
-		}
-		if !r.ownerSaysNow(vm) && !r.toldOrTell(ctx, h.run, vm.Notice) {
-			held = append(held, h)
-			continue
-		}
-		h.run.vm = vm // the stop acts on the VM as Nova shows it now (stopped meanwhile: left as it is)
-		if bad := movers[model.MoveRestart].begin(r, ctx, h.run, h.reason, q); bad != nil {
-			failed = append(failed, *bad)
-		}
-	}
-	q.stops = held
-	return failed
-}
-
 // stoppedInPlace says whether this run stopped the VM for its restart-in-place (journaled):
 // its notice stays until the VM is started again.
 func (r *runner) stoppedInPlace(run *vmRun) bool {

@@ -221,20 +221,21 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 // cluster room counted. later: a group holds it; its node's next VM is tried.
 func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 	vm := q.run.vm
+	stopped := r.e.inv.stoppedInPlace() // a member stopped for its restart-in-place is disrupted too
 	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.Groups) {
 		if !b.Members[vm.ID] {
 			continue
 		}
 		moving := 0
-		for id := range q.room.moving {
-			if id != vm.ID && b.Members[id] {
+		for id := range b.Members {
+			if _, on := q.room.moving[id]; id != vm.ID && (on || stopped[id]) {
 				moving++
 			}
 		}
 		if moving < b.Max {
 			continue
 		}
-		what := fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving",
+		what := fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving or stopped in place",
 			b.Name, b.Max, model.MaxDisruptedKey, b.From, moving)
 		if q.run.method == model.MoveRebuild { // a dead host's member: rebuilt now, never held
 			r.sayGroup(b.Name, vm, what+"; "+vm.Name+" is rebuilt anyway (its host is dead): the group is over its budget")

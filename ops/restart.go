@@ -281,3 +281,92 @@ func powerSeen(a model.PowerAction) string {
 	}
 	return fmt.Sprintf("Nova's newest is a %s, request %s by user %s", a.Action, a.RequestID, cmp.Or(a.UserID, "unknown"))
 }
+
+// heldBeforeStop holds a VM to be stopped in place (restart-in-place) at the move loop's polls
+// (stopsDue) while its owner's lead is not up or its group is at its disruption budget: the
+// node's other VMs are queued meanwhile, and an owner's move-now is heard.
+func (r *runner) heldBeforeStop(run *vmRun, reason *model.Reason, q *moveQueue) bool {
+	if run.method != model.MoveRestart || run.vm.Phase() != model.PhaseRunning {
+		return false // one stopped already is left as it is (stopInPlace)
+	}
+	if !r.tellsOwnerOf(run) && !r.inAGroup(run.vm) {
+		return false
+	}
+	q.stops = append(q.stops, heldStop{run, reason})
+	return true
+}
+
+// stopsDue stops in place the held VMs whose owners' lead is up (or who said now), their
+// notices as Nova shows them now.
+func (r *runner) stopsDue(ctx context.Context, q *moveQueue) (failed []model.Reason) {
+	held := q.stops[:0]
+	for _, h := range q.stops {
+		vm := h.move.vm
+		cur, err := r.e.nova.Server(ctx, vm.ID)
+		switch {
+		case err == nil && cur.Host != vm.Host: // moved meanwhile (a colleague, its owner): not ours to stop
+			msg := "left the node by itself (now on " + cur.Host + ")"
+			h.move.dest, h.move.started = cur.Host, r.e.now()
+			r.report.VMs = append(r.report.VMs, r.vmReport(h.move, MigSkipped, msg))
+			r.emitVM(h.move, MigSkipped, msg)
+			continue
+		case err == nil:
+			vm = cur
+		}
+		leadUp := !r.tellsOwnerOf(h.move) || r.ownerSaysNow(vm) || r.toldOrTell(ctx, h.move, vm.Notice)
+		if !leadUp || r.groupHoldsStop(ctx, vm) {
+			held = append(held, h)
+			continue
+		}
+		h.move.vm = vm // the stop acts on the VM as Nova shows it now (stopped meanwhile: left as it is)
+		if bad := r.stopInPlace(ctx, h.move, h.reason, q); bad != nil {
+			failed = append(failed, *bad)
+		}
+	}
+	q.stops = held
+	return failed
+}
+
+// inAGroup says whether the VM is a member of a group with a disruption budget.
+func (r *runner) inAGroup(vm model.VM) bool {
+	for _, b := range r.e.inv.groupBudgets(context.Background(), r.e.o.Poll, r.e.cfg.Policy.Groups) {
+		if b.Members[vm.ID] {
+			return true
+		}
+	}
+	return false
+}
+
+// groupHoldsStop: a stop in place is a disruption of the VM's groups too (#57.1): each group's
+// members moving (every actor's moves Nova lists, read after asking) and stopped in place (the
+// nodes' journals) are counted, and a group at its budget holds the stop, said once. Stops are
+// not taken under the cluster-wide start lock: two processes stopping two members in the same
+// moment can both pass.
+func (r *runner) groupHoldsStop(ctx context.Context, vm model.VM) bool {
+	moves, _, err := r.e.nova.MovingFrom(ctx, "", 0)
+	if err != nil {
+		return true // the group's disruptions unknown: held, asked again at the next poll
+	}
+	disrupted := r.e.inv.stoppedInPlace()
+	for _, m := range moves {
+		disrupted[m.InstanceID] = true
+	}
+	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.Groups) {
+		if !b.Members[vm.ID] {
+			continue
+		}
+		n := 0
+		for id := range b.Members {
+			if id != vm.ID && disrupted[id] {
+				n++
+			}
+		}
+		if n >= b.Max {
+			r.sayGroup(b.Name, vm, fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving or "+
+				"stopped in place; %s waits for one to end before it is stopped in place", b.Name, b.Max, model.MaxDisruptedKey,
+				b.From, n, vm.Name))
+			return true
+		}
+	}
+	return false
+}

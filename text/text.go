@@ -280,6 +280,10 @@ func ForecastLines(f model.Forecast) []string {
 	for _, b := range f.RateFloors {
 		lines = append(lines, Sprintf("rate budget %q: the campaign takes at least %s", b.Budget, Duration(b.Least)))
 	}
+	for _, g := range f.GroupFloors {
+		lines = append(lines,
+			Sprintf("%s: %d member(s) on these nodes, %d at once: at least %s", g.Group, g.Members, g.Max, Duration(g.Least)))
+	}
 	if f.Short != "" {
 		lines = append(lines, Sprintf("REFUSED: below the headroom while %s is out", f.Short))
 	}

@@ -9,12 +9,9 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/campaign"
-	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
@@ -101,11 +98,7 @@ func TestACampaignKeepsTheRoomAHostsDeathIsRecoveredInto(t *testing.T) {
 	mu.Unlock()
 
 	c.die(dead)
-	t.Cleanup(func() { // the API server is shared: another test lists the recoveries
-		for _, name := range []string{ops.RecoveryRecord(dead), "fence-" + dead} {
-			_ = c.CS.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(context.Background(), kube.RecordName(name), metav1.DeleteOptions{})
-		}
-	})
+	c.forgetRecoveryAtEnd(dead)
 	t.Cleanup(c.startRecoverer("true {node}"))
 	c.waitRecovered(dead)
 	for k := range 4 {

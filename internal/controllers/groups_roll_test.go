@@ -15,6 +15,7 @@ import (
 	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
+	"github.com/drainctl/drainctl/text"
 )
 
 // #57's roll, on a real API server with the simulator: 20 nodes, 5 VM groups of
@@ -58,6 +59,14 @@ func TestARollKeepsEveryGroupWholeThroughAHostsDeath(t *testing.T) {
 			t.Errorf("%s started %v after %s, four nodes between: the budget 25%% per 4s allows five in 4s", rec.Nodes[i].Name, gap,
 				rec.Nodes[i-5].Name)
 		}
+	}
+	// The forecast counts each group: its 8 members on the roll's nodes, one at a time.
+	if floors := r.Forecast().GroupFloors; len(floors) != 5 || floors[0].Members != 8 || floors[0].Max != 1 || floors[0].Least <= 0 {
+		t.Errorf("the forecast's groups: %+v; want the five, 8 members each, one at a time", floors)
+	}
+	lines := strings.Join(text.ForecastLines(r.Forecast()), "\n")
+	if !strings.Contains(lines, "group g0: 8 member(s) on these nodes, 1 at once: at least") {
+		t.Errorf("the forecast says:\n%s", lines)
 	}
 	t.Logf("the most members of one group disrupted at once: %d (a dead host's rebuilds count); the roll took %v", most, roll.wall)
 }
@@ -214,6 +223,7 @@ func rollOfGroups(t *testing.T, lead time.Duration, budgets bool) groupRoll {
 		return done >= 5
 	})
 	c.die(dead)
+	c.forgetRecoveryAtEnd(dead)
 	t.Cleanup(c.startRecoverer("true {node}"))
 	c.waitRecovered(dead)
 	out := groupRoll{c: c, r: r, group: group, notices: notices, dead: dead}

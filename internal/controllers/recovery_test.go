@@ -81,6 +81,16 @@ func forgetStorms(t *testing.T, cs kubernetes.Interface) {
 }
 
 // die makes a node's machine dead five minutes ago: NotReady, its nova-compute down.
+// forgetRecoveryAtEnd deletes the node's recovery and fence records when the test ends: the
+// API server is shared, and another test lists the recoveries.
+func (c *cluster) forgetRecoveryAtEnd(node string) {
+	c.T.Cleanup(func() {
+		for _, name := range []string{ops.RecoveryRecord(node), "fence-" + node} {
+			_ = c.CS.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(context.Background(), kube.RecordName(name), metav1.DeleteOptions{})
+		}
+	})
+}
+
 func (c *cluster) die(node string) {
 	c.World.KillHost(node)
 	kubetest.SetReady(c.T, c.CS, node, false, time.Now().Add(-5*time.Minute))

@@ -123,6 +123,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 		}
 		f.RateFloors = append(f.RateFloors, model.RateFloor{Budget: b.Raw, Least: least}) // beside Total, the copy time
 	}
+	f.GroupFloors = model.GroupFloors(inv, moving, f.RateMiBps, e.Config().Policy.Groups)
 	r.lowestFree(&f, inv, order)
 	return f, nil
 }
