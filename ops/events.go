@@ -235,9 +235,12 @@ type VMReport struct {
 	MigrationID int64 `json:"migrationID,omitempty"`
 	// Told is when its owner was told ([notify] owner_lead), Lead how long before its request;
 	// NotTold why Nova refused every notice (the lead was given all the same).
-	Told    time.Time     `json:"told,omitzero"`
-	Lead    time.Duration `json:"leadNs,omitempty"`
-	NotTold string        `json:"notTold,omitempty"`
+	// RequestID is Nova's request ID of its last move's request: the instance action its owner
+	// sees in openstack server event list.
+	RequestID string        `json:"requestID,omitempty"`
+	Told      time.Time     `json:"told,omitzero"`
+	Lead      time.Duration `json:"leadNs,omitempty"`
+	NotTold   string        `json:"notTold,omitempty"`
 }
 
 // CampaignEvent: a rolling maintenance moved on: a node changed phase (Node set), the

@@ -329,10 +329,22 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 			}
 			continue
 		}
-		r.emitVM(run, MigRequested, "")
+		if run.method == model.MoveLive || run.method == model.MoveCold {
+			run.requestID = e.nova.ActionRequest(run.vm.ID)
+		}
+		r.emitVM(run, MigRequested, requestSaid(run.requestID))
 		running[run.vm.ID] = run
 	}
 	return failed
+}
+
+// requestSaid is what a move's request says of Nova's request ID (the instance action its
+// owner sees), "" when none came.
+func requestSaid(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "Nova's request " + id
 }
 
 // afterFailure decides on a failed attempt: the VM is queued again (its method's fallback,

@@ -86,7 +86,7 @@ func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...m
 	}
 	rep := VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,
 		Attempts: run.attempt, Bytes: bytes, Started: run.started, Duration: r.e.now().Sub(run.started), Message: msg, MigrationID: run.mid,
-		Told: run.told, Lead: run.ownerLead(), NotTold: run.notTold}
+		Told: run.told, Lead: run.ownerLead(), NotTold: run.notTold, RequestID: run.requestID}
 	if len(override) > 0 {
 		rep.Override = override[0]
 	}

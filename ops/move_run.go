@@ -51,6 +51,7 @@ type vmRun struct {
 	// "" once cleared), the first refused try (tellTried) and Nova's refusal (notTold).
 	told, tellTried time.Time
 	notice, notTold string
+	requestID       string // Nova's request ID of the last request (live, cold): its instance action's
 }
 
 // recordsOf keeps the migration records (newest first) that may be this move's: those

@@ -110,8 +110,9 @@ func TestAnOwnerIsToldAheadOfTheirVMsMove(t *testing.T) {
 		if r.VM == "early-0" {
 			want = 10 * time.Minute
 		}
-		if r.Result != ops.MigCompleted || r.Lead < want || r.Told.IsZero() {
-			t.Errorf("%s: %s, told %v, lead %v; want completed with a lead of at least %v", r.VM, r.Result, r.Told, r.Lead, want)
+		if r.Result != ops.MigCompleted || r.Lead < want || r.Told.IsZero() || !strings.HasPrefix(r.RequestID, "req-") {
+			t.Errorf("%s: %s, told %v, lead %v, Nova's request %q; want completed with a lead of at least %v, its request named",
+				r.VM, r.Result, r.Told, r.Lead, r.RequestID, want)
 		}
 		if vm, _ := c.World.ServerByName(r.VM); vm.Metadata[model.NoticeKey] != "" {
 			t.Errorf("%s after its move: its notice %q is still there", r.VM, vm.Metadata[model.NoticeKey])

@@ -149,6 +149,9 @@ type Nova interface {
 	ConfirmResize(ctx context.Context, id string) error
 	RevertResize(ctx context.Context, id string) error
 	ColdFrom(ctx context.Context, host string, fresh time.Duration) ([]model.Migration, error)
+	// ActionRequest is the request ID Nova answered the last live or cold move of the server
+	// asked here with: its instance action's ("" : none asked here).
+	ActionRequest(id string) string
 	ServerMigrations(ctx context.Context, id string) ([]model.Migration, error)
 	MigrationsOf(ctx context.Context, id string) ([]model.Migration, error)
 	// RecentMoves are the cloud's records not ended, and those seen ending in the last

@@ -75,14 +75,26 @@ func (c *Client) LiveMigrate(ctx context.Context, id, host string) error {
 	if host != "" {
 		h = &host
 	}
-	if err := servers.LiveMigrate(ctx, c.compute, id, liveMigrate{h}).ExtractErr(); err != nil {
+	r := servers.LiveMigrate(ctx, c.compute, id, liveMigrate{h})
+	if err := r.ExtractErr(); err != nil {
 		err = fmt.Errorf("live-migrating server %s: %w", id, describe(err))
 		if cannotLive(err.Error()) {
 			return cannotLiveError{err}
 		}
 		return err
 	}
+	c.requests.Store(id, r.Header.Get("X-Openstack-Request-Id"))
 	return nil
+}
+
+// ActionRequest is the request ID Nova answered this client's last move of the server with
+// (live or cold): the one its instance action keeps (openstack server event list). "" when
+// none was asked here.
+func (c *Client) ActionRequest(id string) string {
+	if v, ok := c.requests.Load(id); ok {
+		return v.(string)
+	}
+	return ""
 }
 
 // cannotLive reads Nova's words for a server that cannot move live at all: its API refused
@@ -113,10 +125,12 @@ func (c *Client) ColdMigrate(ctx context.Context, id, host string) error {
 	default:
 		body = map[string]any{"migrate": nil}
 	}
-	if _, err := c.compute.Post(ctx, c.compute.ServiceURL("servers", id, "action"), body, nil,
-		&gophercloud.RequestOpts{OkCodes: []int{202}}); err != nil {
+	resp, err := c.compute.Post(ctx, c.compute.ServiceURL("servers", id, "action"), body, nil,
+		&gophercloud.RequestOpts{OkCodes: []int{202}})
+	if err != nil {
 		return fmt.Errorf("cold-migrating server %s: %w", id, describe(err))
 	}
+	c.requests.Store(id, resp.Header.Get("X-Openstack-Request-Id"))
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ const (
 
 // Client talks to Nova for one drainctl process. It is safe for concurrent use.
 type Client struct {
+	requests     sync.Map // server ID -> the request ID of its last move asked here (actions.go)
 	compute      *gophercloud.ServiceClient
 	placement    *gophercloud.ServiceClient // nil: not in the catalog
 	cache        roomCache                  // Placement's providers as last read

@@ -81,3 +81,43 @@ func actionsOf(t *testing.T, c *novatest.Cloud, id string) []string {
 	}
 	return names
 }
+
+// A move's request ID is its instance action's (#57.3: what an owner sees in openstack server
+// event list is what drainctl's report names): the ID Nova answered a live and a cold move
+// with is the request_id of the server's newest live-migration and migrate actions.
+func TestConformanceAMovesRequestIsItsInstanceAction(t *testing.T) {
+	novatest.Each(t, func(t *testing.T, c *novatest.Cloud) {
+		ctx, cl := context.Background(), drainctlClient(t, c)
+		live, cold := c.Boot("req-live", "compute-0"), c.Boot("req-cold", "compute-0")
+		must(t, cl.LiveMigrate(ctx, live, ""))
+		must(t, cl.ColdMigrate(ctx, cold, ""))
+		c.Wait(60*time.Second, "both moved", func() bool {
+			return serverOf(t, ctx, cl, live).Host != "compute-0" && serverOf(t, ctx, cl, cold).Status == model.VMVerifyResize
+		})
+		for id, action := range map[string]string{live: "live-migration", cold: "migrate"} {
+			req := cl.ActionRequest(id)
+			if !strings.HasPrefix(req, "req-") || requestOf(t, c, id, action) != req {
+				t.Errorf("%s: drainctl's request %q, the instance action's %q", action, req, requestOf(t, c, id, action))
+			}
+		}
+		must(t, cl.ConfirmResize(ctx, cold))
+	})
+}
+
+// requestOf is the request ID of the server's newest instance action named action.
+func requestOf(t *testing.T, c *novatest.Cloud, id, action string) string {
+	t.Helper()
+	var out struct {
+		InstanceActions []struct {
+			Action    string
+			RequestID string `json:"request_id"`
+		} `json:"instanceActions"`
+	}
+	c.API.Must("GET", "compute", "/servers/"+id+"/os-instance-actions", nil, &out, 200)
+	for _, a := range out.InstanceActions { // newest first
+		if a.Action == action {
+			return a.RequestID
+		}
+	}
+	return ""
+}
