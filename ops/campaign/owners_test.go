@@ -136,7 +136,8 @@ func TestAnOwnersMoveNowIsMovedBeforeItsNodesTurn(t *testing.T) {
 // (from an hour ago to four hours on); later-0's owner asks for one two to three hours on,
 // which meets the campaign's: its node waits, and says until when. never-0's owner asks for one
 // the campaign's never meets: its node is not held, and the campaign says why. The test stops
-// the campaign once c0 waits (its window is hours away).
+// the campaign once c0 waits (its window is hours away). open-0's owner asks for one open now:
+// it is moved in it, with its node.
 func TestAnOwnersWindowHoldsItsNodeWhereTheCampaignsMeetsIt(t *testing.T) {
 	c := simtest.NewCluster(t, 20)
 	nodes := []string{c.Name("c1"), c.Name("c0")} // never-0's node first
@@ -148,6 +149,8 @@ func TestAnOwnersWindowHoldsItsNodeWhereTheCampaignsMeetsIt(t *testing.T) {
 	c.World.SetMetadata("later-0", model.WindowKey, window(2, 3))
 	c.World.AddServer("never-0", nodes[0], f)
 	c.World.SetMetadata("never-0", model.WindowKey, window(5, 6))
+	c.World.AddServer("open-0", nodes[0], f) // its owner's window is open now, and so is the campaign's: moved in it
+	c.World.SetMetadata("open-0", model.WindowKey, window(-2, 2))
 	ours, err := campaign.ParseWindow(window(-1, 4))
 	if err != nil {
 		t.Fatal(err)
@@ -175,9 +178,15 @@ func TestAnOwnersWindowHoldsItsNodeWhereTheCampaignsMeetsIt(t *testing.T) {
 	if rec.Nodes[0].Phase != model.PhaseDone || rec.Nodes[1].Phase.Started() {
 		t.Errorf("c1 %s, c0 %s; want c1 done (never-0's window holds nothing), c0 not started", rec.Nodes[0].Phase, rec.Nodes[1].Phase)
 	}
+	if vm, _ := c.World.ServerByName("open-0"); vm.Host == nodes[0] {
+		t.Errorf("open-0 on %s after its node was done; want moved in its owner's window", vm.Host)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	all := strings.Join(said, "\n")
+	if strings.Contains(all, "open-0") {
+		t.Errorf("the campaign held or spoke of open-0, whose window is open:\n%s", all)
+	}
 	if !strings.Contains(all, "never-0's owner asks for the window") || !strings.Contains(all, "never overlaps the campaign's window") ||
 		!strings.Contains(all, "waiting: VM later-0's owner asks for the window") || !strings.Contains(all, "both open") {
 		t.Errorf("what the campaign said:\n%s", all)
