@@ -221,10 +221,13 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 // cluster room counted. later: a group holds it; its node's next VM is tried.
 func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 	vm := q.run.vm
-	stopped := r.e.inv.stoppedInPlace() // a member stopped for its restart-in-place is disrupted too
+	var stopped map[string]bool // a member stopped for its restart-in-place is disrupted too
 	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.Groups) {
 		if !b.Members[vm.ID] {
 			continue
+		}
+		if stopped == nil { // read for a group's member only: every request passes here
+			stopped = r.e.inv.stoppedInPlace()
 		}
 		moving := 0
 		for id := range b.Members {
