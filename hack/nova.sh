@@ -4,6 +4,11 @@
 # neutron-server (ML2, no agents), nova api/conductor/scheduler and three nova-compute with
 # the fake virt driver (fake.FakeLiveMigrateDriver) as compute-0..2.
 #
+# NOVA_VIRT=libvirt at `up` makes the libvirt world instead (hack/nova/libvirt.sh): the same
+# control plane on a bridge's address, and compute-0..2 real machines in network namespaces,
+# each with its own libvirtd, QEMU guests (TCG) and nova-compute with Nova's libvirt driver;
+# servers boot hack/guest/build.sh's tiny guest. Its state defaults to .nova-libvirt/.
+#
 #   hack/nova.sh install            apt packages (a fresh machine; CI runs it)
 #   hack/nova.sh ready              exits 0 when they are installed
 #   hack/nova.sh up [STATE]         a fresh world (stops and wipes the last one first); prints
@@ -12,6 +17,10 @@
 #   hack/nova.sh stop-compute HOST [STATE] / start-compute HOST [STATE]
 #                                   a host's nova-compute dies / starts again (the fake
 #                                   driver forgets its guests when it stops)
+#   hack/nova.sh kill-host HOST [STATE] / start-host HOST [STATE]        (libvirt world)
+#                                   the machine loses its power (every process of its
+#                                   namespace, its guests with it) / is powered on again
+#   hack/nova.sh kill-libvirtd HOST [STATE] / start-libvirtd HOST [STATE] (libvirt world)
 #
 # STATE defaults to .nova/ in the repository. Facts this rests on: shared/notes/nova-real.md,
 # copied where a line needs one. Nova's service_down_time is 6 s here (60 s by default) so
@@ -20,6 +29,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=hack/nova/libvirt.sh
+. "$root/hack/nova/libvirt.sh"
 PY=/usr/bin/python3 # python3 on PATH may be another interpreter (pyenv)
 HOSTS=(compute-0 compute-1 compute-2)
 PASS=drainctl-test # every service user's and the admin's password: a throwaway world on loopback
@@ -28,7 +39,10 @@ die() { log "$*"; exit 1; }
 
 packages=(python3-nova python3-keystone python3-placement python3-glance python3-neutron
 	nova-common neutron-common glance-common mariadb-server rabbitmq-server
-	uwsgi uwsgi-plugin-python3 python3-openstacksdk curl)
+	uwsgi uwsgi-plugin-python3 python3-openstacksdk curl
+	# the libvirt world: real guests under QEMU's TCG, their config drives, cold moves' ssh
+	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
+	python3-libvirt genisoimage openssh-server openssh-client busybox-static iproute2 sudo)
 
 install() {
 	local missing=()
@@ -47,11 +61,19 @@ install() {
 }
 
 state() {
-	S="${1:-$root/.nova}"
+	VIRT="${NOVA_VIRT:-fake}"
+	local dflt="$root/.nova"
+	[ "$VIRT" = libvirt ] && dflt="$root/.nova-libvirt"
+	S="${1:-$dflt}"
 	mkdir -p "$S"
 	S="$(cd "$S" && pwd)"
+	[ -f "$S/virt" ] && [ "$cmd" != up ] && VIRT="$(cat "$S/virt")"
+	ADDR=127.0.0.1 EPMD_PORT=4369 DIST_PORT=25672 RABBIT_NODE=rabbit@localhost
+	if [ "$VIRT" = libvirt ]; then # a world of its own beside the fake one
+		ADDR="$CP_ADDR" EPMD_PORT=4370 DIST_PORT=25673 RABBIT_NODE=rabbit-libvirt@localhost
+	fi
 	DB="mysql+pymysql://openstack:$PASS@localhost/%s?unix_socket=$S/mysql/sock&charset=utf8"
-	RABBIT="rabbit://guest:guest@127.0.0.1:5672/"
+	RABBIT="rabbit://guest:guest@$ADDR:5672/"
 }
 
 # ---- processes: started in their own session, a PID file each, stopped only by that PID ----
@@ -90,6 +112,7 @@ stop() {
 }
 
 down() {
+	[ "$VIRT" != libvirt ] || libvirt_down
 	[ -d "$S/pid" ] || return 0
 	local n
 	for n in $(ls "$S/pid"); do
@@ -119,8 +142,8 @@ manage() { py -c 'import sys; from '"$1"' import main; sys.argv[0] = "'"$2"'"; s
 authtoken() { # [keystone_authtoken] for a service user
 	cat <<EOF
 [keystone_authtoken]
-www_authenticate_uri = http://127.0.0.1:5000
-auth_url = http://127.0.0.1:5000
+www_authenticate_uri = http://$ADDR:5000
+auth_url = http://$ADDR:5000
 auth_type = password
 project_domain_name = Default
 user_domain_name = Default
@@ -133,7 +156,7 @@ EOF
 service_user() { # a keystoneauth section for calls a service makes to another
 	cat <<EOF
 [$1]
-auth_url = http://127.0.0.1:5000
+auth_url = http://$ADDR:5000
 auth_type = password
 project_domain_name = Default
 user_domain_name = Default
@@ -170,7 +193,7 @@ EOF
 	cp /etc/glance/glance-api-paste.ini "$S/etc/glance-api-paste.ini"
 	cat >"$S/etc/glance-api.conf" <<EOF
 [DEFAULT]
-bind_host = 127.0.0.1
+bind_host = $ADDR
 bind_port = 9292
 workers = 0
 log_file = $S/log/glance-app.log
@@ -195,7 +218,7 @@ EOF
 	cp /usr/share/neutron-common/api-paste.ini "$S/etc/neutron-api-paste.ini"
 	cat >"$S/etc/neutron.conf" <<EOF
 [DEFAULT]
-bind_host = 127.0.0.1
+bind_host = $ADDR
 bind_port = 9696
 core_plugin = ml2
 service_plugins = router
@@ -227,10 +250,10 @@ EOF
 [DEFAULT]
 transport_url = $RABBIT
 enabled_apis = osapi_compute
-osapi_compute_listen = 127.0.0.1
+osapi_compute_listen = $ADDR
 osapi_compute_listen_port = 8774
 osapi_compute_workers = 1
-my_ip = 127.0.0.1
+my_ip = $ADDR
 compute_driver = fake.FakeLiveMigrateDriver
 state_path = $S/nova
 instances_path = $S/nova/instances
@@ -241,6 +264,7 @@ service_down_time = ${NOVA_SERVICE_DOWN_TIME:-6}
 report_interval = ${NOVA_REPORT_INTERVAL:-2}
 # Nova's own default: a cold move waits in VERIFY_RESIZE until it is confirmed.
 resize_confirm_window = 0
+$(virt_common)
 [api]
 auth_strategy = keystone
 [api_database]
@@ -268,7 +292,7 @@ $(service_user neutron nova)
 $(service_user glance nova)
 [service_user]
 send_service_user_token = true
-auth_url = http://127.0.0.1:5000
+auth_url = http://$ADDR:5000
 auth_type = password
 project_domain_name = Default
 user_domain_name = Default
@@ -284,6 +308,16 @@ EOF
 	for h in "${HOSTS[@]}"; do
 		printf '[DEFAULT]\nhost = %s\nlog_file = %s/log/%s-app.log\n' "$h" "$S" "$h" >"$S/etc/$h.conf"
 	done
+	[ "$VIRT" != libvirt ] || configure_hosts
+}
+
+virt_common() { # nova.conf's [DEFAULT] lines of the libvirt world
+	[ "$VIRT" = libvirt ] || return 0
+	printf '%s\n' \
+		"# The guests read their metadata from a config drive (hack/guest/init): no metadata service." \
+		"force_config_drive = True" \
+		"# A guest's clean shutdown (ACPI) is waited for at most this long, then it is destroyed." \
+		"shutdown_timeout = 10"
 }
 
 # ---- the pieces, in the order they need each other ----
@@ -312,18 +346,21 @@ databases() {
 start_rabbitmq() {
 	mkdir -p "$S/rabbit"
 	# epmd started here, on loopback: else erl daemonises its own, which nothing tracks.
-	spawn epmd epmd -address 127.0.0.1
+	spawn epmd env ERL_EPMD_PORT="$EPMD_PORT" epmd -address 127.0.0.1
 	: >"$S/rabbit/enabled_plugins"
+	# guest logs in from loopback only; the libvirt world's machines come over its bridge.
+	echo 'loopback_users.guest = false' >"$S/rabbit/rabbitmq.conf"
 	spawn rabbitmq env HOME="$S/rabbit" RABBITMQ_HOME=/usr/lib/rabbitmq \
 		RABBITMQ_MNESIA_BASE="$S/rabbit/mnesia" RABBITMQ_LOG_BASE="$S/log" \
-		RABBITMQ_NODENAME=rabbit@localhost RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+		ERL_EPMD_PORT="$EPMD_PORT" RABBITMQ_DIST_PORT="$DIST_PORT" \
+		RABBITMQ_NODENAME="$RABBIT_NODE" RABBITMQ_NODE_IP_ADDRESS=$ADDR \
 		RABBITMQ_ENABLED_PLUGINS_FILE="$S/rabbit/enabled_plugins" RABBITMQ_CONFIG_FILE="$S/rabbit/rabbitmq" \
 		RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
 		/usr/lib/rabbitmq/bin/rabbitmq-server
 }
 
 uwsgi_app() { # NAME PORT PROCESSES WSGI-FILE ENV=VALUE
-	spawn "$1" uwsgi --plugin python3 --http-socket "127.0.0.1:$2" --wsgi-file "$4" \
+	spawn "$1" uwsgi --plugin python3 --http-socket "$ADDR:$2" --wsgi-file "$4" \
 		--master --processes "$3" --die-on-term --lazy-apps \
 		--add-header "Connection: close" --env "$5" --buffer-size 65535
 }
@@ -334,16 +371,16 @@ start_keystone() {
 	manage keystone.cmd.manage keystone-manage --config-file "$S/etc/keystone.conf" fernet_setup --keystone-user root --keystone-group root
 	manage keystone.cmd.manage keystone-manage --config-file "$S/etc/keystone.conf" credential_setup --keystone-user root --keystone-group root
 	manage keystone.cmd.manage keystone-manage --config-file "$S/etc/keystone.conf" bootstrap \
-		--bootstrap-password "$PASS" --bootstrap-admin-url http://127.0.0.1:5000/v3/ \
-		--bootstrap-internal-url http://127.0.0.1:5000/v3/ --bootstrap-public-url http://127.0.0.1:5000/v3/ \
+		--bootstrap-password "$PASS" --bootstrap-admin-url http://$ADDR:5000/v3/ \
+		--bootstrap-internal-url http://$ADDR:5000/v3/ --bootstrap-public-url http://$ADDR:5000/v3/ \
 		--bootstrap-region-id RegionOne
 	uwsgi_app keystone 5000 2 /usr/bin/keystone-wsgi-public "OS_KEYSTONE_CONFIG_DIR=$S/etc"
-	wait_for keystone 60 curl -sf http://127.0.0.1:5000/v3
+	wait_for keystone 60 curl -sf http://$ADDR:5000/v3
 }
 
 write_env() {
 	cat >"$S/env" <<EOF
-OS_AUTH_URL=http://127.0.0.1:5000/v3
+OS_AUTH_URL=http://$ADDR:5000/v3
 OS_USERNAME=admin
 OS_PASSWORD=$PASS
 OS_PROJECT_NAME=admin
@@ -367,7 +404,9 @@ up() {
 	down
 	rm -rf "$S"
 	mkdir -p "$S/log" "$S/pid"
-	log "state in $S"
+	echo "$VIRT" >"$S/virt"
+	log "state in $S ($VIRT driver)"
+	[ "$VIRT" != libvirt ] || net_up
 	configure
 	start_rabbitmq
 	start_mariadb
@@ -379,12 +418,19 @@ up() {
 	start_glance
 	start_neutron
 	start_nova
-	wait_for rabbitmq 60 bash -c "exec 3<>/dev/tcp/127.0.0.1/5672"
+	wait_for rabbitmq 60 bash -c "exec 3<>/dev/tcp/$ADDR/5672"
 	local h
-	for h in "${HOSTS[@]}"; do start_compute "$h"; done
+	for h in "${HOSTS[@]}"; do
+		if [ "$VIRT" = libvirt ]; then start_host "$h"; else start_compute "$h"; fi
+	done
 	wait_computes
 	py "$root/hack/nova/catalog.py" --world "$S/env"
-	echo "DRAINCTL_REAL_NOVA=$S/env"
+	if [ "$VIRT" = libvirt ]; then
+		libvirt_world
+		echo "DRAINCTL_REAL_HYPERVISOR=$S/env"
+	else
+		echo "DRAINCTL_REAL_NOVA=$S/env"
+	fi
 }
 
 start_placement() {
@@ -421,8 +467,8 @@ start_nova() {
 	manage nova.cmd.manage nova-manage "${conf[@]}" cell_v2 map_cell0
 	manage nova.cmd.manage nova-manage "${conf[@]}" cell_v2 create_cell --name cell1 >/dev/null
 	manage nova.cmd.manage nova-manage "${conf[@]}" db sync
-	wait_for placement 60 curl -sf http://127.0.0.1:8778/
-	wait_for rabbitmq 60 bash -c "exec 3<>/dev/tcp/127.0.0.1/5672"
+	wait_for placement 60 curl -sf http://$ADDR:8778/
+	wait_for rabbitmq 60 bash -c "exec 3<>/dev/tcp/$ADDR/5672"
 	spawn nova-conductor "$PY" -c 'import sys; from nova.cmd.conductor import main; sys.argv[0] = "nova-conductor"; sys.exit(main())' "${conf[@]}"
 	spawn nova-scheduler "$PY" -c 'import sys; from nova.cmd.scheduler import main; sys.argv[0] = "nova-scheduler"; sys.exit(main())' "${conf[@]}"
 	spawn nova-api "$PY" -c 'import sys; from nova.cmd.api import main; sys.argv[0] = "nova-api"; sys.exit(main())' "${conf[@]}"
@@ -431,14 +477,19 @@ start_nova() {
 start_compute() { # a no-op for one that runs
 	local h="$1"
 	ours "$S/pid/$h" >/dev/null && return 0
-	spawn "$h" "$PY" -c 'import sys; from nova.cmd.compute import main; sys.argv[0] = "nova-compute"; sys.exit(main())' \
+	local in=()
+	if [ "$VIRT" = libvirt ]; then
+		ours "$S/pid/$h-machine" >/dev/null || return 0 # a machine without power runs nothing
+		read -ra in <<<"$(libvirt_compute "$h")"
+	fi
+	spawn "$h" "${in[@]}" "$PY" -c 'import sys; from nova.cmd.compute import main; sys.argv[0] = "nova-compute"; sys.exit(main())' \
 		--config-file "$S/etc/nova.conf" --config-file "$S/etc/$h.conf"
 }
 
 wait_computes() {
-	wait_for nova-api 120 curl -sf http://127.0.0.1:8774/
-	wait_for neutron 120 curl -sf http://127.0.0.1:9696/
-	wait_for glance 120 curl -sf http://127.0.0.1:9292/
+	wait_for nova-api 120 curl -sf http://$ADDR:8774/
+	wait_for neutron 120 curl -sf http://$ADDR:9696/
+	wait_for glance 120 curl -sf http://$ADDR:9292/
 	local end=$((SECONDS + 180))
 	while :; do
 		manage nova.cmd.manage nova-manage --config-file "$S/etc/nova.conf" cell_v2 discover_hosts >/dev/null 2>&1 || true
@@ -459,5 +510,9 @@ up) state "${1:-}"; up ;;
 down) state "${1:-}"; down ;;
 stop-compute) state "${2:-}"; stop "$1" ;;
 start-compute) state "${2:-}"; start_compute "$1" ;;
-*) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+kill-host) state "${2:-}"; kill_host "$1" ;;
+start-host) state "${2:-}"; start_host "$1" ;;
+kill-libvirtd) state "${2:-}"; kill_libvirtd "$1" ;;
+start-libvirtd) state "${2:-}"; start_libvirtd "$1" ;;
+*) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
