@@ -11,9 +11,12 @@ type MigrationSample struct {
 }
 
 // MigrationProgress keeps recent samples of one migration and derives its rate and ETA.
-// Nova leaves the counters null until the copy starts; such readings are not samples.
+// Nova leaves the counters null until the copy starts, then saves them to the record only
+// every 5 s, the first time as zeros (measured on real guests): a sample is a reading whose
+// counters are known and new, stamped when first read; Read is the newest reading, new or not.
 type MigrationProgress struct {
 	Samples []MigrationSample // oldest first, the last keepFor, at most maxSamples
+	Read    time.Time         // the newest reading, counters changed or not
 }
 
 const (
@@ -21,14 +24,19 @@ const (
 	keepFor    = 10 * time.Minute // longer than any stall window worth waiting for
 )
 
-// Add records a sample, ignoring one with unknown counters.
+// Add records a reading: a sample when its counters are known (a total of 0 is the first
+// save, before QEMU counts) and differ from the last sample's (the record saved again).
 func (p *MigrationProgress) Add(m Migration, at time.Time) {
-	if m.MemoryTotal == nil || m.MemoryRemaining == nil {
+	if m.MemoryTotal == nil || m.MemoryRemaining == nil || *m.MemoryTotal <= 0 {
 		return
 	}
 	s := MigrationSample{At: at, Total: *m.MemoryTotal, Remaining: *m.MemoryRemaining}
 	if m.MemoryProcessed != nil {
 		s.Processed = *m.MemoryProcessed
+	}
+	p.Read = at
+	if last, ok := p.Last(); ok && last.Total == s.Total && last.Processed == s.Processed && last.Remaining == s.Remaining {
+		return // the same save read again: its time is when it was first seen
 	}
 	p.Samples = append(p.Samples, s)
 	drop := 0
@@ -93,27 +101,34 @@ func (p MigrationProgress) rate(delta func(first, last MigrationSample) int64) f
 	return float64(delta(w[0], w[len(w)-1])) / dt
 }
 
-// ETA is the time left at the current convergence rate, or -1 when unknown or never.
+// ETA is the time left at the current convergence rate, counted from the newest reading
+// (the copy went on since the last save), or -1 when unknown or never.
 func (p MigrationProgress) ETA() time.Duration {
 	s, ok := p.Last()
 	r := p.ConvergeRate()
 	if !ok || r <= 0 {
 		return -1
 	}
-	return time.Duration(float64(s.Remaining) / r * float64(time.Second))
+	eta := time.Duration(float64(s.Remaining)/r*float64(time.Second)) - p.Read.Sub(s.At)
+	return max(0, eta)
 }
 
 // Stalled reports whether remaining has not fallen for at least d: from the newest sample at
-// least d old to the last, it never fell by more than 1 %. Polls a little over d/k apart
-// still find one (taking only the samples within d, a stall of three polls was never seen).
+// least d older than the newest reading to the last, it never fell by more than 1 %. Polls a
+// little over d/k apart still find one (taking only the samples within d, a stall of three
+// polls was never seen); a record not saved again for d is a stall too.
 func (p MigrationProgress) Stalled(d time.Duration) bool {
 	last, ok := p.Last()
 	if !ok {
 		return false
 	}
+	now := last.At
+	if p.Read.After(now) {
+		now = p.Read
+	}
 	from := -1
-	for i := len(p.Samples) - 2; i >= 0; i-- {
-		if last.At.Sub(p.Samples[i].At) >= d {
+	for i := len(p.Samples) - 1; i >= 0; i-- {
+		if now.Sub(p.Samples[i].At) >= d {
 			from = i
 			break
 		}

@@ -75,6 +75,54 @@ func TestProgressStallOfAFewPolls(t *testing.T) {
 	}
 }
 
+// A real guest's migration as Nova's record showed it (the libvirt world: a 256 MiB guest, an
+// 8 MiB/s link; the counters as read): the first save all zeros, then a save every ~5 s and
+// the same counters between. Read every 0.25 s, as drainctl's poll in the hypervisor tests; a
+// rate over repeated readings of one save would be no rate.
+func TestProgressOfARealRecordSavedEvery5s(t *testing.T) {
+	var p MigrationProgress
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	const total = 277422080
+	saves := []struct {
+		at                   float64 // when the save was first read
+		processed, remaining int64
+	}{{2.25, 0, 0}, {7.25, 42905926, 218648576}, {12.25, 85813114, 90341376}}
+	read := func(from, to float64, s int) {
+		for at := from; at < to; at += 0.25 {
+			tot := int64(total)
+			if saves[s].processed == 0 {
+				tot = 0
+			}
+			sample(&p, sec(at), tot, saves[s].processed, saves[s].remaining)
+		}
+	}
+	read(saves[0].at, saves[1].at, 0)
+	if len(p.Samples) != 0 || p.ETA() != -1 {
+		t.Fatalf("the zeros of the first save were taken as counters: %+v", p.Samples)
+	}
+	read(saves[1].at, saves[2].at, 1)
+	read(saves[2].at, 16.5, 2)
+	if len(p.Samples) != 2 {
+		t.Fatalf("%d samples from 2 saves: %+v", len(p.Samples), p.Samples)
+	}
+	// libvirt's own job information said 8.02 MiB/s all along.
+	if r := p.CopyRate() / (1 << 20); r < 8.02*0.9 || r > 8.02*1.1 {
+		t.Errorf("copy rate %.2f MiB/s, libvirt said 8.02", r)
+	}
+	// The ETA counts from the newest reading, not from the save.
+	full := time.Duration(float64(90341376) / p.ConvergeRate() * float64(time.Second))
+	if eta, want := p.ETA(), max(0, full-sec(16.25-12.25)); eta != want {
+		t.Errorf("eta %v, want %v", eta, want)
+	}
+	if p.Stalled(10 * time.Second) {
+		t.Error("remaining fell at the last save, 4 s ago: no stall of 10 s")
+	}
+	read(16.5, 26.5, 2) // no save for 14 s: the copy is not moving
+	if !p.Stalled(10 * time.Second) {
+		t.Error("a record not saved again for 14 s is a stall of 10 s")
+	}
+}
+
 // A campaign's ETA counts down while a node runs, down to the rounds still to start.
 func TestCampaignETACountsDown(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)

@@ -314,7 +314,7 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		run.slot = true
 		run.copied += run.attemptBytes(false)
 		run.attempt++
-		run.started, run.state, run.dest, run.escalated = e.now(), MigRequested, dest, false
+		run.started, run.state, run.dest, run.escalated, run.escalation = e.now(), MigRequested, dest, false, ""
 		run.refused, run.noValidHost = false, false // what Nova said of an earlier attempt is not this one's
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -72,10 +73,18 @@ func (r *runner) emitProgress(run *vmRun) {
 	if !ok {
 		return
 	}
-	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: MigRunning,
+	ev := MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: MigRunning,
 		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Total: s.Total, Processed: s.Processed,
 		Remaining: s.Remaining, Rate: run.progress.CopyRate(), Converge: run.progress.ConvergeRate(), ETA: run.progress.ETA(),
-		Stalled: run.progress.Stalled(r.e.o.StallAfter)}))
+		Stalled: run.progress.Stalled(r.e.o.StallAfter)}
+	if run.escalation != "" { // asked of Nova, not yet done: the row says that, not an ETA
+		ago := r.e.now().Sub(run.escalatedAt).Round(time.Second)
+		ev.Message = fmt.Sprintf("%s: asked of Nova %s ago, copying until Nova ends it", run.escalation, ago)
+		if run.escalation == "aborting" {
+			ev.ETA = -1
+		}
+	}
+	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, ev))
 }
 
 // vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/poll"
 )
 
 // The live mover: Nova's live migration (os-migrateLive), followed by its migration record,
@@ -154,26 +156,35 @@ func (r *runner) watchdog(ctx context.Context, run *vmRun) {
 			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s; force-complete refused: %v", e.o.StallAfter, err))
 			return
 		}
+		run.escalation, run.escalatedAt = "force-completing", e.now()
 		r.emitVM(run, MigForced, fmt.Sprintf("stalled for %s: force-completing", e.o.StallAfter))
 	case StallAbort:
 		if err := e.nova.AbortMigration(ctx, run.vm.ID, run.mid); err != nil {
 			r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s; abort refused: %v", e.o.StallAfter, err))
 			return
 		}
+		run.escalation, run.escalatedAt = "aborting", e.now()
 		r.emitVM(run, MigStalled, fmt.Sprintf("stalled for %s: aborting", e.o.StallAfter))
 	default:
 		r.emitVM(run, MigStalled, fmt.Sprintf("no progress for %s; waiting (policy)", e.o.StallAfter))
 	}
 }
 
-// abortLive cancels the live migrations leaving the node's host.
+// abortSettleWithin bounds the wait for Nova to end the copies it was asked to abort: its
+// 202 is only a request, and a real guest's copy ran on 23 s after it (the libvirt world).
+const abortSettleWithin = 3 * time.Minute
+
+// abortLive cancels the live migrations leaving the node's host and waits until Nova has
+// ended each one: an abort is done when its record says so (cancelled, or failed), and a
+// copy that completed before the abort took is said as such, its VM on the destination.
 func (r *runner) abortLive(ctx context.Context) (string, error) {
 	e, p := r.e, r.plan
 	ms, err := e.nova.InProgressFrom(ctx, p.Host)
 	if err != nil {
 		return "", err
 	}
-	aborted, ended := 0, 0
+	var asked []model.Migration
+	ended := 0
 	var errs []error
 	for _, m := range ms {
 		if err := e.nova.AbortMigration(ctx, m.InstanceID, m.ID); err != nil {
@@ -186,21 +197,71 @@ func (r *runner) abortLive(ctx context.Context) (string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		aborted++
-		name := m.InstanceID
-		if vm, err := e.nova.Server(ctx, m.InstanceID); err == nil {
-			name = vm.Name
-		}
-		r.emit(NewMigrationEvent(e.now(), p.Node, MigrationEvent{VMID: m.InstanceID, VM: name, State: MigAborted,
-			Source: m.SourceCompute, Dest: m.DestCompute}))
+		asked = append(asked, m)
 	}
 	if len(errs) > 0 {
 		return "", errors.Join(errs...)
 	}
+	aborted, completed, running := r.settleAborts(ctx, asked)
+	said := fmt.Sprintf("%d migration(s) aborted", aborted)
 	if ended > 0 {
-		return fmt.Sprintf("%d migration(s) aborted, %d ended meanwhile", aborted, ended), nil
+		said += fmt.Sprintf(", %d ended meanwhile", ended)
 	}
-	return fmt.Sprintf("%d migration(s) aborted", aborted), nil
+	if len(completed) > 0 {
+		said += fmt.Sprintf(", %d completed before the abort took (on their destination): %s",
+			len(completed), strings.Join(completed, ", "))
+	}
+	if len(running) > 0 {
+		return "", fmt.Errorf("%s; Nova has not ended %d after %s (asked to abort): %s; follow them with openstack server migration list",
+			said, len(running), abortSettleWithin, strings.Join(running, ", "))
+	}
+	return said, nil
+}
+
+// settleAborts waits until Nova has ended each migration it was asked to abort, and says each
+// end: aborted (cancelled or failed: the VM on its source), or completed (on its destination).
+func (r *runner) settleAborts(ctx context.Context, asked []model.Migration) (aborted int, completed, running []string) {
+	e := r.e
+	name := func(m model.Migration) string {
+		if vm, err := e.nova.Server(ctx, m.InstanceID); err == nil {
+			return vm.Name
+		}
+		return m.InstanceID
+	}
+	open := asked
+	end := e.now().Add(abortSettleWithin)
+	for len(open) > 0 {
+		var still []model.Migration
+		for _, m := range open {
+			recs, err := e.nova.MigrationsOf(ctx, m.InstanceID)
+			rec, found := m, false
+			for _, x := range recs {
+				if x.ID == m.ID {
+					rec, found = x, true
+				}
+			}
+			if err != nil || !found || !rec.Status.Final() {
+				still = append(still, m)
+				continue
+			}
+			ev := MigrationEvent{VMID: m.InstanceID, VM: name(m), State: MigAborted, Source: m.SourceCompute, Dest: m.DestCompute}
+			if rec.Status == model.MigrationCompleted {
+				ev.State, ev.Message = MigCompleted, "completed before the abort took: on "+m.DestCompute
+				completed = append(completed, ev.VM)
+			} else {
+				aborted++
+			}
+			r.emit(NewMigrationEvent(e.now(), r.plan.Node, ev))
+		}
+		open = still
+		if len(open) == 0 || !e.now().Before(end) || !poll.Sleep(ctx, e.o.Poll) {
+			break
+		}
+	}
+	for _, m := range open {
+		running = append(running, name(m))
+	}
+	return aborted, completed, running
 }
 
 // stillInProgress reads the server's migrations again: false when m is no longer among the

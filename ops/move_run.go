@@ -24,10 +24,15 @@ type vmRun struct {
 	notBefore time.Time // retry delay
 	progress  model.MigrationProgress
 	escalated bool
-	adopted   bool   // already migrating when the engine came: followed, not requested
-	slot      bool   // holds one of the cluster-wide migration slots
-	claimed   string // the destination counted against its cap
-	picked    bool   // drainctl picked the destination (its ledger of room has it)
+	// escalation is what the stall policy asked of Nova ("aborting", "force-completing") and
+	// when: Nova ends a live copy seconds after it is asked (23 s measured for an abort on real
+	// guests), and until then the copy's row says so, not an ETA.
+	escalation  string
+	escalatedAt time.Time
+	adopted     bool   // already migrating when the engine came: followed, not requested
+	slot        bool   // holds one of the cluster-wide migration slots
+	claimed     string // the destination counted against its cap
+	picked      bool   // drainctl picked the destination (its ledger of room has it)
 	// turnedDown are the destinations drainctl picked for an earlier attempt that failed:
 	// the next attempt goes elsewhere (a host disabled since the hosts were read: Nova's
 	// scheduler turns it down).

@@ -143,6 +143,7 @@ type opView struct {
 
 type vmView struct {
 	id, name, source, dest, msg string
+	asked                       string // a running copy's: what was asked of Nova, not done yet
 	method                      model.MoveMethod
 	state                       ops.MigState
 	total, processed, remaining int64
@@ -276,6 +277,8 @@ func (v *opView) record(ev ops.Event) (ended bool) {
 			vm.total, vm.processed, vm.remaining = e.Total, e.Processed, e.Remaining
 			vm.rate, vm.converge, vm.eta, vm.stalled = e.Rate, e.Converge, e.ETA, e.Stalled
 			vm.state = ops.MigRunning
+			vm.asked = e.Message // what the stall policy asked of Nova and how long ago
+
 			return
 		}
 		if vm.state != e.State {

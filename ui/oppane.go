@@ -271,7 +271,11 @@ func copyDetail(vm *vmView, st *Styles) string {
 	if vm.stalled {
 		d += "  " + st.Error.Render("STALLED")
 	}
-	d += "  " + text.CopyETA(vm.eta, vm.converge, text.MigrationRate)
+	if vm.asked != "" { // the copy goes on until Nova ends it: no ETA to give
+		d += "  " + text.Safe(vm.asked)
+	} else {
+		d += "  " + text.CopyETA(vm.eta, vm.converge, text.MigrationRate)
+	}
 	d += "  link " + text.MigrationRate(vm.rate)
 	if vm.processed > vm.total {
 		d += fmt.Sprintf("  sent %s (%.1f× its memory: rewritten pages)", text.Bytes(vm.processed), float64(vm.processed)/float64(vm.total))

@@ -146,6 +146,7 @@ func createServer(c *call) (int, any) {
 		Status: "BUILD", VMState: "building", TaskState: "scheduling", Flavor: flavor, Image: rs.ImageRef,
 		ProjectID: "72fb02d64abf44308848350085dcaae2", UserID: "af0b6723cc4a4ab18203d089bc34dd16",
 		Created: c.now, Updated: c.now, Metadata: rs.Metadata}
+	s.DirtyBytesPerSec = guestDirtyRate(rs.Metadata)
 	c.w.nextInst++
 	c.w.place(s, forced, requested, zone)
 	c.w.servers[s.ID] = s

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -89,6 +90,34 @@ func (m *migration) setStatus(s string, at time.Time) {
 	m.updated = at
 	m.phaseStart = at
 	m.history = append(m.history, s)
+}
+
+// statsEvery: Nova's libvirt driver saves the job's counters to the migration record on every
+// 10th turn of its 0.5 s monitor loop, the first as the job starts, when QEMU has counted
+// nothing (all zero). Measured on real guests (the libvirt world): saves 4.4–5.4 s apart, the
+// first one zeros, the record unchanged between saves.
+const statsEvery = 5 * time.Second
+
+// saved returns the counters as the record shows them at now while running: as of the
+// newest save.
+func (m *migration) saved(now time.Time) (total, processed, remaining float64) {
+	k := now.Sub(m.phaseStart) / statsEvery
+	if k <= 0 {
+		return 0, 0, 0
+	}
+	processed, remaining = m.counters(m.phaseStart.Add(k * statsEvery))
+	return m.total, processed, remaining
+}
+
+// guestDirtyRate is what the libvirt world's guest (hack/guest/init) dirties, from its
+// metadata: drainctl.test:dirty MiB a second (0 when absent), so one test body sets the rate
+// on both clouds.
+func guestDirtyRate(md map[string]string) float64 {
+	mib, err := strconv.ParseFloat(md["drainctl.test:dirty"], 64)
+	if err != nil || mib < 0 {
+		return 0
+	}
+	return mib * (1 << 20)
 }
 
 // counters returns the memory counters at t while running.

@@ -30,11 +30,9 @@ func (c *call) migrationJSON(m *migration, forServer bool) map[string]any {
 			out[k] = nil
 		}
 		if m.status == "running" || m.status == "post-migrating" {
-			p, r := m.counters(c.now)
-			if m.status == "post-migrating" {
-				r = 0
-			}
-			out["memory_total_bytes"], out["memory_processed_bytes"], out["memory_remaining_bytes"] = int64(m.total), int64(p), int64(r)
+			t, p, r := m.saved(c.now)
+			out["memory_total_bytes"], out["memory_processed_bytes"], out["memory_remaining_bytes"] = int64(t), int64(p), int64(r)
+			out["disk_total_bytes"], out["disk_processed_bytes"], out["disk_remaining_bytes"] = 0, 0, 0
 		}
 		return out
 	}

@@ -590,7 +590,9 @@ func TestLiveMovesShareALink(t *testing.T) {
 	w.Update(func(_ map[string]*Host, servers map[string]*VM) {
 		servers[busy.ID].DirtyBytesPerSec = 0.6 * (1 << 30) // below the whole link, above half
 	})
-	small, _ := w.ServerByName("demo-0")
+	// 16 GiB: still copying after three saves' time of half the link.
+	w.AddServer("demo-3", "compute-0", Flavor{Name: "m1.xlarge", RAMMB: 16384, VCPUs: 1, DiskGB: 20})
+	small, _ := w.ServerByName("demo-3")
 	for _, vm := range []VM{small, busy} {
 		if code, got := rawDo(t, srv, "POST", "/servers/"+vm.ID+"/action", "2.93",
 			`{"os-migrateLive":{"host":null,"block_migration":"auto"}}`); code != 202 {
@@ -606,33 +608,36 @@ func TestLiveMovesShareALink(t *testing.T) {
 		m := ms[0].(map[string]any)
 		return m["memory_processed_bytes"].(float64), m["memory_remaining_bytes"].(float64)
 	}
-	w.Clock().Advance(scheduleDelay + prepareDuration + time.Second) // both copying for a second
+	// The record shows the counters of Nova's saves, every statsEvery: read at each save.
+	w.Clock().Advance(scheduleDelay + prepareDuration + statsEvery) // both copying for a save's time
 	const mib = 1 << 20
+	const half = 512 * float64(statsEvery/time.Second) // MiB copied at half the link between two saves
 	for _, vm := range []VM{small, busy} {
-		if p, _ := counters(vm); p < 500*mib || p > 524*mib {
-			t.Errorf("%s copied %.0f MiB in a second of a shared 1 GiB/s link; want 512", vm.Name, p/mib)
+		if p, _ := counters(vm); p < 0.97*half*mib || p > 1.03*half*mib {
+			t.Errorf("%s copied %.0f MiB in %s of a shared 1 GiB/s link; want %.0f", vm.Name, p/mib, statsEvery, half)
 		}
 	}
 	_, before := counters(busy)
-	w.Clock().Advance(time.Second)
+	w.Clock().Advance(statsEvery)
 	if _, after := counters(busy); after < before {
 		t.Errorf("a guest dirtying 0.6 GiB/s on half the link converged: remaining %.0f MiB, then %.0f", before/mib, after/mib)
 	}
 	p0, _ := counters(small)
-	w.Clock().Advance(time.Second) // the small one: 1 GiB copied by now, 2 GiB in all; still copying
-	if p, _ := counters(small); p-p0 < 500*mib || p-p0 > 524*mib {
-		t.Errorf("demo-0 copied %.0f MiB in its third second; want 512", (p-p0)/mib)
+	w.Clock().Advance(statsEvery) // the other: 5 GiB copied by now, of 16; still copying
+	if p, _ := counters(small); p-p0 < 0.97*half*mib || p-p0 > 1.03*half*mib {
+		t.Errorf("demo-3 copied %.0f MiB in its third save's time; want %.0f", (p-p0)/mib, half)
 	}
 	_, got := rawGet(t, srv, "/servers/"+small.ID+"/migrations", "2.93")
 	mid := got["migrations"].([]any)[0].(map[string]any)["id"].(float64)
 	if code, _ := rawDo(t, srv, "DELETE", fmt.Sprintf("/servers/%s/migrations/%.0f", small.ID, mid), "2.93", ""); code != 202 {
-		t.Fatalf("aborting demo-0: %d", code)
+		t.Fatalf("aborting demo-3: %d", code)
 	}
 	_, before = counters(busy)
-	w.Clock().Advance(time.Second)
-	if _, after := counters(busy); before-after < 380*mib || before-after > 440*mib {
-		t.Errorf("alone on the link, the busy guest's remaining fell by %.0f MiB in a second; want about 410 (1 GiB/s less 0.6)",
-			(before-after)/mib)
+	w.Clock().Advance(statsEvery)
+	_, after := counters(busy)
+	if fell := (before - after) / statsEvery.Seconds(); fell < 380*mib || fell > 440*mib {
+		t.Errorf("alone on the link, the busy guest's remaining fell by %.0f MiB a second; want about 410 (1 GiB/s less 0.6)",
+			fell/mib)
 	}
 }
 

@@ -110,6 +110,9 @@ func (p *Printer) line(ev ops.Event) string {
 			if e.Stalled {
 				s += " STALLED"
 			}
+			if e.Message != "" {
+				s += ": " + e.Message
+			}
 			return s
 		}
 		s := text.Sprintf("%s vm %s %s", e.Node, e.VM, e.State)

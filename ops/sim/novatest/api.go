@@ -164,12 +164,12 @@ func (c *Cloud) WaitServer(id string, d time.Duration, what string, cond func(Se
 	return s
 }
 
-// Boot makes a server of flavor m1.tiny on host (2.74's requested host: the scheduler's
+// Boot makes a server of the cloud's flavor (m1.tiny; the guest's in the libvirt world) on host (2.74's requested host: the scheduler's
 // filters still run) with no network, and waits until it is ACTIVE there.
 func (c *Cloud) Boot(name, host string) string {
 	c.t.Helper()
 	id := c.BootAsync(map[string]any{"name": name, "host": host})
-	s := c.WaitServer(id, 60*time.Second, "ACTIVE on "+host, func(s Server) bool {
+	s := c.WaitServer(id, 120*time.Second, "ACTIVE on "+host, func(s Server) bool {
 		if s.Status == "ERROR" {
 			c.t.Fatalf("boot of %s on %s: ERROR %+v", name, host, s.Fault)
 		}
@@ -181,11 +181,11 @@ func (c *Cloud) Boot(name, host string) string {
 	return id
 }
 
-// BootAsync posts a server (fields over the defaults: m1.tiny, the image, no network) and
+// BootAsync posts a server (fields over the defaults: the flavor, the image, no network) and
 // returns its ID without waiting.
 func (c *Cloud) BootAsync(fields map[string]any) string {
 	c.t.Helper()
-	server := map[string]any{"imageRef": c.image, "flavorRef": "m1.tiny", "networks": "none"}
+	server := map[string]any{"imageRef": c.image, "flavorRef": c.flavor, "networks": "none"}
 	for k, v := range fields {
 		server[k] = v
 	}
@@ -300,10 +300,14 @@ func (c *Cloud) UpdateService(host string, body map[string]any) (int, string) {
 }
 
 func (c *Cloud) imageID() string {
+	name := "cirros"
+	if c.guests {
+		name = "guest"
+	}
 	var out struct{ Images []struct{ ID string } }
-	c.API.Must("GET", "image", "/v2/images?name=cirros", nil, &out, 200)
+	c.API.Must("GET", "image", "/v2/images?name="+name, nil, &out, 200)
 	if len(out.Images) != 1 {
-		c.t.Fatalf("the real Nova has %d images named cirros (hack/nova/catalog.py makes one)", len(out.Images))
+		c.t.Fatalf("the real Nova has %d images named %s (hack/nova/catalog.py makes one)", len(out.Images), name)
 	}
 	return out.Images[0].ID
 }
@@ -313,7 +317,11 @@ func (c *Cloud) imageID() string {
 func (c *Cloud) Reset() {
 	c.t.Helper()
 	for _, h := range Hosts {
-		c.script("start-compute", h) // a no-op for one that runs
+		if c.guests {
+			c.script("start-host", h) // the machine powered on: a no-op for one that runs
+		} else {
+			c.script("start-compute", h) // a no-op for one that runs
+		}
 	}
 	// A forced-down service reports down whatever runs: it is forced up (Nova refuses that
 	// while `done` evacuations remain, until the restart above turns them `completed`).

@@ -27,6 +27,10 @@ import (
 // EnvVar names the env file hack/nova.sh up writes: the real Nova's OS_* credentials.
 const EnvVar = "DRAINCTL_REAL_NOVA"
 
+// HypervisorEnvVar names the env file of the libvirt world (NOVA_VIRT=libvirt hack/nova.sh
+// up): the same Nova over real guests, QEMU under Nova's libvirt driver on three machines.
+const HypervisorEnvVar = "DRAINCTL_REAL_HYPERVISOR"
+
 // The hosts every cloud has, as the real one names them.
 var Hosts = []string{"compute-0", "compute-1", "compute-2"}
 
@@ -39,19 +43,24 @@ var Flavors = map[string]sim.Flavor{
 
 // Cloud is a Nova a test runs against.
 type Cloud struct {
-	Kind  string      // "sim" or "real"
-	Env   []string    // OS_* variables: the admin, for drainctl and for API
-	API   *API        // raw calls, for what a test sets up and reads back
-	World *sim.World  // the simulator's state; nil on the real Nova
-	srv   *sim.Server // the simulator's server
-	t     testing.TB  //
-	state string      // the real Nova's state directory
-	image string      // the image servers boot from
-	ctx   context.Context
+	Kind   string      // "sim" or "real"
+	Env    []string    // OS_* variables: the admin, for drainctl and for API
+	API    *API        // raw calls, for what a test sets up and reads back
+	World  *sim.World  // the simulator's state; nil on the real Nova
+	srv    *sim.Server // the simulator's server
+	t      testing.TB  //
+	state  string      // the real Nova's state directory
+	image  string      // the image servers boot from
+	flavor string      // the flavor they boot with
+	guests bool        // the libvirt world: its servers are real guests
+	ctx    context.Context
 }
 
 // Real reports whether this is the real Nova.
 func (c *Cloud) Real() bool { return c.World == nil }
+
+// Guests reports whether this is the libvirt world, whose servers are real guests.
+func (c *Cloud) Guests() bool { return c.guests }
 
 // Getenv reads Env, as drainctl's credential resolution does.
 func (c *Cloud) Getenv(k string) string {
@@ -98,7 +107,7 @@ func SimWith(t testing.TB, opts sim.Options) *Cloud {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	c := &Cloud{Kind: "sim", Env: srv.Env(), World: w, srv: srv, t: t, image: "cirros", ctx: testCtx(t)}
+	c := &Cloud{Kind: "sim", Env: srv.Env(), World: w, srv: srv, t: t, image: "cirros", flavor: "m1.tiny", ctx: testCtx(t)}
 	c.API = c.connect()
 	return c
 }
@@ -106,18 +115,33 @@ func SimWith(t testing.TB, opts sim.Options) *Cloud {
 // Real is the real Nova, held by this test alone until it ends, from a clean world.
 func Real(t testing.TB) *Cloud {
 	t.Helper()
-	file := os.Getenv(EnvVar)
+	return realFrom(t, EnvVar, "hack/nova.sh up", &Cloud{Kind: "real", flavor: "m1.tiny"})
+}
+
+// Hypervisor is the libvirt world: the real Nova over real guests (hack/guest), held by this
+// test alone, from a clean world. Its servers boot GuestFlavor from the guest image.
+func Hypervisor(t testing.TB) *Cloud {
+	t.Helper()
+	return realFrom(t, HypervisorEnvVar, "NOVA_VIRT=libvirt hack/nova.sh up", &Cloud{Kind: "libvirt", flavor: GuestFlavor, guests: true})
+}
+
+// GuestFlavor is the libvirt world's flavor (hack/nova/catalog.py): 256 MiB, 1 vCPU, 1 GB.
+const GuestFlavor = "g.guest"
+
+func realFrom(t testing.TB, envVar, up string, c *Cloud) *Cloud {
+	t.Helper()
+	file := os.Getenv(envVar)
 	if file == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: `make test` stands the real Nova up (hack/nova.sh up)", EnvVar)
+			t.Fatalf("%s is not set: `make test` stands it up (%s)", envVar, up)
 		}
-		t.Skipf("no real Nova: %s is not set (make test, or eval $(hack/nova.sh up) and export it)", EnvVar)
+		t.Skipf("%s is not set (make test, or eval $(%s) and export it)", envVar, up)
 	}
 	env, err := readEnv(file)
 	if err != nil {
-		t.Fatalf("reading the real Nova's env file: %v", err)
+		t.Fatalf("reading %s: %v", file, err)
 	}
-	c := &Cloud{Kind: "real", Env: env, t: t, state: filepath.Dir(file), ctx: testCtx(t)}
+	c.Env, c.t, c.state, c.ctx = env, t, filepath.Dir(file), testCtx(t)
 	c.hold()
 	c.API = c.connect()
 	c.image = c.imageID()
@@ -160,16 +184,10 @@ func (c *Cloud) hold() {
 	}
 	fmt.Fprintf(f, "%s\n", c.t.Name())
 	c.t.Cleanup(func() { f.Close() })
-	Count(c.t)
-}
-
-// Count records that a test ran against the real Nova: `make test` prints how many did.
-func Count(t testing.TB) {
-	if dir := os.Getenv(EnvVar); dir != "" {
-		if f, err := os.OpenFile(filepath.Join(filepath.Dir(dir), "tests.ran"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintln(f, t.Name())
-			f.Close()
-		}
+	// `make test` prints how many tests ran against each real world.
+	if f, err := os.OpenFile(filepath.Join(c.state, "tests.ran"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprintln(f, c.t.Name())
+		f.Close()
 	}
 }
 
@@ -187,6 +205,10 @@ func (c *Cloud) script(args ...string) {
 // host stops reporting). The machine's guests die with it.
 func (c *Cloud) StopCompute(host string) {
 	c.t.Helper()
+	if c.guests {
+		c.script("kill-host", host)
+		return
+	}
 	if c.Real() {
 		c.script("stop-compute", host)
 		return
@@ -198,6 +220,10 @@ func (c *Cloud) StopCompute(host string) {
 // one's fake driver starts with no guest.
 func (c *Cloud) StartCompute(host string) {
 	c.t.Helper()
+	if c.guests {
+		c.script("start-host", host)
+		return
+	}
 	if c.Real() {
 		c.script("start-compute", host)
 		return
