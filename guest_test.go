@@ -506,3 +506,55 @@ func TestGuestDeadHostRecovered(t *testing.T) {
 		t.Errorf("nova-compute on compute-1 after uncordon: %+v", svc)
 	}
 }
+
+// The forecast learns from real moves: after one live move of a real guest, a campaign over
+// two nodes forecasts at the rate measured from it (said as the fleet's), and once done says
+// what its nodes took against what was forecast.
+func TestGuestCampaignForecastAgainstRealMoves(t *testing.T) {
+	nova := novatest.Hypervisor(t)
+	c := newClusterOn(t, nova, "")
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	nova.BootGuest("g-roll-0", "compute-0", 48, 0)
+	nova.BootGuest("g-roll-1", "compute-1", 48, 0)
+	nova.BootGuest("g-first", "compute-2", 48, 0)
+	if r := c.drainctl(t, nil, "--auto", "migrate", "g-first"); r.code != 0 {
+		t.Fatalf("migrate: exit %d\n%s", r.code, r.stderr)
+	}
+	r := c.drainctl(t, nil, "--auto", "roll", c0, c1, "--exec", "true")
+	t.Logf("roll: exit %d\n%s", r.code, r.stderr)
+	if r.code != 0 {
+		t.Fatalf("roll: exit %d", r.code)
+	}
+	if !strings.Contains(r.stderr, "measured across the fleet from its last 1 live migration(s)") {
+		t.Errorf("the forecast's rate is not the measured one:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "against its forecast: 2 node(s) done in") {
+		t.Errorf("the campaign does not hold its forecast against its nodes:\n%s", r.stderr)
+	}
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, "forecast") {
+			t.Log(line)
+		}
+	}
+}
+
+// The operation pane on a real copy, read in tmux at 160x45: the guest's row shows its bytes
+// left, its link speed and an ETA from Nova's saves while libvirt copies.
+func TestGuestPaneWhileCopying(t *testing.T) {
+	nova := novatest.Hypervisor(t)
+	c := newClusterOn(t, nova, "")
+	nova.BootGuest("g-pane", "compute-0", 48, 0)
+	c0 := c.px + "-c0"
+	var env []string
+	for _, kv := range c.env {
+		env = append(env, "'"+strings.ReplaceAll(kv, "'", "")+"'")
+	}
+	tm := startTmux(t, 160, 45, "env -i "+strings.Join(env, " ")+" TERM=xterm-256color "+binary(t))
+	tm.waitForRow(60*time.Second, c0, "enabled/up", "256M") // the first row, under the cursor
+	tm.keys("e")
+	tm.waitFor(30*time.Second, "Evacuate "+c0+":", "migrate-vms")
+	tm.keys("y")
+	s := tm.waitFor(90*time.Second, "g-pane", "MiB/s", " left", "link ")
+	t.Logf("the pane while the copy runs (160x45):\n%s", s)
+	tm.waitFor(120*time.Second, "evacuate "+c0+"  done")
+}

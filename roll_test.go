@@ -522,7 +522,7 @@ func TestRollForecastsAndKeepsHeadroom(t *testing.T) {
 	if r = c.drainctl(t, nil, "--auto", "migrate", "app-1"); r.code != 0 {
 		t.Fatalf("migrate: exit %d\n%s", r.code, r.stderr)
 	}
-	if r = c.drainctl(t, nil, "--auto", "roll", c0, "--dry-run"); !strings.Contains(r.stderr, "measured from the last 1 live migration(s)") {
+	if r = c.drainctl(t, nil, "--auto", "roll", c0, "--dry-run"); !strings.Contains(r.stderr, "measured across the fleet from its last 1 live migration(s)") {
 		t.Errorf("the rate after a migration:\n%s", r.stderr)
 	}
 	cfg := filepath.Join(c.home, ".config", "drainctl", "config.toml")

@@ -394,9 +394,11 @@ EOF
 }
 
 # ready: the packages are installed (exit 0), or not (1).
-ready() {
+ready() { # both worlds' packages: make test stands up both
 	command -v mariadbd >/dev/null && command -v uwsgi >/dev/null && [ -x "$PY" ] &&
-		"$PY" -c 'import nova, keystone, placement, glance, neutron' 2>/dev/null
+		"$PY" -c 'import nova, keystone, placement, glance, neutron, libvirt' 2>/dev/null &&
+		[ -x /usr/sbin/libvirtd ] && command -v qemu-system-x86_64 virsh genisoimage >/dev/null && [ -x /usr/sbin/sshd ] &&
+		[ -x /bin/busybox ]
 }
 
 up() {

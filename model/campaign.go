@@ -93,7 +93,10 @@ type CampaignNode struct {
 	Phase    NodePhase `json:"phase"`
 	Started  time.Time `json:"started,omitzero"`
 	Finished time.Time `json:"finished,omitzero"`
-	Error    string    `json:"error,omitempty"`
+	// Expected is its forecast (its VMs' copy time at the measured rate), made before the
+	// campaign's first node: what it took is held against it (ForecastError).
+	Expected time.Duration `json:"expected,omitempty"`
+	Error    string        `json:"error,omitempty"`
 	// Blocked is what holds its drain now (a PDB, a VM's migration, a node slot), kept while
 	// it holds: a node stuck for hours says why the whole time.
 	Blocked string `json:"blocked,omitempty"`
@@ -172,6 +175,20 @@ func (c Campaign) ETA() time.Duration {
 	par := max(1, c.Parallel)
 	rounds := (inProgress + pending + par - 1) / par
 	return sum / time.Duration(done) * time.Duration(rounds)
+}
+
+// ForecastError holds the forecast against the real moves: for the nodes done, what they
+// were forecast to take and what they took (started to finished: their pods and checks too,
+// which the forecast does not count), and how many.
+func (c Campaign) ForecastError() (forecast, took time.Duration, n int) {
+	for _, node := range c.Nodes {
+		if node.Phase == PhaseDone && !node.Started.IsZero() && node.Expected > 0 {
+			forecast += node.Expected
+			took += node.Finished.Sub(node.Started)
+			n++
+		}
+	}
+	return forecast, took, n
 }
 
 // Forecast is what a campaign will cost, said before it starts: per node what moves and how

@@ -19,3 +19,20 @@ func TestACampaignsETALeavesOutTheNodesItSkips(t *testing.T) {
 		t.Errorf("ETA %s; want 1m (one node left to run, two to skip)", eta)
 	}
 }
+
+// The forecast held against the nodes done: only the done ones with a forecast count.
+func TestACampaignsForecastAgainstTheNodesDone(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	c := Campaign{Nodes: []CampaignNode{
+		{Name: "a", Phase: PhaseDone, Started: t0, Finished: t0.Add(50 * time.Second), Expected: 40 * time.Second},
+		{Name: "b", Phase: PhaseDone, Started: t0, Finished: t0.Add(30 * time.Second), Expected: 20 * time.Second},
+		{Name: "c", Phase: PhaseEvacuating, Started: t0, Expected: 20 * time.Second},
+		{Name: "d", Phase: PhaseDone, Started: t0, Finished: t0.Add(time.Minute)}, // made before forecasts were kept
+	}}
+	if f, took, n := c.ForecastError(); f != time.Minute || took != 80*time.Second || n != 2 {
+		t.Errorf("forecast %s, took %s over %d node(s); want 1m, 1m20s over 2", f, took, n)
+	}
+	if f, took, n := (Campaign{}).ForecastError(); f != 0 || took != 0 || n != 0 {
+		t.Errorf("no node done: %s %s %d", f, took, n)
+	}
+}

@@ -290,6 +290,17 @@ func ForecastLines(f model.Forecast) []string {
 	return lines
 }
 
+// ForecastError is the forecast held against the nodes done: "2 node(s) done in 1m02s,
+// forecast 40s (+55%)"; "" before the first.
+func ForecastError(c model.Campaign) string {
+	forecast, took, n := c.ForecastError()
+	if n == 0 {
+		return ""
+	}
+	return Sprintf("%d node(s) done in %s, forecast %s (%+.0f%%; a node's time counts its pods and checks too)",
+		n, Duration(took), Duration(forecast), 100*(took.Seconds()-forecast.Seconds())/forecast.Seconds())
+}
+
 // NodeForecast is one node's share: "2 VM(s) (10G), 3 pod(s), ~20s".
 func NodeForecast(n model.NodeForecast) string {
 	return Sprintf("%d VM(s) (%s), %d pod(s), ~%s", n.VMs, Bytes(n.VMMemoryMB<<20), n.Pods, Duration(n.Expected))

@@ -53,7 +53,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 	if e.NovaConfigured() {
 		if ms, err := e.RecentLiveMigrations(ctx, measuredMigrations); err == nil {
 			if rate, n := migrationRate(ms, inv); n > 0 {
-				f.RateMiBps, f.RateSource = rate, fmt.Sprintf("measured from the last %d live migration(s)", n)
+				f.RateMiBps, f.RateSource = rate, fmt.Sprintf("measured across the fleet from its last %d live migration(s)", n)
 			}
 		}
 	}

@@ -291,6 +291,9 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 
 	}
 	err = r.Run(ctx)
+	if said := text.ForecastError(r.Record()); said != "" {
+		text.Fprintf(a.Stderr, "campaign %s: against its forecast: %s\n", c.Name, said)
+	}
 	if o.ReturnVMs {
 		a.sayReturns(r.Record())
 	}

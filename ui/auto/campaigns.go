@@ -47,7 +47,7 @@ func (a *Auto) campaigns(ctx context.Context) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tAGE\tNODES\tOVER\tMESSAGE")
+	fmt.Fprintln(tw, "NAME\tSTATE\tAGE\tNODES\tOVER\tFORECAST\tMESSAGE")
 	for _, c := range all {
 		done, _, _ := c.Count()
 		over := "selector " + c.Selector
@@ -58,8 +58,13 @@ func (a *Auto) campaigns(ctx context.Context) error {
 			}
 			over = strings.Join(names, ",")
 		}
-		text.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", c.Name, c.State, text.Duration(now.Sub(c.Updated)), done, len(c.Nodes),
-			cut(over, 40), cut(c.Message, 60))
+		against := "-" // the nodes done against their forecast
+		if forecast, took, n := c.ForecastError(); n > 0 {
+			against = text.Sprintf("%s for %s (%+.0f%%)", text.Duration(took), text.Duration(forecast),
+				100*(took.Seconds()-forecast.Seconds())/forecast.Seconds())
+		}
+		text.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", c.Name, c.State, text.Duration(now.Sub(c.Updated)), done, len(c.Nodes),
+			cut(over, 40), against, cut(c.Message, 60))
 	}
 	return tw.Flush()
 }
