@@ -510,6 +510,35 @@ func TestProxyDemo(t *testing.T) {
 	}
 }
 
+// The proxy authenticates its callers: without a token file it serves a loopback address
+// only, and a token file that cannot be read or holds no token is refused before it serves.
+func TestProxyRefusesToServeUnauthenticated(t *testing.T) {
+	dir := t.TempDir()
+	empty, secret := filepath.Join(dir, "empty"), filepath.Join(dir, "token")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	os.WriteFile(secret, []byte("s3cret-token-value\n"), 0o600)
+	for _, tc := range []struct {
+		listen, tokenFile, want string
+	}{
+		{":8080", "", "would serve :8080 without authentication"},
+		{"0.0.0.0:8080", "", "would serve 0.0.0.0:8080 without authentication"},
+		{"10.0.0.5:8080", "", "proxy_token_file"},
+		{"127.0.0.1:0", filepath.Join(dir, "missing"), "[cloudpool] proxy_token_file: open"},
+		{"127.0.0.1:0", empty, "holds no token"},
+	} {
+		cfg := filepath.Join(dir, "config.toml")
+		text := "[cloudpool]\nurl = \"http://127.0.0.1:1\"\n"
+		if tc.tokenFile != "" {
+			text += "proxy_token_file = \"" + tc.tokenFile + "\"\n"
+		}
+		os.WriteFile(cfg, []byte(text), 0o600)
+		r := drainctl(t, map[string]string{}, "--proxy", "--listen", tc.listen, "--config", cfg, "--kubeconfig", "/nonexistent")
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "s3cret") {
+			t.Errorf("--listen %s, token file %q: exit %d %s", tc.listen, tc.tokenFile, r.code, r.stderr)
+		}
+	}
+}
+
 // --controller on a cluster without the CRD says what to install, exit 2.
 func TestControllerWithoutCRD(t *testing.T) {
 	r := drainctl(t, map[string]string{}, "--controller", "--kubeconfig", kubetest.Kubeconfig(t))

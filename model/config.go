@@ -265,6 +265,9 @@ type CloudPoolConfig struct {
 	// MinSize and MaxSize bound the desired sizes the proxy accepts (0: no maximum).
 	MinSize int `toml:"min_size"`
 	MaxSize int `toml:"max_size"`
+	// ProxyTokenFile holds the bearer token the proxy's callers present (a Secret's file);
+	// without one the proxy serves on a loopback address only.
+	ProxyTokenFile string `toml:"proxy_token_file"`
 }
 
 // ScaleDownConfig prices what emptying a node costs, to rank scale-down victims.

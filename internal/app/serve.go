@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/drainctl/drainctl/internal/controllers/proxy"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/bearer"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/text"
 	"github.com/drainctl/drainctl/ui/auto"
@@ -168,10 +170,16 @@ var proxyMode = mode{role: "drainctl-proxy",
 			return &ops.UsageError{Problem: "--proxy needs the backend cloudpool it sits in front of",
 				Hint: "set [cloudpool] url in config.toml (e.g. http://cloudpool:9010)"}
 		}
-		return nil
+		_, err := proxyToken(e)
+		return err
 	},
 	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
+		token, err := proxyToken(e)
+		if err != nil {
+			return nil, "", err
+		}
 		p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: e.cfg.CloudPool.BackendTimeout.D(),
+			Token:   token,
 			MinSize: e.cfg.CloudPool.MinSize, MaxSize: e.cfg.CloudPool.MaxSize,
 			Run:  ops.RunOptions{Policy: e.pol, Why: firstNonBlank(e.o.Op.Reason, "scale-down")},
 			Emit: emit,
@@ -196,6 +204,35 @@ var proxyMode = mode{role: "drainctl-proxy",
 			return nil
 		}, "", nil
 	}}
+
+// proxyToken reads the token the proxy's callers present ([cloudpool] proxy_token_file).
+// Without one the proxy may serve a loopback address only: anyone who reached it could
+// shrink the pool, each machine emptied and terminated.
+func proxyToken(e env) (string, error) {
+	addr := firstNonBlank(e.o.Serve.Listen, ":8080")
+	file := e.cfg.CloudPool.ProxyTokenFile
+	if file == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && bearer.Loopback(host) {
+			return "", nil
+		}
+		return "", &ops.UsageError{
+			Problem: fmt.Sprintf("the cloudpool proxy would serve %s without authentication: anyone who reaches it could scale the pool down", addr),
+			Hint: "set [cloudpool] proxy_token_file to a file holding the token the autoscaler sends (Authorization: Bearer), " +
+				"or serve this machine only (--listen 127.0.0.1:PORT)",
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", &ops.UsageError{Problem: fmt.Sprintf("[cloudpool] proxy_token_file: %v", err),
+			Hint: "mount the Secret holding the proxy's token there (deploy/proxy.yaml)"}
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" || strings.ContainsAny(token, " \t\r\n") {
+		return "", &ops.UsageError{Problem: fmt.Sprintf("[cloudpool] proxy_token_file %s holds no token (one line, no spaces)", file),
+			Hint: "write the token the autoscaler sends into it, e.g. head -c 32 /dev/urandom | base64"}
+	}
+	return token, nil
+}
 
 // serveMetrics serves /metrics, /healthz and /readyz on addr ("" serves nothing, the
 // metrics are still counted).

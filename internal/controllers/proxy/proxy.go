@@ -1,6 +1,7 @@
 // Package proxy is drainctl's cloudpool proxy (kubeaware-cloudpool-proxy's mode): it speaks
-// the cloudpool REST API (shared/cloudpool-api.md) to an autoscaler and forwards every
-// request to a backend pool as it came, except the two that shrink the pool. Those pick
+// the cloudpool REST API (shared/cloudpool-api.md) to an autoscaler that presents its token,
+// and forwards the API's documented requests to a backend pool as they came, except the two
+// that shrink the pool. Those pick
 // victims with the scale-down policy (pods and VMs must fit elsewhere), empty each one with
 // the engine, delete its Node and only then let the backend terminate the machine.
 //
@@ -13,6 +14,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,6 +44,9 @@ type Options struct {
 	MinSize, MaxSize int
 	Emit             func(ops.Event)               // progress of the scale-downs (logs, metrics)
 	Logf             func(format string, a ...any) // what the proxy decides, one line each
+	// Token is the bearer token every caller presents (Authorization: Bearer …, from [cloudpool]
+	// proxy_token_file); "" serves without one, which drainctl allows on a loopback address only.
+	Token string
 }
 
 // Proxy serves the cloudpool API in front of a backend pool.
@@ -87,13 +93,50 @@ func New(life context.Context, engine *ops.Engine, o Options) (*Proxy, error) {
 	return p, nil
 }
 
-// Handler routes the API: the two scale-down requests to the proxy, the rest to the backend.
+// forwarded are the cloudpool API's documented requests the backend answers as they came
+// (shared/cloudpool-api.md); any other is refused, never forwarded.
+var forwarded = []string{
+	"GET /pool", "GET /pool/size", "GET /pool/metadata",
+	"POST /pool/{id}/detach", "POST /pool/{id}/attach", "POST /pool/{id}/membershipStatus", "POST /pool/{id}/serviceState",
+	"GET /config", "POST /config", "POST /start", "POST /stop", "GET /status",
+}
+
+// Handler routes the API, its callers authenticated: the two scale-down requests to the
+// proxy, the rest of the documented API to the backend, nothing else anywhere.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /pool/size", p.setSize)
 	mux.HandleFunc("POST /pool/{id}/terminate", p.terminate)
-	mux.Handle("/", p.forward)
-	return mux
+	for _, route := range forwarded {
+		mux.Handle(route, p.forward)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not a request of the cloudpool API",
+			fmt.Sprintf("%s %q: the proxy serves the API's documented requests only", r.Method, r.URL.Path))
+	})
+	return p.authenticate(mux)
+}
+
+// authenticate lets through the callers that present the proxy's token (compared in
+// constant time), and takes the token off the request: it is the proxy's, not the backend's.
+func (p *Proxy) authenticate(next http.Handler) http.Handler {
+	if p.o.Token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(p.o.Token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(token))
+		if !bearer || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			p.o.Logf("refused %s %q from %s: no valid bearer token", r.Method, r.URL.Path, r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="drainctl cloudpool proxy"`)
+			writeError(w, http.StatusUnauthorized, "not authenticated",
+				"send the proxy's token ([cloudpool] proxy_token_file) as Authorization: Bearer <token>")
+			return
+		}
+		r.Header.Del("Authorization")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Wait blocks until the scale-downs in progress have stopped (after life ends, at their

@@ -132,7 +132,7 @@ func (e *env) startWith(backend string, o proxy.Options) {
 	pol, _ := policy.FromConfig(model.DefaultConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := proxy.New(ctx, e.eng, proxy.Options{Backend: backend, BackendTimeout: 10 * time.Second,
-		Run: ops.RunOptions{Policy: pol}, Logf: e.logs.add, MinSize: o.MinSize, MaxSize: o.MaxSize})
+		Run: ops.RunOptions{Policy: pol}, Logf: e.logs.add, MinSize: o.MinSize, MaxSize: o.MaxSize, Token: testToken})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -175,12 +175,17 @@ func (r response) apiError(t *testing.T) (message, detail string) {
 	return e.Message, e.Detail
 }
 
+// testToken is the proxy's token in these tests; do sends it unless told another
+// Authorization ("" : none).
+const testToken = "proxy-test-token"
+
 func do(t *testing.T, ctx context.Context, method, url, body string, header ...string) response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -236,7 +241,8 @@ func TestForwardsAsIs(t *testing.T) {
 		last := seen[len(seen)-1]
 		path, query, _ := strings.Cut(tc.path, "?")
 		if last.Method != tc.method || last.Path != path || last.Query != query || last.Body != tc.body ||
-			last.Header.Get("X-Request-Id") != "r-42" || last.Header.Get("Content-Type") != "application/json" {
+			last.Header.Get("X-Request-Id") != "r-42" || last.Header.Get("Content-Type") != "application/json" ||
+			last.Header.Get("Authorization") != "" { // the proxy's token is not the backend's
 			t.Errorf("%s %s reached the backend as %+v", tc.method, tc.path, last)
 		}
 		direct := do(t, ctx, tc.method, e.pool.URL+tc.path, tc.body, "Content-Type", "application/json")
@@ -286,6 +292,41 @@ func TestForwardsAsIs(t *testing.T) {
 		if msg, _ := r.apiError(t); r.status != 502 || !strings.Contains(msg, "did not answer") {
 			t.Errorf("%s %s with the backend down: %d %q", req[0], req[1], r.status, r.body)
 		}
+	}
+}
+
+// Every caller presents the proxy's token: a scale-down with none, a wrong one or one
+// padded is refused (401) before anything moves, and the backend never hears of it; a
+// request outside the API's documented ones is refused (404), never forwarded, token or not.
+func TestCallersAuthenticated(t *testing.T) {
+	e := newEnv(t)
+	ctx := kubetest.Ctx(t)
+	n := len(e.pool.Requests())
+	for _, auth := range []string{"", "Bearer", "Bearer wrong", "Bearer " + testToken + "x", "Basic " + testToken, "bearer " + testToken} {
+		r := do(t, ctx, "POST", e.url+"/pool/size", `{"desiredSize": 1}`, "Authorization", auth)
+		if msg, _ := r.apiError(t); r.status != 401 || msg != "not authenticated" || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("Authorization %q: %d %q", auth, r.status, r.body)
+		}
+		if r := do(t, ctx, "GET", e.url+"/pool", "", "Authorization", auth); r.status != 401 {
+			t.Errorf("GET /pool with Authorization %q: %d", auth, r.status)
+		}
+	}
+	for _, req := range [][2]string{{"DELETE", "/pool"}, {"PUT", "/pool/size"}, {"GET", "/admin"}, {"POST", "/pool/x/reboot"}} {
+		if r := do(t, ctx, req[0], e.url+req[1], ""); r.status != 404 {
+			t.Errorf("%s %s: %d %q; want 404", req[0], req[1], r.status, r.body)
+		}
+	}
+	if seen := e.pool.Requests()[n:]; len(seen) != 0 {
+		t.Errorf("refused requests reached the backend: %+v", seen)
+	}
+	if e.pool.Desired() != 3 || !e.nodeExists(e.name("w2")) || len(e.terminations()) != 0 {
+		t.Errorf("after refused requests: desired %d, terminations %v", e.pool.Desired(), e.terminations())
+	}
+	if !strings.Contains(e.logs.String(), "no valid bearer token") || strings.Contains(e.logs.String(), testToken) {
+		t.Errorf("the refusals are not logged, or the token is:\n%s", e.logs)
+	}
+	if r := do(t, ctx, "GET", e.url+"/pool/size", ""); r.status != 200 {
+		t.Errorf("with the token: %d %q", r.status, r.body)
 	}
 }
 
@@ -395,6 +436,7 @@ func TestClientGoneMidScaleDown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/pool/size", bytes.NewReader([]byte(`{"desiredSize": 2}`)))
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		_, err := http.DefaultClient.Do(req)
 		done <- err
 	}()
@@ -432,6 +474,7 @@ func TestRestartResumesTheSameNode(t *testing.T) {
 	e.world.Update(func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmC.ID].DirtyBytesPerSec = 0.95 * (1 << 30) })
 	go func() {
 		req, _ := http.NewRequest("POST", e.url+"/pool/size", strings.NewReader(`{"desiredSize": 2}`))
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
