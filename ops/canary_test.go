@@ -9,6 +9,7 @@ import (
 	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
@@ -347,5 +348,38 @@ func TestAFailedCanarySaysTheVMsItLeavesStopped(t *testing.T) {
 	}
 	if a, _ := c.World.ServerByName("vm-a"); a.Status != "ACTIVE" || a.Host != c0 {
 		t.Errorf("vm-a after the return: %s on %s", a.Status, a.Host)
+	}
+}
+
+// A returning host's Placement provider is proved on every way back, not only the first: an
+// allocation Nova did not free refuses the uncordon, and the second uncordon (the service
+// forced up by the first, so nothing left to force) refuses it too rather than taking it.
+// Freed, the third goes through.
+func TestTheWayBackProvesTheProviderEveryTime(t *testing.T) {
+	c := newCluster(t, 100)
+	e := c.Engine("tester@a", nil)
+	c1 := c.Name("c1")
+	dies(t, c, e, c1)
+	rro := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
+	if rec, rep, err := run(t, e, model.OpRecover, c1, rro); err != nil || rep.Result != ops.ResultDone {
+		t.Fatalf("recover c1: %v %s\n%s", err, rep.Result, rec.Transcript(c.Px))
+	}
+	const phantom = "0b7d4c1e-5a55-4e3e-9e0c-phantom00001"
+	c.World.LeakAllocation(c1, phantom, sim.Flavor{RAMMB: 4096, VCPUs: 2, DiskGB: 40})
+	c.World.ReviveHost(c1)
+	kubetest.SetReady(t, c.CS, c1, true, time.Now())
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing c1 Ready", func() bool { k, _ := e.KubeNode(c1); return k.Ready })
+	for i := range 2 {
+		rec, _, err := run(t, e, model.OpUncordon, c1, ops.RunOptions{Policy: defaults()})
+		if err == nil || !strings.Contains(err.Error(), "has not freed its provider") || !strings.Contains(err.Error(), phantom) {
+			t.Fatalf("uncordon %d with an allocation left on c1: %v\n%s", i+1, err, rec.Transcript(c.Px))
+		}
+	}
+	if k, _ := e.KubeNode(c1); k.Schedulable {
+		t.Error("c1 schedulable while its provider holds an allocation nothing explains")
+	}
+	c.World.FreeLeaked(c1, phantom)
+	if rec, _, err := run(t, e, model.OpUncordon, c1, ops.RunOptions{Policy: defaults()}); err != nil {
+		t.Fatalf("uncordon once freed: %v\n%s", err, rec.Transcript(c.Px))
 	}
 }

@@ -229,10 +229,15 @@ func (e *Engine) planWayBack(p *model.Plan, node model.Node, ro RunOptions) {
 	if !(journaled && j.Op == model.OpRecover) && !ro.ForceCompute {
 		return
 	}
-	if node.Compute != nil && node.Compute.ForcedDown {
+	switch { // the provider is proved on every way back: one forced up by an earlier try too
+	case node.Compute != nil && node.Compute.ForcedDown:
 		p.Steps = append(p.Steps, model.Step{Kind: model.StepForceUp,
 			Detail: "wait until nova-compute on " + node.Host + " has restarted and cleaned up after the evacuations, force it " +
 				"up, wait until it reports up"})
+	case node.Compute != nil:
+		p.Steps = append(p.Steps, model.Step{Kind: model.StepForceUp,
+			Detail: "nova-compute on " + node.Host + " is not forced down: wait until it reports up, then prove its " +
+				"Placement provider holds nothing but its own VMs'"})
 	}
 	if k.HasTaint(policy.OutOfService.Key) {
 		p.Steps = append(

@@ -216,7 +216,8 @@ func proxyToken(e env) (string, error) {
 			return "", nil
 		}
 		return "", &ops.UsageError{
-			Problem: fmt.Sprintf("the cloudpool proxy would serve %s without authentication: anyone who reaches it could scale the pool down", addr),
+			Problem: fmt.Sprintf(
+				"the cloudpool proxy would serve %s without authentication: anyone who reaches it could scale the pool down", addr),
 			Hint: "set [cloudpool] proxy_token_file to a file holding the token the autoscaler sends (Authorization: Bearer), " +
 				"or serve this machine only (--listen 127.0.0.1:PORT)",
 		}

@@ -206,22 +206,33 @@ func (w *World) allocations() *allocIndex {
 			"DISK_GB":   s.Flavor.DiskGB,
 		}
 	}
-	holding := map[string]*migration{} // each server's newest move that holds allocations
+	// Each server's newest live or cold move that holds allocations, and every evacuation
+	// that still does: a server rebuilt twice holds a share on each dead host not yet back
+	// (Nova frees a dead host's share when its nova-compute starts again, that host's only;
+	// measured on a real Nova: a rebuilt VM moved on, then its second host dead and back).
+	holding := map[string]*migration{}
+	evacuated := map[string][]*migration{}
 	for _, m := range w.migrations {
-		if m.holdsAllocations() {
+		switch {
+		case !m.holdsAllocations():
+		case m.kind == "evacuation":
+			evacuated[m.server.ID] = append(evacuated[m.server.ID], m)
+		default:
 			holding[m.server.ID] = m
 		}
 	}
 	for _, s := range w.servers {
-		switch m := holding[s.ID]; {
-		case m == nil:
-			add(s.Host, s.ID, s)
-		case m.kind == "evacuation": // the server's own, on both hosts
-			add(m.source, s.ID, s)
-			add(m.dest, s.ID, s)
-		default:
+		if m := holding[s.ID]; m != nil {
 			add(m.source, m.uuid, s) // the source's share, held by the migration
 			add(m.dest, s.ID, s)     // the destination's, held by the server
+		} else {
+			add(s.Host, s.ID, s)
+		}
+		for _, m := range evacuated[s.ID] { // the dead host's share, the server's own
+			add(m.source, s.ID, s)
+			if m.status == "pre-migrating" { // its destination's, claimed before the rebuild
+				add(m.dest, s.ID, s)
+			}
 		}
 	}
 	for host, byConsumer := range w.leaked {
@@ -266,6 +277,14 @@ func (w *World) LeakAllocation(host, consumer string, f Flavor) {
 		w.leaked[host] = map[string]Flavor{}
 	}
 	w.leaked[host][consumer] = f
+	w.changes++
+}
+
+// FreeLeaked takes away an allocation LeakAllocation left (an operator's cleanup).
+func (w *World) FreeLeaked(host, consumer string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.leaked[host], consumer)
 	w.changes++
 }
 
