@@ -114,8 +114,15 @@ type death struct {
 // heartbeatCluster is the real cluster with automatic recovery on, its fence a command that
 // takes 2 s and writes the node's name to dir/fenced.
 func heartbeatCluster(t *testing.T, cfg string) (c *autoCluster, nova *novatest.Cloud, dir string) {
+	nova = novatest.Real(t)
+	c, dir = heartbeatClusterOn(t, nova, cfg)
+	return c, nova, dir
+}
+
+// heartbeatClusterOn is heartbeatCluster on a given cloud (the libvirt world's, shared).
+func heartbeatClusterOn(t *testing.T, nova *novatest.Cloud, cfg string) (c *autoCluster, dir string) {
 	dir = t.TempDir()
-	c, nova = newRealCluster(t, "[recover]\nautomatic = true\nshared_storage = true\npods_gone_within = \"1s\"\n"+
+	c = newClusterOn(t, nova, "[recover]\nautomatic = true\nshared_storage = true\npods_gone_within = \"1s\"\n"+
 		"fence_cmd = \"sleep 2; echo {node} >> "+dir+"/fenced\"\n"+cfg)
 	for _, err := range kubetest.Apply(t, false, "deploy/namespace.yaml", "deploy/crd-nodemaintenance.yaml") {
 		t.Fatal(err)
@@ -124,7 +131,7 @@ func heartbeatCluster(t *testing.T, cfg string) (c *autoCluster, nova *novatest.
 	t.Cleanup(func() {
 		_ = cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(context.Background(), kube.RecordName("storm"), metav1.DeleteOptions{})
 	})
-	return c, nova, dir
+	return c, dir
 }
 
 // dieAndRecover boots vms servers on compute-1, starts the controller, plays the kubelets

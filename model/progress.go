@@ -12,8 +12,9 @@ type MigrationSample struct {
 
 // MigrationProgress keeps recent samples of one migration and derives its rate and ETA.
 // Nova leaves the counters null until the copy starts, then saves them to the record only
-// every 5 s, the first time as zeros (measured on real guests): a sample is a reading whose
-// counters are known and new, stamped when first read; Read is the newest reading, new or not.
+// every 5 s, the first as the job starts, often all zeros (measured on real guests): a sample
+// is a reading whose counters are known and new, stamped when first read; Read is the newest
+// reading, new or not.
 type MigrationProgress struct {
 	Samples []MigrationSample // oldest first, the last keepFor, at most maxSamples
 	Read    time.Time         // the newest reading, counters changed or not

@@ -20,7 +20,9 @@ mount --bind "$H/lib" /var/lib/libvirt
 mount --bind "$H/log" /var/log/libvirt
 mount --bind "$H/cache" /var/cache/libvirt
 mount --bind "$S/ssh" /root/.ssh
-mount --bind "$H/instances" "$S/instances"
+# Each machine its own disk, unless the world's instances are shared (shared-instances: the
+# NFS or Ceph of a real cloud, where a dead host's guests are rebuilt on their own disks).
+[ -e "$S/shared-instances" ] || mount --bind "$H/instances" "$S/instances"
 mount --bind "$S/hosts.txt" /etc/hosts
 mount -t tmpfs -o mode=0755 tmpfs /run/sshd
 echo $$ >"$H/machine.pid"

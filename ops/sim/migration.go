@@ -94,8 +94,8 @@ func (m *migration) setStatus(s string, at time.Time) {
 
 // statsEvery: Nova's libvirt driver saves the job's counters to the migration record on every
 // 10th turn of its 0.5 s monitor loop, the first as the job starts, when QEMU has counted
-// nothing (all zero). Measured on real guests (the libvirt world): saves 4.4–5.4 s apart, the
-// first one zeros, the record unchanged between saves.
+// nothing or a few pages (all zero here). Measured on real guests (the libvirt world): saves
+// 4.4–5.4 s apart as read, the record unchanged between saves.
 const statsEvery = 5 * time.Second
 
 // saved returns the counters as the record shows them at now while running: as of the

@@ -208,17 +208,23 @@ func (w *World) allocations() *allocIndex {
 	}
 	// Each server's newest live or cold move that holds allocations, and every evacuation
 	// that still does: a server rebuilt twice holds a share on each dead host not yet back
-	// (Nova frees a dead host's share when its nova-compute starts again, that host's only;
-	// measured on a real Nova: a rebuilt VM moved on, then its second host dead and back).
+	// (Nova frees a dead host's share when its nova-compute starts again, that host's only),
+	// until a live or cold move of it carries all its allocations away (measured on a real
+	// Nova: a VM rebuilt twice, its second host back, then moved live).
 	holding := map[string]*migration{}
 	evacuated := map[string][]*migration{}
+	movedOn := map[string]time.Time{} // the server's newest live or cold move begun or done
 	for _, m := range w.migrations {
 		switch {
-		case !m.holdsAllocations():
 		case m.kind == "evacuation":
-			evacuated[m.server.ID] = append(evacuated[m.server.ID], m)
-		default:
+			if m.holdsAllocations() {
+				evacuated[m.server.ID] = append(evacuated[m.server.ID], m)
+			}
+		case m.holdsAllocations():
 			holding[m.server.ID] = m
+			movedOn[m.server.ID] = m.created
+		case m.status == "completed" || m.status == "confirmed":
+			movedOn[m.server.ID] = m.created
 		}
 	}
 	for _, s := range w.servers {
@@ -229,6 +235,9 @@ func (w *World) allocations() *allocIndex {
 			add(s.Host, s.ID, s)
 		}
 		for _, m := range evacuated[s.ID] { // the dead host's share, the server's own
+			if m.created.Before(movedOn[s.ID]) {
+				continue // a later move took it
+			}
 			add(m.source, s.ID, s)
 			if m.status == "pre-migrating" { // its destination's, claimed before the rebuild
 				add(m.dest, s.ID, s)
