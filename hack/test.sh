@@ -39,13 +39,17 @@ trap stop_worlds EXIT
 "$GO" test -count=1 -run '^$' ./... >/dev/null # compiles every test binary meanwhile
 
 export KUBEBUILDER_ASSETS="$envtest"
+# started PID NAME LOG STATE: waits for a world started in the background; one that did not
+# start ends the run (exit 1), its log's tail shown.
+started() {
+	wait "$1" && return 0
+	tail -30 "$root/$3" >&2
+	echo "test: $2 did not start (whole log: $3, services' logs: $4/log/)" >&2
+	exit 1
+}
+
 if [ -n "$nova_pid" ]; then
-	if ! wait "$nova_pid"; then
-		nova_pid=""
-		tail -30 "$root/.nova.log" >&2
-		echo "test: the real Nova did not start (whole log: .nova.log, services' logs: .nova/log/)" >&2
-		exit 1
-	fi
+	started "$nova_pid" "the real Nova" .nova.log .nova
 	nova_pid=done
 	export DRAINCTL_REAL_NOVA="$state/env"
 	rm -f "$state/tests.ran"
@@ -66,12 +70,7 @@ if [ -n "${DRAINCTL_REAL_NOVA:-}" ]; then
 fi
 
 if [ -n "$libvirt_pid" ]; then
-	if ! wait "$libvirt_pid"; then
-		libvirt_pid=""
-		tail -30 "$root/.nova-libvirt.log" >&2
-		echo "test: the libvirt world did not start (whole log: .nova-libvirt.log, services' logs: .nova-libvirt/log/)" >&2
-		exit 1
-	fi
+	started "$libvirt_pid" "the libvirt world" .nova-libvirt.log .nova-libvirt
 	libvirt_pid=done
 	export DRAINCTL_REAL_HYPERVISOR="$guests/env"
 	rm -f "$guests/tests.ran"

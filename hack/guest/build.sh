@@ -21,8 +21,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 # The kernel: the package linux-image-cloud-amd64 depends on, fetched (not installed).
-kpkg="$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')"
-[ -n "$kpkg" ] || { echo "guest: apt knows no linux-image-cloud-amd64 (apt-get update first)" >&2; exit 1; }
+kernel_pkg() { apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}'; }
+kpkg="$(kernel_pkg)"
+[ -n "$kpkg" ] || { apt-get update -qq && kpkg="$(kernel_pkg)"; } # a machine whose package lists are gone
+[ -n "$kpkg" ] || { echo "guest: apt knows no linux-image-cloud-amd64" >&2; exit 1; }
 (cd "$work" && apt-get download "$kpkg" >/dev/null 2>&1) || { echo "guest: apt-get download $kpkg failed" >&2; exit 1; }
 dpkg-deb -x "$work"/linux-image-*.deb "$work/k"
 kver="$(ls "$work/k/lib/modules")"

@@ -50,7 +50,7 @@ configure_hosts() {
 	# it root here): the user and group Debian's libvirt-daemon-system would create.
 	getent group libvirt-qemu >/dev/null || groupadd --system libvirt-qemu
 	getent passwd libvirt-qemu >/dev/null ||
-		useradd --system --no-create-home --gid kvm --shell /usr/sbin/nologin libvirt-qemu
+		useradd --system --no-create-home --gid libvirt-qemu --shell /usr/sbin/nologin libvirt-qemu
 	mkdir -p "$S/ssh"
 	[ -f "$S/ssh/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -f "$S/ssh/id_ed25519"
 	cp "$S/ssh/id_ed25519.pub" "$S/ssh/authorized_keys"

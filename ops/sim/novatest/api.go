@@ -169,6 +169,13 @@ func (c *Cloud) WaitServer(id string, d time.Duration, what string, cond func(Se
 func (c *Cloud) Boot(name, host string) string {
 	c.t.Helper()
 	id := c.BootAsync(map[string]any{"name": name, "host": host})
+	c.waitBooted(id, name, host)
+	return id
+}
+
+// waitBooted waits until the server booted on host runs there.
+func (c *Cloud) waitBooted(id, name, host string) {
+	c.t.Helper()
 	s := c.WaitServer(id, 120*time.Second, "ACTIVE on "+host, func(s Server) bool {
 		if s.Status == "ERROR" {
 			c.t.Fatalf("boot of %s on %s: ERROR %+v", name, host, s.Fault)
@@ -178,7 +185,6 @@ func (c *Cloud) Boot(name, host string) string {
 	if s.Host != host {
 		c.t.Fatalf("boot of %s: on %s, asked %s", name, s.Host, host)
 	}
-	return id
 }
 
 // BootAsync posts a server (fields over the defaults: the flavor, the image, no network) and

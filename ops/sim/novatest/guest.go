@@ -29,15 +29,7 @@ func (c *Cloud) BootGuest(name, host string, resident, dirty int) string {
 	c.t.Helper()
 	id := c.BootAsync(map[string]any{"name": name, "host": host, "metadata": map[string]string{
 		GuestResident: strconv.Itoa(resident), GuestDirty: strconv.Itoa(dirty)}})
-	s := c.WaitServer(id, 120*time.Second, "ACTIVE on "+host, func(s Server) bool {
-		if s.Status == "ERROR" {
-			c.t.Fatalf("boot of %s on %s: ERROR %+v", name, host, s.Fault)
-		}
-		return s.Status == "ACTIVE" && s.Task() == ""
-	})
-	if s.Host != host {
-		c.t.Fatalf("boot of %s: on %s, asked %s", name, s.Host, host)
-	}
+	c.waitBooted(id, name, host)
 	if c.guests {
 		c.WaitConsole(id, 60*time.Second, "drainctl-guest: ready:")
 	}
