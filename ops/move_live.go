@@ -231,8 +231,23 @@ func (r *runner) settleAborts(ctx context.Context, asked []model.Migration) (abo
 	open := asked
 	end := e.now().Add(abortSettleWithin)
 	for len(open) > 0 {
+		// One read of the host's moves a poll; only one no longer under way has its records read.
+		under := map[int64]bool{}
+		if ms, err := e.nova.InProgressFrom(ctx, r.plan.Host); err == nil {
+			for _, m := range ms {
+				under[m.ID] = true
+			}
+		} else {
+			for _, m := range open {
+				under[m.ID] = true // unknown: asked again next poll
+			}
+		}
 		var still []model.Migration
 		for _, m := range open {
+			if under[m.ID] {
+				still = append(still, m)
+				continue
+			}
 			recs, err := e.nova.MigrationsOf(ctx, m.InstanceID)
 			rec, found := m, false
 			for _, x := range recs {

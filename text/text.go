@@ -297,8 +297,13 @@ func ForecastError(c model.Campaign) string {
 	if n == 0 {
 		return ""
 	}
-	return Sprintf("%d node(s) done in %s, forecast %s (%+.0f%%; a node's time counts its pods and checks too)",
-		n, Duration(took), Duration(forecast), 100*(took.Seconds()-forecast.Seconds())/forecast.Seconds())
+	return Sprintf("%d node(s) done in %s, forecast %s (%s; a node's time counts its pods and checks too)",
+		n, Duration(took), Duration(forecast), ForecastOff(forecast, took))
+}
+
+// ForecastOff is how far what was taken is off its forecast: "+55%".
+func ForecastOff(forecast, took time.Duration) string {
+	return Sprintf("%+.0f%%", 100*(took.Seconds()-forecast.Seconds())/forecast.Seconds())
 }
 
 // NodeForecast is one node's share: "2 VM(s) (10G), 3 pod(s), ~20s".

@@ -60,8 +60,7 @@ func (a *Auto) campaigns(ctx context.Context) error {
 		}
 		against := "-" // the nodes done against their forecast
 		if forecast, took, n := c.ForecastError(); n > 0 {
-			against = text.Sprintf("%s for %s (%+.0f%%)", text.Duration(took), text.Duration(forecast),
-				100*(took.Seconds()-forecast.Seconds())/forecast.Seconds())
+			against = text.Sprintf("%s for %s (%s)", text.Duration(took), text.Duration(forecast), text.ForecastOff(forecast, took))
 		}
 		text.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", c.Name, c.State, text.Duration(now.Sub(c.Updated)), done, len(c.Nodes),
 			cut(over, 40), against, cut(c.Message, 60))
