@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 )
@@ -196,8 +197,9 @@ func TestRecordsAndLeasesOnlyTheirWritersWrite(t *testing.T) {
 		sa, node string
 		ok, no   []string
 	}{
-		{"drainctl-daemon", mine, []string{"drainctl-" + mine, "drainctl-node-slot.0", "drainctl-migrations.lock"},
-			[]string{"drainctl-" + px + "-other", "drainctl-recovery", "drainctl-controller", "drainctl-daemon", "drainctl-campaign-" + px}},
+		{"drainctl-daemon", mine, []string{"drainctl-" + mine}, // the slots and the lock: below, by holder
+			[]string{"drainctl-" + px + "-other", "drainctl-recovery", "drainctl-controller", "drainctl-daemon", "drainctl-campaign-" + px,
+				"drainctl-node-slot.0", "drainctl-migrations.lock"}},
 		{"drainctl-daemon-cluster", "", []string{"drainctl-daemon", "drainctl-" + mine, "drainctl-node-slot.0"},
 			[]string{"drainctl-recovery", "drainctl-controller", "drainctl-proxy"}},
 		{"drainctl-controller", "", []string{"drainctl-controller", "drainctl-recovery", "drainctl-" + mine},
@@ -218,6 +220,54 @@ func TestRecordsAndLeasesOnlyTheirWritersWrite(t *testing.T) {
 		}
 	}
 
+	// The caps' leases, as the per-node daemon's code writes them (kube.Client, its holder
+	// ops.NodeDaemonRole): only in its own node's name, a slot only for its node, a renewal
+	// with its first acquireTime, and only its own given back. One node's daemon so cannot hold
+	// the others' moves in a name not its own, nor make a stuck hold look young.
+	dk := kubetest.KubeClient(t, tokenConfig(t, "drainctl-daemon", mine))
+	me := ops.NodeDaemonRole(mine) + "/1-abcdef"
+	for _, l := range []struct{ name, holder string }{{"migrations.lock", me}, {"node-slot.0", me + "#" + mine}} {
+		if err := dk.AcquireLease(ctx, l.name, l.holder, 15*time.Second, nil); err != nil {
+			t.Errorf("the daemon cannot take %s as %s: %v", l.name, l.holder, err)
+		}
+		if err := dk.AcquireLease(ctx, l.name, l.holder, 15*time.Second, nil); err != nil {
+			t.Errorf("the daemon cannot renew %s: %v", l.name, err)
+		}
+		old, err := admin.CoordinationV1().Leases("drainctl").Get(ctx, "drainctl-"+l.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Spec.AcquireTime = &metav1.MicroTime{Time: time.Now()}
+		if _, err := asServiceAccount(t, "drainctl-daemon", mine).CoordinationV1().Leases("drainctl").Update(ctx, old,
+			metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("the daemon renewed %s with a new acquireTime: %v", l.name, err)
+		}
+		if err := dk.ReleaseLease(ctx, l.name, l.holder); err != nil {
+			t.Errorf("the daemon cannot give back %s: %v", l.name, err)
+		}
+	}
+	for _, l := range []struct{ name, holder string }{
+		{"migrations.lock", ops.NodeDaemonRole(px+"-other") + "/1-abcdef"},
+		{"migrations.lock", "drainctl/root@x/1-abcdef/space"},
+		{"node-slot.0", me + "#" + px + "-other"},
+		{"node-slot.0", ops.NodeDaemonRole(px+"-other") + "/1-abcdef#" + mine},
+	} {
+		if err := dk.AcquireLease(ctx, l.name, l.holder, 15*time.Second, nil); !apierrors.IsForbidden(errors.Unwrap(err)) &&
+			!apierrors.IsForbidden(err) {
+			t.Errorf("the daemon of %s took %s as %s: %v", mine, l.name, l.holder, err)
+		}
+	}
+	theirs := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "drainctl-migrations.lock", Namespace: "drainctl"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("drainctl/alice@laptop/1-abcdef/space")}}
+	if _, err := admin.CoordinationV1().Leases("drainctl").Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := asServiceAccount(t, "drainctl-daemon", mine).CoordinationV1().Leases("drainctl").Delete(ctx, "drainctl-migrations.lock",
+		metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the daemon gave back another's migrations lock: %v", err)
+	}
+	_ = admin.CoordinationV1().Leases("drainctl").Delete(ctx, "drainctl-migrations.lock", metav1.DeleteOptions{})
+
 	// Records, through drainctl's own client (which names its writer) and by hand.
 	controller := kubetest.KubeClient(t, tokenConfig(t, "drainctl-controller", ""))
 	person := kubetest.KubeClient(t, kubetest.Config(t))
@@ -227,11 +277,12 @@ func TestRecordsAndLeasesOnlyTheirWritersWrite(t *testing.T) {
 	// The records are the API server's for every later test: a pause or a storm left here would
 	// hold their automatic recoveries. Each goes with the test.
 	t.Cleanup(func() {
-		for _, name := range []string{"fence-" + mine, "recovery-" + mine, "proactive-" + mine, "storm", "pause-recovery", "campaign-" + px} {
+		for _, name := range []string{"fence-" + mine, "recovery-" + mine, "proactive-" + mine, "machine-" + mine, "storm", "pause-recovery",
+			"campaign-" + px} {
 			_ = admin.CoreV1().ConfigMaps("drainctl").Delete(context.Background(), kube.RecordName(name), metav1.DeleteOptions{})
 		}
 	})
-	for _, name := range []string{"fence-" + mine, "recovery-" + mine, "proactive-" + mine, "storm"} {
+	for _, name := range []string{"fence-" + mine, "recovery-" + mine, "proactive-" + mine, "machine-" + mine, "storm"} {
 		if err := controller.SaveRecord(ctx, name, []byte("{}")); err != nil {
 			t.Errorf("the controller cannot write record %s: %v", name, err)
 		}

@@ -218,3 +218,71 @@ func saveRecord(t *testing.T, cs kubernetes.Interface, name string, data []byte)
 		t.Fatal(err)
 	}
 }
+
+// A fence is keyed on the machine drainctl pinned, not on what the Node says now. On the real
+// API server: a fence pins the machine's system UUID; the same Node object that then reports
+// another machine (as its kubelet can write) is not fenced, and no command is run; a value
+// that is no UUID (spaces, shell syntax) never reaches a command, which is refused when it
+// would read it.
+func TestAFenceIsKeyedOnThePinnedMachine(t *testing.T) {
+	c := newAutoClusterWith(t, autoOptions{seed: 13, spare: true, pdbMin: 1})
+	cs := kubetest.Client(t)
+	c0, c1 := c.px+"-c0", c.px+"-c1"
+	t.Cleanup(func() {
+		for _, n := range []string{c0, c1} {
+			_ = cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(kubetest.Ctx(t), kube.RecordName("machine-"+n), metav1.DeleteOptions{})
+		}
+	})
+	reports := func(node, uuid string) { // as the node's kubelet would write its status
+		t.Helper()
+		n, err := cs.CoreV1().Nodes().Get(kubetest.Ctx(t), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.NodeInfo.SystemUUID, n.Status.NodeInfo.BootID = uuid, "6b0c5a0e-1f0b-4d52-9d3e-2a1f4c8e9b70"
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(kubetest.Ctx(t), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := filepath.Join(t.TempDir(), "ran")
+	asked := func() string { b, _ := os.ReadFile(ran); return string(b) }
+	// Fails on purpose: what matters is what it was told, and that nothing is rebuilt.
+	fence := `echo {node} "$DRAINCTL_SYSTEM_UUID" "$DRAINCTL_BOOT_ID" >> ` + ran + `; exit 1`
+	const u1, u2 = "4c4c4544-0031-3510-8052-b4c04f4e3332", "4c4c4544-0031-3510-8052-b4c04f4e9999"
+
+	reports(c0, u1)
+	c.world.KillHost(c0)
+	kubetest.SetReady(t, cs, c0, false, time.Now().Add(-5*time.Minute))
+	r := c.drainctl(t, nil, "--auto", "recover", c0, "--accept-disk-loss", "--fence-cmd", fence)
+	told := asked() // each of its tries ([recover] fence_retries)
+	if r.code != 3 || told == "" || strings.ReplaceAll(told, c0+" "+u1+" 6b0c5a0e-1f0b-4d52-9d3e-2a1f4c8e9b70\n", "") != "" {
+		t.Fatalf("the first fence: exit %d, told %q\n%s", r.code, told, r.stderr)
+	}
+	cm, err := cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Get(kubetest.Ctx(t), kube.RecordName("machine-"+c0), metav1.GetOptions{})
+	if err != nil || !strings.Contains(cm.Data["record.json"], u1) {
+		t.Fatalf("no pin of %s's machine: %v %v", c0, cm, err)
+	}
+	for _, forged := range []string{u2, "x -H evil-bmc", ""} {
+		reports(c0, forged)
+		r = c.drainctl(t, nil, "--auto", "recover", c0, "--accept-disk-loss", "--fence-cmd", fence)
+		if r.code != 3 || !strings.Contains(r.stderr, "drainctl pinned "+u1) || asked() != told {
+			t.Fatalf("the Node now says %q: exit %d, told %q\n%s", forged, r.code, asked(), r.stderr)
+		}
+	}
+
+	// No pin yet, and a value that is no UUID: never passed on; a command that reads it is not run.
+	reports(c1, "a b; reboot")
+	c.world.KillHost(c1)
+	kubetest.SetReady(t, cs, c1, false, time.Now().Add(-5*time.Minute))
+	r = c.drainctl(t, nil, "--auto", "recover", c1, "--accept-disk-loss", "--fence-cmd", fence)
+	if r.code != 3 || !strings.Contains(r.stderr, "gives no UUID for it") || asked() != told {
+		t.Fatalf("a system UUID with spaces: exit %d, told %q\n%s", r.code, asked(), r.stderr)
+	}
+	r = c.drainctl(t, nil, "--auto", "recover", c1, "--accept-disk-loss", "--fence-cmd", "echo {node} >> "+ran+"; exit 1")
+	if r.code != 3 || !strings.Contains(asked(), c1+"\n") || !strings.Contains(r.stdout+r.stderr, "DRAINCTL_SYSTEM_UUID left empty") {
+		t.Fatalf("a command keyed on the node's name: exit %d, told %q\n%s%s", r.code, asked(), r.stdout, r.stderr)
+	}
+	if vm, _ := c.world.ServerByName("app-1"); vm.Host != c1 {
+		t.Errorf("app-1 rebuilt on %s without a fence", vm.Host)
+	}
+}

@@ -569,7 +569,7 @@ func TestGuestPaneWhileCopying(t *testing.T) {
 func TestGuestDeadHostRecoveredByItself(t *testing.T) {
 	nova := novatest.Hypervisor(t)
 	nova.SharedInstances(true)
-	c, dir := heartbeatClusterOn(t, nova, "heartbeat_timeout = \"10s\"\nnot_ready_for = \"1h\"\n")
+	c, dir := heartbeatClusterOn(t, nova, "heartbeat_timeout = \"20s\"\nnot_ready_for = \"1h\"\n")
 	d := dieAndRecover(t, c, nova, dir, 2, 2*time.Second)
 	if d.fencedTimes != 1 {
 		t.Errorf("fenced %d times; want once", d.fencedTimes)
@@ -590,8 +590,8 @@ func TestGuestDeadHostRecoveredByItself(t *testing.T) {
 		boot = max(boot, uptime)
 		slowest = max(slowest, d.running+time.Duration(uptime*float64(time.Second)))
 	}
-	floor := 10 + 2 + rebuild + boot
-	t.Logf("death → forced down %.1f s (heartbeat_timeout 10 s, the fence 2 s); death → every guest ACTIVE %.1f s, → its init %.1f s; "+
-		"floor %.1f s (10 s + 2 s + Nova's rebuild %.1f s + the guest's boot %.1f s): %.2f× the floor",
+	floor := 20 + 2 + rebuild + boot
+	t.Logf("death → forced down %.1f s (heartbeat_timeout 20 s, the fence 2 s); death → every guest ACTIVE %.1f s, → its init %.1f s; "+
+		"floor %.1f s (20 s + 2 s + Nova's rebuild %.1f s + the guest's boot %.1f s): %.2f× the floor",
 		d.forced.Seconds(), d.running.Seconds(), slowest.Seconds(), floor, rebuild, boot, slowest.Seconds()/floor)
 }

@@ -197,7 +197,7 @@ func novaServiceDownTime() time.Duration {
 // still Ready by its condition; fenced once, nova-compute forced down by drainctl (the
 // real Nova then evacuates), both VMs ACTIVE elsewhere, one evacuation record each.
 func TestRealNovaRecoversADeadMachineBeforeNotReady(t *testing.T) {
-	c, nova, dir := heartbeatCluster(t, "heartbeat_timeout = \"10s\"\nnot_ready_for = \"1h\"\n")
+	c, nova, dir := heartbeatCluster(t, "heartbeat_timeout = \"20s\"\nnot_ready_for = \"1h\"\n")
 	d := dieAndRecover(t, c, nova, dir, 2, 2*time.Second)
 	if d.fencedTimes != 1 {
 		t.Errorf("fenced %d times; want once", d.fencedTimes)
@@ -210,26 +210,26 @@ func TestRealNovaRecoversADeadMachineBeforeNotReady(t *testing.T) {
 	if s := nova.Service(d.host); !s.ForcedDown {
 		t.Errorf("nova-compute on %s: %+v; want forced down", d.host, s)
 	}
-	t.Logf("death to every VM running elsewhere: %s (heartbeat_timeout 10s, fence 2s)", d.running.Round(100*time.Millisecond))
+	t.Logf("death to every VM running elsewhere: %s (heartbeat_timeout 20s, fence 2s)", d.running.Round(100*time.Millisecond))
 }
 
 // TestRecoveryBench is the benchmark of #51.4 (make bench-recovery: a real Nova with Nova's own
 // defaults, service_down_time 60 s and report_interval 10 s; kubelets renewing every 10 s):
 // a host of 4 VMs dies; the time from its death to all four ACTIVE elsewhere, against the
-// floor: heartbeat_timeout (15 s) + the fence (2 s) + Nova's own rebuilds of 4 VMs 3 at a
+// floor: heartbeat_timeout (20 s, its least) + the fence (2 s) + Nova's own rebuilds of 4 VMs 3 at a
 // time (measured in the same run, by evacuating a forced-down host directly). It prints the
 // figures; it asserts only that recovery happened.
 func TestRecoveryBench(t *testing.T) {
 	if os.Getenv("DRAINCTL_BENCH") != "recovery" {
 		t.Skip("a benchmark: make bench-recovery")
 	}
-	c, nova, dir := heartbeatCluster(t, "heartbeat_timeout = \"15s\"\nnot_ready_for = \"1h\"\n[concurrency]\nmigrations_per_source = 3\nmigrations_per_destination = 4\n")
+	c, nova, dir := heartbeatCluster(t, "heartbeat_timeout = \"20s\"\nnot_ready_for = \"1h\"\n[concurrency]\nmigrations_per_source = 3\nmigrations_per_destination = 4\n")
 	rebuilds := nativeRebuilds(t, nova, 4, 3)
 	d := dieAndRecover(t, c, nova, dir, 4, 10*time.Second)
-	floor := 15*time.Second + 2*time.Second + rebuilds
+	floor := 20*time.Second + 2*time.Second + rebuilds
 	fmt.Printf("recovery bench: death -> 4 VMs ACTIVE elsewhere  %6.1f s\n", d.running.Seconds())
-	fmt.Printf("recovery bench:   of which death -> forced down %4.1f s (15 s + the 2 s fence), forced down -> ACTIVE %4.1f s\n", d.forced.Seconds(), (d.running - d.forced).Seconds())
-	fmt.Printf("recovery bench: floor (15 s + 2 s + Nova's rebuilds %4.1f s)  %6.1f s\n", rebuilds.Seconds(), floor.Seconds())
+	fmt.Printf("recovery bench:   of which death -> forced down %4.1f s (20 s + the 2 s fence), forced down -> ACTIVE %4.1f s\n", d.forced.Seconds(), (d.running - d.forced).Seconds())
+	fmt.Printf("recovery bench: floor (20 s + 2 s + Nova's rebuilds %4.1f s)  %6.1f s\n", rebuilds.Seconds(), floor.Seconds())
 	fmt.Printf("recovery bench: ratio  %.2f x  (target <= 1.10, and under 30 s)\n", d.running.Seconds()/floor.Seconds())
 	fmt.Printf("recovery bench: Nova's own verdict when drainctl forced it down: up=%v (service_down_time %s)\n", d.novaSaidUp, novaServiceDownTime())
 	fmt.Printf("recovery bench: fenced %d time(s)\n", d.fencedTimes)

@@ -241,6 +241,10 @@ type NodeForecast struct {
 	// metadata): a campaign skips it and goes on, these VMs (and their projects) named, rather
 	// than let one tenant's metadata refuse the fleet.
 	HeldByOwners []string `json:"heldByOwners,omitempty"`
+	// OwnersWindow: its VMs' owners' windows hold it until OwnersWindowUntil (said why): the
+	// campaign takes it after its other nodes, when both windows are open.
+	OwnersWindow      string    `json:"ownersWindow,omitempty"`
+	OwnersWindowUntil time.Time `json:"ownersWindowUntil,omitzero"`
 }
 
 // HeldByOwners begins the error of a campaign's node skipped because its VMs' owners asked

@@ -50,15 +50,15 @@ func (c CapacityConfig) Need() FailoverNeed {
 }
 
 func (c CapacityConfig) validate() error {
-	if c.Tolerate < 0 {
-		return &FieldError{"capacity.tolerate", fmt.Sprintf("must not be negative, got %d", c.Tolerate),
+	if c.Tolerate < 0 || c.Tolerate > 100 {
+		return &FieldError{"capacity.tolerate", fmt.Sprintf("must be 0 to 100, got %d", c.Tolerate),
 			"0 asks no room; 1 keeps room for one host's death"}
 	}
 	if c.Reserve == "" {
 		return nil
 	}
 	m, share := strings.CutSuffix(strings.TrimSpace(c.Reserve), "%")
-	if pct, err := strconv.ParseFloat(m, 64); !share || err != nil || pct <= 0 || pct >= 100 {
+	if pct, err := strconv.ParseFloat(m, 64); !share || err != nil || !(pct > 0 && pct < 100) { // NaN too
 		return &FieldError{"capacity.reserve", fmt.Sprintf("must be a percentage above 0 and under 100, got %q", c.Reserve), `e.g. "25%"`}
 	}
 	return nil
@@ -117,6 +117,10 @@ type CampaignConfig struct {
 	// "rollback" or "fail".
 	NodeDeadline Duration `toml:"node_deadline"`
 	Undrainable  string   `toml:"undrainable"`
+	// OwnersWindowMax caps how long a node waits for its VMs' owners' windows
+	// (drainctl:maintenance-window): an owner's window that opens (with the campaign's) later
+	// than this is set aside, said, and the node taken in the campaign's.
+	OwnersWindowMax Duration `toml:"owners_window_max"`
 	// MigrationRateMiB is the live-migration rate assumed when the cloud has no recent
 	// migration to measure (MiB/s); MinHeadroomPercent is the least free memory, in percent of
 	// the hosts left, a campaign may bring the fleet down to (else it is refused).
@@ -205,6 +209,11 @@ type NotifyConfig struct {
 	Projects map[string]string `toml:"projects"`
 }
 
+// KubeletCannotLabel is the label prefix a node's kubelet may not set on its own Node (the
+// NodeRestriction admission plugin): a label that makes a node something drainctl trusts (the
+// failover reserve) must be under it.
+const KubeletCannotLabel = "node-restriction.kubernetes.io/"
+
 // UnhealthyLimit is how many of compute nodes may be unhealthy before the storm guard holds.
 func (r RecoverConfig) UnhealthyLimit(compute int) int { return shareOf(r.MaxUnhealthy, compute) }
 
@@ -226,9 +235,10 @@ func shareOf(s string, n int) int {
 }
 
 // namesTheMachine reports whether a fence command names the machine it acts on: {node}, or
-// one of the variables drainctl sets for it.
+// DRAINCTL_NODE or DRAINCTL_HOST. The system UUID and boot ID do not count: the node's kubelet
+// reports them, so alone they are the node's word for which machine to power off.
 func namesTheMachine(cmd string) bool {
-	for _, s := range []string{"{node}", "DRAINCTL_NODE", "DRAINCTL_SYSTEM_UUID", "DRAINCTL_BOOT_ID"} {
+	for _, s := range []string{"{node}", "DRAINCTL_NODE", "DRAINCTL_HOST"} {
 		if strings.Contains(cmd, s) {
 			return true
 		}
@@ -396,6 +406,11 @@ type PolicyConfig struct {
 	Groups map[string]string `toml:"groups"`
 }
 
+// GroupRules are the operator's words on VM groups (model.GroupBudgets).
+func (p PolicyConfig) GroupRules() GroupRules {
+	return GroupRules{Budgets: p.Groups, Honour: p.Maintenance.Honour}
+}
+
 // DefaultConfig returns the configuration used when no file says otherwise.
 func DefaultConfig() Config {
 	return Config{
@@ -443,6 +458,7 @@ func DefaultConfig() Config {
 		Campaign: CampaignConfig{
 			PDBBlockedFor:      Duration(10 * time.Minute),
 			NodeDeadline:       Duration(30 * time.Minute),
+			OwnersWindowMax:    Duration(24 * time.Hour),
 			Undrainable:        "quarantine",
 			MigrationRateMiB:   500,
 			MinHeadroomPercent: 10,

@@ -1,8 +1,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -25,8 +27,19 @@ func (e *FieldError) Error() string {
 	return s
 }
 
+// MinHeartbeatTimeout is two of the heartbeats' 10 s periods: a host is dead only once two
+// beats in a row have not come.
+const MinHeartbeatTimeout = 20 * time.Second
+
+// maxValue bounds every string of the configuration: a command, a window, a URL. Longer is no
+// such thing (a shell's argument stops at 128 KiB), and it is not echoed.
+const maxValue = 4 << 10
+
 // Validate checks values a TOML decoder cannot: ranges and combinations.
 func (c Config) Validate() error {
+	if err := boundedStrings(reflect.ValueOf(c), ""); err != nil {
+		return err
+	}
 	positive := []struct {
 		key string
 		v   int
@@ -67,8 +80,10 @@ func (c Config) Validate() error {
 			return &FieldError{d.key, fmt.Sprintf("must be positive, got %q", d.v), `use a duration such as "30s" or "5m"`}
 		}
 	}
-	if c.Notify.OwnerLead < 0 {
-		return &FieldError{"notify.owner_lead", fmt.Sprintf("must not be negative, got %q", c.Notify.OwnerLead),
+	if c.Notify.OwnerLead < 0 || c.Notify.OwnerLead.D() > 7*24*time.Hour {
+		// Longer, a notice is stale before its act (a day past its time) and the lead would
+		// hold every move for weeks.
+		return &FieldError{"notify.owner_lead", fmt.Sprintf("must be 0 to 168h, got %q", c.Notify.OwnerLead),
 			`use a duration such as "30m", or "0s": owners not told`}
 	}
 	switch c.Campaign.Undrainable {
@@ -110,7 +125,8 @@ func (c Config) Validate() error {
 		// one for every dead node, or a wrong one.
 		return &FieldError{
 			"recover.fence_cmd",
-			"names no machine: it must use {node} or one of DRAINCTL_NODE, DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID",
+			"names no machine: it must use {node}, DRAINCTL_NODE or DRAINCTL_HOST " +
+				"(the system UUID and boot ID are the node's own word, and do not count)",
 			`e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`,
 		}
 	}
@@ -144,16 +160,26 @@ func (c Config) Validate() error {
 				`e.g. "1" or "25%": how many of the group's VMs may be disrupted at once`}
 		}
 	}
-	if l := c.Recover.ReserveLabel; l != "" && !labelKey.MatchString(l) {
-		return &FieldError{"recover.reserve_label", fmt.Sprintf("must be a node label key, got %q", l),
-			`e.g. "drainctl.io/failover-reserve"; the nodes labelled KEY=true are the reserve`}
+	if l := c.Recover.ReserveLabel; l != "" && (!labelKey.MatchString(l) || !strings.HasPrefix(l, KubeletCannotLabel)) {
+		// A node's kubelet may set any other label on its own Node, and so make itself the
+		// reserve: the next dead host's VMs would go to the machine that asked for them.
+		return &FieldError{"recover.reserve_label", fmt.Sprintf("must be a node label key under %s, got %s", KubeletCannotLabel,
+			Quoted(l)), `e.g. "` + KubeletCannotLabel + `drainctl-failover-reserve": the NodeRestriction admission plugin ` +
+			`keeps a node's kubelet from setting it on itself; the nodes labelled KEY=true are the reserve`}
 	}
 	if err := c.Recover.Priority.validate(); err != nil {
 		return err
 	}
-	if d := c.Recover.HeartbeatTimeout.D(); d < 10*time.Second {
-		return &FieldError{"recover.heartbeat_timeout", fmt.Sprintf("must be at least 10s, got %q", c.Recover.HeartbeatTimeout),
-			`the default is "40s": the kubelet renews its Lease every 10s, nova-compute reports every report_interval (10s)`}
+	if d := c.Recover.HeartbeatTimeout.D(); d < MinHeartbeatTimeout {
+		// One late renewal must never make a healthy host dead: two of the heartbeats'
+		// periods missed in a row.
+		return &FieldError{"recover.heartbeat_timeout", fmt.Sprintf("must be at least %s, got %q", MinHeartbeatTimeout,
+			c.Recover.HeartbeatTimeout), `the default is "40s": the kubelet renews its Lease every 10s and nova-compute ` +
+			`reports every report_interval (10s); under two periods one late beat would make a healthy host dead`}
+	}
+	if d := c.Recover.FailureDomain; d != "" && !labelKey.MatchString(d) {
+		return &FieldError{"recover.failure_domain", fmt.Sprintf("must be a node label key, got %s", Quoted(d)),
+			`e.g. "topology.kubernetes.io/zone"`}
 	}
 	if c.RefreshInterval.D() < time.Second {
 		// A Nova read every nanosecond is a denial of service on one's own cloud.
@@ -255,3 +281,46 @@ func (c Config) Validate() error {
 // labelKey is a Kubernetes label key: an optional DNS prefix and a name of up to 63
 // characters, alphanumeric at both ends.
 var labelKey = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+
+// boundedStrings refuses a string of the configuration longer than maxValue, naming its key.
+func boundedStrings(v reflect.Value, key string) error {
+	switch v.Kind() {
+	case reflect.String:
+		if n := v.Len(); n > maxValue {
+			return &FieldError{key, fmt.Sprintf("is %d bytes long: no value here is longer than %d", n, maxValue),
+				"check the file: a value was pasted whole, or one quote is not closed"}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if err := boundedStrings(v.Field(i), strings.TrimPrefix(key+"."+cmp.Or(name, f.Name), ".")); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if err := boundedStrings(v.Index(i), key); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			name := fmt.Sprint(k.Interface())
+			if len(name) > 64 {
+				name = name[:64] + "…"
+			}
+			if err := boundedStrings(v.MapIndex(k), key+"."+name); err != nil {
+				return err
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return boundedStrings(v.Elem(), key)
+		}
+	}
+	return nil
+}

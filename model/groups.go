@@ -21,6 +21,50 @@ const (
 	MaxDisruptedKey = "drainctl:max-disrupted"
 )
 
+// GroupRules are the operator's words on groups: [policy.groups]' budgets by group name, and
+// whose owners' metadata is heard at all ([policy.maintenance] honour).
+type GroupRules struct {
+	Budgets map[string]string
+	Honour  Honour
+}
+
+// metadataGroups names the groups owners' drainctl:group form, by VM ID: a name is its
+// project's, so another tenant's VMs naming the same one form a group of their own, and can
+// neither join nor tighten it. A name one project alone uses is said bare ("group db"); one
+// several use is said with each project ("group db (project 72fb…)").
+func metadataGroups(vms []VM, honour Honour) map[string]string {
+	projects := map[string]map[string]bool{}
+	for _, vm := range vms {
+		if name := strings.TrimSpace(vm.GroupAsked); name != "" && honour.Of(vm) {
+			if projects[name] == nil {
+				projects[name] = map[string]bool{}
+			}
+			projects[name][vm.ProjectID] = true
+		}
+	}
+	out := map[string]string{}
+	for _, vm := range vms {
+		name := strings.TrimSpace(vm.GroupAsked)
+		if name == "" || !honour.Of(vm) {
+			continue
+		}
+		out[vm.ID] = "group " + name
+		if len(projects[name]) > 1 {
+			out[vm.ID] += " (project " + vm.ProjectID + ")"
+		}
+	}
+	return out
+}
+
+// bareGroupName is a group's name as [policy.groups] names it.
+func bareGroupName(name string) string {
+	name = strings.TrimPrefix(strings.TrimPrefix(name, "server group "), "group ")
+	if i := strings.LastIndex(name, " (project "); i >= 0 && strings.HasSuffix(name, ")") {
+		name = name[:i]
+	}
+	return name
+}
+
 // GroupBudget is one group's disruption budget.
 type GroupBudget struct {
 	Name    string          // "server group NAME" or "group NAME"
@@ -30,10 +74,10 @@ type GroupBudget struct {
 }
 
 // GroupBudgets are the budgets of the groups that vms and the server groups form, by name;
-// a group none of whose members names a valid budget, and the operator ([policy.groups],
-// operator: by group name) none either, has none. An owner's word may only tighten the
-// operator's.
-func GroupBudgets(vms []VM, groups []ServerGroup, operator map[string]string) map[string]*GroupBudget {
+// a group none of whose members names a valid budget, and the operator ([policy.groups])
+// none either, has none. An owner's word may only tighten the operator's, and is heard only
+// as rules.Honour says; a metadata group is its project's.
+func GroupBudgets(vms []VM, groups []ServerGroup, rules GroupRules) map[string]*GroupBudget {
 	members := map[string]map[string]bool{}
 	add := func(group, id string) {
 		if members[group] == nil {
@@ -46,10 +90,8 @@ func GroupBudgets(vms []VM, groups []ServerGroup, operator map[string]string) ma
 			add("server group "+g.Name, id)
 		}
 	}
-	for _, vm := range vms {
-		if name := strings.TrimSpace(vm.GroupAsked); name != "" {
-			add("group "+name, vm.ID)
-		}
+	for id, group := range metadataGroups(vms, rules.Honour) {
+		add(group, id)
 	}
 	byID := make(map[string]VM, len(vms))
 	for _, vm := range vms {
@@ -57,13 +99,12 @@ func GroupBudgets(vms []VM, groups []ServerGroup, operator map[string]string) ma
 	}
 	out := map[string]*GroupBudget{}
 	for name, ids := range members {
-		bare := strings.TrimPrefix(strings.TrimPrefix(name, "server group "), "group ")
-		if n, ok := maxDisrupted(operator[bare], len(ids)); ok {
+		if n, ok := maxDisrupted(rules.Budgets[bareGroupName(name)], len(ids)); ok {
 			out[name] = &GroupBudget{Name: name, Members: ids, Max: n, From: "[policy.groups]"}
 		}
 		for id := range ids {
 			vm, ok := byID[id]
-			if !ok {
+			if !ok || !rules.Honour.Of(vm) {
 				continue
 			}
 			n, ok := maxDisrupted(vm.MaxDisruptedAsked, len(ids))
@@ -110,7 +151,7 @@ type GroupFloor struct {
 
 // GroupFloors are the groups whose members on the nodes emptied (moving) are more than their
 // budget, each with its least time at rateMiBps a move, the longest first.
-func GroupFloors(inv Inventory, moving []string, rateMiBps float64, operator map[string]string) []GroupFloor {
+func GroupFloors(inv Inventory, moving []string, rateMiBps float64, rules GroupRules) []GroupFloor {
 	var all []VM
 	ram, emptied := map[string]int64{}, map[string]bool{}
 	for _, n := range moving {
@@ -125,7 +166,7 @@ func GroupFloors(inv Inventory, moving []string, rateMiBps float64, operator map
 		}
 	}
 	var out []GroupFloor
-	for _, b := range GroupBudgets(all, inv.ServerGroups, operator) {
+	for _, b := range GroupBudgets(all, inv.ServerGroups, rules) {
 		f := GroupFloor{Group: b.Name, Max: b.Max}
 		var mib int64
 		for id := range b.Members {

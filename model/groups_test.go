@@ -19,7 +19,7 @@ func TestGroupBudgets(t *testing.T) {
 		{ID: "10", Name: "x-1", GroupAsked: "x", MaxDisruptedAsked: "150%"},
 	}
 	groups := []ServerGroup{{Name: "web", Policy: "soft-anti-affinity", Members: []string{"4", "5", "6", "7", "8"}}}
-	got := GroupBudgets(vms, groups, nil)
+	got := GroupBudgets(vms, groups, GroupRules{})
 	if b := got["group db"]; b == nil || b.Max != 1 || b.From != "db-1" || len(b.Members) != 3 {
 		t.Errorf("group db: %+v; want 1 at once (db-1's word), 3 members", b)
 	}
@@ -36,7 +36,7 @@ func TestGroupBudgets(t *testing.T) {
 func TestTheOperatorsGroupBudget(t *testing.T) {
 	vms := []VM{{ID: "1", Name: "a-0", GroupAsked: "a"}, {ID: "2", Name: "a-1", GroupAsked: "a"},
 		{ID: "3", Name: "b-0", GroupAsked: "b", MaxDisruptedAsked: "5"}, {ID: "4", Name: "b-1", GroupAsked: "b", MaxDisruptedAsked: "1"}}
-	got := GroupBudgets(vms, nil, map[string]string{"a": "50%", "b": "2"})
+	got := GroupBudgets(vms, nil, GroupRules{Budgets: map[string]string{"a": "50%", "b": "2"}})
 	if b := got["group a"]; b == nil || b.Max != 1 || b.From != "[policy.groups]" {
 		t.Errorf("group a: %+v; want the operator's 50%% of 2: 1", b)
 	}
@@ -58,8 +58,30 @@ func TestGroupFloors(t *testing.T) {
 		{Name: "c", VMs: []VM{member("5", "db", ""), member("6", "cache", "1")}},
 		{Name: "d", VMs: []VM{member("7", "cache", "")}},
 	}}
-	got := GroupFloors(inv, []string{"a", "b", "c"}, 512, nil)
+	got := GroupFloors(inv, []string{"a", "b", "c"}, 512, GroupRules{})
 	if len(got) != 1 || got[0].Group != "group db" || got[0].Members != 3 || got[0].Max != 1 || got[0].Least != 6*time.Second {
 		t.Errorf("%+v; want group db alone: 3 members of 1 GiB one at a time at 512 MiB/s, 6s (web: 2 at once, cache: 1 there)", got)
+	}
+}
+
+// A metadata group is its project's, and an owner is heard only as [policy.maintenance] honour
+// says: another tenant naming the same group forms a group of its own (it can neither join nor
+// tighten it), and a project left out of honour names no group and no budget.
+func TestAGroupIsItsProjectsAndHeardUnderHonour(t *testing.T) {
+	vms := []VM{
+		{ID: "1", Name: "db-0", ProjectID: "p1", GroupAsked: "db", MaxDisruptedAsked: "2"},
+		{ID: "2", Name: "db-1", ProjectID: "p1", GroupAsked: "db"},
+		{ID: "3", Name: "evil", ProjectID: "p2", GroupAsked: "db", MaxDisruptedAsked: "1"},
+		{ID: "4", Name: "mute", ProjectID: "p3", GroupAsked: "db", MaxDisruptedAsked: "1"},
+	}
+	got := GroupBudgets(vms, nil, GroupRules{Budgets: map[string]string{"db": "3"}, Honour: Honour{Projects: []string{"p1", "p2"}}})
+	if b := got["group db (project p1)"]; b == nil || b.Max != 2 || len(b.Members) != 2 || b.Members["3"] {
+		t.Errorf("p1's group db: %+v; want its 2 members, db-0's 2", b)
+	}
+	if b := got["group db (project p2)"]; b == nil || b.Max != 1 || len(b.Members) != 1 {
+		t.Errorf("p2's group db: %+v; want evil alone", b)
+	}
+	if b, ok := got["group db (project p3)"]; ok {
+		t.Errorf("p3, not honoured, formed a group: %+v", b)
 	}
 }

@@ -9,10 +9,13 @@ type Notice struct {
 	Node     string     `json:"node,omitempty"`
 	Campaign string     `json:"campaign,omitempty"`
 	// VM and Project: a VM's owner told ahead (maintenance-event), for its project's webhook.
-	VM      string    `json:"vm,omitempty"`
-	Project string    `json:"project,omitempty"`
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
+	VM      string `json:"vm,omitempty"`
+	Project string `json:"project,omitempty"`
+	// Maintenance names the act an owner is told of, opaquely: a tenant is told what and when,
+	// never the cloud's host nor the campaign's name (OpenStack hides hosts from tenants).
+	Maintenance string    `json:"maintenance,omitempty"`
+	Message     string    `json:"message"`
+	At          time.Time `json:"at"`
 	// Ledger is a recovery's ledger in counts (recovery-done, recovery-failed).
 	Ledger *LedgerCounts `json:"ledger,omitempty"`
 	// VMsRunningAfter is the time from the node's NotReady to every VM the recovery rebuilt

@@ -31,9 +31,9 @@ const WindowKey = "drainctl:maintenance-window"
 // noticeMax is Nova's limit on a metadata value (it answers 400 past it).
 const noticeMax = 255
 
-// noticeStale: a notice whose act is this far past its time tells the owner nothing true any
+// NoticeStale: a notice whose act is this far past its time tells the owner nothing true any
 // more (a campaign stopped overnight): it is told again, and the lead counted again.
-const noticeStale = 24 * time.Hour
+const NoticeStale = 24 * time.Hour
 
 // OwnerNotice is drainctl's notice to a VM's owner: what will be done to it, when, by whom,
 // and when the owner was told.
@@ -97,7 +97,7 @@ func ParseOwnerNotice(s string) (OwnerNotice, bool) {
 // at least lead ago, for an act not long past its time. wait is how long until it does; told
 // again (stale) when the notice is too old to be true.
 func (n OwnerNotice) Due(now time.Time, lead time.Duration) (due bool, wait time.Duration, stale bool) {
-	if now.After(n.At.Add(noticeStale)) || n.Told.After(now.Add(lead)) { // long past, or told "in the future": a forgery
+	if now.After(n.At.Add(NoticeStale)) || n.Told.After(now.Add(lead)) { // long past, or told "in the future": a forgery
 		return false, 0, true
 	}
 	if left := n.Told.Add(lead).Sub(now); left > 0 {

@@ -27,17 +27,28 @@ type PriorityConfig struct {
 	Default  *int           `toml:"default"`
 	Flavors  map[string]int `toml:"flavors"`
 	Projects map[string]int `toml:"projects"`
+	// OwnerMax bounds what an owner's metadata may ask (nil: 9): an owner's 9 outranks no VM
+	// the operator put above OwnerMax.
+	OwnerMax *int `toml:"owner_max"`
 }
 
 // Of is the VM's recovery priority and where it comes from; bad says why its metadata was
-// not taken ("": it was, or it has none).
-func (c PriorityConfig) Of(vm VM) (priority int, from, bad string) {
+// not taken ("": it was, or it has none). The owner's word is heard only as honour says, and
+// never above OwnerMax.
+func (c PriorityConfig) Of(vm VM, honour Honour) (priority int, from, bad string) {
 	if raw := vm.PriorityAsked; raw != "" {
 		p, err := strconv.Atoi(strings.TrimSpace(raw))
-		if err == nil && p >= PriorityLowest && p <= PriorityHighest {
+		switch {
+		case !honour.Of(vm):
+			bad = fmt.Sprintf("its metadata %s = %s is not honoured for its project ([policy.maintenance] honour): the operator's "+
+				"is taken", RecoveryPriorityKey, Quoted(raw))
+		case err != nil || p < PriorityLowest || p > PriorityHighest:
+			bad = fmt.Sprintf("its metadata %s = %s is no priority (0–9): the operator's is taken", RecoveryPriorityKey, Quoted(raw))
+		case c.OwnerMax != nil && p > *c.OwnerMax:
+			return *c.OwnerMax, fmt.Sprintf("its metadata %s = %d, bounded by recover.priority.owner_max", RecoveryPriorityKey, p), ""
+		default:
 			return p, "its metadata " + RecoveryPriorityKey, ""
 		}
-		bad = fmt.Sprintf("its metadata %s = %q is no priority (0–9): the operator's is taken", RecoveryPriorityKey, raw)
 	}
 	for _, by := range []struct {
 		table map[string]int
@@ -61,6 +72,9 @@ func (c PriorityConfig) validate() error {
 	}
 	if c.Default != nil && (*c.Default < PriorityLowest || *c.Default > PriorityHighest) {
 		return bad("recover.priority.default", *c.Default)
+	}
+	if c.OwnerMax != nil && (*c.OwnerMax < PriorityLowest || *c.OwnerMax > PriorityHighest) {
+		return bad("recover.priority.owner_max", *c.OwnerMax)
 	}
 	for _, t := range []struct {
 		key   string

@@ -1,8 +1,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,6 +21,28 @@ type ProactiveConfig struct {
 	// and disables its nova-compute, so that nothing new lands there; "evacuate" quarantines
 	// it and moves its VMs and evicts its pods.
 	Action string `toml:"action"`
+	// MaxOut bounds the nodes out of service by [proactive] at once (quarantined or
+	// evacuated, and not yet brought back by a person), a count ("1") or a share ("10%"); a
+	// further degrading node is told of only, said, until one returns. MaxOutPerDomain bounds
+	// them in each [recover] failure_domain too ("": no bound but MaxOut). One condition set on
+	// every node (a bad rollout of node-problem-detector's rules) empties one node, not all.
+	MaxOut          string `toml:"max_out"`
+	MaxOutPerDomain string `toml:"max_out_per_domain"`
+	// WaitOwnerLead: an evacuation waits [notify] owner_lead for the VMs' owners as any does;
+	// false (the default), a degrading host's VMs are moved at once, their owners told.
+	WaitOwnerLead bool `toml:"wait_owner_lead"`
+}
+
+// OutLimit is how many of n compute nodes [proactive] may have out at once.
+func (c ProactiveConfig) OutLimit(n int) int { return shareOf(cmp.Or(c.MaxOut, "1"), n) }
+
+// DomainOutLimit is how many of a failure domain's n nodes it may have out at once (0: none but
+// OutLimit).
+func (c ProactiveConfig) DomainOutLimit(n int) int {
+	if c.MaxOutPerDomain == "" {
+		return 0
+	}
+	return shareOf(c.MaxOutPerDomain, n)
 }
 
 // The actions, and Nova's signals as conditions.
@@ -42,6 +66,16 @@ func (c ProactiveConfig) Op() OpKind {
 }
 
 func (c ProactiveConfig) validate() error {
+	for _, l := range []struct{ key, v string }{{"proactive.max_out", c.MaxOut}, {"proactive.max_out_per_domain", c.MaxOutPerDomain}} {
+		if l.v == "" {
+			continue
+		}
+		m, _ := strings.CutSuffix(strings.TrimSpace(l.v), "%")
+		if n, err := strconv.Atoi(m); err != nil || n < 1 || strings.Trim(m, "0123456789") != "" {
+			return &FieldError{l.key, fmt.Sprintf("must be a count or a percentage of at least 1, got %s", Quoted(l.v)),
+				`e.g. "1" or "10%": how many nodes [proactive] may have out of service at once`}
+		}
+	}
 	if a := c.Action; a != "" && a != ProactiveNotify && a != ProactiveQuarantine && a != ProactiveEvacuate {
 		return &FieldError{"proactive.action", fmt.Sprintf("must be notify, quarantine or evacuate, got %q", a),
 			"notify tells and changes nothing; quarantine cordons and disables; evacuate also empties the node"}

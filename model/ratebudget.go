@@ -34,7 +34,7 @@ func ParseRateBudget(raw string) (RateBudget, error) {
 	}
 	if p, ok := strings.CutSuffix(f[0], "%"); ok {
 		v, err := strconv.ParseFloat(p, 64)
-		if err != nil || v <= 0 || v > 100 {
+		if err != nil || !(v > 0 && v <= 100) { // NaN too
 			return b, fmt.Errorf("%q: the share must be above 0%% and at most 100%%, got %q", raw, f[0])
 		}
 		b.Percent = v
@@ -48,10 +48,13 @@ func ParseRateBudget(raw string) (RateBudget, error) {
 		if b.Per == "zone" {
 			b.Per = ZoneLabel
 		}
+		if !labelKey.MatchString(b.Per) {
+			return b, fmt.Errorf("%q: %q is no node label key (e.g. zone, topology.kubernetes.io/zone)", raw, f[2])
+		}
 	}
 	d, err := time.ParseDuration(f[len(f)-1])
-	if err != nil || d <= 0 {
-		return b, fmt.Errorf("%q: the window must be a duration such as 10m or 1h, got %q", raw, f[len(f)-1])
+	if err != nil || d < time.Second || d > 30*24*time.Hour {
+		return b, fmt.Errorf("%q: the window must be a duration from 1s to 720h, such as 10m or 1h, got %q", raw, f[len(f)-1])
 	}
 	b.Window = d
 	return b, nil

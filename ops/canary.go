@@ -108,7 +108,7 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 	}
 	r.canaryPassed = true
 	if svc.Reserved() || r.labelledReserve() { // proven, and held again: nothing but a recovery lands on the reserve
-		if _, err := e.nova.SetServiceEnabled(ctx, svc, false, e.reserveReason()); err != nil {
+		if _, err := e.nova.SetServiceEnabled(ctx, svc, false, e.ReserveReason()); err != nil {
 			return "", err
 		}
 		return "canary booted on " + p.Host + ", ACTIVE, console written, deleted; nova-compute disabled again: the failover reserve" +

@@ -2,6 +2,8 @@ package ops
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -31,6 +33,16 @@ const migrationLockNode = "migrations.lock"
 // the hold; later runs wait for the lease to be given back and take it again.
 const startJoinFor = 5 * time.Second
 
+// lockHeldAtMost bounds one hold of the lock: its runs join for startJoinFor, then wait at
+// most 12 s for Nova to list their moves (awaitListed). A lock held longer since it was
+// acquired is no count under way but a holder stuck or forging renewals: it is said with its
+// holder and taken over. A dead host's rebuild, whose VMs are down while it waits, takes over
+// sooner: just past what a hold can last.
+const (
+	lockHeldAtMost        = time.Minute
+	lockHeldAtMostRebuild = startJoinFor + 15*time.Second
+)
+
 // cluster is what clusterRoom counted: the others' moves by destination (for
 // migrations_per_destination) and everyone's by source (for migrations_per_source across
 // runs: a campaign's returns take VMs off many sources at once, each return a run of its
@@ -50,9 +62,19 @@ type cluster struct {
 // (reserved ones too), and every other move Nova lists as loading a destination. ok when one
 // more fits under migrations_per_cluster and the VM's source is under migrations_per_source:
 // the VM is then reserved, counted by the process's other runs until unlock.
-func (r *runner) clusterRoom(ctx context.Context, vm model.VM) (cluster, bool) {
+func (r *runner) clusterRoom(ctx context.Context, vm model.VM, rebuild bool) (cluster, bool) {
 	e := r.e
-	if !e.joinStart(ctx) {
+	bound := lockHeldAtMost
+	if rebuild {
+		bound = lockHeldAtMostRebuild
+	}
+	held, took := e.joinStart(ctx, bound)
+	if took != nil {
+		r.nodeChanged(fmt.Sprintf("the migrations lock was held by %s since %s, past its bound of %s: taken over", took.Holder,
+			took.Since.UTC().Format(time.RFC3339), bound))
+	}
+	if held != nil {
+		r.sayLockHeld(held)
 		return cluster{}, false // another process is starting one: try again at the next poll
 	}
 	var once sync.Once
@@ -111,9 +133,10 @@ func (r *runner) sayPace() {
 }
 
 // joinStart joins the process's hold of the start lock, taking the lease when the process
-// holds none; false when another process holds it (or ctx ends). Every run that joins renews
-// the lease, so a hold outlives none of its runs' waits.
-func (e *Engine) joinStart(ctx context.Context) bool {
+// holds none; nil when joined, else why not (another process holds it; ctx ended). Every run
+// that joins renews the lease, so a hold outlives none of its runs' waits. A hold older than
+// bound is taken over.
+func (e *Engine) joinStart(ctx context.Context, bound time.Duration) (held, took *LeaseHeldError) {
 	h := &e.start
 	h.mu.Lock()
 	for h.releasing || (h.runs > 0 && e.now().Sub(h.since) >= startJoinFor) {
@@ -122,7 +145,7 @@ func (e *Engine) joinStart(ctx context.Context) bool {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return false
+			return &LeaseHeldError{Node: migrationLockNode, Holder: "(stopped)"}, nil
 		}
 		h.mu.Lock()
 	}
@@ -131,11 +154,31 @@ func (e *Engine) joinStart(ctx context.Context) bool {
 	}
 	h.runs++
 	h.mu.Unlock()
-	if err := e.kube.AcquireLease(ctx, migrationLockNode, e.o.Holder, 15*time.Second, e.mayReplace); err != nil {
-		e.leaveStart(ctx)
-		return false
+	err := e.kube.AcquireLease(ctx, migrationLockNode, e.o.Holder, 15*time.Second, e.mayReplace)
+	if errors.As(err, &held) && !held.Since.IsZero() && time.Since(held.Since) > bound {
+		stuck := held.Holder
+		err = e.kube.AcquireLease(ctx, migrationLockNode, e.o.Holder, 15*time.Second, func(h string) bool { return h == stuck })
+		if err == nil {
+			took = held
+		}
 	}
-	return true
+	if err != nil {
+		e.leaveStart(ctx)
+		if !errors.As(err, &held) {
+			held = &LeaseHeldError{Node: migrationLockNode, Holder: "(unreadable: " + err.Error() + ")"}
+		}
+		return held, nil
+	}
+	return nil, took
+}
+
+// sayLockHeld says, once a holder, who holds the migrations lock the run's moves wait on.
+func (r *runner) sayLockHeld(held *LeaseHeldError) {
+	if held.Holder == "(stopped)" || r.lockSaid == held.Holder {
+		return
+	}
+	r.lockSaid = held.Holder
+	r.nodeChanged("moves wait for the migrations lock, held by " + held.Holder + " (another drainctl counting its moves)")
 }
 
 // leaveStart leaves the hold; the last run to leave gives the lease back (when it is ours).

@@ -3,6 +3,7 @@ package ops
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"reflect"
 	"sort"
@@ -44,6 +45,14 @@ type Engine struct {
 	leaseHolders *shared.Calls[map[string]string]
 	// forgotten: the Ready episode (its start) at which each node's fence record was deleted.
 	forgotten map[string]time.Time
+	// pinned: the Node UID each node's machine pin was written for, as this process knows it
+	// (nil: not read yet).
+	pinned map[string]string
+	// told: when each VM's owner was first told, by node, as this process wrote it
+	// (owners_told.go).
+	told map[string]map[string]time.Time
+	// refKey keys the opaque names tenants are told a maintenance by (MaintenanceRef).
+	refKey [16]byte
 
 	rankMu    sync.Mutex
 	ranker    policy.Ranker // keeps the last ranking: each one judges again only what changed
@@ -124,8 +133,10 @@ func NewEngine(kube Kube, nova Nova, cfg model.Config, o EngineOptions) *Engine 
 	e := &Engine{kube: kube, nova: nova, inv: NewInventory(kube, ns, cfg.Mapping), cfg: cfg, o: o,
 		migSlots: make(chan struct{}, cfg.Concurrency.MigrationsPerCluster),
 		running:  map[string]*tracked{}, budgets: map[string]*budgetGate{}, forgotten: map[string]time.Time{},
+		told:     map[string]map[string]time.Time{},
 		inflight: map[string]int{}, mine: map[string]string{}, sent: map[string][]sentVM{},
 		ranked: make(chan struct{}), steps: stepTable()}
+	_, _ = rand.Read(e.refKey[:])
 	e.pace = newPace(cfg.Concurrency.MigrationsPerCluster, cmp.Or(o.PaceWindow, paceWindow), cmp.Or(o.PaceSlow, paceSlow), o.Now)
 	e.pace.deaf = cfg.Concurrency.StaticCaps // the caps alone: the pace hears nothing, and stays at the cap
 	if nova != nil {
@@ -188,6 +199,18 @@ type EvacuateParams struct {
 	// KeepLease: an evacuation keeps the node's lease when it ends, as a cordon does, until
 	// uncordon releases it (a NodeMaintenance holds the node for as long as it exists).
 	KeepLease bool
+	// OwnerLead caps the lead the VMs' owners are given for this run ([notify] owner_lead;
+	// nil: the configuration's; 0: none, an emergency's). It never lengthens it.
+	OwnerLead *time.Duration
+}
+
+// OwnerLead is the lead the VMs' owners are given ahead of a move in a run with ro.
+func (e *Engine) OwnerLead(ro RunOptions) time.Duration {
+	lead := e.cfg.Notify.OwnerLead.D()
+	if ro.OwnerLead != nil {
+		lead = max(0, min(lead, *ro.OwnerLead))
+	}
+	return lead
 }
 
 // MigrateParams are a migration's (one VM).

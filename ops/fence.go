@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/drainctl/drainctl/model"
 )
@@ -37,7 +38,20 @@ func (e *Engine) provenFence(ctx context.Context, k model.KubeNode, ro RunOption
 		return nil, fmt.Sprintf("its fence record was written by %s, not by you (%s): %s; it proves nothing of yours",
 			orUnnamed(writer), orUnnamed(me), f.Text()), nil
 	}
+	// The same Kubernetes user may run both (a person's terminal beside the controller it runs,
+	// the demo): the record's maker says whose fence it is.
+	if by := holderRole(f.By); !ro.Automatic && strings.HasPrefix(by, "drainctl-") && by != holderRole(e.o.Holder) {
+		return nil, fmt.Sprintf("its fence record was made by %s, not by a person's recovery: %s; it proves nothing of yours",
+			holderRole(f.By), f.Text()), nil
+	}
 	return &f, "", nil
+}
+
+// holderRole is the role a holder runs as: "drainctl" for a person's drainctl,
+// "drainctl-controller" for the controller's (an in-cluster role's begins "drainctl-").
+func holderRole(holder string) string {
+	role, _, _ := strings.Cut(holder, "/")
+	return role
 }
 
 // orUnnamed is a Kubernetes user as a reason says it.

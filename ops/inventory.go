@@ -410,7 +410,7 @@ func (i *Inventory) stoppedInPlace() map[string]bool {
 
 // groupBudgets are the cloud's groups with a budget (model.GroupBudgets), by name, from the
 // last read of Nova, worked out again at most once every (a poll interval).
-func (i *Inventory) groupBudgets(ctx context.Context, every time.Duration, operator map[string]string) []*model.GroupBudget {
+func (i *Inventory) groupBudgets(ctx context.Context, every time.Duration, rules model.GroupRules) []*model.GroupBudget {
 	c := &i.groups
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -421,7 +421,7 @@ func (i *Inventory) groupBudgets(ctx context.Context, every time.Duration, opera
 	if err != nil {
 		return c.budgets // as last known: a read that failed takes no budget away
 	}
-	byName := model.GroupBudgets(ns.VMs, ns.ServerGroups, operator)
+	byName := model.GroupBudgets(ns.VMs, ns.ServerGroups, rules)
 	budgets := make([]*model.GroupBudget, 0, len(byName)) // a new slice: callers range over the last one
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		budgets = append(budgets, byName[name])

@@ -62,6 +62,10 @@ func SingletonHolder(role string) (holder, successorOf string) {
 	return role + "/" + instance(), role + "/"
 }
 
+// NodeDaemonRole is the role of the per-node daemon of node: its holder is
+// drainctl-daemon@NODE/instance, and it takes over its predecessor's on the same node.
+func NodeDaemonRole(node string) string { return "drainctl-daemon@" + node }
+
 func instance() string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)

@@ -138,7 +138,8 @@ func (r *runner) arrivals(ctx context.Context, handled map[string]bool) ([]model
 func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed []model.Reason, err error) {
 	e, p := r.e, r.plan
 	if traitsOf(p.Op).rebuilds {
-		policy.RebuildOrder(vms, e.cfg.Recover.Priority) // a dead host's: the higher recovery priorities first
+		// A dead host's: the higher recovery priorities first.
+		policy.RebuildOrder(vms, e.cfg.Recover.Priority, r.ro.Policy.Maintenance.Honour)
 	} else {
 		sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
 	}

@@ -2,24 +2,29 @@ package ops
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
-// The owner told ahead (#57.3, [notify] owner_lead): before a VM is moved by an evacuation, a
+// The owner told ahead ([notify] owner_lead): before a VM is moved by an evacuation, a
 // campaign's node or a return, its server's metadata says what is coming and when
-// (model.NoticeKey), at least the lead ahead; it is cleared once the move has ended. The
-// notice on the server is the record: every process reads the same one, so a campaign that
+// (model.NoticeKey), at least the lead ahead; it is cleared once the move has ended. When the
+// owner was first told is drainctl's own record on the node (owners_told.go): a campaign that
 // told its next nodes' owners ahead, a second terminal and a resumed run all count the lead
-// from the one notice, and a notice removed (by the owner, or lost) is written again and its
-// lead counted again. A dead host's rebuild is never held for it, nor a VM a person moves
-// by hand.
+// from it, and a notice the owner removed or edited is written again for their information,
+// its lead not restarted. A dead host's rebuild is never held for it, nor a VM a person moves
+// by hand; a run may cap it (--owner-lead).
 
-// tellsOwnerOf says whether the run tells the owner of the VM ahead of its move.
+// tellsOwnerOf says whether the run tells the owner of the VM ahead of its move: with
+// [notify] owner_lead, even when the run waives the lead (they are told, not waited on).
 func (r *runner) tellsOwnerOf(run *vmRun) bool {
 	t := traitsOf(r.plan.Op)
 	byHand := t.oneVM && !r.ro.Returning
@@ -41,25 +46,47 @@ func (r *runner) tellAhead(ctx context.Context, runs []*vmRun) {
 	}
 }
 
-// toldOrTell reads the VM's notice: true when the lead has passed since its owner was told
-// (or since drainctl first tried, when Nova refused every notice); else it tells them when
-// no true notice is there, and the VM is due at the lead's end.
+// toldOrTell: true when the lead has passed since the VM's owner was first told (drainctl's
+// record; or since drainctl first tried, when Nova refused every notice); else it tells them
+// when they were not, and the VM is due at the lead's end. Looked at again each poll
+// meanwhile: its owner may answer move-now.
 func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool {
-	now, lead := r.e.now(), r.e.cfg.Notify.OwnerLead.D()
-	if n, ok := model.ParseOwnerNotice(notice); ok {
-		due, _, stale := n.Due(now, lead)
-		if !stale { // looked at again each poll meanwhile: its owner may answer move-now
-			run.told, run.notice, run.notTold = n.Told, notice, ""
-			return due
+	e := r.e
+	now, lead, node := e.now(), e.OwnerLead(r.ro), r.plan.Node
+	n, parsed := model.ParseOwnerNotice(notice)
+	if first, ok := e.firstTold(node, run.vm.ID); ok {
+		due := !now.Before(first.Add(lead))
+		if !due && notice != run.notice {
+			// Removed, garbled or edited by its owner: written again for them to read, as it was;
+			// the lead stays counted from the record.
+			again := run.notice
+			if was, ok := model.ParseOwnerNotice(again); !ok || !was.Told.Equal(first) {
+				again = model.NewOwnerNotice(noticeOf[run.method], r.noticeBy(), first, first.Add(lead)).String()
+			}
+			if e.nova.SetMetadata(ctx, run.vm.ID, model.NoticeKey, again) == nil {
+				notice = again
+			}
 		}
+		run.told, run.notice, run.notTold = first, notice, ""
+		return due
 	}
-	n := model.NewOwnerNotice(noticeOf[run.method], r.noticeBy(), now, now.Add(lead))
-	err := r.e.nova.SetMetadata(ctx, run.vm.ID, model.NoticeKey, n.String())
+	if _, _, stale := n.Due(now, lead); parsed && !stale { // a notice of drainctl's no record names (an older one's)
+		told := n.Told
+		if told.After(now) { // dated ahead: counted from now
+			told = now
+		}
+		r.noteTold(ctx, map[string]time.Time{run.vm.ID: told})
+		run.told, run.notice, run.notTold = told, notice, ""
+		return !now.Before(told.Add(lead))
+	}
+	n = model.NewOwnerNotice(noticeOf[run.method], r.noticeBy(), now, now.Add(lead))
+	err := e.nova.SetMetadata(ctx, run.vm.ID, model.NoticeKey, n.String())
 	if err == nil {
+		r.noteTold(ctx, map[string]time.Time{run.vm.ID: n.Told})
 		run.told, run.notice, run.notTold = n.Told, n.String(), ""
-		r.e.ownerTold(run.vm, r.plan.Node, r.ro.Campaign, n)
+		e.ownerTold(run.vm, n)
 		r.emitVM(run, MigWaiting, fmt.Sprintf("its owner told: due at %sZ (%s = %q)", n.At.UTC().Format(time.TimeOnly), model.NoticeKey, n))
-		return false
+		return lead == 0 // the lead waived for this run: told, not waited on
 	}
 	if run.tellTried.IsZero() {
 		run.tellTried = now
@@ -71,6 +98,15 @@ func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool
 		return false
 	}
 	return true
+}
+
+// noteTold records when owners were first told on the run's node; a record that cannot be
+// written (the identity may not annotate the node) is kept by the process, said once.
+func (r *runner) noteTold(ctx context.Context, at map[string]time.Time, gone ...string) {
+	if err := r.e.noteTold(ctx, r.plan.Node, at, gone...); err != nil && !r.toldUnsaved {
+		r.toldUnsaved = true
+		r.nodeChanged("when its VMs' owners were told is kept by this process only: " + err.Error())
+	}
 }
 
 // ownerSaysNow: the VM's owner answered its notice with drainctl:move-now, and the operator
@@ -118,14 +154,20 @@ func (e *Engine) MoveNow(ctx context.Context, vm model.VM, ro RunOptions, emit f
 // node's run finds the notices and counts its lead from them.
 func (e *Engine) TellOwners(ctx context.Context, node, by string, at time.Time, ro RunOptions) (int, error) {
 	host := e.inv.HostOf(node)
-	if host == "" || e.cfg.Notify.OwnerLead <= 0 {
+	if host == "" || e.OwnerLead(ro) <= 0 {
 		return 0, nil
 	}
 	vms, err := e.nova.HostServers(ctx, host)
 	if err != nil {
 		return 0, err
 	}
-	now, lead, told := e.now(), e.cfg.Notify.OwnerLead.D(), 0
+	now, lead, told := e.now(), e.OwnerLead(ro), 0
+	record := map[string]time.Time{}
+	defer func() {
+		if len(record) > 0 {
+			_ = e.noteTold(context.WithoutCancel(ctx), node, record) // kept by the process if not written
+		}
+	}()
 	for _, vm := range vms {
 		method, _ := policy.VMMove(vm, ro.Policy)
 		if n, ok := model.ParseOwnerNotice(vm.Notice); noticeOf[method] == "" || ok && !stale(n, now, lead) {
@@ -135,18 +177,29 @@ func (e *Engine) TellOwners(ctx context.Context, node, by string, at time.Time, 
 		if err := e.nova.SetMetadata(ctx, vm.ID, model.NoticeKey, n.String()); err != nil {
 			return told, err
 		}
-		e.ownerTold(vm, node, ro.Campaign, n)
+		record[vm.ID] = n.Told
+		e.ownerTold(vm, n)
 		told++
 	}
 	return told, nil
 }
 
-// ownerTold tells the engine's listener (the project's webhook) that vm's owner was told n.
-func (e *Engine) ownerTold(vm model.VM, node, campaign string, n model.OwnerNotice) {
+// ownerTold tells the engine's listener (the project's webhook) that vm's owner was told n:
+// what and when, and the maintenance's opaque name; never the host nor the campaign.
+func (e *Engine) ownerTold(vm model.VM, n model.OwnerNotice) {
 	if e.o.OwnerTold != nil {
-		e.o.OwnerTold(model.Notice{Kind: model.NoticeMaintenanceEvent, Node: node, Campaign: campaign, VM: vm.Name,
-			Project: vm.ProjectID, Message: n.String(), At: n.Told})
+		e.o.OwnerTold(model.Notice{Kind: model.NoticeMaintenanceEvent, VM: vm.Name, Project: vm.ProjectID,
+			Maintenance: strings.TrimPrefix(n.By, "drainctl maintenance "), Message: n.String(), At: n.Told})
 	}
+}
+
+// MaintenanceRef is the opaque name tenants are told a maintenance by (a campaign, a node's
+// evacuation): the same within this process, and no host's nor campaign's name can be read
+// back from it (a keyed hash, its key the process's own).
+func (e *Engine) MaintenanceRef(what string) string {
+	m := hmac.New(sha256.New, e.refKey[:])
+	m.Write([]byte(what))
+	return "drainctl maintenance m-" + hex.EncodeToString(m.Sum(nil))[:12]
 }
 
 func stale(n model.OwnerNotice, now time.Time, lead time.Duration) bool {
@@ -179,15 +232,16 @@ func (r *runner) clearIfOurs(ctx context.Context, vm model.VM) {
 	}
 }
 
-// noticeBy is who the notice names: the campaign, else the operation and its node.
+// noticeBy is who the notice names, opaquely (MaintenanceRef): the campaign, else the
+// operation and its node.
 func (r *runner) noticeBy() string {
 	switch {
 	case r.ro.Campaign != "":
-		return "campaign " + r.ro.Campaign
+		return r.e.MaintenanceRef("campaign " + r.ro.Campaign)
 	case r.ro.Returning:
 		return "drainctl: return home"
 	}
-	return fmt.Sprintf("drainctl: %s of %s", r.plan.Op, r.plan.Node)
+	return r.e.MaintenanceRef(fmt.Sprintf("%s of %s", r.plan.Op, r.plan.Node))
 }
 
 // clearNotice removes the notice of a VM whose move has ended (moved, or failed for good).
@@ -208,9 +262,16 @@ func (r *runner) clearNotice(ctx context.Context, run *vmRun) {
 // a run again counts its lead from; a VM stopped in place keeps it until it is started again
 // (restartVMs).
 func (r *runner) clearEnded(ctx context.Context, all []*vmRun, q *moveQueue) {
+	var ended []string
 	for _, run := range all {
 		if run != nil && !r.stoppedInPlace(run) && q.running[run.vm.ID] != run && !slices.Contains(q.pending, run) {
+			if !run.told.IsZero() {
+				ended = append(ended, run.vm.ID)
+			}
 			r.clearNotice(ctx, run)
 		}
+	}
+	if len(ended) > 0 { // the next act on them is told anew
+		r.noteTold(context.WithoutCancel(ctx), nil, ended...)
 	}
 }

@@ -149,8 +149,12 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		vmDetail += fmt.Sprintf("; confirm %d cold migration(s) of drainctl's: %s", len(waiting), strings.Join(waiting, ", "))
 	}
 	told := methods[model.MoveLive] + methods[model.MoveCold] + methods[model.MoveRestart]
-	if lead := e.cfg.Notify.OwnerLead.D(); lead > 0 && told > 0 && traitsOf(p.Op).tellsOwners { // owners.go: told ahead
+	switch lead := e.OwnerLead(ro); { // owners.go: told ahead
+	case told == 0 || !traitsOf(p.Op).tellsOwners || e.cfg.Notify.OwnerLead <= 0:
+	case lead > 0:
 		vmDetail += fmt.Sprintf("; each owner told %s ahead in its VM's metadata (%s)", lead, model.NoticeKey)
+	default:
+		vmDetail += fmt.Sprintf("; each owner told in its VM's metadata (%s), the lead waived for this run", model.NoticeKey)
 	}
 	p.Steps = append(p.Steps, model.Step{Kind: model.StepMigrateVMs, Done: len(node.VMs) == 0 && len(waiting) == 0, Detail: vmDetail})
 	if ro.VMsOnly {

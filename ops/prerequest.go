@@ -116,7 +116,7 @@ func (r *runner) stillFenced(ctx context.Context, q *vmRequest) verdict {
 // roomInCluster: the cluster-wide migration cap, and the VM's source's, counted where every
 // drainctl process sees them.
 func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
-	room, ok := r.clusterRoom(ctx, q.run.vm)
+	room, ok := r.clusterRoom(ctx, q.run.vm, q.run.method == model.MoveRebuild)
 	if !ok {
 		return wait // the cluster or the VM's source is at its cap (other runs and processes count)
 	}
@@ -222,7 +222,7 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 	vm := q.run.vm
 	var stopped map[string]bool // a member stopped for its restart-in-place is disrupted too
-	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.Groups) {
+	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.GroupRules()) {
 		if !b.Members[vm.ID] {
 			continue
 		}

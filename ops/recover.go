@@ -114,7 +114,7 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	}
 	movable = fits
 	for _, vm := range movable {
-		if _, _, bad := e.cfg.Recover.Priority.Of(vm); bad != "" {
+		if _, _, bad := e.cfg.Recover.Priority.Of(vm, ro.Policy.Maintenance.Honour); bad != "" {
 			p.Reasons = append(
 				p.Reasons,
 				model.Reason{Code: model.VMPolicyUnknown, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID, Message: bad},
@@ -280,8 +280,21 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 		return &RefusedError{Reasons: []model.Reason{{Code: model.NotFenced, Severity: model.Blocks, Object: p.Node, Message: why}}}
 	}
 	how := "the operator's word"
+	check := e.cfg.Recover.FenceCheckCmd
+	var id model.MachineIdentity
+	if cmd != "" || check != "" {
+		if id, err = e.fenceIdentity(ctx, k, cmd, check); err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
+			return "", notOff(err.Error())
+		}
+		for _, n := range id.Notes {
+			r.nodeChanged(n)
+		}
+	}
 	if cmd != "" {
-		if err := r.runFence(ctx, cmd, k); err != nil {
+		if err := r.runFence(ctx, cmd, id); err != nil {
 			if ctx.Err() != nil {
 				return "", err
 			}
@@ -291,9 +304,9 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	}
 	// The machine's power state, asked of its BMC: an exit 0 of the fence command (or a
 	// person's word) says it was asked off; the check says it is.
-	if check := e.cfg.Recover.FenceCheckCmd; check != "" {
+	if check != "" {
 		err := opcmd.Run(ctx, opcmd.Spec{Kind: opcmd.FenceCheck, Template: check, Node: p.Node, Host: p.Host,
-			SystemUUID: k.SystemUUID, BootID: k.BootID, Timeout: e.cfg.Recover.FenceTimeout.D()},
+			SystemUUID: id.SystemUUID, BootID: id.BootID, Timeout: e.cfg.Recover.FenceTimeout.D()},
 			func(line string) { r.nodeChanged("fence-check: " + line) })
 		if err != nil {
 			if ctx.Err() != nil {
@@ -319,7 +332,7 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 // runFence runs the fence command, and again [recover] fence_retries times when it fails, all
 // within fence_timeout: a BMC may drop one request. A command that hung to its timeout is not
 // run again (no time is left). The last failure is returned.
-func (r *runner) runFence(ctx context.Context, cmd string, k model.KubeNode) error {
+func (r *runner) runFence(ctx context.Context, cmd string, id model.MachineIdentity) error {
 	e, p := r.e, r.plan
 	window := e.cfg.Recover.FenceTimeout.D()
 	deadline := e.now().Add(window) // the engine's clock, as every other wait of the run
@@ -337,8 +350,8 @@ func (r *runner) runFence(ctx context.Context, cmd string, k model.KubeNode) err
 				Template:   cmd,
 				Node:       p.Node,
 				Host:       p.Host,
-				SystemUUID: k.SystemUUID,
-				BootID:     k.BootID,
+				SystemUUID: id.SystemUUID,
+				BootID:     id.BootID,
 				Timeout:    left,
 			},
 			func(line string) { r.nodeChanged("fence-cmd: " + line) },

@@ -18,8 +18,8 @@ import (
 // lose the label: they take tenants' VMs from then on. The dead host, back and empty, takes
 // the label in their place. The label is the reserve's only record: every process sees it.
 
-// reserveReason is the disabled_reason of a reserve's nova-compute.
-func (e *Engine) reserveReason() string {
+// ReserveReason is the disabled_reason of a reserve's nova-compute.
+func (e *Engine) ReserveReason() string {
 	return model.ReservePrefix + " (label " + e.cfg.Recover.ReserveLabel + "=true): kept empty for a dead host's VMs"
 }
 
@@ -87,9 +87,19 @@ func (e *Engine) holdOne(ctx context.Context, k model.KubeNode, svc model.Comput
 		}
 		return "no longer labelled " + e.cfg.Recover.ReserveLabel + "=true: nova-compute enabled, no longer the failover reserve", nil
 	}
+	vms, err := e.nova.Servers(ctx, svc.Host)
+	if err != nil {
+		return "", err
+	}
+	if svc.Enabled && len(vms) > 0 {
+		// A label is a claim: a host that runs tenants' VMs is no reserve, whoever labelled it
+		// (a node's own kubelet, a mistake). It is flagged, never taken out of service.
+		return fmt.Sprintf("labelled %s=true but Nova shows %d VM(s) on it: not the failover reserve, nova-compute left "+
+			"enabled (empty it, or take the label away)", e.cfg.Recover.ReserveLabel, len(vms)), nil
+	}
 	var said []string
 	if svc.Enabled {
-		now, err := e.nova.SetServiceEnabled(ctx, svc, false, e.reserveReason())
+		now, err := e.nova.SetServiceEnabled(ctx, svc, false, e.ReserveReason())
 		if err != nil {
 			return "", err
 		}
@@ -103,22 +113,22 @@ func (e *Engine) holdOne(ctx context.Context, k model.KubeNode, svc model.Comput
 		}
 		said = append(said, "cordoned (reserve_cordon)")
 	}
-	if vms, err := e.nova.Servers(ctx, svc.Host); err == nil && len(vms) > 0 {
-		said = append(said, fmt.Sprintf("the failover reserve holds %d VM(s): not empty (drainctl evacuate empties it)", len(vms)))
+	if len(vms) > 0 {
+		said = append(said, fmt.Sprintf("the failover reserve holds %d VM(s): not empty (drainctl evacuate empties it); "+
+			"a recovery does not take it", len(vms)))
 	}
 	return strings.Join(said, "; "), nil
 }
 
 // reservesReady are the reserve's hosts a recovery may take now, each proven at this moment:
 // its node labelled (read from the API server), its service running and disabled with the
-// reserve's reason, not the dead host.
-func (r *runner) reservesReady(ctx context.Context) ([]model.ComputeService, error) {
+// reserve's reason, no VM on it as Nova shows, not the dead host. A reserve passed over is said.
+func (r *runner) reservesReady(ctx context.Context) (ready []model.ComputeService, passed []string, err error) {
 	e := r.e
 	svcs, err := e.nova.ComputeServices(ctx, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []model.ComputeService
 	for _, s := range svcs {
 		if !s.Reserved() || s.Host == r.plan.Host {
 			continue // before the node is looked up: that walks every node
@@ -129,13 +139,22 @@ func (r *runner) reservesReady(ctx context.Context) ([]model.ComputeService, err
 		}
 		k, ok, err := e.kube.NodeFresh(ctx, node)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if ok && e.labelledReserve(k) {
-			out = append(out, s)
+		if !ok || !e.labelledReserve(k) {
+			continue
 		}
+		vms, err := e.nova.Servers(ctx, s.Host)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(vms) > 0 {
+			passed = append(passed, fmt.Sprintf("%s not taken: Nova shows %d VM(s) on it", s.Host, len(vms)))
+			continue
+		}
+		ready = append(ready, s)
 	}
-	return out, nil
+	return ready, passed, nil
 }
 
 // takeReserve enables the reserve for the recovery's rebuilds: each host proven ready now
@@ -149,12 +168,17 @@ func (r *runner) takeReserve(ctx context.Context) (string, error) {
 			r.reserves = slices.Clone(j.Reserve) // taken by the run this one resumes
 		}
 	}
-	ready, err := r.reservesReady(ctx)
+	ready, passed, err := r.reservesReady(ctx)
 	if err != nil {
 		return "", err
 	}
+	also := ""
+	if len(passed) > 0 {
+		also = "; the reserve " + strings.Join(passed, ", ")
+	}
 	if len(ready) == 0 && len(r.reserves) == 0 {
-		return "no failover reserve ready (none labelled " + e.cfg.Recover.ReserveLabel + "=true, up and held): Nova's room elsewhere", nil
+		return "no failover reserve ready (none labelled " + e.cfg.Recover.ReserveLabel + "=true, up, held and empty): Nova's room " +
+			"elsewhere" + also, nil
 	}
 	for _, s := range ready {
 		if err := r.stillHolder(ctx); err != nil {
@@ -176,7 +200,7 @@ func (r *runner) takeReserve(ctx context.Context) (string, error) {
 		}
 		r.nodeChanged("the failover reserve " + s.Host + " enabled for the rebuilds")
 	}
-	return "the failover reserve " + strings.Join(r.reserves, ", ") + " enabled: the VMs are rebuilt there first", nil
+	return "the failover reserve " + strings.Join(r.reserves, ", ") + " enabled: the VMs are rebuilt there first" + also, nil
 }
 
 // tookReserve says the recovery took host from the reserve.
@@ -205,7 +229,7 @@ func (r *runner) beReserve(ctx context.Context) (string, error) {
 	if err := e.kube.SetLabel(ctx, p.Node, e.cfg.Recover.ReserveLabel, "true"); err != nil {
 		return "", err
 	}
-	now, err := e.nova.SetServiceEnabled(ctx, svc, false, e.reserveReason())
+	now, err := e.nova.SetServiceEnabled(ctx, svc, false, e.ReserveReason())
 	if err != nil {
 		return "", err
 	}

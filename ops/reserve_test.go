@@ -1,9 +1,14 @@
 package ops_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
@@ -12,7 +17,7 @@ import (
 	"github.com/drainctl/drainctl/ops/sim"
 )
 
-const reserveLabel = "drainctl.io/failover-reserve"
+const reserveLabel = "node-restriction.kubernetes.io/drainctl-failover-reserve"
 
 // The failover reserve (#56.2). c2 is labelled the reserve and held: its nova-compute
 // disabled with the reserve's reason. An evacuation of c0 sends nothing there though it is
@@ -204,5 +209,106 @@ func TestANodeLabelledTheReserveWhileEmptiedStaysDisabledAtItsUncordon(t *testin
 				t.Errorf("c2 after its uncordon: enabled %v, reason %q; want held as the reserve", h.Enabled, h.DisabledReason)
 			}
 		})
+	}
+}
+
+// A node cannot make itself the reserve, and a label does not make a host that runs VMs one.
+// On the real API server with NodeRestriction: c0's kubelet may not set the reserve's label on
+// its own Node (a key under node-restriction.kubernetes.io/, which the configuration requires),
+// though it may set any other. c0, labelled by someone who may while it runs vm-a and vm-b,
+// is flagged and left in service; forged further (its service disabled with the reserve's
+// reason by hand), a recovery of c2 still does not take it.
+func TestAHostThatRunsVMsIsNoReserve(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Recover.ReserveLabel = reserveLabel
+	c0, c2 := c.Name("c0"), c.Name("c2")
+	e := c.Engine("tester@a", nil)
+	ctx := kubetest.Ctx(t)
+	kubelet := kubetest.AsNode(t, c0)
+	label := func(key string) error {
+		patch := []byte(`{"metadata":{"labels":{"` + key + `":"true"}}}`)
+		_, err := kubelet.CoreV1().Nodes().Patch(ctx, c0, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+	if err := label(reserveLabel); !apierrors.IsForbidden(err) {
+		t.Fatalf("c0's kubelet labelled itself the reserve: %v", err)
+	}
+	if err := label("drainctl.io/failover-reserve"); err != nil { // why the configuration refuses such a key
+		t.Fatalf("c0's kubelet could not set a label of its own: %v", err)
+	}
+
+	if err := e.LabelNode(ctx, c0, reserveLabel, "true"); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "the cache seeing c0 labelled", func() bool {
+		k, _ := e.KubeNode(c0)
+		return k.Labels[reserveLabel] == "true"
+	})
+	said, err := e.HoldReserve(ctx)
+	if err != nil || len(said) != 1 || !strings.Contains(said[0], "Nova shows 2 VM(s) on it: not the failover reserve") {
+		t.Fatalf("holding a labelled host with VMs: %q, %v", said, err)
+	}
+	if h, _ := c.World.Host(c0); !h.Enabled {
+		t.Fatalf("c0, running VMs, disabled as the reserve (%q)", h.DisabledReason)
+	}
+
+	c.World.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) {
+		h[c0].Enabled, h[c0].DisabledReason = false, e.ReserveReason()
+	})
+	c.World.AddServer("vm-x", c2, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	dies(t, c, e, c2)
+	rro := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
+	rec, _, _ := run(t, e, model.OpRecover, c2, rro)
+	if vm, _ := c.World.ServerByName("vm-x"); vm.Host == c0 {
+		t.Errorf("vm-x rebuilt on c0, a host with VMs labelled the reserve\n%s", rec.Transcript(c.Px))
+	}
+	if h, _ := c.World.Host(c0); h.Enabled {
+		t.Errorf("c0 enabled by the recovery as a reserve")
+	}
+	said = nil
+	for _, ev := range rec.Events() {
+		if st, ok := ev.(ops.StepEvent); ok && st.Step == model.StepTakeReserve {
+			said = append(said, st.Detail)
+		}
+	}
+	if !strings.Contains(strings.Join(said, "\n"), c0+" not taken: Nova shows 2 VM(s) on it") {
+		t.Errorf("the recovery did not say why c0 was passed over: %q", said)
+	}
+}
+
+// A person's recovery never takes the controller's fence, even where both run as one
+// Kubernetes user (a terminal beside the controller it runs, the demo): after an automatic
+// recovery of c0 fenced it, a person's plan of c0's recovery asks for a fence command or their
+// word, and names the controller's record as proving nothing of theirs.
+func TestAPersonsRecoveryNeverTakesTheControllersFence(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	holder, _ := ops.SingletonHolder("drainctl-controller")
+	ctl := c.Engine(holder, nil)
+	dies(t, c, ctl, c0)
+	auto := ops.RunOptions{Policy: withDiskLoss(), RecoverParams: ops.RecoverParams{Automatic: true, FenceCmd: "true {node}"}}
+	if _, rep, err := run(t, ctl, model.OpRecover, c0, auto); err != nil || rep.Result != ops.ResultDone {
+		t.Fatalf("the controller's recovery: %v %s", err, rep.Result)
+	}
+	person := c.Engine("drainctl/alice@laptop/1-abcdef/space", nil)
+	kubetest.Eventually(t, 10*time.Second, "the person's cache seeing c0 NotReady", func() bool {
+		k, _ := person.KubeNode(c0)
+		return !k.Ready
+	})
+	plan, err := person.Plan(kubetest.Ctx(t), model.OpRecover, c0, ops.RunOptions{Policy: withDiskLoss()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fence string
+	for _, s := range plan.Steps {
+		if s.Kind == model.StepFence {
+			fence = s.Detail
+		}
+	}
+	if strings.Contains(fence, "fenced already") || !strings.Contains(fence, "not proven off") {
+		t.Errorf("the person's plan of the fence: %q; want the controller's record not taken", fence)
+	}
+	if !slices.ContainsFunc(plan.Reasons, func(r model.Reason) bool { return strings.Contains(r.Message, "made by drainctl-controller") }) {
+		t.Errorf("the plan does not say whose record it passed over: %v", plan.Reasons)
 	}
 }

@@ -329,7 +329,7 @@ func (r *runner) stopsDue(ctx context.Context, q *moveQueue) (failed []model.Rea
 
 // inAGroup says whether the VM is a member of a group with a disruption budget.
 func (r *runner) inAGroup(vm model.VM) bool {
-	for _, b := range r.e.inv.groupBudgets(context.Background(), r.e.o.Poll, r.e.cfg.Policy.Groups) {
+	for _, b := range r.e.inv.groupBudgets(context.Background(), r.e.o.Poll, r.e.cfg.Policy.GroupRules()) {
 		if b.Members[vm.ID] {
 			return true
 		}
@@ -351,7 +351,7 @@ func (r *runner) groupHoldsStop(ctx context.Context, vm model.VM) bool {
 	for _, m := range moves {
 		disrupted[m.InstanceID] = true
 	}
-	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.Groups) {
+	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.GroupRules()) {
 		if !b.Members[vm.ID] {
 			continue
 		}

@@ -49,6 +49,10 @@ type runner struct {
 	groupSaid    map[string]bool   // what a VM group did to a VM, said once (under mu)
 	// paceSaid is when the pace last changed as this run said it (the pace holding its moves).
 	paceSaid time.Time
+	// lockSaid is the migrations lock's holder this run last said its moves wait on.
+	lockSaid string
+	// toldUnsaved: the record of owners told could not be written, said once.
+	toldUnsaved bool
 	// recent is the cloud's recent moves as this poll round read them (nil: not yet): one
 	// read for every move of the node the round polls, begun after the round began.
 	recent []model.Migration

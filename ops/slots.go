@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -46,7 +47,8 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 	e, node := r.e, r.plan.Node
 	n := max(1, e.cfg.Concurrency.Nodes)
 	me := slotHolder(e.o.Holder, node)
-	mayReplace := func(h string) bool { return h == me || e.mayReplace(h) }
+	forged := map[string]bool{} // holders whose slots prove no node being emptied
+	mayReplace := func(h string) bool { return h == me || forged[h] || e.mayReplace(h) }
 	keys := make([]string, n)
 	for i := range n {
 		keys[i] = slotKey(i)
@@ -59,8 +61,13 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 		holders, listErr := e.kube.LeaseHolders(ctx, keys)
 		for i, key := range keys {
 			if h := holders[key]; listErr == nil && h != "" && !mayReplace(h) {
-				busy = append(busy, slotNode(h))
-				continue
+				why := e.slotUnproven(ctx, key, h, holders)
+				if why == "" {
+					busy = append(busy, slotNode(h))
+					continue
+				}
+				forged[h] = true
+				r.nodeChanged(fmt.Sprintf("node slot %d taken over from %s: %s", i+1, h, why))
 			}
 			err := e.kube.AcquireLease(ctx, key, me, e.o.LeaseTTL, mayReplace)
 			var held *LeaseHeldError
@@ -92,6 +99,32 @@ func (r *runner) takeSlot(ctx context.Context, stop context.CancelCauseFunc) (re
 		return nil, waited, nil, err
 	}
 	return release, waited, others, nil
+}
+
+// slotUnproven says why a slot's lease proves no node being emptied ("": it does): a slot is a
+// claim that its holder works its node, so the holder must hold that node's own lease, and a
+// node takes one slot. A lease anyone of the namespace may write otherwise holds every move.
+func (e *Engine) slotUnproven(ctx context.Context, key, holder string, holders map[string]string) string {
+	engine, node, ok := strings.Cut(holder, "#")
+	if !ok || node == "" {
+		return "its holder names no node"
+	}
+	for _, k := range slices.Sorted(maps.Keys(holders)) {
+		if holders[k] == holder && k != key {
+			if k < key {
+				return "node " + node + " holds another slot already (" + k + ")"
+			}
+			break
+		}
+	}
+	h, _, err := e.kube.LeaseHolder(ctx, node)
+	if err != nil || h == engine {
+		return "" // unread: taken as held
+	}
+	if h == "" {
+		return "node " + node + "'s own lease is held by nobody: nothing works it"
+	}
+	return "node " + node + "'s own lease is held by " + h + ", not by the slot's holder"
 }
 
 // slotNodes are the nodes holding the slots other than mine, as the slots' read had them

@@ -133,7 +133,7 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if r.labelledReserve() { // labelled the reserve meanwhile: held as it, never put to work for a moment
-		if _, err := e.nova.SetServiceEnabled(ctx, svc, false, e.reserveReason()); err != nil {
+		if _, err := e.nova.SetServiceEnabled(ctx, svc, false, e.ReserveReason()); err != nil {
 			return "", err
 		}
 		return "left disabled: the node is labelled the failover reserve (its reason now the reserve's)", nil

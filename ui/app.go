@@ -13,6 +13,7 @@ import (
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/text"
 )
@@ -47,7 +48,10 @@ type Options struct {
 	// Where is the cluster: every screen's header names it.
 	Where model.Where
 	// Groups are the operator's VM group budgets ([policy.groups]), for a VM's describe.
-	Groups map[string]string
+	Groups model.GroupRules
+	// Campaign is a campaign as the configuration's [roll] sets it: a campaign started here
+	// keeps its window, rate budgets and bounds, as roll does.
+	Campaign campaign.Options
 	// Summary, when set, receives after the TUI closes what its operations left and how to
 	// resume them. Command is how those commands reach this cluster ("drainctl --config
 	// FILE --kubeconfig FILE"; the context on screen is added), so that none of them acts on

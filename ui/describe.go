@@ -292,12 +292,12 @@ func lastReport(c model.ComputeService) string {
 }
 
 // vmGroups are the budgets of the VM groups vm belongs to (model.GroupBudgets), by name.
-func vmGroups(vm model.VM, inv model.Inventory, operator map[string]string) []*model.GroupBudget {
+func vmGroups(vm model.VM, inv model.Inventory, rules model.GroupRules) []*model.GroupBudget {
 	all := slices.Clone(inv.UnplacedVMs)
 	for _, n := range inv.Nodes {
 		all = append(all, n.VMs...)
 	}
-	budgets := model.GroupBudgets(all, inv.ServerGroups, operator)
+	budgets := model.GroupBudgets(all, inv.ServerGroups, rules)
 	var out []*model.GroupBudget
 	for _, name := range slices.Sorted(maps.Keys(budgets)) {
 		if budgets[name].Members[vm.ID] {

@@ -186,7 +186,12 @@ func runTUI(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
-	o := ui.Options{Policy: e.pol, Groups: e.cfg.Policy.Groups, Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
+	roll, err := e.configuredCampaign()
+	if err != nil {
+		return err
+	}
+	o := ui.Options{Policy: e.pol, Groups: e.cfg.Policy.GroupRules(), Refresh: e.cfg.RefreshInterval.D(), ReadOnly: e.o.ReadOnly,
+		Campaign:     roll,
 		Maintenances: cl.Maintenances, Where: cl.Where, Summary: e.stderr, Command: e.command()} // the header says DEMO
 	notices := cl.Notices // the demo's automatic recovery's, and the webhook's failures
 	if notices == nil {
@@ -258,39 +263,27 @@ func runAuto(ctx context.Context, e env) error {
 			UncordonParams: ops.UncordonParams{ForceCompute: e.o.Op.Force, ReturnVMs: e.o.Verb.ReturnVMs},
 			RecoverParams:  ops.RecoverParams{FenceCmd: e.o.Verb.Recover.FenceCmd, ConfirmFenced: e.o.Verb.Recover.ConfirmFenced},
 		}}
-	a.Campaign = campaign.Options{
-		Name:            e.o.Verb.Roll.Campaign,
-		Selector:        e.o.Verb.Roll.Selector,
-		Parallel:        e.o.Verb.Roll.Parallel,
-		ParallelPercent: e.o.Verb.Roll.ParallelPercent,
-		SpreadBy:        e.o.Verb.Roll.SpreadBy,
-		Order:           e.o.Verb.Roll.Order,
-		Exec:            e.o.Verb.Roll.Exec,
-		Gates:           campaign.GateOptions{Cmd: e.o.Verb.Roll.GateCmd, Alerts: alerts, PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()},
-		WaitReady:       e.o.Verb.Roll.WaitReady,
-		OnFailure:       e.o.Verb.Roll.OnFailure,
-		Run:             a.Run,
-		Resume:          e.o.Verb.Roll.Resume,
-		ReturnVMs:       e.o.Verb.ReturnVMs,
-		NodeDeadline:    e.cfg.Campaign.NodeDeadline.D(),
-		Undrainable:     firstNonBlank(e.o.Verb.Roll.Undrainable, e.cfg.Campaign.Undrainable),
+	if e.o.Set["owner-lead"] {
+		a.Run.OwnerLead = &e.o.Verb.OwnerLead
 	}
+	if a.Campaign, err = e.configuredCampaign(); err != nil {
+		return err
+	}
+	c := &a.Campaign
+	c.Name, c.Selector, c.Parallel, c.ParallelPercent = e.o.Verb.Roll.Campaign, e.o.Verb.Roll.Selector, e.o.Verb.Roll.Parallel,
+		e.o.Verb.Roll.ParallelPercent
+	c.SpreadBy, c.Order, c.Exec, c.Gates.Cmd, c.Gates.Alerts = e.o.Verb.Roll.SpreadBy, e.o.Verb.Roll.Order, e.o.Verb.Roll.Exec,
+		e.o.Verb.Roll.GateCmd, alerts
+	c.WaitReady, c.OnFailure, c.Run, c.Resume, c.ReturnVMs = e.o.Verb.Roll.WaitReady, e.o.Verb.Roll.OnFailure, a.Run,
+		e.o.Verb.Roll.Resume, e.o.Verb.ReturnVMs
+	c.Undrainable = firstNonBlank(e.o.Verb.Roll.Undrainable, c.Undrainable)
 	if e.o.Verb.Roll.NodeDeadline > 0 {
-		a.Campaign.NodeDeadline = e.o.Verb.Roll.NodeDeadline
+		c.NodeDeadline = e.o.Verb.Roll.NodeDeadline
 	}
-	for _, raw := range e.cfg.Campaign.Budget { // valid: the configuration was checked
-		b, _ := model.ParseRateBudget(raw)
-		a.Campaign.Gates.Budgets = append(a.Campaign.Gates.Budgets, b)
-	}
-	if w := firstNonBlank(e.o.Verb.Roll.Window, e.cfg.Campaign.Window); w != "" {
-		win, err := campaign.ParseWindow(w)
-		if err != nil {
-			if e.o.Verb.Roll.Window == "" {
-				return &ops.UsageError{Problem: "config: roll.window: " + err.Error(), Hint: HintOf(err)}
-			}
+	if w := e.o.Verb.Roll.Window; w != "" {
+		if c.Gates.Window, err = campaign.ParseWindow(w); err != nil {
 			return err
 		}
-		a.Campaign.Gates.Window = win
 	}
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
@@ -385,4 +378,24 @@ func (e env) command() string {
 		c += " --kubeconfig " + text.ShellWord(e.o.Conn.Kubeconfig)
 	}
 	return c
+}
+
+// configuredCampaign is a campaign as the configuration's [roll] sets it (its window, rate
+// budgets, the PDB bound, the node deadline and what then): the TUI's campaigns and roll's
+// alike, roll's flags laid over it.
+func (e env) configuredCampaign() (campaign.Options, error) {
+	c := campaign.Options{NodeDeadline: e.cfg.Campaign.NodeDeadline.D(), Undrainable: e.cfg.Campaign.Undrainable,
+		Gates: campaign.GateOptions{PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()}}
+	for _, raw := range e.cfg.Campaign.Budget { // valid: the configuration was checked
+		b, _ := model.ParseRateBudget(raw)
+		c.Gates.Budgets = append(c.Gates.Budgets, b)
+	}
+	if w := e.cfg.Campaign.Window; w != "" {
+		win, err := campaign.ParseWindow(w)
+		if err != nil {
+			return c, &ops.UsageError{Problem: "config: roll.window: " + err.Error(), Hint: HintOf(err)}
+		}
+		c.Gates.Window = win
+	}
+	return c, nil
 }

@@ -41,7 +41,8 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 		neg  bool
 	}{{"timeout",
 		o.Op.Timeout < 0}, {"max-parallel",
-		o.Op.MaxParallel < 0}, {"node-deadline", o.Verb.Roll.NodeDeadline < 0}, {"count", o.Count < 0}} {
+		o.Op.MaxParallel < 0}, {"node-deadline", o.Verb.Roll.NodeDeadline < 0}, {"count", o.Count < 0},
+		{"owner-lead", o.Verb.OwnerLead < 0}} {
 		if n.neg {
 			return &ops.UsageError{Problem: "--" + n.flag + " must not be negative", Hint: "leave it out to use the default"}
 		}

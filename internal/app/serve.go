@@ -27,7 +27,10 @@ type mode struct {
 	// role: a mode that runs once per cluster; a new pod takes its predecessor's leases over
 	// and resumes its work ("" : every process is a holder of its own). maintenances: watch
 	// NodeMaintenance resources too.
-	role         string
+	role string
+	// holder, when set, names the role from the options instead (the per-node daemon's is its
+	// node's: the leases it may write name it, deploy/records-policy.yaml).
+	holder       func(e env) string
 	maintenances bool
 	// check refuses bad options before connecting to anything.
 	check func(e env) error
@@ -52,7 +55,11 @@ func serve(ctx context.Context, e env, m mode) error {
 		return err
 	}
 	defer stop()
-	cl, err := e.connect(ctx, e.stderr, func(co *ConnectOptions) { co.Role, co.Maintenances = m.role, m.maintenances })
+	role := m.role
+	if m.holder != nil {
+		role = cmp.Or(m.holder(e), role)
+	}
+	cl, err := e.connect(ctx, e.stderr, func(co *ConnectOptions) { co.Role, co.Maintenances = role, m.maintenances })
 	if err != nil {
 		return err
 	}
@@ -77,6 +84,12 @@ func serve(ctx context.Context, e env, m mode) error {
 // daemonMode follows cordon and uncordon (nova-kubernetes-drain's daemon mode): one node
 // (--node or NODE_NAME, as in the DaemonSet), or every node, leader-elected.
 var daemonMode = mode{
+	holder: func(e env) string {
+		if node := firstNonBlank(e.o.Serve.Node, e.getenv("NODE_NAME")); node != "" {
+			return ops.NodeDaemonRole(node)
+		}
+		return ""
+	},
 	start: func(ctx context.Context, e env, cl *Cluster, emit func(ops.Event)) (func(context.Context) error, string, error) {
 		if !cl.Engine.NovaConfigured() {
 			return nil, "", &ops.UsageError{

@@ -266,11 +266,21 @@ func TestNodeMaintenanceQueuedForANodeSlot(t *testing.T) {
 	c.Cfg.Concurrency.Nodes = 1
 	store, _ := c.maintenances("")
 	kubetest.Namespace(t, c.CS, kube.LeaseNamespace)
-	holder, ttl, now := "drainctl/someone@elsewhere/1-abcdef#"+c.Name("c2"), int32(600), metav1.NewMicroTime(time.Now())
+	// The other process holds c2's own lease and a slot for it: a slot proves a node being
+	// emptied only beside its node's lease.
+	other, ttl, now := "drainctl/someone@elsewhere/1-abcdef", int32(600), metav1.NewMicroTime(time.Now())
+	holder := other + "#" + c.Name("c2")
 	slot := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "drainctl-node-slot.0", Namespace: kube.LeaseNamespace},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &ttl, AcquireTime: &now, RenewTime: &now}}
-	if _, err := c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Create(kubetest.Ctx(t), slot, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	nodeLease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "drainctl-" + c.Name("c2"), Namespace: kube.LeaseNamespace},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &other, LeaseDurationSeconds: &ttl, AcquireTime: &now, RenewTime: &now}}
+	for _, l := range []*coordinationv1.Lease{slot, nodeLease} {
+		if _, err := c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Create(kubetest.Ctx(t), l, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.CS.CoordinationV1().Leases(kube.LeaseNamespace).Delete(context.Background(), l.Name, metav1.DeleteOptions{})
+		})
 	}
 	stop := c.startController()
 	defer func() { stop() }()

@@ -36,6 +36,7 @@ type Proactive struct {
 	full  time.Time
 	recs  map[string]model.Proactive
 	retry map[string]time.Time
+	inv   model.Inventory // as the pass read it
 }
 
 // proactiveGap is the least time between two reads of the whole cluster: a node's changes
@@ -94,7 +95,7 @@ func (p *Proactive) pass(ctx context.Context) time.Duration {
 		p.Log("proactive: reading the records: " + err.Error())
 		return 0
 	}
-	p.recs = recs
+	p.recs, p.inv = recs, inv
 	for _, n := range inv.Nodes {
 		triggers := ops.ProactiveTriggers(n, cfg.Conditions)
 		rec, found := recs[n.Name]
@@ -143,7 +144,14 @@ func (p *Proactive) act(ctx context.Context, n model.Node, triggers []string, ol
 		p.tell(ctx, model.NoticeDegrading, n.Name, "Warning", what+": [proactive] action notify: nothing changed")
 		return true
 	}
+	if why := p.held(n, action); why != "" {
+		p.refuse(ctx, rec, what+": "+action+" held, told only: "+why)
+		return false
+	}
 	ro := ops.RunOptions{Policy: p.Policy}
+	if !cfg.WaitOwnerLead { // a degrading host does not wait for its owners' lead: they are told, not waited on
+		ro.OwnerLead = new(time.Duration)
+	}
 	plan, err := e.Plan(ctx, op, n.Name, ro)
 	if err == nil && len(plan.Blockers()) > 0 {
 		err = &ops.RefusedError{Reasons: plan.Blockers()}
@@ -182,6 +190,56 @@ func (p *Proactive) act(ctx context.Context, n model.Node, triggers []string, ol
 	p.save(ctx, rec)
 	p.tell(ctx, kind, n.Name, typ, end, ledger(plan, rep))
 	return true
+}
+
+// held says why [proactive] may not take n out now ("": it may): its storm guard (max_out,
+// max_out_per_domain), counted from its own records of the nodes it took out that are out of
+// service still (cordoned: no person has brought them back), or, for a quarantine, the room
+// for the next host failure ([capacity]), which an evacuation's plan proves itself.
+func (p *Proactive) held(n model.Node, action string) string {
+	cfg := p.Engine.Config()
+	domainKey := cfg.Recover.FailureDomain
+	domain := func(m model.Node) string {
+		if m.Kube == nil || domainKey == "" {
+			return ""
+		}
+		return m.Kube.Labels[domainKey]
+	}
+	var out, inDomain []string
+	compute, domainSize := 0, 0
+	for _, m := range p.inv.Nodes {
+		if m.Compute == nil {
+			continue
+		}
+		compute++
+		same := domainKey != "" && domain(m) == domain(n)
+		if same {
+			domainSize++
+		}
+		rec, ok := p.recs[m.Name]
+		if m.Name == n.Name || !ok || rec.Action == model.ProactiveNotify || rec.Outcome == "refused" || rec.Outcome == "notified" ||
+			m.Kube == nil || m.Kube.Schedulable {
+			continue
+		}
+		out = append(out, m.Name)
+		if same {
+			inDomain = append(inDomain, m.Name)
+		}
+	}
+	if limit := cfg.Proactive.OutLimit(compute); len(out) >= limit {
+		return fmt.Sprintf("the storm guard: %d node(s) already out by [proactive] (%s), max_out %d; a person brings one back "+
+			"(uncordon) or raises [proactive] max_out", len(out), strings.Join(out, ", "), limit)
+	}
+	if limit := cfg.Proactive.DomainOutLimit(domainSize); limit > 0 && len(inDomain) >= limit {
+		return fmt.Sprintf("the storm guard: %d node(s) of %s=%s already out by [proactive] (%s), max_out_per_domain %d",
+			len(inDomain), domainKey, domain(n), strings.Join(inDomain, ", "), limit)
+	}
+	if action == model.ProactiveQuarantine {
+		if r := p.Engine.QuarantineRoom(p.inv, n.Name, p.Policy); r != nil && r.Severity == model.Blocks {
+			return "quarantined, it " + r.Message + " ([capacity])"
+		}
+	}
+	return ""
 }
 
 // refuse records and says, once while it stays the same, that the node's action was refused;

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/model"
@@ -76,6 +77,16 @@ func (c *cluster) setCondition(node, typ string, on bool) {
 	if _, err := c.CS.CoreV1().Nodes().UpdateStatus(kubetest.Ctx(c.T), n, metav1.UpdateOptions{}); err != nil {
 		c.T.Fatal(err)
 	}
+}
+
+// roomForOneFailure asks [capacity] for one host failure's room and fills c2 with 240 GiB
+// (and c1 with 40): they fit on c0 and c1 now, on c1 alone they would not.
+func (c *cluster) roomForOneFailure() {
+	for i := range 6 {
+		c.World.AddServer(fmt.Sprintf("filler-%d", i), c.Name("c2"), sim.Flavor{Name: "f40", RAMMB: 40 << 10, VCPUs: 1, DiskGB: 10})
+	}
+	c.World.AddServer("filler-c1", c.Name("c1"), sim.Flavor{Name: "f40", RAMMB: 40 << 10, VCPUs: 1, DiskGB: 10})
+	c.Cfg.Capacity.Tolerate = 1
 }
 
 // deleteShell deletes c0's bare pod: an evacuation would lose it for good, and is refused.
@@ -197,12 +208,8 @@ func TestANotifyActionChangesNothing(t *testing.T) {
 // the node untouched; tried again while the condition holds.
 func TestAProactiveEvacuationKeepsTheFailoverRoom(t *testing.T) {
 	c := newCluster(t, 100)
-	c0, c1, c2 := c.Name("c0"), c.Name("c1"), c.Name("c2")
-	for i := range 6 {
-		c.World.AddServer(fmt.Sprintf("filler-%d", i), c2, sim.Flavor{Name: "f40", RAMMB: 40 << 10, VCPUs: 1, DiskGB: 10})
-	}
-	c.World.AddServer("filler-c1", c1, sim.Flavor{Name: "f40", RAMMB: 40 << 10, VCPUs: 1, DiskGB: 10})
-	c.Cfg.Capacity.Tolerate = 1
+	c0 := c.Name("c0")
+	c.roomForOneFailure()
 	c.deleteShell()
 	t.Cleanup(c.startProactive(model.ProactiveEvacuate, "KernelDeadlock"))
 	c.setCondition(c0, "KernelDeadlock", true)
@@ -294,5 +301,73 @@ func TestAProactiveEvacuationThatCannotEndIsBounded(t *testing.T) {
 	}
 	if _, ok := ops.ReadJournal(c.Node(c0)); !ok {
 		t.Errorf("%s has no journal: where the evacuation stopped is not said", c0)
+	}
+}
+
+// One condition set on every node (a bad rule of node-problem-detector's) takes one node out,
+// not the fleet: [proactive] max_out (1 by default) counts the nodes its records say it took
+// out that are still out of service; the others are told of only, said with the node out. Once
+// a person brings that node back (uncordon), the next is quarantined.
+func TestProactiveHasAStormGuardOfItsOwn(t *testing.T) {
+	c := newCluster(t, 100)
+	nodes := []string{c.Name("c0"), c.Name("c1"), c.Name("c2")}
+	t.Cleanup(c.startProactive(model.ProactiveQuarantine, "KernelDeadlock"))
+	for _, n := range nodes {
+		c.setCondition(n, "KernelDeadlock", true)
+	}
+	out := func() (cordoned []string) {
+		for _, n := range nodes {
+			if !c.Node(n).Schedulable {
+				cordoned = append(cordoned, n)
+			}
+		}
+		return cordoned
+	}
+	kubetest.Eventually(t, 30*time.Second, "one node quarantined, the others held", func() bool {
+		held := 0
+		for _, n := range nodes {
+			if rec, ok := c.proactive(n); ok && rec.Outcome == "refused" && strings.Contains(rec.Error, "the storm guard") {
+				held++
+			}
+		}
+		return len(out()) == 1 && held == 2
+	})
+	time.Sleep(500 * time.Millisecond) // five resyncs: still one
+	first := out()
+	if len(first) != 1 {
+		t.Fatalf("out: %v; want one", first)
+	}
+	if rec, _ := c.proactive(nodes[(slices.Index(nodes, first[0])+1)%3]); !strings.Contains(rec.Error, first[0]) {
+		t.Errorf("a held node's record does not name the node out: %q", rec.Error)
+	}
+	// A person brings it back; its condition cleared with the repair.
+	c.setCondition(first[0], "KernelDeadlock", false)
+	patch := []byte(`{"spec":{"unschedulable":false}}`)
+	if _, err := c.CS.CoreV1().Nodes().Patch(kubetest.Ctx(t), first[0], types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 30*time.Second, "the next node quarantined", func() bool {
+		now := out()
+		return len(now) == 1 && now[0] != first[0]
+	})
+}
+
+// A quarantine that would leave no room for the next host failure ([capacity]) is refused, as
+// an evacuation's plan is: c0 disabled, c2's 240 GiB would not fit on c1 alone.
+func TestAProactiveQuarantineKeepsTheFailoverRoom(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.roomForOneFailure()
+	t.Cleanup(c.startProactive(model.ProactiveQuarantine, "KernelDeadlock"))
+	c.setCondition(c0, "KernelDeadlock", true)
+	rec := c.waitProactive(c0, "refused")
+	if !strings.Contains(rec.Error, "host failures") || !strings.Contains(rec.Error, "[capacity]") {
+		t.Errorf("the refusal: %q", rec.Error)
+	}
+	if k := c.Node(c0); !k.Schedulable {
+		t.Errorf("%s was cordoned by a refused quarantine", c0)
+	}
+	if h, _ := c.World.Host(c0); !h.Enabled {
+		t.Errorf("%s's nova-compute disabled by a refused quarantine", c0)
 	}
 }

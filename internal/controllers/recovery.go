@@ -85,6 +85,11 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 	}
 	now := r.Engine.Now()
 	r.records = map[string]recordRead{}
+	// Pinned while alive, so that a fence is keyed on what the machine was, not on what its
+	// Node says once it is dead (ops/machines.go); a few a pass.
+	if err := r.Engine.PinMachines(ctx, 50); err != nil && r.sayOnce("pins", err.Error()) {
+		r.Log("automatic recovery: the machines' identities cannot be pinned: " + err.Error())
+	}
 	if !r.readStorm(ctx) {
 		return 0
 	}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/notify"
@@ -50,7 +51,9 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 	kc := c.KubeClientFor(cfg)
 	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: holder, Poll: 5 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond, LeaseTTL: c.leaseTTL})
-	rc := &controllers.Recoverer{Engine: eng, Policy: defaults(), Events: kc, Resync: cmp.Or(c.resync, 100*time.Millisecond),
+	pol := defaults()
+	pol.Maintenance.Honour = c.Cfg.Policy.Maintenance.Honour // whose metadata is heard, as the configuration's
+	rc := &controllers.Recoverer{Engine: eng, Policy: pol, Events: kc, Resync: cmp.Or(c.resync, 100*time.Millisecond),
 		Log: func(l string) {
 			c.T.Log(l)
 			c.mu.Lock()
@@ -953,32 +956,7 @@ func TestAPersonsRerunKeepsTheAutomaticRebuild(t *testing.T) {
 // host's two VMs. The small one its owner marked 9 is rebuilt; the large one marked 1 is left
 // and named in the ledger with its priority (largest-first alone would have taken it).
 func TestPrioritiesAreHonouredWhenRoomRunsShort(t *testing.T) {
-	c := newCluster(t, 100)
-	c0 := c.Name("c0")
-	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
-		for _, vm := range vms {
-			switch vm.Name {
-			case "vm-a": // 8 GiB
-				vm.Metadata = map[string]string{model.RecoveryPriorityKey: "1"}
-			case "vm-b": // 2 GiB
-				vm.Metadata = map[string]string{model.RecoveryPriorityKey: "9"}
-			}
-		}
-	})
-	// Fill the other hosts: 9,000 MiB free on c1 (either VM, not both), none on c2.
-	inv, err := c.Engine("operator@test", nil).Inventory().Read(kubetest.Ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, keep := range map[string]float64{c.Name("c1"): 9000, c.Name("c2"): 0} {
-		n, _ := inv.Node(name)
-		room, ok := n.Hypervisor.Room(4)
-		if !ok {
-			t.Fatalf("%s: no room known", name)
-		}
-		c.World.AddServer("filler-"+name, name, sim.Flavor{Name: "filler", RAMMB: int64(room.MemoryMB.Free() - keep), VCPUs: 1, DiskGB: 1})
-	}
-	rec := c.recoveredByItself(c0)
+	rec, c, c0 := recoveredShortOfRoom(t, func(*cluster) {})
 	for _, m := range rec.Moves {
 		switch m.VM {
 		case "vm-b":
@@ -994,6 +972,68 @@ func TestPrioritiesAreHonouredWhenRoomRunsShort(t *testing.T) {
 	if a, _ := c.World.ServerByName("vm-a"); a.Host != c0 || len(c.World.MigrationStatuses(a.ID)) != 0 {
 		t.Errorf("vm-a was asked of Nova: on %s", a.Host)
 	}
+}
+
+// An owner's recovery priority is heard within the operator's bounds: not at all for a project
+// [policy.maintenance] honour leaves out, and never above [recover.priority] owner_max. Either
+// way vm-b's owner's 9 does not put it before vm-a, which the operator ranks.
+func TestAnOwnersPriorityIsHeardWithinTheOperatorsBounds(t *testing.T) {
+	for name, set := range map[string]func(*cluster){
+		"honour none": func(c *cluster) {
+			c.Cfg.Policy.Maintenance.Honour = model.Honour{None: true}
+			c.Cfg.Recover.Priority.Flavors = map[string]int{"m1.large": 6}
+		},
+		"owner_max 4": func(c *cluster) {
+			c.World.SetMetadata("vm-a", model.RecoveryPriorityKey, "") // vm-a's owner says nothing: the operator's 6
+			c.Cfg.Recover.Priority.OwnerMax = ptr.To(4)
+			c.Cfg.Recover.Priority.Flavors = map[string]int{"m1.large": 6}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec, _, _ := recoveredShortOfRoom(t, set)
+			for _, m := range rec.Moves {
+				if m.VM == "vm-a" && m.Status != model.MoveSucceeded {
+					t.Errorf("vm-a, the operator's 6: %+v; want rebuilt", m)
+				}
+				if m.VM == "vm-b" && m.Status != model.MoveLeft {
+					t.Errorf("vm-b, its owner's 9 bounded: %+v; want left", m)
+				}
+			}
+		})
+	}
+}
+
+// recoveredShortOfRoom recovers c0 where the other hosts have room for one of its two VMs:
+// vm-a (8 GiB, m1.large) its owner marked 1, vm-b (2 GiB) its owner marked 9. set changes the
+// configuration (or the metadata) before the death.
+func recoveredShortOfRoom(t *testing.T, set func(*cluster)) (model.Recovery, *cluster, string) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) {
+		for _, vm := range vms {
+			switch vm.Name {
+			case "vm-a": // 8 GiB
+				vm.Metadata = map[string]string{model.RecoveryPriorityKey: "1"}
+			case "vm-b": // 2 GiB
+				vm.Metadata = map[string]string{model.RecoveryPriorityKey: "9"}
+			}
+		}
+	})
+	set(c)
+	// Fill the other hosts: 9,000 MiB free on c1 (either VM, not both), none on c2.
+	inv, err := c.Engine("operator@test", nil).Inventory().Read(kubetest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, keep := range map[string]float64{c.Name("c1"): 9000, c.Name("c2"): 0} {
+		n, _ := inv.Node(name)
+		room, ok := n.Hypervisor.Room(4)
+		if !ok {
+			t.Fatalf("%s: no room known", name)
+		}
+		c.World.AddServer("filler-"+name, name, sim.Flavor{Name: "filler", RAMMB: int64(room.MemoryMB.Free() - keep), VCPUs: 1, DiskGB: 1})
+	}
+	return c.recoveredByItself(c0), c, c0
 }
 
 // The owner's stays on a dead host: staying means staying down, so the VM is rebuilt all the

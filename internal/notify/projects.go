@@ -3,10 +3,13 @@ package notify
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/bearer"
 )
 
 // Projects are the owners' own webhooks ([notify.projects]: a project ID to its URL): each VM
@@ -28,9 +31,18 @@ func NewProjects(cfg model.NotifyConfig, failed func(Notice, error)) (Projects, 
 	sort.Strings(ids) // the first bad one named is always the same
 	out := Projects{}
 	for _, id := range ids {
-		if u, err := url.Parse(cfg.Projects[id]); err == nil && u.User != nil {
+		u, err := url.Parse(cfg.Projects[id])
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("[notify.projects] %s: not an http(s) URL", model.Quoted(id))
+		}
+		if u.User != nil {
 			return nil, fmt.Errorf("[notify.projects] %s: %s carries a credential: a project's webhook is posted to with none",
-				id, u.Redacted())
+				id, Shown(u))
+		}
+		// A tenant's URL, posted to from the operator's network: never this cloud's metadata
+		// service or another link-local address, and never in clear off this machine.
+		if why := unsafeHost(u); why != "" {
+			return nil, fmt.Errorf("[notify.projects] %s: %s %s", id, Shown(u), why)
 		}
 		noToken := func(string) string { return "" }
 		w, err := New(model.NotifyConfig{Webhook: cfg.Projects[id], CAFile: cfg.CAFile}, noToken, failed)
@@ -55,4 +67,31 @@ func (p Projects) Notify(n Notice) {
 	if n.Kind == model.NoticeMaintenanceEvent {
 		p[n.Project].Notify(n)
 	}
+}
+
+// unsafeHost says why a project's webhook may not be posted to ("": it may): a link-local,
+// unspecified or multicast address (169.254.169.254 is the cloud's metadata service), or
+// plain http to anything but this machine.
+func unsafeHost(u *url.URL) string {
+	host := u.Hostname()
+	if ip := net.ParseIP(host); ip != nil && (ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() ||
+		ip.IsMulticast()) {
+		return "is a link-local, unspecified or multicast address (a cloud's metadata service lives there): refused"
+	}
+	if strings.EqualFold(host, "metadata.google.internal") || strings.HasSuffix(strings.ToLower(host), ".internal.") {
+		return "names a metadata service: refused"
+	}
+	if u.Scheme == "http" && !bearer.Loopback(host) {
+		return "is plain http off this machine: its notices would cross the network in clear; use https"
+	}
+	return ""
+}
+
+// Shown is a webhook's URL as drainctl prints it: its scheme and host, never its path or query
+// (a webhook's path is often its secret).
+func Shown(u *url.URL) string {
+	if u == nil {
+		return "(no URL)"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -25,6 +26,7 @@ type Notice = model.Notice
 // Webhook posts notices to one URL.
 type Webhook struct {
 	url      string
+	shown    string // the URL as drainctl prints it (Shown)
 	token    string
 	client   *http.Client
 	queue    chan Notice
@@ -66,7 +68,7 @@ func New(cfg model.NotifyConfig, getenv func(string) string, failed func(Notice,
 		failed = func(Notice, error) {}
 	}
 	// A redirect would carry the token to wherever it points: not followed (bearer.Client), a failure.
-	return &Webhook{url: cfg.Webhook, token: token, client: client,
+	return &Webhook{url: cfg.Webhook, shown: Shown(u), token: token, client: client,
 		queue: make(chan Notice, 64), attempts: 3, backoff: time.Second, failed: failed}, nil
 }
 
@@ -143,6 +145,10 @@ func (w *Webhook) post(ctx context.Context, n Notice) error {
 		}
 		resp, err := w.client.Do(req)
 		if err != nil {
+			var ue *url.Error // it names the whole URL, whose path may be its secret
+			if errors.As(err, &ue) {
+				err = fmt.Errorf("posting to %s: %w", w.shown, ue.Err)
+			}
 			last = err
 			continue
 		}

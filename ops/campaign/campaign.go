@@ -79,7 +79,9 @@ type Campaign struct {
 	// answering: the VMs moved now as their owners asked (owners.go); nowAsked, those taken.
 	answering sync.WaitGroup
 	nowAsked  map[string]bool
-	// windowSaid: the owners' windows said of (node/VM): once a campaign (one goroutine: Run's loop).
+	// windowSaid: the owners' windows and answers said of (node/VM): once a campaign. Run's loop
+	// and the herald both say them, under saidMu.
+	saidMu     sync.Mutex
 	windowSaid map[string]bool
 }
 
@@ -329,9 +331,15 @@ func (r *Campaign) Run(ctx context.Context) error {
 	errs := make([]error, len(r.rec.Nodes))
 	busy := &domains{inFlight: map[string]bool{}}
 	spreadBy := r.Record().SpreadBy
-	for i, n := range r.Record().Nodes {
+	queue, put := inOrder(len(r.Record().Nodes)), map[int]bool{} // put: after the others, for their owners' windows
+	for k := 0; k < len(queue); k++ {
+		i := queue[k]
+		n := r.Record().Nodes[i]
 		if n.Phase.Finished() {
 			r.bringHomeLater(ctx, i) // a resumed campaign: what was pending is tried again
+			continue
+		}
+		if r.putAfterOthers(ctx, &queue, k, put) { // owners.go: one owner's window holds no other node
 			continue
 		}
 		if !r.waitTurn(ctx, slots) {

@@ -68,6 +68,9 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 			continue
 		}
 		nf := model.NodeForecast{Node: n.Name, VMs: len(node.VMs)}
+		if hold := r.ownersHold(node.VMs); hold.why != "" && !n.Phase.Started() {
+			nf.OwnersWindow, nf.OwnersWindowUntil = hold.why, hold.until
+		}
 		for _, vm := range node.VMs {
 			nf.VMMemoryMB += vm.RAMMB
 		}
@@ -123,7 +126,7 @@ func (r *Campaign) forecast(ctx context.Context) (model.Forecast, error) {
 		}
 		f.RateFloors = append(f.RateFloors, model.RateFloor{Budget: b.Raw, Least: least}) // beside Total, the copy time
 	}
-	f.GroupFloors = model.GroupFloors(inv, moving, f.RateMiBps, e.Config().Policy.Groups)
+	f.GroupFloors = model.GroupFloors(inv, moving, f.RateMiBps, e.Config().Policy.GroupRules())
 	r.lowestFree(&f, inv, order)
 	return f, nil
 }

@@ -84,8 +84,10 @@ func (r *Campaign) gateClosed(ctx context.Context, node string) string {
 	if g.Cmd != "" {
 		// The first run for a node says that it started; later runs (every few seconds while
 		// the gate is closed) speak only through the reason they give.
+		r.saidMu.Lock() // the herald asks too (an owner's move-now)
 		first := !r.gateSaid[node]
 		r.gateSaid[node] = true
+		r.saidMu.Unlock()
 		err := r.e.RunOperator(ctx, opcmd.Gate, g.Cmd, node, "", func(line string) {
 			if first && strings.HasPrefix(line, string(opcmd.Gate)+" started") {
 				r.note(node, model.PhasePending, line)

@@ -43,10 +43,16 @@ func TestACampaignTellsTheOwnersAheadAsItForecasts(t *testing.T) {
 	})
 	samples.Stop()
 	close(heard)
-	for n := range heard {
-		if n.Campaign == "" || n.VM == "" || n.Project == "" {
-			t.Errorf("a project's webhook would hear %+v; want the campaign, the VM and its project named", n)
+	refs := map[string]bool{}
+	for n := range heard { // the campaign by an opaque name, one for all its nodes; never a host
+		refs[n.Maintenance] = true
+		if !strings.HasPrefix(n.Maintenance, "m-") || n.Campaign != "" || n.Node != "" || n.VM == "" || n.Project == "" ||
+			strings.Contains(n.Message, c.Px) {
+			t.Errorf("a project's webhook would hear %+v; want the campaign by an opaque name, the VM and its project, no host", n)
 		}
+	}
+	if len(refs) != 1 {
+		t.Errorf("the campaign's owners heard it by %d names: %v; want one", len(refs), refs)
 	}
 	firstMove := time.Time{}
 	for _, vm := range []string{"vm-a", "vm-b"} { // c0's
@@ -190,5 +196,107 @@ func TestAnOwnersWindowHoldsItsNodeWhereTheCampaignsMeetsIt(t *testing.T) {
 	if !strings.Contains(all, "never-0's owner asks for the window") || !strings.Contains(all, "never overlaps the campaign's window") ||
 		!strings.Contains(all, "waiting: VM later-0's owner asks for the window") || !strings.Contains(all, "both open") {
 		t.Errorf("what the campaign said:\n%s", all)
+	}
+}
+
+// One owner's window holds no other node: c0 comes first, but later-0's owner asks for a
+// window two hours on; the campaign puts c0 after its other nodes (said), works c1, and only
+// then waits for c0's window. The forecast (the dry run's) says c0 is held and until when.
+// With [roll] owners_window_max under two hours the window is set aside, said, and c0 is
+// worked in the campaign's own window.
+func TestAnOwnersWindowHoldsNoOtherNode(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		t.Run(map[bool]string{false: "put last", true: "capped"}[capped], func(t *testing.T) {
+			c := simtest.NewCluster(t, 20)
+			if capped {
+				c.Cfg.Campaign.OwnersWindowMax = model.Duration(time.Hour)
+			}
+			nodes := []string{c.Name("c0"), c.Name("c1")}
+			now := time.Now().UTC()
+			hhmm := func(h int) string { return now.Add(time.Duration(h) * time.Hour).Format("15:04") }
+			c.World.AddServer("later-0", nodes[0], sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+			c.World.SetMetadata("later-0", model.WindowKey, "daily "+hhmm(2)+"-"+hhmm(3)+" UTC")
+			ours, err := campaign.ParseWindow("daily " + hhmm(-1) + "-" + hhmm(4) + " UTC")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(kubetest.Ctx(t))
+			defer stop()
+			var mu sync.Mutex
+			var said []string
+			r, err := campaign.New(ctx, c.Engine("owners@test", nil), campaign.Options{Nodes: nodes, Order: "given", Parallel: 1,
+				Run: vmsOnly(), Gates: campaign.GateOptions{Window: ours}}, func(ev ops.Event) {
+				if ce, ok := ev.(ops.CampaignEvent); ok && ce.Message != "" {
+					mu.Lock()
+					said = append(said, ce.Node+": "+ce.Message)
+					mu.Unlock()
+					if strings.HasPrefix(ce.Message, "waiting: VM later-0's owner") {
+						stop() // c0 waits for hours, after c1: enough seen
+					}
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fc := r.Forecast()
+			if held := fc.Nodes[0].OwnersWindow != ""; held == capped || (!capped && fc.Nodes[0].OwnersWindowUntil.Before(now.Add(time.Hour))) {
+				t.Errorf("the forecast of c0: held %q until %v", fc.Nodes[0].OwnersWindow, fc.Nodes[0].OwnersWindowUntil)
+			}
+			_ = r.Run(ctx)
+			rec := r.Record()
+			mu.Lock()
+			all := strings.Join(said, "\n")
+			mu.Unlock()
+			if capped {
+				if rec.Nodes[0].Phase != model.PhaseDone || !strings.Contains(all, "later than [roll] owners_window_max") {
+					t.Errorf("capped: c0 %s; said:\n%s", rec.Nodes[0].Phase, all)
+				}
+				return
+			}
+			if rec.Nodes[1].Phase != model.PhaseDone || rec.Nodes[0].Phase.Started() {
+				t.Errorf("c0 %s, c1 %s; want c1 done while c0 waits for its owner's window", rec.Nodes[0].Phase, rec.Nodes[1].Phase)
+			}
+			if !strings.Contains(all, nodes[0]+": put after the campaign's other nodes: VM later-0's owner asks for the window") {
+				t.Errorf("c0 put last is not said:\n%s", all)
+			}
+		})
+	}
+}
+
+// An owner's move-now moves their VM sooner, never past the operator's bounds: the campaign's
+// window is closed (it opens in two hours), so hasty-0, whose owner answered its notice with
+// move-now, stays where it is, and the campaign says what holds it.
+func TestAnOwnersMoveNowKeepsTheCampaignsGates(t *testing.T) {
+	c := simtest.NewCluster(t, 20)
+	c.Cfg.Notify.OwnerLead = model.Duration(time.Second)
+	node := c.Name("c0")
+	c.World.AddServer("hasty-0", node, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.SetMetadata("hasty-0", model.MoveNowKey, "true")
+	now := time.Now().UTC()
+	hhmm := func(h int) string { return now.Add(time.Duration(h) * time.Hour).Format("15:04") }
+	ours, err := campaign.ParseWindow("daily " + hhmm(2) + "-" + hhmm(3) + " UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithTimeout(kubetest.Ctx(t), 20*time.Second)
+	defer stop()
+	held := false
+	r, err := campaign.New(ctx, c.Engine("owners@test", nil), campaign.Options{Nodes: []string{node}, Order: "given", Parallel: 1,
+		Run: vmsOnly(), Gates: campaign.GateOptions{Window: ours}}, func(ev ops.Event) {
+		if ce, ok := ev.(ops.CampaignEvent); ok && strings.Contains(ce.Message, "hasty-0's owner asked it be moved now") &&
+			strings.Contains(ce.Message, "held by the campaign's gates: outside the window") {
+			held = true
+			stop()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Run(ctx)
+	if vm, _ := c.World.ServerByName("hasty-0"); vm.Host != node || len(c.World.MigrationStatuses(vm.ID)) != 0 {
+		t.Errorf("hasty-0 moved to %s while the campaign's window was closed", vm.Host)
+	}
+	if !held {
+		t.Errorf("the campaign did not say what holds hasty-0's move-now")
 	}
 }

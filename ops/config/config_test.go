@@ -47,7 +47,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"canary timeout zero", "[return]\ncanary_timeout = \"0s\"\n",
 			`config.toml:2:1: return.canary_timeout must be positive, got "0s"; the default is "5m"`},
 		{"automatic fence naming no machine", "[recover]\nautomatic = true\nfence_cmd = \"ipmitool -H bmc-1 chassis power off\"\n",
-			`config.toml:3:1: recover.fence_cmd names no machine: it must use {node} or one of DRAINCTL_NODE, DRAINCTL_SYSTEM_UUID, DRAINCTL_BOOT_ID; e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`},
+			`config.toml:3:1: recover.fence_cmd names no machine: it must use {node}, DRAINCTL_NODE or DRAINCTL_HOST (the system UUID and boot ID are the node's own word, and do not count); e.g. "ipmitool -I lanplus -H {node}-bmc -U admin -E chassis power off"`},
 		{"no node unhealthy", "[recover]\nmax_unhealthy = \"0%\"\n",
 			`config.toml:2:1: recover.max_unhealthy must be at least 1 (or 1%), got "0%": with 0 one dead node would hold every recovery; e.g. "1" or "30%"`},
 		{"half the nodes unhealthy", "[recover]\nmax_unhealthy = \"50%\"\n",
@@ -55,7 +55,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"half a domain unhealthy", "[recover]\nfailure_domain = \"rack\"\nmax_unhealthy_per_domain = \"60%\"\n",
 			`config.toml:3:1: recover.max_unhealthy_per_domain must be under 50%, got "60%"; e.g. "30%"; the default is "1"`},
 		{"heartbeat timeout too short", "[recover]\nheartbeat_timeout = \"2s\"\n",
-			`config.toml:2:1: recover.heartbeat_timeout must be at least 10s, got "2s"; the default is "40s": the kubelet renews its Lease every 10s, nova-compute reports every report_interval (10s)`},
+			`config.toml:2:1: recover.heartbeat_timeout must be at least 20s, got "2s"; the default is "40s": the kubelet renews its ` +
+				`Lease every 10s and nova-compute reports every report_interval (10s); under two periods one late beat would make a ` +
+				`healthy host dead`},
 		{"fence check with {node} quoted", "[recover]\nfence_check_cmd = \"ipmitool -H '{node}-bmc' power status\"\n",
 			`config.toml:2:1: recover.fence_check_cmd {node} is inside ' quotes in "ipmitool -H '{node}-bmc' power status": drainctl quotes the node's name itself; write {node} bare (or "$DRAINCTL_NODE")`},
 		{"recovery priority out of range", "[recover.priority]\nflavors = { \"m1.huge\" = 12 }\n",
@@ -75,9 +77,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"group budget not a budget", "[policy.groups]\ndb = \"one\"\n",
 			`config.toml:2:1: policy.groups.db must be a count or a percentage of the group, got "one"; e.g. "1" or "25%": how many of the group's VMs may be disrupted at once`},
 		{"owner lead negative", "[notify]\nowner_lead = \"-30m\"\n",
-			`config.toml:2:1: notify.owner_lead must not be negative, got "-30m0s"; use a duration such as "30m", or "0s": owners not told`},
+			`config.toml:2:1: notify.owner_lead must be 0 to 168h, got "-30m0s"; use a duration such as "30m", or "0s": owners not told`},
 		{"reserve label not a label key", "[recover]\nreserve_label = \"failover reserve\"\n",
-			`config.toml:2:1: recover.reserve_label must be a node label key, got "failover reserve"; e.g. "drainctl.io/failover-reserve"; the nodes labelled KEY=true are the reserve`},
+			`config.toml:2:1: recover.reserve_label must be a node label key under node-restriction.kubernetes.io/, got "failover reserve"; ` +
+				`e.g. "node-restriction.kubernetes.io/drainctl-failover-reserve": the NodeRestriction admission plugin keeps a node's ` +
+				`kubelet from setting it on itself; the nodes labelled KEY=true are the reserve`},
+		{"reserve label a kubelet may set", "[recover]\nreserve_label = \"drainctl.io/failover-reserve\"\n",
+			`config.toml:2:1: recover.reserve_label must be a node label key under node-restriction.kubernetes.io/, got "drainctl.io/failover-reserve"; ` +
+				`e.g. "node-restriction.kubernetes.io/drainctl-failover-reserve": the NodeRestriction admission plugin keeps a node's ` +
+				`kubelet from setting it on itself; the nodes labelled KEY=true are the reserve`},
 		{"two password sources", "[openstack]\npassword = \"hunter2\"\npassword_file = \"/x\"\n",
 			`config.toml:3:1: openstack.password_file both password and password_file are set; keep one of them`},
 	} {
@@ -189,5 +197,43 @@ func TestAWrittenOutPasswordIsWarnedAtLoad(t *testing.T) {
 	os.WriteFile(path, []byte("[recover]\nfence_cmd = 'ipmitool -H {node}-bmc -U admin -P \"$IPMI_PASSWORD\" power off'\n"), 0o600)
 	if cfg, err = Load(path, true); err != nil || len(Warnings(path, cfg)) != 0 {
 		t.Errorf("from the environment: %v, warnings %q", err, Warnings(path, cfg))
+	}
+}
+
+// The bounds of every power the configuration grants, as bad input: each value is refused at
+// load with its file and line, says what is wrong and how to fix it, and never echoes a value
+// past a few hundred bytes (a 1 MB window, a 1 MB fence command).
+func TestEveryPowerIsBoundedAtLoad(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		desc, toml, line, says string
+	}{
+		{"a NaN share of a rate budget", "[roll]\nbudget = [\"NaN% per 10m\"]\n", ":2:", "the share must be above 0%"},
+		{"a rate budget per no label", "[roll]\nbudget = [\"1 per my rack per 1h\"]\n", ":2:", "is not a budget"},
+		{"a rate budget per a bad label", "[roll]\nbudget = [\"1 per -rack- per 1h\"]\n", ":2:", "is no node label key"},
+		{"a rate budget of a nanosecond", "[roll]\nbudget = [\"1 per 1ns\"]\n", ":2:", "from 1s to 720h"},
+		{"a NaN reserve", "[capacity]\nreserve = \"NaN%\"\n", ":2:", "capacity.reserve must be a percentage"},
+		{"a billion failures tolerated", "[capacity]\ntolerate = 1000000000\n", ":2:", "capacity.tolerate must be 0 to 100"},
+		{"an owner lead of a century", "[notify]\nowner_lead = \"876000h\"\n", ":2:", "notify.owner_lead must be 0 to 168h"},
+		{"a failure domain that is no label", "[recover]\nfailure_domain = \"my rack\"\n", ":2:", "recover.failure_domain must be a node label key"},
+		{"a heartbeat of one period", "[recover]\nheartbeat_timeout = \"10s\"\n", ":2:", "must be at least 20s"},
+		{"a megabyte window", "[roll]\nwindow = \"" + huge + "\"\n", ":2:", "roll.window is 1048576 bytes long"},
+		{"a megabyte fence command", "[recover]\nfence_cmd = \"" + huge + "\"\n", ":2:", "recover.fence_cmd is 1048576 bytes long"},
+		{"a proactive max_out of none", "[proactive]\nmax_out = \"0\"\n", ":2:", "proactive.max_out must be a count or a percentage of at least 1"},
+		{"a NaN proactive max_out", "[proactive]\nmax_out_per_domain = \"NaN%\"\n", ":2:", "proactive.max_out_per_domain must be"},
+		{"an owners' priority bound of 12", "[recover.priority]\nowner_max = 12\n", ":2:", "recover.priority.owner_max must be 0 to 9"},
+		{"a reserve label its kubelet may set", "[recover]\nreserve_label = \"example.com/reserve\"\n", ":2:", "under node-restriction.kubernetes.io/"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Parse("config.toml", []byte(tc.toml))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a *Error", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "config.toml"+tc.line) || !strings.Contains(msg, tc.says) || len(msg) > 600 {
+				t.Errorf("got (%d bytes) %.600s\nwant at config.toml%s, saying %q", len(msg), msg, tc.line, tc.says)
+			}
+		})
 	}
 }

@@ -81,6 +81,18 @@ func FailoverReason(
 	})
 }
 
+// FailoverQuarantineReason is FailoverReason for node taken out of service with its VMs left on
+// it (a quarantine: cordoned, nova-compute disabled): it takes no dead host's VMs any more.
+func FailoverQuarantineReason(node string, inv model.Inventory, cpuRatio float64, need model.FailoverNeed, o Options) *model.Reason {
+	return failoverAfter(inv, nil, cpuRatio, need, o, node, nil, func(hosts []model.FailoverHost) {
+		for i := range hosts {
+			if hosts[i].Name == node {
+				hosts[i].Takes = false
+			}
+		}
+	})
+}
+
 // FailoverMoveReason is FailoverReason for one VM moved from its node to dest (migrate --to).
 func FailoverMoveReason(
 	vm model.VM,

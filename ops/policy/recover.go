@@ -84,8 +84,8 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 
 // RebuildOrder sorts a dead host's VMs as they are rebuilt: the highest recovery priority
 // first, then the largest.
-func RebuildOrder(vms []model.VM, prio model.PriorityConfig) {
-	of := func(vm model.VM) int { p, _, _ := prio.Of(vm); return p }
+func RebuildOrder(vms []model.VM, prio model.PriorityConfig, honour model.Honour) {
+	of := func(vm model.VM) int { p, _, _ := prio.Of(vm, honour); return p }
 	slices.SortStableFunc(vms, func(a, b model.VM) int {
 		return cmp.Or(cmp.Compare(of(b), of(a)), cmp.Compare(b.RAMMB, a.RAMMB))
 	})
@@ -110,7 +110,7 @@ func ByPriority(
 	prio model.PriorityConfig,
 ) (fits []model.VM, left []LeftForRoom) {
 	sorted := slices.Clone(vms)
-	RebuildOrder(sorted, prio)
+	RebuildOrder(sorted, prio, o.Maintenance.Honour)
 	room := func(n int) bool { return CapacityReason(node, sorted[:n], inv, nil, cpuRatio, o) == nil }
 	if room(len(sorted)) {
 		return sorted, nil
@@ -118,7 +118,7 @@ func ByPriority(
 	n := sort.Search(len(sorted), func(n int) bool { return !room(n) }) - 1 // the longest run with room
 	n = max(n, 0)
 	for _, vm := range sorted[n:] {
-		p, from, _ := prio.Of(vm)
+		p, from, _ := prio.Of(vm, o.Maintenance.Honour)
 		msg := fmt.Sprintf(
 			"left on the dead host: the other hosts have room for %d of its %d VM(s) to rebuild, and its recovery priority %d "+
 				"(%s) is among the lowest; the higher are rebuilt first",

@@ -428,7 +428,7 @@ func (d *Demo) SetCondition(node, typ string, on bool) error {
 }
 
 // DemoReserveLabel is the demo's [recover] reserve_label.
-const DemoReserveLabel = "drainctl.io/failover-reserve"
+const DemoReserveLabel = "node-restriction.kubernetes.io/drainctl-failover-reserve"
 
 // SetReserve labels a demo node the failover reserve (or takes the label away), as an
 // operator's kubectl label would: the controller holds it at its next pass.

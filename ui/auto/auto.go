@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -211,6 +212,14 @@ func (a *Auto) scaleDown(ctx context.Context, nodes []string) error {
 func (a *Auto) roll(ctx context.Context, nodes []string) error {
 	o := a.Campaign
 	o.Nodes = nodes
+	named := map[string]bool{}
+	for _, n := range nodes {
+		if named[n] {
+			return &ops.UsageError{Problem: text.Sprintf("node %s is named twice: a campaign works each node once", text.ShellWord(n)),
+				Hint: "name each node once"}
+		}
+		named[n] = true
+	}
 	pr := a.printer(a.Stderr)
 	emit := pr.Emit
 	if a.Observe != nil {
@@ -221,6 +230,9 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 		return err
 	}
 	c := r.Record()
+	if err := a.vmFlagsNameVMsOf(ctx, c.Nodes); err != nil {
+		return err
+	}
 	done, _, _ := c.Count()
 	verb := "starting"
 	if done > 0 || c.State != "" {
@@ -264,6 +276,10 @@ func (a *Auto) roll(ctx context.Context, nodes []string) error {
 			}
 			for _, x := range nf.VMNotes { // each VM's lock and own policy, as a plan says them
 				text.Fprintf(a.Stdout, "  notes  %s\n", text.Reason(x))
+			}
+			if nf.OwnersWindow != "" { // taken after the others, when both windows open
+				text.Fprintf(a.Stdout, "  held by its owners' window until %s, taken after the other nodes: %s\n",
+					nf.OwnersWindowUntil.UTC().Format(time.RFC3339), nf.OwnersWindow)
 			}
 		}
 		if skipped := r.Skipped(); len(skipped) > 0 {
@@ -352,6 +368,29 @@ func (a *Auto) sayReturns(c model.Campaign) {
 			}
 		}
 	}
+}
+
+// vmFlagsNameVMsOf refuses a campaign's --skip-vm or --override-vm-policy that names no VM on
+// its nodes, as an evacuation's does (one read of the cloud, only when one is given).
+func (a *Auto) vmFlagsNameVMsOf(ctx context.Context, nodes []model.CampaignNode) error {
+	pol := a.Run.Policy
+	if len(pol.SkipVMs) == 0 && len(pol.OverrideVMPolicies) == 0 {
+		return nil
+	}
+	inv, err := a.Engine.Inventory().Read(ctx)
+	if err != nil {
+		return err
+	}
+	var plans []model.Plan
+	for _, cn := range nodes {
+		if n, ok := inv.Node(cn.Name); ok {
+			plans = append(plans, model.Plan{Node: cn.Name, VMs: n.VMs})
+		}
+	}
+	if err := skipsNameOneVM(pol.SkipVMs, plans); err != nil {
+		return err
+	}
+	return overridesNameAVM(pol, plans)
 }
 
 // overridesNameAVM refuses an --override-vm-policy that names no VM of the targets: a typo

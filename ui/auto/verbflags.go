@@ -75,6 +75,11 @@ var rollFlags = []flagrow.Row[Params]{
 			"                       that left it (its journal), live or cold as they left; one moved,\n" +
 			"                       resized or deleted since stays where it is, said so\n",
 		Bind: flagrow.Bool(func(p *Params) *bool { return &p.ReturnVMs }, false)},
+	{Names: []string{"owner-lead"}, Verbs: []string{"evacuate"}, // and roll, its row
+		Hint: "give it to evacuate or roll",
+		Usage: "  --owner-lead D       (roll, evacuate) cap the lead the VMs' owners are given ([notify]\n" +
+			"                       owner_lead) for this run; 0 waives it (an emergency): they are still told\n",
+		Bind: flagrow.Duration(func(p *Params) *time.Duration { return &p.OwnerLead })},
 	{Names: []string{"on-failure"},
 		Usage: "  --on-failure MODE    stop (default): stop at the failed node; skip: roll it back, go on\n",
 		Bind:  flagrow.String(func(p *Params) *string { return &p.Roll.OnFailure }, "stop")},

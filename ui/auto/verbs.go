@@ -74,6 +74,8 @@ type verb struct {
 // and a field here.
 type Params struct {
 	ReturnVMs bool // roll, uncordon: bring the VMs home
+	// OwnerLead caps [notify] owner_lead for the run (roll, evacuate), when given.
+	OwnerLead time.Duration
 	Recover   RecoverParams
 	Roll      RollParams
 }

@@ -58,6 +58,11 @@ func Config(t testing.TB) *rest.Config {
 	}
 	once.Do(func() {
 		env = &envtest.Environment{}
+		// As a real cluster's: a node's kubelet may write only its own Node, and only the
+		// labels NodeRestriction leaves it (AsNode).
+		api := env.ControlPlane.GetAPIServer().Configure()
+		api.Set("authorization-mode", "Node,RBAC")
+		api.Append("enable-admission-plugins", "NodeRestriction")
 		cfg, startErr = env.Start()
 	})
 	if startErr != nil {
@@ -83,6 +88,22 @@ func Kubeconfig(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// AsNode is a clientset with the identity of node's kubelet (system:node:NAME in system:nodes),
+// which the Node authorizer and NodeRestriction judge as a real cluster's would.
+func AsNode(t testing.TB, node string) kubernetes.Interface {
+	t.Helper()
+	Config(t)
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "system:node:" + node, Groups: []string{"system:nodes"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(user.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // Client returns a clientset for the shared API server.
