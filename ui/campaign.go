@@ -79,7 +79,9 @@ func (m Model) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
 	}
 	// Said at once: each node is planned in the background (seconds at 5,000 nodes).
 	m.setStatus(fmt.Sprintf("planning a campaign over %d node(s)…", len(targets)), false)
-	return m, m.newCampaign(campaign.Options{Nodes: targets, Run: ops.RunOptions{Policy: m.s.opts.Policy}}, false, 0)
+	o := m.s.opts.Campaign
+	o.Nodes, o.Run = targets, ops.RunOptions{Policy: m.s.opts.Policy}
+	return m, m.newCampaign(o, false, 0)
 }
 
 // reproposeCampaign makes the proposal on screen again with other options: each node is

@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +100,11 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 	if o := l.m.campaign.opts.Run.Policy; len(o.SkipVMs) != 1 || o.SkipVMs[0] != vmb.ID || o.Force {
 		t.Fatalf("S: policy %+v", o)
 	}
-	if v := l.m.View(); strings.Contains(v, "vm-b") || !strings.Contains(v, "runs with: --skip-vm "+vmb.ID) {
+	v := l.m.View()
+	refusesVMB := slices.ContainsFunc(strings.Split(v, "\n"), func(line string) bool {
+		return strings.Contains(line, "vm-b") && !strings.Contains(line, "notes vm-b: left on the node as asked") // its note, not a refusal
+	})
+	if refusesVMB || !strings.Contains(v, "runs with: --skip-vm "+vmb.ID) {
 		t.Errorf("after S, vm-b still refuses %s or the override is not shown:\n%s", c0, v)
 	}
 
@@ -121,7 +126,7 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 	if r.Exec != "true {node} q" || !r.WaitReady || len(l.m.campaign.opts.Run.Policy.SkipVMs) != 1 {
 		t.Errorf("the proposal runs exec %q, wait-ready %v, options %+v", r.Exec, r.WaitReady, l.m.campaign.opts)
 	}
-	v := l.m.View()
+	v = l.m.View()
 	for _, want := range []string{"run the command, wait for the reboot", "--exec 'true {node} q'", "--wait-ready"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("the proposal does not show %q:\n%s", want, v)
@@ -376,5 +381,36 @@ func TestTUICampaignProposalOffersO(t *testing.T) {
 	l.keys("O")
 	if !strings.Contains(l.m.status, "O: no VM's own policy blocks a node now") {
 		t.Errorf("O after S: status %q", l.m.status)
+	}
+}
+
+// A campaign started in the TUI keeps the configuration's [roll] (its rate budgets, its
+// window), as roll does, and its proposal says them; it shows each VM's note as the node's plan
+// and roll --dry-run do: a VM its owner asks be stopped and moved cold is DOWNTIME.
+func TestTUICampaignKeepsTheConfiguredRollAndSaysEachVMsNote(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.World.SetMetadata("vm-b", model.VMPolicyKey, string(model.PolicyStopStart)) // its owner's: stopped, moved cold
+	c0, c1 := c.Name("c0"), c.Name("c1")
+	budget, _ := model.ParseRateBudget("1 per 10m")
+	win, err := campaign.ParseWindow("daily 00:00-23:59 UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLive(t, c, c.Engine("tui@campaign", nil))
+	l.m.s.opts.Campaign = campaign.Options{Gates: campaign.GateOptions{Budgets: []model.RateBudget{budget}, Window: win}}
+	l.selectNodes(c0, c1)
+	l.keys("C")
+	if l.m.screen != campaignScreen {
+		t.Fatalf("C: screen %v", l.m.screen)
+	}
+	if g := l.m.campaign.opts.Gates; len(g.Budgets) != 1 || g.Window == nil {
+		t.Errorf("the TUI's campaign gates: %+v; want the configuration's budget and window", g)
+	}
+	v := l.m.View()
+	for _, want := range []string{`rate budget "1 per 10m": the campaign takes at least`, "no node starts outside the window daily 00:00-23:59 UTC",
+		"DOWNTIME vm-b"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the proposal does not say %q:\n%s", want, v)
+		}
 	}
 }

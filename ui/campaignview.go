@@ -101,6 +101,9 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			}
 			writeWrapped(&b, width, style, text.ForecastLines(f)...)
 		}
+		if w := p.asked().Gates.Window; w != nil { // [roll] window: kept here as roll keeps it
+			writeWrapped(&b, width, st.Muted, "no node starts outside the window "+w.String()+" ([roll] window)")
+		}
 	}
 	rows := max(3, (s.height-8)/2)
 	cur := current(c)
@@ -160,9 +163,19 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 				writeWrapped(&b, width, st.Error, "      "+text.Reason(r))
 			}
 		}
-		if n.Phase == model.PhasePending && !p.started { // what it would lose for good, before y
+		if n.Phase == model.PhasePending && !p.started { // what it would lose for good, and each VM's note, before y
 			for _, r := range fc[n.Name].Losses {
 				writeWrapped(&b, width, st.Danger, "      LOST FOR GOOD "+text.Reason(r))
+			}
+			for _, r := range fc[n.Name].VMNotes { // a VM stopped and moved cold, an owner's word, a lock: as its plan says
+				style := st.Muted
+				if r.Code == model.Downtime {
+					style = st.Danger
+				}
+				writeWrapped(&b, width, style, "      "+noteLabel(r)+text.Reason(r))
+			}
+			if nf := fc[n.Name]; nf.OwnersWindow != "" {
+				writeWrapped(&b, width, st.Muted, "      taken after the other nodes: "+text.Safe(nf.OwnersWindow))
 			}
 		}
 	}
@@ -176,4 +189,12 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 	}
 	writeLog(&b, lines, logRows, s)
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// noteLabel heads a VM's note in a campaign's proposal: DOWNTIME for a VM that stops.
+func noteLabel(r model.Reason) string {
+	if r.Code == model.Downtime {
+		return "DOWNTIME "
+	}
+	return "notes "
 }
