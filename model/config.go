@@ -275,6 +275,10 @@ type CloudPoolConfig struct {
 	// MinSize and MaxSize bound the desired sizes the proxy accepts (0: no maximum).
 	MinSize int `toml:"min_size"`
 	MaxSize int `toml:"max_size"`
+	// MaxScaleDown bounds the nodes one request to the proxy removes, MaxScaleDownPerHour those
+	// it removes in any hour (0: 1 and 4).
+	MaxScaleDown        int `toml:"max_scale_down"`
+	MaxScaleDownPerHour int `toml:"max_scale_down_per_hour"`
 	// ProxyTokenFile holds the bearer token the proxy's callers present (a Secret's file);
 	// without one the proxy serves on a loopback address only.
 	ProxyTokenFile string `toml:"proxy_token_file"`

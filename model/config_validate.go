@@ -198,6 +198,11 @@ func (c Config) Validate() error {
 	if c.CloudPool.MinSize < 0 || c.CloudPool.MaxSize < 0 {
 		return &FieldError{"cloudpool.min_size", "min_size and max_size must not be negative", "0 leaves max_size open"}
 	}
+	if c.CloudPool.MaxScaleDown < 0 || c.CloudPool.MaxScaleDownPerHour < 0 || c.CloudPool.MaxScaleDown > 100 ||
+		c.CloudPool.MaxScaleDownPerHour > 1000 {
+		return &FieldError{"cloudpool.max_scale_down", "max_scale_down must be 0 to 100 and max_scale_down_per_hour 0 to 1000",
+			"0 takes the defaults: 1 node a request, 4 an hour"}
+	}
 	if c.CloudPool.MaxSize > 0 && c.CloudPool.MaxSize < c.CloudPool.MinSize {
 		return &FieldError{"cloudpool.max_size", fmt.Sprintf("%d is below min_size %d", c.CloudPool.MaxSize, c.CloudPool.MinSize), ""}
 	}

@@ -194,6 +194,7 @@ var proxyMode = mode{role: "drainctl-proxy",
 		p, err := proxy.New(ctx, cl.Engine, proxy.Options{Backend: cl.PoolURL, BackendTimeout: e.cfg.CloudPool.BackendTimeout.D(),
 			Token:   token,
 			MinSize: e.cfg.CloudPool.MinSize, MaxSize: e.cfg.CloudPool.MaxSize,
+			MaxScaleDown: e.cfg.CloudPool.MaxScaleDown, MaxScaleDownPerHour: e.cfg.CloudPool.MaxScaleDownPerHour,
 			Run:  ops.RunOptions{Policy: e.pol, Why: firstNonBlank(e.o.Op.Reason, "scale-down")},
 			Emit: emit,
 			Logf: func(format string, a ...any) { text.Fprintf(e.stderr, "drainctl: proxy: "+format+"\n", a...) }})

@@ -13,9 +13,8 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,8 +41,12 @@ type Options struct {
 	// MinSize and MaxSize bound the desired size a client may ask for ([cloudpool] min_size,
 	// max_size; 0 leaves MaxSize unbounded): beyond them the request is a 400.
 	MinSize, MaxSize int
-	Emit             func(ops.Event)               // progress of the scale-downs (logs, metrics)
-	Logf             func(format string, a ...any) // what the proxy decides, one line each
+	// MaxScaleDown bounds the nodes one request removes, MaxScaleDownPerHour those removed in
+	// any hour ([cloudpool] max_scale_down, max_scale_down_per_hour; 0: the defaults, 1 and 4):
+	// a caller, even an authenticated one gone wrong, empties the pool no faster.
+	MaxScaleDown, MaxScaleDownPerHour int
+	Emit                              func(ops.Event)               // progress of the scale-downs (logs, metrics)
+	Logf                              func(format string, a ...any) // what the proxy decides, one line each
 	// Token is the bearer token every caller presents (Authorization: Bearer …, from [cloudpool]
 	// proxy_token_file); "" serves without one, which drainctl allows on a loopback address only.
 	Token string
@@ -60,6 +63,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	busy    string          // what the scale-down in progress is doing; "" when idle
 	orphans map[string]bool // machine -> decrement: its Node is gone but its termination failed
+	removed []time.Time     // when each node was removed, the last hour's
 	wg      sync.WaitGroup
 }
 
@@ -73,6 +77,7 @@ func New(life context.Context, engine *ops.Engine, o Options) (*Proxy, error) {
 	if o.BackendTimeout == 0 {
 		o.BackendTimeout = 300 * time.Second
 	}
+	o.MaxScaleDown, o.MaxScaleDownPerHour = cmp.Or(o.MaxScaleDown, 1), cmp.Or(o.MaxScaleDownPerHour, 4)
 	if o.Emit == nil {
 		o.Emit = func(ops.Event) {}
 	}
@@ -115,28 +120,6 @@ func (p *Proxy) Handler() http.Handler {
 			fmt.Sprintf("%s %q: the proxy serves the API's documented requests only", r.Method, r.URL.Path))
 	})
 	return p.authenticate(mux)
-}
-
-// authenticate lets through the callers that present the proxy's token (compared in
-// constant time), and takes the token off the request: it is the proxy's, not the backend's.
-func (p *Proxy) authenticate(next http.Handler) http.Handler {
-	if p.o.Token == "" {
-		return next
-	}
-	want := sha256.Sum256([]byte(p.o.Token))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got := sha256.Sum256([]byte(token))
-		if !bearer || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			p.o.Logf("refused %s %q from %s: no valid bearer token", r.Method, r.URL.Path, r.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="drainctl cloudpool proxy"`)
-			writeError(w, http.StatusUnauthorized, "not authenticated",
-				"send the proxy's token ([cloudpool] proxy_token_file) as Authorization: Bearer <token>")
-			return
-		}
-		r.Header.Del("Authorization")
-		next.ServeHTTP(w, r)
-	})
 }
 
 // Wait blocks until the scale-downs in progress have stopped (after life ends, at their
@@ -183,6 +166,13 @@ func (p *Proxy) setSize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	excess := active - want
+	if why := p.bounded(excess); why != "" {
+		p.end()
+		p.o.Logf("desired size %d < %d active machines: refused: %s", want, active, why)
+		w.Header().Set("Retry-After", "600")
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("removing %d node(s) is refused", excess), why)
+		return
+	}
 	p.o.Logf("desired size %d < %d active machines: removing %d node(s)", want, active, excess)
 	p.detach(w, r, func(ctx context.Context) error { return p.scaleDown(ctx, excess) })
 }
@@ -228,6 +218,13 @@ func (p *Proxy) terminate(w http.ResponseWriter, r *http.Request) {
 		p.o.Logf("terminate %s refused: node %s is not a safe victim", id, pr.victim.Node)
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("machine %s (node %s) cannot be terminated safely", id, pr.victim.Node),
 			describe([]pair{*pr}))
+		return
+	}
+	if why := p.bounded(1); why != "" && !pr.ours(p.engine.Holder()) { // one of ours half-done is finished
+		p.end()
+		p.o.Logf("terminate %s refused: %s", id, why)
+		w.Header().Set("Retry-After", "600")
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("terminating machine %s is refused", id), why)
 		return
 	}
 	p.detach(w, r, func(ctx context.Context) error { return p.remove(ctx, *pr, msg.Decrement, "") })
@@ -322,6 +319,9 @@ func (p *Proxy) remove(ctx context.Context, v pair, decrement bool, of string) e
 		return err
 	}
 	p.o.Logf("node %s removed, machine %s terminated", v.victim.Node, v.machine.ID)
+	p.mu.Lock()
+	p.removed = append(p.removed, time.Now())
+	p.mu.Unlock()
 	return nil
 }
 

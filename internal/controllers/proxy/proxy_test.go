@@ -132,7 +132,8 @@ func (e *env) startWith(backend string, o proxy.Options) {
 	pol, _ := policy.FromConfig(model.DefaultConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := proxy.New(ctx, e.eng, proxy.Options{Backend: backend, BackendTimeout: 10 * time.Second,
-		Run: ops.RunOptions{Policy: pol}, Logf: e.logs.add, MinSize: o.MinSize, MaxSize: o.MaxSize, Token: testToken})
+		Run: ops.RunOptions{Policy: pol}, Logf: e.logs.add, MinSize: o.MinSize, MaxSize: o.MaxSize, Token: testToken,
+		MaxScaleDown: o.MaxScaleDown, MaxScaleDownPerHour: o.MaxScaleDownPerHour})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -537,5 +538,24 @@ func TestDesiredSizeOutsideLimitsIs400(t *testing.T) {
 	}
 	if e.pool.Desired() != 3 || len(e.terminations()) != 0 {
 		t.Errorf("the pool was changed: desired %d", e.pool.Desired())
+	}
+}
+
+// A caller, authenticated, empties the pool no faster than the bounds: a request that would
+// remove two nodes is refused whole ([cloudpool] max_scale_down 1), and once the hour's removal
+// (max_scale_down_per_hour 1) is spent, the next is a 429 too; nothing is terminated by either.
+func TestAScaleDownIsBoundedByRequestAndByHour(t *testing.T) {
+	e := newEnv(t)
+	e.restart(proxy.Options{MaxScaleDown: 1, MaxScaleDownPerHour: 1})
+	r := do(t, kubetest.Ctx(t), "POST", e.url+"/pool/size", `{"desiredSize": 1}`)
+	if _, detail := r.apiError(t); r.status != 429 || !strings.Contains(detail, "max_scale_down") || len(e.terminations()) != 0 {
+		t.Fatalf("removing two nodes at once: %d %q, %d terminated", r.status, r.body, len(e.terminations()))
+	}
+	if r := do(t, kubetest.Ctx(t), "POST", e.url+"/pool/size", `{"desiredSize": 2}`); r.status != 200 || len(e.terminations()) != 1 {
+		t.Fatalf("removing one: %d %q, %d terminated", r.status, r.body, len(e.terminations()))
+	}
+	r = do(t, kubetest.Ctx(t), "POST", e.url+"/pool/size", `{"desiredSize": 1}`)
+	if _, detail := r.apiError(t); r.status != 429 || !strings.Contains(detail, "max_scale_down_per_hour") || len(e.terminations()) != 1 {
+		t.Errorf("a second removal within the hour: %d %q, %d terminated", r.status, r.body, len(e.terminations()))
 	}
 }
