@@ -276,6 +276,21 @@ func TestRollRefusesWhatTheRestCannotAbsorb(t *testing.T) {
 	}
 }
 
+// A campaign's --skip-vm or --override-vm-policy that names no VM on its nodes (a typo: the VM
+// meant would be moved) is refused before anything, as an evacuation's is; nothing changes.
+func TestRollRefusesAVMFlagNamingNoVM(t *testing.T) {
+	c := newRollCluster(t)
+	for _, flag := range []string{"--skip-vm", "--override-vm-policy"} {
+		r := c.drainctl(t, nil, "--auto", "roll", c.px+"-c0", c.px+"-c1", flag, "db1")
+		if r.code != 2 || !strings.Contains(r.stderr, flag+" db1 names no VM of the targets") {
+			t.Errorf("%s db1: exit %d\n%s", flag, r.code, r.stderr)
+		}
+	}
+	if n := c.world.Stats().Mutations; n != 0 {
+		t.Errorf("%d Nova mutations", n)
+	}
+}
+
 // A node refused at the campaign's check at the node (a bare pod; --on-failure skip, so that
 // the check before the first node lets the campaign start) closes the plan it showed as
 // refused: no view (the TUI's list and :ops, -o json) keeps an operation running on a node

@@ -14,6 +14,7 @@ import (
 	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ops/opcmd"
 	"github.com/drainctl/drainctl/ops/prom"
+	"github.com/drainctl/drainctl/text"
 	"github.com/drainctl/drainctl/ui/auto"
 )
 
@@ -31,6 +32,16 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 	}
 	if err := misplacedFlags(o, target); err != nil { // flags.go: each flag's verbs
 		return err
+	}
+	if verb == "roll" {
+		named := map[string]bool{}
+		for _, n := range args {
+			if named[n] {
+				return &ops.UsageError{Problem: fmt.Sprintf("node %s is named twice: a campaign works each node once", text.ShellWord(n)),
+					Hint: "name each node once"}
+			}
+			named[n] = true
+		}
 	}
 	if o.Verb.Recover.FenceCmd != "" && o.Verb.Recover.ConfirmFenced {
 		return &ops.UsageError{Problem: "--fence-cmd and --confirm-fenced both given: one proof is asked for",

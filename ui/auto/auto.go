@@ -212,14 +212,6 @@ func (a *Auto) scaleDown(ctx context.Context, nodes []string) error {
 func (a *Auto) roll(ctx context.Context, nodes []string) error {
 	o := a.Campaign
 	o.Nodes = nodes
-	named := map[string]bool{}
-	for _, n := range nodes {
-		if named[n] {
-			return &ops.UsageError{Problem: text.Sprintf("node %s is named twice: a campaign works each node once", text.ShellWord(n)),
-				Hint: "name each node once"}
-		}
-		named[n] = true
-	}
 	pr := a.printer(a.Stderr)
 	emit := pr.Emit
 	if a.Observe != nil {
