@@ -29,7 +29,7 @@ func TestAVMGroupsBudgetHoldsAcrossProcesses(t *testing.T) {
 	}
 	ctx := kubetest.Ctx(t)
 	var mu sync.Mutex
-	most, said := 0, []string{}
+	most, said, onRow := 0, []string{}, []string{}
 	sampling := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -71,6 +71,11 @@ func TestAVMGroupsBudgetHoldsAcrossProcesses(t *testing.T) {
 					said = append(said, n.What)
 					mu.Unlock()
 				}
+				if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigWaiting && strings.Contains(m.Message, "disruption budget") {
+					mu.Lock()
+					onRow = append(onRow, m.VM+": "+m.Message) // the held VM's own row says why it waits
+					mu.Unlock()
+				}
 			})
 			if err != nil {
 				t.Errorf("evacuate %s: %v", node, err)
@@ -87,6 +92,9 @@ func TestAVMGroupsBudgetHoldsAcrossProcesses(t *testing.T) {
 	}
 	if len(said) == 0 || !strings.Contains(said[0], "group db is at its disruption budget (1 at once") {
 		t.Errorf("what the runs said of the group: %q", said)
+	}
+	if len(onRow) != len(said) || !strings.HasPrefix(onRow[0], "db-") || !strings.Contains(onRow[0], "waits for one to end") {
+		t.Errorf("the held VMs' rows said %q; want each held VM's own reason", onRow)
 	}
 	for _, name := range []string{"db-0", "db-1", "db-2"} {
 		if vm, _ := c.World.ServerByName(name); vm.Host == c0 || vm.Host == c1 || vm.Status != "ACTIVE" {

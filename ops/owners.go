@@ -56,6 +56,10 @@ func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool
 	n, parsed := model.ParseOwnerNotice(notice)
 	if first, ok := e.firstTold(node, run.vm.ID); ok {
 		due := !now.Before(first.Add(lead))
+		if !due && run.told.IsZero() { // told ahead (a campaign's herald): its row says why it waits
+			r.emitVM(run, MigWaiting, fmt.Sprintf("its owner told at %sZ: due at %sZ", first.UTC().Format(time.TimeOnly),
+				first.Add(lead).UTC().Format(time.TimeOnly)))
+		}
 		if !due && notice != run.notice {
 			// Removed, garbled or edited by its owner: written again for them to read, as it was;
 			// the lead stays counted from the record.

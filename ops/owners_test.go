@@ -203,3 +203,38 @@ func stepDetails(p model.Plan) []string {
 	}
 	return out
 }
+
+// A VM whose owner was told ahead (a campaign's herald, TellOwners) and whose node starts
+// before the lead is up says on its own row why it waits, and until when, as one told at its
+// node's start does.
+func TestAVMToldAheadSaysWhyItWaitsOnItsRow(t *testing.T) {
+	c := newCluster(t, 20)
+	c.Cfg.Notify.OwnerLead = model.Duration(1500 * time.Millisecond)
+	c0 := c.Name("c0")
+	e := c.Engine("tester@a", nil)
+	ro := ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}}
+	ctx := kubetest.Ctx(t)
+	if n, err := e.TellOwners(ctx, c0, e.MaintenanceRef("campaign x"), time.Now(), ro); err != nil || n != 2 {
+		t.Fatalf("told ahead: %d, %v", n, err)
+	}
+	rows := map[string]string{}
+	plan, err := e.Plan(ctx, model.OpEvacuate, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	if _, err := e.Run(ctx, plan, ro, func(ev ops.Event) {
+		if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigWaiting {
+			mu.Lock()
+			rows[m.VM] = m.Message
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range []string{"vm-a", "vm-b"} {
+		if !strings.HasPrefix(rows[vm], "its owner told at ") || !strings.Contains(rows[vm], ": due at ") {
+			t.Errorf("%s's row said %q while it waited; want its owner told, and when it is due", vm, rows[vm])
+		}
+	}
+}

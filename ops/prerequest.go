@@ -241,18 +241,19 @@ func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 		what := fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving or stopped in place",
 			b.Name, b.Max, model.MaxDisruptedKey, b.From, moving)
 		if q.run.method == model.MoveRebuild { // a dead host's member: rebuilt now, never held
-			r.sayGroup(b.Name, vm, what+"; "+vm.Name+" is rebuilt anyway (its host is dead): the group is over its budget")
+			r.sayGroup(b.Name, q.run, what+"; "+vm.Name+" is rebuilt anyway (its host is dead): the group is over its budget", false)
 			continue
 		}
-		r.sayGroup(b.Name, vm, what+"; "+vm.Name+" waits for one to end")
+		r.sayGroup(b.Name, q.run, what+"; "+vm.Name+" waits for one to end", true)
 		return later
 	}
 	return proceed
 }
 
-// sayGroup tells the run's view what a group does to vm, once a run.
-func (r *runner) sayGroup(group string, vm model.VM, what string) {
-	key := group + "/" + vm.ID
+// sayGroup tells the run's view what a group does to the VM, once a run; one it holds says
+// why on its own row too.
+func (r *runner) sayGroup(group string, run *vmRun, what string, holds bool) {
+	key := group + "/" + run.vm.ID
 	r.mu.Lock()
 	said := r.groupSaid[key]
 	if r.groupSaid == nil {
@@ -262,6 +263,9 @@ func (r *runner) sayGroup(group string, vm model.VM, what string) {
 	r.mu.Unlock()
 	if !said {
 		r.nodeChanged(what)
+		if holds {
+			r.emitVM(run, MigWaiting, what)
+		}
 	}
 }
 

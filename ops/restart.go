@@ -314,7 +314,7 @@ func (r *runner) stopsDue(ctx context.Context, q *moveQueue) (failed []model.Rea
 			vm = cur
 		}
 		leadUp := !r.tellsOwnerOf(h.move) || r.ownerSaysNow(vm) || r.toldOrTell(ctx, h.move, vm.Notice)
-		if !leadUp || r.groupHoldsStop(ctx, vm) {
+		if !leadUp || r.groupHoldsStop(ctx, h.move, vm) {
 			held = append(held, h)
 			continue
 		}
@@ -342,7 +342,7 @@ func (r *runner) inAGroup(vm model.VM) bool {
 // nodes' journals) are counted, and a group at its budget holds the stop, said once. Stops are
 // not taken under the cluster-wide start lock: two processes stopping two members in the same
 // moment can both pass.
-func (r *runner) groupHoldsStop(ctx context.Context, vm model.VM) bool {
+func (r *runner) groupHoldsStop(ctx context.Context, run *vmRun, vm model.VM) bool {
 	moves, _, err := r.e.nova.MovingFrom(ctx, "", 0)
 	if err != nil {
 		return true // the group's disruptions unknown: held, asked again at the next poll
@@ -362,9 +362,9 @@ func (r *runner) groupHoldsStop(ctx context.Context, vm model.VM) bool {
 			}
 		}
 		if n >= b.Max {
-			r.sayGroup(b.Name, vm, fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving or "+
+			r.sayGroup(b.Name, run, fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving or "+
 				"stopped in place; %s waits for one to end before it is stopped in place", b.Name, b.Max, model.MaxDisruptedKey,
-				b.From, n, vm.Name))
+				b.From, n, vm.Name), true)
 			return true
 		}
 	}
