@@ -1,6 +1,9 @@
 package model
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // A campaign is a rolling maintenance: many nodes emptied, worked on and returned one group
 // at a time (drainctl --auto roll). Its record lives on the cluster, so a rerun (or another
@@ -81,6 +84,8 @@ type Campaign struct {
 	NodeDeadline time.Duration `json:"nodeDeadline,omitempty"`
 	Undrainable  string        `json:"undrainable,omitempty"`
 	Window       string        `json:"window,omitempty"`
+	// Budgets are its rate budgets ([roll] budget), as written: the ETA keeps their floor.
+	Budgets []string `json:"budgets,omitempty"`
 	// Expected is the forecast's time for the nodes left when it ran: the ETA until a node
 	// has finished and the campaign's own measure takes over.
 	Expected time.Duration `json:"expected,omitempty"`
@@ -142,7 +147,75 @@ func (c Campaign) ETAAt(now time.Time) time.Duration {
 	if rounds > 0 {
 		ran = min(ran, eta/time.Duration(rounds)) // never below the rounds still to start
 	}
-	return max(0, eta-ran)
+	return max(0, eta-ran, c.budgetsFloor(now))
+}
+
+// budgetsFloor is the least time left under the campaign's own rate budgets (those of the
+// campaign's nodes, not per label): when its last pending node may start, as each budget
+// frees, plus one node's time. A forecast that counted them is not undone by the countdown.
+func (c Campaign) budgetsFloor(now time.Time) time.Duration {
+	_, pending := c.toRun()
+	if pending == 0 {
+		return 0
+	}
+	var started []time.Time
+	for _, n := range c.Nodes {
+		if !n.Started.IsZero() {
+			started = append(started, n.Started)
+		}
+	}
+	last := now
+	for _, raw := range c.Budgets {
+		b, err := ParseRateBudget(raw)
+		if err != nil || b.Per != "" {
+			continue
+		}
+		limit, at, starts := b.Limit(len(c.Nodes)), now, slices.Clone(started)
+		for range pending { // each pending node starts once the budget lets one more in
+			slices.SortFunc(starts, func(x, y time.Time) int { return x.Compare(y) })
+			var in []time.Time
+			for _, s := range starts {
+				if at.Sub(s) < b.Window {
+					in = append(in, s)
+				}
+			}
+			if len(in) >= limit {
+				at = in[len(in)-limit].Add(b.Window)
+			}
+			starts = append(starts, at)
+		}
+		last = latest(last, at)
+	}
+	if last.Equal(now) {
+		return 0
+	}
+	return last.Sub(now) + c.nodeTime()
+}
+
+// nodeTime is one node's time: the mean of those done, else the forecast's share.
+func (c Campaign) nodeTime() time.Duration {
+	var sum time.Duration
+	done := 0
+	for _, n := range c.Nodes {
+		if n.Phase == PhaseDone && !n.Started.IsZero() {
+			sum += n.Finished.Sub(n.Started)
+			done++
+		}
+	}
+	if done > 0 {
+		return sum / time.Duration(done)
+	}
+	if n := len(c.Nodes); n > 0 {
+		return c.Expected / time.Duration(n)
+	}
+	return 0
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // toRun counts the nodes in progress and those still to run, leaving out the pending ones

@@ -36,3 +36,21 @@ func TestACampaignsForecastAgainstTheNodesDone(t *testing.T) {
 		t.Errorf("no node done: %s %s %d", f, took, n)
 	}
 }
+
+// A campaign's ETA keeps the floor of its rate budgets, as its forecast counted it: four
+// nodes at 1 per 10m, the first started a minute ago, are not done before the last may start,
+// 29 minutes from now, whatever the nodes' own time says.
+func TestACampaignsETAKeepsItsRateBudgets(t *testing.T) {
+	now := time.Now()
+	c := Campaign{Parallel: 1, Expected: 4 * time.Minute, Budgets: []string{"1 per 10m"}, Nodes: []CampaignNode{
+		{Name: "a", Phase: PhaseEvacuating, Started: now.Add(-time.Minute)},
+		{Name: "b", Phase: PhasePending}, {Name: "c", Phase: PhasePending}, {Name: "d", Phase: PhasePending},
+	}}
+	if eta := c.ETAAt(now); eta < 29*time.Minute {
+		t.Errorf("ETA %v; want at least 29m (the last node may start 29 minutes from now)", eta)
+	}
+	c.Budgets = nil
+	if eta := c.ETAAt(now); eta > 5*time.Minute {
+		t.Errorf("ETA without budgets %v; want the forecast's", eta)
+	}
+}

@@ -247,6 +247,7 @@ func campaignRecord(ctx context.Context, e *ops.Engine, o Options, nodes []strin
 	if o.Gates.Window != nil {
 		rec.Window = o.Gates.Window.String()
 	}
+	rec.Budgets = budgetsOf(o.Gates.Budgets)
 	if rec.SpreadBy != "" { // a resumed campaign keeps its domains; a new label re-reads them
 		for i := range rec.Nodes {
 			if rec.Nodes[i].Domain == "" {

@@ -189,3 +189,12 @@ func (r *Campaign) rateHeld(node string) string {
 	}
 	return ""
 }
+
+// budgetsOf are the rate budgets as written, for the campaign's record (its ETA keeps them).
+func budgetsOf(bs []model.RateBudget) []string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Raw)
+	}
+	return out
+}
