@@ -408,6 +408,12 @@ func (e *Engine) HoldLease(ctx context.Context, node string, ttl time.Duration) 
 	return e.kube.AcquireLease(ctx, node, e.o.Holder, ttl, e.mayReplace)
 }
 
+// NodeHolder is who holds the node's lease now ("": nobody, or it lapsed).
+func (e *Engine) NodeHolder(ctx context.Context, node string) (string, error) {
+	h, _, err := e.kube.LeaseHolder(ctx, node)
+	return h, err
+}
+
 // ReleaseLease gives the node's lease back, if this engine's holder has it.
 func (e *Engine) ReleaseLease(ctx context.Context, node string) error {
 	return e.kube.ReleaseLease(ctx, node, e.o.Holder)

@@ -289,6 +289,14 @@ func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
 	if !ok || !j.Op.Row().DeadNode || j.Holder != rec.By {
 		return ""
 	}
+	// Under way (its record running, its process still renewing the node's lease): not stopped.
+	if holder, err := r.Engine.NodeHolder(ctx, n.Name); err == nil && rec.Outcome == "running" && holder == rec.By {
+		msg := fmt.Sprintf("recovery of %s by %s under way (at %s): a person's recovery is the person's", n.Name, rec.By, j.Phase)
+		if r.sayOnce("persons/"+n.Name, msg) {
+			r.Log("automatic recovery: " + msg)
+		}
+		return msg
+	}
 	msg := fmt.Sprintf("recovery of %s by %s stopped at %s; not resumed: a person's recovery stays the person's", n.Name, rec.By, j.Phase)
 	if len(rec.Options) > 0 {
 		msg += " (asked with " + strings.Join(text.GivenFlags(rec.Options), " ") + ")"
@@ -479,6 +487,13 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 	})
 	if rep.Result != ops.ResultDone && rep.Result != ops.ResultInterrupted {
 		r.stopped[n.Name] = n.Kube.Outage() // never again by itself in this outage: no fence loop
+	}
+	if rep.Result != ops.ResultInterrupted {
+		// Ended: the node is a person's from here (its uncordon, a rerun by hand), at once,
+		// not once the lease a person's recovery keeps has lapsed. Its journal says where it is.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = e.ReleaseLease(rctx, n.Name)
+		cancel()
 	}
 	for _, v := range rep.VMs {
 		if v.Result != ops.MigCompleted && v.Result != ops.MigSkipped && v.Result != ops.MigInterrupted {

@@ -1320,3 +1320,50 @@ func TestARecoverPlanSaysWhichPodsStay(t *testing.T) {
 		return i >= 0 && strings.Contains(plan.Steps[i].Detail, "(1 more stay: mirror pods and those tolerating the out-of-service taint")
 	})
 }
+
+// A person's recovery under way is said so, never "stopped … not resumed" (the controller's
+// passes see it mid-rebuild), and it ends done with no refusal told.
+func TestAPersonsRecoveryUnderWayIsNotCalledStopped(t *testing.T) {
+	c := newCluster(t, 1) // life speed: a rebuild takes 3 s
+	c0 := c.Name("c0")
+	c.die(c0)
+	e := c.Engine("alice@laptop", nil)
+	ro := ops.RunOptions{Policy: defaults(), RecoverParams: ops.RecoverParams{ConfirmFenced: true}}
+	ro.Policy.AcceptDiskLoss = true
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpRecover, c0, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop func()
+	_, err = e.Run(kubetest.Ctx(t), plan, ro, func(ev ops.Event) {
+		if m, ok := ev.(ops.MigrationEvent); ok && m.State == ops.MigRequested && stop == nil {
+			stop = c.startRecoverer("true {node}") // its passes see the person's recovery mid-rebuild
+		}
+	})
+	if err != nil {
+		t.Fatalf("the person's recovery: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	if n, ok := c.notice(model.NoticeRecoveryRefused); ok {
+		t.Errorf("told %q of a person's recovery that ran to its end", n.Message)
+	}
+	c.mu.Lock()
+	logs := strings.Join(c.logs, "\n")
+	c.mu.Unlock()
+	if !strings.Contains(logs, "recovery of "+c0+" by alice@laptop under way") {
+		t.Errorf("the controller did not say the person's recovery is under way:\n%s", logs)
+	}
+}
+
+// An automatic recovery that ended gives the node's lease back: a person acts on the node at
+// once (its uncordon, a rerun), not once the lease has lapsed.
+func TestAnAutomaticRecoveryGivesTheNodeBack(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.recoveredByItself(c0)
+	kubetest.Eventually(t, 10*time.Second, "the controller's lease on "+c0+" given back", func() bool {
+		h, _ := c.Engine("observer@test", nil).NodeHolder(kubetest.Ctx(t), c0)
+		return h == ""
+	})
+}
