@@ -312,3 +312,21 @@ func TestAPersonsRecoveryNeverTakesTheControllersFence(t *testing.T) {
 		t.Errorf("the plan does not say whose record it passed over: %v", plan.Reasons)
 	}
 }
+
+// With [recover] reserve_label set and no node labelled, a recovery's plan lists no step for
+// a reserve there is not.
+func TestARecoverPlanListsNoReserveThereIsNot(t *testing.T) {
+	c := newCluster(t, 100)
+	c.Cfg.Recover.ReserveLabel = reserveLabel
+	c0 := c.Name("c0")
+	e := c.Engine("tester@a", nil)
+	dies(t, c, e, c0)
+	plan, err := e.Plan(kubetest.Ctx(t), model.OpRecover, c0, ops.RunOptions{Policy: withDiskLoss(),
+		RecoverParams: ops.RecoverParams{ConfirmFenced: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(plan.Steps, func(s model.Step) bool { return s.Kind == model.StepTakeReserve }) {
+		t.Errorf("the plan lists take-reserve with no node labelled %s: %v", reserveLabel, plan.Steps)
+	}
+}
