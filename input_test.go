@@ -45,6 +45,9 @@ func TestBadInputIsRefused(t *testing.T) {
 		{[]string{"--auto", "roll", "n1", "--node-deadline", "-5m"}, "--node-deadline must not be negative"},
 		{[]string{"--auto", "recommend", "--count", "-1"}, "--count must not be negative"},
 		{[]string{"--auto", "roll", "n1", "n2", "n1"}, "node n1 is named twice"},
+		{[]string{"--auto", "list", "extra-arg"}, "list takes no argument, got extra-arg"},
+		{[]string{"--auto", "list", "--ignore-failover-room"}, "--ignore-failover-room changes how an operation runs; list runs none"},
+		{[]string{"--auto", "doctor", "--force"}, "--force changes how an operation runs; doctor runs none"},
 		{[]string{"--auto", "evacuate", "n1", "--owner-lead", "-1s"}, "--owner-lead must not be negative"},
 		{[]string{"--auto", "list", "--owner-lead", "0"}, "--owner-lead belongs to roll and evacuate, not list"},
 		{[]string{"--auto", "roll", "n1", "--node-deadline", "30s"}, "under a minute"},
@@ -70,5 +73,30 @@ func TestBadInputIsRefused(t *testing.T) {
 	}
 	if r := drainctl(t, map[string]string{}, "--config", local, "--auto", "list"); !strings.Contains(r.stderr, "Local is no zone") {
 		t.Errorf("Local: %s", r.stderr)
+	}
+}
+
+// drainctl --auto VERB --help is that verb's: its lines, the flags that belong to it, the
+// operation's flags when it runs one, and where the rest are; not the whole --help.
+func TestAVerbsHelpIsItsOwn(t *testing.T) {
+	whole := drainctl(t, map[string]string{}, "--help")
+	for verb, want := range map[string][]string{
+		"evacuate": {"drainctl --auto evacuate:", "--owner-lead D", "Operation flags:", "--skip-vm NAME"},
+		"recover":  {"drainctl --auto recover:", "--fence-cmd", "--accept-disk-loss"},
+		"list":     {"drainctl --auto list:", "drainctl --help"},
+	} {
+		r := drainctl(t, map[string]string{}, "--auto", verb, "--help")
+		if r.code != 0 || strings.Count(r.stdout, "\n") >= strings.Count(whole.stdout, "\n")/2 {
+			t.Errorf("%s --help: exit %d, %d lines (the whole help: %d)", verb, r.code, strings.Count(r.stdout, "\n"),
+				strings.Count(whole.stdout, "\n"))
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%s --help does not say %q:\n%s", verb, w, r.stdout)
+			}
+		}
+	}
+	if r := drainctl(t, map[string]string{}, "--auto", "list", "--help"); strings.Contains(r.stdout, "Operation flags") {
+		t.Errorf("list --help lists the operation's flags:\n%s", r.stdout)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/drainctl/drainctl/internal/app"
@@ -80,10 +81,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	opts, cmd, err := parseArgs(args)
 	switch {
 	case err == nil && cmd == cmdHelp:
+		if h := app.VerbHelp(firstArg(opts.Args)); opts.Auto && h != "" { // drainctl --auto VERB --help: that verb's
+			fmt.Fprint(stdout, h)
+			return app.ExitOK
+		}
 		fmt.Fprint(stdout, usage)
 		return app.ExitOK
 	case err == nil && cmd == cmdVersion:
-		fmt.Fprintf(stdout, "drainctl %s (commit %s, built %s)\n", version, commit, date)
+		fmt.Fprintln(stdout, versionLine(version, commit, date))
 		return app.ExitOK
 	case err == nil && cmd == cmdCompletion:
 		if len(opts.Args) != 2 {
@@ -152,4 +157,35 @@ func parseArgs(args []string) (app.Options, int, error) {
 		return o, cmdCompletion, nil
 	}
 	return o, cmdRun, nil
+}
+
+// firstArg is the first positional argument ("": none).
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+// versionLine says which drainctl this is: the linker's words (a release), else what the Go
+// toolchain recorded of the module and its commit (a plain go build or go install).
+func versionLine(version, commit, date string) string {
+	if info, ok := debug.ReadBuildInfo(); ok && commit == "none" {
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			version = v
+		}
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.time":
+				date = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					commit += ", modified"
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("drainctl %s (commit %s, built %s)", version, commit, date)
 }

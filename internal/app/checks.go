@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 		target = args[0]
 	}
 	if err := misplacedFlags(o, target); err != nil { // flags.go: each flag's verbs
+		return err
+	}
+	if err := readVerbFlags(verb, args, o); err != nil {
 		return err
 	}
 	if verb == "roll" {
@@ -126,3 +130,44 @@ func (e env) alertGate() (campaign.AlertSource, error) {
 
 // maxParallel bounds --max-parallel.
 const maxParallel = 1000
+
+// VerbHelp is what drainctl --auto VERB --help prints: the verb's lines and its flags, the
+// operation's flags for a verb that runs one, and where the rest are.
+func VerbHelp(verb string) string {
+	s := auto.VerbHelp(verb)
+	if s == "" {
+		return ""
+	}
+	if _, reads := readVerbs[verb]; !reads {
+		s += "\nOperation flags:\n" + FlagUsage(SectionOperation)
+	}
+	return s + "\nThe general flags (--config, --kubeconfig, -o json, …) and the exit codes: drainctl --help\n"
+}
+
+// readVerbs run no operation: they take no argument, and an operation's flag (--force,
+// --ignore-failover-room, --skip-vm) given to one is a request not carried out. The flags
+// each does read are listed beside it.
+var readVerbs = map[string][]string{
+	"list": nil, "doctor": nil, "recommend": {"count"}, "recoveries": nil, "campaigns": nil,
+	"pause-recovery": {"reason"}, "resume-recovery": nil,
+}
+
+func readVerbFlags(verb string, args []string, o Options) error {
+	reads, ok := readVerbs[verb]
+	if !ok {
+		return nil
+	}
+	if len(args) > 0 {
+		return &ops.UsageError{Problem: fmt.Sprintf("%s takes no argument, got %s", verb, text.ShellWord(args[0])),
+			Hint: "drainctl --help lists each verb's arguments"}
+	}
+	for _, r := range flagRows {
+		for _, name := range r.Names {
+			if r.Section == SectionOperation && o.Set[name] && !slices.Contains(reads, name) {
+				return &ops.UsageError{Problem: fmt.Sprintf("--%s changes how an operation runs; %s runs none", name, verb),
+					Hint: "leave it out"}
+			}
+		}
+	}
+	return nil
+}

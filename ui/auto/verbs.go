@@ -2,6 +2,7 @@ package auto
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,6 +144,25 @@ func VerbUsage() string {
 		lines[i] = v.usage
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// VerbHelp is one verb's usage lines and the flags that belong to it ("": no such verb).
+func VerbHelp(name string) string {
+	v, ok := verbNamed(name)
+	if !ok {
+		return ""
+	}
+	s := "drainctl --auto " + name + ":\n" + v.usage + "\n"
+	var own strings.Builder
+	for _, f := range VerbFlags() {
+		if slices.Contains(f.Verbs, name) {
+			own.WriteString(f.Usage)
+		}
+	}
+	if own.Len() > 0 {
+		s += "\nIts flags:\n" + own.String()
+	}
+	return s
 }
 
 // KnownVerb reports whether --auto knows the verb.
