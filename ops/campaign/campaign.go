@@ -412,8 +412,10 @@ func (r *Campaign) Run(ctx context.Context) error {
 	}
 	switch {
 	case err == nil && len(skipped) == 0 && r.notEmpty() != "":
-		// Done, each node worked, but not every one emptied: said, never a bare "done".
+		// Done, each node worked, but not every one emptied: said, never a bare "done", and
+		// its own exit code as an evacuation's (6).
 		r.setState(context.WithoutCancel(ctx), model.CampaignDone, r.notEmpty())
+		err = &ops.NotEmptyError{Node: "campaign " + r.o.Name, Left: []string{r.notEmpty()}}
 	case err == nil && len(skipped) > 0:
 		// Finished, but not every node was worked: a script must know (exit 1).
 		err = &SkippedError{Campaign: r.o.Name, Nodes: skipped}
