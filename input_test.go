@@ -100,3 +100,22 @@ func TestAVerbsHelpIsItsOwn(t *testing.T) {
 		t.Errorf("list --help lists the operation's flags:\n%s", r.stdout)
 	}
 }
+
+// A refusal whose blocker no flag lifts says so, and names no other blocker's flags: recover
+// of a live node (Ready) hints no --accept-disk-loss.
+func TestARefusalNoFlagLiftsSaysSo(t *testing.T) {
+	r := drainctl(t, map[string]string{}, "--demo", "--auto", "recover", "compute-0")
+	if r.code != 3 || !strings.Contains(r.stderr, "hint: no flag overrides compute-0: the node is Ready") ||
+		strings.Contains(r.stderr, "hint: use") {
+		t.Errorf("recover of a live node: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// The demo's pause ends with its cluster, in this process: it does not say it lasts until
+// resume-recovery.
+func TestTheDemosPauseSaysItEndsWithTheProcess(t *testing.T) {
+	r := drainctl(t, map[string]string{}, "--demo", "--auto", "pause-recovery", "--reason", "a test")
+	if r.code != 0 || !strings.Contains(r.stdout, "ends with this command") || strings.Contains(r.stdout, "until drainctl --auto resume-recovery") {
+		t.Errorf("pause-recovery in the demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

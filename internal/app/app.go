@@ -255,7 +255,7 @@ func runAuto(ctx context.Context, e env) error {
 		return err
 	}
 	a := &auto.Auto{Engine: cl.Engine, DryRun: e.o.Op.DryRun, JSON: e.o.Output == auto.FormatJSON,
-		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count,
+		Stdout: e.stdout, Stderr: e.stderr, Count: e.o.Count, Demo: e.o.Demo,
 		Run: ops.RunOptions{
 			Policy:         e.pol,
 			Why:            e.o.Op.Reason,

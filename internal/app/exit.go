@@ -88,6 +88,10 @@ func HintOf(err error) string { // (ErrorText says the error itself)
 	}
 	var flags []string
 	for _, r := range reasons {
+		if r.Severity == model.Blocks && len(text.Flags(r)) == 0 {
+			// No flag lifts this one: naming the others' would send the operator the wrong way.
+			return "no flag overrides " + r.Object + ": " + firstClause(r.Message)
+		}
 		for _, f := range text.Flags(r) {
 			if !slices.Contains(flags, f) {
 				flags = append(flags, f)
@@ -112,3 +116,9 @@ func ErrorText(err error) string {
 
 // flagOf is the flag that sets an engine option: the command line's word for it.
 func flagOf(o ops.Option) string { return "--" + string(o) }
+
+// firstClause is a message up to its first colon: what holds, without the why.
+func firstClause(msg string) string {
+	head, _, _ := strings.Cut(msg, ":")
+	return head
+}

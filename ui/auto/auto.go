@@ -29,6 +29,8 @@ type Auto struct {
 	Stderr   io.Writer
 	// Observe sees every event of a campaign beside the printer ([notify]'s webhook); may be nil.
 	Observe func(ops.Event)
+	// Demo: the cluster is the demo's, which lives in this process only.
+	Demo bool
 }
 
 // operate plans every target, refuses the whole batch if any plan is blocked (exit 3,
