@@ -21,6 +21,15 @@ const (
 	MaxDisruptedKey = "drainctl:max-disrupted"
 )
 
+// Source says whose word sets the budget: the operator's ([policy.groups]) or a member's
+// metadata ("drainctl:max-disrupted of db-1").
+func (b GroupBudget) Source() string {
+	if b.From == "[policy.groups]" {
+		return b.From
+	}
+	return MaxDisruptedKey + " of " + b.From
+}
+
 // GroupRules are the operator's words on groups: [policy.groups]' budgets by group name, and
 // whose owners' metadata is heard at all ([policy.maintenance] honour).
 type GroupRules struct {

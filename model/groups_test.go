@@ -85,3 +85,16 @@ func TestAGroupIsItsProjectsAndHeardUnderHonour(t *testing.T) {
 		t.Errorf("p3, not honoured, formed a group: %+v", b)
 	}
 }
+
+// A budget says whose word sets it: the operator's table by its name, a member's metadata by
+// its key and the member.
+func TestAGroupBudgetSaysWhoseWordItIs(t *testing.T) {
+	vms := []VM{{ID: "1", Name: "a-0", GroupAsked: "a"}, {ID: "2", Name: "b-0", GroupAsked: "b", MaxDisruptedAsked: "1"}}
+	got := GroupBudgets(vms, nil, GroupRules{Budgets: map[string]string{"a": "1"}})
+	if s := got["group a"].Source(); s != "[policy.groups]" {
+		t.Errorf("the operator's budget says %q", s)
+	}
+	if s := got["group b"].Source(); s != "drainctl:max-disrupted of b-0" {
+		t.Errorf("an owner's budget says %q", s)
+	}
+}

@@ -238,8 +238,8 @@ func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 		if moving < b.Max {
 			continue
 		}
-		what := fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving or stopped in place",
-			b.Name, b.Max, model.MaxDisruptedKey, b.From, moving)
+		what := fmt.Sprintf("%s is at its disruption budget (%d at once, %s): %d member(s) moving or stopped in place",
+			b.Name, b.Max, b.Source(), moving)
 		if q.run.method == model.MoveRebuild { // a dead host's member: rebuilt now, never held
 			r.sayGroup(b.Name, q.run, what+"; "+vm.Name+" is rebuilt anyway (its host is dead): the group is over its budget", false)
 			continue

@@ -362,9 +362,8 @@ func (r *runner) groupHoldsStop(ctx context.Context, run *vmRun, vm model.VM) bo
 			}
 		}
 		if n >= b.Max {
-			r.sayGroup(b.Name, run, fmt.Sprintf("%s is at its disruption budget (%d at once, %s of %s): %d member(s) moving or "+
-				"stopped in place; %s waits for one to end before it is stopped in place", b.Name, b.Max, model.MaxDisruptedKey,
-				b.From, n, vm.Name), true)
+			r.sayGroup(b.Name, run, fmt.Sprintf("%s is at its disruption budget (%d at once, %s): %d member(s) moving or "+
+				"stopped in place; %s waits for one to end before it is stopped in place", b.Name, b.Max, b.Source(), n, vm.Name), true)
 			return true
 		}
 	}

@@ -112,7 +112,9 @@ func (x *heldExplainer) explain(ctx context.Context, consumer string) (string, i
 		if err != nil {
 			return "", 0, err
 		}
-		why := "VM " + vm.Name + " rebuilt on " + vm.Host + ": its allocation on " + host
+		// Evacuated off host once (perhaps moved again since): say so, not that it was rebuilt
+		// where it is now.
+		why := "VM " + vm.Name + " (evacuated off " + host + ", now on " + vm.Host + "): its allocation on " + host
 		if up { // started again: it frees the evacuated servers' shares as it starts
 			return why, heldGoing, nil
 		}

@@ -89,3 +89,17 @@ func TestARateNeverPrints1024(t *testing.T) {
 		t.Errorf("Rate(1023.7 MiB/s) = %s, want 1.0 GiB/s", got)
 	}
 }
+
+// A note holds nothing: it names no flag to lift it (a running VM moved cold with
+// --cold-migrate-running given is DOWNTIME, not "use --cold-migrate-running").
+func TestANoteNamesNoRemedy(t *testing.T) {
+	note := model.Reason{Code: model.Downtime, Severity: model.Notes, Object: "vm-a",
+		Message: "moved cold: stopped, moved and started again (8 GiB)", Override: model.OverrideColdMigrateRunning}
+	if s := Reason(note); strings.Contains(s, "to override") {
+		t.Errorf("a note says %q", s)
+	}
+	note.Severity = model.Blocks
+	if s := Reason(note); !strings.Contains(s, "use --cold-migrate-running") {
+		t.Errorf("a blocker says %q; want its remedy", s)
+	}
+}

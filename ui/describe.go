@@ -197,8 +197,7 @@ func describeVM(id string, s *shared) (describePane, bool) {
 				add("zone %s · anti-affinity groups %s", none(vm.Zone), none(vm.AntiAffinity))
 			}
 			for _, b := range vmGroups(vm, s.inv, s.opts.Groups) {
-				add("%s: %d of its %d members disrupted at once at most (%s of %s)", b.Name, b.Max, len(b.Members),
-					model.MaxDisruptedKey, b.From)
+				add("%s: %d of its %d members disrupted at once at most (%s)", b.Name, b.Max, len(b.Members), b.Source())
 			}
 			if vm.Pinned != "" {
 				add("tied to its host's hardware: %s", vm.Pinned)

@@ -162,10 +162,10 @@ func campaignLine(e ops.CampaignEvent) string {
 func summary(r ops.Report) string {
 	counts := map[string]int{}
 	for _, v := range r.VMs {
-		counts["vm "+string(v.Result)]++
+		counts["VM(s) "+string(v.Result)]++
 	}
 	for _, pd := range r.Pods {
-		counts["pod "+string(pd.Result)]++
+		counts["pod(s) "+string(pd.Result)]++
 	}
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
