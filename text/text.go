@@ -369,7 +369,7 @@ func Flags(r model.Reason) []string {
 // Reason is a reason with the flag that lifts it, as the command line and the TUI show it,
 // or the flag given that makes it so (a loss: "(--force)").
 func Reason(r model.Reason) string {
-	if f := Flag(r); f != "" && r.Severity != model.Notes { // a note holds nothing: no remedy to give
+	if f := Flag(r); f != "" {
 		return r.Text() + " (use " + f + " to override)"
 	}
 	if f := By(r); f != "" {

@@ -385,10 +385,11 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	)
 }
 
-// Downtime is the note a running VM moved cold carries: it is stopped, moved, started again.
+// Downtime is the note a running VM moved cold carries: it is stopped, moved, started again,
+// because --cold-migrate-running was given (By: the flag that makes it so, not one to give).
 func Downtime(vm model.VM) *model.Reason {
 	return &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
-		Message: fmt.Sprintf("moved cold: stopped, moved and started again (%s)", memory(vm)), Override: model.OverrideColdMigrateRunning}
+		Message: fmt.Sprintf("moved cold: stopped, moved and started again (%s)", memory(vm)), By: model.OverrideColdMigrateRunning}
 }
 
 func memory(vm model.VM) string {
