@@ -167,13 +167,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			for _, r := range fc[n.Name].Losses {
 				writeWrapped(&b, width, st.Danger, "      LOST FOR GOOD "+text.Reason(r))
 			}
-			for _, r := range fc[n.Name].VMNotes { // a VM stopped and moved cold, an owner's word, a lock: as its plan says
-				style := st.Muted
-				if r.Code == model.Downtime {
-					style = st.Danger
-				}
-				writeWrapped(&b, width, style, "      "+noteLabel(r)+text.Reason(r))
-			}
+			writeNotes(&b, width, s.height, fc[n.Name].VMNotes, st)
 			if nf := fc[n.Name]; nf.OwnersWindow != "" {
 				writeWrapped(&b, width, st.Muted, "      taken after the other nodes: "+text.Safe(nf.OwnersWindow))
 			}
@@ -197,4 +191,35 @@ func noteLabel(r model.Reason) string {
 		return "DOWNTIME "
 	}
 	return "notes "
+}
+
+// writeNotes writes a node's VM notes (a VM stopped and moved cold, an owner's word, a lock),
+// as its plan says them; on a short screen one line names them (the DOWNTIME first), so the
+// proposal keeps its header and keys in view.
+func writeNotes(b *strings.Builder, width, height int, notes []model.Reason, st *Styles) {
+	if height >= 40 {
+		for _, r := range notes {
+			style := st.Muted
+			if r.Code == model.Downtime {
+				style = st.Danger
+			}
+			writeWrapped(b, width, style, "      "+noteLabel(r)+text.Reason(r))
+		}
+		return
+	}
+	var down, other []string
+	for _, r := range notes {
+		if r.Code == model.Downtime {
+			down = append(down, text.Safe(r.Object))
+		} else {
+			other = append(other, text.Safe(r.Object))
+		}
+	}
+	if len(down) > 0 {
+		b.WriteString(st.Danger.Render(truncate("      DOWNTIME "+strings.Join(down, ", "), width)) + "\n")
+	}
+	if len(other) > 0 {
+		b.WriteString(st.Muted.Render(truncate(fmt.Sprintf("      notes on %d VM(s): %s (a taller screen shows why)", len(other),
+			strings.Join(other, ", ")), width)) + "\n")
+	}
 }
