@@ -115,13 +115,17 @@ func (p *confirmPane) bindings(s *shared) []action {
 		row = confirmPlain
 	}
 	out := append([]action{cancel}, row.keys(kit)...)
-	return append(out, why)
+	// ? shows every key a short screen's line leaves out (a plan is modal: it routes no global key).
+	return append(out, why, action{key: k.Help, do: func() intent { return goTo{helpScreen} }})
 }
 
 func (p *confirmPane) rows(s *shared) int { return max(3, s.height-4) }
 
 // view: the plan and its blockers, naming the targets, with the overrides, scrolled.
 func (p *confirmPane) view(s *shared) string {
+	if p.why.typing() { // the reason being typed, under the plan however it is scrolled
+		return scrolled(p.body(s), &p.offset, p.rows(s)-1, s.st) + "\n" + p.why.view()
+	}
 	return scrolled(p.body(s), &p.offset, p.rows(s), s.st)
 }
 
@@ -210,8 +214,7 @@ func (p *confirmPane) body(s *shared) string {
 		writeWrapped(&b, width, st.Danger, losses...)
 	}
 	switch {
-	case p.why.typing():
-		b.WriteString(p.why.view() + "\n")
+	case p.why.typing(): // the view pins it under the plan
 	case pd.ro.Why != "":
 		b.WriteString(truncate(text.Sprintf("reason: %s (goes into nova-compute's disabled reason)", pd.ro.Why), width) + "\n")
 	}
