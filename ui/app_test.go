@@ -455,3 +455,15 @@ func TestRowsWhileThePodsAreRead(t *testing.T) {
 		t.Fatalf("after the full read (%d pods):\n%s", next.(Model).s.totalPods, view)
 	}
 }
+
+// An uncordon that brought home fewer VMs than it set out to says so in its header, with why,
+// not a bare "done".
+func TestAReturnThatLeftVMsAwaySaysSo(t *testing.T) {
+	m := opModel(t, 160, 45)
+	m = feed(m, "compute-0", ops.NewRunDone(t0.Add(time.Minute), ops.Report{Op: model.OpEvacuate, Node: "compute-0", Result: ops.ResultDone,
+		Returns: []model.VMReturn{{Name: "vm-a", Home: true}, {Name: "vm-b", Why: "resized since it left: it stays where it is"},
+			{Name: "vm-c", Home: true}}}))
+	if v := m.View(); !strings.Contains(v, "done, 1 of 3 VM(s) not brought home: vm-b: resized since it left") {
+		t.Errorf("the header:\n%s", v)
+	}
+}

@@ -148,6 +148,9 @@ func (p *opPane) view(s *shared) string {
 		if n := len(v.report.Left); n > 0 && v.report.Error == "" {
 			state += fmt.Sprintf(", NOT EMPTY: %d VM(s) left on purpose", n)
 		}
+		if away := notHome(v.report.Returns); len(away) > 0 { // --return-vms: which stay away, and why
+			state += fmt.Sprintf(", %d of %d VM(s) not brought home: %s", len(away), len(v.report.Returns), strings.Join(away, "; "))
+		}
 	case v.queued:
 		state = "queued: waiting for a slot (concurrency.nodes)"
 	}
@@ -363,4 +366,15 @@ func orDash(s string) string {
 		return "?"
 	}
 	return s
+}
+
+// notHome are the VMs an uncordon's return left away, each with why.
+func notHome(returns []model.VMReturn) []string {
+	var out []string
+	for _, r := range returns {
+		if !r.Home {
+			out = append(out, text.Safe(r.Name)+": "+text.Safe(r.Why))
+		}
+	}
+	return out
 }
