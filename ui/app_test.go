@@ -467,3 +467,28 @@ func TestAReturnThatLeftVMsAwaySaysSo(t *testing.T) {
 		t.Errorf("the header:\n%s", v)
 	}
 }
+
+// A failure's message, cut on the header and the log line, is whole in the node's describe
+// (d), and a VM's describe says its owner's words and notice as its metadata has them.
+func TestDescribeSaysTheFailureWholeAndTheOwnersWords(t *testing.T) {
+	m := opModel(t, 80, 24)
+	long := "evacuate failed: " + strings.Repeat("a VM's move was refused by Nova for a reason this long ", 6) + "END"
+	m = feed(m, "compute-0", ops.NewRunDone(t0.Add(time.Minute), ops.Report{Op: model.OpEvacuate, Node: "compute-0",
+		Result: ops.ResultFailed, Error: long}))
+	n, _ := m.s.inv.Node("compute-0")
+	if d := strings.Join(describeNode(n, &m.s).lines, " "); !strings.Contains(d, "last operation: evacuate failed") ||
+		!strings.Contains(d, "END") {
+		t.Errorf("the node's describe:\n%s", d)
+	}
+	vm := n.VMs[0]
+	for i := range m.s.inv.Nodes {
+		if m.s.inv.Nodes[i].Name == "compute-0" {
+			m.s.inv.Nodes[i].VMs[0].GroupAsked, m.s.inv.Nodes[i].VMs[0].Notice = "db", "live-migration at 2026-12-06T10:00:00Z, by x"
+		}
+	}
+	p, ok := describeVM(vm.ID, &m.s)
+	if d := strings.Join(p.lines, "\n"); !ok || !strings.Contains(d, `its owner's drainctl:group = "db"`) ||
+		!strings.Contains(d, "its owner told (drainctl:maintenance-event): live-migration at") {
+		t.Errorf("the VM's describe:\n%s", d)
+	}
+}

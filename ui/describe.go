@@ -138,6 +138,12 @@ func describeNode(n model.Node, s *shared) describePane {
 			add("%s", text.RecoveryHold(h))
 		}
 	}
+	if v, ok := s.ops.views[n.Name]; ok && v.report != nil { // its last operation here, its error whole (wrapped)
+		add("last operation: %s %s", v.report.Op, v.report.Result)
+		if v.report.Error != "" {
+			add("  %s", v.report.Error)
+		}
+	}
 	if nm, ok := s.maint[n.Name]; ok {
 		add("NodeMaintenance %s: %s", nm.Name, maintenanceState(nm))
 		if nm.Status.LastError != "" {
@@ -201,6 +207,17 @@ func describeVM(id string, s *shared) (describePane, bool) {
 			}
 			if vm.Pinned != "" {
 				add("tied to its host's hardware: %s", vm.Pinned)
+			}
+			// Its owner's words, as its metadata says them (whether they are heard is said above).
+			for _, kv := range [][2]string{{model.VMPolicyKey, vm.PolicyAsked}, {model.RecoveryPriorityKey, vm.PriorityAsked},
+				{model.GroupKey, vm.GroupAsked}, {model.MaxDisruptedKey, vm.MaxDisruptedAsked}, {model.WindowKey, vm.WindowAsked},
+				{model.MoveNowKey, vm.MoveNowAsked}} {
+				if kv[1] != "" {
+					add("its owner's %s = %q", kv[0], kv[1])
+				}
+			}
+			if vm.Notice != "" {
+				add("its owner told (%s): %s", model.NoticeKey, vm.Notice)
 			}
 			if vm.Fault != "" {
 				add("fault: %s", vm.Fault)
