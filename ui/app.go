@@ -106,6 +106,7 @@ type shared struct {
 	ops        *operations                      // the operations started here, running or ended
 	recoveries []model.Recovery                 // the recovery records, as :recoveries last read them
 	holds      []model.RecoveryHold             // what holds automatic recovery, as the last load read it
+	proactive  map[string]model.Proactive       // [proactive]'s records by node, as the last load read them
 	pace       ops.Pace                         // the engine's pace, as the last event or tick read it
 	failover   []model.ZoneRoom                 // the room for the next host failure, per zone ([capacity]; nil: none asked)
 }

@@ -492,3 +492,19 @@ func TestDescribeSaysTheFailureWholeAndTheOwnersWords(t *testing.T) {
 		t.Errorf("the VM's describe:\n%s", d)
 	}
 }
+
+// A degrading node that [proactive] acted on, or refused, says so on its row, and its describe
+// says why, as the controller's record has it.
+func TestAProactiveRefusalMarksItsNode(t *testing.T) {
+	m := opModel(t, 160, 45)
+	m.s.proactive = map[string]model.Proactive{"compute-1": {Node: "compute-1", Triggers: []string{"KernelDeadlock"},
+		Action: model.ProactiveEvacuate, Outcome: "refused", Error: "compute-1 is degrading (KernelDeadlock): evacuate refused: no room"}}
+	n, _ := m.s.inv.Node("compute-1")
+	if got := notes(&m.s, n, nil); !strings.Contains(got, "degrading: evacuate refused") {
+		t.Errorf("the row's notes: %q", got)
+	}
+	if d := strings.Join(describeNode(n, &m.s).lines, "\n"); !strings.Contains(d, "degrading (KernelDeadlock): [proactive] evacuate refused") ||
+		!strings.Contains(d, "evacuate refused: no room") {
+		t.Errorf("the describe:\n%s", d)
+	}
+}

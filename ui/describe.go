@@ -144,6 +144,12 @@ func describeNode(n model.Node, s *shared) describePane {
 			add("  %s", v.report.Error)
 		}
 	}
+	if p, ok := s.proactive[n.Name]; ok && p.Cleared.IsZero() {
+		add("degrading (%s): [proactive] %s %s", strings.Join(p.Triggers, ", "), p.Action, p.Outcome)
+		if p.Error != "" {
+			add("  %s", p.Error)
+		}
+	}
 	if nm, ok := s.maint[n.Name]; ok {
 		add("NodeMaintenance %s: %s", nm.Name, maintenanceState(nm))
 		if nm.Status.LastError != "" {

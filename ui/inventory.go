@@ -48,6 +48,9 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 	if msg.holdsErr == nil {
 		s.holds = msg.holds
 	}
+	if msg.proactive != nil {
+		s.proactive = msg.proactive
+	}
 	s.syncing = false
 	m.showInventory(msg.inv)
 	return m, next

@@ -36,6 +36,9 @@ func (m Model) load(fresh bool) tea.Cmd {
 			msg.maint = store.List()
 		}
 		msg.holds, msg.holdsErr = eng.RecoveryHolds(ctx)
+		if len(eng.Config().Proactive.Conditions) > 0 { // what the controller did, or refused, of a degrading node
+			msg.proactive, _ = eng.Proactives(ctx)
+		}
 		return msg
 	}
 }

@@ -21,6 +21,8 @@ type (
 		holds   []model.RecoveryHold // what holds automatic recovery, from the cluster's records
 		// holdsErr: they could not be read; the last ones read stay on screen.
 		holdsErr error
+		// proactive: [proactive]'s records by node (nil: none configured, or unread).
+		proactive map[string]model.Proactive
 		err      error
 		// stale: the read failed (err); inv is the Kubernetes cache joined with the last
 		// Nova read, made at novaAt (zero: never), so the Kubernetes half stays on screen.

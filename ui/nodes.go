@@ -451,6 +451,9 @@ func notes(s *shared, n model.Node, mism []model.Mismatch) string {
 		}
 		notes = append(notes, note)
 	}
+	if p, ok := s.proactive[n.Name]; ok && p.Cleared.IsZero() && p.Action != model.ProactiveNotify {
+		notes = append(notes, "degrading: "+p.Action+" "+p.Outcome) // what [proactive] did, or refused (d says why)
+	}
 	if n.Compute != nil && !n.Compute.Enabled && n.Compute.DisabledReason != "" {
 		notes = append(notes, "disabled: "+n.Compute.DisabledReason)
 	}
