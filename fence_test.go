@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -228,9 +229,10 @@ func TestAFenceIsKeyedOnThePinnedMachine(t *testing.T) {
 	c := newAutoClusterWith(t, autoOptions{seed: 13, spare: true, pdbMin: 1})
 	cs := kubetest.Client(t)
 	c0, c1 := c.px+"-c0", c.px+"-c1"
-	t.Cleanup(func() {
+	t.Cleanup(func() { // the API server is shared: two NotReady nodes would hold every later campaign (the fleet hurting)
 		for _, n := range []string{c0, c1} {
-			_ = cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(kubetest.Ctx(t), kube.RecordName("machine-"+n), metav1.DeleteOptions{})
+			_ = cs.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(context.Background(), kube.RecordName("machine-"+n), metav1.DeleteOptions{})
+			kubetest.SetReady(t, cs, n, true, time.Now())
 		}
 	})
 	reports := func(node, uuid string) { // as the node's kubelet would write its status

@@ -1222,12 +1222,12 @@ func TestAPersonTakesNoFenceTheControllerWrote(t *testing.T) {
 	ctx := kubetest.Ctx(t)
 	cfg := kubetest.Config(t)
 	cfg.Impersonate.UserName = controllerUser
-	writeFence := func(kc *kube.Client) {
+	writeFence := func(kc *kube.Client, by string) {
 		k, _, err := kc.NodeFresh(ctx, c0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, _ := json.Marshal(model.NewFenceRecord(k, "the fence command exited 0", "drainctl-controller/1-abc", time.Now()))
+		data, _ := json.Marshal(model.NewFenceRecord(k, "the fence command exited 0", by, time.Now()))
 		if err := kc.SaveRecord(ctx, "fence-"+c0, data); err != nil {
 			t.Fatal(err)
 		}
@@ -1243,7 +1243,7 @@ func TestAPersonTakesNoFenceTheControllerWrote(t *testing.T) {
 		i := slices.IndexFunc(plan.Steps, func(s model.Step) bool { return s.Kind == model.StepFence })
 		return plan.Steps[i], plan.Reasons
 	}
-	writeFence(c.KubeClientFor(cfg))
+	writeFence(c.KubeClientFor(cfg), "drainctl-controller/1-abc")
 	step, reasons := fenceStep()
 	blocked, named := false, false
 	for _, r := range reasons {
@@ -1257,7 +1257,7 @@ func TestAPersonTakesNoFenceTheControllerWrote(t *testing.T) {
 			reasons,
 		)
 	}
-	writeFence(c.Kube) // the person's own (the test's admin user)
+	writeFence(c.Kube, "operator@test") // the person's own (the test's admin user, this engine's holder)
 	if step, reasons := fenceStep(); !step.Done || !strings.Contains(step.Detail, "fenced already") {
 		t.Errorf("the person's own fence record: the fence step %+v, reasons %+v", step, reasons)
 	}
