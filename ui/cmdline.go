@@ -61,7 +61,11 @@ func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
 			return c.run(m, arg)
 		}
 	}
-	m.setStatus("unknown command :"+verb+" (try "+commandHelp()+")", true)
+	try := commandHelp()
+	if m.s.opts.Machines != nil {
+		try += " :kill :revive :condition :reserve"
+	}
+	m.setStatus("unknown command :"+verb+" (try "+try+")", true)
 	return m, nil
 }
 

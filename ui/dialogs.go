@@ -64,8 +64,22 @@ func helpView(s *shared) string {
 			}
 		}
 	}
+	if s.opts.Machines != nil { // the demo's own commands, which a real cluster has not
+		b.WriteString(s.st.Header.Render("The demo's cluster") + "\n")
+		for _, l := range demoCommands {
+			b.WriteString("  " + l + "\n")
+		}
+	}
 	b.WriteString(s.st.Muted.Render("j/k scroll · any other key goes back"))
 	return b.String()
+}
+
+// demoCommands are the demo's own `:` commands, as help lists them.
+var demoCommands = []string{
+	":kill NODE        its machine dies (recovered by itself after not_ready_for and heartbeat_timeout)",
+	":revive NODE      its machine comes back",
+	":condition NODE TYPE [off]   it reports a condition ([proactive]: e.g. KernelDeadlock)",
+	":reserve NODE [off]          it is labelled the failover reserve",
 }
 
 // quitPane: wait for the operations, abort them, or leave them recorded to resume.

@@ -57,3 +57,18 @@ func TestTheDemosReserveCommand(t *testing.T) {
 		t.Errorf("outside the demo: %q", real.status)
 	}
 }
+
+// The demo's own commands are in ? and in the unknown command's hint, and only in the demo.
+func TestTheDemosCommandsAreSaid(t *testing.T) {
+	demo := New(context.Background(), nil, Options{Title: "test", Now: func() time.Time { return t0 }, Machines: &fakeMachines{}})
+	if h := helpView(&demo.s); !strings.Contains(h, ":kill NODE") || !strings.Contains(h, ":condition NODE TYPE") {
+		t.Errorf("the demo's help:\n%s", h)
+	}
+	if m := command(demo, "frobnicate"); !strings.Contains(m.status, ":kill :revive :condition :reserve") {
+		t.Errorf("an unknown command in the demo: %q", m.status)
+	}
+	real := New(context.Background(), nil, Options{Title: "test", Now: func() time.Time { return t0 }})
+	if h := helpView(&real.s); strings.Contains(h, ":kill") {
+		t.Errorf("a real cluster's help lists the demo's :kill")
+	}
+}

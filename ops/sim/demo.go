@@ -317,6 +317,23 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 			}
 		}
 	}
+	// The owners' other words, to try without a cloud: a group of two VMs kept whole
+	// (drainctl:group, at most one disrupted at once: a campaign emptying compute-3 and
+	// compute-4 together moves them one after the other), and a maintenance window asked of a
+	// VM of compute-8 (a campaign with a window takes its node after the others).
+	for _, host := range []int{3, 4} {
+		if host < len(d.Computes) {
+			if vm := w.firstOn(d.Computes[host]); vm != "" {
+				w.SetMetadata(vm, "drainctl:group", "orders")
+				w.SetMetadata(vm, "drainctl:max-disrupted", "1")
+			}
+		}
+	}
+	if len(d.Computes) > 8 {
+		if vm := w.firstOn(d.Computes[8]); vm != "" {
+			w.SetMetadata(vm, "drainctl:maintenance-window", "Sat 02:00-06:00 Europe/Berlin")
+		}
+	}
 	// What a returning host's canary boots with ([return]; the demo turns the canary on).
 	w.AddImage(DemoCanaryImage)
 	w.AddFlavor(DemoCanaryFlavor, Flavor{Name: DemoCanaryFlavor, RAMMB: 256, VCPUs: 1, DiskGB: 1})
