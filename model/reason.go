@@ -83,6 +83,7 @@ const (
 	OverrideSkipVM             Override = "skip-vm"              // the reason's Object (a VM) stays where it is
 	OverrideVMPolicy           Override = "override-vm-policy"   // the reason's Object (a VM) moves although its own policy asks otherwise
 	OverrideFenced             Override = "fenced"               // the dead machine is proven off: a fence command or the operator's word
+	OverrideConfirmFenced      Override = "confirm-fenced"       // given: the operator's word that the machine is off
 	OverrideFewerAtOnce        Override = "fewer-at-once"        // a campaign: fewer nodes at once, or less headroom asked
 	OverrideIgnoreFailoverRoom Override = "ignore-failover-room" // [capacity]: less room kept for the next host failure
 	OverrideAcceptDiskLoss     Override = "accept-disk-loss"     // recover: VMs rebuilt from their image lose their local disk

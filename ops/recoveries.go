@@ -137,6 +137,9 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 		By:        r.e.o.Holder,
 		Options:   r.ro.Policy.Given(),
 	}
+	if r.ro.ConfirmFenced { // the operator's word that the machine is off (K, --confirm-fenced) is given too
+		rec.Options = append(rec.Options, model.Given{Override: model.OverrideConfirmFenced})
+	}
 	rec.Outage = r.outageOf(ctx)
 	if outcome != "running" {
 		rec.Finished = r.report.Finished

@@ -321,6 +321,7 @@ var flags = map[model.Override]string{
 	model.OverrideAllowControlPlane:  "--allow-control-plane",
 	model.OverrideColdMigrateRunning: "--cold-migrate-running",
 	model.OverrideFenced:             "--fence-cmd or --confirm-fenced",
+	model.OverrideConfirmFenced:      "--confirm-fenced",
 	model.OverrideFewerAtOnce:        "fewer nodes at once (--parallel), or [roll] min_headroom_percent",
 	model.OverrideAcceptDiskLoss:     "--accept-disk-loss",
 	model.OverrideIgnoreFailoverRoom: "--ignore-failover-room",

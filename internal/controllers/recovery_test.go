@@ -695,7 +695,8 @@ func TestAPersonsRecoveryIsNotResumed(t *testing.T) {
 		t.Fatalf("want the person's recovery interrupted, got %v", err)
 	}
 	if rec, _ := c.recovery(c0); rec.Automatic || rec.By != "alice@laptop" ||
-		!slices.Contains(rec.Options, model.Given{Override: model.OverrideSkipVM, Object: "vm-a"}) {
+		!slices.Contains(rec.Options, model.Given{Override: model.OverrideSkipVM, Object: "vm-a"}) ||
+		!slices.Contains(rec.Options, model.Given{Override: model.OverrideConfirmFenced}) { // K, the person's word, given too
 		t.Fatalf("the record does not say whose recovery it is: %+v", rec)
 	}
 	stop := c.startRecoverer("true {node}")
