@@ -273,9 +273,11 @@ func ForecastLines(f model.Forecast) []string {
 	case k == nil:
 	case *k == 0:
 		lines = append(lines, "FAILOVER ROOM: one node out alone takes the room for the next host failure; each node's check refuses it")
-	default:
-		lines = append(lines,
-			Sprintf("the room for the next host failure holds with %d node(s) out at once: runs %d at once", *k, f.Parallel))
+	case *k > f.Parallel:
+		lines = append(lines, Sprintf("the room for the next host failure would hold with up to %d node(s) out at once; it runs %d",
+			*k, f.Parallel))
+	default: // the room is what bounds it
+		lines = append(lines, Sprintf("the room for the next host failure holds with %d node(s) out at once: it runs no more", *k))
 	}
 	for _, b := range f.RateFloors {
 		lines = append(lines, Sprintf("rate budget %q: the campaign takes at least %s", b.Budget, Duration(b.Least)))

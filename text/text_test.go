@@ -1,6 +1,7 @@
 package text
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,18 @@ func TestADowntimeNoteNamesTheFlagGiven(t *testing.T) {
 		Message: "moved cold: stopped, moved and started again (8 GiB)", By: model.OverrideColdMigrateRunning}
 	if s := Reason(note); strings.Contains(s, "to override") || !strings.Contains(s, "(--cold-migrate-running)") {
 		t.Errorf("the note says %q", s)
+	}
+}
+
+// The forecast's room line says what bounds the campaign, without repeating --parallel.
+func TestTheRoomLineSaysWhatBoundsTheCampaign(t *testing.T) {
+	three, five := 3, 5
+	if l := ForecastLines(model.Forecast{RoomOutAtOnce: &three, Parallel: 3}); !slices.Contains(l,
+		"the room for the next host failure holds with 3 node(s) out at once: it runs no more") {
+		t.Errorf("bounded by the room: %q", l)
+	}
+	if l := ForecastLines(model.Forecast{RoomOutAtOnce: &five, Parallel: 2}); !slices.Contains(l,
+		"the room for the next host failure would hold with up to 5 node(s) out at once; it runs 2") {
+		t.Errorf("bounded by --parallel: %q", l)
 	}
 }

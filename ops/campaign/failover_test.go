@@ -94,7 +94,7 @@ func TestACampaignRunsAsManyAtOnceAsTheFailoverRoomAllows(t *testing.T) {
 	if f.RoomOutAtOnce == nil || *f.RoomOutAtOnce != 1 || f.Parallel != 1 {
 		t.Fatalf("the forecast: %+v, want one node out at once", f)
 	}
-	if lines := text.ForecastLines(f); !slices.Contains(lines, "the room for the next host failure holds with 1 node(s) out at once: runs 1 at once") {
+	if lines := text.ForecastLines(f); !slices.Contains(lines, "the room for the next host failure holds with 1 node(s) out at once: it runs no more") {
 		t.Errorf("the forecast says %q", lines)
 	}
 	mu.Lock()
