@@ -508,3 +508,18 @@ func TestAProactiveRefusalMarksItsNode(t *testing.T) {
 		t.Errorf("the describe:\n%s", d)
 	}
 }
+
+// A node's VM table that cannot show every VM says how many more there are, never a part
+// shown as if it were all.
+func TestTheVMTableSaysHowManyMore(t *testing.T) {
+	m := opModel(t, 80, 24)
+	m.s.inv.NovaConfigured = true
+	n := model.Node{Name: "compute-9"}
+	for i := range 11 {
+		n.VMs = append(n.VMs, model.VM{ID: fmt.Sprintf("id-%02d", i), Name: fmt.Sprintf("vm-%02d", i), Status: "ACTIVE"})
+	}
+	p := detailPane{chosen: map[string]bool{}}
+	if got := p.vmTable(&m.s, n, 80, 8); !strings.Contains(got, "… 6 more") {
+		t.Errorf("the table of 11 VMs in 8 lines:\n%s", got)
+	}
+}

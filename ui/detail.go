@@ -169,10 +169,20 @@ func (p *detailPane) vmTable(s *shared, n model.Node, w, rows int) string {
 		migrating[mg.InstanceID] = text.Sprintf("%s %s→%s", mg.Status, mg.SourceCompute, orDash(mg.DestCompute))
 	}
 	start, fits := 0, max(1, rows-2) // two lines of title and column headers
+	if len(n.VMs) > fits {
+		fits = max(1, fits-1) // the line counting the rest
+	}
 	if p.cursor >= fits && p.cursor < len(n.VMs) {
 		start = p.cursor - fits + 1 // the cursor's VM (the one m acts on) stays in view
 	}
-	for i := start; i < len(n.VMs) && len(lines) < rows; i++ {
+	if start > 0 {
+		lines[0] += st.Muted.Render(fmt.Sprintf(" · %d above", start))
+	}
+	for i := start; i < len(n.VMs); i++ {
+		if i-start >= fits { // never 9 of 11 shown as if they were all
+			lines = append(lines, st.Muted.Render(fmt.Sprintf("  … %d more", len(n.VMs)-i)))
+			break
+		}
 		vm := n.VMs[i]
 		mark := marks(i == p.cursor, p.chosen[vm.Name])
 		state := string(vm.Status)
