@@ -523,3 +523,15 @@ func TestTheVMTableSaysHowManyMore(t *testing.T) {
 		t.Errorf("the table of 11 VMs in 8 lines:\n%s", got)
 	}
 }
+
+// A status said of one node (c on a node that is not cordoned) does not stay on another's
+// describe.
+func TestAStatusDoesNotFollowToAnotherNodesDescribe(t *testing.T) {
+	m := opModel(t, 160, 45)
+	m.setStatus("compute-0 is not cordoned", true)
+	next, _ := m.apply(describe{kind: "node", key: "compute-1"})
+	m = next.(Model)
+	if m.screen != describeScreen || strings.Contains(m.View(), "compute-0 is not cordoned") {
+		t.Errorf("compute-1's describe (screen %v):\n%s", m.screen, m.View())
+	}
+}

@@ -142,8 +142,7 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.desc = d
-		m.push(describeScreen)
-		return m, nil
+		return m.goTo(describeScreen), nil // a status said of another node stays with its screen
 	case replanTo:
 		m.push(confirmScreen) // the picker returns to its confirmation
 		m.planSeq++
