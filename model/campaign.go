@@ -194,6 +194,17 @@ func (c Campaign) budgetsFloor(now time.Time) time.Duration {
 
 // nodeTime is one node's time: the mean of those done, else the forecast's share.
 func (c Campaign) nodeTime() time.Duration {
+	if mean, ok := c.meanDone(); ok {
+		return mean
+	}
+	if n := len(c.Nodes); n > 0 {
+		return c.Expected / time.Duration(n)
+	}
+	return 0
+}
+
+// meanDone is the mean time of the nodes done (false: none is).
+func (c Campaign) meanDone() (time.Duration, bool) {
 	var sum time.Duration
 	done := 0
 	for _, n := range c.Nodes {
@@ -202,13 +213,10 @@ func (c Campaign) nodeTime() time.Duration {
 			done++
 		}
 	}
-	if done > 0 {
-		return sum / time.Duration(done)
+	if done == 0 {
+		return 0, false
 	}
-	if n := len(c.Nodes); n > 0 {
-		return c.Expected / time.Duration(n)
-	}
-	return 0
+	return sum / time.Duration(done), true
 }
 
 func latest(a, b time.Time) time.Time {
@@ -233,21 +241,14 @@ func (c Campaign) toRun() (inProgress, pending int) {
 // ETA estimates the time left from the nodes done so far: their mean duration times the
 // rounds of parallel nodes still to go. Zero when no node has finished yet.
 func (c Campaign) ETA() time.Duration {
-	var sum time.Duration
-	done := 0
-	for _, n := range c.Nodes {
-		if n.Phase == PhaseDone && !n.Started.IsZero() {
-			sum += n.Finished.Sub(n.Started)
-			done++
-		}
-	}
-	inProgress, pending := c.toRun()
-	if done == 0 {
+	mean, ok := c.meanDone()
+	if !ok {
 		return c.Expected // the forecast's, until the campaign measures its own
 	}
+	inProgress, pending := c.toRun()
 	par := max(1, c.Parallel)
 	rounds := (inProgress + pending + par - 1) / par
-	return sum / time.Duration(done) * time.Duration(rounds)
+	return mean * time.Duration(rounds)
 }
 
 // ForecastError holds the forecast against the real moves: for the nodes done, what they
