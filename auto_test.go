@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"bufio"
 	"bytes"
 	"context"
@@ -63,6 +64,8 @@ type autoCluster struct {
 	srv        *sim.Server
 	kubeconfig string
 	secret     string // the cloud's password, which no output may show ("" : the simulator's)
+	// limit bounds one command (0: 90 s); real guests under QEMU's TCG take minutes to move.
+	limit time.Duration
 }
 
 func newAutoCluster(t *testing.T) *autoCluster {
@@ -138,7 +141,8 @@ type execResult struct {
 func (c *autoCluster) drainctl(t *testing.T, extraEnv []string, args ...string) execResult {
 	t.Helper()
 	bin := binary(t) // built once, outside the command's 90 s (a loaded machine builds slowly)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	limit := cmp.Or(c.limit, 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(append([]string{}, c.env...), extraEnv...)
@@ -153,7 +157,7 @@ func (c *autoCluster) drainctl(t *testing.T, extraEnv []string, args ...string) 
 	}
 	r := execResult{code, out.String(), errOut.String()}
 	if ctx.Err() != nil {
-		t.Fatalf("%v did not finish in 90 s:\n%s", args, r.stderr)
+		t.Fatalf("%v did not finish in %s:\n%s", args, limit, r.stderr)
 	}
 	secret := c.secret
 	if secret == "" {

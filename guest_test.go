@@ -566,7 +566,7 @@ func TestGuestCampaignForecastAgainstRealMoves(t *testing.T) {
 func TestGuestPaneWhileCopying(t *testing.T) {
 	nova := novatest.Hypervisor(t)
 	c := newClusterOn(t, nova, "")
-	nova.BootGuest("g-pane", "compute-0", 48, 0)
+	nova.BootGuest("g-pane", "compute-0", 160, 0) // a copy of some 20 s: long enough for two of Nova's saves on screen
 	c0 := c.px + "-c0"
 	var env []string
 	for _, kv := range c.env {

@@ -44,6 +44,9 @@ func newClusterOn(t *testing.T, nova *novatest.Cloud, extraConfig string) *autoC
 	t.Helper()
 	cs := kubetest.Client(t)
 	c := &autoCluster{px: kubetest.Prefix(t), kubeconfig: kubetest.Kubeconfig(t), secret: nova.Getenv("OS_PASSWORD")}
+	if nova.Guests() { // a real guest's move, stall and abort under QEMU's TCG take minutes
+		c.limit = 4 * time.Minute
+	}
 	c.ns = kubetest.Namespace(t, cs, c.px)
 	nodes := []string{c.px + "-cp", c.px + "-c3"}
 	kubetest.Node(t, cs, c.px+"-cp", kubetest.Role("control-plane"))

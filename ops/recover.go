@@ -141,7 +141,7 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	if e.nova == nil || node.Compute == nil {
 		vms = "no VMs to rebuild: this node has no compute service"
 	}
-	if e.cfg.Recover.ReserveLabel != "" && e.nova != nil && node.Compute != nil && e.hasReserve(*k) {
+	if e.cfg.Recover.ReserveLabel != "" && e.nova != nil && node.Compute != nil && e.hasReserve(*k, inv) {
 		step(model.StepTakeReserve, len(node.VMs) == 0,
 			"enable the failover reserve (nodes labelled "+e.cfg.Recover.ReserveLabel+"=true, proven held now): rebuilt there first")
 	}

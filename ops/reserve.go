@@ -28,14 +28,16 @@ func (e *Engine) labelledReserve(k model.KubeNode) bool {
 	return e.cfg.Recover.ReserveLabel != "" && k.Labels[e.cfg.Recover.ReserveLabel] == "true"
 }
 
-// hasReserve says whether the reserve is anyone's to take for k's recovery: a node labelled
-// (the cache), or taken already by the recovery of k this one resumes (its journal). Without
-// one, a recovery's plan lists no step for it.
-func (e *Engine) hasReserve(k model.KubeNode) bool {
+// hasReserve says whether the reserve is anyone's to take for k's recovery: a node of inv
+// labelled, with a compute service, or one taken already by the recovery of k this one
+// resumes (its journal). Without one, a recovery's plan lists no step for it.
+func (e *Engine) hasReserve(k model.KubeNode, inv model.Inventory) bool {
 	if j, ok := ReadJournal(k); ok && len(j.Reserve) > 0 {
 		return true
 	}
-	return slices.ContainsFunc(e.kube.Nodes(), func(n model.KubeNode) bool { return n.Name != k.Name && e.labelledReserve(n) })
+	return slices.ContainsFunc(inv.Nodes, func(n model.Node) bool {
+		return n.Name != k.Name && n.Kube != nil && n.Compute != nil && e.labelledReserve(*n.Kube)
+	})
 }
 
 // labelledReserve says the run's node carries the reserve's label (the cache).

@@ -122,6 +122,35 @@ func (r *Campaign) sayRestarts(node string, emit func(ops.Event)) func(ops.Event
 	}
 }
 
+// notEmpty says which nodes were worked with VMs left on them on purpose ("": none).
+func (r *Campaign) notEmpty() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var parts []string
+	for _, n := range r.rec.Nodes {
+		if vms := r.kept[n.Name]; len(vms) > 0 {
+			parts = append(parts, n.Name+" ("+strings.Join(vms, "; ")+")")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d node(s) NOT EMPTY, VMs left on them as asked: %s", len(parts), strings.Join(parts, ", "))
+}
+
+// leftAway says whether a VM was left on a node as asked (--skip-vm, --force), not only
+// restarted in place (which the node's return starts again there).
+func (r *Campaign) leftAway() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, kept := range r.kept {
+		if slices.ContainsFunc(kept, func(left string) bool { return !strings.HasPrefix(left, "restart-in-place: ") }) {
+			return true
+		}
+	}
+	return false
+}
+
 // What a campaign does with a node that does not drain within its deadline.
 const (
 	Quarantine = "quarantine" // roll it back, label it, go on
