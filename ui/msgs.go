@@ -23,7 +23,7 @@ type (
 		holdsErr error
 		// proactive: [proactive]'s records by node (nil: none configured, or unread).
 		proactive map[string]model.Proactive
-		err      error
+		err       error
 		// stale: the read failed (err); inv is the Kubernetes cache joined with the last
 		// Nova read, made at novaAt (zero: never), so the Kubernetes half stays on screen.
 		stale  bool

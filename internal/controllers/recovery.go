@@ -251,8 +251,6 @@ func (r *Recoverer) sayOnce(subject, msg string) bool {
 	return true
 }
 
-
-
 // notDead says why the node is no candidate ("": it may be one, its signals decide):
 // Ready with its kubelet renewing; paused; or another operation's (cordoned by
 // someone, or under a drainctl operation that is no recovery). A recovery left unfinished is
