@@ -176,7 +176,10 @@ func (r *runner) deleteCanary(ctx context.Context, id string) error {
 // this host with the canary's name. drainctl hands its delete to the operator, never
 // deletes it itself, and calls no other server a leftover, whatever its name.
 func (r *runner) earlierCanary(ctx context.Context) (said, id string) {
-	k, _ := r.e.kube.Node(r.plan.Node)
+	k, _, err := r.e.kube.NodeFresh(ctx, r.plan.Node) // the journal as written a moment ago, not the cache's
+	if err != nil {
+		return "", ""
+	}
 	journaled := k.Annotations[CanaryAnnotation]
 	if journaled == "" {
 		return "", ""
