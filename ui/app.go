@@ -104,6 +104,7 @@ type shared struct {
 	victims    []policy.Victim                  // scale-down ranking, from the same read as inv
 	rank       map[string]int                   // node -> rank (0: not a candidate)
 	ops        *operations                      // the operations started here, running or ended
+	holder     string                           // this process's name in the journals it writes ("": no engine)
 	recoveries []model.Recovery                 // the recovery records, as :recoveries last read them
 	holds      []model.RecoveryHold             // what holds automatic recovery, as the last load read it
 	proactive  map[string]model.Proactive       // [proactive]'s records by node, as the last load read them
@@ -181,8 +182,12 @@ func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 	if o.ReadOnly {
 		keys = keys.WithoutDangerous()
 	}
+	holder := ""
+	if eng != nil {
+		holder = eng.Holder()
+	}
 	return Model{eng: eng, ctx: ctx, bus: newEventBus(), ticking: true, // Init starts the tick
-		s: shared{opts: o, keys: &keys, st: &st, width: 80, height: 24, ops: newOperations()},
+		s: shared{opts: o, keys: &keys, st: &st, width: 80, height: 24, ops: newOperations(), holder: holder},
 		nodes: nodesPane{
 			filter:   ti,
 			selected: map[string]bool{},

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -533,5 +534,50 @@ func TestAStatusDoesNotFollowToAnotherNodesDescribe(t *testing.T) {
 	m = next.(Model)
 	if m.screen != describeScreen || strings.Contains(m.View(), "compute-0 is not cordoned") {
 		t.Errorf("compute-1's describe (screen %v):\n%s", m.screen, m.View())
+	}
+}
+
+// journaled puts another process's operation on the node, as its journal annotation says it.
+func journaled(t *testing.T, m *Model, node string, j ops.Journal) {
+	t.Helper()
+	raw, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.s.inv.Nodes {
+		if n := &m.s.inv.Nodes[i]; n.Name == node {
+			n.Kube.Annotations = map[string]string{ops.JournalAnnotation: string(raw)}
+		}
+	}
+}
+
+// The controller's recovery (or a colleague's evacuation), known here only by its journal, is
+// on its node's row and in `o`, whether or not this view runs an operation of its own; this
+// view's own journals are not listed twice.
+func TestAnOperationOfAnotherProcessIsInO(t *testing.T) {
+	m := newModel(t, 3, 160, 45)
+	m.s.holder = "alice@laptop/77"
+	journaled(t, &m, "compute-1", ops.Journal{Op: model.OpRecover, Phase: ops.PhaseRebuilding,
+		Holder: "drainctl-controller/ctl-0/1", Updated: t0})
+	journaled(t, &m, "compute-2", ops.Journal{Op: model.OpEvacuate, Phase: ops.PhaseMigrating, Holder: "alice@laptop/77"})
+	n, _ := m.s.inv.Node("compute-1")
+	if got := notes(&m.s, n, nil); !strings.Contains(got, "recover rebuilding by drainctl-controller") {
+		t.Errorf("the row's notes: %q", got)
+	}
+	view := press(m, "o").View()
+	if !strings.Contains(view, "recover compute-1: rebuilding, by drainctl-controller/ctl-0/1 · journal written") {
+		t.Errorf("`o` with no operation of this view's:\n%s", view)
+	}
+	if strings.Contains(view, "compute-2") {
+		t.Errorf("this process's own journal listed as another's:\n%s", view)
+	}
+
+	m = opModel(t, 80, 24)
+	journaled(t, &m, "compute-1", ops.Journal{Op: model.OpEvacuate, Phase: ops.PhaseFailed,
+		Holder: "bob@jump/9", Error: "verifying: 1 VM left\nsecond line"})
+	view = m.View()
+	if !strings.Contains(view, "Run by other processes") || !strings.Contains(view, "evacuate compute-1: failed, by bob@jump/9") ||
+		!strings.Contains(view, "vm-0000") {
+		t.Errorf("`o` beside this view's own operation:\n%s", view)
 	}
 }

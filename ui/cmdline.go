@@ -114,7 +114,8 @@ func (m Model) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
 	m.eng = msg.to.Engine
 	o := m.s.opts
 	o.Where, o.Maintenances = msg.to.Where, msg.to.Maintenances
-	m.s = shared{opts: o, keys: m.s.keys, st: m.s.st, width: m.s.width, height: m.s.height, ops: newOperations()}
+	m.s = shared{opts: o, keys: m.s.keys, st: m.s.st, width: m.s.width, height: m.s.height, ops: newOperations(),
+		holder: m.eng.Holder()}
 	for _, row := range screens { // each screen's state for the new cluster
 		if row.reset != nil {
 			row.reset(&m)

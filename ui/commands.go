@@ -115,11 +115,11 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	case quitNow:
 		return m, tea.Quit
 	case showOps:
-		if len(m.s.ops.order) == 0 {
-			m.setStatus("no operation has run yet", true)
+		if len(m.s.ops.order) == 0 && len(operationsElsewhere(&m.s)) == 0 {
+			m.setStatus("no operation has run yet, here or by another drainctl (no node holds a journal)", true)
 			return m, nil
 		}
-		if m.op.shown == "" {
+		if m.op.shown == "" && len(m.s.ops.order) > 0 {
 			m.op.shown = m.s.ops.order[len(m.s.ops.order)-1]
 		}
 		return m.goTo(opScreen), nil

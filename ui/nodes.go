@@ -443,7 +443,10 @@ func notes(s *shared, n model.Node, mism []model.Mismatch) string {
 	if op, ok := s.ops.views[n.Name]; ok && op.report != nil && op.report.Result != "done" {
 		return fmt.Sprintf("%s %s", op.plan.Op, op.report.Result)
 	}
-	var notes []string // a NodeMaintenance, then who disabled a service and why: they matter most
+	var notes []string // another process's operation, a NodeMaintenance, then who disabled a service and why
+	if note := elsewhereNote(s, n); note != "" {
+		notes = append(notes, note)
+	}
 	if nm, ok := s.maint[n.Name]; ok {
 		note := "NM " + maintenanceState(nm)
 		if nm.Status.Phase == model.MaintenanceFailed && nm.Status.LastError != "" {

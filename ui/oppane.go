@@ -134,8 +134,15 @@ func (p *opPane) forceComplete(s *shared, v *opView) action {
 func (p *opPane) view(s *shared) string {
 	st, width := s.st, s.width
 	v, ok := s.ops.views[p.shown]
+	others := operationsElsewhere(s)
 	if !ok {
-		return st.Muted.Render("no operation")
+		if len(others) == 0 {
+			return st.Muted.Render("no operation")
+		}
+		var b strings.Builder
+		b.WriteString(st.Muted.Render("no operation started here") + "\n\n")
+		writeElsewhere(&b, s, others, max(1, s.height-8))
+		return strings.TrimRight(b.String(), "\n")
 	}
 	p.follow(v)
 	state := "running: " + string(v.step)
@@ -163,6 +170,11 @@ func (p *opPane) view(s *shared) string {
 	}
 	b.WriteString(st.Title.Render(title) + "  " + resultStyle(s, v).Render(truncate(state, max(10, width-len(title)-2))) + "\n")
 	budget := s.height - 6
+	if len(others) > 0 { // what other processes run, under this view's own: a few lines at most
+		rows := min(len(others), 3)
+		writeElsewhere(&b, s, others, rows)
+		budget -= rows + 1
+	}
 	vmLines := 0
 	barW := max(10, min(40, width-50))
 	bar := progress.New(progress.WithWidth(barW), progress.WithoutPercentage(), progress.WithSolidFill("#5fafff"))
