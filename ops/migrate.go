@@ -152,9 +152,6 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 	}
 	r.tellAhead(ctx, all) // owners.go: every owner told at once, their leads run together
 	for i, run := range all {
-		if r.heldBeforeStop(run, reasons[i], q) { // owners.go: a stop in place waits for its lead and its group below
-			continue
-		}
 		if bad := movers[run.method].begin(r, ctx, run, reasons[i], q); bad != nil {
 			failed = append(failed, *bad)
 		}
@@ -175,7 +172,7 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			e.releaseSlot(run)
 		}
 	}()
-	for len(q.pending)+len(running)+len(q.stops) > 0 {
+	for len(q.pending)+len(running) > 0 {
 		if ctx.Err() != nil {
 			for _, run := range running { // left to finish in Nova; the rerun follows them
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigInterrupted, "left migrating in Nova"))
@@ -183,7 +180,6 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 			return done, failed, ctx.Err()
 		}
 		failed = append(failed, r.startAllowed(ctx, q, dests)...)
-		failed = append(failed, r.stopsDue(ctx, q)...)
 		r.ledgerMoved(ctx, running)
 		if !poll.Sleep(ctx, e.o.Poll) {
 			continue // the top of the loop records the interruption
@@ -211,6 +207,8 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 				r.clearNotice(ctx, run)
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigCompleted, msg))
 				r.emitVM(run, MigCompleted, msg)
+			case MigSkipped: // stopped in place: left on the node on purpose
+				r.leftStopped(run, msg)
 			case MigAborted:
 				failed = append(failed, notMoved(run.vm, "aborted", ""))
 				r.report.VMs = append(r.report.VMs, r.vmReport(run, MigAborted, msg))
@@ -320,7 +318,7 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)
 		err := r.request(ctx, run, dest)
-		room.unlock(err == nil)
+		room.unlock(err == nil && !movers[run.method].notListed)
 		if err != nil {
 			e.claim(run, -1)
 			e.releaseSlot(run)
@@ -333,7 +331,14 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		if run.method == model.MoveLive || run.method == model.MoveCold {
 			run.requestID = e.nova.ActionRequest(run.vm.ID)
 		}
-		r.emitVM(run, MigRequested, requestSaid(run.requestID))
+		said := requestSaid(run.requestID)
+		if asks := movers[run.method].asks; asks != "" {
+			said = strings.TrimSuffix(asks+"; "+said, "; ")
+		}
+		if run.ownerSaidNow {
+			said = strings.TrimPrefix(said+"; ", "; ") + "its owner asked it moved now (drainctl:move-now), not at the lead's end"
+		}
+		r.emitVM(run, MigRequested, said)
 		running[run.vm.ID] = run
 	}
 	return failed

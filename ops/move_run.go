@@ -56,6 +56,7 @@ type vmRun struct {
 	// "" once cleared), the first refused try (tellTried) and Nova's refusal (notTold).
 	told, tellTried time.Time
 	notice, notTold string
+	ownerSaidNow    bool   // its owner answered drainctl:move-now: it went ahead of the lead
 	requestID       string // Nova's request ID of the last request (live, cold): its instance action's
 }
 
@@ -95,13 +96,6 @@ type moveQueue struct {
 	pending []*vmRun
 	running map[string]*vmRun
 	ours    coldRecords
-	stops   []heldStop // VMs to stop in place once their owners' lead is up (owners.go)
-}
-
-// heldStop is a VM to stop in place (restart-in-place) held for its owner's lead.
-type heldStop struct {
-	move   *vmRun
-	reason *model.Reason
 }
 
 // coldRecords are the cold moves drainctl asked for, by VM.

@@ -25,7 +25,8 @@ var movers = map[model.MoveMethod]mover{
 	model.MoveRebuild: {begin: queued, request: requestRebuild, poll: (*runner).pollRebuild},
 	model.MoveFollow:  {begin: (*runner).follow},
 	model.MoveStays:   {begin: (*runner).stays},
-	model.MoveRestart: {begin: (*runner).stopInPlace},
+	model.MoveRestart: {begin: (*runner).queueStop, request: requestStop, poll: (*runner).pollStop, inPlace: true,
+		runningOnly: true, notListed: true, asks: "stopping it for restart-in-place"},
 }
 
 // moverOrder is the order an abort undoes the methods in (and the adopters run in).
@@ -58,6 +59,15 @@ type mover struct {
 	// it was (TestConformanceARequestedHostDisabledIsTurnedDown); drainctl reads it no more
 	// before the request.
 	destChecked bool
+	// inPlace: it acts on the VM where it is (a stop): no destination is chosen.
+	inPlace bool
+	// runningOnly: it acts on a running VM only; one found not running when its request is
+	// due is taken in by begin again (left as it is).
+	runningOnly bool
+	asks        string // what its request's event says it asks ("": the move its method names)
+	// notListed: Nova lists no migration of it, so the start lock is not held until one is
+	// listed; the journal, written before the request, is what other processes count.
+	notListed bool
 }
 
 // queued waits for its request, under the caps.

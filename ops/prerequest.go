@@ -35,7 +35,9 @@ var beforeRequest = []requestCheck{
 	},
 	{
 		"group budget",
-		"none: the VM groups' budgets from the last read of Nova (once a poll), the moves under way from the cluster room's count",
+		"Kubernetes, for a group's member only: the Nodes of its members' hosts (1 GET each), whose journals name the " +
+			"members stopped in place; the VM groups' budgets from the last read of Nova (once a poll), the moves under " +
+			"way from the cluster room's count",
 		(*runner).groupBudget,
 	},
 	{
@@ -130,6 +132,9 @@ func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
 // named when it acts, a later proof than a read before the request; a host this process
 // disabled since (a campaign's next node) is passed over on Nova's answer to that disable.
 func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
+	if movers[q.run.method].inPlace {
+		return proceed
+	}
 	if q.run.noValidHost && q.run.picked { // the last attempt's: Nova's scheduler turned the host down
 		markGone(q.dests, q.run.dest)
 	}
@@ -204,6 +209,13 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message, reason.Override))
 		}
 		return handled
+	case method == run.method && movers[method].runningOnly && cur.Phase() != model.PhaseRunning && run.attempt == 0:
+		*pending = (*pending)[1:] // stopped meanwhile (its owner): begin leaves it as it is
+		run.vm = cur
+		if q.failure = movers[method].begin(r, ctx, run, reason, q.q); q.failure != nil {
+			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, q.failure.Message))
+		}
+		return handled
 	case method != run.method && run.attempt == 0: // stopped or started meanwhile
 		run.vm, run.method = cur, method
 	}
@@ -227,7 +239,7 @@ func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 			continue
 		}
 		if stopped == nil { // read for a group's member only: every request passes here
-			stopped = r.e.inv.stoppedInPlace()
+			stopped = r.e.stoppedInPlaceNow(ctx, b.Members)
 		}
 		moving := 0
 		for id := range b.Members {
@@ -248,6 +260,42 @@ func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 		return later
 	}
 	return proceed
+}
+
+// stoppedInPlaceNow says which of the VMs a drainctl stopped in place, by the journals of
+// the nodes their hosts are (as Nova was last read), read from the API server: under the
+// start lock, a stop another process journaled a moment before its request counts, where the
+// cache could still miss it. A journal that cannot be read counts each of its node's members
+// as stopped: unknown holds the request, it never lets two through.
+func (e *Engine) stoppedInPlaceNow(ctx context.Context, vms map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	ns, err := e.inv.lastRead(ctx)
+	if err != nil {
+		return e.inv.stoppedInPlace()
+	}
+	read := map[string]bool{}
+	for _, vm := range ns.VMs {
+		node := e.inv.NodeOf(vm.Host)
+		if !vms[vm.ID] || node == "" || read[node] {
+			continue
+		}
+		read[node] = true
+		k, found, err := e.kube.NodeFresh(ctx, node)
+		if err != nil {
+			for _, other := range ns.VMs {
+				if vms[other.ID] && other.Host == vm.Host {
+					out[other.ID] = true
+				}
+			}
+			continue
+		}
+		if j, ok := ReadJournal(k); found && ok {
+			for _, id := range j.Restart {
+				out[id] = true
+			}
+		}
+	}
+	return out
 }
 
 // sayGroup tells the run's view what a group does to the VM, once a run; one it holds says
@@ -283,6 +331,7 @@ func (r *runner) ownerTold(ctx context.Context, q *vmRequest) verdict {
 		notice, vm = q.cur.Notice, q.cur
 	}
 	if r.ownerSaysNow(vm) { // its owner's answer: now
+		run.ownerSaidNow = true
 		return proceed
 	}
 	if r.toldOrTell(ctx, run, notice) {

@@ -19,51 +19,81 @@ import (
 // it is asked, so the return knows what drainctl stopped; a VM stopped by its owner before
 // stays stopped.
 
-// stopInPlace stops a VM restarted in place and accounts for it as left on the node on purpose.
-func (r *runner) stopInPlace(ctx context.Context, run *vmRun, reason *model.Reason, _ *moveQueue) *model.Reason {
-	e, vm := r.e, run.vm
-	run.method = model.MoveRestart
-	left := func(msg string) *model.Reason {
-		r.report.VMs = append(
-			r.report.VMs,
-			VMReport{VM: vm.Name, VMID: vm.ID, Method: model.MoveRestart, Result: MigSkipped, Source: vm.Host, Message: msg},
-		)
-		r.report.Left = append(r.report.Left, vm.Name+": "+msg)
-		r.emitVM(run, MigSkipped, msg)
+// The stop mover: restart-in-place's stop, a row of movers like any move. It is queued and
+// asked for through the same checks (beforeRequest: its owner's lead, still the holder, the
+// start lock, its groups' budgets), so that two processes stopping two members of a group
+// count each other; polled until Nova shows it stopped, it is then left on the node on
+// purpose (MigSkipped), to start there again when the node returns.
+
+// queueStop takes a VM to stop in place into the run: a running one waits for its request;
+// one not running is left as it is (stopped by an earlier run, or by its owner).
+func (r *runner) queueStop(_ context.Context, run *vmRun, reason *model.Reason, q *moveQueue) *model.Reason {
+	if run.vm.Phase() == model.PhaseRunning {
+		q.pending = append(q.pending, run)
 		return nil
 	}
-	if vm.Phase() != model.PhaseRunning {
-		if r.stoppedByUs(vm.ID) {
-			return left("stopped for restart-in-place (by an earlier run): started on the node again when it returns")
-		}
-		return left(reason.Message)
+	msg := reason.Message
+	if r.stoppedByUs(run.vm.ID) {
+		msg = "stopped for restart-in-place (by an earlier run): started on the node again when it returns"
 	}
+	r.leftStopped(run, msg)
+	return nil
+}
+
+// leftStopped accounts for a VM left stopped on the node on purpose.
+func (r *runner) leftStopped(run *vmRun, msg string) {
+	vm := run.vm
+	r.report.VMs = append(
+		r.report.VMs,
+		VMReport{VM: vm.Name, VMID: vm.ID, Method: model.MoveRestart, Result: MigSkipped, Source: vm.Host, Message: msg},
+	)
+	r.report.Left = append(r.report.Left, vm.Name+": "+msg)
+	r.emitVM(run, MigSkipped, msg)
+}
+
+// requestStop journals the stop, then asks it (the return must know what drainctl stopped),
+// then journals its request ID: the proof the return asks of Nova.
+func requestStop(r *runner, ctx context.Context, run *vmRun, _ string) error {
 	r.mu.Lock()
-	r.restart = append(r.restart, vm.ID)
+	r.restart = append(r.restart, run.vm.ID)
 	r.mu.Unlock()
-	r.journalAgain() // before the stop: the return must know what drainctl stopped
+	r.journalAgain()
 	if err := r.stillHolder(ctx); err != nil {
-		bad := notMoved(vm, err.Error(), "")
-		return &bad
+		return err
 	}
-	req, err := e.nova.StopServer(ctx, vm.ID)
+	req, err := r.e.nova.StopServer(ctx, run.vm.ID)
 	if err != nil {
-		bad := notMoved(vm, "stopping it for restart-in-place: "+err.Error(), "")
-		return &bad
+		return fmt.Errorf("stopping it for restart-in-place: %w", err)
 	}
 	r.mu.Lock()
 	if r.stopReqs == nil {
 		r.stopReqs = map[string]string{}
 	}
-	r.stopReqs[vm.ID] = req
+	r.stopReqs[run.vm.ID] = req
 	r.mu.Unlock()
-	r.journalAgain() // the stop's request ID: the proof the return asks of Nova
-	r.emitVM(run, MigRequested, "stopping it for restart-in-place")
-	if err := r.waitPhase(ctx, vm.ID, model.PhaseStopped); err != nil {
-		bad := notMoved(vm, "stopping it for restart-in-place: "+err.Error(), "")
-		return &bad
+	run.requestID = req
+	r.journalAgain()
+	return nil
+}
+
+// pollStop reads the stop once: stopped with no task, it is left on the node (MigSkipped).
+// A stop cannot be taken back: past timeouts.migration it fails, not asked again.
+func (r *runner) pollStop(ctx context.Context, run *vmRun) (MigState, string, error) {
+	vm, err := r.e.nova.Server(ctx, run.vm.ID)
+	switch {
+	case err != nil:
+		return "", "", err
+	case vm.Phase() == model.PhaseStopped && !vm.Busy():
+		return MigSkipped, "stopped for restart-in-place: started on the node again when it returns", nil
+	case vm.Phase() == model.PhaseBroken:
+		return MigFailed, "stopping it for restart-in-place: it went to ERROR: " + cmp.Or(vm.Fault, "Nova gave no fault"), nil
 	}
-	return left("stopped for restart-in-place: started on the node again when it returns")
+	if d := r.e.cfg.Timeouts.Migration.D(); r.e.now().Sub(run.started) > d {
+		run.settled = true
+		return MigFailed, fmt.Sprintf("stopping it for restart-in-place: not %s within timeouts.migration (%s): %s (task %s)",
+			model.PhaseStopped, d, vm.Status, cmp.Or(vm.TaskState, "none")), nil
+	}
+	return "", "", nil
 }
 
 // stoppedByUs says whether the node's journal says drainctl stopped the VM in place.
@@ -280,92 +310,4 @@ func powerSeen(a model.PowerAction) string {
 		return "Nova records no stop"
 	}
 	return fmt.Sprintf("Nova's newest is a %s, request %s by user %s", a.Action, a.RequestID, cmp.Or(a.UserID, "unknown"))
-}
-
-// heldBeforeStop holds a VM to be stopped in place (restart-in-place) at the move loop's polls
-// (stopsDue) while its owner's lead is not up or its group is at its disruption budget: the
-// node's other VMs are queued meanwhile, and an owner's move-now is heard.
-func (r *runner) heldBeforeStop(run *vmRun, reason *model.Reason, q *moveQueue) bool {
-	if run.method != model.MoveRestart || run.vm.Phase() != model.PhaseRunning {
-		return false // one stopped already is left as it is (stopInPlace)
-	}
-	if !r.tellsOwnerOf(run) && !r.inAGroup(run.vm) {
-		return false
-	}
-	q.stops = append(q.stops, heldStop{run, reason})
-	return true
-}
-
-// stopsDue stops in place the held VMs whose owners' lead is up (or who said now), their
-// notices as Nova shows them now.
-func (r *runner) stopsDue(ctx context.Context, q *moveQueue) (failed []model.Reason) {
-	held := q.stops[:0]
-	for _, h := range q.stops {
-		vm := h.move.vm
-		cur, err := r.e.nova.Server(ctx, vm.ID)
-		switch {
-		case err == nil && cur.Host != vm.Host: // moved meanwhile (a colleague, its owner): not ours to stop
-			msg := "left the node by itself (now on " + cur.Host + ")"
-			h.move.dest, h.move.started = cur.Host, r.e.now()
-			r.report.VMs = append(r.report.VMs, r.vmReport(h.move, MigSkipped, msg))
-			r.emitVM(h.move, MigSkipped, msg)
-			continue
-		case err == nil:
-			vm = cur
-		}
-		leadUp := !r.tellsOwnerOf(h.move) || r.ownerSaysNow(vm) || r.toldOrTell(ctx, h.move, vm.Notice)
-		if !leadUp || r.groupHoldsStop(ctx, h.move, vm) {
-			held = append(held, h)
-			continue
-		}
-		h.move.vm = vm // the stop acts on the VM as Nova shows it now (stopped meanwhile: left as it is)
-		if bad := r.stopInPlace(ctx, h.move, h.reason, q); bad != nil {
-			failed = append(failed, *bad)
-		}
-	}
-	q.stops = held
-	return failed
-}
-
-// inAGroup says whether the VM is a member of a group with a disruption budget.
-func (r *runner) inAGroup(vm model.VM) bool {
-	for _, b := range r.e.inv.groupBudgets(context.Background(), r.e.o.Poll, r.e.cfg.Policy.GroupRules()) {
-		if b.Members[vm.ID] {
-			return true
-		}
-	}
-	return false
-}
-
-// groupHoldsStop: a stop in place is a disruption of the VM's groups too (#57.1): each group's
-// members moving (every actor's moves Nova lists, read after asking) and stopped in place (the
-// nodes' journals) are counted, and a group at its budget holds the stop, said once. Stops are
-// not taken under the cluster-wide start lock: two processes stopping two members in the same
-// moment can both pass.
-func (r *runner) groupHoldsStop(ctx context.Context, run *vmRun, vm model.VM) bool {
-	moves, _, err := r.e.nova.MovingFrom(ctx, "", 0)
-	if err != nil {
-		return true // the group's disruptions unknown: held, asked again at the next poll
-	}
-	disrupted := r.e.inv.stoppedInPlace()
-	for _, m := range moves {
-		disrupted[m.InstanceID] = true
-	}
-	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.GroupRules()) {
-		if !b.Members[vm.ID] {
-			continue
-		}
-		n := 0
-		for id := range b.Members {
-			if id != vm.ID && disrupted[id] {
-				n++
-			}
-		}
-		if n >= b.Max {
-			r.sayGroup(b.Name, run, fmt.Sprintf("%s is at its disruption budget (%d at once, %s): %d member(s) moving or "+
-				"stopped in place; %s waits for one to end before it is stopped in place", b.Name, b.Max, b.Source(), n, vm.Name), true)
-			return true
-		}
-	}
-	return false
 }
