@@ -749,3 +749,34 @@ func TestNoKubeconfigSaysHowToGiveOne(t *testing.T) {
 		t.Errorf("exit %d:\n%s", r.code, r.stderr)
 	}
 }
+
+// The demo has an owner who answered ahead (drainctl:move-now on a VM of compute-1): with
+// [notify] owner_lead set, its evacuation moves that VM at once and says why, while the
+// other VMs wait out the lead, each saying so.
+func TestTheDemosOwnerAnsweredMoveNow(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "lead.toml")
+	if err := os.WriteFile(cfg, []byte("[notify]\nowner_lead = \"10s\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := drainctl(t, map[string]string{}, "--demo", "--demo-scale", "50", "--config", cfg, "--auto",
+		"evacuate", "compute-1", "--force", "--delete-emptydir-data")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(r.stderr, "\n")
+	now, firstOther, waited := -1, -1, 0
+	for i, l := range lines {
+		switch {
+		case strings.Contains(l, " requested: ") && strings.Contains(l, "its owner asked it moved now (drainctl:move-now)"):
+			now = i
+		case strings.Contains(l, " requested: ") && firstOther < 0:
+			firstOther = i
+		case strings.Contains(l, " waiting: its owner told: due at "):
+			waited++
+		}
+	}
+	if now < 0 || firstOther < now || waited < 4 {
+		t.Errorf("want the move-now VM requested first (line %d, the first other at %d) and the others waiting (%d):\n%s",
+			now, firstOther, waited, r.stderr)
+	}
+}

@@ -51,15 +51,24 @@ const (
 
 // firstOn is the name of the first server on host, by name ("" when none).
 func (w *World) firstOn(host string) string {
-	first := ""
+	if names := w.namesOn(host); len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
+
+// namesOn are the names of the servers on host, in order.
+func (w *World) namesOn(host string) []string {
+	var names []string
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.servers {
-		if s.Host == host && (first == "" || s.Name < first) {
-			first = s.Name
+		if s.Host == host {
+			names = append(names, s.Name)
 		}
 	}
-	return first
+	slices.Sort(names)
+	return names
 }
 
 // Close stops the servers and pending simulated work.
@@ -327,6 +336,13 @@ func StartDemo(o DemoOptions) (*Demo, error) {
 				w.SetMetadata(vm, "drainctl:group", "orders")
 				w.SetMetadata(vm, "drainctl:max-disrupted", "1")
 			}
+		}
+	}
+	// An owner who answered a notice ahead (drainctl:move-now): with [notify] owner_lead set,
+	// an evacuation of compute-1 moves this VM at once while the others wait out the lead.
+	if len(d.Computes) > 1 {
+		if names := w.namesOn(d.Computes[1]); len(names) > 1 { // its first is analytics-big, locked
+			w.SetMetadata(names[len(names)-1], "drainctl:move-now", "true")
 		}
 	}
 	if len(d.Computes) > 8 {
