@@ -62,7 +62,7 @@ type cluster struct {
 // (reserved ones too), and every other move Nova lists as loading a destination. ok when one
 // more fits under migrations_per_cluster and the VM's source is under migrations_per_source:
 // the VM is then reserved, counted by the process's other runs until unlock.
-func (r *runner) clusterRoom(ctx context.Context, vm model.VM, rebuild bool) (cluster, bool) {
+func (r *runner) clusterRoom(ctx context.Context, vm model.VM, rebuild bool) (room cluster, why string) {
 	e := r.e
 	bound := lockHeldAtMost
 	if rebuild {
@@ -75,7 +75,8 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM, rebuild bool) (cl
 	}
 	if held != nil {
 		r.sayLockHeld(held)
-		return cluster{}, false // another process is starting one: try again at the next poll
+		// another process is starting one: try again at the next poll
+		return cluster{}, "the migrations lock is held by " + held.Holder + " (another drainctl counting its moves)"
 	}
 	var once sync.Once
 	var newest int64
@@ -85,7 +86,7 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM, rebuild bool) (cl
 	inNova, newest, err := e.nova.MovingFrom(ctx, "", 0)
 	if err != nil {
 		unlock(false)
-		return cluster{}, false
+		return cluster{}, "the moves under way could not be read from Nova: " + err.Error()
 	}
 	c := cluster{toDest: map[string]int{}, fromSource: map[string]int{}, newest: newest, moving: map[string]bool{}, unlock: unlock}
 	e.destMu.Lock()
@@ -112,14 +113,22 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM, rebuild bool) (cl
 		e.mine[vm.ID] = vm.Host // reserved: the process's other runs count it from now
 	}
 	e.destMu.Unlock()
-	if paced {
+	switch {
+	case paced:
 		r.sayPace()
+		why = "the pace holds new moves: the cloud answers slowly (the header says the pace)"
+	case total >= e.cfg.Concurrency.MigrationsPerCluster:
+		why = fmt.Sprintf("the cluster's moves under way are at their cap, every process's counted "+
+			"(concurrency.migrations_per_cluster = %d)", e.cfg.Concurrency.MigrationsPerCluster)
+	case !ok:
+		why = fmt.Sprintf("%s's moves under way are at their cap, every process's counted "+
+			"(concurrency.migrations_per_source = %d)", vm.Host, e.cfg.Concurrency.MigrationsPerSource)
 	}
 	if !ok {
 		unlock(false)
-		return cluster{}, false
+		return cluster{}, why
 	}
-	return c, true
+	return c, ""
 }
 
 // sayPace tells the run's view that the pace holds its moves, once a change of the pace.

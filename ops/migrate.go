@@ -276,15 +276,38 @@ func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
 	return method, nil
 }
 
+// sayWaits puts on each waiting VM's row why it waits, when nothing else said (its group's
+// budget, its owner's lead say so themselves): the caps, the lock, the pace, its turn.
+func (r *runner) sayWaits(mq *moveQueue) {
+	why := mq.waitWhy
+	mq.waitWhy = ""
+	if n := len(mq.running); n > 0 && n >= r.e.cfg.Concurrency.MigrationsPerSource {
+		why = fmt.Sprintf("for its turn: %d move(s) at once from its host (concurrency.migrations_per_source)",
+			r.e.cfg.Concurrency.MigrationsPerSource)
+	}
+	if why == "" {
+		return
+	}
+	for _, run := range mq.pending {
+		if run.attempt == 0 && run.lastSaid == run.waitSaid && run.waitSaid != why {
+			run.waitSaid = why
+			r.emitVM(run, MigWaiting, why)
+		}
+	}
+}
+
 // startAllowed starts pending migrations while the caps allow: the per-source cap, the
 // cluster-wide slots, a destination under its cap. It stops at the first cap reached and
 // returns the VMs whose request failed for good.
 func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destRoom) (failed []model.Reason) {
 	e, pending, running := r.e, &mq.pending, mq.running
+	defer func() { r.sayWaits(mq) }()
 	for len(*pending) > 0 && len(running) < e.cfg.Concurrency.MigrationsPerSource && e.now().After((*pending)[0].notBefore) {
 		select {
 		case e.migSlots <- struct{}{}:
 		default:
+			mq.waitWhy = fmt.Sprintf("this process's moves are at their cap (concurrency.migrations_per_cluster = %d)",
+				e.cfg.Concurrency.MigrationsPerCluster)
 			return failed // the cluster-wide cap is reached
 		}
 		run := (*pending)[0]

@@ -64,6 +64,7 @@ func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
 }
 
 func (r *runner) emitVM(run *vmRun, state MigState, msg string) {
+	run.lastSaid = msg
 	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: state,
 		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total}))
 }

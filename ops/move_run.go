@@ -56,8 +56,11 @@ type vmRun struct {
 	// "" once cleared), the first refused try (tellTried) and Nova's refusal (notTold).
 	told, tellTried time.Time
 	notice, notTold string
-	ownerSaidNow    bool   // its owner answered drainctl:move-now: it went ahead of the lead
-	requestID       string // Nova's request ID of the last request (live, cold): its instance action's
+	ownerSaidNow    bool // its owner answered drainctl:move-now: it went ahead of the lead
+	// lastSaid is its row's last message; waitSaid the wait sayWaits last put there (a wait
+	// said by its group or its owner's lead is left as it is).
+	lastSaid, waitSaid string
+	requestID          string // Nova's request ID of the last request (live, cold): its instance action's
 }
 
 // recordsOf keeps the migration records (newest first) that may be this move's: those
@@ -96,6 +99,7 @@ type moveQueue struct {
 	pending []*vmRun
 	running map[string]*vmRun
 	ours    coldRecords
+	waitWhy string // why the last round started no more of pending (sayWaits puts it on their rows)
 }
 
 // coldRecords are the cold moves drainctl asked for, by VM.

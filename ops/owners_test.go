@@ -238,3 +238,34 @@ func TestAVMToldAheadSaysWhyItWaitsOnItsRow(t *testing.T) {
 		}
 	}
 }
+
+// A VM that waits behind the caps says why on its row before its request: its host's
+// migrations_per_source (1 here), never a bare "pending" while another one moves.
+func TestAVMWaitingForItsTurnSaysWhy(t *testing.T) {
+	c := newCluster(t, 20)
+	c.Cfg.Concurrency.MigrationsPerSource = 1
+	c0 := c.Name("c0")
+	e := c.Engine("tester@a", nil)
+	rec, _, err := run(t, e, model.OpEvacuate, c0, ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requested, waited := map[string]bool{}, map[string]string{}
+	second := ""
+	for _, ev := range rec.Events() {
+		m, ok := ev.(ops.MigrationEvent)
+		switch {
+		case !ok:
+		case m.State == ops.MigWaiting && !requested[m.VM]:
+			waited[m.VM] = m.Message
+		case m.State == ops.MigRequested && !requested[m.VM]:
+			requested[m.VM] = true
+			if len(requested) == 2 {
+				second = m.VM
+			}
+		}
+	}
+	if second == "" || !strings.Contains(waited[second], "for its turn: 1 move(s) at once from its host (concurrency.migrations_per_source)") {
+		t.Errorf("the VM requested second (%q) said %q while it waited\n%s", second, waited[second], rec.Transcript(c.Px))
+	}
+}

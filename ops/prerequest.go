@@ -118,8 +118,9 @@ func (r *runner) stillFenced(ctx context.Context, q *vmRequest) verdict {
 // roomInCluster: the cluster-wide migration cap, and the VM's source's, counted where every
 // drainctl process sees them.
 func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
-	room, ok := r.clusterRoom(ctx, q.run.vm, q.run.method == model.MoveRebuild)
-	if !ok {
+	room, why := r.clusterRoom(ctx, q.run.vm, q.run.method == model.MoveRebuild)
+	if why != "" {
+		q.q.waitWhy = why
 		return wait // the cluster or the VM's source is at its cap (other runs and processes count)
 	}
 	q.room = room
@@ -149,6 +150,7 @@ func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
 		dest, ok = r.pickDestination(q.run.vm, q.dests, q.room.toDest, q.run.turnedDown)
 	}
 	if !ok {
+		q.q.waitWhy = "every destination it may go to is at its cap of moves in (concurrency.migrations_per_destination)"
 		return wait // every destination is at its cap: wait for one to finish
 	}
 	q.dest = dest
