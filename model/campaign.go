@@ -93,11 +93,14 @@ type Campaign struct {
 
 // CampaignNode is one node's progress in a campaign.
 type CampaignNode struct {
-	Name     string    `json:"name"`
-	Domain   string    `json:"domain,omitempty"` // its --spread-by label's value
-	Phase    NodePhase `json:"phase"`
-	Started  time.Time `json:"started,omitzero"`
-	Finished time.Time `json:"finished,omitzero"`
+	Name   string `json:"name"`
+	Domain string `json:"domain,omitempty"` // its --spread-by label's value
+	// Budgets are its values of the labels its campaign's rate budgets count per ("1 per
+	// rack per 30m": rack's), by label: the ETA holds each value's budget apart.
+	Budgets  map[string]string `json:"budgets,omitempty"`
+	Phase    NodePhase         `json:"phase"`
+	Started  time.Time         `json:"started,omitzero"`
+	Finished time.Time         `json:"finished,omitzero"`
 	// Expected is its forecast (its VMs' copy time at the measured rate), made before the
 	// campaign's first node: what it took is held against it (ForecastError).
 	Expected time.Duration `json:"expected,omitempty"`
@@ -150,46 +153,65 @@ func (c Campaign) ETAAt(now time.Time) time.Duration {
 	return max(0, eta-ran, c.budgetsFloor(now))
 }
 
-// budgetsFloor is the least time left under the campaign's own rate budgets (those of the
-// campaign's nodes, not per label): when its last pending node may start, as each budget
-// frees, plus one node's time. A forecast that counted them is not undone by the countdown.
+// budgetsFloor is the least time left under the campaign's rate budgets: when its last
+// pending node may start, as each budget frees (a per-label budget for each value apart), plus
+// one node's time. A forecast that counted them is not undone by the countdown.
 func (c Campaign) budgetsFloor(now time.Time) time.Duration {
-	_, pending := c.toRun()
-	if pending == 0 {
+	if _, pending := c.toRun(); pending == 0 {
 		return 0
-	}
-	var started []time.Time
-	for _, n := range c.Nodes {
-		if !n.Started.IsZero() {
-			started = append(started, n.Started)
-		}
 	}
 	last := now
 	for _, raw := range c.Budgets {
 		b, err := ParseRateBudget(raw)
-		if err != nil || b.Per != "" {
+		if err != nil {
 			continue
 		}
-		limit, at, starts := b.Limit(len(c.Nodes)), now, slices.Clone(started)
-		for range pending { // each pending node starts once the budget lets one more in
-			slices.SortFunc(starts, func(x, y time.Time) int { return x.Compare(y) })
-			var in []time.Time
-			for _, s := range starts {
-				if at.Sub(s) < b.Window {
-					in = append(in, s)
-				}
+		domains := map[string][]CampaignNode{} // the campaign's nodes by the budget's label's value
+		for _, n := range c.Nodes {
+			value := ""
+			if b.Per != "" {
+				value = n.Budgets[b.Per]
 			}
-			if len(in) >= limit {
-				at = in[len(in)-limit].Add(b.Window)
-			}
-			starts = append(starts, at)
+			domains[value] = append(domains[value], n)
 		}
-		last = latest(last, at)
+		for _, nodes := range domains {
+			last = latest(last, lastStart(b, nodes, now))
+		}
 	}
 	if last.Equal(now) {
 		return 0
 	}
 	return last.Sub(now) + c.nodeTime()
+}
+
+// lastStart is when the last of nodes still pending may start under b, the others having
+// started when they did.
+func lastStart(b RateBudget, nodes []CampaignNode, now time.Time) time.Time {
+	var starts []time.Time
+	pending := 0
+	for _, n := range nodes {
+		switch {
+		case !n.Started.IsZero():
+			starts = append(starts, n.Started)
+		case n.Phase == PhasePending && !n.Skip:
+			pending++
+		}
+	}
+	limit, at := b.Limit(len(nodes)), now
+	for range pending { // each pending node starts once the budget lets one more in
+		slices.SortFunc(starts, func(x, y time.Time) int { return x.Compare(y) })
+		var in []time.Time
+		for _, s := range starts {
+			if at.Sub(s) < b.Window {
+				in = append(in, s)
+			}
+		}
+		if len(in) >= limit {
+			at = in[len(in)-limit].Add(b.Window)
+		}
+		starts = append(starts, at)
+	}
+	return at
 }
 
 // nodeTime is one node's time: the mean of those done, else the forecast's share.

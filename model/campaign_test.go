@@ -54,3 +54,23 @@ func TestACampaignsETAKeepsItsRateBudgets(t *testing.T) {
 		t.Errorf("ETA without budgets %v; want the forecast's", eta)
 	}
 }
+
+// A per-label rate budget holds each value's nodes apart: two nodes of one rack under "1 per
+// rack per 30m" put the second's start 30 minutes after the first's, and the ETA says so (the
+// demo's campaign read "eta 9m46s" with its rack's budget holding the next node for 30m); nodes
+// of two racks go together.
+func TestACampaignsETAKeepsAPerLabelBudget(t *testing.T) {
+	now := time.Now()
+	rack := func(v string) map[string]string { return map[string]string{"rack": v} }
+	c := Campaign{Parallel: 1, Expected: 2 * time.Minute, Budgets: []string{"25% per 10m", "1 per rack per 30m"}, Nodes: []CampaignNode{
+		{Name: "a", Phase: PhaseDone, Started: now.Add(-2 * time.Minute), Finished: now.Add(-time.Minute), Budgets: rack("r2")},
+		{Name: "b", Phase: PhasePending, Budgets: rack("r2")},
+	}}
+	if eta := c.ETAAt(now); eta < 28*time.Minute {
+		t.Errorf("ETA %v; want at least 28m (b's rack frees 28 minutes from now)", eta)
+	}
+	c.Nodes[1].Budgets = rack("r3")
+	if eta := c.ETAAt(now); eta > 10*time.Minute {
+		t.Errorf("ETA %v with b in another rack; want the campaign-wide budget's 8m and b's time", eta)
+	}
+}

@@ -232,10 +232,17 @@ func campaignRecord(ctx context.Context, e *ops.Engine, o Options, nodes []strin
 		rec.Window = o.Gates.Window.String()
 	}
 	rec.Budgets = budgetsOf(o.Gates.Budgets)
-	if rec.SpreadBy != "" { // a resumed campaign keeps its domains; a new label re-reads them
-		for i := range rec.Nodes {
-			if rec.Nodes[i].Domain == "" {
-				rec.Nodes[i].Domain = domainOf(e, rec.Nodes[i].Name, rec.SpreadBy)
+	for i := range rec.Nodes { // a resumed campaign keeps its domains; a new label re-reads them
+		n := &rec.Nodes[i]
+		if rec.SpreadBy != "" && n.Domain == "" {
+			n.Domain = domainOf(e, n.Name, rec.SpreadBy)
+		}
+		for _, b := range o.Gates.Budgets { // the ETA counts a per-label budget by the node's value
+			if b.Per != "" {
+				if n.Budgets == nil {
+					n.Budgets = map[string]string{}
+				}
+				n.Budgets[b.Per] = domainOf(e, n.Name, b.Per)
 			}
 		}
 	}

@@ -254,7 +254,7 @@ func unprovenDone(e *ops.Engine, rec *model.Campaign) string {
 		if k, ok := e.KubeNode(n.Name); ok && k.Annotations[DoneAnnotation] == rec.Name {
 			continue
 		}
-		rec.Nodes[i] = model.CampaignNode{Name: n.Name, Domain: n.Domain, Phase: model.PhasePending}
+		rec.Nodes[i] = model.CampaignNode{Name: n.Name, Domain: n.Domain, Budgets: n.Budgets, Phase: model.PhasePending}
 		again = append(again, n.Name)
 	}
 	if len(again) == 0 {
