@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.d
 # doubles the binary when cgo is on (shared/notes/libs.md).
 export CGO_ENABLED := 0
 
-.PHONY: build test envtest vet tidy image unit bench bench-scale bench-recovery clean nova-up nova-down
+.PHONY: build test envtest vet tidy image unit bench bench-scale bench-recovery clean nova-up nova-down screenshot
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o drainctl .
@@ -77,3 +77,7 @@ unit:
 
 clean:
 	rm -rf drainctl dist
+
+# The README's picture of the TUI, taken again from the real binary on the demo (tmux, 160x45).
+screenshot:
+	hack/screenshot.sh

@@ -28,28 +28,28 @@ type NoticeKind string
 
 // The notices.
 const (
-	NoticeStorm            NoticeKind = "storm" // too many nodes unhealthy: nothing is fenced
-	NoticeRecoveryStarted  NoticeKind = "recovery-started"
-	NoticeRecoveryDone     NoticeKind = "recovery-done"
-	NoticeRecoveryFailed   NoticeKind = "recovery-failed"
-	NoticeRecoveryRefused  NoticeKind = "recovery-refused" // its plan is blocked: nothing changed
-	NoticeFenceFailed      NoticeKind = "fence-failed"     // the ladder stopped before anything was rebuilt
-	NoticeVMNotRebuilt     NoticeKind = "vm-not-rebuilt"
-	NoticeCampaignStarted  NoticeKind = "campaign-started"
+	NoticeStorm           NoticeKind = "storm"            // too many nodes unhealthy: nothing is fenced
+	NoticeRecoveryStarted NoticeKind = "recovery-started" // a dead node's recovery began (its proof of death)
+	NoticeRecoveryDone    NoticeKind = "recovery-done"    // its VMs rebuilt elsewhere, its pods let go
+	NoticeRecoveryFailed  NoticeKind = "recovery-failed"  // it stopped: Message says where and why
+	NoticeRecoveryRefused NoticeKind = "recovery-refused" // its plan is blocked: nothing changed
+	NoticeFenceFailed     NoticeKind = "fence-failed"     // the ladder stopped before anything was rebuilt
+	NoticeVMNotRebuilt    NoticeKind = "vm-not-rebuilt"   // a VM of a dead host stays there: Message says why
+	NoticeCampaignStarted NoticeKind = "campaign-started" // a campaign's first node began
+	// a campaign's node still draining past its --node-deadline
 	NoticeNodePastDeadline NoticeKind = "campaign-node-past-deadline"
-	NoticeNodeQuarantined  NoticeKind = "campaign-node-quarantined"
+	NoticeNodeQuarantined  NoticeKind = "campaign-node-quarantined"    // rolled back and labelled, the campaign goes on
 	NoticeNodeHeldByOwners NoticeKind = "campaign-node-held-by-owners" // skipped: its VMs' owners asked them to stay
 	NoticeCampaignFinished NoticeKind = "campaign-finished"            // done, failed or stopped: Message says which
 	// A VM's owner told ahead in its metadata ([notify] owner_lead): Message is the notice,
 	// posted to its project's own webhook ([notify.projects]).
 	NoticeMaintenanceEvent NoticeKind = "maintenance-event"
-	// [proactive]: a node's conditions say it is degrading (told, or its action begins), its
-	// action done, failed (a person's now) or refused (nothing changed: tried again).
+	// [proactive]: a node's conditions say it is degrading (told, or its action begins).
 	NoticeDegrading        NoticeKind = "node-degrading"
-	NoticeProactiveDone    NoticeKind = "proactive-done"
-	NoticeProactiveFailed  NoticeKind = "proactive-failed"
-	NoticeProactiveRefused NoticeKind = "proactive-refused"
-	// NoticeWebhookFailed is the webhook's own failure: never posted, said where drainctl runs.
+	NoticeProactiveDone    NoticeKind = "proactive-done"    // [proactive]'s action on a degrading node done
+	NoticeProactiveFailed  NoticeKind = "proactive-failed"  // it failed: a person's now
+	NoticeProactiveRefused NoticeKind = "proactive-refused" // it was refused (nothing changed): tried again
+	// The webhook's own failure: never posted, said where drainctl runs.
 	NoticeWebhookFailed NoticeKind = "webhook-failed"
 )
 

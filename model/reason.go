@@ -34,10 +34,10 @@ const (
 	FailoverRoomShort ReasonCode = "FailoverRoomShort"
 	NoLegalHost       ReasonCode = "NoLegalHost" // its zone or a hard anti-affinity group leaves it no other host
 	// Nodes.
-	LastSchedulable   ReasonCode = "LastSchedulable" // no other Ready, schedulable worker would remain
-	ControlPlane      ReasonCode = "ControlPlane"
-	ProtectedNode     ReasonCode = "ProtectedNode"
-	NodeNotFound      ReasonCode = "NodeNotFound"
+	LastSchedulable   ReasonCode = "LastSchedulable"   // no other Ready, schedulable worker would remain
+	ControlPlane      ReasonCode = "ControlPlane"      // a control-plane node (--allow-control-plane)
+	ProtectedNode     ReasonCode = "ProtectedNode"     // matches policy.protected_nodes
+	NodeNotFound      ReasonCode = "NodeNotFound"      // no such Node (nor compute host)
 	NoNovaHost        ReasonCode = "NoNovaHost"        // a hypervisor node that maps to no compute service
 	HostConflict      ReasonCode = "HostConflict"      // two nodes map to one compute host
 	HeldByOther       ReasonCode = "HeldByOther"       // another actor holds the node's maintenance lease

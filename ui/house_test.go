@@ -109,16 +109,16 @@ func TestEveryScreenHasAPane(t *testing.T) {
 	}
 }
 
-// The README's key table names every key the bindings have, and no other: help and the
-// README cannot say different things.
+// The reference's key table names every key the bindings have, and no other: help and the
+// reference cannot say different things.
 func TestReadmeKeyTableMatchesTheBindings(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+	data, err := os.ReadFile("../docs/reference.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := strings.Index(string(data), "| key | does |")
 	if start < 0 {
-		t.Fatal("README: no key table")
+		t.Fatal("docs/reference.md: no key table")
 	}
 	table := string(data[start:])
 	table = table[:strings.Index(table, "\n\n")]
@@ -142,7 +142,7 @@ func TestReadmeKeyTableMatchesTheBindings(t *testing.T) {
 			key = n
 		}
 		if !documented[key] && (len([]rune(key)) == 1 || !strings.Contains(table, key)) {
-			t.Errorf("the README's key table lacks %q (%s)", key, b.Help().Desc)
+			t.Errorf("the reference's key table lacks %q (%s)", key, b.Help().Desc)
 		}
 	}
 	for word := range documented {
@@ -156,7 +156,7 @@ func TestReadmeKeyTableMatchesTheBindings(t *testing.T) {
 			}
 		}
 		if !found && word != "●" && word != "▸" {
-			t.Errorf("the README's key table names %q, which no binding has", word)
+			t.Errorf("the reference's key table names %q, which no binding has", word)
 		}
 	}
 }

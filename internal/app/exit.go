@@ -16,7 +16,7 @@ import (
 	"github.com/drainctl/drainctl/ui/auto"
 )
 
-// Exit codes, the same for every mode and documented in the README. They are decided here
+// Exit codes, the same for every mode and documented in docs/reference.md. They are decided here
 // only, from the typed errors the engine and the clients return.
 const (
 	ExitOK          = 0 // done

@@ -154,9 +154,9 @@ func (r *Campaign) leftAway() bool {
 // What a campaign does with a node that does not drain within its deadline.
 const (
 	Quarantine = "quarantine" // roll it back, label it, go on
-	// QuarantineLabel marks a node a campaign could not drain (its value: "deadline");
-	// QuarantineReason, an annotation, says what held it.
-	QuarantineLabel  = "drainctl.io/quarantined"
+	// QuarantineLabel marks a node a campaign could not drain (its value: "deadline").
+	QuarantineLabel = "drainctl.io/quarantined"
+	// QuarantineReason, an annotation of a quarantined node, says what held its drain.
 	QuarantineReason = "drainctl.io/quarantined-reason"
 )
 

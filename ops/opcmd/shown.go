@@ -11,7 +11,7 @@ import (
 // option whose name says password, secret, token or key (and ipmitool's -P, curl's -u); the
 // value of NAME=value where NAME says so; the password of a URL; the word after "Bearer" or
 // "Basic". A secret passed through the environment ("$IPMI_PASSWORD", ipmitool -E) is never
-// in the command line at all: the README says how.
+// in the command line at all: docs/guide/dead-host.md says how.
 
 const mask = "******"
 

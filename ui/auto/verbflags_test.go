@@ -1,7 +1,6 @@
 package auto
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -41,19 +40,5 @@ func TestAVerbsFlagsComeFromItsRow(t *testing.T) {
 	}
 	if n < 20 || len(all) != n {
 		t.Fatalf("%d flags on verb rows, %d read: is the table read?", n, len(all))
-	}
-}
-
-// The README's headless section shows every verb of the table (`drainctl --auto VERB`): a
-// verb row added is a verb the README teaches.
-func TestTheREADMEShowsEveryVerb(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range verbTable() {
-		if !strings.Contains(string(readme), "--auto "+v.name+" ") && !strings.Contains(string(readme), "--auto "+v.name+"`") {
-			t.Errorf("README.md shows no `drainctl --auto %s`", v.name)
-		}
 	}
 }

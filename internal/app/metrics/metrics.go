@@ -58,9 +58,14 @@ func New() *Metrics {
 		webhookErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_webhook_failures_total",
 			Help: "Notices the [notify] webhook did not take (after its retries, or dropped from a full queue)."}),
 	}
-	m.reg.MustRegister(m.migrations, m.duration, m.bytes, m.evictions, m.operations, m.notices, m.recoveries, m.storms,
-		m.fenceErr, m.vmsRunning, m.webhookErr)
+	m.reg.MustRegister(m.all()...)
 	return m
+}
+
+// all are the metrics registered, in the reference's order.
+func (m *Metrics) all() []prometheus.Collector {
+	return []prometheus.Collector{m.migrations, m.duration, m.bytes, m.evictions, m.operations, m.notices, m.recoveries,
+		m.storms, m.fenceErr, m.vmsRunning, m.webhookErr}
 }
 
 // Notice counts a notice, and what it tells of recoveries.

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/drainctl/drainctl/internal/docblock"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/reference.md's generated blocks")
+
+// The reference's command line is drainctl --help as the code prints it: a mode, verb or flag
+// the code has and the reference lacks fails, and so does one the reference names that the
+// code no longer has. -update writes it again.
+func TestTheReferenceIsTheHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, &out, &errb, func(string) string { return "" }); code != 0 {
+		t.Fatalf("--help: exit %d: %s", code, errb.String())
+	}
+	held(t, "help", "```\n"+strings.TrimRight(out.String()+errb.String(), "\n")+"\n```")
+}
+
+// The reference's notice kinds (what [notify]'s webhooks receive) and the reasons a plan
+// refuses or waits are model's NoticeKind and ReasonCode constants, each with its comment,
+// read from the source.
+func TestTheReferenceNamesEveryNoticeKind(t *testing.T) {
+	held(t, "notices", "| kind | when |\n|---|---|\n"+strings.Join(constTable(t, "model/notice.go", "NoticeKind"), "\n"))
+	held(t, "reasons", "| reason | what it means |\n|---|---|\n"+strings.Join(constTable(t, "model/reason.go", "ReasonCode"), "\n"))
+}
+
+// constTable is a row for each string constant of the type in the file: its value and its
+// comment (the one beside it, else the one above it).
+func constTable(t *testing.T, file, typ string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			v := spec.(*ast.ValueSpec)
+			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != typ || len(v.Values) != 1 {
+				continue
+			}
+			value, _ := strconv.Unquote(v.Values[0].(*ast.BasicLit).Value)
+			doc := cmp.Or(v.Comment.Text(), v.Doc.Text())
+			if doc == "" {
+				t.Errorf("%s: %s has no comment to say what it means", file, value)
+			}
+			rows = append(rows, fmt.Sprintf("| `%s` | %s |", value, firstSentence(doc)))
+		}
+	}
+	if len(rows) < 10 {
+		t.Fatalf("only %d %s constants read from %s", len(rows), typ, file)
+	}
+	return rows
+}
+
+// held holds docs/reference.md's block name to want (-update writes it).
+func held(t *testing.T, name, want string) {
+	t.Helper()
+	wrong, err := docblock.Check("docs/reference.md", name, want, *update)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrong != "" {
+		t.Error(wrong)
+	}
+}
+
+// The README is the tool and how to start, at most 250 lines; history (issue numbers, steps)
+// goes to CHANGELOG.md, never to the README or the docs; every link between them resolves.
+func TestTheDocsAreForThePeopleWhoUseThem(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(readme, []byte("\n")); n > 250 {
+		t.Errorf("README.md is %d lines; at most 250 (the rest goes to docs/)", n)
+	}
+	pages := []string{"README.md", "deploy/README.md"}
+	docs, _ := filepath.Glob("docs/*.md")
+	guide, _ := filepath.Glob("docs/guide/*.md")
+	pages = append(append(pages, docs...), guide...)
+	issue := regexp.MustCompile(`(^|[\s(])#[0-9]{2,3}\b`) // "#57.1", "(#74": an issue; "ticket #4411" is the demo's
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	for _, p := range pages {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if issue.MatchString(line) {
+				t.Errorf("%s:%d names an issue: %q", p, i+1, strings.TrimSpace(line))
+			}
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(filepath.Dir(p), target)); err != nil {
+					t.Errorf("%s:%d links to %s, which is not there", p, i+1, target)
+				}
+			}
+		}
+	}
+}
+
+// The reference's Nova metadata keys (drainctl:…) and Kubernetes labels and annotations
+// (drainctl.io/…) are the constants the code names them by, each with its comment's first
+// sentence, read from the source of model, ops and internal.
+func TestTheReferenceNamesEveryKeyItWrites(t *testing.T) {
+	tables := map[string][]string{"drainctl:": nil, "drainctl.io/": nil}
+	for _, root := range []string{"model", "ops", "internal"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+				strings.Contains(path, "/sim") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
+			if err != nil {
+				return err
+			}
+			for _, decl := range f.Decls {
+				g, ok := decl.(*ast.GenDecl)
+				if !ok || g.Tok != token.CONST {
+					continue
+				}
+				for _, spec := range g.Specs {
+					v := spec.(*ast.ValueSpec)
+					for _, val := range v.Values {
+						lit, ok := val.(*ast.BasicLit)
+						if !ok || lit.Kind != token.STRING {
+							continue
+						}
+						key, _ := strconv.Unquote(lit.Value)
+						for prefix := range tables {
+							if strings.HasPrefix(key, prefix) && !strings.ContainsAny(key, " ") {
+								doc := v.Doc.Text() + v.Comment.Text()
+								if doc == "" {
+									doc = g.Doc.Text()
+								}
+								tables[prefix] = append(tables[prefix], fmt.Sprintf("| `%s` | %s |", key, firstSentence(doc)))
+							}
+						}
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for prefix, name := range map[string]string{"drainctl:": "metadata", "drainctl.io/": "annotations"} {
+		rows := tables[prefix]
+		slices.Sort(rows)
+		rows = slices.Compact(rows)
+		if len(rows) < 5 {
+			t.Fatalf("only %d keys %s… read", len(rows), prefix)
+		}
+		held(t, name, "| key | what it is |\n|---|---|\n"+strings.Join(rows, "\n"))
+	}
+}
+
+// firstSentence is a doc comment's first sentence, on one line, without the Go name it
+// starts with ("JournalAnnotation is the node annotation…" → "The node annotation…").
+func firstSentence(doc string) string {
+	doc = strings.Join(strings.Fields(doc), " ")
+	if m := regexp.MustCompile(`^[A-Z][A-Za-z]+ (is |on )`).FindStringSubmatch(doc); m != nil {
+		doc = strings.TrimPrefix(doc, m[0])
+		if m[1] == "on " {
+			doc = "On " + doc
+		}
+		doc = strings.ToUpper(doc[:1]) + doc[1:]
+	}
+	if i := strings.Index(doc, ". "); i >= 0 {
+		doc = doc[:i+1]
+	}
+	return strings.ReplaceAll(doc, "|", "\\|")
+}
