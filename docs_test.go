@@ -9,6 +9,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +18,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/docblock"
+	"github.com/drainctl/drainctl/model"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/reference.md's generated blocks")
@@ -196,4 +199,54 @@ func firstSentence(doc string) string {
 		doc = doc[:i+1]
 	}
 	return strings.ReplaceAll(doc, "|", "\\|")
+}
+
+// The reference's Event reasons are the controllers' table (internal/controllers'
+// EventReason constants), each step's pair (StepEventReason, for every model.StepKind) and
+// [proactive]'s (NoticeEventReason, for the notice kinds it tells), read from the source.
+func TestTheReferenceNamesEveryEventReason(t *testing.T) {
+	rows := constTable(t, "internal/controllers/eventreasons.go", "EventReason")
+	kinds := constValues(t, "model/plan.go", "StepKind")
+	for _, name := range slices.Sorted(maps.Keys(kinds)) {
+		k := model.StepKind(kinds[name])
+		rows = append(rows, fmt.Sprintf("| `%s`, `%s` | the step %s done, or failed (its message says why) |",
+			controllers.StepEventReason(k, false), controllers.StepEventReason(k, true), k))
+	}
+	notices := constValues(t, "model/notice.go", "NoticeKind")
+	src, err := os.ReadFile("internal/controllers/proactive.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the kinds it tells: those named in proactive.go (each of its ends is picked into a variable)
+	told := regexp.MustCompile(`model\.(Notice(?:Degrading|Proactive\w+))`).FindAllStringSubmatch(string(src), -1)
+	for _, m := range told {
+		rows = append(rows, fmt.Sprintf("| `%s` | [proactive]: the notice `%s` |",
+			controllers.NoticeEventReason(model.NoticeKind(notices[m[1]])), notices[m[1]]))
+	}
+	if len(told) < 3 {
+		t.Fatalf("only %d of [proactive]'s notices read from proactive.go", len(told))
+	}
+	slices.Sort(rows)
+	held(t, "events", "| reason | recorded when |\n|---|---|\n"+strings.Join(slices.Compact(rows), "\n"))
+}
+
+// constValues are the file's string constants of the type, by name.
+func constValues(t *testing.T, file, typ string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, spec := range g.Specs {
+				v := spec.(*ast.ValueSpec)
+				if id, ok := v.Type.(*ast.Ident); ok && id.Name == typ && len(v.Values) == 1 {
+					out[v.Names[0].Name], _ = strconv.Unquote(v.Values[0].(*ast.BasicLit).Value)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -105,7 +105,7 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 	go func() {
 		defer d.wg.Done()
 		defer func() { d.mu.Lock(); delete(d.active, k.Name); d.mu.Unlock() }()
-		d.event(ctx, k.Name, "Normal", "DrainctlStarted", react.what)
+		d.event(ctx, k.Name, "Normal", EventStarted, react.what)
 		rep, err := d.Engine.Run(ctx, plan, ro, recordSteps(ctx, d.Events, d.Emit))
 		switch {
 		case errors.As(err, new(*ops.LeaseHeldError)):
@@ -115,12 +115,12 @@ func (d *Daemon) reconcile(ctx context.Context, k model.KubeNode) {
 				ctx,
 				k.Name,
 				"Normal",
-				"DrainctlDone",
+				EventDone,
 				fmt.Sprintf("%s: %d VM(s) migrated", react.op, countResult(rep, ops.MigCompleted)),
 			)
 		case ctx.Err() != nil:
 		default:
-			d.event(ctx, k.Name, "Warning", "DrainctlFailed", err.Error())
+			d.event(ctx, k.Name, "Warning", EventFailed, err.Error())
 		}
 	}()
 }
@@ -146,7 +146,7 @@ func (d *Daemon) planFailed(ctx context.Context, node string, err error) {
 	d.mu.Unlock()
 	if err != nil {
 		d.Emit(ops.NewNodeChanged(d.Engine.Now(), node, "cannot plan: "+msg))
-		d.event(ctx, node, "Warning", "DrainctlPlanFailed", msg)
+		d.event(ctx, node, "Warning", EventPlanFailed, msg)
 	}
 }
 

@@ -248,7 +248,7 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 			ctx,
 			k.Name,
 			"Normal",
-			"MaintenanceStarted",
+			EventMaintenanceStart,
 			fmt.Sprintf("NodeMaintenance %s: %s", nm.Name, cmp.Or(nm.Reason, "no reason given")),
 		)
 	}
@@ -286,7 +286,7 @@ func (c *MaintenanceController) maintain(ctx context.Context, nm model.NodeMaint
 		ctx,
 		k.Name,
 		"Normal",
-		"MaintenanceSucceeded",
+		EventMaintenanceDone,
 		fmt.Sprintf("NodeMaintenance %s: %d pod(s) evicted, %d VM(s) migrated", nm.Name, st.EvictionPods, st.MigratedVMs),
 	)
 	return nil
@@ -305,7 +305,7 @@ func (c *MaintenanceController) restore(ctx context.Context, nm model.NodeMainte
 			}
 			return c.failed(ctx, nm, nm.Status, fmt.Errorf("restoring the node: %w", err))
 		}
-		c.event(ctx, nm.NodeName, "Normal", "MaintenanceEnded", fmt.Sprintf("NodeMaintenance %s deleted: node restored", nm.Name))
+		c.event(ctx, nm.NodeName, "Normal", EventMaintenanceEnded, fmt.Sprintf("NodeMaintenance %s deleted: node restored", nm.Name))
 	}
 	// The lease was the maintenance's (renewed while it lasted): released with it, even when
 	// the node (or its journal) is gone and the plan had nothing to release.
@@ -337,7 +337,7 @@ func (c *MaintenanceController) failed(ctx context.Context, nm model.NodeMainten
 	st.LastUpdate = c.Engine.Now()
 	c.write(nm.Name, st)
 	if r.failures == 1 && nm.NodeName != "" {
-		c.event(ctx, nm.NodeName, "Warning", "MaintenanceFailed", fmt.Sprintf("NodeMaintenance %s: %v", nm.Name, err))
+		c.event(ctx, nm.NodeName, "Warning", EventMaintenanceError, fmt.Sprintf("NodeMaintenance %s: %v", nm.Name, err))
 	}
 	return err
 }

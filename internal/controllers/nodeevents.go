@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
@@ -33,17 +32,17 @@ func recordSteps(ctx context.Context, events NodeEvents, emit func(ops.Event)) f
 		case ops.StepEvent:
 			switch ev.State {
 			case ops.StepDone:
-				record(ev.Node, "Normal", "Drainctl"+camel(ev.Step), ev.Detail)
+				record(ev.Node, "Normal", StepEventReason(ev.Step, false), ev.Detail)
 			case ops.StepFailed:
-				record(ev.Node, "Warning", "Drainctl"+camel(ev.Step)+"Failed", ev.Detail)
+				record(ev.Node, "Warning", StepEventReason(ev.Step, true), ev.Detail)
 			}
 		case ops.MigrationEvent:
 			switch ev.State {
 			case ops.MigCompleted:
 				record(ev.Node, "Normal",
-					"DrainctlVMMigrated", fmt.Sprintf("VM %s %s from %s to %s", ev.VM, moved[ev.Method], ev.Source, ev.Dest))
+					EventVMMigrated, fmt.Sprintf("VM %s %s from %s to %s", ev.VM, moved[ev.Method], ev.Source, ev.Dest))
 			case ops.MigFailed, ops.MigAborted:
-				record(ev.Node, "Warning", "DrainctlVMNotMigrated", fmt.Sprintf("VM %s: %s: %s", ev.VM, ev.State, ev.Message))
+				record(ev.Node, "Warning", EventVMNotMigrated, fmt.Sprintf("VM %s: %s: %s", ev.VM, ev.State, ev.Message))
 			}
 		case ops.PlanReady, ops.PodEvent, ops.NodeChanged, ops.RunDone, ops.CampaignEvent: // the daemon's account is steps and VMs
 		}
@@ -53,14 +52,3 @@ func recordSteps(ctx context.Context, events NodeEvents, emit func(ops.Event)) f
 // moved says how a VM left, as its method did (a rebuild is no migration).
 var moved = map[model.MoveMethod]string{model.MoveLive: "live-migrated", model.MoveCold: "cold-migrated", model.MoveRebuild: "rebuilt",
 	"": "live-migrated"}
-
-// camel turns a step's name into an Event reason: "disable-compute" -> "DisableCompute".
-func camel(k model.StepKind) string {
-	var b strings.Builder
-	for _, part := range strings.Split(string(k), "-") {
-		if part != "" {
-			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-		}
-	}
-	return b.String()
-}

@@ -266,7 +266,7 @@ func (p *Proactive) tell(ctx context.Context, kind model.NoticeKind, node, typ, 
 	if p.Events != nil {
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		p.Events.NodeEvent(ectx, node, typ, "Drainctl"+eventReason(kind), msg)
+		p.Events.NodeEvent(ectx, node, typ, NoticeEventReason(kind), msg)
 	}
 }
 
@@ -290,15 +290,6 @@ func withNova(seen, recorded []string) []string {
 		if strings.HasPrefix(t, "nova:") {
 			out = append(out, t)
 		}
-	}
-	return out
-}
-
-// eventReason is a notice kind as an Event's reason: "proactive-done" → "ProactiveDone".
-func eventReason(k model.NoticeKind) string {
-	var out string
-	for _, w := range strings.Split(string(k), "-") {
-		out += strings.ToUpper(w[:1]) + w[1:]
 	}
 	return out
 }

@@ -326,7 +326,7 @@ func (r *Recoverer) refuse(ctx context.Context, n model.Node, msg string) {
 		return
 	}
 	e := r.Engine
-	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryRefused", "automatic recovery refused: "+msg)
+	r.event(ctx, n.Name, "Warning", EventRecoveryRefused, "automatic recovery refused: "+msg)
 	r.Log("automatic recovery of " + n.Name + " refused: " + msg)
 	r.notify(model.Notice{Kind: model.NoticeRecoveryRefused, Node: n.Name, Message: "automatic recovery refused: " + msg})
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -407,7 +407,7 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 			strings.Join(stays, ", "),
 		)
 	}
-	r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStarted", started)
+	r.event(ctx, n.Name, "Warning", EventRecoveryStarted, started)
 	r.notify(model.Notice{Kind: model.NoticeRecoveryStarted, Node: n.Name, Message: started})
 	r.Log(started)
 	// The engine's recover keeps the ledger (ops/recoveries.go), as for a recovery by hand;
@@ -446,9 +446,9 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 		}
 	}
 	done := model.Notice{Kind: model.NoticeRecoveryDone, Node: n.Name, Message: summary(n.Name, plan, rep), Ledger: ledger(plan, rep)}
-	typ, reason := "Normal", "DrainctlRecoveryDone"
+	typ, reason := "Normal", EventRecoveryDone
 	if err != nil {
-		typ, reason, done.Kind = "Warning", "DrainctlRecoveryFailed", model.NoticeRecoveryFailed
+		typ, reason, done.Kind = "Warning", EventRecoveryFailed, model.NoticeRecoveryFailed
 	}
 	if c := done.Ledger; err == nil && c.Failed+c.Pending == 0 && c.Succeeded > 0 {
 		done.VMsRunningAfter = lastRunning.Sub(n.Kube.Outage())

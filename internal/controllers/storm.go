@@ -135,6 +135,6 @@ func (r *Recoverer) stormBegan(ctx context.Context, now time.Time, unhealthy []m
 	r.Log("automatic recovery: " + msg)
 	r.notify(model.Notice{Kind: model.NoticeStorm, Message: msg})
 	for _, n := range unhealthy {
-		r.event(ctx, n.Name, "Warning", "DrainctlRecoveryStorm", msg)
+		r.event(ctx, n.Name, "Warning", EventRecoveryStorm, msg)
 	}
 }
