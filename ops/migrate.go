@@ -354,14 +354,11 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		if run.method == model.MoveLive || run.method == model.MoveCold {
 			run.requestID = e.nova.ActionRequest(run.vm.ID)
 		}
-		said := requestSaid(run.requestID)
-		if asks := movers[run.method].asks; asks != "" {
-			said = strings.TrimSuffix(asks+"; "+said, "; ")
-		}
+		said := []string{movers[run.method].asks, requestSaid(run.requestID)}
 		if run.ownerSaidNow {
-			said = strings.TrimPrefix(said+"; ", "; ") + "its owner asked it moved now (drainctl:move-now), not at the lead's end"
+			said = append(said, "its owner asked it moved now (drainctl:move-now), not at the lead's end")
 		}
-		r.emitVM(run, MigRequested, said)
+		r.emitVM(run, MigRequested, strings.Join(slices.DeleteFunc(said, func(s string) bool { return s == "" }), "; "))
 		running[run.vm.ID] = run
 	}
 	return failed

@@ -80,18 +80,20 @@ func requestStop(r *runner, ctx context.Context, run *vmRun, _ string) error {
 // A stop cannot be taken back: past timeouts.migration it fails, not asked again.
 func (r *runner) pollStop(ctx context.Context, run *vmRun) (MigState, string, error) {
 	vm, err := r.e.nova.Server(ctx, run.vm.ID)
-	switch {
-	case err != nil:
+	if err != nil {
 		return "", "", err
-	case vm.Phase() == model.PhaseStopped && !vm.Busy():
+	}
+	seen, done, err := inPhase(vm, model.PhaseStopped)
+	switch {
+	case done:
 		return MigSkipped, "stopped for restart-in-place: started on the node again when it returns", nil
-	case vm.Phase() == model.PhaseBroken:
-		return MigFailed, "stopping it for restart-in-place: it went to ERROR: " + cmp.Or(vm.Fault, "Nova gave no fault"), nil
+	case err != nil:
+		return MigFailed, "stopping it for restart-in-place: " + err.Error(), nil
 	}
 	if d := r.e.cfg.Timeouts.Migration.D(); r.e.now().Sub(run.started) > d {
 		run.settled = true
-		return MigFailed, fmt.Sprintf("stopping it for restart-in-place: not %s within timeouts.migration (%s): %s (task %s)",
-			model.PhaseStopped, d, vm.Status, cmp.Or(vm.TaskState, "none")), nil
+		return MigFailed, fmt.Sprintf("stopping it for restart-in-place: not %s within timeouts.migration (%s): %s",
+			model.PhaseStopped, d, seen), nil
 	}
 	return "", "", nil
 }
@@ -107,15 +109,19 @@ func (r *runner) stoppedByUs(id string) bool {
 // timeouts.migration.
 func (r *runner) waitPhase(ctx context.Context, id string, phase model.VMPhase) error {
 	return r.e.watchServer(ctx, id, r.e.cfg.Timeouts.Migration.D(), "not "+phase.String()+" within timeouts.migration",
-		func(_ context.Context, vm model.VM) (string, bool, error) {
-			switch {
-			case vm.Phase() == phase && !vm.Busy():
-				return "", true, nil
-			case vm.Phase() == model.PhaseBroken:
-				return "", false, fmt.Errorf("it went to ERROR: %s", cmp.Or(vm.Fault, "Nova gave no fault"))
-			}
-			return fmt.Sprintf("%s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
-		})
+		func(_ context.Context, vm model.VM) (string, bool, error) { return inPhase(vm, phase) })
+}
+
+// inPhase judges a server a stop or a start waits on: done once in phase with no task; an
+// error once it went to ERROR; else what it is now.
+func inPhase(vm model.VM, phase model.VMPhase) (seen string, done bool, err error) {
+	switch {
+	case vm.Phase() == phase && !vm.Busy():
+		return "", true, nil
+	case vm.Phase() == model.PhaseBroken:
+		return "", false, fmt.Errorf("it went to ERROR: %s", cmp.Or(vm.Fault, "Nova gave no fault"))
+	}
+	return fmt.Sprintf("%s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
 }
 
 // watchServer reads the server every poll until judge says it is done, or fails it, or
