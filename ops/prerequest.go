@@ -235,14 +235,11 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 // cluster room counted. later: a group holds it; its node's next VM is tried.
 func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 	vm := q.run.vm
-	var stopped map[string]bool // a member stopped for its restart-in-place is disrupted too
 	for _, b := range r.e.inv.groupBudgets(ctx, r.e.o.Poll, r.e.cfg.Policy.GroupRules()) {
 		if !b.Members[vm.ID] {
 			continue
 		}
-		if stopped == nil { // read for a group's member only: every request passes here
-			stopped = r.e.stoppedInPlaceNow(ctx, b.Members)
-		}
+		stopped := r.e.stoppedInPlaceNow(ctx, b.Members) // a member stopped for its restart-in-place is disrupted too
 		moving := 0
 		for id := range b.Members {
 			if _, on := q.room.moving[id]; id != vm.ID && (on || stopped[id]) {
@@ -270,30 +267,33 @@ func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 // cache could still miss it. A journal that cannot be read counts each of its node's members
 // as stopped: unknown holds the request, it never lets two through.
 func (e *Engine) stoppedInPlaceNow(ctx context.Context, vms map[string]bool) map[string]bool {
-	out := map[string]bool{}
 	ns, err := e.inv.lastRead(ctx)
 	if err != nil {
 		return e.inv.stoppedInPlace()
 	}
-	read := map[string]bool{}
+	onHost := map[string][]string{} // the members by host: one read a host
 	for _, vm := range ns.VMs {
-		node := e.inv.NodeOf(vm.Host)
-		if !vms[vm.ID] || node == "" || read[node] {
+		if vms[vm.ID] {
+			onHost[vm.Host] = append(onHost[vm.Host], vm.ID)
+		}
+	}
+	out := map[string]bool{}
+	for host, ids := range onHost {
+		node := e.inv.NodeOf(host)
+		if node == "" {
 			continue
 		}
-		read[node] = true
 		k, found, err := e.kube.NodeFresh(ctx, node)
-		if err != nil {
-			for _, other := range ns.VMs {
-				if vms[other.ID] && other.Host == vm.Host {
-					out[other.ID] = true
-				}
-			}
-			continue
-		}
-		if j, ok := ReadJournal(k); found && ok {
-			for _, id := range j.Restart {
+		switch {
+		case err != nil:
+			for _, id := range ids {
 				out[id] = true
+			}
+		case found:
+			if j, ok := ReadJournal(k); ok {
+				for _, id := range j.Restart {
+					out[id] = true
+				}
 			}
 		}
 	}
