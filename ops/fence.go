@@ -40,16 +40,16 @@ func (e *Engine) provenFence(ctx context.Context, k model.KubeNode, ro RunOption
 	}
 	// The same Kubernetes user may run both (a person's terminal beside the controller it runs,
 	// the demo): the record's maker says whose fence it is.
-	if by := holderRole(f.By); !ro.Automatic && strings.HasPrefix(by, "drainctl-") && by != holderRole(e.o.Holder) {
+	if by := HolderRole(f.By); !ro.Automatic && strings.HasPrefix(by, "drainctl-") && by != HolderRole(e.o.Holder) {
 		return nil, fmt.Sprintf("its fence record was made by %s, not by a person's recovery: %s; it proves nothing of yours",
-			holderRole(f.By), f.Text()), nil
+			HolderRole(f.By), f.Text()), nil
 	}
 	return &f, "", nil
 }
 
-// holderRole is the role a holder runs as: "drainctl" for a person's drainctl,
+// HolderRole is the role a holder runs as: "drainctl" for a person's drainctl,
 // "drainctl-controller" for the controller's (an in-cluster role's begins "drainctl-").
-func holderRole(holder string) string {
+func HolderRole(holder string) string {
 	role, _, _ := strings.Cut(holder, "/")
 	return role
 }

@@ -25,11 +25,8 @@ type elsewhere struct {
 func operationsElsewhere(s *shared) []elsewhere {
 	var out []elsewhere
 	for _, n := range s.inv.Nodes {
-		if n.Kube == nil {
-			continue
-		}
-		j, ok := ops.ReadJournal(*n.Kube)
-		if !ok || (s.holder != "" && j.Holder == s.holder) {
+		j, ok := othersJournal(s, n)
+		if !ok {
 			continue
 		}
 		if v, here := s.ops.views[n.Name]; here && !v.finished() {
@@ -38,6 +35,15 @@ func operationsElsewhere(s *shared) []elsewhere {
 		out = append(out, elsewhere{node: n.Name, journal: j})
 	}
 	return out
+}
+
+// othersJournal is the node's journal when another process wrote it.
+func othersJournal(s *shared, n model.Node) (ops.Journal, bool) {
+	if n.Kube == nil {
+		return ops.Journal{}, false
+	}
+	j, ok := ops.ReadJournal(*n.Kube)
+	return j, ok && (s.holder == "" || j.Holder != s.holder)
 }
 
 // line says the operation in one row: what, where, how far, by whom, since when.
@@ -56,21 +62,11 @@ func (e elsewhere) line() string {
 
 // elsewhereNote is a node row's note for another process's operation on it ("" when none).
 func elsewhereNote(s *shared, n model.Node) string {
-	if n.Kube == nil {
+	j, ok := othersJournal(s, n)
+	if !ok || j.Phase == ops.PhaseDone {
 		return ""
 	}
-	j, ok := ops.ReadJournal(*n.Kube)
-	if !ok || (s.holder != "" && j.Holder == s.holder) || j.Phase == ops.PhaseDone {
-		return ""
-	}
-	return text.Sprintf("%s %s by %s", j.Op, j.Phase, short(j.Holder))
-}
-
-// short is a holder without its process detail ("drainctl-controller/host-7/1234" →
-// "drainctl-controller").
-func short(holder string) string {
-	name, _, _ := strings.Cut(holder, "/")
-	return cmp.Or(name, "another process")
+	return text.Sprintf("%s %s by %s", j.Op, j.Phase, cmp.Or(ops.HolderRole(j.Holder), "another process"))
 }
 
 // writeElsewhere lists the operations elsewhere under a heading, at most rows of them.
