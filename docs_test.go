@@ -48,11 +48,37 @@ func TestTheReferenceNamesEveryNoticeKind(t *testing.T) {
 // comment (the one beside it, else the one above it).
 func constTable(t *testing.T, file, typ string) []string {
 	t.Helper()
+	var rows []string
+	for _, c := range stringConsts(t, file) {
+		if c.typ != typ {
+			continue
+		}
+		if c.doc == "" {
+			t.Errorf("%s: %s has no comment to say what it means", file, c.value)
+		}
+		rows = append(rows, fmt.Sprintf("| `%s` | %s |", c.value, firstSentence(c.doc)))
+	}
+	if len(rows) < 10 {
+		t.Fatalf("only %d %s constants read from %s", len(rows), typ, file)
+	}
+	return rows
+}
+
+// stringConst is a string constant of a Go file, as its source declares it.
+type stringConst struct {
+	name, typ, value string
+	doc              string // its own comment: beside it, else above it
+	groupDoc         string // its const block's
+}
+
+// stringConsts are the file's string constants, in order.
+func stringConsts(t *testing.T, file string) []stringConst {
+	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []string
+	var out []stringConst
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
@@ -60,21 +86,20 @@ func constTable(t *testing.T, file, typ string) []string {
 		}
 		for _, spec := range g.Specs {
 			v := spec.(*ast.ValueSpec)
-			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != typ || len(v.Values) != 1 {
-				continue
+			typ := ""
+			if id, ok := v.Type.(*ast.Ident); ok {
+				typ = id.Name
 			}
-			value, _ := strconv.Unquote(v.Values[0].(*ast.BasicLit).Value)
-			doc := cmp.Or(v.Comment.Text(), v.Doc.Text())
-			if doc == "" {
-				t.Errorf("%s: %s has no comment to say what it means", file, value)
+			for i, val := range v.Values {
+				if lit, ok := val.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					value, _ := strconv.Unquote(lit.Value)
+					out = append(out, stringConst{name: v.Names[i].Name, typ: typ, value: value,
+						doc: cmp.Or(v.Comment.Text(), v.Doc.Text()), groupDoc: g.Doc.Text()})
+				}
 			}
-			rows = append(rows, fmt.Sprintf("| `%s` | %s |", value, firstSentence(doc)))
 		}
 	}
-	if len(rows) < 10 {
-		t.Fatalf("only %d %s constants read from %s", len(rows), typ, file)
-	}
-	return rows
+	return out
 }
 
 // held holds docs/reference.md's block name to want (-update writes it).
@@ -138,32 +163,10 @@ func TestTheReferenceNamesEveryKeyItWrites(t *testing.T) {
 				strings.Contains(path, "/sim") {
 				return err
 			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
-			if err != nil {
-				return err
-			}
-			for _, decl := range f.Decls {
-				g, ok := decl.(*ast.GenDecl)
-				if !ok || g.Tok != token.CONST {
-					continue
-				}
-				for _, spec := range g.Specs {
-					v := spec.(*ast.ValueSpec)
-					for _, val := range v.Values {
-						lit, ok := val.(*ast.BasicLit)
-						if !ok || lit.Kind != token.STRING {
-							continue
-						}
-						key, _ := strconv.Unquote(lit.Value)
-						for prefix := range tables {
-							if strings.HasPrefix(key, prefix) && !strings.ContainsAny(key, " ") {
-								doc := v.Doc.Text() + v.Comment.Text()
-								if doc == "" {
-									doc = g.Doc.Text()
-								}
-								tables[prefix] = append(tables[prefix], fmt.Sprintf("| `%s` | %s |", key, firstSentence(doc)))
-							}
-						}
+			for _, c := range stringConsts(t, path) {
+				for prefix := range tables {
+					if strings.HasPrefix(c.value, prefix) && !strings.ContainsAny(c.value, " ") {
+						tables[prefix] = append(tables[prefix], fmt.Sprintf("| `%s` | %s |", c.value, firstSentence(cmp.Or(c.doc, c.groupDoc))))
 					}
 				}
 			}
@@ -233,19 +236,10 @@ func TestTheReferenceNamesEveryEventReason(t *testing.T) {
 // constValues are the file's string constants of the type, by name.
 func constValues(t *testing.T, file, typ string) map[string]string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]string{}
-	for _, d := range f.Decls {
-		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
-			for _, spec := range g.Specs {
-				v := spec.(*ast.ValueSpec)
-				if id, ok := v.Type.(*ast.Ident); ok && id.Name == typ && len(v.Values) == 1 {
-					out[v.Names[0].Name], _ = strconv.Unquote(v.Values[0].(*ast.BasicLit).Value)
-				}
-			}
+	for _, c := range stringConsts(t, file) {
+		if c.typ == typ {
+			out[c.name] = c.value
 		}
 	}
 	return out
