@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 	"github.com/drainctl/drainctl/ops/sim/novatest"
 )
@@ -642,4 +643,40 @@ func TestGuestDeadHostRecoveredByItself(t *testing.T) {
 	t.Logf("death → forced down %.1f s (heartbeat_timeout 20 s, the fence 2 s); death → every guest ACTIVE %.1f s, → its init %.1f s; "+
 		"floor %.1f s (20 s + 2 s + Nova's rebuild %.1f s + the guest's boot %.1f s): %.2f× the floor",
 		d.forced.Seconds(), d.running.Seconds(), slowest.Seconds(), floor, rebuild, boot, slowest.Seconds()/floor)
+}
+
+// restart-in-place on a real guest: the evacuation stops it where it is (Nova's stop, which
+// asks the guest to shut down and, past its shutdown timeout, destroys it), the node not
+// empty on purpose (exit 6); libvirt runs it nowhere and Nova calls it SHUTOFF on compute-0.
+// uncordon starts it there again: libvirt runs it on compute-0 only.
+func TestGuestRestartInPlace(t *testing.T) {
+	nova := novatest.Hypervisor(t)
+	c := newClusterOn(t, nova, "")
+	id := nova.BootGuest("g-rip", "compute-0", 48, 0)
+	dom := nova.InstanceName(id)
+	nova.API.Must("POST", "compute", "/servers/"+id+"/metadata",
+		map[string]any{"metadata": map[string]string{model.VMPolicyKey: "restart-in-place"}}, nil, 200)
+	c0 := c.px + "-c0"
+	r := c.drainctl(t, nil, "--auto", "evacuate", c0)
+	t.Logf("evacuate: exit %d\n%s", r.code, r.stderr)
+	if r.code != 6 || !strings.Contains(r.stderr, "g-rip: stopped for restart-in-place") {
+		t.Fatalf("evacuate: exit %d; want 6, g-rip stopped in place", r.code)
+	}
+	if s := serverOn(t, nova, id); s.Host != "compute-0" || s.Status != "SHUTOFF" || s.Task() != "" {
+		t.Errorf("after the evacuation: %s on %s (task %q); want SHUTOFF on compute-0", s.Status, s.Host, s.Task())
+	}
+	if on := runningOn(t, dom); len(on) != 0 {
+		t.Errorf("libvirt runs the stopped guest on %v", on)
+	}
+	r = c.drainctl(t, nil, "--auto", "uncordon", c0)
+	t.Logf("uncordon: exit %d\n%s", r.code, r.stderr)
+	if r.code != 0 {
+		t.Fatalf("uncordon: exit %d", r.code)
+	}
+	if s := serverOn(t, nova, id); s.Host != "compute-0" || s.Status != "ACTIVE" {
+		t.Errorf("after the uncordon: %s on %s; want ACTIVE on compute-0", s.Status, s.Host)
+	}
+	if on := runningOn(t, dom); len(on) != 1 || on[0] != "compute-0" {
+		t.Errorf("libvirt runs the guest on %v; want compute-0 only", on)
+	}
 }
