@@ -58,6 +58,9 @@ func main() {
 	flag.IntVar(&o.roll.vmsPerNode, "roll-vms", 2, "VMs on each node's host")
 	flag.IntVar(&o.roll.podsPerNode, "roll-pods", 4, "pods on each node")
 	flag.StringVar(&o.roll.ndjson, "roll-ndjson", "", "keep the campaign's -o json lines in this file")
+	flag.StringVar(&o.roll.budget, "roll-budget", "", "[roll] budget of the campaign (\"10% per 30s\"): its ETA held to the rest's time under it")
+	flag.StringVar(&o.roll.logs, "roll-logs", ".bench/roll-logs", "each campaign's whole logs (drainctl's output, the simulator's writes) go here, kept when it fails")
+	flag.IntVar(&o.roll.runs, "roll-runs", 1, "campaigns one after the other (each over every node); how many finished every node is printed")
 	flag.IntVar(&o.roll.parallel, "roll-parallel", 20, "--parallel of the campaign (and [concurrency] nodes)")
 	flag.IntVar(&o.roll.perSource, "roll-per-source", 1, "[concurrency] migrations_per_source (1, the default)")
 	flag.BoolVar(&o.roll.static, "roll-static", false, "[concurrency] static_caps = true: the caps alone, no pace (its baseline)")
@@ -92,7 +95,7 @@ func run(ctx context.Context, o options) error {
 		return runNovaAtRest(ctx, o)
 	}
 	if o.rollOnly {
-		return runRoll(ctx, o)
+		return runRolls(ctx, o)
 	}
 	c, cs, err := startWorld(ctx, o.data, o.size, o.workers)
 	if err != nil {

@@ -46,7 +46,36 @@ type rollOptions struct {
 	dirty                                    float64 // each VM's dirty rate, a share of a move's full copy rate
 	tui                                      bool    // a TUI beside the campaign, :campaign open (rolltui.go)
 	returnVMs                                bool    // --return-vms: the VMs brought home, counted at the end
+	budget                                   string  // [roll] budget: a rate budget the campaign keeps ("": none)
+	logs                                     string  // each run's whole logs go here, kept when it fails
+	runs                                     int     // campaigns one after the other, each over every node
 	slow                                     slowOptions
+}
+
+// runRolls runs -roll-runs campaigns one after the other and says how many finished every
+// node; a run that fails keeps its logs and the next one runs.
+func runRolls(ctx context.Context, o options) error {
+	failed := 0
+	for i := 1; i <= o.roll.runs; i++ {
+		if o.roll.runs > 1 {
+			logf("roll: run %d of %d, load avg %s", i, o.roll.runs, loadavg())
+		}
+		if err := runRoll(ctx, o); err != nil {
+			if o.roll.runs == 1 || ctx.Err() != nil {
+				return err
+			}
+			failed++
+			fmt.Printf("\nrun %d of %d failed: %v\n", i, o.roll.runs, err)
+		}
+	}
+	if o.roll.runs > 1 {
+		fmt.Printf("\n%d of %d campaigns of %d nodes finished every node; load avg at the end %s\n",
+			o.roll.runs-failed, o.roll.runs, o.roll.nodes, loadavg())
+		if failed > 0 {
+			return fmt.Errorf("%d of %d campaigns failed (their logs are kept in %s)", failed, o.roll.runs, o.roll.logs)
+		}
+	}
+	return nil
 }
 
 func runRoll(ctx context.Context, o options) error {
@@ -87,6 +116,13 @@ func runRoll(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Close()
+	campaign := fmt.Sprintf("bench-%d", time.Now().Unix())
+	logs, err := keepLogs(filepath.Join(ro.logs, campaign))
+	if err != nil {
+		return err
+	}
+	defer logs.close()
+	srv.LogWrites(logs.sim)
 
 	px, err := newCountingProxy(c.cfg)
 	if err != nil {
@@ -110,6 +146,9 @@ func runRoll(ctx context.Context, o options) error {
 	}
 	// A move stalls after the default minute of the simulator's time, not of ours.
 	conf += fmt.Sprintf("[policy]\nstall_after = %q\n", time.Duration(float64(time.Minute)/ro.scale))
+	if ro.budget != "" {
+		conf += fmt.Sprintf("[roll]\nbudget = [%q]\n", ro.budget)
+	}
 	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -128,7 +167,7 @@ func runRoll(ctx context.Context, o options) error {
 	logf("roll: %d nodes, --parallel %d, %d VMs and %d pods a node", ro.nodes, ro.parallel, ro.vmsPerNode, ro.podsPerNode)
 	args := []string{"--kubeconfig", kubeconfig, "--config", cfgFile, "--auto", "roll",
 		"--selector", "node-role.kubernetes.io/compute", "--parallel", fmt.Sprint(ro.parallel), "--exec", "true",
-		"--campaign", fmt.Sprintf("bench-%d", time.Now().Unix()), "-o", "json"}
+		"--campaign", campaign, "-o", "json"}
 	if ro.returnVMs {
 		args = append(args, "--return-vms")
 	}
@@ -140,7 +179,7 @@ func runRoll(ctx context.Context, o options) error {
 		return err
 	}
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	cmd.Stderr = io.MultiWriter(&stderr, logs.stderr)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
@@ -150,14 +189,14 @@ func runRoll(ctx context.Context, o options) error {
 	if ro.slow.at > 0 || ro.slow.curve != "" {
 		sampled = slowNova(w, ro.slow, start, stopSampling)
 	}
-	var lines io.Reader = stdout
+	var lines io.Reader = io.TeeReader(stdout, logs.stdout)
 	if ro.ndjson != "" {
 		f, err := os.Create(ro.ndjson)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		lines = io.TeeReader(stdout, f)
+		lines = io.TeeReader(lines, f)
 	}
 	ended := make(chan struct{})
 	watched := make(chan struct{})
@@ -175,10 +214,12 @@ func runRoll(ctx context.Context, o options) error {
 	wall := time.Since(start)
 	peak, mean := rss()
 	if err != nil {
-		return fmt.Errorf("drainctl roll: %v\n%s\n…\n%s", err, crash(stderr.String()), tail(stderr.String(), 20))
+		logs.keep()
+		return fmt.Errorf("drainctl roll: %v\n%s\n…\n%s\nthe whole logs: %s", err, crash(stderr.String()), tail(stderr.String(), 20), logs.dir)
 	}
 	if parseErr != nil {
-		return parseErr
+		logs.keep()
+		return fmt.Errorf("%w\nthe whole logs: %s", parseErr, logs.dir)
 	}
 
 	stats := w.Stats()
@@ -199,6 +240,9 @@ func runRoll(ctx context.Context, o options) error {
 	}
 	if ro.static {
 		beside += "; static caps"
+	}
+	if ro.budget != "" {
+		beside += fmt.Sprintf("; rate budget %q", ro.budget)
 	}
 	fmt.Printf("\nbench-scale -roll (%s): %d nodes on a real kube-apiserver, %d VMs and %d pods a node (simulated Nova, %g× time), --parallel %d, --exec true, migrations_per_destination %d%s; load avg %s\n\n",
 		o.drainctl, ro.nodes, ro.vmsPerNode, ro.podsPerNode, ro.scale, ro.parallel, ro.perDest, beside, loadavg())

@@ -1,12 +1,17 @@
 package sim
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,6 +21,9 @@ type Server struct {
 	world *World
 	http  *http.Server
 	ln    net.Listener
+
+	logMu  sync.Mutex
+	writes io.Writer // LogWrites: every request that changes the world, one line each
 }
 
 // Serve starts a server for the world on addr ("127.0.0.1:0" for a random port).
@@ -38,7 +46,10 @@ func (s *Server) counted(h http.Handler) http.Handler {
 		// service's silence as Date less updated_at, both on the cloud's clock).
 		w.Header().Set("Date", s.world.clock.Now().UTC().Format(http.TimeFormat))
 		cw := &countingWriter{ResponseWriter: w}
+		began := time.Now()
+		body := s.keepBody(r)
 		h.ServeHTTP(cw, r)
+		s.logWrite(r, body, cw.status, time.Since(began))
 		api := "nova"
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/placement"):
@@ -56,13 +67,60 @@ func (s *Server) counted(h http.Handler) http.Handler {
 
 type countingWriter struct {
 	http.ResponseWriter
-	n int64
+	n      int64
+	status int
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	c.status = code
+	c.ResponseWriter.WriteHeader(code)
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(b)
 	c.n += int64(n)
 	return n, err
+}
+
+// LogWrites writes a line for every request that changes the world (each method but GET and
+// HEAD): when it came, its method, path and body, the status and how long it took. What a
+// benchmark keeps when a run fails: the order Nova saw the writes in. Keystone's bodies hold
+// passwords and are never written.
+func (s *Server) LogWrites(w io.Writer) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	s.writes = w
+}
+
+// keepBody reads a write's body for the log (at most 1 KiB kept) and hands the handler the
+// whole of it again.
+func (s *Server) keepBody(r *http.Request) string {
+	s.logMu.Lock()
+	logging := s.writes != nil
+	s.logMu.Unlock()
+	if !logging || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Body == nil ||
+		strings.HasPrefix(r.URL.Path, "/identity") {
+		return ""
+	}
+	data, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	return secretField.ReplaceAllString(string(data[:min(len(data), 1024)]), `"$1":"***"`)
+}
+
+// secretField is a password in a Nova body (a server's adminPass): never logged.
+var secretField = regexp.MustCompile(`"(adminPass|password)"\s*:\s*"[^"]*"`)
+
+func (s *Server) logWrite(r *http.Request, body string, status int, took time.Duration) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	if s.writes == nil {
+		return
+	}
+	fmt.Fprintf(s.writes, "%s %s %s %d %s %s\n", time.Now().UTC().Format("15:04:05.000"), r.Method, r.URL.Path,
+		cmp.Or(status, http.StatusOK), took.Round(time.Millisecond), body)
 }
 
 // World is the state behind the server.

@@ -664,3 +664,36 @@ func TestAForceCompletedMoveStaysForced(t *testing.T) {
 		t.Errorf("3 s after its force-complete, a 2 GiB move is still in progress: %v", got["migrations"])
 	}
 }
+
+// The write log a benchmark keeps of a failed run: each write in the order Nova took it, with
+// its body and status; no read, no password.
+func TestTheWriteLogKeepsEveryWriteAndNoSecret(t *testing.T) {
+	srv, w := startWorld(t, Options{})
+	var log strings.Builder
+	srv.LogWrites(&log)
+	h, _ := w.Host("compute-0")
+	rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"status":"disabled","disabled_reason":"drainctl: evacuate"}`)
+	rawGet(t, srv, "/os-services", "2.93")
+	rawDo(t, srv, "PUT", "/os-services/"+h.ServiceID, "2.93", `{"status":"enabled","disabled_reason":"x"}`)
+	rawDo(t, srv, "POST", "/servers/nope/action", "2.93", `{"rebuild":{"imageRef":"i","adminPass":"hunter2"}}`)
+	var got, writes []string // the Nova writes, their method, path and status; a token is asked for before each call
+	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if f := strings.Fields(l); len(f) >= 4 && !strings.HasPrefix(f[2], "/identity") {
+			got, writes = append(got, strings.Join(f[1:4], " ")), append(writes, l)
+		}
+	}
+	want := []string{
+		"PUT /compute/v2.1/os-services/" + h.ServiceID + " 200",
+		"PUT /compute/v2.1/os-services/" + h.ServiceID + " 400",
+		"POST /compute/v2.1/servers/nope/action 404",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the writes logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(writes) == 0 || !strings.Contains(writes[0], `"disabled_reason":"drainctl: evacuate"`) {
+		t.Errorf("a write's body is not logged: %q", writes)
+	}
+	if strings.Contains(log.String(), "hunter2") || strings.Contains(log.String(), "secret") {
+		t.Errorf("a password is logged:\n%s", log.String())
+	}
+}

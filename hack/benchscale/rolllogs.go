@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// runLogs holds one campaign's whole logs: drainctl's stdout (its JSON lines) and stderr, and
+// the simulator's writes in the order it took them. They are removed when the campaign
+// finishes every node and kept when it does not, so a failure's cause is never cut to a tail.
+type runLogs struct {
+	dir                 string
+	stdout, stderr, sim *os.File
+	kept                bool
+}
+
+func keepLogs(dir string) (*runLogs, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l := &runLogs{dir: dir}
+	for _, f := range []struct {
+		to   **os.File
+		name string
+	}{{&l.stdout, "drainctl.ndjson"}, {&l.stderr, "drainctl.stderr"}, {&l.sim, "nova-writes.log"}} {
+		file, err := os.Create(filepath.Join(dir, f.name))
+		if err != nil {
+			l.close()
+			return nil, err
+		}
+		*f.to = file
+	}
+	return l, nil
+}
+
+// keep marks the logs as a failed run's: close leaves them.
+func (l *runLogs) keep() { l.kept = true }
+
+func (l *runLogs) close() {
+	for _, f := range []*os.File{l.stdout, l.stderr, l.sim} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	if !l.kept {
+		_ = os.RemoveAll(l.dir)
+	}
+}
