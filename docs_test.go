@@ -21,6 +21,7 @@ import (
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/docblock"
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/kube"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/reference.md's generated blocks")
@@ -243,4 +244,29 @@ func constValues(t *testing.T, file, typ string) map[string]string {
 		}
 	}
 	return out
+}
+
+// The reference's records are kube.RecordKinds, the table SaveRecord writes by (a record of a
+// kind without a row is refused); each row's kind is one the code names a record by.
+func TestTheReferenceNamesEveryRecord(t *testing.T) {
+	var rows []string
+	for _, k := range kube.RecordKinds {
+		rows = append(rows, fmt.Sprintf("| %s | `%s` | %s |", k.Kind, k.Name, strings.ReplaceAll(k.Holds, "|", "\\|")))
+		named := regexp.MustCompile(`"` + regexp.QuoteMeta(k.Kind) + `(-[a-z]*)?"`)
+		used := false
+		for _, root := range []string{"ops", "internal"} {
+			_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") &&
+					!strings.HasSuffix(path, "kube/records.go") && !strings.Contains(path, "/sim") {
+					data, _ := os.ReadFile(path)
+					used = used || named.Match(data)
+				}
+				return err
+			})
+		}
+		if !used {
+			t.Errorf("kube.RecordKinds has %q, but no code names a record %s or %s-…", k.Kind, k.Kind, k.Kind)
+		}
+	}
+	held(t, "records", "| kind | ConfigMap in drainctl's namespace | what it holds |\n|---|---|---|\n"+strings.Join(rows, "\n"))
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -28,6 +29,27 @@ const (
 	// recordLabel marks drainctl's records, so that they can be listed by kind.
 	recordLabel = "drainctl.io/record"
 )
+
+// RecordKind is one kind of record: the ConfigMap's name (NODE or NAME stands for the node's
+// or the campaign's) and what it holds.
+type RecordKind struct{ Kind, Name, Holds string }
+
+// RecordKinds are drainctl's records, one row a kind. SaveRecord writes none without a row,
+// and the reference's table of records is made from these rows.
+var RecordKinds = []RecordKind{
+	{"campaign", "drainctl-campaign-NAME", "where each node of a rolling campaign stands, and how it runs (its parallelism, " +
+		"budgets, window); a node counts as done on resume only while the node names the campaign too"},
+	{"fence", "drainctl-fence-NODE", "a machine proven off for one outage (a fence command's exit 0, or a person's word), " +
+		"with its boot ID and Node UID: it proves nothing of another outage"},
+	{"machine", "drainctl-machine-NODE", "the system UUID the Node reported when drainctl first saw it: a fence of a Node " +
+		"that reports another machine is refused"},
+	{"pause", "drainctl-pause-recovery", "every automatic recovery held, by whom and why, until a person resumes it"},
+	{"proactive", "drainctl-proactive-NODE", "a degrading host's evacuation ([proactive]): what marked it, what was done " +
+		"and its outcome, the ledger of its VMs' moves; one episode until its triggers clear"},
+	{"recovery", "drainctl-recovery-NODE", "one outage's recovery: what each VM became (rebuilt where, left and why), " +
+		"who recovers and with which options"},
+	{"storm", "drainctl-storm", "the storm guard's last storm: when it began and ended, every process's cooldown counted from it"},
+}
 
 // RecordName is the ConfigMap that holds the record name. A name too long for an object
 // (node names may take 253 characters) keeps its start and gains a hash of the whole.
@@ -112,6 +134,9 @@ func (c *Client) DeleteRecord(ctx context.Context, name string) error {
 // SaveRecord writes the record, creating it (and drainctl's namespace) when missing. One
 // process writes a record at a time (it holds the record's lease), so the last write wins.
 func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error {
+	if !slices.ContainsFunc(RecordKinds, func(k RecordKind) bool { return k.Kind == recordKind(name) }) {
+		return fmt.Errorf("record %q: no kind %q in kube.RecordKinds (a record's kind is a row there first)", name, recordKind(name))
+	}
 	cms := c.cs.CoreV1().ConfigMaps(LeaseNamespace)
 	labels := map[string]string{"app.kubernetes.io/managed-by": "drainctl", recordLabel: recordKind(name)}
 	writer := map[string]string{WriterAnnotation: c.User(ctx)}

@@ -54,3 +54,18 @@ func TestARecordIsWrittenWithoutReadingItFirst(t *testing.T) {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A record is of a kind kube.RecordKinds has (the reference's table of records is made from
+// it): one of no kind is refused before anything is written.
+func TestARecordOfNoKnownKindIsRefused(t *testing.T) {
+	c := kubetest.KubeClient(t, kubetest.Config(t))
+	ctx := kubetest.Ctx(t)
+	name := "scratch-" + kubetest.Prefix(t)
+	err := c.SaveRecord(ctx, name, []byte("{}"))
+	if err == nil || !strings.Contains(err.Error(), "kube.RecordKinds") {
+		t.Fatalf("a record of kind scratch: %v; want refused, naming the table", err)
+	}
+	if _, found, err := c.Record(ctx, name); found || err != nil {
+		t.Errorf("the refused record was written (found %v, %v)", found, err)
+	}
+}
