@@ -52,32 +52,6 @@ type rollOptions struct {
 	slow                                     slowOptions
 }
 
-// runRolls runs -roll-runs campaigns one after the other and says how many finished every
-// node; a run that fails keeps its logs and the next one runs.
-func runRolls(ctx context.Context, o options) error {
-	failed := 0
-	for i := 1; i <= o.roll.runs; i++ {
-		if o.roll.runs > 1 {
-			logf("roll: run %d of %d, load avg %s", i, o.roll.runs, loadavg())
-		}
-		if err := runRoll(ctx, o); err != nil {
-			if o.roll.runs == 1 || ctx.Err() != nil {
-				return err
-			}
-			failed++
-			fmt.Printf("\nrun %d of %d failed: %v\n", i, o.roll.runs, err)
-		}
-	}
-	if o.roll.runs > 1 {
-		fmt.Printf("\n%d of %d campaigns of %d nodes finished every node; load avg at the end %s\n",
-			o.roll.runs-failed, o.roll.runs, o.roll.nodes, loadavg())
-		if failed > 0 {
-			return fmt.Errorf("%d of %d campaigns failed (their logs are kept in %s)", failed, o.roll.runs, o.roll.logs)
-		}
-	}
-	return nil
-}
-
 func runRoll(ctx context.Context, o options) error {
 	ro := o.roll
 	size := worldSize{nodes: ro.nodes, pods: ro.nodes * ro.podsPerNode, namespaces: 10}
