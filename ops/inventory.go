@@ -135,7 +135,7 @@ func (i *Inventory) readNodes(ctx context.Context, seen *model.VM, nodes ...stri
 	}
 	i.mu.Lock()
 	if i.lastNova != nil && i.novaAt.Equal(at) { // no whole read came meanwhile
-		merged := i.lastNova.WithHosts(part, names)
+		merged := i.withAnswers(i.lastNova.WithHosts(part, names), began)
 		i.lastNova, base = &merged, &merged
 		if i.hostBegan == nil {
 			i.hostBegan = map[string]time.Time{}
@@ -144,7 +144,7 @@ func (i *Inventory) readNodes(ctx context.Context, seen *model.VM, nodes ...stri
 			i.hostBegan[h] = began
 		}
 	} else {
-		merged := base.WithHosts(part, names)
+		merged := i.withAnswers(base.WithHosts(part, names), began)
 		base = &merged
 	}
 	i.mu.Unlock()
@@ -214,6 +214,25 @@ func (i *Inventory) ServiceSet(svc model.ComputeService) {
 		}
 	}
 	i.lastNova = &ns
+}
+
+// withAnswers is a read begun at began with every service Nova answered a change of since
+// put back as it answered: a read begun before drainctl disabled a host (a whole read of a
+// large cloud takes seconds) shows it enabled, and kept as it was it would undo the disable in
+// every plan made from it (an uncordon would see nothing to enable). Called with i.mu.
+func (i *Inventory) withAnswers(ns model.NovaSnapshot, began time.Time) model.NovaSnapshot {
+	cloned := false
+	for k, s := range ns.Services {
+		a, ok := i.answered[s.Host]
+		if !ok || !a.at.After(began) || a.svc.ID != s.ID || a.svc == s {
+			continue
+		}
+		if !cloned {
+			ns.Services, cloned = slices.Clone(ns.Services), true
+		}
+		ns.Services[k] = a.svc
+	}
+	return ns
 }
 
 // ServiceAnswered is host's service as Nova answered the last change drainctl made to it, when
@@ -304,9 +323,10 @@ func (i *Inventory) readWhole(ctx context.Context) (model.NovaSnapshot, error) {
 	if err != nil {
 		return ns, err
 	}
-	sum := ns.Fingerprint()
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	ns = i.withAnswers(ns, began)
+	sum := ns.Fingerprint()
 	i.lastNova, i.novaAt = &ns, i.now()
 	i.unmoved, i.novaSum = sum == i.novaSum, sum
 	i.wholeBegan, i.hostBegan = began, nil
