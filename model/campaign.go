@@ -97,10 +97,13 @@ type CampaignNode struct {
 	Domain string `json:"domain,omitempty"` // its --spread-by label's value
 	// Budgets are its values of the labels its campaign's rate budgets count per ("1 per
 	// rack per 30m": rack's), by label: the ETA holds each value's budget apart.
-	Budgets  map[string]string `json:"budgets,omitempty"`
-	Phase    NodePhase         `json:"phase"`
-	Started  time.Time         `json:"started,omitzero"`
-	Finished time.Time         `json:"finished,omitzero"`
+	Budgets map[string]string `json:"budgets,omitempty"`
+	// NotBefore is the soonest its VMs' owners let it start: the end of their maintenance
+	// window (a campaign puts such a node after the rest), or of their lead once they were told.
+	NotBefore time.Time `json:"notBefore,omitzero"`
+	Phase     NodePhase `json:"phase"`
+	Started   time.Time `json:"started,omitzero"`
+	Finished  time.Time `json:"finished,omitzero"`
 	// Expected is its forecast (its VMs' copy time at the measured rate), made before the
 	// campaign's first node: what it took is held against it (ForecastError).
 	Expected time.Duration `json:"expected,omitempty"`
@@ -135,94 +138,131 @@ func (c Campaign) Count() (finished, inProgress, pending int) {
 	return
 }
 
-// ETAAt is ETA counted down at now: the time the nodes in progress have run already is gone
-// from it (up to their expected share), so the figure falls while a node runs.
+// ETAAt is the time left at now, found as the campaign will run: the nodes still to run laid
+// into its slots in turn (each in the first slot to free), each taking a node's time, and
+// each starting no sooner than its rate budgets let it (a per-label budget for each value
+// apart, by the same rule as the gate) nor than its VMs' owners do (NotBefore: their window,
+// their lead). A node in progress frees its slot a node's time after it began, or at once
+// when it has run longer.
 func (c Campaign) ETAAt(now time.Time) time.Duration {
-	eta := c.ETA()
-	var ran time.Duration // the longest a node in progress has run
+	each := c.nodeTime()
+	var free []time.Time // when each slot frees
+	budgets := c.rateBudgets()
 	for _, n := range c.Nodes {
-		if n.Phase.Started() && !n.Phase.Finished() && !n.Started.IsZero() {
-			ran = max(ran, now.Sub(n.Started))
+		if !n.Started.IsZero() {
+			budgets.started(n)
+		}
+		if n.Phase.Started() && !n.Phase.Finished() {
+			free = append(free, latest(now, n.Started.Add(c.timeOf(n, each))))
 		}
 	}
-	inProgress, pending := c.toRun()
-	rounds := (inProgress + pending + max(1, c.Parallel) - 1) / max(1, c.Parallel)
-	if rounds > 0 {
-		ran = min(ran, eta/time.Duration(rounds)) // never below the rounds still to start
+	for len(free) < max(1, c.Parallel) {
+		free = append(free, now)
 	}
-	return max(0, eta-ran, c.budgetsFloor(now))
+	end := now
+	for _, t := range free {
+		end = latest(end, t)
+	}
+	for _, n := range c.toStart() {
+		slot := 0
+		for i := range free {
+			if free[i].Before(free[slot]) {
+				slot = i
+			}
+		}
+		at := budgets.admit(n, latest(free[slot], n.NotBefore))
+		free[slot] = at.Add(c.timeOf(n, each))
+		end = latest(end, free[slot])
+	}
+	return end.Sub(now)
 }
 
-// budgetsFloor is the least time left under the campaign's rate budgets: when its last
-// pending node may start, as each budget frees (a per-label budget for each value apart), plus
-// one node's time. A forecast that counted them is not undone by the countdown.
-func (c Campaign) budgetsFloor(now time.Time) time.Duration {
-	if _, pending := c.toRun(); pending == 0 {
-		return 0
+// toStart are the pending nodes it will run, in the order it takes them: those its VMs'
+// owners hold come after the rest, as the campaign puts them.
+func (c Campaign) toStart() []CampaignNode {
+	var out []CampaignNode
+	for _, n := range c.Nodes {
+		if n.Phase == PhasePending && !n.Skip {
+			out = append(out, n)
+		}
 	}
-	last := now
+	slices.SortStableFunc(out, func(a, b CampaignNode) int { return a.NotBefore.Compare(b.NotBefore) })
+	return out
+}
+
+// timeOf is a node's time: each (the mean of the nodes done), or before any is done its own
+// forecast when it has one.
+func (c Campaign) timeOf(n CampaignNode, each time.Duration) time.Duration {
+	if _, measured := c.meanDone(); !measured && n.Expected > 0 {
+		return n.Expected
+	}
+	return each
+}
+
+// budgetRun is the campaign's rate budgets as its ETA runs them: when each domain's nodes
+// started, so far and as laid out.
+type budgetRun struct {
+	budgets []RateBudget
+	members []map[string]int         // by budget, its domains' node counts
+	starts  []map[string][]time.Time // by budget, its domains' starts
+}
+
+func (c Campaign) rateBudgets() budgetRun {
+	var r budgetRun
 	for _, raw := range c.Budgets {
 		b, err := ParseRateBudget(raw)
 		if err != nil {
 			continue
 		}
-		domains := map[string][]CampaignNode{} // the campaign's nodes by the budget's label's value
+		members := map[string]int{}
 		for _, n := range c.Nodes {
-			value := ""
-			if b.Per != "" {
-				value = n.Budgets[b.Per]
-			}
-			domains[value] = append(domains[value], n)
+			members[domainIn(b, n)]++
 		}
-		for _, nodes := range domains {
-			last = latest(last, lastStart(b, nodes, now))
-		}
+		r.budgets, r.members = append(r.budgets, b), append(r.members, members)
+		r.starts = append(r.starts, map[string][]time.Time{})
 	}
-	if last.Equal(now) {
-		return 0
-	}
-	return last.Sub(now) + c.nodeTime()
+	return r
 }
 
-// lastStart is when the last of nodes still pending may start under b, the others having
-// started when they did.
-func lastStart(b RateBudget, nodes []CampaignNode, now time.Time) time.Time {
-	var starts []time.Time
-	pending := 0
-	for _, n := range nodes {
-		switch {
-		case !n.Started.IsZero():
-			starts = append(starts, n.Started)
-		case n.Phase == PhasePending && !n.Skip:
-			pending++
-		}
+// domainIn is n's value of the label b counts per ("" : b counts the whole campaign).
+func domainIn(b RateBudget, n CampaignNode) string {
+	if b.Per == "" {
+		return ""
 	}
-	limit, at := b.Limit(len(nodes)), now
-	for range pending { // each pending node starts once the budget lets one more in
-		slices.SortFunc(starts, func(x, y time.Time) int { return x.Compare(y) })
-		var in []time.Time
-		for _, s := range starts {
-			if at.Sub(s) < b.Window {
-				in = append(in, s)
+	return n.Budgets[b.Per]
+}
+
+func (r budgetRun) started(n CampaignNode) {
+	for i, b := range r.budgets {
+		d := domainIn(b, n)
+		r.starts[i][d] = append(r.starts[i][d], n.Started)
+	}
+}
+
+// admit is the first moment from at when no budget holds n, n's start there counted.
+func (r budgetRun) admit(n CampaignNode, at time.Time) time.Time {
+	for held := true; held; {
+		held = false
+		for i, b := range r.budgets {
+			d := domainIn(b, n)
+			if h, frees := b.Holds(at, r.starts[i][d], r.members[i][d]); h {
+				at, held = frees, true
 			}
 		}
-		if len(in) >= limit {
-			at = in[len(in)-limit].Add(b.Window)
-		}
-		starts = append(starts, at)
 	}
+	n.Started = at
+	r.started(n)
 	return at
 }
 
-// nodeTime is one node's time: the mean of those done, else the forecast's share.
+// nodeTime is one node's time: the mean of those done, else the forecast's share of each
+// node still to run (Expected is their time at the campaign's parallelism).
 func (c Campaign) nodeTime() time.Duration {
 	if mean, ok := c.meanDone(); ok {
 		return mean
 	}
-	if n := len(c.Nodes); n > 0 {
-		return c.Expected / time.Duration(n)
-	}
-	return 0
+	inProgress, pending := c.toRun()
+	return c.Expected * time.Duration(max(1, c.Parallel)) / time.Duration(max(1, inProgress+pending))
 }
 
 // meanDone is the mean time of the nodes done (false: none is).
@@ -258,19 +298,6 @@ func (c Campaign) toRun() (inProgress, pending int) {
 		}
 	}
 	return inProgress, pending
-}
-
-// ETA estimates the time left from the nodes done so far: their mean duration times the
-// rounds of parallel nodes still to go. Zero when no node has finished yet.
-func (c Campaign) ETA() time.Duration {
-	mean, ok := c.meanDone()
-	if !ok {
-		return c.Expected // the forecast's, until the campaign measures its own
-	}
-	inProgress, pending := c.toRun()
-	par := max(1, c.Parallel)
-	rounds := (inProgress + pending + par - 1) / par
-	return mean * time.Duration(rounds)
 }
 
 // ForecastError holds the forecast against the real moves: for the nodes done, what they

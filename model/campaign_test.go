@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -15,7 +16,7 @@ func TestACampaignsETALeavesOutTheNodesItSkips(t *testing.T) {
 		{Name: "c", Phase: PhasePending, Skip: true},
 		{Name: "d", Phase: PhasePending, Skip: true},
 	}}
-	if eta := c.ETA(); eta != time.Minute {
+	if eta := c.ETAAt(t0.Add(time.Minute)); eta != time.Minute { // ETA() went into ETAAt, one way to count
 		t.Errorf("ETA %s; want 1m (one node left to run, two to skip)", eta)
 	}
 }
@@ -72,5 +73,43 @@ func TestACampaignsETAKeepsAPerLabelBudget(t *testing.T) {
 	c.Nodes[1].Budgets = rack("r3")
 	if eta := c.ETAAt(now); eta > 10*time.Minute {
 		t.Errorf("ETA %v with b in another rack; want the campaign-wide budget's 8m and b's time", eta)
+	}
+}
+
+// The running ETA lays the nodes still to run into the slots as they free: four slots whose
+// nodes began 9, 7, 3 and 1 minutes ago (ten minutes a node) free in 1, 3, 7 and 9 minutes,
+// and the two nodes pending take the first two, done 13 minutes from now. Counted in rounds
+// (two of ten minutes, less the longest run so far) it read 11 minutes.
+func TestACampaignsETALaysItsNodesIntoTheSlotsAsTheyFree(t *testing.T) {
+	now := time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
+	c := Campaign{Parallel: 4}
+	for i := range 8 {
+		start := now.Add(time.Duration(-60+i) * time.Minute)
+		c.Nodes = append(c.Nodes, CampaignNode{Name: fmt.Sprint("done-", i), Phase: PhaseDone, Started: start, Finished: start.Add(10 * time.Minute)})
+	}
+	for _, ago := range []int{9, 7, 3, 1} {
+		c.Nodes = append(c.Nodes, CampaignNode{Name: fmt.Sprint("running-", ago), Phase: PhaseEvacuating, Started: now.Add(-time.Duration(ago) * time.Minute)})
+	}
+	c.Nodes = append(c.Nodes, CampaignNode{Name: "next", Phase: PhasePending}, CampaignNode{Name: "last", Phase: PhasePending})
+	if eta := c.ETAAt(now); eta != 13*time.Minute {
+		t.Errorf("ETA %v; want 13m (the pending two in the slots freeing in 1 and 3 minutes)", eta)
+	}
+}
+
+// A node its VMs' owners hold (their window opens in an hour, or their lead ends then) starts
+// no sooner: the ETA is that hour and the node's time, not the nodes' time alone.
+func TestACampaignsETAWaitsForTheOwners(t *testing.T) {
+	now := time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
+	c := Campaign{Parallel: 2, Nodes: []CampaignNode{
+		{Name: "a", Phase: PhaseDone, Started: now.Add(-20 * time.Minute), Finished: now.Add(-10 * time.Minute)},
+		{Name: "held", Phase: PhasePending, NotBefore: now.Add(time.Hour)},
+		{Name: "b", Phase: PhasePending},
+	}}
+	if eta := c.ETAAt(now); eta != 70*time.Minute {
+		t.Errorf("ETA %v; want 1h10m (held starts in an hour, takes ten minutes)", eta)
+	}
+	c.Nodes[1].NotBefore = now.Add(-time.Minute) // the window opened already
+	if eta := c.ETAAt(now); eta != 10*time.Minute {
+		t.Errorf("ETA %v once the owners' hold is past; want 10m (both at once)", eta)
 	}
 }

@@ -153,7 +153,8 @@ func New(ctx context.Context, e *ops.Engine, o Options, emit func(ops.Event)) (*
 	for _, nf := range r.fc.Nodes { // the nodes it expects to skip cost the running ETA nothing
 		if i := slices.IndexFunc(r.rec.Nodes, func(n model.CampaignNode) bool { return n.Name == nf.Node }); i >= 0 {
 			r.rec.Nodes[i].Skip = nf.Skip
-			if r.rec.Nodes[i].Expected == 0 { // the first forecast's: a resumed campaign keeps it
+			r.rec.Nodes[i].NotBefore = nf.OwnersWindowUntil // its owners' window, until the gate reads it again
+			if r.rec.Nodes[i].Expected == 0 {               // the first forecast's: a resumed campaign keeps it
 				r.rec.Nodes[i].Expected = nf.Expected
 			}
 		}

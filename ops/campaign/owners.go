@@ -83,6 +83,7 @@ func (r *Campaign) tellDue(ctx context.Context, lead time.Duration, told map[str
 		}
 		told[n.Name] = true
 		if count > 0 {
+			r.holdUntil(n.Name, at)
 			r.note(n.Name, model.PhasePending, fmt.Sprintf("%d VM owner(s) told ahead in their metadata: due at %s",
 				count, at.UTC().Format(time.RFC3339)))
 		}
@@ -165,7 +166,20 @@ func (r *Campaign) ownersWindow(ctx context.Context, node string) string {
 	for _, n := range hold.notes {
 		r.sayOnce(node, n.vm, n.what)
 	}
+	r.holdUntil(node, hold.until)
 	return hold.why
+}
+
+// holdUntil keeps the latest moment the node's VMs' owners asked it not to start before
+// (their window's opening, the end of their lead), for the running ETA.
+func (r *Campaign) holdUntil(node string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.rec.Nodes {
+		if n := &r.rec.Nodes[i]; n.Name == node {
+			n.NotBefore = latest(n.NotBefore, at)
+		}
+	}
 }
 
 // inOrder is the queue of a campaign's n nodes, in the record's order.
