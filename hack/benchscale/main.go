@@ -33,6 +33,7 @@ type options struct {
 	rssOnly             bool
 	baseline            string
 	rssRounds           int
+	rssRest             time.Duration
 }
 
 func main() {
@@ -50,9 +51,10 @@ func main() {
 	flag.BoolVar(&o.worldOnly, "world-only", false, "build the world and stop")
 	flag.BoolVar(&o.hold, "hold", false, "build the world and keep the API server up (until interrupted), to look at it by hand")
 	flag.BoolVar(&o.novaOnly, "nova-at-rest", false, "only what an idle TUI asks of Nova and Placement (no API server)")
-	flag.BoolVar(&o.rssOnly, "rss", false, "only the TUI's memory 10 s after ready, beside -baseline's, alternating")
+	flag.BoolVar(&o.rssOnly, "rss", false, "only the TUI's memory, by the user's method and the bench's, beside -baseline's, alternating")
 	flag.StringVar(&o.baseline, "baseline", "", "-rss: the drainctl binary to compare with")
 	flag.IntVar(&o.rssRounds, "rss-rounds", 3, "-rss: launches of each binary")
+	flag.DurationVar(&o.rssRest, "rss-rest", 0, "-rss: the resident set also this long after the pod counts show (10m: at rest)")
 	flag.BoolVar(&o.rollOnly, "roll", false, "only the fleet campaign: --auto roll over -roll-nodes nodes (a world of its own)")
 	flag.IntVar(&o.roll.nodes, "roll-nodes", 1000, "nodes (and Nova hosts) the campaign rolls")
 	flag.IntVar(&o.roll.vmsPerNode, "roll-vms", 2, "VMs on each node's host")
