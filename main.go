@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/drainctl/drainctl/internal/app"
@@ -128,6 +130,19 @@ const (
 	cmdCompletion
 )
 
+// goFlagValue is how Go's flag package wraps a flag's own check: `invalid value "V" for flag
+// -NAME: ` before what the check said.
+var goFlagValue = regexp.MustCompile(`^invalid value ".*" for flag -([a-z0-9-]+): (.*)$`)
+
+// flagProblem is a flag's error as the user reads it: a row's own check names its flag and
+// value already, so Go's wrapping of it goes.
+func flagProblem(err error) string {
+	if m := goFlagValue.FindStringSubmatch(err.Error()); m != nil && strings.HasPrefix(m[2], "--"+m[1]) {
+		return m[2]
+	}
+	return err.Error()
+}
+
 // parseArgs reads the flags; they may come before or after the verb.
 func parseArgs(args []string) (app.Options, int, error) {
 	var o app.Options
@@ -135,7 +150,7 @@ func parseArgs(args []string) (app.Options, int, error) {
 	// Flags may come before or after the verb: parse, take one positional, parse the rest.
 	for {
 		if err := fs.Parse(args); err != nil {
-			return o, cmdRun, &ops.UsageError{Problem: err.Error(), Hint: "run drainctl --help for the flags"}
+			return o, cmdRun, &ops.UsageError{Problem: flagProblem(err), Hint: "run drainctl --help for the flags"}
 		}
 		if fs.NArg() == 0 {
 			break

@@ -95,7 +95,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer, getenv func(s
 		text.Fprintf(stderr, "drainctl: warning: %s\n", w)
 	}
 	for flag, tmpl := range map[string]string{"fence-cmd": o.Verb.Recover.FenceCmd, "exec": o.Verb.Roll.Exec,
-		"gate-cmd": o.Verb.Roll.GateCmd} {
+		"gate-cmd": o.Verb.Roll.Gates.Cmd} {
 		if opts := opcmd.LiteralSecrets(tmpl); len(opts) > 0 {
 			text.Fprintf(stderr, "drainctl: warning: --%s %s\n", flag, config.LiteralSecretWarning(opts))
 		}
@@ -186,7 +186,7 @@ func runTUI(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
-	roll, err := e.configuredCampaign()
+	roll, err := campaign.Configured(campaign.Options{}, e.cfg.Campaign)
 	if err != nil {
 		return err
 	}
@@ -266,25 +266,10 @@ func runAuto(ctx context.Context, e env) error {
 	if e.o.Set["owner-lead"] {
 		a.Run.OwnerLead = &e.o.Verb.OwnerLead
 	}
-	if a.Campaign, err = e.configuredCampaign(); err != nil {
+	if a.Campaign, err = campaign.Configured(e.o.Verb.Roll.Options, e.cfg.Campaign); err != nil {
 		return err
 	}
-	c := &a.Campaign
-	c.Name, c.Selector, c.Parallel, c.ParallelPercent = e.o.Verb.Roll.Campaign, e.o.Verb.Roll.Selector, e.o.Verb.Roll.Parallel,
-		e.o.Verb.Roll.ParallelPercent
-	c.SpreadBy, c.Order, c.Exec, c.Gates.Cmd, c.Gates.Alerts = e.o.Verb.Roll.SpreadBy, e.o.Verb.Roll.Order, e.o.Verb.Roll.Exec,
-		e.o.Verb.Roll.GateCmd, alerts
-	c.WaitReady, c.OnFailure, c.Run, c.Resume, c.ReturnVMs = e.o.Verb.Roll.WaitReady, e.o.Verb.Roll.OnFailure, a.Run,
-		e.o.Verb.Roll.Resume, e.o.Verb.ReturnVMs
-	c.Undrainable = firstNonBlank(e.o.Verb.Roll.Undrainable, c.Undrainable)
-	if e.o.Verb.Roll.NodeDeadline > 0 {
-		c.NodeDeadline = e.o.Verb.Roll.NodeDeadline
-	}
-	if w := e.o.Verb.Roll.Window; w != "" {
-		if c.Gates.Window, err = campaign.ParseWindow(w); err != nil {
-			return err
-		}
-	}
+	a.Campaign.Run, a.Campaign.ReturnVMs, a.Campaign.Gates.Alerts = a.Run, e.o.Verb.ReturnVMs, alerts
 	if cl.PoolURL != "" {
 		a.Pool = cloudpool.New(cl.PoolURL, e.cfg.CloudPool.BackendTimeout.D())
 	}
@@ -378,24 +363,4 @@ func (e env) command() string {
 		c += " --kubeconfig " + text.ShellWord(e.o.Conn.Kubeconfig)
 	}
 	return c
-}
-
-// configuredCampaign is a campaign as the configuration's [roll] sets it (its window, rate
-// budgets, the PDB bound, the node deadline and what then): the TUI's campaigns and roll's
-// alike, roll's flags laid over it.
-func (e env) configuredCampaign() (campaign.Options, error) {
-	c := campaign.Options{NodeDeadline: e.cfg.Campaign.NodeDeadline.D(), Undrainable: e.cfg.Campaign.Undrainable,
-		Gates: campaign.GateOptions{PDBBlockedFor: e.cfg.Campaign.PDBBlockedFor.D()}}
-	for _, raw := range e.cfg.Campaign.Budget { // valid: the configuration was checked
-		b, _ := model.ParseRateBudget(raw)
-		c.Gates.Budgets = append(c.Gates.Budgets, b)
-	}
-	if w := e.cfg.Campaign.Window; w != "" {
-		win, err := campaign.ParseWindow(w)
-		if err != nil {
-			return c, &ops.UsageError{Problem: "config: roll.window: " + err.Error(), Hint: HintOf(err)}
-		}
-		c.Gates.Window = win
-	}
-	return c, nil
 }

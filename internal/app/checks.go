@@ -73,10 +73,10 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 			o.Verb.Roll.NodeDeadline),
 			Hint: "the default is 30m; give at least 1m"}
 	}
-	if o.Verb.Roll.Campaign != "" {
-		if errs := validation.IsDNS1123Label(o.Verb.Roll.Campaign); len(errs) > 0 {
+	if o.Verb.Roll.Name != "" {
+		if errs := validation.IsDNS1123Label(o.Verb.Roll.Name); len(errs) > 0 {
 			return &ops.UsageError{Problem: fmt.Sprintf("--campaign %q is no DNS-1123 name: %s",
-				o.Verb.Roll.Campaign, strings.Join(errs, "; ")),
+				o.Verb.Roll.Name, strings.Join(errs, "; ")),
 				Hint: "lower-case letters, digits and '-', e.g. rack-r1-firmware"}
 		}
 	}
@@ -85,7 +85,7 @@ func checkAutoFlags(verb string, args []string, o Options) error {
 			Hint: "add --gate-prometheus https://prometheus.example:9090"}
 	}
 	for flag, tmpl := range map[string]string{"fence-cmd": o.Verb.Recover.FenceCmd, "exec": o.Verb.Roll.Exec,
-		"gate-cmd": o.Verb.Roll.GateCmd} {
+		"gate-cmd": o.Verb.Roll.Gates.Cmd} {
 		if err := opcmd.Validate(tmpl); tmpl != "" && err != nil {
 			return &ops.UsageError{Problem: "--" + flag + ": " + err.Error(), Hint: "e.g. ssh -- {node} sudo reboot"}
 		}

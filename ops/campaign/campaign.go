@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,37 @@ type Options struct {
 	// ReturnVMs: once a node is back and verified, the VMs that left it are brought home in
 	// the background (the next node does not wait), each recorded home again or why not.
 	ReturnVMs bool
+}
+
+// Configured lays the configuration's [roll] under o: each key fills what the command line
+// (roll's flags, bound into o) left unset. The TUI's campaigns and roll's alike take it.
+func Configured(o Options, roll model.CampaignConfig) (Options, error) {
+	if o.NodeDeadline == 0 {
+		o.NodeDeadline = roll.NodeDeadline.D()
+	}
+	o.Undrainable = cmp.Or(o.Undrainable, roll.Undrainable)
+	if o.Gates.PDBBlockedFor == 0 {
+		o.Gates.PDBBlockedFor = roll.PDBBlockedFor.D()
+	}
+	if o.Gates.Budgets == nil {
+		for _, raw := range roll.Budget {
+			b, err := model.ParseRateBudget(raw)
+			if err != nil {
+				return o, &ops.UsageError{Problem: "config: roll.budget: " + err.Error()}
+			}
+			o.Gates.Budgets = append(o.Gates.Budgets, b)
+		}
+	}
+	if o.Gates.Window == nil && roll.Window != "" {
+		w, err := ParseWindow(roll.Window)
+		if err != nil {
+			var bad *ops.UsageError
+			errors.As(err, &bad)
+			return o, &ops.UsageError{Problem: "config: roll.window: " + bad.Problem, Hint: bad.Hint}
+		}
+		o.Gates.Window = w
+	}
+	return o, nil
 }
 
 // Campaign is a campaign being run: Run works it; Pause and Resume may be called meanwhile

@@ -1,12 +1,15 @@
 package auto
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ui/flagrow"
 )
 
@@ -50,7 +53,7 @@ var rollFlags = []flagrow.Row[Params]{
 		Bind: flagrow.String(func(p *Params) *string { return &p.Roll.Order }, "")},
 	{Names: []string{"gate-cmd"},
 		Usage: "  --gate-cmd 'CMD {node}'   before each node starts, CMD must exit 0 (else the campaign waits)\n",
-		Bind:  flagrow.String(func(p *Params) *string { return &p.Roll.GateCmd }, "")},
+		Bind:  flagrow.String(func(p *Params) *string { return &p.Roll.Gates.Cmd }, "")},
 	{Names: []string{"gate-prometheus"},
 		Usage: "  --gate-prometheus URL     before each node starts, no alert may fire in this Prometheus\n",
 		Bind:  flagrow.String(func(p *Params) *string { return &p.Roll.GatePrometheus }, "")},
@@ -86,7 +89,7 @@ var rollFlags = []flagrow.Row[Params]{
 	{Names: []string{"window"},
 		Usage: "  --window 'DAYS HH:MM-HH:MM ZONE'   no node starts outside it (e.g. 'Mon-Fri 22:00-06:00\n" +
 			"                       Europe/Berlin'; [roll] window); the campaign waits, says until when\n",
-		Bind: flagrow.String(func(p *Params) *string { return &p.Roll.Window }, "")},
+		Bind: windowFlag},
 	{Names: []string{"node-deadline"},
 		Usage: "  --node-deadline D    a node not drained within D (default 30m) is undrainable:\n",
 		Bind:  flagrow.Duration(func(p *Params) *time.Duration { return &p.Roll.NodeDeadline })},
@@ -96,11 +99,26 @@ var rollFlags = []flagrow.Row[Params]{
 		Bind: flagrow.String(func(p *Params) *string { return &p.Roll.Undrainable }, "")},
 	{Names: []string{"campaign"},
 		Usage: "  --campaign NAME      the campaign's name (default: derived from the nodes or selector)\n",
-		Bind:  flagrow.String(func(p *Params) *string { return &p.Roll.Campaign }, "")},
+		Bind:  flagrow.String(func(p *Params) *string { return &p.Roll.Name }, "")},
 	{Names: []string{"resume"},
 		Usage: "  --resume             resume the campaign's unfinished record even when older than [roll]\n" +
 			"                       resume_within\n",
 		Bind: flagrow.Bool(func(p *Params) *bool { return &p.Roll.Resume }, false)},
+}
+
+// windowFlag reads --window into the campaign's gate: a window that is none is refused as
+// the flag is read.
+func windowFlag(fs *flag.FlagSet, name string, p *Params) {
+	fs.Func(name, "", func(v string) error {
+		w, err := campaign.ParseWindow(v)
+		if bad := (*ops.UsageError)(nil); errors.As(err, &bad) {
+			return fmt.Errorf("--window: %s; %s", bad.Problem, bad.Hint)
+		} else if err != nil {
+			return fmt.Errorf("--window: %w", err)
+		}
+		p.Roll.Gates.Window = w
+		return nil
+	})
 }
 
 // parallelFlag reads --parallel: a number of nodes, or a share of them.

@@ -2,6 +2,7 @@ package auto
 
 import (
 	"context"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"slices"
 	"strings"
 	"time"
@@ -89,16 +90,13 @@ type RecoverParams struct {
 	AcceptDiskLoss bool
 }
 
-// RollParams are roll's: the campaign's nodes and how it works them.
+// RollParams are roll's: its flags write straight into the campaign's own options (as
+// kubectl's drain flags write into its Helper), the configuration's [roll] laid under them
+// by campaign.Configured; the Prometheus gate's flags make the alerts gate once connected.
 type RollParams struct {
-	Selector, Exec, OnFailure, Campaign string
-	Parallel, ParallelPercent           int
-	SpreadBy, Order                     string
-	GateCmd, GatePrometheus, GateAlerts string
-	GatePromTokenFile, GatePromCAFile   string
-	WaitReady, Resume                   bool
-	Window, Undrainable                 string
-	NodeDeadline                        time.Duration
+	campaign.Options
+	GatePrometheus, GateAlerts        string
+	GatePromTokenFile, GatePromCAFile string
 }
 
 // VerbFlags are every verb's own flags, each belonging to its verb (and the verbs it adds),
