@@ -4,7 +4,10 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/ui/auto"
 )
 
@@ -83,5 +86,37 @@ func TestEveryFlagHasItsHelpLines(t *testing.T) {
 	})
 	if n != len(seen) {
 		t.Errorf("%d flags in the set, %d in the rows", n, len(seen))
+	}
+}
+
+// roll's flags land in the campaign's own options, and the configuration's [roll] fills what
+// they leave unset, for roll and the TUI alike (one function): a flag's window wins over the
+// configured one, the configured budget and undrainable come through, the TUI (no flags)
+// takes the configured window.
+func TestRollsFlagsAreTheCampaignsOptions(t *testing.T) {
+	var o Options
+	fs := FlagSet(&o)
+	if err := fs.Parse([]string{"--selector", "rack=r1", "--window", "daily 01:00-05:00 UTC", "--node-deadline", "10m",
+		"--parallel", "3", "--campaign", "kernel", "--gate-cmd", "true {node}"}); err != nil {
+		t.Fatal(err)
+	}
+	roll := model.DefaultConfig().Campaign
+	roll.Window, roll.Budget, roll.Undrainable = "Sat 02:00-06:00 Europe/Berlin", []string{"1 per 10m"}, "fail"
+	c, err := campaign.Configured(o.Verb.Roll.Options, roll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Selector != "rack=r1" || c.Parallel != 3 || c.Name != "kernel" || c.Gates.Cmd != "true {node}" || c.NodeDeadline != 10*time.Minute {
+		t.Errorf("the flags did not land: %+v", c)
+	}
+	if c.Gates.Window == nil || c.Gates.Window.String() != "daily 01:00-05:00 UTC" {
+		t.Errorf("window %v; want the flag's over the configured one", c.Gates.Window)
+	}
+	if len(c.Gates.Budgets) != 1 || c.Undrainable != "fail" || c.Gates.PDBBlockedFor != roll.PDBBlockedFor.D() {
+		t.Errorf("the configuration did not fill what the flags left: %+v", c)
+	}
+	tui, err := campaign.Configured(campaign.Options{}, roll)
+	if err != nil || tui.Gates.Window == nil || tui.Gates.Window.String() != roll.Window || tui.NodeDeadline != roll.NodeDeadline.D() {
+		t.Errorf("the TUI's campaign: %+v (%v); want the configured window and deadline", tui, err)
 	}
 }
