@@ -282,7 +282,7 @@ func (r *runner) sayWaits(mq *moveQueue) {
 	why := mq.waitWhy
 	mq.waitWhy = ""
 	if n := len(mq.running); n > 0 && n >= r.e.cfg.Concurrency.MigrationsPerSource {
-		why = fmt.Sprintf("for its turn: %d move(s) at once from its host (concurrency.migrations_per_source)",
+		why = fmt.Sprintf("for its turn: %d move(s) at once a host (concurrency.migrations_per_source)",
 			r.e.cfg.Concurrency.MigrationsPerSource)
 	}
 	if why == "" {

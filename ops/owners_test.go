@@ -265,7 +265,7 @@ func TestAVMWaitingForItsTurnSaysWhy(t *testing.T) {
 			}
 		}
 	}
-	if second == "" || !strings.Contains(waited[second], "for its turn: 1 move(s) at once from its host (concurrency.migrations_per_source)") {
+	if second == "" || !strings.Contains(waited[second], "for its turn: 1 move(s) at once a host (concurrency.migrations_per_source)") {
 		t.Errorf("the VM requested second (%q) said %q while it waited\n%s", second, waited[second], rec.Transcript(c.Px))
 	}
 }

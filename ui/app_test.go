@@ -581,3 +581,21 @@ func TestAnOperationOfAnotherProcessIsInO(t *testing.T) {
 		t.Errorf("`o` beside this view's own operation:\n%s", view)
 	}
 }
+
+// A VM waiting with nothing copied yet says why whole on an 80-column screen: its empty bar
+// gives way to the reason (a wait cut to "for its turn: 1 move(s) at once from its…" hid
+// the cap that holds it); a copy under way keeps its bar.
+func TestAWaitingVMsReasonFitsANarrowScreen(t *testing.T) {
+	m := opModel(t, 80, 24)
+	node, _ := m.s.inv.Node("compute-0")
+	why := "for its turn: 1 move(s) at once a host (concurrency.migrations_per_source)"
+	m = feed(m, "compute-0", ops.NewMigrationEvent(t0.Add(8*time.Second), "compute-0",
+		ops.MigrationEvent{VM: node.VMs[1].Name, VMID: node.VMs[1].ID, State: ops.MigWaiting, Source: "compute-0", Message: why}))
+	v := m.View()
+	if !strings.Contains(v, "  "+why+"\n") {
+		t.Errorf("the waiting VM's reason is not whole at 80 columns:\n%s", v)
+	}
+	if !strings.Contains(v, "░") && !strings.Contains(v, "█") {
+		t.Errorf("the copy under way lost its bar:\n%s", v)
+	}
+}

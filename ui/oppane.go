@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/lipgloss"
 	"slices"
 	"strings"
 
@@ -222,6 +223,9 @@ func (p *opPane) view(s *shared) string {
 			detail = text.Safe(vm.msg)
 		}
 		line2 := fmt.Sprintf("  %s %3.0f%%  %s", bar.ViewAs(pct), pct*100, detail)
+		if vm.state != ops.MigRunning && vm.total == 0 && lipgloss.Width(line2) > width { // nothing to copy yet: why it waits matters more than an empty bar
+			line2 = "  " + detail
+		}
 		switch vm.method {
 		case model.MoveCold: // Nova tells a cold move's phase, not its bytes
 			line2 = "  " + coldPhase(vm) + "  " + detail
