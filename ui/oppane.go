@@ -223,7 +223,8 @@ func (p *opPane) view(s *shared) string {
 			detail = text.Safe(vm.msg)
 		}
 		line2 := fmt.Sprintf("  %s %3.0f%%  %s", bar.ViewAs(pct), pct*100, detail)
-		if vm.state != ops.MigRunning && vm.total == 0 && lipgloss.Width(line2) > width { // nothing to copy yet: why it waits matters more than an empty bar
+		// Nothing to copy yet: why it waits matters more than an empty bar.
+		if vm.state != ops.MigRunning && vm.total == 0 && lipgloss.Width(line2) > width {
 			line2 = "  " + detail
 		}
 		switch vm.method {
