@@ -21,6 +21,15 @@ type tool struct {
 	cursorOn func(plain, styled, node string) bool
 	// filter types a filter that leaves one node (keys for tmux send-keys).
 	filter func(node string) [][]string
+	// plans are keys that put a plan of the node under the cursor on screen, and how to
+	// know it is there (drainctl's e and C; none for k9s).
+	plans []planKey
+}
+
+// planKey is a key that plans, timed from the key to its plan on screen.
+type planKey struct {
+	key, what string
+	shown     func(plain, node string) bool
 }
 
 // tuiResult is what one run of a tool measured.
@@ -29,6 +38,7 @@ type tuiResult struct {
 	rss10, rss80, peakRSS int64
 	idleCPU               float64 // share of one core over the idle minute
 	j100, bigG, filter    time.Duration
+	plans                 []time.Duration // by tool.plans
 	err                   error
 }
 
@@ -104,8 +114,20 @@ func measureTool(ctx context.Context, tl tool, o options, launchOnly bool) (r tu
 			r.err = fmt.Errorf("the filter left other nodes: %w", err)
 		}
 	}
+	for _, pk := range tl.plans { // on the node the filter left, each plan, then esc
+		target := nodeName(o.size.nodes / 2)
+		sent := time.Now()
+		if err := s.keys(pk.key); err != nil && r.err == nil {
+			r.err = err
+		}
+		r.plans = append(r.plans, wait(sent, time.Minute, func(p, _ string) bool { return pk.shown(p, target) }))
+		if r.err == nil {
+			_ = s.keys("Escape")
+			_, _ = s.waitFor(time.Now(), 10*time.Second, func(p, _ string) bool { return !pk.shown(p, target) })
+		}
+	}
 	r.peakRSS = peakRSS(s.pid)
-	logf("%s: j×100 %s, G %s, filter %s", tl.name, secs(r.j100), secs(r.bigG), secs(r.filter))
+	logf("%s: j×100 %s, G %s, filter %s, plans %v", tl.name, secs(r.j100), secs(r.bigG), secs(r.filter), r.plans)
 	return r
 }
 
@@ -143,6 +165,14 @@ func drainctlTool(o options, kubeconfig string, extraEnv ...string) tool {
 			return ok && strings.HasPrefix(strings.TrimSpace(l), "▸")
 		},
 		filter: func(node string) [][]string { return [][]string{{"/"}, {"-l", node}, {"Enter"}} },
+		plans: []planKey{
+			{key: "e", what: "`e`: the evacuation's plan on screen", shown: func(p, node string) bool {
+				return strings.Contains(p, "Evacuate "+node+":")
+			}},
+			{key: "C", what: "`C`: the campaign's proposal on screen", shown: func(p, node string) bool {
+				return strings.Contains(p, "y starts it") && strings.Contains(p, node)
+			}},
+		},
 	}
 }
 
@@ -168,6 +198,11 @@ func measureTUIs(ctx context.Context, o options, c *cluster, t *table) error {
 	t.add("`j` ×100", dur(k9s.j100, k9s.err), dur(d.j100, nil), "≤ 50 ms")
 	t.add("`G`", dur(k9s.bigG, k9s.err), dur(d.bigG, nil), "≤ 50 ms")
 	t.add("filter to one node", dur(k9s.filter, k9s.err), dur(d.filter, nil), "≤ 50 ms")
+	for i, pk := range drainctlTool(o, c.kubeconfig).plans {
+		if i < len(d.plans) {
+			t.add(pk.what+", from the key", note("–"), dur(d.plans[i], nil), "≤ 0.4 s")
+		}
+	}
 	return nil
 }
 
