@@ -1,5 +1,7 @@
-// Package text formats model values for people: sizes, counts, node states. Both the TUI
-// and the plain printer use it, so a node reads the same on the screen and in a log.
+// Package text formats model values for people (sizes, counts, node states) and keeps the
+// cluster's text from driving a terminal or a shell: Safe escapes it for a screen, ShellWord
+// quotes it for a command line. Both the TUI and the plain printer use it, so a node reads
+// the same on the screen and in a log.
 package text
 
 import (

@@ -2,20 +2,21 @@ package auto
 
 import (
 	"context"
-	"github.com/drainctl/drainctl/ops/campaign"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
+	"github.com/drainctl/drainctl/ops/campaign"
 	"github.com/drainctl/drainctl/text"
 	"github.com/drainctl/drainctl/ui/flagrow"
 )
 
-// verbs is --auto's table: each verb's usage lines and what it does. Its dispatch (Do), its
-// usage text (drainctl --help), the verbs a usage error names and the shell completion
-// are all read from it. (Set in init: plan runs Do, which reads the table.)
+// verbTable is --auto's table: each verb's usage lines, its flags and what it does. Its
+// dispatch (Do), its usage text (drainctl --help), the verbs a usage error names and the
+// shell completion are all read from it. (A function, not a variable: plan runs Do, which
+// reads the table.)
 
 func verbTable() []verb {
 	return []verb{
