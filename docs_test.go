@@ -270,3 +270,33 @@ func TestTheReferenceNamesEveryRecord(t *testing.T) {
 	}
 	held(t, "records", "| kind | ConfigMap in drainctl's namespace | what it holds |\n|---|---|---|\n"+strings.Join(rows, "\n"))
 }
+
+// docs/design.md's Packages names every package of the module and what it owns: a package
+// added without a line there fails.
+func TestTheDesignNamesEveryPackage(t *testing.T) {
+	data, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	design := string(data)
+	layout := design[strings.Index(design, "## Packages"):]
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "image") {
+			return filepath.SkipDir // hidden, test data, and hack/image (a module of its own)
+		}
+		if gos, _ := filepath.Glob(filepath.Join(path, "*.go")); len(gos) == 0 || path == "." {
+			return nil
+		}
+		base := path[strings.LastIndex(path, "/")+1:] + "/"
+		if !strings.Contains(layout, path+"/") && !strings.Contains(layout, base) {
+			t.Errorf("docs/design.md's Packages does not name %s/", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
