@@ -126,7 +126,6 @@ func New(ctx context.Context, e *ops.Engine, o Options, emit func(ops.Event)) (*
 	return r, nil
 }
 
-
 // campaignRecord is the campaign's record: an unfinished one of the same name, checked
 // against the world and resumed, or a new one; with this run's options.
 func campaignRecord(ctx context.Context, e *ops.Engine, o Options, nodes []string) (model.Campaign, error) {
