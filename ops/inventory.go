@@ -177,6 +177,7 @@ func (i *Inventory) ReadServices(ctx context.Context, nodes ...string) (model.In
 		return i.ReadNodes(ctx, nodes...)
 	}
 	for h := range i.HostsOf(nodes) {
+		began := i.now()
 		svcs, err := i.nova.ComputeServices(ctx, h)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -185,7 +186,7 @@ func (i *Inventory) ReadServices(ctx context.Context, nodes ...string) (model.In
 			return i.ReadNodes(ctx, nodes...) // the read by host says what is wrong
 		}
 		for _, svc := range svcs {
-			i.ServiceSet(svc)
+			i.serviceSeen(svc, began)
 		}
 	}
 	return i.Rejoin(ctx)
@@ -196,13 +197,21 @@ func (i *Inventory) ReadServices(ctx context.Context, nodes ...string) (model.In
 // without reading the host again. The room its VMs took is the whole read's until one shows
 // it emptied: a host looks fuller, never emptier. VMs sent to hosts are in the engine's
 // ledger of room (destinations.go), not read again either.
-func (i *Inventory) ServiceSet(svc model.ComputeService) {
+func (i *Inventory) ServiceSet(svc model.ComputeService) { i.serviceSeen(svc, i.now()) }
+
+// serviceSeen puts svc in as Nova showed it at seen: an answer to a change when it came, a
+// read when it began (Nova may have answered it before a change it came back after). A sight
+// older than the one kept is dropped: a slow read never undoes a newer answer.
+func (i *Inventory) serviceSeen(svc model.ComputeService, seen time.Time) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.answered == nil {
 		i.answered = map[string]answeredService{}
 	}
-	i.answered[svc.Host] = answeredService{svc, i.now()}
+	if kept, ok := i.answered[svc.Host]; ok && kept.at.After(seen) {
+		return
+	}
+	i.answered[svc.Host] = answeredService{svc, seen}
 	if i.lastNova == nil {
 		return
 	}

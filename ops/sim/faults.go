@@ -16,7 +16,10 @@ type Fault struct {
 	Path    *regexp.Regexp // matched against the path after /v2.1, e.g. `^/servers/[^/]+/action$`
 	Status  int            // 0: no error, only latency
 	Message string
-	Latency time.Duration // real time
+	Latency time.Duration // real time, before the request is handled
+	// LatencyAfter holds the answer back after the world was read: a slow answer on the wire,
+	// which shows the world as it was when the request was handled, not when it arrives.
+	LatencyAfter time.Duration
 	// P99 adds a latency drawn at random, one request in a hundred slower than it (a loaded
 	// API: most answers quick, a tail of slow ones).
 	P99 time.Duration

@@ -299,6 +299,9 @@ func (s *Server) serveNova(w http.ResponseWriter, r *http.Request, pattern strin
 	}
 	status, body := f(&call{r: r, mv: mv, now: now, w: world, s: s, reqID: reqID})
 	world.mu.Unlock()
+	if fault != nil && fault.LatencyAfter > 0 {
+		time.Sleep(fault.LatencyAfter)
+	}
 	if fe, ok := body.(novaFault); ok {
 		novaError(w, status, string(fe))
 		return
