@@ -2,7 +2,6 @@ package campaign
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -43,43 +42,57 @@ type GateOptions struct {
 }
 
 // gateOpen waits until every gate holds for node; false when ctx ended or the campaign stops.
+// It looks again every few polls, and when a rate budget holds the node, at the moment the
+// budget frees: a campaign under a budget starts its nodes at the budget's pace, not a poll
+// after it.
 func (r *Campaign) gateOpen(ctx context.Context, node string) bool {
-	waited, stopped := false, errors.New("the campaign stops")
-	say := func(why string) { r.note(node, model.PhasePending, why) }
-	err := poll.Until(ctx, max(r.e.PollInterval()*5, 250*time.Millisecond), say, func(ctx context.Context) (bool, string, error) {
-		why := r.gateClosed(ctx, node)
+	every := max(r.e.PollInterval()*5, 250*time.Millisecond)
+	waited, said := false, ""
+	for {
+		why, frees := r.gateClosed(ctx, node)
 		if why == "" {
 			if waited {
-				say("gates open: starting")
+				r.note(node, model.PhasePending, "gates open: starting")
 			}
-			return true, "", nil
+			return true
 		}
 		waited = true
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.stopping != nil { // said as a wait says it, then no wait
-			return false, "waiting: " + why, stopped
+		if why = "waiting: " + why; why != said {
+			r.note(node, model.PhasePending, why)
+			said = why
 		}
-		return false, "waiting: " + why, nil
-	})
-	return err == nil
+		r.mu.Lock()
+		stopping := r.stopping != nil // said as a wait says it, then no wait
+		r.mu.Unlock()
+		if stopping {
+			return false
+		}
+		wait := every
+		if !frees.IsZero() {
+			wait = min(every, max(0, frees.Sub(r.e.Now())))
+		}
+		if !poll.Sleep(ctx, wait) {
+			return false
+		}
+	}
 }
 
-// gateClosed says why a gate does not hold now ("" when every one does).
-func (r *Campaign) gateClosed(ctx context.Context, node string) string {
+// gateClosed says why a gate does not hold now ("" when every one does), and when a rate
+// budget that holds it frees (zero: no budget holds it).
+func (r *Campaign) gateClosed(ctx context.Context, node string) (string, time.Time) {
 	g := r.o.Gates
 	if w := g.Window; w != nil && !w.Open(r.e.Now()) {
 		next := w.NextOpen(r.e.Now()).In(w.loc)
-		return fmt.Sprintf("outside the window %s: it opens %s", w, next.Format("Mon 2006-01-02 15:04 MST"))
+		return fmt.Sprintf("outside the window %s: it opens %s", w, next.Format("Mon 2006-01-02 15:04 MST")), time.Time{}
 	}
 	if why := r.ownersWindow(ctx, node); why != "" { // owners.go
-		return why
+		return why, time.Time{}
 	}
-	if why := r.rateHeld(node); why != "" {
-		return why
+	if why, frees := r.rateHeld(node); why != "" {
+		return why, frees
 	}
 	if why := r.fleetHurting(); why != "" {
-		return why
+		return why, time.Time{}
 	}
 	if g.Cmd != "" {
 		// The first run for a node says that it started; later runs (every few seconds while
@@ -94,19 +107,19 @@ func (r *Campaign) gateClosed(ctx context.Context, node string) string {
 			}
 		})
 		if err != nil {
-			return err.Error()
+			return err.Error(), time.Time{}
 		}
 	}
 	if g.Alerts != nil {
 		firing, err := g.Alerts.Firing(ctx)
 		switch {
 		case err != nil: // a gate that cannot be read is closed: the fleet's health is unknown
-			return "Prometheus gate: " + err.Error()
+			return "Prometheus gate: " + err.Error(), time.Time{}
 		case len(firing) > 0:
-			return "alert firing: " + strings.Join(firing, ", ")
+			return "alert firing: " + strings.Join(firing, ", "), time.Time{}
 		}
 	}
-	return ""
+	return "", time.Time{}
 }
 
 // fleetHurting says why the cluster is already hurting ("" when it is not): a node outside
@@ -168,7 +181,7 @@ func (r *Campaign) fleetHurting() string {
 
 // rateHeld says which rate budget holds node back now, and when it frees ("" when none
 // does), from the campaign's record: its nodes' starts, this run's and the runs' before it.
-func (r *Campaign) rateHeld(node string) string {
+func (r *Campaign) rateHeld(node string) (string, time.Time) {
 	rec, now := r.Record(), r.e.Now()
 	for _, b := range r.o.Gates.Budgets {
 		domain := domainOf(r.e, node, b.Per)
@@ -184,10 +197,10 @@ func (r *Campaign) rateHeld(node string) string {
 				scope = fmt.Sprintf("of the nodes with %s=%s", b.Per, domain)
 			}
 			return fmt.Sprintf("rate budget %q holds it: %d %s started within %s; it frees at %s", b.Raw, b.Limit(len(started)), scope,
-				b.Window, frees.Format("15:04:05"))
+				b.Window, frees.Format("15:04:05")), frees
 		}
 	}
-	return ""
+	return "", time.Time{}
 }
 
 // budgetsOf are the rate budgets as written, for the campaign's record (its ETA keeps them).

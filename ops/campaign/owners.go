@@ -122,7 +122,7 @@ func (r *Campaign) answerNow(ctx context.Context, told map[string]bool) {
 				held = "-"
 				if r.Paused() {
 					held = "the campaign is paused"
-				} else if why := r.gateClosed(ctx, n.Name); why != "" {
+				} else if why, _ := r.gateClosed(ctx, n.Name); why != "" {
 					held = why
 				}
 			}

@@ -54,3 +54,27 @@ func TestARateBudgetSpacesTheNodesStarts(t *testing.T) {
 		t.Errorf("the campaign never said the budget held a node: %q", said)
 	}
 }
+
+// A campaign held by a rate budget starts its next node when the budget frees, not at its next
+// look at the gates (every five polls: 20 s here): under "1 per 4s", two at once, the second
+// node starts about four seconds after the first. Held to the poll, a budget's pace lost a poll's half each node (a 1,000-node
+// campaign under "5% per 30s" started 1.39 nodes a second where the budget let 1.67).
+func TestARateBudgetsNodeStartsWhenTheBudgetFrees(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	nodes := []string{c.Name("c0"), c.Name("c1")}
+	c.Cfg.Concurrency.Nodes = 2
+	e := c.Engine("rate@frees", func(o *ops.EngineOptions) { o.Poll = 4 * time.Second })
+	b, err := model.ParseRateBudget("1 per 4s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runToDone(t, e, campaign.Options{Nodes: nodes, Order: "given", Parallel: 2, Run: vmsOnly(),
+		Gates: campaign.GateOptions{Budgets: []model.RateBudget{b}}}, func(ops.Event) {})
+	rec := r.Record()
+	for i := 1; i < len(rec.Nodes); i++ {
+		if gap := rec.Nodes[i].Started.Sub(rec.Nodes[i-1].Started); gap < 4*time.Second || gap >= 12*time.Second {
+			t.Errorf("%s started %s after %s; want when the budget freed (4s), not at the gates' next look (20s)",
+				rec.Nodes[i].Name, gap, rec.Nodes[i-1].Name)
+		}
+	}
+}
