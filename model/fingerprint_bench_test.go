@@ -10,7 +10,7 @@ import (
 func BenchmarkFingerprint(b *testing.B) {
 	var s NovaSnapshot
 	for i := 0; i < 50000; i++ {
-		s.VMs = append(s.VMs, VM{ID: fmt.Sprintf("%036d", i), Name: fmt.Sprintf("vm-%06d", i), Host: fmt.Sprintf("compute-%04d", i%5000), Status: VMActive, RAMMB: 4096})
+		s.VMs = append(s.VMs, VM{ID: fmt.Sprintf("%036d", i), Name: fmt.Sprintf("vm-%06d", i), Host: fmt.Sprintf("compute-%04d", i%5000), Phase: PhaseRunning, Status: "ACTIVE", RAMMB: 4096})
 	}
 	for i := 0; i < 5000; i++ {
 		s.Services = append(s.Services, ComputeService{Host: fmt.Sprintf("compute-%04d", i), Enabled: true, Up: true})

@@ -7,18 +7,23 @@ import (
 
 // VM is a Nova server.
 type VM struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Host      string   `json:"host"` // OS-EXT-SRV-ATTR:host, the compute service host
-	Status    VMStatus `json:"status"`
-	TaskState string   `json:"taskState,omitempty"`
-	VMState   string   `json:"vmState,omitempty"`
-	Locked    bool     `json:"locked"`
-	Flavor    string   `json:"flavor,omitempty"`
-	RAMMB     int64    `json:"ramMB"`
-	VCPUs     int      `json:"vcpus"`
-	DiskGB    int64    `json:"diskGB"`
-	ProjectID string   `json:"projectID,omitempty"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Host string `json:"host"` // OS-EXT-SRV-ATTR:host, the compute service host
+	// Phase and Task are where it stands and what Nova is doing to it: the engine decides by
+	// them. Status, TaskState and VMState are Nova's own words for them, shown as Nova wrote
+	// them and never compared.
+	Phase     VMPhase `json:"phase"`
+	Task      VMTask  `json:"task,omitempty"`
+	Status    string  `json:"status"`
+	TaskState string  `json:"taskState,omitempty"`
+	VMState   string  `json:"vmState,omitempty"`
+	Locked    bool    `json:"locked"`
+	Flavor    string  `json:"flavor,omitempty"`
+	RAMMB     int64   `json:"ramMB"`
+	VCPUs     int     `json:"vcpus"`
+	DiskGB    int64   `json:"diskGB"`
+	ProjectID string  `json:"projectID,omitempty"`
 	// Fault is Nova's fault message of an ERROR server (shown as Nova wrote it, escaped).
 	Fault string `json:"fault,omitempty"`
 	// Pinned names the flavor extra spec that ties the VM to its host's hardware (a PCI
@@ -67,56 +72,34 @@ type VM struct {
 	PolicyFrom string   `json:"policyFrom,omitempty"`
 }
 
-// VMStatus is a server's status as Nova's API shows it. The engine names the ones it acts on
-// here, once; ops/nova reads them off the API.
-type VMStatus string
-
-// The statuses drainctl acts on.
-const (
-	VMActive       VMStatus = "ACTIVE"
-	VMShutoff      VMStatus = "SHUTOFF"
-	VMPaused       VMStatus = "PAUSED"
-	VMBroken       VMStatus = "ERROR"
-	VMMigrating    VMStatus = "MIGRATING"
-	VMResizing     VMStatus = "RESIZE"        // a cold migration moving it
-	VMVerifyResize VMStatus = "VERIFY_RESIZE" // moved cold; waits for confirm or revert
-	VMRevertResize VMStatus = "REVERT_RESIZE"
-	VMRebuilding   VMStatus = "REBUILD" // evacuated: rebuilt on another host
-)
-
-// VMPhase is where a server stands as the engine acts on it. The engine decides by phase and
-// compares no Nova status: a status Nova adds lands in phaseOf (one row), and every status not
-// named there is PhaseOther, which the engine leaves where it is.
+// VMPhase is where a server stands as the engine acts on it, read from its status by ops/nova
+// (the one place that names Nova's statuses). The engine decides by phase: a status Nova adds
+// lands in ops/nova's table (one row), and every status not named there is PhaseOther, which
+// the engine leaves where it is.
 type VMPhase int
 
 const (
-	PhaseOther           VMPhase = iota // PAUSED, SUSPENDED, SHELVED…: nothing the engine acts on
-	PhaseRunning                        // ACTIVE
-	PhaseStopped                        // SHUTOFF
-	PhaseBroken                         // ERROR
-	PhaseMovingLive                     // MIGRATING: a live migration under way
-	PhaseMovingCold                     // RESIZE: a cold migration under way
-	PhaseAwaitingConfirm                // VERIFY_RESIZE: moved cold, its confirm or revert awaited
-	PhaseReverting                      // REVERT_RESIZE: a cold move being undone
-	PhaseRebuilding                     // REBUILD: rebuilt elsewhere (an evacuation)
+	PhaseOther           VMPhase = iota // SUSPENDED, SHELVED…: nothing the engine acts on
+	PhaseRunning                        // running (ACTIVE)
+	PhaseStopped                        // stopped (SHUTOFF)
+	PhasePaused                         // paused: moves live, never cold
+	PhaseBroken                         // in error
+	PhaseMovingLive                     // a live migration under way
+	PhaseMovingCold                     // a cold migration under way
+	PhaseAwaitingConfirm                // moved cold, its confirm or revert awaited
+	PhaseReverting                      // a cold move being undone
+	PhaseRebuilding                     // rebuilt elsewhere (an evacuation)
 )
 
-var phaseOf = map[VMStatus]VMPhase{
-	VMActive: PhaseRunning, VMShutoff: PhaseStopped, VMBroken: PhaseBroken, VMMigrating: PhaseMovingLive,
-	VMResizing: PhaseMovingCold, VMVerifyResize: PhaseAwaitingConfirm, VMRevertResize: PhaseReverting, VMRebuilding: PhaseRebuilding,
-}
+var phaseNames = [...]string{"another status", "running", "stopped", "paused", "broken", "moving live", "moving cold",
+	"awaiting its confirm", "reverting a cold move", "being rebuilt"}
 
-// Phase is where the server stands, from its status.
-func (v VM) Phase() VMPhase { return phaseOf[v.Status] }
-
-// String is the phase as Nova names its status.
+// String names the phase in the engine's words (Nova's own is the VM's Status).
 func (p VMPhase) String() string {
-	for st, ph := range phaseOf {
-		if ph == p {
-			return string(st)
-		}
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
 	}
-	return "another status"
+	return phaseNames[PhaseOther]
 }
 
 // InColdMove: a cold migration holds the server (moving, awaiting its confirm, or undone).
@@ -124,8 +107,40 @@ func (p VMPhase) InColdMove() bool {
 	return p == PhaseMovingCold || p == PhaseAwaitingConfirm || p == PhaseReverting
 }
 
-// Busy: Nova has a task under way on the server (its task_state), whatever its status.
-func (v VM) Busy() bool { return v.TaskState != "" }
+// VMTask is what Nova is doing to the server (its task_state), read by ops/nova. The cold
+// move's steps are in the order Nova takes them.
+type VMTask int
+
+const (
+	TaskNone           VMTask = iota
+	TaskOther                 // a task the engine does not follow: the server is busy
+	TaskMigrating             // a live migration
+	TaskColdPrep              // a cold move: preparing
+	TaskColdMigrating         // …copying the disk
+	TaskColdMigrated          // …copied
+	TaskColdFinish            // …finishing on the destination
+	TaskColdReverting         // a cold move being undone
+	TaskColdConfirming        // a cold move being confirmed
+	TaskRebuilding            // a rebuild elsewhere, any of its steps
+	TaskPoweringOff           // a stop
+)
+
+// ColdStep is the task's place among a cold move's steps (1 to ColdSteps), 0 for any other task.
+func (t VMTask) ColdStep() int {
+	if t >= TaskColdPrep && t <= TaskColdFinish {
+		return int(t-TaskColdPrep) + 1
+	}
+	return 0
+}
+
+// ColdSteps is how many steps a cold move's task goes through.
+const ColdSteps = int(TaskColdFinish-TaskColdPrep) + 1
+
+// InColdMove: the task is one of a cold move's (resizing, reverting, confirming).
+func (t VMTask) InColdMove() bool { return t >= TaskColdPrep && t <= TaskColdConfirming }
+
+// Busy: Nova has a task under way on the server, whatever its phase.
+func (v VM) Busy() bool { return v.Task != TaskNone }
 
 // ServerGroup is a Nova server group (os-server-groups).
 type ServerGroup struct {

@@ -2,32 +2,37 @@ package model
 
 import "testing"
 
-// Every status the engine acts on has its own phase, named back as Nova names it; a status
-// the engine does not know is PhaseOther, which no step acts on.
-func TestEveryStatusTheEngineActsOnHasAPhase(t *testing.T) {
-	seen := map[VMPhase]VMStatus{}
-	for _, st := range []VMStatus{VMActive, VMShutoff, VMBroken, VMMigrating, VMResizing, VMVerifyResize, VMRevertResize, VMRebuilding} {
-		p := VM{Status: st}.Phase()
-		if p == PhaseOther {
-			t.Errorf("%s has no phase", st)
-		}
-		if other, dup := seen[p]; dup {
-			t.Errorf("%s and %s share phase %d", st, other, p)
-		}
-		seen[p] = st
-		if p.String() != string(st) {
-			t.Errorf("phase of %s is named %q", st, p.String())
+// A cold move's tasks are its steps in order, and only those; a VM is busy while any task is
+// under way; every phase has a name of its own.
+func TestAColdMovesTasksAreItsStepsInOrder(t *testing.T) {
+	steps := []VMTask{TaskColdPrep, TaskColdMigrating, TaskColdMigrated, TaskColdFinish}
+	if len(steps) != ColdSteps {
+		t.Fatalf("ColdSteps %d, want %d", ColdSteps, len(steps))
+	}
+	for i, task := range steps {
+		if task.ColdStep() != i+1 || !task.InColdMove() {
+			t.Errorf("task %d: step %d, in a cold move %v; want step %d", task, task.ColdStep(), task.InColdMove(), i+1)
 		}
 	}
-	for _, st := range []VMStatus{VMPaused, "SHELVED_OFFLOADED", ""} {
-		if p := (VM{Status: st}).Phase(); p != PhaseOther {
-			t.Errorf("%q: phase %v, want PhaseOther", st, p)
+	for _, task := range []VMTask{TaskNone, TaskOther, TaskMigrating, TaskColdReverting, TaskColdConfirming, TaskRebuilding, TaskPoweringOff} {
+		if task.ColdStep() != 0 {
+			t.Errorf("task %d is step %d of a cold move", task, task.ColdStep())
 		}
 	}
-	if !(VM{Status: VMRevertResize}).Phase().InColdMove() || (VM{Status: VMMigrating}).Phase().InColdMove() {
-		t.Error("InColdMove: RESIZE, VERIFY_RESIZE, REVERT_RESIZE only")
+	if !TaskColdReverting.InColdMove() || TaskMigrating.InColdMove() || TaskRebuilding.InColdMove() {
+		t.Error("InColdMove: the cold move's tasks only")
 	}
-	if (VM{Status: VMActive}).Busy() || !(VM{Status: VMActive, TaskState: "migrating"}).Busy() {
-		t.Error("Busy is the task state")
+	if (VM{Phase: PhaseRunning}).Busy() || !(VM{Phase: PhaseRunning, Task: TaskOther}).Busy() {
+		t.Error("Busy is a task under way")
+	}
+	if !PhaseReverting.InColdMove() || PhaseMovingLive.InColdMove() {
+		t.Error("VMPhase.InColdMove: moving cold, awaiting its confirm, reverting")
+	}
+	names := map[string]VMPhase{}
+	for p := PhaseOther; p <= PhaseRebuilding; p++ {
+		if other, dup := names[p.String()]; dup {
+			t.Errorf("phases %d and %d share the name %q", p, other, p.String())
+		}
+		names[p.String()] = p
 	}
 }

@@ -128,9 +128,9 @@ func (r *runner) watchCanary(ctx context.Context, id string, timeout time.Durati
 		"not proven within return.canary_timeout",
 		func(ctx context.Context, vm model.VM) (string, bool, error) {
 			switch {
-			case vm.Phase() == model.PhaseBroken:
+			case vm.Phase == model.PhaseBroken:
 				return "", false, fmt.Errorf("it went to ERROR on %s: %s", vm.Host, cmp.Or(vm.Fault, "Nova gave no fault"))
-			case vm.Phase() != model.PhaseRunning:
+			case vm.Phase != model.PhaseRunning:
 				return fmt.Sprintf("still %s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
 			}
 			out, err := e.nova.ConsoleOutput(ctx, id, 10)

@@ -29,7 +29,7 @@ func (r *runner) follow(_ context.Context, run *vmRun, _ *model.Reason, q *moveQ
 	switch {
 	case traitsOf(r.plan.Op).rebuilds:
 		run.method = model.MoveRebuild
-	case run.vm.Phase().InColdMove():
+	case run.vm.Phase.InColdMove():
 		run.method, run.ours = model.MoveCold, len(q.ours[run.vm.ID]) > 0
 	}
 	run.adopted, run.attempt, run.started, run.state = true, max(run.attempt, 1), r.e.now(), MigAdopted
@@ -75,7 +75,7 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, q *moveQueue)
 		run := &vmRun{vm: vm, dest: dest}
 		r.follow(ctx, run, nil, q)
 		msg := "a cold migration from this host, found under way: followed"
-		if vm.Phase() == model.PhaseAwaitingConfirm && run.ours {
+		if vm.Phase == model.PhaseAwaitingConfirm && run.ours {
 			msg = "moved before the interruption, waiting for its confirm: confirmed now"
 		}
 		r.emitVM(run, MigAdopted, msg)
@@ -87,7 +87,7 @@ func (r *runner) adoptCold(ctx context.Context, listed []model.VM, q *moveQueue)
 // allowed it (--cold-migrate-running); false leaves the failure as it is, with the override
 // that would move it cold (a running VM's).
 func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) (bool, model.Override) {
-	if run.vm.Phase() != model.PhaseRunning {
+	if run.vm.Phase != model.PhaseRunning {
 		return false, ""
 	}
 	if !r.ro.Policy.ColdMigrateRunning {
@@ -270,7 +270,7 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 				return reverted, nil, err
 			}
 			switch {
-			case vm.Phase() == model.PhaseAwaitingConfirm:
+			case vm.Phase == model.PhaseAwaitingConfirm:
 				if err := e.nova.RevertResize(ctx, vm.ID); err != nil {
 					return reverted, nil, err
 				}

@@ -819,7 +819,7 @@ func TestReadsAtOnceShareOneNovaRead(t *testing.T) {
 			if err == nil {
 				n, _ := inv.Node(c.Name("c0"))
 				i := slices.IndexFunc(n.VMs, func(vm model.VM) bool { return vm.Name == "vm-a" })
-				if i < 0 || n.VMs[i].Status != model.VMShutoff {
+				if i < 0 || n.VMs[i].Phase != model.PhaseStopped {
 					err = fmt.Errorf("a read did not see vm-a stopped: %v", n.VMs)
 				}
 			}
@@ -875,7 +875,7 @@ func TestAPlanReadsItsHostNotTheFleet(t *testing.T) {
 			st["GET /os-services"], st["GET /os-hypervisors/{id}"], st["placement GET /resource_providers/{uuid}/allocations"])
 	}
 	i := slices.IndexFunc(p.VMs, func(vm model.VM) bool { return vm.Name == "vm-a" })
-	if i < 0 || p.VMs[i].Status != model.VMShutoff || p.VMs[i].Method != model.MoveCold {
+	if i < 0 || p.VMs[i].Phase != model.PhaseStopped || p.VMs[i].Method != model.MoveCold {
 		t.Errorf("the plan did not see vm-a stopped since the whole read: %+v", p.VMs)
 	}
 	if s := p.Steps[slices.IndexFunc(p.Steps, func(s model.Step) bool { return s.Kind == model.StepDisableCompute })]; !s.Done {

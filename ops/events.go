@@ -75,6 +75,7 @@ const (
 	MigVerifyResize MigState = "verify-resize" // moved; waits for confirmResize
 	MigConfirming   MigState = "confirming"    // confirmResize asked
 	MigReverted     MigState = "reverted"      // revertResize: back on its source
+	MigRebuilding   MigState = "rebuilding"    // a rebuild elsewhere Nova shows no task of yet
 )
 
 // MigStateOf is Nova's status as a migration state.
@@ -134,17 +135,20 @@ func NewPodEvent(at time.Time, node, pod string, state PodState, pdb string, att
 // coalesced per VM by consumers that fall behind; transitions never are.
 type MigrationEvent struct {
 	header
-	VM        string           `json:"vm"`
-	VMID      string           `json:"vmID"`
-	Method    model.MoveMethod `json:"method,omitempty"`
-	State     MigState         `json:"state"`
-	Source    string           `json:"source"`
-	Dest      string           `json:"dest,omitempty"`
-	Attempt   int              `json:"attempt"`
-	Total     int64            `json:"totalBytes,omitempty"`
-	Processed int64            `json:"processedBytes,omitempty"`
-	Remaining int64            `json:"remainingBytes,omitempty"`
-	Rate      float64          `json:"rateBytesPerSec,omitempty"` // the copy's link speed (Processed over time)
+	VM     string           `json:"vm"`
+	VMID   string           `json:"vmID"`
+	Method model.MoveMethod `json:"method,omitempty"`
+	State  MigState         `json:"state"`
+	// Task is the task Nova shows on the VM when State is its word for it (a cold move's step,
+	// a rebuild's), for the views to place it; the JSON says the word only.
+	Task      model.VMTask `json:"-"`
+	Source    string       `json:"source"`
+	Dest      string       `json:"dest,omitempty"`
+	Attempt   int          `json:"attempt"`
+	Total     int64        `json:"totalBytes,omitempty"`
+	Processed int64        `json:"processedBytes,omitempty"`
+	Remaining int64        `json:"remainingBytes,omitempty"`
+	Rate      float64      `json:"rateBytesPerSec,omitempty"` // the copy's link speed (Processed over time)
 	// Converge is how fast Remaining falls: slower than Rate by what the guest rewrites. The
 	// ETA is Remaining over it, so the two are shown together. Negative: Remaining grows;
 	// zero: not measured yet (one sample).

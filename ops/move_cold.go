@@ -34,7 +34,7 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		run.dest = vm.Host
 	}
 	switch {
-	case vm.Phase() == model.PhaseAwaitingConfirm:
+	case vm.Phase == model.PhaseAwaitingConfirm:
 		switch {
 		case !run.ours:
 			return MigCompleted, "moved by someone else's cold migration, which waits for its confirm: left to them", nil
@@ -64,20 +64,20 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		}
 		run.confirmed = true
 		r.moveState(run, MigConfirming, "")
-	case vm.Phase() == model.PhaseMovingCold || vm.Busy():
+	case vm.Phase == model.PhaseMovingCold || vm.Busy():
 		if vm.Busy() {
-			r.moveState(run, MigState(vm.TaskState), "")
+			r.moveTask(run, vm, "")
 		}
 		if run.ours && r.unnamed(vm.ID) { // named while it moves: a rerun after a kill can prove it
 			if _, _, err := r.ownCold(ctx, vm.ID); err != nil {
 				return "", "", err
 			}
 		}
-	case vm.Phase() == model.PhaseBroken:
+	case vm.Phase == model.PhaseBroken:
 		return MigFailed, "the server went to ERROR: " + vm.Fault, nil
 	case vm.Host != run.vm.Host:
 		msg := ""
-		if vm.Status != run.vm.Status && run.vm.Status != "" {
+		if vm.Phase != run.vm.Phase && run.vm.Status != "" {
 			msg = fmt.Sprintf("now %s (was %s)", vm.Status, run.vm.Status)
 		}
 		return MigCompleted, msg, nil

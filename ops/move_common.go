@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -15,6 +16,16 @@ func (r *runner) moveState(run *vmRun, st MigState, msg string) {
 	if st != run.state {
 		run.state = st
 		r.emitVM(run, st, msg)
+	}
+}
+
+// moveTask records the task Nova shows on a moving VM as the move's state once: Nova's own word
+// (fallback when it shows none), and its task for the views to place it.
+func (r *runner) moveTask(run *vmRun, vm model.VM, fallback MigState) {
+	st := MigState(cmp.Or(vm.TaskState, string(fallback)))
+	if st != run.state {
+		run.state = st
+		r.emitVMTask(run, st, "", vm.Task)
 	}
 }
 
@@ -64,9 +75,13 @@ func (r *runner) retry(run *vmRun, msg string, pending *[]*vmRun) bool {
 }
 
 func (r *runner) emitVM(run *vmRun, state MigState, msg string) {
+	r.emitVMTask(run, state, msg, model.TaskNone)
+}
+
+func (r *runner) emitVMTask(run *vmRun, state MigState, msg string, task model.VMTask) {
 	run.lastSaid = msg
 	r.emit(NewMigrationEvent(r.e.now(), r.plan.Node, MigrationEvent{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, State: state,
-		Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total}))
+		Task: task, Source: run.vm.Host, Dest: run.dest, Attempt: run.attempt, Message: msg, Total: run.total}))
 }
 
 func (r *runner) emitProgress(run *vmRun) {

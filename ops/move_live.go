@@ -116,7 +116,7 @@ func (r *runner) liveEnded(ctx context.Context, run *vmRun, m model.Migration) (
 		if err != nil {
 			return "", "", err
 		}
-		if vm.Host == run.vm.Host || vm.Phase() == model.PhaseMovingLive || vm.Busy() {
+		if vm.Host == run.vm.Host || vm.Phase == model.PhaseMovingLive || vm.Busy() {
 			return "", "", nil // the record leads the server by a moment
 		}
 		run.dest = vm.Host

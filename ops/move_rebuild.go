@@ -23,14 +23,14 @@ func (r *runner) pollRebuild(ctx context.Context, run *vmRun) (MigState, string,
 		return "", "", err
 	}
 	switch {
-	case vm.Phase() == model.PhaseRebuilding || vm.Busy():
-		r.moveState(run, MigState(firstNonEmpty(vm.TaskState, "rebuilding")), "")
+	case vm.Phase == model.PhaseRebuilding || vm.Busy():
+		r.moveTask(run, vm, MigRebuilding)
 	case vm.Host != run.vm.Host && vm.Host != "":
 		run.dest = vm.Host
 		if run.mid == 0 {
 			run.mid = r.e.evacuationID(ctx, run.vm.ID, run.vm.Host)
 		}
-		if vm.Phase() == model.PhaseBroken {
+		if vm.Phase == model.PhaseBroken {
 			return MigFailed, "rebuilt on " + vm.Host + " but went to ERROR: " + vm.Fault, nil
 		}
 		return MigCompleted, "now " + string(vm.Status) + " on " + vm.Host, nil

@@ -119,7 +119,7 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		vm.Policy, vm.PolicyFrom = policy.VMPolicyOf(vm, ro.Policy)
 		p.VMs[i] = vm
 		methods[method]++
-		if method == model.MoveRestart && vm.Phase() != model.PhaseRunning && slices.Contains(j.Restart, vm.ID) {
+		if method == model.MoveRestart && vm.Phase != model.PhaseRunning && slices.Contains(j.Restart, vm.ID) {
 			r = &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 				Message: "restart-in-place: stopped by drainctl for it; started on the node again when it returns"}
 		}
@@ -221,7 +221,7 @@ func coldWaiting(node model.Node, inv model.Inventory) []string {
 	var out []string
 	for _, n := range inv.Nodes {
 		for _, vm := range n.VMs {
-			if ours[vm.ID] && (vm.Phase() == model.PhaseMovingCold || vm.Phase() == model.PhaseAwaitingConfirm) {
+			if ours[vm.ID] && (vm.Phase == model.PhaseMovingCold || vm.Phase == model.PhaseAwaitingConfirm) {
 				out = append(out, vm.Name)
 			}
 		}

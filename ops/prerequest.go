@@ -200,7 +200,7 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 	switch {
 	case method == model.MoveFollow:
 		*pending = (*pending)[1:]
-		run.vm.Status, run.vm.TaskState = cur.Status, cur.TaskState
+		run.vm.Phase, run.vm.Task, run.vm.Status, run.vm.TaskState = cur.Phase, cur.Task, cur.Status, cur.TaskState
 		r.follow(ctx, run, nil, &moveQueue{running: q.q.running}) // someone else's: no cold record of ours to confirm it by
 		r.emitVM(run, MigAdopted, "already migrating (someone else's request): followed")
 		return handled
@@ -211,7 +211,7 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message, reason.Override))
 		}
 		return handled
-	case method == run.method && movers[method].runningOnly && cur.Phase() != model.PhaseRunning && run.attempt == 0:
+	case method == run.method && movers[method].runningOnly && cur.Phase != model.PhaseRunning && run.attempt == 0:
 		*pending = (*pending)[1:] // stopped meanwhile (its owner): begin leaves it as it is
 		run.vm = cur
 		if q.failure = movers[method].begin(r, ctx, run, reason, q.q); q.failure != nil {

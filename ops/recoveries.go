@@ -234,7 +234,7 @@ func (r *runner) settled(ctx context.Context, m model.VMMove) model.VMMove {
 		return m // Nova shows no evacuation of it from this host: nothing proves the record's move
 	}
 	m.Dest, m.MigrationID = vm.Host, id
-	if vm.Phase() == model.PhaseBroken {
+	if vm.Phase == model.PhaseBroken {
 		m.Status, m.Reason = model.MoveFailed, "rebuilt on "+vm.Host+" but in ERROR: "+vm.Fault
 	} else {
 		m.Status, m.Reason = model.MoveSucceeded, "found "+string(vm.Status)+" on "+vm.Host+" (rebuilt by an earlier run)"

@@ -28,7 +28,7 @@ import (
 // queueStop takes a VM to stop in place into the run: a running one waits for its request;
 // one not running is left as it is (stopped by an earlier run, or by its owner).
 func (r *runner) queueStop(_ context.Context, run *vmRun, reason *model.Reason, q *moveQueue) *model.Reason {
-	if run.vm.Phase() == model.PhaseRunning {
+	if run.vm.Phase == model.PhaseRunning {
 		q.pending = append(q.pending, run)
 		return nil
 	}
@@ -116,9 +116,9 @@ func (r *runner) waitPhase(ctx context.Context, id string, phase model.VMPhase) 
 // error once it went to ERROR; else what it is now.
 func inPhase(vm model.VM, phase model.VMPhase) (seen string, done bool, err error) {
 	switch {
-	case vm.Phase() == phase && !vm.Busy():
+	case vm.Phase == phase && !vm.Busy():
 		return "", true, nil
-	case vm.Phase() == model.PhaseBroken:
+	case vm.Phase == model.PhaseBroken:
 		return "", false, fmt.Errorf("it went to ERROR: %s", cmp.Or(vm.Fault, "Nova gave no fault"))
 	}
 	return fmt.Sprintf("%s (task %s)", vm.Status, cmp.Or(vm.TaskState, "none")), false, nil
@@ -187,10 +187,10 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 			notes = append(notes, msg)
 			r.report.Left = append(r.report.Left, msg)
 			continue
-		case vm.Phase() == model.PhaseRunning:
+		case vm.Phase == model.PhaseRunning:
 			started = append(started, vm.Name+" (running already)")
 			continue
-		case vm.Phase() != model.PhaseStopped || vm.Busy():
+		case vm.Phase != model.PhaseStopped || vm.Busy():
 			failed = append(
 				failed,
 				fmt.Sprintf("%s: %s (task %s), not stopped as drainctl left it", vm.Name, vm.Status, cmp.Or(vm.TaskState, "none")),
@@ -273,7 +273,7 @@ func (r *runner) stillStopped(ctx context.Context) string {
 		// Named only when Nova proves drainctl's stop: a forged journal names no other
 		// tenant's stopped server, and one started meanwhile is not stopped by this failure.
 		vm, err := r.e.nova.Server(ctx, id)
-		if err != nil || vm.Phase() != model.PhaseStopped {
+		if err != nil || vm.Phase != model.PhaseStopped {
 			continue
 		}
 		if ours, _, err := r.stoppedAsJournaled(ctx, j, id); err == nil && ours {

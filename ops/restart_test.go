@@ -131,7 +131,7 @@ func TestARestartInPlaceStopThatNeverEndsFailsAtItsTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, _, err := run(t, e, model.OpEvacuate, c0, ops.RunOptions{Policy: defaults(), EvacuateParams: ops.EvacuateParams{VMsOnly: true}})
-	if err == nil || !strings.Contains(err.Error(), "not SHUTOFF within timeouts.migration (2s): ACTIVE (task powering-off)") {
+	if err == nil || !strings.Contains(err.Error(), "not stopped within timeouts.migration (2s): ACTIVE (task powering-off)") {
 		t.Fatalf("want the stop to fail at its timeout, still powering off; got %v\n%s", err, rec.Transcript(c.Px))
 	}
 	a, _ := c.World.ServerByName("vm-a")

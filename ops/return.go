@@ -61,7 +61,7 @@ func (e *Engine) ReturnVM(
 		return not("moved since it left (sent to %s, now on %s): left where its owner or a colleague put it", l.To, vm.Host)
 	case l.Flavor != "" && vm.Flavor != l.Flavor:
 		return not("resized since it left (%s, was %s)", vm.Flavor, l.Flavor)
-	case vm.Phase() == model.PhaseBroken:
+	case vm.Phase == model.PhaseBroken:
 		return not("in ERROR since it left")
 	case vm.Busy():
 		return not("busy (task %s)", vm.TaskState)

@@ -37,8 +37,8 @@ func inventory(n int) model.Inventory {
 			Compute:    &model.ComputeService{Host: name, Enabled: true, Up: true},
 			Hypervisor: &model.Hypervisor{CapacityKnown: true, VCPUs: 64, VCPUsUsed: 12, MemoryMB: 262144, MemoryMBUsed: 24576},
 			VMs: []model.VM{
-				{ID: fmt.Sprintf("1a2b3c4d-0000-4000-8000-%012d", i), Name: fmt.Sprintf("vm-%04d", 2*i), Host: name, Status: "ACTIVE", Flavor: "m1.large", RAMMB: 8192, VCPUs: 4},
-				{ID: fmt.Sprintf("5e6f7a8b-0000-4000-8000-%012d", i), Name: fmt.Sprintf("vm-%04d", 2*i+1), Host: name, Status: "ACTIVE", Flavor: "m1.small", RAMMB: 2048, VCPUs: 1},
+				{ID: fmt.Sprintf("1a2b3c4d-0000-4000-8000-%012d", i), Name: fmt.Sprintf("vm-%04d", 2*i), Host: name, Phase: model.PhaseRunning, Status: "ACTIVE", Flavor: "m1.large", RAMMB: 8192, VCPUs: 4},
+				{ID: fmt.Sprintf("5e6f7a8b-0000-4000-8000-%012d", i), Name: fmt.Sprintf("vm-%04d", 2*i+1), Host: name, Phase: model.PhaseRunning, Status: "ACTIVE", Flavor: "m1.small", RAMMB: 2048, VCPUs: 1},
 			},
 			Pods: []model.Pod{
 				{Namespace: "openstack", Name: "libvirt-" + name, Phase: "Running", OwnerKind: "DaemonSet", Labels: map[string]string{"application": "libvirt"}},
@@ -517,7 +517,7 @@ func TestTheVMTableSaysHowManyMore(t *testing.T) {
 	m.s.inv.NovaConfigured = true
 	n := model.Node{Name: "compute-9"}
 	for i := range 11 {
-		n.VMs = append(n.VMs, model.VM{ID: fmt.Sprintf("id-%02d", i), Name: fmt.Sprintf("vm-%02d", i), Status: "ACTIVE"})
+		n.VMs = append(n.VMs, model.VM{ID: fmt.Sprintf("id-%02d", i), Name: fmt.Sprintf("vm-%02d", i), Phase: model.PhaseRunning, Status: "ACTIVE"})
 	}
 	p := detailPane{chosen: map[string]bool{}}
 	if got := p.vmTable(&m.s, n, 80, 8); !strings.Contains(got, "… 6 more") {

@@ -97,12 +97,12 @@ func confirmModel(m Model) Model {
 // through (cold under --cold-migrate-running, with downtime), broken (left by --skip-vm).
 func vmStates() []model.VM {
 	return []model.VM{
-		{ID: "a1000000-0000-4000-8000-000000000001", Name: "build-old", Host: "compute-1", Status: "ERROR", Flavor: "m1.small", RAMMB: 2048, VCPUs: 1,
+		{ID: "a1000000-0000-4000-8000-000000000001", Name: "build-old", Host: "compute-1", Phase: model.PhaseBroken, Status: "ERROR", Flavor: "m1.small", RAMMB: 2048, VCPUs: 1,
 			Fault: "Failed to allocate the network(s), not rescheduling."},
-		{ID: "a1000000-0000-4000-8000-000000000002", Name: "ml-train-0", Host: "compute-1", Status: "ACTIVE", Flavor: "g1.a100", RAMMB: 65536, VCPUs: 16,
+		{ID: "a1000000-0000-4000-8000-000000000002", Name: "ml-train-0", Host: "compute-1", Phase: model.PhaseRunning, Status: "ACTIVE", Flavor: "g1.a100", RAMMB: 65536, VCPUs: 16,
 			Pinned: "pci_passthrough:alias=a100:1"},
-		{ID: "a1000000-0000-4000-8000-000000000003", Name: "reports-nightly", Host: "compute-1", Status: "SHUTOFF", Flavor: "m1.medium", RAMMB: 4096, VCPUs: 2},
-		{ID: "a1000000-0000-4000-8000-000000000004", Name: "web-7", Host: "compute-1", Status: "ACTIVE", Flavor: "m1.large", RAMMB: 8192, VCPUs: 4},
+		{ID: "a1000000-0000-4000-8000-000000000003", Name: "reports-nightly", Host: "compute-1", Phase: model.PhaseStopped, Status: "SHUTOFF", Flavor: "m1.medium", RAMMB: 4096, VCPUs: 2},
+		{ID: "a1000000-0000-4000-8000-000000000004", Name: "web-7", Host: "compute-1", Phase: model.PhaseRunning, Status: "ACTIVE", Flavor: "m1.large", RAMMB: 8192, VCPUs: 4},
 	}
 }
 
@@ -132,12 +132,12 @@ func vmPoliciesConfirm(m Model) Model {
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", Host: "compute-1",
 		Steps: []model.Step{{Kind: model.StepCordon, Detail: "unschedulable + taint"}, {Kind: model.StepMigrateVMs, Detail: "move 6 VM(s): 2 live, 2 cold, 1 restart, 1 stay"}}}
 	for i, vm := range []model.VM{
-		{Name: "build-cache", Status: "ACTIVE", RAMMB: 8192, PolicyAsked: "stop-start"},
-		{Name: "analytics-big", Status: "ACTIVE", RAMMB: 65536, Flavor: "m1.huge"},
-		{Name: "ledger-db", Status: "ACTIVE", RAMMB: 16384, PolicyAsked: "stays"},
-		{Name: "odd-one", Status: "ACTIVE", RAMMB: 2048, PolicyAsked: "reboot\x1b[31m"},
-		{Name: "web-1", Status: "ACTIVE", RAMMB: 4096},
-		{Name: "batch-gpu", Status: "ACTIVE", RAMMB: 32768, Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"},
+		{Name: "build-cache", Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: 8192, PolicyAsked: "stop-start"},
+		{Name: "analytics-big", Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: 65536, Flavor: "m1.huge"},
+		{Name: "ledger-db", Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: 16384, PolicyAsked: "stays"},
+		{Name: "odd-one", Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: 2048, PolicyAsked: "reboot\x1b[31m"},
+		{Name: "web-1", Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: 4096},
+		{Name: "batch-gpu", Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: 32768, Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"},
 	} {
 		vm.ID = fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i)
 		method, r := policy.VMMove(vm, ro.Policy)
@@ -174,7 +174,8 @@ func vmStatesOperation(t testing.TB, w, h int) Model {
 		ev(2, vms[2], ops.MigRequested, "", ""),
 		ev(4, vms[2], ops.MigVerifyResize, "compute-2", ""),
 		ev(5, vms[1], ops.MigRequested, "", ""),
-		ev(6, vms[1], "resize_migrating", "compute-3", ""),
+		ops.NewMigrationEvent(at(6), "compute-1", ops.MigrationEvent{VM: vms[1].Name, VMID: vms[1].ID, Method: model.MoveCold,
+			State: "resize_migrating", Task: model.TaskColdMigrating, Source: "compute-1", Dest: "compute-3"}),
 		ops.NewMigrationEvent(at(7), "compute-1", ops.MigrationEvent{VM: vms[3].Name, VMID: vms[3].ID, Method: model.MoveLive, State: ops.MigRunning,
 			Source: "compute-1", Dest: "compute-2", Total: 8 << 30, Processed: 4 << 30, Remaining: 4 << 30, Rate: 1 << 30, Converge: 1 << 30, ETA: 4 * time.Second}),
 	)

@@ -358,7 +358,7 @@ func TestPgDnScrollsATallPlan(t *testing.T) {
 	m := newModel(t, 3, 80, 24)
 	pl := model.Plan{Op: model.OpEvacuate, Node: "compute-0"}
 	for i := 0; i < 30; i++ {
-		pl.VMs = append(pl.VMs, model.VM{Name: fmt.Sprintf("vm-%02d", i), Status: "ACTIVE", Method: model.MoveCold, RAMMB: 1024})
+		pl.VMs = append(pl.VMs, model.VM{Name: fmt.Sprintf("vm-%02d", i), Phase: model.PhaseRunning, Status: "ACTIVE", Method: model.MoveCold, RAMMB: 1024})
 	}
 	next, _ := m.Update(planMsg(pending{op: model.OpEvacuate, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{pl}}}))
 	m = next.(Model)
@@ -477,7 +477,7 @@ func TestTheMigratingVMIsOnScreen(t *testing.T) {
 	m := newModel(t, 3, 80, 24)
 	var vms []model.VM
 	for i := 0; i < 12; i++ {
-		vms = append(vms, model.VM{ID: fmt.Sprintf("id-%02d", i), Name: fmt.Sprintf("vm-%02d", i), Status: "ACTIVE", RAMMB: 1024})
+		vms = append(vms, model.VM{ID: fmt.Sprintf("id-%02d", i), Name: fmt.Sprintf("vm-%02d", i), Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: 1024})
 	}
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Host: "compute-0", VMs: vms}
 	m.s.ops.add("compute-0", plan, t0, func() {})

@@ -146,6 +146,7 @@ type vmView struct {
 	asked                       string // a running copy's: what was asked of Nova, not done yet
 	method                      model.MoveMethod
 	state                       ops.MigState
+	task                        model.VMTask // the task Nova shows, when state is its word
 	total, processed, remaining int64
 	rate, converge              float64
 	eta                         time.Duration
@@ -282,7 +283,7 @@ func (v *opView) record(ev ops.Event) (ended bool) {
 			return
 		}
 		if vm.state != e.State {
-			vm.state = e.State
+			vm.state, vm.task = e.State, e.Task
 			switch {
 			case e.Message != "":
 				vm.msg = e.Message

@@ -272,12 +272,12 @@ func movesAnything(p model.Plan) bool {
 
 // rebuildPhase says where a rebuild elsewhere stands: "rebuilding", "rebuilt", "rebuild failed".
 func rebuildPhase(vm *vmView) string {
-	switch vm.state {
-	case ops.MigCompleted:
+	switch {
+	case vm.state == ops.MigCompleted:
 		return "rebuilt"
-	case ops.MigFailed:
+	case vm.state == ops.MigFailed:
 		return "rebuild failed"
-	case "rebuilding", "rebuild_spawning", "rebuild_block_device_mapping":
+	case vm.task == model.TaskRebuilding || vm.state == ops.MigRebuilding: // Nova's word for its step
 		return string(vm.state)
 	}
 	return "rebuild " + string(vm.state)
@@ -303,28 +303,21 @@ func copyDetail(vm *vmView, st *Styles) string {
 	return d
 }
 
-// coldPhases are a cold move's phases in order: the server's task states, then the engine's.
-var coldPhases = []ops.MigState{
-	"resize_prep",
-	"resize_migrating",
-	"resize_migrated",
-	"resize_finish",
-	ops.MigVerifyResize,
-	ops.MigConfirming,
-}
-
-// coldPhase says where a cold move stands: "cold move 3/6 resize_migrated".
+// coldPhase says where a cold move stands: "cold move 3/6 resize_migrated". Its steps are the
+// server's tasks (Nova's words, shown as Nova wrote them), then the engine's confirm.
 func coldPhase(vm *vmView) string {
-	switch vm.state {
-	case ops.MigCompleted:
+	steps := model.ColdSteps + 2
+	switch {
+	case vm.state == ops.MigCompleted:
 		return "cold move done"
-	case "pending", ops.MigRequested, ops.MigAdopted:
+	case vm.state == "pending", vm.state == ops.MigRequested, vm.state == ops.MigAdopted:
 		return "cold move " + string(vm.state)
-	}
-	for i, ph := range coldPhases {
-		if ph == vm.state {
-			return fmt.Sprintf("cold move %d/%d %s", i+1, len(coldPhases), ph)
-		}
+	case vm.task.ColdStep() > 0:
+		return fmt.Sprintf("cold move %d/%d %s", vm.task.ColdStep(), steps, vm.state)
+	case vm.state == ops.MigVerifyResize:
+		return fmt.Sprintf("cold move %d/%d %s", steps-1, steps, vm.state)
+	case vm.state == ops.MigConfirming:
+		return fmt.Sprintf("cold move %d/%d %s", steps, steps, vm.state)
 	}
 	return "cold move: " + string(vm.state)
 }

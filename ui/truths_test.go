@@ -147,7 +147,7 @@ func TestADeadNodesRowIsWholeAt80Columns(t *testing.T) {
 
 // A VM whose owner asks it to stay reads "stays: asked", never its status ("stays: ACTIVE").
 func TestAVMAskingToStayIsSaidSo(t *testing.T) {
-	vm := model.VM{Name: "db", Status: model.VMActive, PolicyAsked: "stays"}
+	vm := model.VM{Name: "db", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays"}
 	if got := moveOf(vm, policy.Options{}); got != "stays: asked" {
 		t.Errorf("moveOf a VM asking to stay = %q", got)
 	}
@@ -192,7 +192,7 @@ func TestAnOperationViewSaysWhatItsOperationDoes(t *testing.T) {
 	}
 	recover := model.Plan{Op: model.OpRecover, Node: "c1", Steps: []model.Step{{Kind: model.StepRebuildVMs}}}
 	s.ops.add("recover/c1", recover, t0, nil)
-	s.ops.views["recover/c1"].record(ops.NewMigrationEvent(t0, "c1", ops.MigrationEvent{VM: "vm-a", VMID: "id-a", Method: model.MoveRebuild, State: "rebuilding", Source: "c1"}))
+	s.ops.views["recover/c1"].record(ops.NewMigrationEvent(t0, "c1", ops.MigrationEvent{VM: "vm-a", VMID: "id-a", Method: model.MoveRebuild, State: "rebuilding", Task: model.TaskRebuilding, Source: "c1"}))
 	p = &opPane{shown: "recover/c1"}
 	if v := p.view(s); strings.Contains(v, "rebuild rebuilding") || !strings.Contains(v, "rebuilding") {
 		t.Errorf("a recovery's view:\n%s", v)

@@ -61,26 +61,11 @@ func main() {
 	if os.Getenv("PAIRS") != "" {
 		fmt.Println(strings.Join(pairs, "\n"))
 	}
-	fmt.Printf("Nova statuses compared in ops/*.go: %d\n", novaStatuses("ops"))
 	fmt.Printf("app.Options fields: %d\n", structFields("internal/app/app.go", "Options"))
 	fmt.Printf("ops.RunOptions fields (a parameter type counts one): %d\n", structFields("ops/engine.go", "RunOptions"))
 	big, wide := bigFiles()
 	fmt.Printf("production files over 500 lines: %d %v\n", len(big), big)
 	fmt.Printf("production lines over 140 columns (a tab is 4): %d\n", wide)
-}
-
-// novaStatuses counts the Nova statuses (model.VMActive, …) named in the package's files.
-var novaStatus = regexp.MustCompile(`model\.VM(Active|Shutoff|Paused|Broken|Migrating|Resizing|VerifyResize|RevertResize|Rebuilding)\b`)
-
-func novaStatuses(dir string) int {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-	n := 0
-	for _, path := range files {
-		if src, err := os.ReadFile(path); err == nil && !strings.HasSuffix(path, "_test.go") {
-			n += len(novaStatus.FindAllIndex(src, -1))
-		}
-	}
-	return n
 }
 
 // bigFiles are the production files over 500 lines, and the count of lines wider than 140

@@ -40,7 +40,7 @@ func TestConformanceEvacuationToANamedHost(t *testing.T) {
 		}
 		c.Wait(30*time.Second, "ERROR on compute-1, no task", func() bool {
 			vm := serverOf(t, ctx, cl, id)
-			return vm.Status == model.VMBroken && vm.Host == "compute-1" && vm.TaskState == ""
+			return vm.Phase == model.PhaseBroken && vm.Host == "compute-1" && vm.TaskState == ""
 		})
 		f, err := cl.LastActionError(ctx, id, model.MoveRebuild)
 		must(t, err)
@@ -53,7 +53,7 @@ func TestConformanceEvacuationToANamedHost(t *testing.T) {
 		must(t, cl.Evacuate(ctx, id, "compute-2"))
 		c.Wait(60*time.Second, "rebuilt ACTIVE on compute-2", func() bool {
 			vm := serverOf(t, ctx, cl, id)
-			return vm.Status == model.VMActive && vm.TaskState == "" && vm.Host == "compute-2"
+			return vm.Phase == model.PhaseRunning && vm.TaskState == "" && vm.Host == "compute-2"
 		})
 		if err := cl.Evacuate(ctx, id, "compute-9"); err == nil || !strings.Contains(err.Error(), "404") {
 			t.Errorf("an evacuation to a host Nova does not know: %v; want 404", err)

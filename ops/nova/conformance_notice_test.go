@@ -51,7 +51,7 @@ func TestConformanceAnOwnersNoticeIsServerMetadata(t *testing.T) {
 		c.MustAction(id, map[string]any{"unlock": nil})
 
 		must(t, cl.ColdMigrate(ctx, id, ""))
-		c.Wait(60*time.Second, "VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, id).Status == model.VMVerifyResize })
+		c.Wait(60*time.Second, "VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, id).Phase == model.PhaseAwaitingConfirm })
 		err := cl.DeleteMetadata(ctx, id, model.NoticeKey)
 		if !nova.IsStatus(err, 409) || !strings.Contains(err.Error(), "resized") {
 			t.Errorf("removing the notice in VERIFY_RESIZE: %v; want Nova's 409 naming vm_state resized", err)
@@ -62,7 +62,7 @@ func TestConformanceAnOwnersNoticeIsServerMetadata(t *testing.T) {
 		must(t, cl.ConfirmResize(ctx, id))
 		c.Wait(60*time.Second, "the move confirmed", func() bool {
 			s := serverOf(t, ctx, cl, id)
-			return s.Status == model.VMActive && s.TaskState == ""
+			return s.Phase == model.PhaseRunning && s.TaskState == ""
 		})
 		must(t, cl.DeleteMetadata(ctx, id, model.NoticeKey))
 	})
@@ -92,7 +92,7 @@ func TestConformanceAMovesRequestIsItsInstanceAction(t *testing.T) {
 		must(t, cl.LiveMigrate(ctx, live, ""))
 		must(t, cl.ColdMigrate(ctx, cold, ""))
 		c.Wait(60*time.Second, "both moved", func() bool {
-			return serverOf(t, ctx, cl, live).Host != "compute-0" && serverOf(t, ctx, cl, cold).Status == model.VMVerifyResize
+			return serverOf(t, ctx, cl, live).Host != "compute-0" && serverOf(t, ctx, cl, cold).Phase == model.PhaseAwaitingConfirm
 		})
 		for id, action := range map[string]string{live: "live-migration", cold: "migrate"} {
 			req := cl.ActionRequest(id)

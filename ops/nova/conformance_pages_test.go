@@ -119,7 +119,7 @@ func changeWhileHeld(t *testing.T, c *novatest.Cloud, reads int, held, after fun
 	asked := c.Clock()
 	must(t, cl.ColdMigrate(ctx, cold, ""))
 	x := recordOf(t, c, ctx, cl, cold, model.MigrationTypeCold, asked)
-	c.Wait(60*time.Second, "VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, cold).Status == model.VMVerifyResize })
+	c.Wait(60*time.Second, "VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, cold).Phase == model.PhaseAwaitingConfirm })
 	live := c.Boot("held-live", "compute-0")
 	hosts := []string{"compute-1", "compute-0"}
 	move := func(i int) {

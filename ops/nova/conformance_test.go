@@ -110,7 +110,7 @@ func TestConformanceColdMigration(t *testing.T) {
 			var err error
 			vm, err = cl.Server(ctx, id)
 			must(t, err)
-			return vm.Status == model.VMVerifyResize
+			return vm.Phase == model.PhaseAwaitingConfirm
 		})
 		if vm.Host == "compute-0" || vm.TaskState != "" {
 			t.Fatalf("in VERIFY_RESIZE: %+v", vm)
@@ -129,7 +129,7 @@ func TestConformanceColdMigration(t *testing.T) {
 		c.Wait(60*time.Second, "SHUTOFF on the destination, the source's allocation gone", func() bool {
 			vm, _ = cl.Server(ctx, id)
 			src = consumersOn(t, ctx, cl, "compute-0")
-			return vm.Status == model.VMShutoff && vm.TaskState == "" && !slices.Contains(src, rec.UUID)
+			return vm.Phase == model.PhaseStopped && vm.TaskState == "" && !slices.Contains(src, rec.UUID)
 		})
 		ms, _ := cl.MigrationsOf(ctx, id)
 		if len(ms) != 1 || ms[0].UUID != rec.UUID || ms[0].Status != model.MigrationCompleted {
@@ -156,7 +156,7 @@ func TestConformanceLiveMigration(t *testing.T) {
 		id := c.Boot("live-1", "compute-0")
 		asked := c.Clock()
 		must(t, cl.LiveMigrate(ctx, id, ""))
-		if vm := serverOf(t, ctx, cl, id); vm.Status != model.VMMigrating || vm.TaskState != "migrating" {
+		if vm := serverOf(t, ctx, cl, id); vm.Phase != model.PhaseMovingLive || vm.TaskState != "migrating" {
 			t.Errorf("right after the 202: %s/%s; want MIGRATING/migrating", vm.Status, vm.TaskState)
 		}
 		rec := recordOf(t, c, ctx, cl, id, model.MigrationTypeLive, asked)
@@ -182,7 +182,7 @@ func TestConformanceLiveMigration(t *testing.T) {
 			t.Errorf("the server itself held an allocation on the source while it moved")
 		}
 		vm := serverOf(t, ctx, cl, id)
-		if vm.Status != model.VMActive || vm.Host == "compute-0" || vm.TaskState != "" {
+		if vm.Phase != model.PhaseRunning || vm.Host == "compute-0" || vm.TaskState != "" {
 			t.Errorf("after: %+v", vm)
 		}
 		if inProgress, _ := cl.ServerMigrations(ctx, id); len(inProgress) != 0 {
@@ -266,7 +266,7 @@ func TestConformanceLiveMigrationAbort(t *testing.T) {
 		newestIs(t, c, ctx, cl, id, model.MigrationCancelled)
 		c.Wait(30*time.Second, "the server ACTIVE on its source, no task", func() bool {
 			vm := serverOf(t, ctx, cl, id)
-			return vm.Status == model.VMActive && vm.Host == "compute-0" && vm.TaskState == ""
+			return vm.Phase == model.PhaseRunning && vm.Host == "compute-0" && vm.TaskState == ""
 		})
 		c.Wait(30*time.Second, "its allocation back on the source alone", func() bool {
 			return slices.Contains(consumersOn(t, ctx, cl, "compute-0"), id) && !slices.Contains(consumersOn(t, ctx, cl, m.DestCompute), id)
@@ -281,7 +281,7 @@ func TestConformanceLiveMigrationForceComplete(t *testing.T) {
 		id, m := runningMigration(t, c, ctx, cl, "force-1")
 		must(t, cl.ForceComplete(ctx, id, m.ID))
 		newestIs(t, c, ctx, cl, id, model.MigrationCompleted)
-		if vm := serverOf(t, ctx, cl, id); vm.Status != model.VMActive || vm.Host != m.DestCompute {
+		if vm := serverOf(t, ctx, cl, id); vm.Phase != model.PhaseRunning || vm.Host != m.DestCompute {
 			t.Errorf("after: %+v, want ACTIVE on %s", vm, m.DestCompute)
 		}
 	})
@@ -341,7 +341,7 @@ func TestConformanceEvacuation(t *testing.T) {
 			c.Wait(30*time.Second, "the live migration's record in error", func() bool { return c.MigrationStatus(id, live.ID) == "error" })
 			c.Wait(30*time.Second, "the VM left as it was", func() bool {
 				vm := serverOf(t, ctx, cl, id)
-				return vm.Status == model.VMActive && vm.TaskState == "" && vm.Host == "compute-1"
+				return vm.Phase == model.PhaseRunning && vm.TaskState == "" && vm.Host == "compute-1"
 			})
 		}
 		_, err = cl.SetForcedDown(ctx, "compute-1", true)
@@ -352,7 +352,7 @@ func TestConformanceEvacuation(t *testing.T) {
 		var vm model.VM
 		c.Wait(60*time.Second, "rebuilt ACTIVE elsewhere", func() bool {
 			vm = serverOf(t, ctx, cl, id)
-			return vm.Status == model.VMActive && vm.TaskState == "" && vm.Host != "compute-1"
+			return vm.Phase == model.PhaseRunning && vm.TaskState == "" && vm.Host != "compute-1"
 		})
 		if st := c.MigrationStatus(id, rec.ID); st != "done" {
 			t.Errorf("rebuilt, the record says %q; want done", st)
@@ -393,11 +393,11 @@ func TestConformanceLockedServerMovesForAnAdmin(t *testing.T) {
 		}
 		must(t, cl.LiveMigrate(ctx, live, ""))
 		must(t, cl.ColdMigrate(ctx, cold, ""))
-		c.Wait(60*time.Second, "the cold one in VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, cold).Status == model.VMVerifyResize })
+		c.Wait(60*time.Second, "the cold one in VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, cold).Phase == model.PhaseAwaitingConfirm })
 		must(t, cl.ConfirmResize(ctx, cold))
 		c.Wait(60*time.Second, "both moved", func() bool {
 			l, k := serverOf(t, ctx, cl, live), serverOf(t, ctx, cl, cold)
-			return l.Status == model.VMActive && l.Host != "compute-0" && k.Status == model.VMShutoff && k.Host != "compute-0" && k.TaskState == ""
+			return l.Phase == model.PhaseRunning && l.Host != "compute-0" && k.Phase == model.PhaseStopped && k.Host != "compute-0" && k.TaskState == ""
 		})
 		for _, id := range []string{live, cold} {
 			if s, _ := c.Server(id); !s.Locked {
@@ -421,12 +421,12 @@ func TestConformancePowerActions(t *testing.T) {
 		if last, err := cl.LastPowerAction(ctx, id); err != nil || last.Action != "stop" || !strings.HasPrefix(req, "req-") || last.RequestID != req || last.UserID == "" {
 			t.Errorf("the newest power action %+v, %v; want the stop of request %q, by a user", last, err, req)
 		}
-		if vm := serverOf(t, ctx, cl, id); vm.Status != model.VMShutoff && vm.TaskState != "powering-off" {
+		if vm := serverOf(t, ctx, cl, id); vm.Phase != model.PhaseStopped && vm.TaskState != "powering-off" {
 			t.Errorf("right after os-stop: %s/%s; want powering-off (or already SHUTOFF)", vm.Status, vm.TaskState)
 		}
 		c.Wait(30*time.Second, "SHUTOFF", func() bool {
 			vm := serverOf(t, ctx, cl, id)
-			return vm.Status == model.VMShutoff && vm.TaskState == "" && vm.VMState == "stopped"
+			return vm.Phase == model.PhaseStopped && vm.TaskState == "" && vm.VMState == "stopped"
 		})
 		if _, err := cl.StopServer(ctx, id); err == nil || !nova.IsStatus(err, 409) || !strings.Contains(err.Error(), "in vm_state stopped") {
 			t.Errorf("a second stop: %v; want 409 in vm_state stopped", err)
@@ -434,13 +434,13 @@ func TestConformancePowerActions(t *testing.T) {
 		must(t, cl.StartServer(ctx, id))
 		c.Wait(30*time.Second, "ACTIVE", func() bool {
 			vm := serverOf(t, ctx, cl, id)
-			return vm.Status == model.VMActive && vm.TaskState == ""
+			return vm.Phase == model.PhaseRunning && vm.TaskState == ""
 		})
 		if last, err := cl.LastPowerAction(ctx, id); err != nil || last.Action != "start" {
 			t.Errorf("after a start, the newest power action %+v, %v; want the start", last, err)
 		}
 		c.MustAction(id, map[string]any{"pause": nil})
-		c.Wait(30*time.Second, "PAUSED", func() bool { return serverOf(t, ctx, cl, id).Status == model.VMPaused })
+		c.Wait(30*time.Second, "PAUSED", func() bool { return serverOf(t, ctx, cl, id).Phase == model.PhasePaused })
 		if st, text := c.Action(id, map[string]any{"os-stop": nil}); st != 409 {
 			t.Errorf("stopping a paused server: %d %s; want 409", st, text)
 		}
@@ -494,7 +494,7 @@ func TestConformanceBootOnADisabledHost(t *testing.T) {
 		must(t, err)
 		c.Wait(60*time.Second, "the canary ACTIVE on compute-2", func() bool {
 			vm := serverOf(t, ctx, cl, canary)
-			return vm.Status == model.VMActive && vm.Host == "compute-2"
+			return vm.Phase == model.PhaseRunning && vm.Host == "compute-2"
 		})
 		if out, err := cl.ConsoleOutput(ctx, canary, 10); err != nil {
 			t.Errorf("the canary's console: %v", err)
@@ -535,7 +535,7 @@ func TestConformanceChangesSince(t *testing.T) {
 		for _, vm := range snap.VMs {
 			seen[vm.ID] = vm
 		}
-		if vm, ok := seen[stopped]; !ok || vm.Status != model.VMShutoff {
+		if vm, ok := seen[stopped]; !ok || vm.Phase != model.PhaseStopped {
 			t.Errorf("the stopped server: %+v (seen %v)", vm, ok)
 		}
 		if _, ok := seen[deleted]; ok {
@@ -628,7 +628,7 @@ func turnedDown(t *testing.T, c *novatest.Cloud, cl *nova.Client, id, host strin
 	})
 	c.Wait(30*time.Second, "ACTIVE on compute-0, no task", func() bool {
 		vm := serverOf(t, ctx, cl, id)
-		return vm.Status == model.VMActive && vm.Host == "compute-0" && vm.TaskState == ""
+		return vm.Phase == model.PhaseRunning && vm.Host == "compute-0" && vm.TaskState == ""
 	})
 	f, err := cl.LastActionError(ctx, id, model.MoveLive)
 	must(t, err)
@@ -742,7 +742,7 @@ func TestConformanceMovesUnderWay(t *testing.T) {
 		asked = c.Clock()
 		must(t, cl.ColdMigrate(ctx, cold, ""))
 		crec := recordOf(t, c, ctx, cl, cold, model.MigrationTypeCold, asked)
-		c.Wait(60*time.Second, "VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, cold).Status == model.VMVerifyResize })
+		c.Wait(60*time.Second, "VERIFY_RESIZE", func() bool { return serverOf(t, ctx, cl, cold).Phase == model.PhaseAwaitingConfirm })
 		has := func(ms []model.Migration, err error) bool {
 			must(t, err)
 			return slices.ContainsFunc(ms, func(m model.Migration) bool { return m.ID == crec.ID })

@@ -45,7 +45,7 @@ func TestConformanceAServerIsReadFromWhatChanged(t *testing.T) {
 		read(stopped) // alone: begins the watch
 		_, err := cl.Servers(ctx, "compute-0")
 		must(t, err)
-		if vm := read(moved); vm.Host != "compute-0" || vm.Status != model.VMActive {
+		if vm := read(moved); vm.Host != "compute-0" || vm.Phase != model.PhaseRunning {
 			t.Errorf("watch-move as read: %+v; want ACTIVE on compute-0", vm)
 		}
 
@@ -54,10 +54,10 @@ func TestConformanceAServerIsReadFromWhatChanged(t *testing.T) {
 		c.WaitServer(moved, 60*time.Second, "ACTIVE on compute-1", func(s novatest.Server) bool {
 			return s.Host == "compute-1" && s.Status == "ACTIVE" && s.Task() == ""
 		})
-		if vm := read(stopped); vm.Status != model.VMShutoff || vm.Host != "compute-0" {
+		if vm := read(stopped); vm.Phase != model.PhaseStopped || vm.Host != "compute-0" {
 			t.Errorf("watch-stop after another actor stopped it: %+v; want SHUTOFF on compute-0", vm)
 		}
-		if vm := read(moved); vm.Host != "compute-1" || vm.Status != model.VMActive {
+		if vm := read(moved); vm.Host != "compute-1" || vm.Phase != model.PhaseRunning {
 			t.Errorf("watch-move after another actor moved it: %+v; want ACTIVE on compute-1", vm)
 		}
 		if n := alone.Load(); n != 1 {

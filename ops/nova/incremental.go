@@ -99,7 +99,7 @@ func (c *Client) changed(ctx context.Context) ([]model.VM, []model.Migration, bo
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, s := range vms {
-		if s.Status == "DELETED" || s.Status == "SOFT_DELETED" {
+		if deletedStatus(s.Status) {
 			delete(st.servers, s.ID)
 		} else {
 			st.servers[s.ID] = s.model()

@@ -268,7 +268,8 @@ func deref(s *string) string {
 
 func (s wireServer) model() model.VM {
 	vm := model.VM{
-		ID: s.ID, Name: s.Name, Host: s.Host.Value, Status: model.VMStatus(s.Status), TaskState: s.TaskState,
+		ID: s.ID, Name: s.Name, Host: s.Host.Value, Status: s.Status, TaskState: s.TaskState,
+		Phase: PhaseOf(s.Status), Task: TaskOf(s.TaskState),
 		VMState: s.VMState, ProjectID: s.TenantID,
 	}
 	if s.Locked != nil {

@@ -245,7 +245,7 @@ func (c *Client) readChangedServers(ctx context.Context) (changedServers, error)
 		}
 		w.servers[s.ID] = watched{
 			vm:          vm,
-			deleted:     s.Status == "DELETED" || s.Status == "SOFT_DELETED",
+			deleted:     deletedStatus(s.Status),
 			portsUnread: c.network != nil && (!ok || was.portsUnread), // read alone when asked
 			read:        began,
 		}

@@ -32,7 +32,7 @@ func Findings(inv model.Inventory, o Options) []Finding {
 				)})
 		}
 		for _, vm := range n.VMs {
-			if vm.Status == model.VMVerifyResize {
+			if vm.Phase == model.PhaseAwaitingConfirm {
 				found = append(found, Finding{"VMAwaitsConfirm", vm.Name,
 					fmt.Sprintf(
 						"VM %s (%s) on %s waits in VERIFY_RESIZE: its source still holds its resources until the move is "+

@@ -322,11 +322,11 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 	}
 	skip := model.OverrideSkipVM
 	switch {
-	case vm.TaskState == "migrating" || vm.Status == model.VMMigrating:
+	case vm.Task == model.TaskMigrating || vm.Phase == model.PhaseMovingLive:
 		return model.MoveFollow, nil // already moving: the engine follows it
-	case vm.Status == model.VMResizing && strings.HasPrefix(vm.TaskState, "resize_"):
+	case vm.Phase == model.PhaseMovingCold && vm.Task.InColdMove():
 		return model.MoveFollow, nil // a cold migration under way: followed
-	case vm.Status == model.VMVerifyResize:
+	case vm.Phase == model.PhaseAwaitingConfirm:
 		return stays(
 			model.VMAwaitsConfirm,
 			skip,
@@ -347,24 +347,24 @@ func vmMove(vm model.VM, o Options) (model.MoveMethod, *model.Reason) {
 		unlocked := vm
 		unlocked.Locked = false
 		return VMMove(unlocked, o) // the lock is said once its policy has spoken (VMMove)
-	case vm.TaskState != "":
+	case vm.Busy():
 		return stays(model.VMTaskInProgress, skip, "task %q in progress", vm.TaskState)
-	case vm.Status == model.VMBroken:
+	case vm.Phase == model.PhaseBroken:
 		fault := vm.Fault
 		if fault == "" {
 			fault = "no fault recorded"
 		}
 		return stays(model.VMError, skip, "ERROR: %s (drainctl never resets a broken server: repair or delete it)", fault)
-	case vm.Status == model.VMShutoff:
+	case vm.Phase == model.PhaseStopped:
 		if !o.MoveStopped {
 			return stays(model.VMStopped, skip, "SHUTOFF and policy.move_stopped = false")
 		}
 		return model.MoveCold, nil
-	case vm.Status == model.VMActive || vm.Status == model.VMPaused:
+	case vm.Phase == model.PhaseRunning || vm.Phase == model.PhasePaused:
 		if vm.Pinned == "" {
 			return model.MoveLive, nil
 		}
-		if vm.Status == model.VMPaused { // Nova cold-migrates ACTIVE and stopped servers only
+		if vm.Phase == model.PhasePaused { // Nova cold-migrates ACTIVE and stopped servers only
 			return stays(model.VMPinned, skip, "paused and cannot live-migrate (%s): unpause it to move it cold, or leave it", vm.Pinned)
 		}
 		if o.ColdMigrateRunning {

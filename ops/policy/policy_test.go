@@ -91,7 +91,7 @@ func TestPDBReason(t *testing.T) {
 
 func TestVMMove(t *testing.T) {
 	moveStopped := Options{MoveStopped: true}
-	pci := model.VM{Name: "gpu", Status: "ACTIVE", Flavor: "g1", RAMMB: 16384, Pinned: "pci_passthrough:alias=a100:1"}
+	pci := model.VM{Name: "gpu", Phase: model.PhaseRunning, Status: "ACTIVE", Flavor: "g1", RAMMB: 16384, Pinned: "pci_passthrough:alias=a100:1"}
 	for _, tc := range []struct {
 		vm     model.VM
 		o      Options
@@ -99,26 +99,26 @@ func TestVMMove(t *testing.T) {
 		code   model.ReasonCode // "" : no reason
 		sev    model.Severity
 	}{
-		{model.VM{Name: "a", Status: "ACTIVE"}, moveStopped, model.MoveLive, "", ""},
-		{model.VM{Name: "b", Status: "PAUSED"}, moveStopped, model.MoveLive, "", ""},
-		{model.VM{Name: "c", Status: "MIGRATING", TaskState: "migrating"}, moveStopped, model.MoveFollow, "", ""},
-		{model.VM{Name: "c2", Status: "RESIZE", TaskState: "resize_prep"}, moveStopped, model.MoveFollow, "", ""},
-		{model.VM{Name: "d", Status: "SHUTOFF"}, moveStopped, model.MoveCold, "", ""},
-		{model.VM{Name: "d2", Status: "SHUTOFF"}, Options{}, model.MoveStays, model.VMStopped, model.Blocks},
-		{model.VM{Name: "e", Status: "ACTIVE", TaskState: "image_snapshot"}, moveStopped, model.MoveStays, model.VMTaskInProgress, model.Blocks},
-		{model.VM{Name: "f", Status: "ACTIVE", Locked: true}, moveStopped, model.MoveLive, model.VMLocked, model.Notes},
-		{model.VM{Name: "f2", Status: "SHUTOFF", Locked: true}, moveStopped, model.MoveCold, model.VMLocked, model.Notes},
-		{model.VM{Name: "f3", Status: "ERROR", Locked: true}, moveStopped, model.MoveStays, model.VMError, model.Blocks},
-		{model.VM{Name: "f4", Status: "ACTIVE", Locked: true}, Options{MoveStopped: true, RespectLocks: true}, model.MoveStays, model.VMLocked, model.Blocks},
-		{model.VM{Name: "f5", Status: "ACTIVE", Locked: true}, Options{MoveStopped: true, NotAdmin: true}, model.MoveStays, model.VMLocked, model.Blocks},
-		{model.VM{Name: "g", Status: "ERROR", Fault: "disk full"}, moveStopped, model.MoveStays, model.VMError, model.Blocks},
-		{model.VM{Name: "g", Status: "ERROR"}, Options{MoveStopped: true, SkipVMs: []string{"g"}}, model.MoveStays, model.VMSkipped, model.Notes},
-		{model.VM{Name: "h", Status: "SUSPENDED"}, moveStopped, model.MoveStays, model.VMUnmovable, model.Blocks},
-		{model.VM{Name: "i", Status: "VERIFY_RESIZE"}, moveStopped, model.MoveStays, model.VMAwaitsConfirm, model.Blocks},
+		{model.VM{Name: "a", Phase: model.PhaseRunning, Status: "ACTIVE"}, moveStopped, model.MoveLive, "", ""},
+		{model.VM{Name: "b", Phase: model.PhasePaused, Status: "PAUSED"}, moveStopped, model.MoveLive, "", ""},
+		{model.VM{Name: "c", Phase: model.PhaseMovingLive, Status: "MIGRATING", Task: model.TaskMigrating, TaskState: "migrating"}, moveStopped, model.MoveFollow, "", ""},
+		{model.VM{Name: "c2", Phase: model.PhaseMovingCold, Status: "RESIZE", Task: model.TaskColdPrep, TaskState: "resize_prep"}, moveStopped, model.MoveFollow, "", ""},
+		{model.VM{Name: "d", Phase: model.PhaseStopped, Status: "SHUTOFF"}, moveStopped, model.MoveCold, "", ""},
+		{model.VM{Name: "d2", Phase: model.PhaseStopped, Status: "SHUTOFF"}, Options{}, model.MoveStays, model.VMStopped, model.Blocks},
+		{model.VM{Name: "e", Phase: model.PhaseRunning, Status: "ACTIVE", Task: model.TaskOther, TaskState: "image_snapshot"}, moveStopped, model.MoveStays, model.VMTaskInProgress, model.Blocks},
+		{model.VM{Name: "f", Phase: model.PhaseRunning, Status: "ACTIVE", Locked: true}, moveStopped, model.MoveLive, model.VMLocked, model.Notes},
+		{model.VM{Name: "f2", Phase: model.PhaseStopped, Status: "SHUTOFF", Locked: true}, moveStopped, model.MoveCold, model.VMLocked, model.Notes},
+		{model.VM{Name: "f3", Phase: model.PhaseBroken, Status: "ERROR", Locked: true}, moveStopped, model.MoveStays, model.VMError, model.Blocks},
+		{model.VM{Name: "f4", Phase: model.PhaseRunning, Status: "ACTIVE", Locked: true}, Options{MoveStopped: true, RespectLocks: true}, model.MoveStays, model.VMLocked, model.Blocks},
+		{model.VM{Name: "f5", Phase: model.PhaseRunning, Status: "ACTIVE", Locked: true}, Options{MoveStopped: true, NotAdmin: true}, model.MoveStays, model.VMLocked, model.Blocks},
+		{model.VM{Name: "g", Phase: model.PhaseBroken, Status: "ERROR", Fault: "disk full"}, moveStopped, model.MoveStays, model.VMError, model.Blocks},
+		{model.VM{Name: "g", Phase: model.PhaseBroken, Status: "ERROR"}, Options{MoveStopped: true, SkipVMs: []string{"g"}}, model.MoveStays, model.VMSkipped, model.Notes},
+		{model.VM{Name: "h", Phase: model.PhaseOther, Status: "SUSPENDED"}, moveStopped, model.MoveStays, model.VMUnmovable, model.Blocks},
+		{model.VM{Name: "i", Phase: model.PhaseAwaitingConfirm, Status: "VERIFY_RESIZE"}, moveStopped, model.MoveStays, model.VMAwaitsConfirm, model.Blocks},
 		{pci, moveStopped, model.MoveStays, model.VMPinned, model.Blocks},
 		{pci, Options{ColdMigrateRunning: true}, model.MoveCold, model.Downtime, model.Notes},
-		{model.VM{Name: "gpu-p", Status: "PAUSED", Pinned: "resources:VGPU=1"}, Options{ColdMigrateRunning: true}, model.MoveStays, model.VMPinned, model.Blocks},
-		{model.VM{Name: "j", Status: "ACTIVE"}, Options{SkipVMs: []string{"j"}}, model.MoveStays, model.VMSkipped, model.Notes},
+		{model.VM{Name: "gpu-p", Phase: model.PhasePaused, Status: "PAUSED", Pinned: "resources:VGPU=1"}, Options{ColdMigrateRunning: true}, model.MoveStays, model.VMPinned, model.Blocks},
+		{model.VM{Name: "j", Phase: model.PhaseRunning, Status: "ACTIVE"}, Options{SkipVMs: []string{"j"}}, model.MoveStays, model.VMSkipped, model.Notes},
 	} {
 		m, r := VMMove(tc.vm, tc.o)
 		code, sev := model.ReasonCode(""), model.Severity("")
@@ -136,7 +136,7 @@ func TestVMMove(t *testing.T) {
 		}
 	}
 	// The reasons name what to do, and Nova's fault is quoted.
-	if _, r := VMMove(model.VM{Name: "g", Status: "ERROR", Fault: "disk full"}, moveStopped); !strings.Contains(r.Message, "disk full") || r.Override != model.OverrideSkipVM {
+	if _, r := VMMove(model.VM{Name: "g", Phase: model.PhaseBroken, Status: "ERROR", Fault: "disk full"}, moveStopped); !strings.Contains(r.Message, "disk full") || r.Override != model.OverrideSkipVM {
 		t.Errorf("ERROR reason: %+v", r)
 	}
 	if _, r := VMMove(pci, moveStopped); r.Override != model.OverrideColdMigrateRunning || !strings.Contains(r.Message, "pci_passthrough:alias") || !strings.Contains(r.Message, "16 GiB") {
@@ -164,36 +164,36 @@ func TestVMPolicy(t *testing.T) {
 		policy model.VMPolicy
 		from   string
 	}{
-		{model.VM{Name: "a", Status: "ACTIVE"}, Options{}, model.MoveLive, "", "", model.PolicyMigrate, ""},
-		{model.VM{Name: "b", Status: "ACTIVE", PolicyAsked: "stop-start"}, Options{}, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "c", Status: "SHUTOFF", PolicyAsked: "stop-start"}, byConfig, model.MoveCold, "", "", model.PolicyStopStart, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "d", Status: "ACTIVE", PolicyAsked: "stays"}, Options{}, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "d", Status: "ACTIVE", PolicyAsked: "stays"}, Options{SkipVMs: []string{"d"}}, model.MoveStays, model.VMSkipped, model.Notes, model.PolicyStays, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "e", Status: "ACTIVE", PolicyAsked: "restart-in-place"}, Options{}, model.MoveRestart, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "e-off", Status: "SHUTOFF", PolicyAsked: "restart-in-place"}, Options{MoveStopped: true}, model.MoveRestart, model.VMAsksToStay, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "e-removed", Status: "ACTIVE", PolicyAsked: "restart-in-place"}, Options{NodeRemoved: true}, model.MoveLive, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "e-gpu", Status: "ACTIVE", Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"}, Options{}, model.MoveRestart, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "e-gpu-removed", Status: "ACTIVE", Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"}, Options{NodeRemoved: true}, model.MoveStays, model.VMPinned, model.Blocks, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "d-overridden", Status: "ACTIVE", PolicyAsked: "stays"}, Options{OverrideVMPolicies: []string{"d-overridden"}}, model.MoveLive, model.VMAsksToStay, model.Notes, model.PolicyStays, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "a", Phase: model.PhaseRunning, Status: "ACTIVE"}, Options{}, model.MoveLive, "", "", model.PolicyMigrate, ""},
+		{model.VM{Name: "b", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stop-start"}, Options{}, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "c", Phase: model.PhaseStopped, Status: "SHUTOFF", PolicyAsked: "stop-start"}, byConfig, model.MoveCold, "", "", model.PolicyStopStart, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "d", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays"}, Options{}, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "d", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays"}, Options{SkipVMs: []string{"d"}}, model.MoveStays, model.VMSkipped, model.Notes, model.PolicyStays, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "restart-in-place"}, Options{}, model.MoveRestart, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e-off", Phase: model.PhaseStopped, Status: "SHUTOFF", PolicyAsked: "restart-in-place"}, Options{MoveStopped: true}, model.MoveRestart, model.VMAsksToStay, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e-removed", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "restart-in-place"}, Options{NodeRemoved: true}, model.MoveLive, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e-gpu", Phase: model.PhaseRunning, Status: "ACTIVE", Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"}, Options{}, model.MoveRestart, model.Downtime, model.Notes, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "e-gpu-removed", Phase: model.PhaseRunning, Status: "ACTIVE", Pinned: "pci_passthrough:alias", PolicyAsked: "restart-in-place"}, Options{NodeRemoved: true}, model.MoveStays, model.VMPinned, model.Blocks, model.PolicyRestartInPlace, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "d-overridden", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays"}, Options{OverrideVMPolicies: []string{"d-overridden"}}, model.MoveLive, model.VMAsksToStay, model.Notes, model.PolicyStays, "its metadata drainctl:maintenance"},
 		// #52.1: a value that is no policy is the operator's policy with a note, never a
 		// blocker a tenant plants on the fleet; metadata honour leaves out is set aside too.
-		{model.VM{Name: "f", Status: "ACTIVE", PolicyAsked: "evacuate\x1b[2J"}, Options{}, model.MoveLive, model.VMPolicyUnknown, model.Notes, model.PolicyMigrate,
+		{model.VM{Name: "f", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "evacuate\x1b[2J"}, Options{}, model.MoveLive, model.VMPolicyUnknown, model.Notes, model.PolicyMigrate,
 			`the default; its metadata drainctl:maintenance = "evacuate\x1b[2J" is none of migrate, stop-start, restart-in-place, stays`},
-		{model.VM{Name: "f-long", Status: "ACTIVE", PolicyAsked: strings.Repeat("x", 255)}, Options{}, model.MoveLive, model.VMPolicyUnknown, model.Notes, model.PolicyMigrate,
+		{model.VM{Name: "f-long", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: strings.Repeat("x", 255)}, Options{}, model.MoveLive, model.VMPolicyUnknown, model.Notes, model.PolicyMigrate,
 			`the default; its metadata drainctl:maintenance = "` + strings.Repeat("x", 40) + `…" is none of migrate, stop-start, restart-in-place, stays`},
-		{model.VM{Name: "f-none", Status: "ACTIVE", PolicyAsked: "stays", ProjectID: "prj-t"}, Options{Maintenance: model.MaintenanceConfig{Honour: model.Honour{None: true}}},
+		{model.VM{Name: "f-none", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays", ProjectID: "prj-t"}, Options{Maintenance: model.MaintenanceConfig{Honour: model.Honour{None: true}}},
 			model.MoveLive, model.VMPolicyUnknown, model.Notes, model.PolicyMigrate, `the default; its metadata drainctl:maintenance = "stays" is not honoured for its project ([policy.maintenance] honour)`},
-		{model.VM{Name: "f-listed", Status: "ACTIVE", PolicyAsked: "stays", ProjectID: "prj-ok"}, Options{Maintenance: model.MaintenanceConfig{Honour: model.Honour{Projects: []string{"prj-ok"}}}},
+		{model.VM{Name: "f-listed", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays", ProjectID: "prj-ok"}, Options{Maintenance: model.MaintenanceConfig{Honour: model.Honour{Projects: []string{"prj-ok"}}}},
 			model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "f-unlisted", Status: "ACTIVE", PolicyAsked: "stays", ProjectID: "prj-t"}, Options{Maintenance: model.MaintenanceConfig{Honour: model.Honour{Projects: []string{"prj-ok"}}}},
+		{model.VM{Name: "f-unlisted", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays", ProjectID: "prj-t"}, Options{Maintenance: model.MaintenanceConfig{Honour: model.Honour{Projects: []string{"prj-ok"}}}},
 			model.MoveLive, model.VMPolicyUnknown, model.Notes, model.PolicyMigrate, `the default; its metadata drainctl:maintenance = "stays" is not honoured for its project ([policy.maintenance] honour)`},
-		{model.VM{Name: "g", Status: "ACTIVE", Flavor: "m1.huge", Image: "img-db"}, byConfig, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "policy.maintenance.flavors"},
-		{model.VM{Name: "h", Status: "ACTIVE", Image: "img-db", ProjectID: "prj-batch"}, byConfig, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "policy.maintenance.images"},
-		{model.VM{Name: "i", Status: "ACTIVE", ProjectID: "prj-batch"}, byConfig, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "policy.maintenance.projects"},
-		{model.VM{Name: "j", Status: "ACTIVE", ProjectID: "other"}, byConfig, model.MoveLive, "", "", model.PolicyMigrate, "policy.maintenance.default"},
-		{model.VM{Name: "k", Status: "ACTIVE", PolicyAsked: "migrate", Flavor: "m1.huge"}, byConfig, model.MoveLive, "", "", model.PolicyMigrate, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "l", Status: "ACTIVE", PolicyAsked: "stays"}, Options{ByHand: true}, model.MoveLive, "", "", model.PolicyStays, "its metadata drainctl:maintenance"},
-		{model.VM{Name: "m", Status: "ERROR", PolicyAsked: "stop-start"}, Options{}, model.MoveStays, model.VMError, model.Blocks, model.PolicyStopStart, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "g", Phase: model.PhaseRunning, Status: "ACTIVE", Flavor: "m1.huge", Image: "img-db"}, byConfig, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "policy.maintenance.flavors"},
+		{model.VM{Name: "h", Phase: model.PhaseRunning, Status: "ACTIVE", Image: "img-db", ProjectID: "prj-batch"}, byConfig, model.MoveStays, model.VMAsksToStay, model.Blocks, model.PolicyStays, "policy.maintenance.images"},
+		{model.VM{Name: "i", Phase: model.PhaseRunning, Status: "ACTIVE", ProjectID: "prj-batch"}, byConfig, model.MoveCold, model.Downtime, model.Notes, model.PolicyStopStart, "policy.maintenance.projects"},
+		{model.VM{Name: "j", Phase: model.PhaseRunning, Status: "ACTIVE", ProjectID: "other"}, byConfig, model.MoveLive, "", "", model.PolicyMigrate, "policy.maintenance.default"},
+		{model.VM{Name: "k", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "migrate", Flavor: "m1.huge"}, byConfig, model.MoveLive, "", "", model.PolicyMigrate, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "l", Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays"}, Options{ByHand: true}, model.MoveLive, "", "", model.PolicyStays, "its metadata drainctl:maintenance"},
+		{model.VM{Name: "m", Phase: model.PhaseBroken, Status: "ERROR", PolicyAsked: "stop-start"}, Options{}, model.MoveStays, model.VMError, model.Blocks, model.PolicyStopStart, "its metadata drainctl:maintenance"},
 	} {
 		m, r := VMMove(tc.vm, tc.o)
 		code, sev := model.ReasonCode(""), model.Severity("")
@@ -306,16 +306,16 @@ func TestPlacementLegality(t *testing.T) {
 // note (a cold move's downtime) and the lock kept through an admin's move.
 func TestALockIsSaidBesideItsOwnPolicy(t *testing.T) {
 	for _, vm := range []model.VM{
-		{Name: "locked", Status: "ACTIVE", Locked: true},
-		{Name: "locked-stop-start", Status: "ACTIVE", Locked: true, PolicyAsked: "stop-start"},
-		{Name: "locked-unknown", Status: "ACTIVE", Locked: true, PolicyAsked: "evacuate"},
+		{Name: "locked", Phase: model.PhaseRunning, Status: "ACTIVE", Locked: true},
+		{Name: "locked-stop-start", Phase: model.PhaseRunning, Status: "ACTIVE", Locked: true, PolicyAsked: "stop-start"},
+		{Name: "locked-unknown", Phase: model.PhaseRunning, Status: "ACTIVE", Locked: true, PolicyAsked: "evacuate"},
 	} {
 		_, r := VMMove(vm, Options{})
 		if r == nil || !strings.Contains(r.Message, "locked by its owner") {
 			t.Errorf("%s: %+v; want its note to say the lock", vm.Name, r)
 		}
 	}
-	if _, r := VMMove(model.VM{Name: "locked-stop-start", Status: "ACTIVE", Locked: true, PolicyAsked: "stop-start"}, Options{}); r == nil || r.Code != model.Downtime {
+	if _, r := VMMove(model.VM{Name: "locked-stop-start", Phase: model.PhaseRunning, Status: "ACTIVE", Locked: true, PolicyAsked: "stop-start"}, Options{}); r == nil || r.Code != model.Downtime {
 		t.Errorf("the policy's own note was replaced: %+v", r)
 	}
 }
@@ -344,7 +344,7 @@ func TestAnOwnersStaysIsBounded(t *testing.T) {
 		{"drainctl's notice its last change", told.Add(2 * time.Second), bounded, model.PolicyMigrate, notice},
 		{"changed after drainctl's notice", told.Add(5 * time.Minute), bounded, model.PolicyStays, notice},
 	} {
-		vm := model.VM{Name: tc.name, Status: "ACTIVE", PolicyAsked: "stays", Updated: tc.updated, Notice: tc.notice}
+		vm := model.VM{Name: tc.name, Phase: model.PhaseRunning, Status: "ACTIVE", PolicyAsked: "stays", Updated: tc.updated, Notice: tc.notice}
 		p, from := VMPolicyOf(vm, tc.o)
 		m, r := VMMove(vm, tc.o)
 		if p != tc.want {

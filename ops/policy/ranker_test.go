@@ -94,7 +94,7 @@ var mutations = []mutation{
 	}},
 	{"a VM lands (hypervisor fuller)", func(inv *model.Inventory, rng *rand.Rand) []string {
 		n := &inv.Nodes[rng.Intn(len(inv.Nodes))]
-		n.VMs = append(n.VMs, model.VM{ID: fmt.Sprint(rng.Int()), Name: "new", Host: n.Name, Status: "ACTIVE", RAMMB: 16384, VCPUs: 8})
+		n.VMs = append(n.VMs, model.VM{ID: fmt.Sprint(rng.Int()), Name: "new", Host: n.Name, Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: 16384, VCPUs: 8})
 		n.Hypervisor.MemoryMBUsed += 16384
 		n.Hypervisor.VCPUsUsed += 8
 		return nil

@@ -32,15 +32,15 @@ func VMRecover(vm model.VM, sharedStorage bool, o Options) (model.MoveMethod, []
 		return m, []model.Reason{*r}
 	}
 	switch {
-	case vm.Status == model.VMRebuilding || vm.TaskState == "rebuilding" || vm.TaskState == "rebuild_spawning":
+	case vm.Phase == model.PhaseRebuilding || vm.Task == model.TaskRebuilding:
 		return model.MoveFollow, nil
-	case vm.TaskState != "":
+	case vm.Busy():
 		return stays(
 			"task %q was in progress when the host died: Nova evacuates no server with a task (openstack server set --state "+
 				"active, then run again)",
 			vm.TaskState,
 		)
-	case vm.Status != model.VMActive && vm.Status != model.VMShutoff && vm.Status != model.VMBroken:
+	case vm.Phase != model.PhaseRunning && vm.Phase != model.PhaseStopped && vm.Phase != model.PhaseBroken:
 		return stays(
 			"status %s: Nova evacuates ACTIVE, SHUTOFF and ERROR servers only (openstack server set --state active, then run again)",
 			vm.Status,

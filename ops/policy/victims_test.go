@@ -31,7 +31,7 @@ func clusterOf(n, podsPer, vmsPer int, rng *rand.Rand) model.Inventory {
 		}
 		for j := 0; j < vmsPer; j++ {
 			ram := int64(2048 << rng.Intn(3))
-			node.VMs = append(node.VMs, model.VM{ID: fmt.Sprintf("%s-v%d", name, j), Name: fmt.Sprintf("%s-v%d", name, j), Host: name, Status: "ACTIVE", RAMMB: ram, VCPUs: int(ram / 2048)})
+			node.VMs = append(node.VMs, model.VM{ID: fmt.Sprintf("%s-v%d", name, j), Name: fmt.Sprintf("%s-v%d", name, j), Host: name, Phase: model.PhaseRunning, Status: "ACTIVE", RAMMB: ram, VCPUs: int(ram / 2048)})
 			node.Hypervisor.MemoryMBUsed += ram
 			node.Hypervisor.VCPUsUsed += int(ram / 2048)
 		}
@@ -99,7 +99,7 @@ func TestRankRules(t *testing.T) {
 				inv.Nodes[i].Compute.Enabled = false
 			}
 		}, "node-0000", model.NoHostWithRoom},
-		{"VM busy with a task", func(inv *model.Inventory) { inv.Nodes[0].VMs[0].TaskState = "image_snapshot" }, "node-0000", model.VMTaskInProgress},
+		{"VM busy with a task", func(inv *model.Inventory) { inv.Nodes[0].VMs[0].Task = model.TaskOther }, "node-0000", model.VMTaskInProgress},
 		{"every other node tainted, not tolerated", func(inv *model.Inventory) {
 			for i := 1; i < len(inv.Nodes); i++ {
 				inv.Nodes[i].Kube.Taints = []model.Taint{{Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}}

@@ -143,10 +143,10 @@ func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reaso
 		}
 		return method, r
 	case model.PolicyStopStart:
-		if method == model.MoveCold && vm.Status != model.VMActive {
+		if method == model.MoveCold && vm.Phase != model.PhaseRunning {
 			return method, r // stopped already: a cold move is what it asks
 		}
-		if vm.Status == model.VMPaused { // Nova cold-migrates ACTIVE and stopped servers only
+		if vm.Phase == model.PhasePaused { // Nova cold-migrates ACTIVE and stopped servers only
 			return method, r
 		}
 		return model.MoveCold, &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
@@ -165,7 +165,7 @@ func asItsPolicy(vm model.VM, o Options, method model.MoveMethod, r *model.Reaso
 			}
 			return method, &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 				Message: fmt.Sprintf("restart-in-place (%s), but the node is removed and will not return: moved %s instead", from, method)}
-		case vm.Status != model.VMActive:
+		case vm.Phase != model.PhaseRunning:
 			return model.MoveRestart, &model.Reason{Code: model.VMAsksToStay, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 				Message: fmt.Sprintf(
 					"restart-in-place (%s): %s already, left so on the node (not started when it returns)",
