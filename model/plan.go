@@ -120,12 +120,10 @@ func (p Plan) Pending() bool {
 	return false
 }
 
-// Summary is the one line a confirmation shows: "evacuate compute-3: 7 VMs, 40 pods, 2 waiting on PDB web-pdb".
-func (p Plan) Summary() string {
-	s := fmt.Sprintf("%s %s", p.Op, p.Works())
-	if r := p.Op.Row(); r.Empties || r.DeadNode {
-		s += fmt.Sprintf(": %d VMs, %d pods", len(p.VMs), len(p.Pods)+len(p.Carriers))
-	}
+// WaitsAndBlockers is the end of a plan's one-line summary (ops.Summary): ", 2 held by
+// web-pdb, 1 blocker(s)".
+func (p Plan) WaitsAndBlockers() string {
+	s := ""
 	pdbs := map[string]int{}
 	var order []string
 	for _, r := range p.Waits() {

@@ -144,8 +144,10 @@ func TestEveryStepKindHasAFunction(t *testing.T) {
 	}
 }
 
-// Every operation kind model declares has its row in each of the engine's tables: a planner
-// and traits (scale-down names a report, not an operation that is planned).
+// Every operation kind model declares has its row in the engine's one table of them, with a
+// planner (scale-down names a report, not an operation that is planned); and that table is
+// the only one keyed by the kind in the engine and the model (the views' own, such as the
+// confirm pane's, read their facts from it).
 func TestEveryOperationHasItsRows(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "../model/plan.go", nil, 0)
 	if err != nil {
@@ -168,13 +170,42 @@ func TestEveryOperationHasItsRows(t *testing.T) {
 		if k == model.OpScaleDown {
 			continue
 		}
-		if _, ok := planners[k]; !ok {
-			t.Errorf("%s has no planner (planners.go)", k)
-		}
-		if _, ok := traits[k]; !ok {
-			t.Errorf("%s has no traits (traits.go)", k)
+		if row, ok := operationOf(k); !ok || row.plan == nil {
+			t.Errorf("%s has no row with a planner (operations.go)", k)
 		}
 	}
+	tables := 0
+	for _, dir := range []string{".", "../model"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if m, ok := n.(*ast.MapType); ok {
+					if sel, ok := m.Key.(*ast.SelectorExpr); ok && sel.Sel.Name == "OpKind" || isIdent(m.Key, "OpKind") {
+						tables++
+						if path != "operations.go" {
+							t.Errorf("%s keeps a table by the operation's kind: a column of operations.go's", path)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if tables == 0 {
+		t.Fatal("found no table by the operation's kind: is the search broken?")
+	}
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
 }
 
 // Every way a VM moves has its mover (movers.go): the methods model declares, but follow (a

@@ -53,14 +53,14 @@ func (e *Engine) planRead(ctx context.Context, inv model.Inventory, op model.OpK
 }
 
 // planOn builds the plan from an inventory already read: a campaign plans each of its nodes
-// from one read, not one read (or join) a node. Each operation's planner is a row of
-// planners (planners.go).
+// from one read, not one read (or join) a node. Each operation's planner is in its row of the
+// operations' table (operations.go).
 func (e *Engine) planOn(ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error) {
-	plan, ok := planners[op]
+	row, ok := operationOf(op)
 	if !ok {
 		return model.Plan{}, &UsageError{Problem: fmt.Sprintf("unknown operation %q", op)}
 	}
-	return plan(e, ctx, inv, op, target, e.asCredentials(ro))
+	return row.plan(e, ctx, inv, op, target, e.asCredentials(ro))
 }
 
 // asCredentials is ro with what the Nova credentials allow (Nova moves a locked server for an

@@ -150,7 +150,7 @@ func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
 	if verb == "revive" {
 		do, what = mach.ReviveHost, "running again: nothing of it was recovered, so it needs nothing from drainctl"
 		if n, ok := m.s.inv.Node(node); ok && n.Kube != nil {
-			if j, ok := ops.ReadJournal(*n.Kube); ok && j.Op.Row().DeadNode {
+			if j, ok := ops.ReadJournal(*n.Kube); ok && ops.RowOf(j.Op).DeadNode {
 				what = "running again; u brings the recovered node back"
 			} else if ok {
 				what = "running again; it is under " + string(j.Op) + ": u ends it"

@@ -258,7 +258,7 @@ func (m Model) cannot(op model.OpKind, targets []string) string {
 	if m.eng == nil {
 		return "no cluster"
 	}
-	row := op.Row()
+	row := ops.RowOf(op)
 	if row.OnVM && !m.s.inv.NovaConfigured {
 		return "Nova is not configured: there are no VMs"
 	}
@@ -325,7 +325,7 @@ func (m *Model) runBatch(b ops.Batch, done func(error) tea.Msg) tea.Cmd {
 
 // opKey names an operation: its node, or node/VM for one on a VM.
 func opKey(p model.Plan) string {
-	if p.Op.Row().OnVM {
+	if ops.RowOf(p.Op).OnVM {
 		return p.Node + "/" + p.VM
 	}
 	return p.Node
@@ -347,7 +347,7 @@ func (m Model) forceComplete(vmID, name string) tea.Cmd {
 func (m Model) abortForQuit() (tea.Model, tea.Cmd) {
 	var nodes []string
 	for _, k := range m.s.ops.runningKeys() {
-		if v := m.s.ops.views[k]; !v.plan.Op.Row().OnVM { // a node's operation: its abort stops the VM's too
+		if v := m.s.ops.views[k]; !ops.RowOf(v.plan.Op).OnVM { // a node's operation: its abort stops the VM's too
 			nodes = append(nodes, v.plan.Node)
 		}
 	}

@@ -151,7 +151,7 @@ func (p *confirmPane) body(s *shared) string {
 		b.WriteString(st.Title.Render(truncate(q, width)) + "\n")
 	}
 	for _, pl := range pd.batch.Plans {
-		summary := text.Safe(pl.Summary())
+		summary := text.Safe(ops.Summary(pl))
 		question := strings.ToUpper(summary[:1]) + summary[1:] + "?"
 		if pd.maintenance != "" {
 			question = summary

@@ -167,7 +167,7 @@ func (m Model) summary(w io.Writer) int {
 	var lines []string
 	for _, key := range m.s.ops.order {
 		v := m.s.ops.views[key]
-		target := v.plan.Works()
+		target := ops.Works(v.plan)
 		resume := string(v.plan.Op) + " " + text.ShellWord(target)
 		if v.flags != "" {
 			resume += " " + v.flags

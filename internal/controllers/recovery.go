@@ -265,9 +265,9 @@ func (r *Recoverer) notDead(n model.Node, silent map[string]bool) string {
 		return "paused"
 	case stoppedIn(r.stopped, n.Name, k.Outage()):
 		return "its recovery stopped in this outage (a failed fence, a failed rebuild): a person's now"
-	case journaled && j.Op.Row().DeadNode && j.Phase == ops.PhaseDone:
+	case journaled && ops.RowOf(j.Op).DeadNode && j.Phase == ops.PhaseDone:
 		return "recovered already: the way back is a person's (uncordon)"
-	case journaled && !j.Op.Row().DeadNode:
+	case journaled && !ops.RowOf(j.Op).DeadNode:
 		return "under another operation"
 	case !journaled && !k.Schedulable:
 		return "cordoned by someone else"
@@ -288,7 +288,7 @@ func (r *Recoverer) explained(ctx context.Context, n model.Node) string {
 	if !ok {
 		return ""
 	}
-	if !j.Op.Row().DeadNode {
+	if !ops.RowOf(j.Op).DeadNode {
 		return "under " + string(j.Op) + " by " + j.Holder
 	}
 	rec, found, err := r.recovery(ctx, n.Name)

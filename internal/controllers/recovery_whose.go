@@ -48,7 +48,7 @@ func (r *Recoverer) someonesRecovery(ctx context.Context, n model.Node) string {
 	// A person's, the record says: the node's own journal must say so too (a recovery by
 	// the same holder): a record alone, which nothing on the node bears out, holds nothing.
 	j, ok := ops.ReadJournal(*n.Kube)
-	if !ok || !j.Op.Row().DeadNode || j.Holder != rec.By {
+	if !ok || !ops.RowOf(j.Op).DeadNode || j.Holder != rec.By {
 		return ""
 	}
 	// Under way (its record running, its process still renewing the node's lease): not stopped.

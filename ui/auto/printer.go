@@ -69,7 +69,7 @@ func (p *Printer) writeJSON(ev ops.Event) { _ = writeLine(p.json, eventType(ev),
 func (p *Printer) line(ev ops.Event) string {
 	switch e := ev.(type) {
 	case ops.PlanReady:
-		return e.Node + " plan: " + e.Plan.Summary()
+		return e.Node + " plan: " + ops.Summary(e.Plan)
 	case ops.StepEvent:
 		if e.State == ops.StepStarted {
 			return text.Sprintf("%s %s: %s", e.Node, e.Step, e.Detail)
@@ -194,7 +194,7 @@ func summary(r ops.Report) string {
 // WritePlan prints a plan for --dry-run and for refusals: steps, then every reason with
 // the override that lifts it.
 func WritePlan(w io.Writer, p model.Plan) {
-	text.Fprintf(w, "plan: %s\n", p.Summary())
+	text.Fprintf(w, "plan: %s\n", ops.Summary(p))
 	for i, s := range p.Steps {
 		text.Fprintf(w, "  %s\n", text.Step(i, s))
 	}

@@ -213,12 +213,12 @@ func operation(op model.OpKind) func(a *Auto, ctx context.Context, args []string
 	return func(a *Auto, ctx context.Context, args []string) error {
 		if len(args) == 0 {
 			what := "NODE"
-			if op.Row().OnVM {
+			if ops.RowOf(op).OnVM {
 				what = "VM"
 			}
 			return &ops.UsageError{Problem: string(op) + " needs at least one " + what, Hint: "drainctl --auto list shows them"}
 		}
-		if op.Row().OneNode && len(args) > 1 {
+		if ops.RowOf(op).OneNode && len(args) > 1 {
 			return &ops.UsageError{Problem: string(op) + " takes one node"}
 		}
 		return a.operate(ctx, op, args)

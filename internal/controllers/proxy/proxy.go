@@ -392,7 +392,7 @@ func (pr pair) reasons() []model.Reason {
 // ours reports whether the node carries an unfinished evacuation of this holder's.
 func (pr pair) ours(holder string) bool {
 	j := pr.journal
-	return j != nil && j.Holder == holder && j.Op.Row().Empties && j.Phase != ops.PhaseDone && j.Phase != ops.PhaseAborted
+	return j != nil && j.Holder == holder && ops.RowOf(j.Op).Empties && j.Phase != ops.PhaseDone && j.Phase != ops.PhaseAborted
 }
 
 // pairs reads the pool and ranks the nodes: each allocated machine with its node. Machines

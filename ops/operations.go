@@ -5,27 +5,151 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops/policy"
 )
 
-// planner builds an operation's plan from an inventory read: one row per operation, as the
-// steps are (steps.go) and the traits (traits.go).
-type planner func(e *Engine, ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error)
-
-var planners = map[model.OpKind]planner{
-	model.OpMigrate: func(e *Engine, _ context.Context, inv model.Inventory, _ model.OpKind, vm string, ro RunOptions) (model.Plan, error) {
-		return e.planMigrate(inv, vm, ro)
-	},
-	model.OpCordon:   onNode((*Engine).planCordon),
-	model.OpEvacuate: onNode((*Engine).planEvacuate),
-	model.OpRecover:  onNode((*Engine).planRecoverNode),
-	model.OpUncordon: onNode((*Engine).planUncordon),
-	model.OpAbort:    onNode((*Engine).planAbort),
-	model.OpRollback: onNode((*Engine).planRollback),
+// operation is what an operation's kind is, one row per kind, the one table of them: how it
+// is planned, what its kind decides in the runner, and what a view knows of it (RowOf). A new
+// operation is a row here and its steps (steps.go).
+type operation struct {
+	plan planner
+	opTraits
+	view model.OpRow
 }
+
+// operationTable is every operation the engine knows. Its planners reach back to it (through
+// the traits they read), so it is made where it is first read, not as a package variable.
+func operationTable() map[model.OpKind]operation {
+	return map[model.OpKind]operation{
+		model.OpCordon: {
+			plan:     onNode((*Engine).planCordon),
+			opTraits: opTraits{leases: true, keepsLease: true, journals: true, ownsJournal: true},
+			view:     model.OpRow{Exclusive: true},
+		},
+		model.OpEvacuate: {
+			plan: onNode((*Engine).planEvacuate),
+			opTraits: opTraits{leases: true, journals: true, ownsJournal: true, endPhase: PhaseDone, empties: true, judgesStays: true,
+				tellsOwners: true},
+			view: model.OpRow{Empties: true, Exclusive: true},
+		},
+		model.OpRecover: {
+			plan: onNode((*Engine).planRecoverNode),
+			opTraits: opTraits{leases: true, keepsLease: true, journals: true, ownsJournal: true, endPhase: PhaseDone,
+				rebuilds: true, judgesStays: true, readsWhole: true},
+			view: model.OpRow{DeadNode: true, OneNode: true, Exclusive: true},
+		},
+		model.OpMigrate: {
+			plan: func(e *Engine, _ context.Context, inv model.Inventory, _ model.OpKind, vm string, ro RunOptions) (model.Plan, error) {
+				return e.planMigrate(inv, vm, ro)
+			},
+			opTraits: opTraits{oneVM: true, readsWhole: true, tellsOwners: true},
+			view:     model.OpRow{OnVM: true},
+		},
+		model.OpUncordon: {
+			plan:     onNode((*Engine).planUncordon),
+			opTraits: opTraits{plansOnService: true},
+			view:     model.OpRow{Cordoned: true},
+		},
+		model.OpAbort: {
+			plan:     onNode((*Engine).planAbort),
+			opTraits: opTraits{journals: true, endPhase: PhaseAborted},
+			view:     model.OpRow{OneNode: true},
+		},
+		model.OpRollback: {
+			plan:     onNode((*Engine).planRollback),
+			opTraits: opTraits{journals: true, leaseAfterAbort: true, restoresCordon: true},
+			view:     model.OpRow{OneNode: true},
+		},
+	}
+}
+
+var (
+	operationsOnce sync.Once
+	operations     map[model.OpKind]operation
+)
+
+// operationOf is the kind's row (a kind without one, scale-down's report, has none of it).
+func operationOf(op model.OpKind) (operation, bool) {
+	operationsOnce.Do(func() { operations = operationTable() })
+	o, ok := operations[op]
+	return o, ok
+}
+
+// traitsOf is what the plan's operation decides in the runner.
+func traitsOf(op model.OpKind) opTraits {
+	o, _ := operationOf(op)
+	return o.opTraits
+}
+
+// RowOf is what a view knows of an operation's kind: the TUI's checks before it plans, its
+// confirm pane, the verbs' arguments, a plan's summary and a record's reader ask the row,
+// never the kind.
+func RowOf(op model.OpKind) model.OpRow {
+	o, _ := operationOf(op)
+	return o.view
+}
+
+// Works is what the plan works on: its VM for an operation on one VM, else its node.
+func Works(p model.Plan) string {
+	if RowOf(p.Op).OnVM {
+		return p.VM
+	}
+	return p.Node
+}
+
+// Summary is the one line a confirmation shows: "evacuate compute-3: 7 VMs, 40 pods, 2 held
+// by web-pdb".
+func Summary(p model.Plan) string {
+	s := fmt.Sprintf("%s %s", p.Op, Works(p))
+	if r := RowOf(p.Op); r.Empties || r.DeadNode {
+		s += fmt.Sprintf(": %d VMs, %d pods", len(p.VMs), len(p.Pods)+len(p.Carriers))
+	}
+	return s + p.WaitsAndBlockers()
+}
+
+// opTraits is what an operation's kind decides in the runner, read where a decision is made,
+// instead of checks on the kind scattered through the engine.
+type opTraits struct {
+	// leases: it takes the node's maintenance lease for its run (and abort and rollback can
+	// stop it); keepsLease: it keeps the lease after, the node left in maintenance until
+	// uncordon; leaseAfterAbort: it takes the lease once its abort step stopped the holder.
+	leases, keepsLease, leaseAfterAbort bool
+	// journals: it records its phases in the node's journal; ownsJournal: the journal names
+	// it (it puts the node in maintenance); endPhase: the journal's phase when it ends well.
+	journals, ownsJournal bool
+	endPhase              string
+	// empties: it empties the node, so it takes a node slot before its first emptying step,
+	// its targets leave the fleet together, and the VMs that arrive while it runs go too.
+	empties bool
+	// oneVM: it works the plan's one VM, not the node's.
+	oneVM bool
+	// readsWhole: it plans on a whole read of Nova, every host afresh, not on its node's
+	// host read afresh on the last whole read (Inventory.ReadNodes): its VM may be on any
+	// host, or it rebuilds a dead host's VMs where every other host's state matters now.
+	readsWhole bool
+	// plansOnService: of Nova its plan reads only its node's compute service afresh (with
+	// RunOptions.ByHost), on the last read: a campaign's way back decides on the service
+	// alone, and its enable step reads the service again before it acts.
+	plansOnService bool
+	// rebuilds: a dead host's VMs are rebuilt elsewhere (Nova's evacuate), judged by
+	// policy.VMRecover; no cold move is adopted, and the pods left are those of a dead node.
+	rebuilds bool
+	// judgesStays: its verify step judges again the VMs that stay (a resumed run).
+	judgesStays bool
+	// restoresCordon: it puts the node back as it was before drainctl came (a node cordoned
+	// before stays cordoned).
+	restoresCordon bool
+	// tellsOwners: the owners of the VMs it moves are told ahead ([notify] owner_lead).
+	tellsOwners bool
+}
+
+// planner builds an operation's plan from an inventory read: a column of the operations'
+// table (operations.go).
+type planner func(e *Engine, ctx context.Context, inv model.Inventory, op model.OpKind, target string, ro RunOptions) (model.Plan, error)
 
 // nodePlan is what a node's planner starts from: the node as read, and the plan it fills.
 type nodePlan struct {
