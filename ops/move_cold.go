@@ -7,7 +7,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 )
 
-// The cold mover: Nova's migrate action, journaled first as drainctl's (cold.go keeps those
+// The cold mover: Nova's migrate action, journaled first as drainctl's (move_cold_records.go keeps those
 // records), followed by the server (RESIZE, then VERIFY_RESIZE, confirmed when it is ours).
 // Nova makes the migration's record after its 202 (the API casts to the conductor): the
 // move is named by that record once it appears, read while the move goes on, and confirmed
