@@ -40,3 +40,31 @@ func TestSettleReturnsTheGarbageOfABurstOnceQuiet(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A screen at rest allocates a little at a time, never enough in one interval to count as
+// busy: settle still collects that garbage before it grows the heap by more than its slack,
+// rather than leaving it for the collector, which at GOGC 25 waits for a quarter more.
+func TestSettleReturnsATricklesGarbageAtRest(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // only settle collects here
+	runtime.GC()
+	objects := func() uint64 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go settle(ctx, 50*time.Millisecond)
+	time.Sleep(120 * time.Millisecond) // its first look: nothing to collect yet
+	before, most := objects(), uint64(0)
+	for i := 0; i < 160; i++ { // 40 MiB in 256 KiB every 10 ms: 1.25 MiB an interval, quiet
+		sink = make([]byte, 256<<10)
+		time.Sleep(10 * time.Millisecond)
+		most = max(most, objects())
+	}
+	sink = nil
+	if most > before+16<<20 {
+		t.Errorf("the trickle piled up to %d MiB of objects over %d MiB before it: settle never collected it",
+			(most-before)>>20, before>>20)
+	}
+}
