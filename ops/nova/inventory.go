@@ -269,7 +269,7 @@ func deref(s *string) string {
 func (s wireServer) model() model.VM {
 	vm := model.VM{
 		ID: s.ID, Name: s.Name, Host: s.Host.Value, Status: s.Status, TaskState: s.TaskState,
-		Phase: PhaseOf(s.Status), Task: TaskOf(s.TaskState),
+		Phase: phaseOf[s.Status], Task: taskOf(s.TaskState),
 		VMState: s.VMState, ProjectID: s.TenantID,
 	}
 	if s.Locked != nil {

@@ -18,7 +18,7 @@ var phaseOf = map[string]model.VMPhase{
 	"REBUILD":       model.PhaseRebuilding,
 }
 
-var taskOf = map[string]model.VMTask{
+var taskWords = map[string]model.VMTask{
 	"":                             model.TaskNone,
 	"migrating":                    model.TaskMigrating,
 	"resize_prep":                  model.TaskColdPrep,
@@ -33,12 +33,10 @@ var taskOf = map[string]model.VMTask{
 	"powering-off":                 model.TaskPoweringOff,
 }
 
-// PhaseOf is the phase of a server Nova shows in status.
-func PhaseOf(status string) model.VMPhase { return phaseOf[status] }
-
-// TaskOf is what a server's task_state says Nova is doing to it.
-func TaskOf(taskState string) model.VMTask {
-	if t, ok := taskOf[taskState]; ok {
+// taskOf is what a server's task_state says Nova is doing to it (a status not in phaseOf is
+// PhaseOther, the map's zero; a task not in taskWords is TaskOther, not TaskNone).
+func taskOf(taskState string) model.VMTask {
+	if t, ok := taskWords[taskState]; ok {
 		return t
 	}
 	return model.TaskOther

@@ -12,7 +12,7 @@ import (
 func TestEveryStatusTheEngineActsOnHasAPhase(t *testing.T) {
 	seen := map[model.VMPhase]string{}
 	for st := range phaseOf {
-		p := PhaseOf(st)
+		p := phaseOf[st]
 		if p == model.PhaseOther {
 			t.Errorf("%s has no phase", st)
 		}
@@ -22,7 +22,7 @@ func TestEveryStatusTheEngineActsOnHasAPhase(t *testing.T) {
 		seen[p] = st
 	}
 	for _, st := range []string{"SUSPENDED", "SHELVED_OFFLOADED", "RESCUE", ""} {
-		if p := PhaseOf(st); p != model.PhaseOther {
+		if p := phaseOf[st]; p != model.PhaseOther {
 			t.Errorf("%q: phase %v, want another status", st, p)
 		}
 	}
@@ -30,7 +30,7 @@ func TestEveryStatusTheEngineActsOnHasAPhase(t *testing.T) {
 		"": model.TaskNone, "migrating": model.TaskMigrating, "resize_migrated": model.TaskColdMigrated,
 		"rebuild_spawning": model.TaskRebuilding, "image_snapshot": model.TaskOther, "powering-off": model.TaskPoweringOff,
 	} {
-		if got := TaskOf(word); got != want {
+		if got := taskOf(word); got != want {
 			t.Errorf("task %q: %d, want %d", word, got, want)
 		}
 	}
