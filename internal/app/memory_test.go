@@ -11,16 +11,18 @@ import (
 
 var sink []byte
 
+// objects is the heap's bytes in objects, live or not yet collected.
+func objects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 // A burst of work leaves garbage that, at rest, no collection would ever take: settle
 // collects it once the process goes quiet.
 func TestSettleReturnsTheGarbageOfABurstOnceQuiet(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // only settle collects here
 	runtime.GC()
-	objects := func() uint64 {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
 	before := objects()
 	for i := 0; i < 64; i++ { // the burst: 64 MiB, garbage once it is over
 		sink = make([]byte, 1<<20)
@@ -47,11 +49,6 @@ func TestSettleReturnsTheGarbageOfABurstOnceQuiet(t *testing.T) {
 func TestSettleReturnsATricklesGarbageAtRest(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // only settle collects here
 	runtime.GC()
-	objects := func() uint64 {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go settle(ctx, 50*time.Millisecond)
