@@ -152,13 +152,13 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 	}
 	r.tellAhead(ctx, all) // owners.go: every owner told at once, their leads run together
 	for i, run := range all {
-		if bad := movers[run.method].begin(r, ctx, run, reasons[i], q); bad != nil {
+		if bad := moverOf(run.method).begin(r, ctx, run, reasons[i], q); bad != nil {
 			failed = append(failed, *bad)
 		}
 	}
 	if !traitsOf(p.Op).rebuilds { // a dead host's VMs were not moved by a killed run: nothing to adopt
 		for _, m := range moverOrder {
-			if adopt := movers[m].adopt; adopt != nil {
+			if adopt := moverOf(m).adopt; adopt != nil {
 				if err := adopt(r, ctx, vms, q); err != nil {
 					return 0, nil, err
 				}
@@ -264,7 +264,7 @@ func (r *runner) classify(vm model.VM) (model.MoveMethod, *model.Reason) {
 		return policy.VMMove(vm, o)
 	}
 	method, reasons := policy.VMRecover(vm, r.e.cfg.Recover.SharedStorage, r.ro.Policy)
-	if method == model.MoveStays {
+	if moverOf(method).Stays {
 		return method, &reasons[0]
 	}
 	// Left by the plan for the room the higher priorities need: a run does not hand the
@@ -341,20 +341,20 @@ func (r *runner) startAllowed(ctx context.Context, mq *moveQueue, dests []*destR
 		run.progress = model.MigrationProgress{}
 		e.claim(run, +1)
 		err := r.request(ctx, run, dest)
-		room.unlock(err == nil && !movers[run.method].notListed)
+		room.unlock(err == nil && !moverOf(run.method).notListed)
 		if err != nil {
 			e.claim(run, -1)
 			e.releaseSlot(run)
-			refused := movers[run.method].refused != nil && movers[run.method].refused(err)
+			refused := moverOf(run.method).refused != nil && moverOf(run.method).refused(err)
 			if bad := r.afterFailure(run, err.Error(), refused, !refusedByNova(err), pending); bad != nil {
 				failed = append(failed, *bad)
 			}
 			continue
 		}
-		if run.method == model.MoveLive || run.method == model.MoveCold {
+		if moverOf(run.method).requestID {
 			run.requestID = e.nova.ActionRequest(run.vm.ID)
 		}
-		said := []string{movers[run.method].asks, requestSaid(run.requestID)}
+		said := []string{moverOf(run.method).asks, requestSaid(run.requestID)}
 		if run.ownerSaidNow {
 			said = append(said, "its owner asked it moved now (drainctl:move-now), not at the lead's end")
 		}
@@ -394,7 +394,7 @@ func (r *runner) afterFailure(run *vmRun, msg string, refused, retryable bool, p
 // fallBack asks the method's fallback once Nova said the VM cannot move by it: true when the
 // VM was queued again another way, else the override that would move it.
 func (r *runner) fallBack(run *vmRun, msg string, pending *[]*vmRun) (bool, model.Override) {
-	if fb := movers[run.method].fallback; fb != nil {
+	if fb := moverOf(run.method).fallback; fb != nil {
 		return fb(r, run, msg, pending)
 	}
 	return false, ""
@@ -402,10 +402,10 @@ func (r *runner) fallBack(run *vmRun, msg string, pending *[]*vmRun) (bool, mode
 
 // request asks Nova to move the VM by its method.
 func (r *runner) request(ctx context.Context, run *vmRun, dest string) error {
-	return movers[run.method].request(r, ctx, run, dest)
+	return moverOf(run.method).request(r, ctx, run, dest)
 }
 
 // pollOne reads one move under way, by its method.
 func (r *runner) pollOne(ctx context.Context, run *vmRun) (MigState, string, error) {
-	return movers[run.method].poll(r, ctx, run)
+	return moverOf(run.method).poll(r, ctx, run)
 }

@@ -36,7 +36,8 @@ func (r *runner) actionError(ctx context.Context, run *vmRun, fallback string) s
 	if err != nil || f.Message == "" {
 		return fallback
 	}
-	run.refused, run.noValidHost = f.CannotLive, f.NoValidHost
+	// Only a method Nova can refuse outright (live) falls back on it.
+	run.refused, run.noValidHost = f.CannotLive && moverOf(run.method).refused != nil, f.NoValidHost
 	return f.Message
 }
 
@@ -106,7 +107,7 @@ func (r *runner) emitProgress(run *vmRun) {
 // vmReport is the VM's account: Bytes are every attempt's bytes copied, in total.
 func (r *runner) vmReport(run *vmRun, result MigState, msg string, override ...model.Override) VMReport {
 	bytes := run.copied + run.attemptBytes(result == MigCompleted)
-	if !movers[run.method].copies {
+	if !moverOf(run.method).Copies {
 		bytes = 0 // a cold move copies disks, a rebuild nothing: Nova counts no bytes
 	}
 	rep := VMReport{VM: run.vm.Name, VMID: run.vm.ID, Method: run.method, Result: result, Source: run.vm.Host, Dest: run.dest,

@@ -28,12 +28,7 @@ import (
 func (r *runner) tellsOwnerOf(run *vmRun) bool {
 	t := traitsOf(r.plan.Op)
 	byHand := t.oneVM && !r.ro.Returning
-	return r.e.cfg.Notify.OwnerLead > 0 && t.tellsOwners && !byHand && noticeOf[run.method] != ""
-}
-
-// noticeOf is what a notice calls each method's act.
-var noticeOf = map[model.MoveMethod]string{
-	model.MoveLive: "live-migration", model.MoveCold: "cold-migration", model.MoveRestart: "restart-in-place",
+	return r.e.cfg.Notify.OwnerLead > 0 && t.tellsOwners && !byHand && moverOf(run.method).Notice != ""
 }
 
 // tellAhead tells the owners of the node's VMs at once, before the first is stopped or asked
@@ -65,7 +60,7 @@ func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool
 			// the lead stays counted from the record.
 			again := run.notice
 			if was, ok := model.ParseOwnerNotice(again); !ok || !was.Told.Equal(first) {
-				again = model.NewOwnerNotice(noticeOf[run.method], r.noticeBy(), first, first.Add(lead)).String()
+				again = model.NewOwnerNotice(moverOf(run.method).Notice, r.noticeBy(), first, first.Add(lead)).String()
 			}
 			if e.nova.SetMetadata(ctx, run.vm.ID, model.NoticeKey, again) == nil {
 				notice = again
@@ -83,7 +78,7 @@ func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool
 		run.told, run.notice, run.notTold = told, notice, ""
 		return !now.Before(told.Add(lead))
 	}
-	n = model.NewOwnerNotice(noticeOf[run.method], r.noticeBy(), now, now.Add(lead))
+	n = model.NewOwnerNotice(moverOf(run.method).Notice, r.noticeBy(), now, now.Add(lead))
 	err := e.nova.SetMetadata(ctx, run.vm.ID, model.NoticeKey, n.String())
 	if err == nil {
 		r.noteTold(ctx, map[string]time.Time{run.vm.ID: n.Told})
@@ -174,10 +169,10 @@ func (e *Engine) TellOwners(ctx context.Context, node, by string, at time.Time, 
 	}()
 	for _, vm := range vms {
 		method, _ := policy.VMMove(vm, ro.Policy)
-		if n, ok := model.ParseOwnerNotice(vm.Notice); noticeOf[method] == "" || ok && !stale(n, now, lead) {
+		if n, ok := model.ParseOwnerNotice(vm.Notice); moverOf(method).Notice == "" || ok && !stale(n, now, lead) {
 			continue
 		}
-		n := model.NewOwnerNotice(noticeOf[method], by, now, latest(at, now.Add(lead)))
+		n := model.NewOwnerNotice(moverOf(method).Notice, by, now, latest(at, now.Add(lead)))
 		if err := e.nova.SetMetadata(ctx, vm.ID, model.NoticeKey, n.String()); err != nil {
 			return told, err
 		}
@@ -224,7 +219,7 @@ func latest(a, b time.Time) time.Time {
 func (r *runner) stoppedInPlace(run *vmRun) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return run.method == model.MoveRestart && slices.Contains(r.restart, run.vm.ID)
+	return moverOf(run.method).InPlace && slices.Contains(r.restart, run.vm.ID)
 }
 
 // clearIfOurs removes drainctl's notice from a VM whose act has ended (restarted in place).

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -119,14 +120,14 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 		vm.Policy, vm.PolicyFrom = policy.VMPolicyOf(vm, ro.Policy)
 		p.VMs[i] = vm
 		methods[method]++
-		if method == model.MoveRestart && vm.Phase != model.PhaseRunning && slices.Contains(j.Restart, vm.ID) {
+		if moverOf(method).InPlace && vm.Phase != model.PhaseRunning && slices.Contains(j.Restart, vm.ID) {
 			r = &model.Reason{Code: model.Downtime, Severity: model.Notes, Object: vm.Name, ObjectID: vm.ID,
 				Message: "restart-in-place: stopped by drainctl for it; started on the node again when it returns"}
 		}
 		if r != nil {
 			p.Reasons = append(p.Reasons, *r)
 		}
-		if method != model.MoveStays && method != model.MoveRestart {
+		if moverOf(method).Leaves {
 			movable = append(movable, vm)
 		}
 	}
@@ -148,7 +149,12 @@ func (e *Engine) planEvacuation(p *model.Plan, node model.Node, inv model.Invent
 	if len(waiting) > 0 {
 		vmDetail += fmt.Sprintf("; confirm %d cold migration(s) of drainctl's: %s", len(waiting), strings.Join(waiting, ", "))
 	}
-	told := methods[model.MoveLive] + methods[model.MoveCold] + methods[model.MoveRestart]
+	told := 0
+	for m, n := range methods {
+		if moverOf(m).Notice != "" {
+			told += n
+		}
+	}
 	switch lead := e.OwnerLead(ro); { // owners.go: told ahead
 	case told == 0 || !traitsOf(p.Op).tellsOwners || e.cfg.Notify.OwnerLead <= 0:
 	case lead > 0:
@@ -233,16 +239,20 @@ func coldWaiting(node model.Node, inv model.Inventory) []string {
 func moveDetail(methods map[model.MoveMethod]int) string {
 	n := 0
 	var parts []string
-	for _, m := range []model.MoveMethod{model.MoveLive, model.MoveCold, model.MoveFollow, model.MoveRestart, model.MoveStays} {
+	byDefault := 0
+	for _, m := range moverOrder {
 		if c := methods[m]; c > 0 {
 			n += c
 			parts = append(parts, fmt.Sprintf("%d %s", c, m))
+			if moverOf(m).Default {
+				byDefault += c
+			}
 		}
 	}
 	if n == 0 {
 		return "move 0 VM(s)"
 	}
-	if methods[model.MoveLive] == n {
+	if byDefault == n {
 		return fmt.Sprintf("live-migrate %d VM(s)", n)
 	}
 	return fmt.Sprintf("move %d VM(s): %s", n, strings.Join(parts, ", "))
@@ -311,10 +321,7 @@ func (e *Engine) planMigrate(inv model.Inventory, target string, ro RunOptions) 
 					p.Reasons = append(p.Reasons, *r)
 				}
 			}
-			verb := "live-migrate "
-			if method == model.MoveCold {
-				verb = "cold-migrate (then confirm) "
-			}
+			verb := cmp.Or(moverOf(method).verb, "move") + " " // one that stays: its reason says why not
 			detail := verb + vm.Name + ", the scheduler picks the host"
 			if ro.To != "" {
 				detail = verb + vm.Name + " to " + ro.To

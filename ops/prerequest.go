@@ -109,7 +109,7 @@ func (r *runner) stillHoldsNode(ctx context.Context, _ *vmRequest) verdict {
 // stillFenced: a rebuild acts on the disks of a host proven off; a host back (or in another
 // outage) stops the run.
 func (r *runner) stillFenced(ctx context.Context, q *vmRequest) verdict {
-	if q.run.method == model.MoveRebuild && r.stopUnlessFenced(ctx) {
+	if moverOf(q.run.method).deadHost && r.stopUnlessFenced(ctx) {
 		return stopRun
 	}
 	return proceed
@@ -118,7 +118,7 @@ func (r *runner) stillFenced(ctx context.Context, q *vmRequest) verdict {
 // roomInCluster: the cluster-wide migration cap, and the VM's source's, counted where every
 // drainctl process sees them.
 func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
-	room, why := r.clusterRoom(ctx, q.run.vm, q.run.method == model.MoveRebuild)
+	room, why := r.clusterRoom(ctx, q.run.vm, moverOf(q.run.method).deadHost)
 	if why != "" {
 		q.q.waitWhy = why
 		return wait // the cluster or the VM's source is at its cap (other runs and processes count)
@@ -133,14 +133,14 @@ func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
 // named when it acts, a later proof than a read before the request; a host this process
 // disabled since (a campaign's next node) is passed over on Nova's answer to that disable.
 func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
-	if movers[q.run.method].inPlace {
+	if moverOf(q.run.method).inPlace {
 		return proceed
 	}
 	if q.run.noValidHost && q.run.picked { // the last attempt's: Nova's scheduler turned the host down
 		markGone(q.dests, q.run.dest)
 	}
 	usable := func(host string) bool {
-		if movers[q.run.method].destChecked {
+		if moverOf(q.run.method).destChecked {
 			return !r.disabledHere(host, q.dests)
 		}
 		return r.stillUsable(ctx, host, q.dests)
@@ -197,24 +197,24 @@ func (r *runner) movedMeanwhile(ctx context.Context, q *vmRequest) verdict {
 		return handled
 	}
 	method, reason := r.classify(cur)
-	switch {
-	case method == model.MoveFollow:
+	switch row := moverOf(method); {
+	case row.theirs:
 		*pending = (*pending)[1:]
 		run.vm.Phase, run.vm.Task, run.vm.Status, run.vm.TaskState = cur.Phase, cur.Task, cur.Status, cur.TaskState
 		r.follow(ctx, run, nil, &moveQueue{running: q.q.running}) // someone else's: no cold record of ours to confirm it by
 		r.emitVM(run, MigAdopted, "already migrating (someone else's request): followed")
 		return handled
-	case method == model.MoveStays:
+	case row.Stays:
 		*pending = (*pending)[1:]
 		run.vm = cur
 		if q.failure = r.stays(ctx, run, reason, q.q); q.failure != nil {
 			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, reason.Message, reason.Override))
 		}
 		return handled
-	case method == run.method && movers[method].runningOnly && cur.Phase != model.PhaseRunning && run.attempt == 0:
+	case method == run.method && row.runningOnly && cur.Phase != model.PhaseRunning && run.attempt == 0:
 		*pending = (*pending)[1:] // stopped meanwhile (its owner): begin leaves it as it is
 		run.vm = cur
-		if q.failure = movers[method].begin(r, ctx, run, reason, q.q); q.failure != nil {
+		if q.failure = row.begin(r, ctx, run, reason, q.q); q.failure != nil {
 			r.report.VMs = append(r.report.VMs, r.vmReport(run, MigFailed, q.failure.Message))
 		}
 		return handled
@@ -251,7 +251,7 @@ func (r *runner) groupBudget(ctx context.Context, q *vmRequest) verdict {
 		}
 		what := fmt.Sprintf("%s is at its disruption budget (%d at once, %s): %d member(s) moving or stopped in place",
 			b.Name, b.Max, b.Source(), moving)
-		if q.run.method == model.MoveRebuild { // a dead host's member: rebuilt now, never held
+		if moverOf(q.run.method).deadHost { // a dead host's member: rebuilt now, never held
 			r.sayGroup(b.Name, q.run, what+"; "+vm.Name+" is rebuilt anyway (its host is dead): the group is over its budget", false)
 			continue
 		}

@@ -82,12 +82,12 @@ func (e *Engine) planRecover(ctx context.Context, p *model.Plan, node model.Node
 	for _, vm := range node.VMs {
 		method, reasons := policy.VMRecover(vm, e.cfg.Recover.SharedStorage, ro.Policy)
 		vm.Method = method
-		if method != model.MoveStays {
+		if !moverOf(method).Stays {
 			vm.Disk = policy.DiskFate(vm, e.cfg.Recover.SharedStorage)
 		}
 		p.VMs = append(p.VMs, vm)
 		p.Reasons = append(p.Reasons, reasons...)
-		if method == model.MoveStays {
+		if moverOf(method).Stays {
 			continue
 		}
 		movable = append(movable, vm)

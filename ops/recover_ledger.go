@@ -146,7 +146,7 @@ func (r *runner) saveLedger(ctx context.Context, outcome string, moving map[stri
 	}
 	for _, vm := range p.VMs {
 		m := model.VMMove{VM: vm.Name, VMID: vm.ID, Source: p.Host, Method: vm.Method, Status: model.MovePending}
-		if vm.Method == model.MoveStays {
+		if moverOf(vm.Method).Stays {
 			m.Status = model.MoveLeft
 		}
 		if run, ok := moving[vm.ID]; ok {

@@ -96,7 +96,7 @@ func (r *runner) abort(ctx context.Context) (string, error) {
 	}
 	var said []string
 	for _, m := range moverOrder { // each method's moves undone its way: live aborted, cold reverted
-		if undo := movers[m].undo; undo != nil {
+		if undo := moverOf(m).undo; undo != nil {
 			s, err := undo(r, ctx)
 			if err != nil {
 				return "", err

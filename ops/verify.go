@@ -198,7 +198,7 @@ func (r *runner) verify(ctx context.Context) (string, error) {
 			// A resumed run whose migrate step was already done: the VMs that stay are judged
 			// again, so the verdict does not depend on which run moved the others.
 			for _, vm := range vms {
-				if m, reason := r.classify(vm); (m == model.MoveStays && reason.Severity != model.Blocks) || m == model.MoveRestart {
+				if m, reason := r.classify(vm); (moverOf(m).Stays && reason.Severity != model.Blocks) || moverOf(m).InPlace {
 					skipped[vm.ID] = true
 					r.report.Left = append(r.report.Left, vm.Name+": "+reason.Message)
 				}

@@ -251,7 +251,7 @@ func (p *confirmPane) body(s *shared) string {
 func vmMoves(pl model.Plan, st *Styles, width int) string {
 	allLive := true
 	for _, vm := range pl.VMs {
-		allLive = allLive && (vm.Method == model.MoveLive || vm.Method == "") && text.VMOwnWord(vm) == ""
+		allLive = allLive && (ops.MoveFactsOf(vm.Method).Default || vm.Method == "") && text.VMOwnWord(vm) == ""
 	}
 	if allLive {
 		return ""
@@ -263,12 +263,12 @@ func vmMoves(pl model.Plan, st *Styles, width int) string {
 	}
 	nameW = min(nameW, 30)
 	for _, vm := range pl.VMs {
-		style := st.Muted
-		switch vm.Method {
-		case model.MoveStays:
+		style := lipgloss.NewStyle() // every way but the default is worth reading
+		switch f := ops.MoveFactsOf(vm.Method); {
+		case f.Stays:
 			style = st.Warn
-		case model.MoveCold:
-			style = lipgloss.NewStyle()
+		case f.Default || vm.Method == "":
+			style = st.Muted
 		}
 		line := text.Sprintf("     %-*s %-*s %6s  %s", methodW, vm.Method, nameW, fit(vm.Name, nameW), text.Bytes(vm.RAMMB<<20), vm.Status)
 		if vm.Disk != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
 	"github.com/drainctl/drainctl/text"
 )
@@ -198,7 +199,7 @@ func describeVM(id string, s *shared) (describePane, bool) {
 			add("flavor %s: %d vCPU, %s RAM, %d GB disk", vm.Flavor, vm.VCPUs, text.Bytes(vm.RAMMB<<20), vm.DiskGB)
 			add("host %s · node %s", vm.Host, none(n.Name))
 			switch method, r := policy.VMMove(vm, s.opts.Policy); {
-			case method == model.MoveStays:
+			case ops.MoveFactsOf(method).Stays:
 				add("stays on an evacuation: %s", text.Reason(*r))
 			case r != nil:
 				add("moves %s: %s", method, text.Reason(*r))

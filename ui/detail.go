@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -286,10 +287,10 @@ func maintenanceState(nm model.NodeMaintenance) string {
 // "stays: ERROR", "stays: asked" (the reason, short), "follow".
 func moveOf(vm model.VM, o policy.Options) string {
 	method, r := policy.VMMove(vm, o)
-	switch method {
-	case model.MoveLive:
+	switch f := ops.MoveFactsOf(method); {
+	case f.Default:
 		return "-"
-	case model.MoveStays:
+	case f.Stays:
 		why := map[model.ReasonCode]string{model.VMError: "ERROR", model.VMPinned: "pinned", model.VMLocked: "locked",
 			model.VMTaskInProgress: "task", model.VMStopped: "stopped", model.VMAwaitsConfirm: "confirm", model.VMSkipped: "skip",
 			model.VMAsksToStay: "asked"}[r.Code]
@@ -300,10 +301,8 @@ func moveOf(vm model.VM, o policy.Options) string {
 			return "stays: " + string(r.Code)
 		}
 		return "stays"
-	case model.MoveCold:
-		if r != nil && r.Code == model.Downtime {
-			return "cold (downtime)"
-		}
+	case f.Leaves && r != nil && r.Code == model.Downtime: // moved stopped: a running VM moved cold
+		return string(method) + " (downtime)"
 	}
 	return string(method)
 }

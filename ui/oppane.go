@@ -227,15 +227,13 @@ func (p *opPane) view(s *shared) string {
 		if vm.state != ops.MigRunning && vm.total == 0 && lipgloss.Width(line2) > width {
 			line2 = "  " + detail
 		}
-		switch vm.method {
-		case model.MoveCold: // Nova tells a cold move's phase, not its bytes
+		switch f := ops.MoveFactsOf(vm.method); f.Pane {
+		case model.PaneColdSteps: // Nova tells a cold move's phase, not its bytes
 			line2 = "  " + coldPhase(vm) + "  " + detail
-		case model.MoveRebuild: // a rebuild copies nothing: its state is all there is
+		case model.PaneRebuild: // a rebuild copies nothing: its state is all there is
 			line2 = "  " + rebuildPhase(vm) + "  " + detail
-		case model.MoveStays:
-			line2 = "  stays on the node  " + detail
-		case model.MoveRestart:
-			line2 = "  restarted in place  " + detail
+		case model.PaneWord: // it goes nowhere
+			line2 = "  " + f.Word + "  " + detail
 		}
 		b.WriteString(truncate(line1, width) + "\n" + truncate(line2, width) + "\n")
 		vmLines += 2

@@ -388,7 +388,7 @@ func (r *Recoverer) recover(ctx context.Context, n model.Node) {
 	delete(r.said, "refused/"+n.Name)
 	left := 0
 	for _, vm := range plan.VMs {
-		if vm.Method == model.MoveStays {
+		if ops.MoveFactsOf(vm.Method).Stays {
 			left++
 		}
 	}

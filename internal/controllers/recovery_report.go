@@ -34,7 +34,7 @@ func ledger(plan model.Plan, rep ops.Report) *model.LedgerCounts {
 	for _, vm := range plan.VMs {
 		i := slices.IndexFunc(rep.VMs, func(v ops.VMReport) bool { return v.VMID == vm.ID })
 		switch {
-		case vm.Method == model.MoveStays || (i >= 0 && rep.VMs[i].Result == ops.MigSkipped):
+		case ops.MoveFactsOf(vm.Method).Stays || (i >= 0 && rep.VMs[i].Result == ops.MigSkipped):
 			c.Left++
 		case i < 0 || rep.VMs[i].Result == ops.MigInterrupted:
 			c.Pending++

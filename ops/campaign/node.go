@@ -37,7 +37,7 @@ func (r *Campaign) node(ctx context.Context, i int, plan *model.Plan) error {
 			}
 			r.kept[name] = rep.Left
 			for _, vm := range rep.VMs {
-				if vm.Method == model.MoveRestart && vm.Result == ops.MigSkipped {
+				if ops.MoveFactsOf(vm.Method).InPlace && vm.Result == ops.MigSkipped {
 					r.inPlace[name] = append(r.inPlace[name], vm.VM)
 				}
 			}

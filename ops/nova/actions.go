@@ -240,7 +240,7 @@ var instanceActions = map[model.MoveMethod]string{
 // by method (its instance action: live-migration, migrate, evacuate), or "" when it did not fail.
 func (c *Client) LastActionError(ctx context.Context, id string, method model.MoveMethod) (ops.ActionFailure, error) {
 	msg, err := c.lastActionError(ctx, id, instanceActions[method])
-	return ops.ActionFailure{Message: msg, CannotLive: method == model.MoveLive && cannotLive(msg), NoValidHost: noValidHost(msg)}, err
+	return ops.ActionFailure{Message: msg, CannotLive: cannotLive(msg), NoValidHost: noValidHost(msg)}, err
 }
 
 func (c *Client) lastActionError(ctx context.Context, id, action string) (string, error) {

@@ -116,7 +116,7 @@ func (p *Printer) line(ev ops.Event) string {
 			return s
 		}
 		s := text.Sprintf("%s vm %s %s", e.Node, e.VM, e.State)
-		if e.Method == model.MoveCold || e.Method == model.MoveStays || e.Method == model.MoveRestart {
+		if ops.MoveFactsOf(e.Method).Named {
 			s = text.Sprintf("%s vm %s (%s) %s", e.Node, e.VM, e.Method, e.State)
 		}
 		if e.Dest != "" && (e.State == ops.MigCompleted || e.State == "queued" || e.State == "preparing") {
@@ -199,7 +199,7 @@ func WritePlan(w io.Writer, p model.Plan) {
 		text.Fprintf(w, "  %s\n", text.Step(i, s))
 	}
 	for _, vm := range p.VMs { // how each VM moves, when not every one moves live by the default policy
-		if vm.Method != model.MoveLive && vm.Method != "" || text.VMOwnWord(vm) != "" {
+		if vm.Method != "" && !ops.MoveFactsOf(vm.Method).Default || text.VMOwnWord(vm) != "" {
 			for _, vm := range p.VMs {
 				disk := ""
 				if vm.Disk != "" {

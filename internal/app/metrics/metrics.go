@@ -91,7 +91,7 @@ func (m *Metrics) WebhookFailed() { m.webhookErr.Inc() }
 func (m *Metrics) Observe(ev ops.Event) {
 	switch e := ev.(type) {
 	case ops.MigrationEvent:
-		if e.Method != model.MoveLive && e.Method != "" { // a cold move or a rebuild is no live migration
+		if e.Method != "" && !ops.MoveFactsOf(e.Method).Copies { // a cold move or a rebuild is no live migration
 			return
 		}
 		switch e.State {
@@ -106,7 +106,7 @@ func (m *Metrics) Observe(ev ops.Event) {
 	case ops.RunDone:
 		m.operations.WithLabelValues(string(e.Report.Op), string(e.Report.Result)).Inc()
 		for _, v := range e.Report.VMs {
-			if v.Result == ops.MigCompleted && v.Method == model.MoveLive {
+			if v.Result == ops.MigCompleted && ops.MoveFactsOf(v.Method).Copies {
 				m.duration.Observe(v.Duration.Seconds())
 				m.bytes.Add(float64(v.Bytes))
 			}
