@@ -40,7 +40,7 @@ type Campaign struct {
 	// saves writes the record: the changes of the nodes in flight made while a write is under
 	// way share the next write (a record of 1,000 nodes is 150 KB, and twenty nodes change it).
 	saves *shared.Calls[struct{}]
-	// answering: the VMs moved now as their owners asked (owners.go); nowAsked, those taken.
+	// answering: the VMs moved now as their owners asked (owners_ahead.go); nowAsked, those taken.
 	answering sync.WaitGroup
 	nowAsked  map[string]bool
 	// windowSaid: the owners' windows and answers said of (node/VM): once a campaign. Run's loop
@@ -241,7 +241,7 @@ func (r *Campaign) Run(ctx context.Context) error {
 	r.setState(ctx, model.CampaignRunning, "")
 	hctx, stopHerald := context.WithCancel(ctx)
 	heralded := make(chan struct{})
-	go func() { defer close(heralded); r.herald(hctx) }() // owners.go: the owners told ahead, their answers
+	go func() { defer close(heralded); r.herald(hctx) }() // owners_ahead.go: the owners told ahead, their answers
 	heraldDone := sync.OnceFunc(func() { stopHerald(); <-heralded; r.answering.Wait() })
 	defer heraldDone()
 	slots := make(chan struct{}, max(1, r.fc.Parallel)) // --parallel, or fewer for the failover room
@@ -257,7 +257,7 @@ func (r *Campaign) Run(ctx context.Context) error {
 			r.bringHomeLater(ctx, i) // a resumed campaign: what was pending is tried again
 			continue
 		}
-		if r.putAfterOthers(ctx, &queue, k, put) { // owners.go: one owner's window holds no other node
+		if r.putAfterOthers(ctx, &queue, k, put) { // owners_ahead.go: one owner's window holds no other node
 			continue
 		}
 		if !r.waitTurn(ctx, slots) {

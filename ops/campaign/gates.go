@@ -85,7 +85,7 @@ func (r *Campaign) gateClosed(ctx context.Context, node string) (string, time.Ti
 		next := w.NextOpen(r.e.Now()).In(w.loc)
 		return fmt.Sprintf("outside the window %s: it opens %s", w, next.Format("Mon 2006-01-02 15:04 MST")), time.Time{}
 	}
-	if why := r.ownersWindow(ctx, node); why != "" { // owners.go
+	if why := r.ownersWindow(ctx, node); why != "" { // owners_ahead.go
 		return why, time.Time{}
 	}
 	if why, frees := r.rateHeld(node); why != "" {
