@@ -69,7 +69,7 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	left, earlier := r.earlierCanary(ctx)
-	r.onHost = r.serversOn(ctx) // none of these lands while the service is enabled
+	r.canaryRun.onHost = r.serversOn(ctx) // none of these lands while the service is enabled
 	if _, err := e.nova.SetServiceEnabled(ctx, svc, true, ""); err != nil {
 		return "", err
 	}
@@ -106,7 +106,7 @@ func (r *runner) canary(ctx context.Context) (string, error) {
 	if !proven {
 		return "", r.canaryFails(ctx, why, id, earlier)
 	}
-	r.canaryPassed = true
+	r.canaryRun.passed = true
 	if svc.Reserved() || r.labelledReserve() { // proven, and held again: nothing but a recovery lands on the reserve
 		if _, err := e.nova.SetServiceEnabled(ctx, svc, false, e.ReserveReason()); err != nil {
 			return "", err
@@ -251,7 +251,7 @@ func (r *runner) landedBeside(ctx context.Context, canaries []string) string {
 	}
 	var names []string
 	for _, vm := range vms {
-		if !slices.Contains(canaries, vm.ID) && !before[vm.ID] && !r.onHost[vm.ID] {
+		if !slices.Contains(canaries, vm.ID) && !before[vm.ID] && !r.canaryRun.onHost[vm.ID] {
 			names = append(names, fmt.Sprintf("%s (%s)", vm.Name, vm.ID))
 		}
 	}

@@ -134,10 +134,10 @@ func (r *runner) clusterRoom(ctx context.Context, vm model.VM, rebuild bool) (ro
 // sayPace tells the run's view that the pace holds its moves, once a change of the pace.
 func (r *runner) sayPace() {
 	st := r.e.pace.state()
-	if st.Changed.IsZero() || st.Changed.Equal(r.paceSaid) {
+	if st.Changed.IsZero() || st.Changed.Equal(r.said.pace) {
 		return
 	}
-	r.paceSaid = st.Changed
+	r.said.pace = st.Changed
 	r.nodeChanged("moves held by the pace: " + st.String())
 }
 
@@ -183,10 +183,10 @@ func (e *Engine) joinStart(ctx context.Context, bound time.Duration) (held, took
 
 // sayLockHeld says, once a holder, who holds the migrations lock the run's moves wait on.
 func (r *runner) sayLockHeld(held *LeaseHeldError) {
-	if held.Holder == "(stopped)" || r.lockSaid == held.Holder {
+	if held.Holder == "(stopped)" || r.said.lock == held.Holder {
 		return
 	}
-	r.lockSaid = held.Holder
+	r.said.lock = held.Holder
 	r.nodeChanged("moves wait for the migrations lock, held by " + held.Holder + " (another drainctl counting its moves)")
 }
 

@@ -107,7 +107,7 @@ func (r *runner) destinations(ctx context.Context) []*destRoom {
 	// (Nova's scheduler would send VMs there, to be moved again at their turn).
 	// And when a recovery took the failover reserve: it names the reserve first.
 	if r.plan.Target != "" ||
-		(c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes && len(r.ro.Later) == 0 && len(r.reserves) == 0) {
+		(c.MigrationsPerDestination >= c.MigrationsPerSource*c.Nodes && len(r.ro.Later) == 0 && len(r.journaled.reserves) == 0) {
 		return nil
 	}
 	ns, err := e.inv.lastRead(ctx)

@@ -110,7 +110,7 @@ func (r *runner) fenceHolds(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("node %s is gone", r.plan.Node)
 	}
-	if r.proof == nil { // the fence step was done by an earlier run of this outage
+	if r.recovery.proof == nil { // the fence step was done by an earlier run of this outage
 		rec, why, err := r.e.provenFence(ctx, k, r.ro)
 		if err != nil {
 			return err
@@ -125,10 +125,10 @@ func (r *runner) fenceHolds(ctx context.Context) error {
 			return &RefusedError{Reasons: []model.Reason{{Code: model.NotFenced, Severity: model.Blocks, Object: r.plan.Node,
 				Override: model.OverrideFenced, Message: "the machine is not proven off: " + why}}}
 		}
-		r.proof = rec
+		r.recovery.proof = rec
 	}
-	if ok, why := r.proof.Proves(k); !ok {
-		if r.proof.Alive(k) {
+	if ok, why := r.recovery.proof.Proves(k); !ok {
+		if r.recovery.proof.Alive(k) {
 			return fmt.Errorf("%w (%s)", ErrHostAlive, why)
 		}
 		return fmt.Errorf("%w (%s)", ErrFenceStale, why)
@@ -143,7 +143,7 @@ func (r *runner) stopUnlessFenced(ctx context.Context) bool {
 	if err == nil {
 		return false
 	}
-	r.stop(err)
+	r.lease.stop(err)
 	return true
 }
 

@@ -120,16 +120,16 @@ func readCancel(n model.KubeNode) (CancelRequest, bool) {
 // cause and the operation stops at its next safe point.
 func (r *runner) holdLease(ctx context.Context, stop context.CancelCauseFunc) error {
 	e, node := r.e, r.plan.Node
-	mayReplace := func(h string) bool { return h == r.stopped || e.mayReplace(h) }
+	mayReplace := func(h string) bool { return h == r.lease.stopped || e.mayReplace(h) }
 	if err := e.kube.AcquireLease(ctx, node, e.o.Holder, e.o.LeaseTTL, mayReplace); err != nil {
 		r.step(model.StepLease, StepFailed, err.Error())
 		return err
 	}
-	r.holding = true
+	r.lease.holding = true
 	r.step(model.StepLease, StepDone, "held by "+e.o.Holder)
-	r.keepers.Add(2)
-	go func() { defer r.keepers.Done(); r.renew(ctx, stop) }()
-	go func() { defer r.keepers.Done(); r.watchCancel(ctx, stop) }()
+	r.lease.keepers.Add(2)
+	go func() { defer r.lease.keepers.Done(); r.renew(ctx, stop) }()
+	go func() { defer r.lease.keepers.Done(); r.watchCancel(ctx, stop) }()
 	return nil
 }
 
@@ -195,7 +195,7 @@ const leaseReadTimeout = 10 * time.Second
 // flight are Nova's to finish and the new holder's to follow. A read that fails leaves the
 // decision to the renewal, which stops the run before the lease can expire.
 func (r *runner) stillHolder(ctx context.Context) error {
-	if !r.holding {
+	if !r.lease.holding {
 		return nil
 	}
 	hs, err := r.e.leaseHolders.Do(ctx) // a read begun after the ask: the acts asking at once share it
@@ -207,7 +207,7 @@ func (r *runner) stillHolder(ctx context.Context) error {
 		h = "nobody (it expired)"
 	}
 	cause := fmt.Errorf("%w: now held by %s", ErrLeaseLost, h)
-	r.stop(cause)
+	r.lease.stop(cause)
 	return cause
 }
 
@@ -232,7 +232,7 @@ func (r *runner) watchCancel(ctx context.Context, stop context.CancelCauseFunc) 
 
 // stopHolder asks the live holder of the node's lease, if another, to stop, and waits
 // (bounded) until it has: its lease released or expired, or its journal saying it stopped
-// (then r.stopped names it: its lease, if it kept it, may be taken over). A holder that is
+// (then r.lease.stopped names it: its lease, if it kept it, may be taken over). A holder that is
 // provably gone needs no asking.
 func (r *runner) stopHolder(ctx context.Context) error {
 	e, node := r.e, r.plan.Node
@@ -255,7 +255,7 @@ func (r *runner) stopHolder(ctx context.Context) error {
 		if k, ok := e.kube.Node(node); ok {
 			if j, ok := ReadJournal(k); ok && j.Holder == holder && j.Phase == PhaseInterrupted &&
 				!j.Updated.Before(req.At.Add(-time.Minute)) {
-				r.stopped = holder // stopped; it may not have released its lease yet, or keeps it
+				r.lease.stopped = holder // stopped; it may not have released its lease yet, or keeps it
 				return true, "", nil
 			}
 		}

@@ -250,7 +250,7 @@ func (r *runner) recordLeft(run *vmRun) {
 			l.MigrationUUID, asked = c.Migration, c.Requested
 		}
 	}
-	r.left = append(r.left, l)
+	r.journaled.left = append(r.journaled.left, l)
 	r.mu.Unlock()
 	r.journalAgain()
 }

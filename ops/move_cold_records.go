@@ -113,7 +113,7 @@ func (r *runner) coldOurs() coldRecords {
 // coldOursLocked lists this run's cold moves, then the journal's that this run does not
 // hold (by VM and request time); r.mu held.
 func (r *runner) coldOursLocked() []ColdMove {
-	out := append([]ColdMove(nil), r.cold...)
+	out := append([]ColdMove(nil), r.journaled.cold...)
 	if k, ok := r.e.kube.Node(r.plan.Node); ok {
 		if j, ok := ReadJournal(k); ok {
 			for _, c := range j.ColdMoves {
@@ -160,7 +160,7 @@ func (r *runner) recordCold(run *vmRun) error {
 	}
 	after := run.after
 	r.mu.Lock()
-	r.cold = append(r.cold, ColdMove{VM: run.vm.ID, Requested: r.e.now(), After: &after, Source: r.plan.Host})
+	r.journaled.cold = append(r.journaled.cold, ColdMove{VM: run.vm.ID, Requested: r.e.now(), After: &after, Source: r.plan.Host})
 	r.mu.Unlock()
 	r.journalAgain()
 	return nil
@@ -185,10 +185,11 @@ func (r *runner) nameCold(vm string, ms []model.Migration) bool {
 				continue
 			}
 			c.Migration, ours[i], changed = m.UUID, c, true
-			if at := slices.IndexFunc(r.cold, func(o ColdMove) bool { return o.VM == c.VM && o.Requested.Equal(c.Requested) }); at >= 0 {
-				r.cold[at] = c
+			same := func(o ColdMove) bool { return o.VM == c.VM && o.Requested.Equal(c.Requested) }
+			if at := slices.IndexFunc(r.journaled.cold, same); at >= 0 {
+				r.journaled.cold[at] = c
 			} else {
-				r.cold = append(r.cold, c) // the journal's entry, named: written back by journalAgain
+				r.journaled.cold = append(r.journaled.cold, c) // the journal's entry, named: written back by journalAgain
 			}
 			break
 		}

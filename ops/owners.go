@@ -102,8 +102,8 @@ func (r *runner) toldOrTell(ctx context.Context, run *vmRun, notice string) bool
 // noteTold records when owners were first told on the run's node; a record that cannot be
 // written (the identity may not annotate the node) is kept by the process, said once.
 func (r *runner) noteTold(ctx context.Context, at map[string]time.Time, gone ...string) {
-	if err := r.e.noteTold(ctx, r.plan.Node, at, gone...); err != nil && !r.toldUnsaved {
-		r.toldUnsaved = true
+	if err := r.e.noteTold(ctx, r.plan.Node, at, gone...); err != nil && !r.said.toldUnsaved {
+		r.said.toldUnsaved = true
 		r.nodeChanged("when its VMs' owners were told is kept by this process only: " + err.Error())
 	}
 }
@@ -219,7 +219,7 @@ func latest(a, b time.Time) time.Time {
 func (r *runner) stoppedInPlace(run *vmRun) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return moverOf(run.method).InPlace && slices.Contains(r.restart, run.vm.ID)
+	return moverOf(run.method).InPlace && slices.Contains(r.journaled.restart, run.vm.ID)
 }
 
 // clearIfOurs removes drainctl's notice from a VM whose act has ended (restarted in place).

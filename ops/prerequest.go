@@ -305,11 +305,11 @@ func (e *Engine) stoppedInPlaceNow(ctx context.Context, vms map[string]bool) map
 func (r *runner) sayGroup(group string, run *vmRun, what string, holds bool) {
 	key := group + "/" + run.vm.ID
 	r.mu.Lock()
-	said := r.groupSaid[key]
-	if r.groupSaid == nil {
-		r.groupSaid = map[string]bool{}
+	said := r.said.groups[key]
+	if r.said.groups == nil {
+		r.said.groups = map[string]bool{}
 	}
-	r.groupSaid[key] = true
+	r.said.groups[key] = true
 	r.mu.Unlock()
 	if !said {
 		r.nodeChanged(what)

@@ -324,7 +324,7 @@ func (r *runner) fence(ctx context.Context) (string, error) {
 	if err := e.saveFence(ctx, proof); err != nil {
 		return "", fmt.Errorf("recording the fence: %w", err)
 	}
-	r.proof = &proof
+	r.recovery.proof = &proof
 	r.journal(PhaseFenced, "")
 	return proof.Text(), nil
 }

@@ -114,12 +114,12 @@ func (e *Engine) saveRecord(ctx context.Context, name string, v any) error {
 // shows the node and its kubelet's Lease at the first ask: the name every reader of the record
 // compares (zero for a live node that no Lease names).
 func (r *runner) outageOf(ctx context.Context) time.Time {
-	if r.outage.IsZero() {
+	if r.recovery.outage.IsZero() {
 		if k, ok, err := r.e.kube.NodeFresh(ctx, r.plan.Node); err == nil && ok && (!k.Ready || !k.Heartbeat.IsZero()) {
-			r.outage = k.Outage()
+			r.recovery.outage = k.Outage()
 		}
 	}
-	return r.outage
+	return r.recovery.outage
 }
 
 // saveLedger writes the recovery's record as the run stands: a move per VM of the plan, each
@@ -205,10 +205,10 @@ func (r *runner) ledgerMoved(ctx context.Context, moving map[string]*vmRun) {
 	}
 	sort.Strings(ids)
 	now := fmt.Sprint(len(r.report.VMs), ids)
-	if now == r.ledgerAt {
+	if now == r.recovery.ledgerAt {
 		return
 	}
-	r.ledgerAt = now
+	r.recovery.ledgerAt = now
 	r.saveLedger(ctx, "running", moving)
 }
 
@@ -218,13 +218,13 @@ func (r *runner) ledgerMoved(ctx context.Context, moving map[string]*vmRun) {
 // shows the server elsewhere and its evacuation from this host, and each is asked once a run
 // (a record of many moves, stale or forged, costs a read each, once).
 func (r *runner) settled(ctx context.Context, m model.VMMove) model.VMMove {
-	if (m.Status != model.MovePending && m.Status != model.MoveOngoing) || m.Source != r.plan.Host || r.settledTried[m.VMID] {
+	if (m.Status != model.MovePending && m.Status != model.MoveOngoing) || m.Source != r.plan.Host || r.recovery.settledTried[m.VMID] {
 		return m
 	}
-	if r.settledTried == nil {
-		r.settledTried = map[string]bool{}
+	if r.recovery.settledTried == nil {
+		r.recovery.settledTried = map[string]bool{}
 	}
-	r.settledTried[m.VMID] = true
+	r.recovery.settledTried[m.VMID] = true
 	vm, err := r.e.nova.Server(ctx, m.VMID)
 	if err != nil || vm.Host == m.Source {
 		return m // unread, or still there: this run's plan has it

@@ -177,7 +177,7 @@ func (r *runner) takeReserve(ctx context.Context) (string, error) {
 	e := r.e
 	if k, ok := e.kube.Node(r.plan.Node); ok {
 		if j, ok := ReadJournal(k); ok {
-			r.reserves = slices.Clone(j.Reserve) // taken by the run this one resumes
+			r.journaled.reserves = slices.Clone(j.Reserve) // taken by the run this one resumes
 		}
 	}
 	ready, passed, err := r.reservesReady(ctx)
@@ -188,7 +188,7 @@ func (r *runner) takeReserve(ctx context.Context) (string, error) {
 	if len(passed) > 0 {
 		also = "; the reserve " + strings.Join(passed, ", ")
 	}
-	if len(ready) == 0 && len(r.reserves) == 0 {
+	if len(ready) == 0 && len(r.journaled.reserves) == 0 {
 		return "no failover reserve ready (none labelled " + e.cfg.Recover.ReserveLabel + "=true, up, held and empty): Nova's room " +
 			"elsewhere" + also, nil
 	}
@@ -201,9 +201,9 @@ func (r *runner) takeReserve(ctx context.Context) (string, error) {
 			return "", err
 		}
 		e.inv.ServiceSet(now)
-		if !slices.Contains(r.reserves, s.Host) {
+		if !slices.Contains(r.journaled.reserves, s.Host) {
 			r.mu.Lock()
-			r.reserves = append(r.reserves, s.Host)
+			r.journaled.reserves = append(r.journaled.reserves, s.Host)
 			r.mu.Unlock()
 		}
 		r.journalAgain()
@@ -212,14 +212,14 @@ func (r *runner) takeReserve(ctx context.Context) (string, error) {
 		}
 		r.nodeChanged("the failover reserve " + s.Host + " enabled for the rebuilds")
 	}
-	return "the failover reserve " + strings.Join(r.reserves, ", ") + " enabled: the VMs are rebuilt there first" + also, nil
+	return "the failover reserve " + strings.Join(r.journaled.reserves, ", ") + " enabled: the VMs are rebuilt there first" + also, nil
 }
 
 // tookReserve says the recovery took host from the reserve.
 func (r *runner) tookReserve(host string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Contains(r.reserves, host)
+	return slices.Contains(r.journaled.reserves, host)
 }
 
 // beReserve makes the recovered node, back and proven empty (no VM Nova shows on its host),

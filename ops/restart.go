@@ -55,7 +55,7 @@ func (r *runner) leftStopped(run *vmRun, msg string) {
 // then journals its request ID: the proof the return asks of Nova.
 func requestStop(r *runner, ctx context.Context, run *vmRun, _ string) error {
 	r.mu.Lock()
-	r.restart = append(r.restart, run.vm.ID)
+	r.journaled.restart = append(r.journaled.restart, run.vm.ID)
 	r.mu.Unlock()
 	r.journalAgain()
 	if err := r.stillHolder(ctx); err != nil {
@@ -66,10 +66,10 @@ func requestStop(r *runner, ctx context.Context, run *vmRun, _ string) error {
 		return fmt.Errorf("stopping it for restart-in-place: %w", err)
 	}
 	r.mu.Lock()
-	if r.stopReqs == nil {
-		r.stopReqs = map[string]string{}
+	if r.journaled.stopReqs == nil {
+		r.journaled.stopReqs = map[string]string{}
 	}
-	r.stopReqs[run.vm.ID] = req
+	r.journaled.stopReqs[run.vm.ID] = req
 	r.mu.Unlock()
 	run.requestID = req
 	r.journalAgain()

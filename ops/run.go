@@ -41,7 +41,7 @@ func (e *Engine) Run(ctx context.Context, plan model.Plan, ro RunOptions, emit f
 		}
 		r.report.Error = err.Error()
 	}
-	if traitsOf(plan.Op).rebuilds && r.holding {
+	if traitsOf(plan.Op).rebuilds && r.lease.holding {
 		r.saveLedger(ctx, string(r.report.Result), nil)
 	}
 	emit(NewRunDone(e.now(), r.report))
@@ -64,7 +64,7 @@ func (r *runner) run(ctx context.Context) error {
 	defer cancel()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	r.stop = stop
+	r.lease.stop = stop
 	t := traitsOf(p.Op)
 	if t.leases { // the operations that abort and rollback stop
 		defer e.track(p.Node, func() { stop(nil) })()
@@ -74,8 +74,8 @@ func (r *runner) run(ctx context.Context) error {
 	defer func() {
 		// The renewal stops before the release: a renewal after it would take the lease again.
 		stop(nil)
-		r.keepers.Wait()
-		if !r.holding || t.keepsLease || r.ro.KeepLease {
+		r.lease.keepers.Wait()
+		if !r.lease.holding || t.keepsLease || r.ro.KeepLease {
 			return // a cordoned (or recovered) node keeps its lease until uncordon
 		}
 		rctx, c := context.WithTimeout(context.Background(), 10*time.Second)

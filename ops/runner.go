@@ -17,45 +17,69 @@ import (
 // them.
 
 type runner struct {
-	ledgerAt     string          // the moves the recovery's ledger was last written with
-	settledTried map[string]bool // an earlier run's moves asked of Nova (settled), once each
-	mu           sync.Mutex
-	e            *Engine
-	plan         model.Plan
-	ro           RunOptions
-	emit         func(Event)
-	report       Report
-	phase        string
+	mu     sync.Mutex
+	e      *Engine
+	plan   model.Plan
+	ro     RunOptions
+	emit   func(Event)
+	report Report
+	phase  string
+	lease  runLease
+	// journaled is what this run did that its journal on the node keeps (under mu).
+	journaled journaled
+	recovery  recoveryRun
+	canaryRun canaryRun
+	said      saidOnce
+	// beside: two steps run at once (together): the pods' step leaves the journal's phase to
+	// the VMs' (under mu).
+	beside bool
+	// restarted: its restart-vms step ran: what drainctl stopped is started or said.
+	restarted bool
+	// recent is the cloud's recent moves as this poll round read them (nil: not yet): one
+	// read for every move of the node the round polls, begun after the round began.
+	recent []model.Migration
+}
+
+// runLease is the run's hold of its node's lease.
+type runLease struct {
 	// holding: this run took the node's lease (and releases it at the end unless it keeps
 	// it). stop ends the run with a cause: a cancel request, a lost lease.
 	holding bool
 	stop    context.CancelCauseFunc
-	stopped string             // the holder an abort or rollback stopped: its lease may be taken over
-	keepers sync.WaitGroup     // the lease's renewal and cancel watch
-	cold    []ColdMove         // the cold moves this run asked for (under mu), journaled
-	proof   *model.FenceRecord // recover: the fence this run proved or found for the outage
-	outage  time.Time          // recover: the outage it recovers, read once (runner.outageOf)
-	// beside: two steps run at once (together): the pods' step leaves the journal's phase to
-	// the VMs' (under mu).
-	beside bool
-	// canaryPassed: this run's canary proved the host; its service may be enabled.
-	canaryPassed bool
-	onHost       map[string]bool   // the servers on the host just before its service was enabled for the canary
-	left         []model.VMLeft    // the VMs this run moved off the node (under mu), journaled
-	restart      []string          // the VMs this run stops in place (under mu), journaled
-	restarted    bool              // its restart-vms step ran: what drainctl stopped is started or said
-	stopReqs     map[string]string // each stop's request ID, by VM (under mu), journaled
-	reserves     []string          // the failover reserve's hosts a recovery took (under mu), journaled
-	groupSaid    map[string]bool   // what a VM group did to a VM, said once (under mu)
-	// paceSaid is when the pace last changed as this run said it (the pace holding its moves).
-	paceSaid time.Time
-	// lockSaid is the migrations lock's holder this run last said its moves wait on.
-	lockSaid string
-	// toldUnsaved: the record of owners told could not be written, said once.
-	toldUnsaved bool
-	// recent is the cloud's recent moves as this poll round read them (nil: not yet): one
-	// read for every move of the node the round polls, begun after the round began.
-	recent []model.Migration
+	stopped string         // the holder an abort or rollback stopped: its lease may be taken over
+	keepers sync.WaitGroup // the lease's renewal and cancel watch
+}
+
+// journaled is what a run did that the node's journal keeps, so a rerun, an abort or the
+// return knows it (under the runner's mu).
+type journaled struct {
+	cold     []ColdMove        // the cold moves this run asked for
+	left     []model.VMLeft    // the VMs this run moved off the node
+	restart  []string          // the VMs this run stops in place
+	stopReqs map[string]string // each stop's request ID, by VM
+	reserves []string          // the failover reserve's hosts a recovery took
+}
+
+// recoveryRun is what a recovery's run knows of its outage.
+type recoveryRun struct {
+	ledgerAt     string             // the moves the recovery's ledger was last written with
+	settledTried map[string]bool    // an earlier run's moves asked of Nova (settled), once each
+	proof        *model.FenceRecord // the fence this run proved or found for the outage
+	outage       time.Time          // the outage it recovers, read once (runner.outageOf)
+}
+
+// canaryRun is what the canary proved of the host.
+type canaryRun struct {
+	passed bool            // this run's canary proved the host: its service may be enabled
+	onHost map[string]bool // the servers on the host just before its service was enabled for it
+}
+
+// saidOnce is what the run said once, so it is not said again.
+type saidOnce struct {
+	groups      map[string]bool // what a VM group did to a VM (under mu)
+	pace        time.Time       // when the pace last changed as this run said it (the pace holding its moves)
+	lock        string          // the migrations lock's holder this run last said its moves wait on
+	toldUnsaved bool            // the record of owners told could not be written
 }
 
 // currentPhase is the phase the journal was last written with.
@@ -123,12 +147,12 @@ func (r *runner) journal(phase, errMsg string) {
 	if t.ownsJournal {
 		j.Op = r.plan.Op
 	}
-	if r.proof != nil { // a mirror for kubectl describe: the record in drainctl's namespace is the proof
-		j.Fenced = r.proof.Text()
+	if r.recovery.proof != nil { // a mirror for kubectl describe: the record in drainctl's namespace is the proof
+		j.Fenced = r.recovery.proof.Text()
 	}
 	j.Phase, j.Updated, j.Error = phase, r.e.now(), errMsg
 	r.mu.Lock()
-	for _, c := range r.cold {
+	for _, c := range r.journaled.cold {
 		i := slices.IndexFunc(j.ColdMoves, func(o ColdMove) bool { return o.VM == c.VM && o.Requested.Equal(c.Requested) })
 		if i < 0 {
 			j.ColdMoves = append(j.ColdMoves, c)
@@ -139,23 +163,23 @@ func (r *runner) journal(phase, errMsg string) {
 	if r.ro.Campaign != "" {
 		j.Campaign = r.ro.Campaign
 	}
-	for _, id := range r.restart {
+	for _, id := range r.journaled.restart {
 		if !slices.Contains(j.Restart, id) {
 			j.Restart = append(j.Restart, id)
 		}
 	}
-	for _, h := range r.reserves {
+	for _, h := range r.journaled.reserves {
 		if !slices.Contains(j.Reserve, h) {
 			j.Reserve = append(j.Reserve, h)
 		}
 	}
-	for id, req := range r.stopReqs {
+	for id, req := range r.journaled.stopReqs {
 		if j.Stopped == nil {
 			j.Stopped = map[string]string{}
 		}
 		j.Stopped[id] = req
 	}
-	for _, l := range r.left {
+	for _, l := range r.journaled.left {
 		if i := slices.IndexFunc(j.Left, func(o model.VMLeft) bool { return o.ID == l.ID }); i >= 0 {
 			j.Left[i] = l // moved again: where it went last is where a return finds it
 		} else {

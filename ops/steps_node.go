@@ -86,7 +86,7 @@ func (r *runner) abort(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if traitsOf(p.Op).leaseAfterAbort {
-		if err := r.holdLease(ctx, r.stop); err != nil {
+		if err := r.holdLease(ctx, r.lease.stop); err != nil {
 			return "", err
 		}
 	}
@@ -123,7 +123,7 @@ func (r *runner) enableCompute(ctx context.Context) (string, error) {
 		return "left disabled: the failover reserve (" + svc.DisabledReason + ")", nil
 	case !DisabledByDrainctl(svc) && !r.ro.ForceCompute:
 		return fmt.Sprintf("left disabled: someone else disabled it (%q); the force override re-enables it", svc.DisabledReason), nil
-	case canaryFailed(svc) && !r.canaryPassed && !r.ro.ForceCompute:
+	case canaryFailed(svc) && !r.canaryRun.passed && !r.ro.ForceCompute:
 		return fmt.Sprintf(
 			"left disabled: %s; uncordon runs the canary again (the force override enables it unproven)",
 			svc.DisabledReason,

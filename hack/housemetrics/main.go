@@ -61,8 +61,10 @@ func main() {
 	if os.Getenv("PAIRS") != "" {
 		fmt.Println(strings.Join(pairs, "\n"))
 	}
-	fmt.Printf("app.Options fields: %d\n", structFields("internal/app/app.go", "Options"))
-	fmt.Printf("ops.RunOptions fields (a parameter type counts one): %d\n", structFields("ops/engine.go", "RunOptions"))
+	fmt.Printf("app.Options fields: %d\n", house.StructFields("internal/app", "Options"))
+	fmt.Printf("ops.RunOptions fields (a parameter type counts one): %d\n", house.StructFields("ops", "RunOptions"))
+	fmt.Printf("ops' runner fields: %d; vmRun fields: %d\n", house.StructFields("ops", "runner"), house.StructFields("ops", "vmRun"))
+	fmt.Printf("package ops production files: %d\n", house.ProductionFiles("ops"))
 	big, wide := bigFiles()
 	fmt.Printf("production files over 500 lines: %d %v\n", len(big), big)
 	fmt.Printf("production lines over 140 columns (a tab is 4): %d\n", wide)
@@ -131,24 +133,4 @@ func backArrows() []string {
 		}
 	}
 	return arrows
-}
-
-// structFields counts the field names of a struct type declared in the file.
-func structFields(path, typeName string) int {
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-	if err != nil {
-		return -1
-	}
-	n := 0
-	ast.Inspect(f, func(node ast.Node) bool {
-		if ts, ok := node.(*ast.TypeSpec); ok && ts.Name.Name == typeName {
-			if st, ok := ts.Type.(*ast.StructType); ok {
-				for _, fld := range st.Fields.List {
-					n += max(1, len(fld.Names))
-				}
-			}
-		}
-		return true
-	})
-	return n
 }
