@@ -176,15 +176,7 @@ func TestEveryOperationHasItsRows(t *testing.T) {
 	}
 	tables := 0
 	for _, dir := range []string{".", "../model"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+		house.EachProductionFile(dir, func(path string, f *ast.File) {
 			ast.Inspect(f, func(n ast.Node) bool {
 				if m, ok := n.(*ast.MapType); ok {
 					if sel, ok := m.Key.(*ast.SelectorExpr); ok && sel.Sel.Name == "OpKind" || isIdent(m.Key, "OpKind") {
@@ -196,7 +188,7 @@ func TestEveryOperationHasItsRows(t *testing.T) {
 				}
 				return true
 			})
-		}
+		})
 	}
 	if tables == 0 {
 		t.Fatal("found no table by the operation's kind: is the search broken?")
