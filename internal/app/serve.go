@@ -63,6 +63,9 @@ func serve(ctx context.Context, e env, m mode) error {
 	if err != nil {
 		return err
 	}
+	if cl.Engine != nil {
+		met.WatchFleet(cl.Engine) // nodes out, operations, the failover room: from its caches at each scrape
+	}
 	pr := auto.NewPrinter(e.stderr, nil)
 	e.met = met
 	run, election, err := m.start(ctx, e, cl, func(ev ops.Event) { met.Observe(ev); pr.Emit(ev) })
@@ -73,8 +76,14 @@ func serve(ctx context.Context, e env, m mode) error {
 	if election == "" {
 		return run(ctx)
 	}
+	met.Leading(election, false) // a follower says so: a cluster whose every process waits has no leader
 	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), election, ops.DefaultHolder(),
-		func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) }, run)
+		func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) },
+		func(ctx context.Context) error {
+			met.Leading(election, true)
+			defer met.Leading(election, false)
+			return run(ctx)
+		})
 	if ctx.Err() != nil {
 		return nil // stopped by a signal: the operations recorded where they stopped
 	}
@@ -141,7 +150,8 @@ var controllerMode = mode{role: "drainctl-controller", maintenances: true,
 			e.met.Notice(n)
 			hook.Notify(n)
 		}
-		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine, Notify: notify}
+		rc := &controllers.Recoverer{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine, Notify: notify,
+			Paused: e.met.RecoveryPaused}
 		// And [proactive]: a degrading node told of, quarantined or evacuated before it fails.
 		pc := &controllers.Proactive{Engine: cl.Engine, Policy: e.pol, Events: cl.Kube, Emit: emit, Log: logLine, Notify: notify}
 		// And the failover reserve ([recover] reserve_label), held between recoveries.

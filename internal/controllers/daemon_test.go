@@ -31,6 +31,7 @@ type cluster struct {
 
 	mu      sync.Mutex
 	notices []model.Notice // what automatic recovery told the person on call
+	paused  []time.Time    // since when automatic recovery said it is paused, pass by pass (zero: not)
 	logs    []string       // what automatic recovery logged
 	// localDisks: the instances' disks are local (no [recover] shared_storage).
 	localDisks bool

@@ -30,6 +30,9 @@ type Recoverer struct {
 	Log    func(string) // a line for the controller's log (may be nil)
 	// Notify tells the person on call (the [notify] webhook, the metrics). May be nil.
 	Notify func(model.Notice)
+	// Paused hears, each pass, since when automatic recovery is paused (zero: it is not; the
+	// metrics). May be nil.
+	Paused func(since time.Time)
 	Resync time.Duration // a pass even without changes (default 10 s: Nova's view of a service is not watched)
 
 	inStorm   bool

@@ -68,6 +68,11 @@ func (c *cluster) startRecovererAs(holder, fenceCmd string) (stop func()) {
 			c.hook.Notify(n)
 		}
 	}
+	rc.Paused = func(since time.Time) {
+		c.mu.Lock()
+		c.paused = append(c.paused, since)
+		c.mu.Unlock()
+	}
 	forgetStorms(c.T, c.CS)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -344,6 +349,23 @@ func TestAPauseHoldsEveryRecovery(t *testing.T) {
 	if _, ok := c.recovery(c0); ok {
 		t.Fatalf("a recovery started while paused")
 	}
+	// The metrics hear since when (drainctl_recovery_paused_since_timestamp_seconds): the
+	// pause record's time, then zero once it is lifted.
+	pause, err := c.Engine("operator@test", nil).RecoveryPause(kubetest.Ctx(t))
+	if err != nil || pause == nil {
+		t.Fatalf("the pause record: %v %v", pause, err)
+	}
+	lastPaused := func() time.Time {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.paused) == 0 {
+			return time.Time{}
+		}
+		return c.paused[len(c.paused)-1]
+	}
+	if got := lastPaused(); !got.Equal(pause.At) {
+		t.Errorf("automatic recovery said it is paused since %v; want the record's %v", got, pause.At)
+	}
 	out.Reset()
 	if err := a.Do(kubetest.Ctx(t), "recoveries", nil); err != nil ||
 		!strings.Contains(out.String(), "automatic recovery is paused by operator@test") ||
@@ -364,6 +386,9 @@ func TestAPauseHoldsEveryRecovery(t *testing.T) {
 	time.Sleep(time.Second)
 	if _, ok := c.recovery(c0); ok {
 		t.Fatalf("a recovery started on a node annotated %s", controllers.PauseAnnotation)
+	}
+	if got := lastPaused(); !got.IsZero() {
+		t.Errorf("automatic recovery said it is paused since %v after the resume; want zero", got)
 	}
 	annotate("null")
 	kubetest.Eventually(t, 60*time.Second, c0+" recovered once both pauses are lifted", func() bool {

@@ -19,6 +19,13 @@ import (
 // the guess that nobody paused it.
 func (r *Recoverer) paused(ctx context.Context) string {
 	p, err := r.Engine.RecoveryPause(ctx)
+	if r.Paused != nil && err == nil {
+		var since time.Time
+		if p != nil {
+			since = p.At
+		}
+		r.Paused(since)
+	}
 	switch {
 	case err != nil:
 		return "held: its pause cannot be read: " + err.Error()

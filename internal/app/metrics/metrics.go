@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,6 +28,9 @@ type Metrics struct {
 	fenceErr   prometheus.Counter
 	vmsRunning prometheus.Histogram
 	webhookErr prometheus.Counter
+	vmsLeft    prometheus.Counter
+	leader     *prometheus.GaugeVec
+	paused     prometheus.Gauge
 	ready      atomic.Bool
 }
 
@@ -57,6 +61,13 @@ func New() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(15, 2, 10)}),
 		webhookErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_webhook_failures_total",
 			Help: "Notices the [notify] webhook did not take (after its retries, or dropped from a full queue)."}),
+		vmsLeft: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainctl_vms_left_total",
+			Help: "VMs an operation left on their node: they stay (a blocker overridden, their policy), restarted in place, not moved."}),
+		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drainctl_leader",
+			Help: "1 while this process leads its election (the controller, the daemon of every node), 0 while it waits."},
+			[]string{"election"}),
+		paused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "drainctl_recovery_paused_since_timestamp_seconds",
+			Help: "When automatic recovery was paused (its pause record's time, Unix seconds); 0 while it is not."}),
 	}
 	m.reg.MustRegister(m.all()...)
 	return m
@@ -65,7 +76,7 @@ func New() *Metrics {
 // all are the metrics registered, in the reference's order.
 func (m *Metrics) all() []prometheus.Collector {
 	return []prometheus.Collector{m.migrations, m.duration, m.bytes, m.evictions, m.operations, m.notices, m.recoveries,
-		m.storms, m.fenceErr, m.vmsRunning, m.webhookErr}
+		m.storms, m.fenceErr, m.vmsRunning, m.webhookErr, m.vmsLeft, m.leader, m.paused}
 }
 
 // Notice counts a notice, and what it tells of recoveries.
@@ -82,6 +93,24 @@ func (m *Metrics) Notice(n model.Notice) {
 	if n.VMsRunningAfter > 0 {
 		m.vmsRunning.Observe(n.VMsRunningAfter.Seconds())
 	}
+}
+
+// Leading says whether this process leads its election now.
+func (m *Metrics) Leading(election string, yes bool) {
+	v := 0.0
+	if yes {
+		v = 1
+	}
+	m.leader.WithLabelValues(election).Set(v)
+}
+
+// RecoveryPaused says since when automatic recovery is paused (zero: it is not).
+func (m *Metrics) RecoveryPaused(since time.Time) {
+	if since.IsZero() {
+		m.paused.Set(0)
+		return
+	}
+	m.paused.Set(float64(since.Unix()))
 }
 
 // WebhookFailed counts a notice the webhook did not take.
@@ -105,6 +134,7 @@ func (m *Metrics) Observe(ev ops.Event) {
 		}
 	case ops.RunDone:
 		m.operations.WithLabelValues(string(e.Report.Op), string(e.Report.Result)).Inc()
+		m.vmsLeft.Add(float64(len(e.Report.Left)))
 		for _, v := range e.Report.VMs {
 			if v.Result == ops.MigCompleted && ops.MoveFactsOf(v.Method).Copies {
 				m.duration.Observe(v.Duration.Seconds())

@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite docs/reference.md's metrics")
 func TestTheReferenceNamesEveryMetric(t *testing.T) {
 	desc := regexp.MustCompile(`fqName: "([^"]+)", help: "((?:[^"\\]|\\.)*)".*variableLabels: \{([^}]*)\}`)
 	rows := []string{"| metric | labels | meaning |", "|---|---|---|"}
-	for _, c := range New().all() {
+	for _, c := range append(New().all(), fleet{}) {
 		ch := make(chan *prometheus.Desc, 4)
 		c.Describe(ch)
 		close(ch)
