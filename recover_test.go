@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -229,10 +233,19 @@ func TestTwoControllersRecoverADeadNodeOnce(t *testing.T) {
 	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[concurrency]\nmigrations_per_source = 1\n"+
 		"[recover]\nautomatic = true\nshared_storage = true\nnot_ready_for = \"30s\"\npods_gone_within = \"1s\"\n"+
 		"fence_cmd = \"echo {node} >> "+dir+"/fenced\"\n"), 0o600)
-	a := c.startProcess(t, "--controller", "--config", cfg)
-	b := c.startProcess(t, "--controller", "--config", cfg)
+	addrA, addrB := freeAddr(t), freeAddr(t)
+	a := c.startProcess(t, "--controller", "--config", cfg, "--metrics-addr", addrA)
+	b := c.startProcess(t, "--controller", "--config", cfg, "--metrics-addr", addrB)
 	a.waitFor(t, "automatic recovery on")
 	b.waitFor(t, "automatic recovery on")
+	// The metrics say which leads: one 1, the other 0 (DrainctlNoLeader reads them); never two.
+	kubetest.Eventually(t, 30*time.Second, "one replica's drainctl_leader 1, the other's 0", func() bool {
+		la, lb := leading(t, addrA), leading(t, addrB)
+		if la+lb == "11" {
+			t.Fatalf("both replicas say they lead")
+		}
+		return la+lb == "10" || la+lb == "01"
+	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("replica a:\n%s\nreplica b:\n%s", a.out(), b.out())
@@ -248,8 +261,16 @@ func TestTwoControllersRecoverADeadNodeOnce(t *testing.T) {
 	if !strings.Contains(leader.out(), "automatic recovery: "+c0+" dead since") {
 		t.Fatalf("neither replica said it recovers %s:\n%s\n---\n%s", c0, a.out(), b.out())
 	}
+	otherAddr := addrB
+	if leader == b {
+		otherAddr = addrA
+	}
+	if got := leading(t, otherAddr); got != "0" {
+		t.Errorf("drainctl_leader of the replica that does not recover: %q; want 0", got)
+	}
 	leader.cmd.Process.Kill() // kill -9: no safe point
 	leader.wait(t)
+	kubetest.Eventually(t, 60*time.Second, "the other replica's drainctl_leader 1", func() bool { return leading(t, otherAddr) == "1" })
 	kubetest.Eventually(t, 90*time.Second, "the other replica finishing the recovery", func() bool {
 		return strings.Contains(other.out(), "automatic recovery of "+c0+": recovery of "+c0+" done")
 	})
@@ -271,4 +292,32 @@ func TestTwoControllersRecoverADeadNodeOnce(t *testing.T) {
 		t.Errorf("--auto recoveries: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("the leader:\n%s\nthe other:\n%s", leader.out(), other.out())
+}
+
+// freeAddr is a local address no one listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// leading is the process's drainctl_leader of the controller's election, as a scrape reads it
+// ("" when it cannot be read).
+func leading(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^drainctl_leader\{election="[^"]+"\} (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
 }
