@@ -177,8 +177,14 @@ type process struct {
 
 func (c *autoCluster) startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
+	return c.startProcessEnv(t, nil, args...)
+}
+
+// startProcessEnv is startProcess with more of the environment (a webhook's token).
+func (c *autoCluster) startProcessEnv(t *testing.T, extraEnv []string, args ...string) *process {
+	t.Helper()
 	p := &process{cmd: exec.Command(binary(t), args...), line: make(chan string, 1024), done: make(chan struct{})}
-	p.cmd.Env = c.env
+	p.cmd.Env = append(append([]string{}, c.env...), extraEnv...)
 	p.cmd.Stdout = &p.stdout
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {

@@ -6,8 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -309,15 +309,20 @@ func freeAddr(t *testing.T) string {
 // ("" when it cannot be read).
 func leading(t *testing.T, addr string) string {
 	t.Helper()
+	m := regexp.MustCompile(`(?m)^drainctl_leader\{election="[^"]+"\} (\S+)$`).FindStringSubmatch(scrapeMetrics(addr))
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// scrapeMetrics is what Prometheus reads of the process's /metrics ("" when it does not answer).
+func scrapeMetrics(addr string) string {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return ""
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^drainctl_leader\{election="[^"]+"\} (\S+)$`).FindSubmatch(body)
-	if m == nil {
-		return ""
-	}
-	return string(m[1])
+	return string(body)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -503,10 +504,19 @@ func TestRollQuarantinesAnUndrainableNode(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[notify]\nwebhook = \""+hook.URL+"\"\n"), 0o600)
 	// The shortest deadline the flag takes (a shorter one is a typo: 3s for 3m).
-	r := c.drainctl(t, []string{"DRAINCTL_WEBHOOK_TOKEN=t0ken"}, "--config", cfg, "--auto", "roll", c0, c2, "--exec", "true", "--node-deadline", "1m", "--campaign", "stuck")
-	if r.code != 1 || !strings.Contains(r.stderr, c0+" (quarantined)") || !strings.Contains(r.stderr, "blocked: pod "+c.ns+"/web-") {
-		t.Fatalf("roll: exit %d\n%s", r.code, r.stderr)
+	// Run as a Job would be, scraped: the metrics count the node past its deadline while the
+	// campaign goes on (DrainctlCampaignNodePastDeadline reads them).
+	addr := freeAddr(t)
+	p := c.startProcessEnv(t, []string{"DRAINCTL_WEBHOOK_TOKEN=t0ken"}, "--config", cfg, "--auto", "roll", c0, c2, "--exec", "true",
+		"--node-deadline", "1m", "--campaign", "stuck", "--metrics-addr", addr)
+	pastDeadline := regexp.MustCompile(`(?m)^drainctl_notices_total\{kind="campaign-node-past-deadline"\} 1$`)
+	kubetest.Eventually(t, 3*time.Minute, "the node past its deadline in the campaign's metrics", func() bool {
+		return pastDeadline.MatchString(scrapeMetrics(addr))
+	})
+	if code := p.wait(t); code != 1 || !strings.Contains(p.out(), c0+" (quarantined)") || !strings.Contains(p.out(), "blocked: pod "+c.ns+"/web-") {
+		t.Fatalf("roll: exit %d\n%s", code, p.out())
 	}
+	r := execResult{code: 1, stderr: p.out()}
 	kinds := hook.Kinds(func(n model.Notice) bool { return n.Campaign == "stuck" && (n.Node == "" || n.Node == c0) })
 	if want := []model.NoticeKind{model.NoticeCampaignStarted, model.NoticeNodePastDeadline, model.NoticeNodeQuarantined, model.NoticeCampaignFinished}; !slices.Equal(kinds, want) {
 		t.Errorf("the webhook heard %v, want %v\n%s", kinds, want, r.stderr)

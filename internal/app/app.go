@@ -282,6 +282,15 @@ func runAuto(ctx context.Context, e env) error {
 	}
 	defer stopHook()
 	a.Observe = campaignNotices(hook)
+	if e.o.Serve.MetricsAddr != "" { // a campaign run as a Job, scraped: its notices and moves counted
+		met, stopMetrics, err := serveMetrics(e.o.Serve.MetricsAddr)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+		met.SetReady(true)
+		a.Observe = campaignMetrics(met, hook)
+	}
 	return a.Do(ctx, verb, args)
 }
 

@@ -154,8 +154,9 @@ var flagRows = []flagrow.Row[Options]{
 		Usage: "  --node NODE          daemon: only this node (default NODE_NAME; unset: every node, leader-elected)\n",
 		Bind:  flagrow.String(func(o *Options) *string { return &o.Serve.Node }, "")},
 	{Names: []string{"metrics-addr"}, Section: SectionGeneral,
-		Usage: "  --metrics-addr ADDR  daemon, proxy, controller: serve /metrics, /healthz and /readyz here (e.g. :9090)\n",
-		Bind:  flagrow.String(func(o *Options) *string { return &o.Serve.MetricsAddr }, "")},
+		Usage: "  --metrics-addr ADDR  daemon, proxy, controller, and --auto (a campaign run as a Job): serve /metrics,\n" +
+			"                       /healthz and /readyz here (e.g. :9090)\n",
+		Bind: flagrow.String(func(o *Options) *string { return &o.Serve.MetricsAddr }, "")},
 	{Names: []string{"version"}, Section: SectionGeneral, Usage: "  --version            print the version and exit\n",
 		Bind: flagrow.Bool(func(o *Options) *bool { return &o.Version }, false)},
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drainctl/drainctl/internal/app/metrics"
 	"github.com/drainctl/drainctl/internal/notify"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
@@ -33,6 +34,17 @@ func campaignNotices(hook *notify.Webhook) func(ops.Event) {
 		return nil
 	}
 	return (&notify.Campaigns{}).Observer(hook.Notify)
+}
+
+// campaignMetrics is campaignNotices with the metrics counting each notice and event beside
+// the webhook (nil: none).
+func campaignMetrics(met *metrics.Metrics, hook *notify.Webhook) func(ops.Event) {
+	tell := met.Notice
+	if hook != nil {
+		tell = func(n model.Notice) { met.Notice(n); hook.Notify(n) }
+	}
+	notices := (&notify.Campaigns{}).Observer(tell)
+	return func(ev ops.Event) { met.Observe(ev); notices(ev) }
 }
 
 // webhookFailed is the line that says a notice was not taken.
