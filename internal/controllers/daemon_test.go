@@ -33,6 +33,7 @@ type cluster struct {
 	notices []model.Notice // what automatic recovery told the person on call
 	paused  []time.Time    // since when automatic recovery said it is paused, pass by pass (zero: not)
 	logs    []string       // what automatic recovery logged
+	running int            // automatic recoveries running (startRecoverer, until stopped)
 	// localDisks: the instances' disks are local (no [recover] shared_storage).
 	localDisks bool
 	resync     time.Duration // automatic recovery's resync (default 100 ms)
