@@ -100,7 +100,6 @@ func forgetStorms(t *testing.T, cs kubernetes.Interface) {
 	})
 }
 
-// die makes a node's machine dead five minutes ago: NotReady, its nova-compute down.
 // forgetRecoveryAtEnd deletes the node's recovery and fence records when the test ends: the
 // API server is shared, and another test lists the recoveries.
 func (c *cluster) forgetRecoveryAtEnd(node string) {
@@ -111,6 +110,7 @@ func (c *cluster) forgetRecoveryAtEnd(node string) {
 	})
 }
 
+// die makes a node's machine dead five minutes ago: NotReady, its nova-compute down.
 //
 // A machine dies at once: its nova-compute falls silent no sooner than its node goes
 // NotReady as automatic recovery sees it. With a recovery already running, the node goes
