@@ -227,9 +227,11 @@ func TestGuestLiveMoveProgress(t *testing.T) {
 		t.Error("no speed shown")
 	}
 	// The ETA converges: the last one shown is no further off the real end than the first was,
-	// and within two saves. It cannot know how much of what is left are zero pages, which the
-	// copy skips: with 48 MiB of 256 in use, measured 1.3 s to 13.6 s too long, and a later save
-	// further off than the first; so the guest holds 160 MiB (measured 0.2 s to 0.6 s at the end).
+	// beyond the switchover no save shows (the guest's last pause, Nova's post-migration: 0.2 s
+	// to 0.6 s measured quiet, 1.06 s in a CI-style run at load, where the first was 51 ms
+	// off), and within two saves. It cannot know how much of what is left are zero pages,
+	// which the copy skips: with 48 MiB of 256 in use, measured 1.3 s to 13.6 s too long, and a
+	// later save further off than the first; so the guest holds 160 MiB.
 	var etas []time.Duration
 	for _, ev := range running {
 		if ev.ETA > 0 {
@@ -240,7 +242,7 @@ func TestGuestLiveMoveProgress(t *testing.T) {
 	if len(etas) == 0 {
 		t.Fatal("no ETA shown")
 	}
-	if last := etas[len(etas)-1].Abs(); last > 10*time.Second || last > etas[0].Abs()+time.Second {
+	if last := etas[len(etas)-1].Abs(); last > 10*time.Second || last > etas[0].Abs()+2*time.Second {
 		t.Errorf("ETA does not converge: errors %v", etas)
 	}
 }
