@@ -27,7 +27,7 @@ func moverTable() map[model.MoveMethod]mover {
 		model.MoveFollow: {begin: (*runner).follow, theirs: true, MoveFacts: model.MoveFacts{Leaves: true}},
 		model.MoveStays: {begin: (*runner).stays,
 			MoveFacts: model.MoveFacts{Stays: true, Named: true, Pane: model.PaneWord, Word: "stays on the node"}},
-		model.MoveRestart: {begin: (*runner).queueStop, request: requestStop, poll: (*runner).pollStop, inPlace: true,
+		model.MoveRestart: {begin: (*runner).queueStop, request: requestStop, poll: (*runner).pollStop,
 			runningOnly: true, notListed: true, asks: "stopping it for restart-in-place",
 			MoveFacts: model.MoveFacts{InPlace: true, Named: true, Notice: "restart-in-place", Pane: model.PaneWord,
 				Word: "restarted in place"}},
@@ -87,8 +87,6 @@ type mover struct {
 	// it was (TestConformanceARequestedHostDisabledIsTurnedDown); drainctl reads it no more
 	// before the request.
 	destChecked bool
-	// inPlace: it acts on the VM where it is (a stop): no destination is chosen.
-	inPlace bool
 	// runningOnly: it acts on a running VM only; one found not running when its request is
 	// due is taken in by begin again (left as it is).
 	runningOnly bool

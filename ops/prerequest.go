@@ -133,7 +133,7 @@ func (r *runner) roomInCluster(ctx context.Context, q *vmRequest) verdict {
 // named when it acts, a later proof than a read before the request; a host this process
 // disabled since (a campaign's next node) is passed over on Nova's answer to that disable.
 func (r *runner) usableDestination(ctx context.Context, q *vmRequest) verdict {
-	if moverOf(q.run.method).inPlace {
+	if moverOf(q.run.method).InPlace { // a stop where it is: no destination
 		return proceed
 	}
 	if q.run.noValidHost && q.run.picked { // the last attempt's: Nova's scheduler turned the host down

@@ -211,7 +211,7 @@ func runTUI(ctx context.Context, e env) error {
 		return &ops.UsageError{Problem: err.Error()}
 	}
 	defer stopHook()
-	o.Observe = campaignNotices(hook)
+	o.Observe = campaignNotices(hook, nil)
 	if !e.o.Demo {
 		o.Contexts = kube.Contexts(kube.Options{Kubeconfig: firstNonBlank(e.o.Conn.Kubeconfig, e.cfg.Kubernetes.Kubeconfig)})
 		o.Switch = func(ctx context.Context, name string) (ui.Switched, error) {
@@ -281,16 +281,16 @@ func runAuto(ctx context.Context, e env) error {
 		return &ops.UsageError{Problem: err.Error()}
 	}
 	defer stopHook()
-	a.Observe = campaignNotices(hook)
+	var met *metrics.Metrics
 	if e.o.Serve.MetricsAddr != "" { // a campaign run as a Job, scraped: its notices and moves counted
-		met, stopMetrics, err := serveMetrics(e.o.Serve.MetricsAddr)
-		if err != nil {
+		var stopMetrics func()
+		if met, stopMetrics, err = serveMetrics(e.o.Serve.MetricsAddr); err != nil {
 			return err
 		}
 		defer stopMetrics()
 		met.SetReady(true)
-		a.Observe = campaignMetrics(met, hook)
 	}
+	a.Observe = campaignNotices(hook, met)
 	return a.Do(ctx, verb, args)
 }
 

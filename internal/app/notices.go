@@ -27,18 +27,16 @@ func (e env) webhook(ctx context.Context, failed func(model.Notice, error)) (hoo
 	return hook, func() { hook.Flush(flushWithin); cancel() }, nil
 }
 
-// campaignNotices is the emit function that tells the webhook a campaign's notices (started,
-// a node past its deadline, quarantined, finished); nil without a webhook.
-func campaignNotices(hook *notify.Webhook) func(ops.Event) {
-	if hook == nil {
+// campaignNotices is the emit function that tells a campaign's notices (started, a node past
+// its deadline, quarantined, finished) to the webhook and counts them and the events in the
+// metrics, each when there is one (nil when neither is).
+func campaignNotices(hook *notify.Webhook, met *metrics.Metrics) func(ops.Event) {
+	switch {
+	case hook == nil && met == nil:
 		return nil
+	case met == nil:
+		return (&notify.Campaigns{}).Observer(hook.Notify)
 	}
-	return (&notify.Campaigns{}).Observer(hook.Notify)
-}
-
-// campaignMetrics is campaignNotices with the metrics counting each notice and event beside
-// the webhook (nil: none).
-func campaignMetrics(met *metrics.Metrics, hook *notify.Webhook) func(ops.Event) {
 	tell := met.Notice
 	if hook != nil {
 		tell = func(n model.Notice) { met.Notice(n); hook.Notify(n) }
