@@ -50,6 +50,7 @@ type Recoverer struct {
 	computesRead    time.Time
 	records         map[string]recordRead // the recovery records read this pass, by node (each read once a pass)
 	stopped         map[string]time.Time  // node -> the outage (its NotReady since) whose ladder stopped: a person's now
+	pauseSeen       time.Time             // the first pass that saw recovery held by a pause (zero: not held)
 }
 
 // PauseAnnotation on a node holds its automatic recovery (NodeHealthCheck's pause request).
@@ -124,6 +125,9 @@ func (r *Recoverer) pass(ctx context.Context) time.Duration {
 				return 0
 			}
 			r.observeComputes(services, now)
+			if r.Paused != nil {
+				r.paused(ctx) // said for the metrics once a resync, nothing to judge or not: a lifted pause too
+			}
 		}
 		delete(r.said, "heartbeats")
 		r.calmed(ctx, now, cfg.StormCooldown.D())

@@ -365,6 +365,45 @@ func TestAStormFencesNothing(t *testing.T) {
 	}
 }
 
+// The pause's time is the record's claim, said for the metrics (the paused-too-long alert):
+// a record that cannot be read, or that names a time to come, holds recovery all the same and
+// is said paused from the pass that first saw it, not never.
+func TestAPauseRecordsTimeIsAClaim(t *testing.T) {
+	c := newCluster(t, 100)
+	t.Cleanup(func() {
+		_ = c.CS.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(context.Background(), kube.RecordName("pause-recovery"), metav1.DeleteOptions{})
+	})
+	stop := c.startRecoverer("true {node}")
+	defer stop()
+	lastPaused := func() (time.Time, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.paused) == 0 {
+			return time.Time{}, false
+		}
+		return c.paused[len(c.paused)-1], true
+	}
+	kubetest.Eventually(t, 10*time.Second, "a pass said not paused", func() bool { at, ok := lastPaused(); return ok && at.IsZero() })
+	for _, forged := range []string{`not json`, `{"by":"mallory","reason":"x","at":"2099-01-01T00:00:00Z"}`} {
+		before := time.Now()
+		if err := c.Kube.SaveRecord(kubetest.Ctx(t), "pause-recovery", []byte(forged)); err != nil {
+			t.Fatal(err)
+		}
+		kubetest.Eventually(t, 10*time.Second, "said paused for "+forged, func() bool { at, _ := lastPaused(); return !at.IsZero() })
+		if at, _ := lastPaused(); at.Before(before.Add(-time.Second)) || at.After(time.Now()) {
+			t.Errorf("record %s: said paused since %v; want when a pass first saw it (after %v)", forged, at, before)
+		}
+		if err := c.CS.CoreV1().ConfigMaps(kube.LeaseNamespace).Delete(kubetest.Ctx(t), kube.RecordName("pause-recovery"),
+			metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		kubetest.Eventually(t, 10*time.Second, "said not paused once the record is gone", func() bool {
+			at, _ := lastPaused()
+			return at.IsZero()
+		})
+	}
+}
+
 // A person's pause in drainctl's namespace (--auto pause-recovery, as NodeHealthCheck's
 // pauseRequests) holds every automatic recovery, cluster-wide, and says so; once lifted, the
 // dead node is recovered.

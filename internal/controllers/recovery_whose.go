@@ -19,13 +19,7 @@ import (
 // the guess that nobody paused it.
 func (r *Recoverer) paused(ctx context.Context) string {
 	p, err := r.Engine.RecoveryPause(ctx)
-	if r.Paused != nil && err == nil {
-		var since time.Time
-		if p != nil {
-			since = p.At
-		}
-		r.Paused(since)
-	}
+	r.sayPaused(err != nil || p != nil, p)
 	switch {
 	case err != nil:
 		return "held: its pause cannot be read: " + err.Error()
@@ -33,6 +27,27 @@ func (r *Recoverer) paused(ctx context.Context) string {
 		return fmt.Sprintf("paused by %s since %s: %s", p.By, p.At.Format(time.RFC3339), p.Reason)
 	}
 	return ""
+}
+
+// sayPaused tells Paused since when automatic recovery is held by a pause: the record's time,
+// no later than the first pass that saw it held. The time is the record's claim: one that
+// cannot be read, names no time or a time to come holds recovery all the same, from when it
+// was seen.
+func (r *Recoverer) sayPaused(held bool, p *model.RecoveryPause) {
+	switch {
+	case !held:
+		r.pauseSeen = time.Time{}
+	case r.pauseSeen.IsZero():
+		r.pauseSeen = r.Engine.Now()
+	}
+	if r.Paused == nil {
+		return
+	}
+	since := r.pauseSeen
+	if held && p != nil && !p.At.IsZero() && p.At.Before(since) {
+		since = p.At
+	}
+	r.Paused(since)
 }
 
 // someonesRecovery says why the node's recovery in this outage is not automatic
