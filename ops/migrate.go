@@ -143,7 +143,11 @@ func (r *runner) moveAll(ctx context.Context, vms []model.VM) (done int, failed 
 	} else {
 		sort.SliceStable(vms, func(i, j int) bool { return vms[i].RAMMB > vms[j].RAMMB })
 	}
-	q := &moveQueue{running: map[string]*vmRun{}, ours: r.coldOurs()}
+	ours, err := r.coldOursFresh(ctx) // a rerun confirms a killed run's cold moves by the journal it wrote
+	if err != nil {
+		return 0, nil, err
+	}
+	q := &moveQueue{running: map[string]*vmRun{}, ours: ours}
 	all, reasons := make([]*vmRun, len(vms)), make([]*model.Reason, len(vms))
 	defer func() { r.clearEnded(ctx, all, q) }()
 	for i, vm := range vms {
@@ -245,7 +249,7 @@ func (r *runner) recordLeft(run *vmRun) {
 		MigrationID: run.mid,
 	}
 	var asked time.Time
-	for _, c := range r.coldOursLocked() { // a cold move is named by its record's UUID: the newest of the VM's
+	for _, c := range r.coldOursLocked(r.cachedNode()) { // a cold move is named by its record's UUID: the newest of the VM's
 		if c.VM == run.vm.ID && c.Migration != "" && (l.MigrationUUID == "" || c.Requested.After(asked)) {
 			l.MigrationUUID, asked = c.Migration, c.Requested
 		}

@@ -38,12 +38,11 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		switch {
 		case !run.ours:
 			return MigCompleted, "moved by someone else's cold migration, which waits for its confirm: left to them", nil
-		case !e.cfg.Policy.ConfirmCold:
-			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm",
-				nil
 		case run.confirmed:
 			return "", "", nil // the confirm is under way
 		}
+		// Named before it is confirmed or left: an abort reverts only a move its record proves
+		// drainctl's (a poll that first saw VERIFY_RESIZE left the move unnamed, and unreverted).
 		mine, named, err := r.ownCold(ctx, vm.ID)
 		switch {
 		case err != nil:
@@ -57,6 +56,9 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 			run.ours = false
 			return MigCompleted, "moved by a cold migration drainctl did not ask for (os-migrations names another), which waits " +
 				"for its confirm: left to whoever asked", nil
+		case !e.cfg.Policy.ConfirmCold:
+			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm",
+				nil
 		}
 		r.moveState(run, MigVerifyResize, "")
 		if err := e.nova.ConfirmResize(ctx, vm.ID); err != nil {

@@ -99,27 +99,47 @@ func (r *runner) coldInstead(run *vmRun, msg string, pending *[]*vmRun) (bool, m
 	return true, ""
 }
 
-// coldOurs are the cold moves the node's journal (and this run) say drainctl asked for.
+// coldOurs are the cold moves the node's journal (the cache's) and this run say drainctl
+// asked for.
 func (r *runner) coldOurs() coldRecords {
+	return r.coldOursIn(r.cachedNode())
+}
+
+// cachedNode is the node as the cache has it (a zero node when gone).
+func (r *runner) cachedNode() model.KubeNode {
+	k, _ := r.e.kube.Node(r.plan.Node)
+	return k
+}
+
+// coldOursFresh is coldOurs with the journal read from the API server: an abort or a rerun
+// acts on what another process wrote a moment ago, which the cache may not show yet (under
+// load an abort saw no named cold move and reverted nothing).
+func (r *runner) coldOursFresh(ctx context.Context) (coldRecords, error) {
+	k, _, err := r.e.kube.NodeFresh(ctx, r.plan.Node)
+	if err != nil {
+		return nil, err
+	}
+	return r.coldOursIn(k), nil
+}
+
+func (r *runner) coldOursIn(k model.KubeNode) coldRecords {
 	out := coldRecords{}
 	r.mu.Lock()
-	for _, c := range r.coldOursLocked() {
+	for _, c := range r.coldOursLocked(k) {
 		out[c.VM] = append(out[c.VM], c)
 	}
 	r.mu.Unlock()
 	return out
 }
 
-// coldOursLocked lists this run's cold moves, then the journal's that this run does not
-// hold (by VM and request time); r.mu held.
-func (r *runner) coldOursLocked() []ColdMove {
+// coldOursLocked lists this run's cold moves, then those of the node's journal that this
+// run does not hold (by VM and request time); r.mu held.
+func (r *runner) coldOursLocked(k model.KubeNode) []ColdMove {
 	out := append([]ColdMove(nil), r.journaled.cold...)
-	if k, ok := r.e.kube.Node(r.plan.Node); ok {
-		if j, ok := ReadJournal(k); ok {
-			for _, c := range j.ColdMoves {
-				if !slices.ContainsFunc(out, func(o ColdMove) bool { return o.VM == c.VM && o.Requested.Equal(c.Requested) }) {
-					out = append(out, c)
-				}
+	if j, ok := ReadJournal(k); ok {
+		for _, c := range j.ColdMoves {
+			if !slices.ContainsFunc(out, func(o ColdMove) bool { return o.VM == c.VM && o.Requested.Equal(c.Requested) }) {
+				out = append(out, c)
 			}
 		}
 	}
@@ -173,7 +193,7 @@ func (r *runner) recordCold(run *vmRun) error {
 func (r *runner) nameCold(vm string, ms []model.Migration) bool {
 	changed := false
 	r.mu.Lock()
-	ours := r.coldOursLocked() // this run's and the journal's (a rerun names a killed run's)
+	ours := r.coldOursLocked(r.cachedNode()) // this run's and the journal's (a rerun names a killed run's)
 	slices.SortFunc(ours, func(a, b ColdMove) int { return b.Requested.Compare(a.Requested) })
 	for i, c := range ours {
 		if c.VM != vm || c.Migration != "" {
@@ -208,7 +228,7 @@ func (r *runner) unnamed(vm string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var newest *ColdMove
-	for _, c := range r.coldOursLocked() {
+	for _, c := range r.coldOursLocked(r.cachedNode()) {
 		if c.VM == vm && (newest == nil || c.Requested.After(newest.Requested)) {
 			newest = &c
 		}
@@ -227,13 +247,18 @@ func (r *runner) journalAgain() {
 
 // revertColdSaid is revertCold as an abort says it.
 func (r *runner) revertColdSaid(ctx context.Context) (string, error) {
-	reverted, left, err := r.revertCold(ctx)
+	reverted, left, unproven, err := r.revertCold(ctx)
 	if err != nil {
 		return "", err
 	}
 	var said []string
 	if reverted > 0 {
 		said = append(said, fmt.Sprintf("%d cold migration(s) reverted", reverted))
+	}
+	for _, vm := range unproven {
+		said = append(said, fmt.Sprintf("%s left in VERIFY_RESIZE: drainctl asked for its cold migration but Nova's record of it "+
+			"was never read, so nothing proves the one waiting is drainctl's (openstack server migration list --server %s; "+
+			"openstack server migrate revert %s)", vm.Name, vm.ID, vm.ID))
 	}
 	if len(left) > 0 {
 		said = append(
@@ -251,29 +276,38 @@ func (r *runner) revertColdSaid(ctx context.Context) (string, error) {
 // revertCold reverts the node's cold moves that wait for their confirm (abort, rollback):
 // the operation is undone, and a VM not yet confirmed goes back as it was. A move still
 // under way cannot be stopped in Nova: it is waited for (bounded), then reverted. A
-// confirmed move is never moved back.
-func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, err error) {
+// confirmed move is never moved back. One drainctl asked for but never named is not
+// reverted (nothing proves it drainctl's): unproven, for the abort to say.
+func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, unproven []model.VM, err error) {
 	e, p := r.e, r.plan
 	deadline := e.now().Add(e.o.CancelWait)
-	ours := r.coldOurs()
+	ours, err := r.coldOursFresh(ctx)
+	if err != nil {
+		return 0, nil, nil, err
+	}
 	for {
 		ms, err := e.nova.ColdFrom(ctx, p.Host, 0) // it reverts: read after the call
 		if err != nil {
-			return reverted, nil, err
+			return reverted, nil, nil, err
 		}
-		left = left[:0]
+		left, unproven = left[:0], unproven[:0]
 		for _, m := range ms {
-			if !ours.proves(m) {
+			proven := ours.proves(m)
+			if !proven && !ours.unnamed(m.InstanceID) {
 				continue // someone else's (by os-migrations, not only the journal): theirs to confirm or revert
 			}
 			vm, err := e.nova.Server(ctx, m.InstanceID)
 			if err != nil {
-				return reverted, nil, err
+				return reverted, nil, nil, err
 			}
 			switch {
+			case !proven:
+				if vm.Phase == model.PhaseAwaitingConfirm {
+					unproven = append(unproven, vm)
+				}
 			case vm.Phase == model.PhaseAwaitingConfirm:
 				if err := e.nova.RevertResize(ctx, vm.ID); err != nil {
-					return reverted, nil, err
+					return reverted, nil, nil, err
 				}
 				reverted++
 				r.emit(NewMigrationEvent(e.now(), p.Node, MigrationEvent{VMID: vm.ID, VM: vm.Name, Method: model.MoveCold,
@@ -283,10 +317,10 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, e
 			}
 		}
 		if len(left) == 0 || e.now().After(deadline) {
-			return reverted, left, nil
+			return reverted, left, unproven, nil
 		}
 		if !poll.Sleep(ctx, e.o.Poll) {
-			return reverted, left, ctx.Err()
+			return reverted, left, unproven, ctx.Err()
 		}
 	}
 }

@@ -110,6 +110,11 @@ func (c coldRecords) proves(m model.Migration) bool {
 	return slices.ContainsFunc(c[m.InstanceID], func(cm ColdMove) bool { return cm.Proves(m) })
 }
 
+// unnamed says whether drainctl asked for a cold move of the VM whose record was never read.
+func (c coldRecords) unnamed(vm string) bool {
+	return slices.ContainsFunc(c[vm], func(cm ColdMove) bool { return cm.Migration == "" })
+}
+
 // ownerLead is the time from its owner's notice to the move's request, for its report (0:
 // not told).
 func (run *vmRun) ownerLead() time.Duration {

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"slices"
@@ -249,35 +250,51 @@ func TestColdMigrationConfirmedByTheRerun(t *testing.T) {
 
 // An abort before the confirm reverts the cold move: the VM is back on its host, as it was.
 func TestAbortRevertsAnUnconfirmedColdMigration(t *testing.T) {
-	c := newCluster(t, 100)
-	c0 := c.Name("c0")
-	c.World.AddServer("vm-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
-	c.World.Stop("vm-off")
-	c.Cfg.Policy.ConfirmCold = false // the operator confirms: the VM waits in VERIFY_RESIZE
-	e := c.Engine("tester@a", nil)
-	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
-	if err != nil {
-		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
-	}
-	for _, v := range rep.VMs {
-		if v.VM == "vm-off" && !strings.Contains(v.Message, "confirm_cold = false") {
-			t.Errorf("the report does not say the move waits for the operator: %+v", v)
-		}
-	}
-	if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" {
-		t.Fatalf("vm-off: %s", vm.Status)
-	}
-	rec, _, err = run(t, e, model.OpAbort, c0, ops.RunOptions{})
-	if err != nil {
-		t.Fatalf("abort: %v\n%s", err, rec.Transcript(c.Px))
-	}
-	kubetest.Eventually(t, 10*time.Second, "vm-off reverted onto its host", func() bool {
-		vm, _ := c.World.ServerByName("vm-off")
-		return vm.Host == c0 && vm.Status == "SHUTOFF" && vm.TaskState == ""
-	})
-	vm, _ := c.World.ServerByName("vm-off")
-	if st := c.World.MigrationStatuses(vm.ID); len(st) != 1 || st[0][len(st[0])-1] != "reverted" {
-		t.Errorf("migrations %v", st)
+	for _, tc := range []struct {
+		name string
+		poll time.Duration
+	}{
+		{"each step seen", 0},
+		// A poll slower than the whole move first sees VERIFY_RESIZE: the move is still named
+		// by its record before it is left, or the abort cannot prove it drainctl's and leaves it.
+		{"first seen waiting", 400 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, 100)
+			c0 := c.Name("c0")
+			c.World.AddServer("vm-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+			c.World.Stop("vm-off")
+			c.Cfg.Policy.ConfirmCold = false // the operator confirms: the VM waits in VERIFY_RESIZE
+			e := c.Engine("tester@a", func(o *ops.EngineOptions) {
+				if tc.poll > 0 {
+					o.Poll, o.StallAfter = tc.poll, 10*tc.poll
+				}
+			})
+			rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
+			if err != nil {
+				t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+			}
+			for _, v := range rep.VMs {
+				if v.VM == "vm-off" && !strings.Contains(v.Message, "confirm_cold = false") {
+					t.Errorf("the report does not say the move waits for the operator: %+v", v)
+				}
+			}
+			if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" {
+				t.Fatalf("vm-off: %s", vm.Status)
+			}
+			rec, _, err = run(t, e, model.OpAbort, c0, ops.RunOptions{})
+			if err != nil {
+				t.Fatalf("abort: %v\n%s", err, rec.Transcript(c.Px))
+			}
+			kubetest.Eventually(t, 10*time.Second, "vm-off reverted onto its host", func() bool {
+				vm, _ := c.World.ServerByName("vm-off")
+				return vm.Host == c0 && vm.Status == "SHUTOFF" && vm.TaskState == ""
+			})
+			vm, _ := c.World.ServerByName("vm-off")
+			if st := c.World.MigrationStatuses(vm.ID); len(st) != 1 || st[0][len(st[0])-1] != "reverted" {
+				t.Errorf("migrations %v", st)
+			}
+		})
 	}
 }
 
@@ -475,6 +492,52 @@ func TestLockedVMsMoveAsAnAdminMay(t *testing.T) {
 	}
 	if b := p.Blockers(); len(b) == 0 || b[0].Code != model.VMLocked || !strings.Contains(b[0].Message, "no admin role") {
 		t.Errorf("without the admin role: blockers %v", b)
+	}
+}
+
+// Prove before acting, undoing: a cold move drainctl asked for but whose record it never
+// read (a run killed between the request and the read) is not reverted by an abort, since
+// nothing proves the move waiting is drainctl's; the abort says which VM it left and how to
+// revert it by hand.
+func TestAbortSaysTheColdMoveItCannotProve(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.AddServer("vm-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.Stop("vm-off")
+	c.Cfg.Policy.ConfirmCold = false
+	e := c.Engine("tester@a", nil)
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, forced()); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	j, ok := ops.ReadJournal(c.Node(c0))
+	if !ok || len(j.ColdMoves) != 1 || j.ColdMoves[0].Migration == "" {
+		t.Fatalf("the journal's cold moves: %+v", j.ColdMoves)
+	}
+	j.ColdMoves[0].Migration = "" // as a run killed before it read the record left it
+	raw, _ := json.Marshal(j)
+	c.SetAnnotation(c0, ops.JournalAnnotation, string(raw))
+	kubetest.Eventually(t, 5*time.Second, "the cache shows the planted journal", func() bool {
+		k, _ := c.Kube.Node(c0)
+		jj, _ := ops.ReadJournal(k)
+		return len(jj.ColdMoves) == 1 && jj.ColdMoves[0].Migration == ""
+	})
+	rec, _, err := run(t, e, model.OpAbort, c0, ops.RunOptions{})
+	if err != nil {
+		t.Fatalf("abort: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	vm, _ := c.World.ServerByName("vm-off")
+	said := ""
+	for _, ev := range rec.Events() {
+		if s, ok := ev.(ops.StepEvent); ok && s.Step == model.StepAbort {
+			said += s.Detail
+		}
+	}
+	if !strings.Contains(said, "vm-off left in VERIFY_RESIZE") || !strings.Contains(said, "openstack server migrate revert "+vm.ID) {
+		t.Errorf("the abort does not say the VM it left: %q", said)
+	}
+	time.Sleep(100 * time.Millisecond) // a revert would have ended (1 s simulated)
+	if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" || vm.Host == c0 {
+		t.Errorf("vm-off %s on %s: an unproven cold move was reverted", vm.Status, vm.Host)
 	}
 }
 
