@@ -1,0 +1,419 @@
+package deploychart_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+
+	"github.com/drainctl/drainctl/internal/deploychart"
+	"github.com/drainctl/drainctl/ops/kube/kubetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+const chartDir = "../../deploy/chart"
+
+// One source: every manifest under deploy/ is the chart's output for its profile's values.
+// A file edited by hand, or a chart changed without running the generator, fails here.
+func TestTheManifestsAreTheChartsOutput(t *testing.T) {
+	want, err := deploychart.Generated(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range want {
+		got, err := os.ReadFile(filepath.Join("../../deploy", name))
+		if err != nil || string(got) != text {
+			t.Errorf("deploy/%s is not the chart's output: run go run ./hack/deploygen (read: %v)", name, err)
+		}
+	}
+	// Nothing under deploy/kustomize that the generator does not write.
+	err = filepath.WalkDir("../../deploy/kustomize", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel("../../deploy", p)
+		if _, ok := want[filepath.ToSlash(rel)]; !ok {
+			t.Errorf("deploy/%s is not made from the chart: remove it, or add it to deploychart.Layout", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The two ways in install the same objects: kustomize's build of each overlay is the chart's
+// rendering with that overlay's values (Helm installs the CRD whatever the values say; an
+// overlay has it only with the controller).
+func TestKustomizeBuildsWhatTheChartRenders(t *testing.T) {
+	for _, p := range deploychart.Layout() {
+		if !strings.HasPrefix(p.Dir, "kustomize/") {
+			continue
+		}
+		t.Run(p.Dir, func(t *testing.T) {
+			files, crds, err := deploychart.Render(chartDir, p.Values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enabled(p.Values, "controller") {
+				maps.Copy(files, crds)
+			}
+			chart := objects(t, slices.Collect(maps.Values(files))...)
+			res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join("../../deploy", p.Dir))
+			if err != nil {
+				t.Fatalf("kustomize build deploy/%s: %v", p.Dir, err)
+			}
+			built, err := res.AsYaml()
+			if err != nil {
+				t.Fatal(err)
+			}
+			kust := objects(t, string(built))
+			if !reflect.DeepEqual(keys(chart), keys(kust)) {
+				t.Fatalf("the chart renders %v\nkustomize builds %v", keys(chart), keys(kust))
+			}
+			for k, o := range chart {
+				if !reflect.DeepEqual(o.Object, kust[k].Object) {
+					a, _ := yaml.Marshal(o.Object)
+					b, _ := yaml.Marshal(kust[k].Object)
+					t.Errorf("%s differs:\nchart:\n%s\nkustomize:\n%s", k, a, b)
+				}
+			}
+		})
+	}
+}
+
+// Each mode's rendering, and the defaults', is accepted by the real API server (a
+// server-side dry run, strict field validation) with the CRD installed; the chart refuses
+// any namespace but drainctl's, saying how to install it.
+func TestTheChartIsAcceptedByTheAPIServer(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := deploychart.RenderChart(ch, nil, "tools"); err == nil || !strings.Contains(err.Error(), `not "tools"`) ||
+		!strings.Contains(err.Error(), "-n drainctl") {
+		t.Errorf("installed into another namespace: %v", err)
+	}
+	kubetest.InstallCRDs(t, filepath.Join(chartDir, "crds"))
+	kubetest.Namespace(t, kubetest.Client(t), deploychart.Namespace)
+	modes := map[string]map[string]any{
+		"defaults": nil,
+		"every mode": {"proxy": map[string]any{"enabled": true}, "controller": map[string]any{"recovery": true},
+			"openstack": map[string]any{"clouds": deploychart.ExampleClouds}},
+		"per-node daemon":       {"daemon": map[string]any{"mode": "node"}},
+		"no admission policies": {"admissionPolicies": false, "daemon": map[string]any{"mode": "node"}},
+	}
+	for name, values := range modes {
+		t.Run(name, func(t *testing.T) {
+			files, _, err := deploychart.Render(chartDir, values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			var paths []string
+			for f, text := range files {
+				if f == "namespace.yaml" {
+					continue
+				}
+				p := filepath.Join(dir, f)
+				if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				paths = append(paths, p)
+			}
+			sort.Strings(paths)
+			for _, err := range kubetest.Apply(t, true, paths...) {
+				t.Error(err)
+			}
+			policies := strings.Contains(strings.Join(slices.Collect(maps.Values(files)), ""), "kind: ValidatingAdmissionPolicy\n")
+			if off := values["admissionPolicies"] == false; policies == off {
+				t.Errorf("admissionPolicies %v, but the policies rendered: %v", !off, policies)
+			}
+		})
+	}
+}
+
+// The chart's PrometheusRule holds the rules promtool tests (deploy/monitoring/alerts.yaml),
+// and its dashboard ConfigMap the dashboard whose queries are held to the metrics.
+func TestTheChartCarriesTheTestedAlertsAndDashboard(t *testing.T) {
+	files, _, err := deploychart.Render(chartDir, map[string]any{"monitoring": map[string]any{
+		"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}},
+		"dashboard":      map[string]any{"enabled": true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := objects(t, files["monitoring.yaml"])
+	rule, dash := objs["PrometheusRule/drainctl/drainctl"], objs["ConfigMap/drainctl/grafana-dashboard"]
+	var alerts map[string]any
+	data, err := os.ReadFile("../../deploy/monitoring/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &alerts); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rule.Object["spec"], alerts) || rule.GetLabels()["release"] != "prom" {
+		t.Errorf("the PrometheusRule is not deploy/monitoring/alerts.yaml (labels %v)", rule.GetLabels())
+	}
+	board, err := os.ReadFile("../../deploy/monitoring/dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := unstructured.NestedString(dash.Object, "data", "drainctl.json")
+	if got != string(board) || dash.GetLabels()["grafana_dashboard"] != "1" {
+		t.Errorf("the dashboard ConfigMap is not deploy/monitoring/dashboard.json (%d bytes, labels %v)", len(got), dash.GetLabels())
+	}
+	if off, _, _ := deploychart.Render(chartDir, nil); off["monitoring.yaml"] != "" {
+		t.Errorf("monitoring rendered by default")
+	}
+}
+
+// Installed as operators do, with Helm's own library on the real API server: install, a
+// second install of the same name refused with nothing changed, an upgrade to every mode,
+// then uninstall leaving no object of the chart's but the CRD (Helm never deletes crds/,
+// so NodeMaintenances survive) and the namespace --create-namespace made. While installed,
+// the controller's ServiceAccount may hold its own leader lease and no other role's: its
+// RBAC and the chart's admission policies are in force.
+func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
+	ctx := kubetest.Ctx(t)
+	cfg := helmConfig(t)
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func() error {
+		i := action.NewInstall(cfg)
+		i.ReleaseName, i.Namespace, i.CreateNamespace, i.ServerSideApply = "drainctl", deploychart.Namespace, true, true
+		i.WaitStrategy, i.Timeout = kube.HookOnlyStrategy, time.Minute
+		_, err := i.RunWithContext(ctx, ch, map[string]any{"controller": map[string]any{"recovery": true}})
+		return err
+	}
+	if err := install(); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	dyn, mapper := dynamicClient(t)
+	rendered := func(values map[string]any) map[string]unstructured.Unstructured {
+		files, _, err := deploychart.Render(chartDir, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objects(t, slices.Collect(maps.Values(files))...)
+	}
+	first := rendered(map[string]any{"controller": map[string]any{"recovery": true}})
+	versions := resourceVersions(t, dyn, mapper, first)
+	if err := install(); err == nil || !strings.Contains(err.Error(), "cannot reuse a name") {
+		t.Errorf("a second helm install of drainctl: %v, want Helm's refusal", err)
+	}
+	if again := resourceVersions(t, dyn, mapper, first); !reflect.DeepEqual(versions, again) {
+		t.Errorf("the refused install changed objects")
+	}
+
+	sa := serviceAccountClient(t, "drainctl-controller")
+	lease := func(name string) error {
+		now := metav1.NewMicroTime(time.Now())
+		_, err := sa.CoordinationV1().Leases(deploychart.Namespace).Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("drainctl-controller-0"), AcquireTime: &now, RenewTime: &now},
+		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	// The API server applies a new policy within a second or so of its creation.
+	kubetest.Eventually(t, 20*time.Second, "the controller's ServiceAccount refused the daemon's leader lease", func() bool {
+		return apierrors.IsForbidden(lease("drainctl-daemon"))
+	})
+	if err := lease("drainctl-controller"); err != nil {
+		t.Errorf("the controller's ServiceAccount cannot take its leader lease: %v", err)
+	}
+	if _, err := sa.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("the controller's ServiceAccount cannot list pods: %v", err)
+	}
+	if err := sa.CoreV1().Nodes().Delete(ctx, "any", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
+		t.Errorf("the controller's ServiceAccount deletes nodes: %v", err)
+	}
+
+	every := map[string]any{"proxy": map[string]any{"enabled": true}, "controller": map[string]any{"recovery": true}}
+	u := action.NewUpgrade(cfg)
+	u.Namespace, u.ServerSideApply, u.WaitStrategy, u.Timeout = deploychart.Namespace, "true", kube.HookOnlyStrategy, time.Minute
+	if _, err := u.RunWithContext(ctx, "drainctl", ch, every); err != nil {
+		t.Fatalf("helm upgrade: %v", err)
+	}
+	// The proxy's token, made by the chart, is kept by the next upgrade.
+	token := func() string {
+		s, err := kubetest.Client(t).CoreV1().Secrets(deploychart.Namespace).Get(ctx, "drainctl-proxy-token", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the proxy's token: %v", err)
+		}
+		return string(s.Data["token"])
+	}
+	before := token()
+	if _, err := u.RunWithContext(ctx, "drainctl", ch, every); err != nil {
+		t.Fatalf("helm upgrade again: %v", err)
+	}
+	if after := token(); len(before) < 32 || after != before {
+		t.Errorf("the proxy's token %d bytes, then changed by an upgrade: %v", len(before), after != before)
+	}
+	upgraded := rendered(every)
+	for k := range upgraded {
+		if _, err := get(dyn, mapper, upgraded[k]); err != nil {
+			t.Errorf("after the upgrade %s: %v", k, err)
+		}
+	}
+
+	un := action.NewUninstall(cfg)
+	un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, time.Minute
+	if _, err := un.Run("drainctl"); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	maps.Copy(upgraded, first)
+	for k, o := range upgraded {
+		_, err := get(dyn, mapper, o)
+		switch {
+		case o.GetKind() == "Namespace":
+		case err == nil:
+			t.Errorf("left after helm uninstall: %s", k)
+		case !apierrors.IsNotFound(err):
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+	crd := unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName("nodemaintenances.maintenance.drainctl.io")
+	if _, err := get(dyn, mapper, crd); err != nil {
+		t.Errorf("the CRD after helm uninstall: %v (kept by Helm's policy for crds/)", err)
+	}
+}
+
+func enabled(values map[string]any, mode string) bool {
+	m, _ := values[mode].(map[string]any)
+	return m["enabled"] == true
+}
+
+// objects parses YAML streams into objects by kind/namespace/name.
+func objects(t *testing.T, texts ...string) map[string]unstructured.Unstructured {
+	t.Helper()
+	out := map[string]unstructured.Unstructured{}
+	for _, text := range texts {
+		docs := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
+		for {
+			doc, err := docs.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := yaml.Unmarshal(doc, &m); err != nil {
+				t.Fatal(err)
+			}
+			if len(m) == 0 {
+				continue
+			}
+			o := unstructured.Unstructured{Object: m}
+			out[fmt.Sprintf("%s/%s/%s", o.GetKind(), o.GetNamespace(), o.GetName())] = o
+		}
+	}
+	return out
+}
+
+func keys(m map[string]unstructured.Unstructured) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+func helmConfig(t *testing.T) *action.Configuration {
+	t.Helper()
+	kc, ns := kubetest.Kubeconfig(t), deploychart.Namespace
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &kc, &ns
+	cfg := action.NewConfiguration()
+	if err := cfg.Init(flags, ns, "secret"); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func dynamicClient(t *testing.T) (dynamic.Interface, meta.RESTMapper) {
+	t.Helper()
+	rc := kubetest.Config(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dynamic.NewForConfigOrDie(rc), restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+}
+
+func get(dyn dynamic.Interface, mapper meta.RESTMapper, o unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := o.GroupVersionKind()
+	m, err := mapper.RESTMapping(schema.GroupKind{Group: gvk.Group, Kind: gvk.Kind}, gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return dyn.Resource(m.Resource).Namespace(o.GetNamespace()).Get(context.Background(), o.GetName(), metav1.GetOptions{})
+	}
+	return dyn.Resource(m.Resource).Get(context.Background(), o.GetName(), metav1.GetOptions{})
+}
+
+func resourceVersions(t *testing.T, dyn dynamic.Interface, mapper meta.RESTMapper,
+	objs map[string]unstructured.Unstructured) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for k, o := range objs {
+		got, err := get(dyn, mapper, o)
+		if err != nil {
+			t.Fatalf("%s after helm install: %v", k, err)
+		}
+		out[k] = got.GetResourceVersion()
+	}
+	return out
+}
+
+// serviceAccountClient is a client holding a token of the ServiceAccount, as its pod would.
+func serviceAccountClient(t *testing.T, sa string) kubernetes.Interface {
+	t.Helper()
+	tr, err := kubetest.Client(t).CoreV1().ServiceAccounts(deploychart.Namespace).CreateToken(kubetest.Ctx(t), sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(kubetest.Config(t))
+	cfg.BearerToken = tr.Status.Token
+	return kubernetes.NewForConfigOrDie(cfg)
+}
