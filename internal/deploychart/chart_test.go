@@ -39,7 +39,12 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 
+	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/deploychart"
+	"github.com/drainctl/drainctl/internal/simtest"
+	"github.com/drainctl/drainctl/model"
+	"github.com/drainctl/drainctl/ops"
+	kubeclient "github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/ops/kube/kubetest"
 )
 
@@ -407,6 +412,85 @@ func resourceVersions(t *testing.T, dyn dynamic.Interface, mapper meta.RESTMappe
 // serviceAccountClient is a client holding a token of the ServiceAccount, as its pod would.
 func serviceAccountClient(t *testing.T, sa string) kubernetes.Interface {
 	t.Helper()
+	return kubernetes.NewForConfigOrDie(tokenConfig(t, sa))
+}
+
+// The controller as the chart installs it: its real code, holding its ServiceAccount's own
+// token (the chart's RBAC and admission policies in force), maintains a node through a
+// NodeMaintenance of the chart's CRD: cordoned, nova-compute disabled, VMs and pods gone.
+func TestTheControllerAsTheChartInstallsItMaintainsANode(t *testing.T) {
+	c := simtest.NewCluster(t, 50)
+	ctx := kubetest.Ctx(t)
+	cfg := helmConfig(t)
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := action.NewInstall(cfg)
+	i.ReleaseName, i.Namespace, i.CreateNamespace, i.ServerSideApply = "drainctl", deploychart.Namespace, true, true
+	i.WaitStrategy, i.Timeout = kube.HookOnlyStrategy, time.Minute
+	if _, err := i.RunWithContext(ctx, ch, map[string]any{"daemon": map[string]any{"enabled": false}}); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	t.Cleanup(func() {
+		un := action.NewUninstall(cfg)
+		un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, time.Minute
+		if _, err := un.Run("drainctl"); err != nil {
+			t.Errorf("helm uninstall: %v", err)
+		}
+	})
+
+	sa := kubeclient.Tune(tokenConfig(t, "drainctl-controller"), kubeclient.Options{QPS: 200, Burst: 400})
+	kc := c.KubeClientFor(sa)
+	store := kubeclient.NewMaintenances(dynamic.NewForConfigOrDie(sa))
+	runCtx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); store.Shutdown() })
+	if err := store.Start(runCtx, 30*time.Second); err != nil {
+		t.Fatalf("the controller's ServiceAccount watches NodeMaintenances: %v", err)
+	}
+	eng := ops.NewEngine(kc, c.Nova, c.Cfg, ops.EngineOptions{Holder: "drainctl-controller@test", Poll: 5 * time.Millisecond,
+		StallAfter: 300 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	mc := &controllers.MaintenanceController{Engine: eng, Store: store, Run: ops.RunOptions{Policy: simtest.Defaults()},
+		Resync: 200 * time.Millisecond, Backoff: 50 * time.Millisecond, Events: kc}
+	done := make(chan struct{})
+	go func() { mc.Serve(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	c0 := c.Name("c0")
+	if err := c.CS.CoreV1().Pods(c.NS).Delete(ctx, "shell", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	admin := kubeclient.NewMaintenances(dynamic.NewForConfigOrDie(kubetest.Config(t)))
+	if _, err := admin.Create(ctx, c0, "firmware upgrade"); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 60*time.Second, "the NodeMaintenance Succeeded", func() bool {
+		return maintenance(store, c0).Status.Phase == model.MaintenanceSucceeded
+	})
+	nm := maintenance(store, c0)
+	h, _ := c.World.Host(c0)
+	if n := c.Node(c0); n.Schedulable || h.Enabled || nm.Status.MigratedVMs != 2 || nm.Status.EvictionPods != 2 {
+		t.Errorf("node schedulable %v, nova-compute enabled %v, status %+v", n.Schedulable, h.Enabled, nm.Status)
+	}
+	for _, vm := range []string{"vm-a", "vm-b"} {
+		if s, _ := c.World.ServerByName(vm); s.Host == c0 {
+			t.Errorf("%s still on %s", vm, c0)
+		}
+	}
+}
+
+func maintenance(store *kubeclient.Maintenances, node string) model.NodeMaintenance {
+	for _, nm := range store.List() {
+		if nm.Name == node {
+			return nm
+		}
+	}
+	return model.NodeMaintenance{}
+}
+
+// tokenConfig is a client configuration holding a token of the ServiceAccount, as its pod's.
+func tokenConfig(t *testing.T, sa string) *rest.Config {
+	t.Helper()
 	tr, err := kubetest.Client(t).CoreV1().ServiceAccounts(deploychart.Namespace).CreateToken(kubetest.Ctx(t), sa,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
 		metav1.CreateOptions{})
@@ -415,5 +499,5 @@ func serviceAccountClient(t *testing.T, sa string) kubernetes.Interface {
 	}
 	cfg := rest.AnonymousClientConfig(kubetest.Config(t))
 	cfg.BearerToken = tr.Status.Token
-	return kubernetes.NewForConfigOrDie(cfg)
+	return cfg
 }
