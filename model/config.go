@@ -302,6 +302,9 @@ type KubernetesConfig struct {
 	// and fairness guards it beyond that (a 429 is retried).
 	QPS   float32 `toml:"qps"`
 	Burst int     `toml:"burst"`
+	// Namespace is drainctl's own, where its leases and records live: every drainctl of the
+	// cluster must name the same ("": drainctl). DRAINCTL_NAMESPACE overrides it.
+	Namespace string `toml:"namespace"`
 }
 
 // OpenStackConfig is the [openstack] table. It is also what OS_* variables and the legacy

@@ -35,10 +35,24 @@ const MinHeartbeatTimeout = 20 * time.Second
 // such thing (a shell's argument stops at 128 KiB), and it is not echoed.
 const maxValue = 4 << 10
 
+// namespaceName is a Kubernetes namespace's name: an RFC 1123 label.
+var namespaceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// CheckNamespace says what is wrong with a namespace's name ("" is drainctl's default).
+func CheckNamespace(ns string) error {
+	if ns == "" || namespaceName.MatchString(ns) {
+		return nil
+	}
+	return fmt.Errorf("is not a namespace's name (lower-case letters, digits and '-', at most 63)")
+}
+
 // Validate checks values a TOML decoder cannot: ranges and combinations.
 func (c Config) Validate() error {
 	if err := boundedStrings(reflect.ValueOf(c), ""); err != nil {
 		return err
+	}
+	if err := CheckNamespace(c.Kubernetes.Namespace); err != nil {
+		return &FieldError{"kubernetes.namespace", err.Error(), "name the namespace drainctl's leases and records are in, or remove the key"}
 	}
 	positive := []struct {
 		key string

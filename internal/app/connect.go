@@ -128,6 +128,11 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	poolURL := cfg.CloudPool.URL
 	var simulated *sim.Demo
 	heard := &answers.Listeners{} // the API server's answers, for the pace (none from the demo's, in process)
+	// drainctl's own namespace: a pod's (the chart sets DRAINCTL_NAMESPACE), else the configuration's.
+	namespace := firstNonBlank(getenv("DRAINCTL_NAMESPACE"), cfg.Kubernetes.Namespace)
+	if err := model.CheckNamespace(namespace); err != nil {
+		return nil, &ops.UsageError{Problem: "DRAINCTL_NAMESPACE " + err.Error(), Hint: "a Kubernetes namespace name, or unset"}
+	}
 	if o.Demo {
 		demo, err := sim.StartDemo(sim.DemoOptions{Nodes: o.Sim.Nodes, Seed: o.Sim.Seed, Scale: o.Sim.Scale})
 		if err != nil {
@@ -237,7 +242,7 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 	if o.Demo && cfg.Timeouts.Poll == model.DefaultConfig().Timeouts.Poll {
 		eo.Poll = 500 * time.Millisecond // the simulator is local: follow migrations closely
 	}
-	kc := kube.NewClient(cs, kinv)
+	kc := kube.NewClient(cs, kinv).InNamespace(namespace)
 	kc.Answers = heard
 	cl := &Cluster{Engine: ops.NewEngine(kc, nc, cfg, eo), Kube: kc, PoolURL: poolURL, Where: where, Demo: simulated}
 	switch {

@@ -17,7 +17,6 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/bearer"
-	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/text"
 	"github.com/drainctl/drainctl/ui/auto"
 )
@@ -77,7 +76,7 @@ func serve(ctx context.Context, e env, m mode) error {
 		return run(ctx)
 	}
 	met.Leading(election, false) // a follower says so: a cluster whose every process waits has no leader
-	err = kube.RunAsLeader(ctx, cl.Kube.Clientset(), election, ops.DefaultHolder(),
+	err = cl.Kube.RunAsLeader(ctx, election, ops.DefaultHolder(),
 		func(line string) { text.Fprintf(e.stderr, "drainctl: %s\n", line) },
 		func(ctx context.Context) error {
 			met.Leading(election, true)

@@ -18,7 +18,7 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 )
 
-// Namespace is the only one the chart installs into.
+// Namespace is drainctl's default namespace: the plain files' and kustomize's.
 const Namespace = "drainctl"
 
 // Render renders the chart at dir with values over its defaults, as helm template would

@@ -122,16 +122,28 @@ func TestKustomizeBuildsWhatTheChartRenders(t *testing.T) {
 }
 
 // Each mode's rendering, and the defaults', is accepted by the real API server (a
-// server-side dry run, strict field validation) with the CRD installed; the chart refuses
-// any namespace but drainctl's, saying how to install it.
+// server-side dry run, strict field validation) with the CRD installed. In another
+// namespace, the admission policies name that one (and its ServiceAccounts), never drainctl.
 func TestTheChartIsAcceptedByTheAPIServer(t *testing.T) {
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := deploychart.RenderChart(ch, nil, "tools"); err == nil || !strings.Contains(err.Error(), `not "tools"`) ||
-		!strings.Contains(err.Error(), "-n drainctl") {
-		t.Errorf("installed into another namespace: %v", err)
+	tools, _, err := deploychart.RenderChart(ch, nil, "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := tools["records-policy.yaml"]
+	for _, want := range []string{`request.namespace == "tools"`, `startsWith("system:serviceaccount:tools:")`,
+		`substring(28) # after "system:serviceaccount:tools:"`} {
+		if !strings.Contains(policy, want) {
+			t.Errorf("the records policy in namespace tools does not say %s", want)
+		}
+	}
+	for f, text := range tools {
+		if strings.Contains(text, "namespace: drainctl\n") || strings.Contains(text, "serviceaccount:drainctl:") {
+			t.Errorf("%s rendered into tools names drainctl's namespace", f)
+		}
 	}
 	kubetest.InstallCRDs(t, filepath.Join(chartDir, "crds"))
 	kubetest.Namespace(t, kubetest.Client(t), deploychart.Namespace)
@@ -216,7 +228,7 @@ func TestTheChartCarriesTheTestedAlertsAndDashboard(t *testing.T) {
 // RBAC and the chart's admission policies are in force.
 func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	ctx := kubetest.Ctx(t)
-	cfg := helmConfig(t)
+	cfg := helmConfig(t, deploychart.Namespace)
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
@@ -361,9 +373,9 @@ func keys(m map[string]unstructured.Unstructured) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-func helmConfig(t *testing.T) *action.Configuration {
+func helmConfig(t *testing.T, ns string) *action.Configuration {
 	t.Helper()
-	kc, ns := kubetest.Kubeconfig(t), deploychart.Namespace
+	kc := kubetest.Kubeconfig(t)
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kc, &ns
 	cfg := action.NewConfiguration()
@@ -412,22 +424,24 @@ func resourceVersions(t *testing.T, dyn dynamic.Interface, mapper meta.RESTMappe
 // serviceAccountClient is a client holding a token of the ServiceAccount, as its pod would.
 func serviceAccountClient(t *testing.T, sa string) kubernetes.Interface {
 	t.Helper()
-	return kubernetes.NewForConfigOrDie(tokenConfig(t, sa))
+	return kubernetes.NewForConfigOrDie(tokenConfig(t, deploychart.Namespace, sa))
 }
 
-// The controller as the chart installs it: its real code, holding its ServiceAccount's own
-// token (the chart's RBAC and admission policies in force), maintains a node through a
+// The controller as the chart installs it, in a namespace of the operator's choosing: its
+// real code, holding its ServiceAccount's own token (the chart's RBAC and admission policies
+// in force), keeping its leases and records in that namespace, maintains a node through a
 // NodeMaintenance of the chart's CRD: cordoned, nova-compute disabled, VMs and pods gone.
 func TestTheControllerAsTheChartInstallsItMaintainsANode(t *testing.T) {
+	const ns = "maintenance"
 	c := simtest.NewCluster(t, 50)
 	ctx := kubetest.Ctx(t)
-	cfg := helmConfig(t)
+	cfg := helmConfig(t, ns)
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := action.NewInstall(cfg)
-	i.ReleaseName, i.Namespace, i.CreateNamespace, i.ServerSideApply = "drainctl", deploychart.Namespace, true, true
+	i.ReleaseName, i.Namespace, i.CreateNamespace, i.ServerSideApply = "drainctl", ns, true, true
 	i.WaitStrategy, i.Timeout = kube.HookOnlyStrategy, time.Minute
 	if _, err := i.RunWithContext(ctx, ch, map[string]any{"daemon": map[string]any{"enabled": false}}); err != nil {
 		t.Fatalf("helm install: %v", err)
@@ -440,8 +454,8 @@ func TestTheControllerAsTheChartInstallsItMaintainsANode(t *testing.T) {
 		}
 	})
 
-	sa := kubeclient.Tune(tokenConfig(t, "drainctl-controller"), kubeclient.Options{QPS: 200, Burst: 400})
-	kc := c.KubeClientFor(sa)
+	sa := kubeclient.Tune(tokenConfig(t, ns, "drainctl-controller"), kubeclient.Options{QPS: 200, Burst: 400})
+	kc := c.KubeClientFor(sa).InNamespace(ns)
 	store := kubeclient.NewMaintenances(dynamic.NewForConfigOrDie(sa))
 	runCtx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); store.Shutdown() })
@@ -477,6 +491,13 @@ func TestTheControllerAsTheChartInstallsItMaintainsANode(t *testing.T) {
 			t.Errorf("%s still on %s", vm, c0)
 		}
 	}
+	// The node's lease, held while the NodeMaintenance lasts, is in the release's namespace.
+	if _, err := c.CS.CoordinationV1().Leases(ns).Get(ctx, "drainctl-"+c0, metav1.GetOptions{}); err != nil {
+		t.Errorf("the node's lease in %s: %v", ns, err)
+	}
+	if _, err := c.CS.CoordinationV1().Leases(deploychart.Namespace).Get(ctx, "drainctl-"+c0, metav1.GetOptions{}); err == nil {
+		t.Errorf("the node's lease in %s, not the release's namespace", deploychart.Namespace)
+	}
 }
 
 func maintenance(store *kubeclient.Maintenances, node string) model.NodeMaintenance {
@@ -489,9 +510,9 @@ func maintenance(store *kubeclient.Maintenances, node string) model.NodeMaintena
 }
 
 // tokenConfig is a client configuration holding a token of the ServiceAccount, as its pod's.
-func tokenConfig(t *testing.T, sa string) *rest.Config {
+func tokenConfig(t *testing.T, ns, sa string) *rest.Config {
 	t.Helper()
-	tr, err := kubetest.Client(t).CoreV1().ServiceAccounts(deploychart.Namespace).CreateToken(kubetest.Ctx(t), sa,
+	tr, err := kubetest.Client(t).CoreV1().ServiceAccounts(ns).CreateToken(kubetest.Ctx(t), sa,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
 		metav1.CreateOptions{})
 	if err != nil {

@@ -20,6 +20,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`config.toml:5:5: unknown key "policy.grace_perod"; did you mean grace_period?`},
 		{"unknown key far from any", "[kubernetes]\nwibble = 1\n",
 			`config.toml:2:1: unknown key "kubernetes.wibble"; see config.toml.example for every key`},
+		{"namespace not a name", "[kubernetes]\nnamespace = \"Ops_Drainctl\"\n",
+			`config.toml:2:1: kubernetes.namespace is not a namespace's name (lower-case letters, digits and '-', at most 63); name the namespace drainctl's leases and records are in, or remove the key`},
 		{"unknown table", "[polcy]\ngrace_period = \"1s\"\n",
 			`config.toml:1:1: unknown key "polcy"; did you mean policy?`},
 		{"wrong type", "[concurrency]\nevictions = \"ten\"\n",

@@ -327,7 +327,7 @@ func TestLosingTheLeadershipIsAnError(t *testing.T) {
 	name := kubetest.Prefix(t) + "-leader"
 	leading, errc := make(chan struct{}), make(chan error, 1)
 	go func() {
-		errc <- kube.RunAsLeader(context.Background(), cs, name, "me", nil, func(ctx context.Context) error {
+		errc <- kube.NewClient(cs, nil).RunAsLeader(context.Background(), name, "me", nil, func(ctx context.Context) error {
 			close(leading)
 			<-ctx.Done()
 			return nil
@@ -372,7 +372,7 @@ func TestALeaseThatCannotBeWrittenIsSaid(t *testing.T) {
 	said := make(chan string, 16)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	err := kube.RunAsLeader(ctx, nobody, kubetest.Prefix(t)+"-leader", "me", func(l string) { said <- l }, func(context.Context) error {
+	err := kube.NewClient(nobody, nil).RunAsLeader(ctx, kubetest.Prefix(t)+"-leader", "me", func(l string) { said <- l }, func(context.Context) error {
 		t.Error("led without a lease")
 		return nil
 	})

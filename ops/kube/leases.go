@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
@@ -21,7 +20,7 @@ import (
 	"github.com/drainctl/drainctl/ops"
 )
 
-// A node's maintenance lease (drainctl-<node> in LeaseNamespace): who works the node, kept
+// A node's maintenance lease (drainctl-<node> in drainctl's namespace): who works the node, kept
 // renewed while it does; and the leader lease of the roles that run once in a cluster.
 
 func leaseName(node string) string { return "drainctl-" + node }
@@ -35,12 +34,12 @@ func (c *Client) AcquireLease(ctx context.Context, node, holder string, ttl time
 // acquire is AcquireLease with a bound on the re-reads after a race (a lease created or
 // changed between our read and our write).
 func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Duration, mayReplace func(string) bool, tries int) error {
-	leases := c.cs.CoordinationV1().Leases(LeaseNamespace)
+	leases := c.cs.CoordinationV1().Leases(c.ns)
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(ttl.Seconds())
 	l, err := leases.Get(ctx, leaseName(node), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: LeaseNamespace,
+		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: c.ns,
 			Labels: map[string]string{LeaseHolderLabel: holderLabel(holder)}},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       &holder,
@@ -58,13 +57,13 @@ func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Dura
 			return fmt.Errorf(
 				"namespace %s, where drainctl keeps its leases, does not exist and cannot be created: kubectl apply -f "+
 					"deploy/namespace.yaml",
-				LeaseNamespace,
+				c.ns,
 			)
 		}
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("reading lease %s/%s: %w", LeaseNamespace, leaseName(node), err)
+		return fmt.Errorf("reading lease %s/%s: %w", c.ns, leaseName(node), err)
 	}
 	if h, until := liveHolder(l); h != "" && h != holder && (mayReplace == nil || !mayReplace(h)) {
 		var since time.Time
@@ -97,7 +96,7 @@ func (c *Client) acquire(ctx context.Context, node, holder string, ttl time.Dura
 
 // LeaseHolder reads who holds the node's lease; "" when nobody does or it has expired.
 func (c *Client) LeaseHolder(ctx context.Context, node string) (string, time.Time, error) {
-	l, err := c.cs.CoordinationV1().Leases(LeaseNamespace).Get(ctx, leaseName(node), metav1.GetOptions{})
+	l, err := c.cs.CoordinationV1().Leases(c.ns).Get(ctx, leaseName(node), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", time.Time{}, nil
 	}
@@ -124,7 +123,7 @@ func liveHolder(l *coordinationv1.Lease) (string, time.Time) {
 // LeaseHolders is who holds each of the named leases (one LIST of drainctl's leases, not a
 // GET each): a name absent, or expired, has "".
 func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]string, error) {
-	list, err := c.cs.CoordinationV1().Leases(LeaseNamespace).List(ctx, metav1.ListOptions{})
+	list, err := c.cs.CoordinationV1().Leases(c.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +147,7 @@ func (c *Client) LeaseHolders(ctx context.Context, names []string) (map[string]s
 // another holder took over since shows that holder ("" expired); one that was deleted, or taken
 // over with a new label, is absent.
 func (c *Client) LeasesHeldBy(ctx context.Context, holder string) (map[string]string, error) {
-	list, err := c.cs.CoordinationV1().Leases(LeaseNamespace).List(ctx, metav1.ListOptions{
+	list, err := c.cs.CoordinationV1().Leases(c.ns).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{LeaseHolderLabel: holderLabel(holder)}.String()})
 	if err != nil {
 		return nil, err
@@ -178,7 +177,7 @@ func holderLabel(holder string) string {
 func (c *Client) ensureLeaseNamespace(ctx context.Context) error {
 	_, err := c.cs.CoreV1().
 		Namespaces().
-		Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}, metav1.CreateOptions{})
+		Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -187,7 +186,7 @@ func (c *Client) ensureLeaseNamespace(ctx context.Context) error {
 
 // ReleaseLease gives the lease back if holder still holds it.
 func (c *Client) ReleaseLease(ctx context.Context, node, holder string) error {
-	leases := c.cs.CoordinationV1().Leases(LeaseNamespace)
+	leases := c.cs.CoordinationV1().Leases(c.ns)
 	l, err := leases.Get(ctx, leaseName(node), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -205,19 +204,18 @@ func (c *Client) ReleaseLease(ctx context.Context, node, holder string) error {
 	return err
 }
 
-// RunAsLeader runs fn while this process holds the leader lease LeaseNamespace/lockName;
+// RunAsLeader runs fn while this process holds the leader lease lockName in drainctl's namespace;
 // fn's context ends when leadership is lost. say hears, once each, why the lease cannot be
 // read or written (no namespace, no RBAC): a replica that can never lead says so instead of waiting
 // in silence.
-func RunAsLeader(
+func (c *Client) RunAsLeader(
 	ctx context.Context,
-	cs kubernetes.Interface,
 	lockName, identity string,
 	say func(string),
 	fn func(context.Context) error,
 ) error {
-	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, LeaseNamespace, lockName,
-		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, c.ns, lockName,
+		c.cs.CoreV1(), c.cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return err
 	}
@@ -244,7 +242,7 @@ func RunAsLeader(
 	// exit non-zero so that the pod restarts and campaigns again, rather than idle as a follower.
 	return fmt.Errorf(
 		"lost the leadership (lease %s/%s): another instance may lead now; exiting so that this one restarts",
-		LeaseNamespace,
+		c.ns,
 		lockName,
 	)
 }

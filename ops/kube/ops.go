@@ -29,10 +29,11 @@ import (
 	"github.com/drainctl/drainctl/ops/answers"
 )
 
-// LeaseNamespace holds drainctl's per-node maintenance leases and its leader leases: a
-// namespace of its own, so that its RBAC grants no access to anyone else's leases (the
-// scheduler's and the controller-manager's are in kube-system). EventNamespace is where the
-// Events drainctl records on Nodes go (cluster-scoped objects' Events live in "default").
+// LeaseNamespace is the default namespace of drainctl's own (Options.Namespace, [kubernetes]
+// namespace): its per-node maintenance leases, its leader leases and its records live there,
+// so that its RBAC grants no access to anyone else's (the scheduler's and the
+// controller-manager's leases are in kube-system). EventNamespace is where the Events drainctl
+// records on Nodes go (cluster-scoped objects' Events live in "default").
 const (
 	LeaseNamespace = "drainctl"
 	EventNamespace = "default"
@@ -43,6 +44,7 @@ const (
 type Client struct {
 	*Inventory
 	cs kubernetes.Interface
+	ns string // drainctl's own namespace: its leases and records
 	// Answers are told the API server's answers, when the client's configuration was tuned
 	// with them (Options.Answers).
 	Answers *answers.Listeners
@@ -59,10 +61,23 @@ type Client struct {
 
 var _ ops.Kube = (*Client)(nil)
 
-// NewClient pairs a clientset with its (started) inventory.
+// NewClient pairs a clientset with its (started) inventory; drainctl's leases and records
+// are in LeaseNamespace unless InNamespace says another.
 func NewClient(cs kubernetes.Interface, inv *Inventory) *Client {
-	return &Client{Inventory: inv, cs: cs}
+	return &Client{Inventory: inv, cs: cs, ns: LeaseNamespace}
 }
+
+// InNamespace keeps drainctl's leases and records in ns (every drainctl of the cluster must
+// name the same one); empty keeps LeaseNamespace.
+func (c *Client) InNamespace(ns string) *Client {
+	if ns != "" {
+		c.ns = ns
+	}
+	return c
+}
+
+// Namespace is drainctl's own namespace, where its leases and records are.
+func (c *Client) Namespace() string { return c.ns }
 
 // OnAnswer adds fn to the listeners of every answer of the API server from now on (none
 // without Answers).

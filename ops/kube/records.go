@@ -70,12 +70,12 @@ func recordKind(name string) string {
 
 // Record reads the record; found is false when there is none.
 func (c *Client) Record(ctx context.Context, name string) ([]byte, bool, error) {
-	cm, err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).Get(ctx, RecordName(name), metav1.GetOptions{})
+	cm, err := c.cs.CoreV1().ConfigMaps(c.ns).Get(ctx, RecordName(name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("reading configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
+		return nil, false, fmt.Errorf("reading configmap %s/%s: %w", c.ns, RecordName(name), err)
 	}
 	return []byte(cm.Data[recordKey]), true, nil
 }
@@ -83,12 +83,12 @@ func (c *Client) Record(ctx context.Context, name string) ([]byte, bool, error) 
 // RecordWriter reads the record with the Kubernetes user who last wrote it ("" when the
 // record names none: written before drainctl kept it, or by hand).
 func (c *Client) RecordWriter(ctx context.Context, name string) (data []byte, writer string, found bool, err error) {
-	cm, err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).Get(ctx, RecordName(name), metav1.GetOptions{})
+	cm, err := c.cs.CoreV1().ConfigMaps(c.ns).Get(ctx, RecordName(name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, "", false, nil
 	}
 	if err != nil {
-		return nil, "", false, fmt.Errorf("reading configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
+		return nil, "", false, fmt.Errorf("reading configmap %s/%s: %w", c.ns, RecordName(name), err)
 	}
 	return []byte(cm.Data[recordKey]), cm.Annotations[WriterAnnotation], true, nil
 }
@@ -110,9 +110,9 @@ func (c *Client) User(ctx context.Context) string {
 
 // Records lists the records of one kind ("campaign", "fence"), by record name.
 func (c *Client) Records(ctx context.Context, kind string) (map[string][]byte, error) {
-	list, err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: recordLabel + "=" + kind})
+	list, err := c.cs.CoreV1().ConfigMaps(c.ns).List(ctx, metav1.ListOptions{LabelSelector: recordLabel + "=" + kind})
 	if err != nil {
-		return nil, fmt.Errorf("listing configmaps in %s: %w", LeaseNamespace, err)
+		return nil, fmt.Errorf("listing configmaps in %s: %w", c.ns, err)
 	}
 	out := make(map[string][]byte, len(list.Items))
 	for _, cm := range list.Items {
@@ -124,9 +124,9 @@ func (c *Client) Records(ctx context.Context, kind string) (map[string][]byte, e
 // DeleteRecord removes the record; one already gone is no error.
 func (c *Client) DeleteRecord(ctx context.Context, name string) error {
 	c.remember(name, nil)
-	err := c.cs.CoreV1().ConfigMaps(LeaseNamespace).Delete(ctx, RecordName(name), metav1.DeleteOptions{})
+	err := c.cs.CoreV1().ConfigMaps(c.ns).Delete(ctx, RecordName(name), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
+		return fmt.Errorf("deleting configmap %s/%s: %w", c.ns, RecordName(name), err)
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 	if !slices.ContainsFunc(RecordKinds, func(k RecordKind) bool { return k.Kind == recordKind(name) }) {
 		return fmt.Errorf("record %q: no kind %q in kube.RecordKinds (a record's kind is a row there first)", name, recordKind(name))
 	}
-	cms := c.cs.CoreV1().ConfigMaps(LeaseNamespace)
+	cms := c.cs.CoreV1().ConfigMaps(c.ns)
 	labels := map[string]string{"app.kubernetes.io/managed-by": "drainctl", recordLabel: recordKind(name)}
 	writer := map[string]string{WriterAnnotation: c.User(ctx)}
 	if cm := c.lastWritten(name); cm != nil { // as written last: stale (another wrote since) is refused
@@ -150,7 +150,7 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 		}
 		c.remember(name, nil)
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("writing configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
+			return fmt.Errorf("writing configmap %s/%s: %w", c.ns, RecordName(name), err)
 		}
 	}
 	var out *corev1.ConfigMap
@@ -158,7 +158,7 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: LeaseNamespace, Labels: labels, Annotations: writer},
+			ObjectMeta: metav1.ObjectMeta{Name: RecordName(name), Namespace: c.ns, Labels: labels, Annotations: writer},
 			Data:       map[string]string{recordKey: string(data)},
 		}
 		out, err = cms.Create(ctx, cm, metav1.CreateOptions{})
@@ -183,7 +183,7 @@ func (c *Client) SaveRecord(ctx context.Context, name string, data []byte) error
 		out, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("writing configmap %s/%s: %w", LeaseNamespace, RecordName(name), err)
+		return fmt.Errorf("writing configmap %s/%s: %w", c.ns, RecordName(name), err)
 	}
 	c.remember(name, out)
 	return nil

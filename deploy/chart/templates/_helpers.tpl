@@ -3,12 +3,11 @@
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
-{{/* drainctl's leases and records live in its own namespace: no other. */}}
+{{/* drainctl's own namespace, where its leases and records live: the release's. Every
+drainctl of the cluster names the same one (DRAINCTL_NAMESPACE in its pods, [kubernetes]
+namespace on a workstation). */}}
 {{- define "drainctl.namespace" -}}
-{{- if ne .Release.Namespace "drainctl" -}}
-{{- fail (printf "drainctl installs into the namespace drainctl (its leases and records live there), not %q: helm install ... -n drainctl --create-namespace" .Release.Namespace) -}}
-{{- end -}}
-drainctl
+{{ .Release.Namespace }}
 {{- end }}
 
 {{/* The scheduling and resources of a mode's pod: .nodeSelector, .tolerations, .resources. */}}
