@@ -52,7 +52,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := CheckNamespace(c.Kubernetes.Namespace); err != nil {
-		return &FieldError{"kubernetes.namespace", err.Error(), "name the namespace drainctl's leases and records are in, or remove the key"}
+		return &FieldError{"kubernetes.namespace", err.Error(),
+			"name the namespace drainctl's leases and records are in, or remove the key"}
 	}
 	positive := []struct {
 		key string

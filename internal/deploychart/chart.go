@@ -113,8 +113,8 @@ func only(kv ...any) map[string]any {
 func Layout() []Profile {
 	common := []string{"namespace.yaml", "leases-role.yaml", "records-policy.yaml", "operator-rbac.yaml", "config.yaml"}
 	return []Profile{
-		{Dir: ".", Values: set("createNamespace", true, "openstack.clouds", ExampleClouds, "controller.recovery", true, "proxy.enabled", true,
-			"proxy.createToken", false),
+		{Dir: ".", Values: set("createNamespace", true, "openstack.clouds", ExampleClouds, "controller.recovery", true,
+			"proxy.enabled", true, "proxy.createToken", false),
 			Files: append(slices.Clone(common), "openstack-secret.yaml", "crd-nodemaintenance.yaml", "daemon-rbac.yaml",
 				"daemon-cluster.yaml", "controller-rbac.yaml", "controller.yaml", "recovery-rbac.yaml", "proxy-rbac.yaml", "proxy.yaml")},
 		{Dir: ".", Values: set("createNamespace", true, "daemon.mode", "node"), Files: []string{"daemon.yaml", "daemon-policy.yaml"}},
@@ -124,7 +124,8 @@ func Layout() []Profile {
 		{Dir: "kustomize/daemon-node", Values: only("daemon.enabled", true, "daemon.mode", "node"),
 			Files: []string{"daemon-rbac.yaml", "daemon-policy.yaml", "daemon.yaml"}, Kustomization: true, Bases: []string{"../base"}},
 		{Dir: "kustomize/controller", Values: only("controller.enabled", true),
-			Files: []string{"crd-nodemaintenance.yaml", "controller-rbac.yaml", "controller.yaml"}, Kustomization: true, Bases: []string{"../base"}},
+			Files:         []string{"crd-nodemaintenance.yaml", "controller-rbac.yaml", "controller.yaml"},
+			Kustomization: true, Bases: []string{"../base"}},
 		{Dir: "kustomize/controller-recovery", Values: only("controller.enabled", true, "controller.recovery", true),
 			Files: []string{"recovery-rbac.yaml"}, Kustomization: true, Bases: []string{"../controller"}},
 		{Dir: "kustomize/proxy", Values: only("proxy.enabled", true), Files: []string{"proxy-rbac.yaml", "proxy.yaml"},
