@@ -283,11 +283,24 @@ func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
 		t.Errorf("the controller's ServiceAccount deletes nodes: %v", err)
 	}
 
-	every := map[string]any{"proxy": map[string]any{"enabled": true}, "controller": map[string]any{"recovery": true}}
+	// A changed configuration restarts the pods that read it: their template's checksum moves.
+	checksum := func() string {
+		d, err := kubetest.Client(t).AppsV1().Deployments(deploychart.Namespace).Get(ctx, "drainctl-controller", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Spec.Template.Annotations["checksum/config"]
+	}
+	installed := checksum()
+	every := map[string]any{"proxy": map[string]any{"enabled": true}, "controller": map[string]any{"recovery": true},
+		"config": "[timeouts]\npoll = \"2s\"\n"}
 	u := action.NewUpgrade(cfg)
 	u.Namespace, u.ServerSideApply, u.WaitStrategy, u.Timeout = deploychart.Namespace, "true", kube.HookOnlyStrategy, time.Minute
 	if _, err := u.RunWithContext(ctx, "drainctl", ch, every); err != nil {
 		t.Fatalf("helm upgrade: %v", err)
+	}
+	if now := checksum(); installed == "" || now == installed {
+		t.Errorf("the controller's pod template after a changed configuration: checksum %q, was %q", now, installed)
 	}
 	// The proxy's token, made by the chart, is kept by the next upgrade.
 	token := func() string {
