@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 
@@ -234,11 +235,7 @@ func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	install := func() error {
-		i := action.NewInstall(cfg)
-		i.ReleaseName, i.Namespace, i.CreateNamespace, i.ServerSideApply = "drainctl", deploychart.Namespace, true, true
-		i.WaitStrategy, i.Timeout = kube.HookOnlyStrategy, time.Minute
-		_, err := i.RunWithContext(ctx, ch, map[string]any{"controller": map[string]any{"recovery": true}})
-		return err
+		return helmInstall(ctx, cfg, ch, deploychart.Namespace, map[string]any{"controller": map[string]any{"recovery": true}})
 	}
 	if err := install(); err != nil {
 		t.Fatalf("helm install: %v", err)
@@ -324,9 +321,7 @@ func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
 		}
 	}
 
-	un := action.NewUninstall(cfg)
-	un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, time.Minute
-	if _, err := un.Run("drainctl"); err != nil {
+	if err := helmUninstall(cfg); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
 	maps.Copy(upgraded, first)
@@ -384,6 +379,23 @@ func objects(t *testing.T, texts ...string) map[string]unstructured.Unstructured
 
 func keys(m map[string]unstructured.Unstructured) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// helmInstall is helm install drainctl -n ns --create-namespace (server-side apply, as Helm
+// 4's CLI), waiting for no readiness: envtest runs no pods.
+func helmInstall(ctx context.Context, cfg *action.Configuration, ch *chart.Chart, ns string, values map[string]any) error {
+	i := action.NewInstall(cfg)
+	i.ReleaseName, i.Namespace, i.CreateNamespace, i.ServerSideApply = "drainctl", ns, true, true
+	i.WaitStrategy, i.Timeout = kube.HookOnlyStrategy, time.Minute
+	_, err := i.RunWithContext(ctx, ch, values)
+	return err
+}
+
+func helmUninstall(cfg *action.Configuration) error {
+	un := action.NewUninstall(cfg)
+	un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, time.Minute
+	_, err := un.Run("drainctl")
+	return err
 }
 
 func helmConfig(t *testing.T, ns string) *action.Configuration {
@@ -453,16 +465,11 @@ func TestTheControllerAsTheChartInstallsItMaintainsANode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := action.NewInstall(cfg)
-	i.ReleaseName, i.Namespace, i.CreateNamespace, i.ServerSideApply = "drainctl", ns, true, true
-	i.WaitStrategy, i.Timeout = kube.HookOnlyStrategy, time.Minute
-	if _, err := i.RunWithContext(ctx, ch, map[string]any{"daemon": map[string]any{"enabled": false}}); err != nil {
+	if err := helmInstall(ctx, cfg, ch, ns, map[string]any{"daemon": map[string]any{"enabled": false}}); err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
 	t.Cleanup(func() {
-		un := action.NewUninstall(cfg)
-		un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, time.Minute
-		if _, err := un.Run("drainctl"); err != nil {
+		if err := helmUninstall(cfg); err != nil {
 			t.Errorf("helm uninstall: %v", err)
 		}
 	})
