@@ -181,6 +181,32 @@ func TestRealNovaEvacuatesEveryVMState(t *testing.T) {
 	}
 }
 
+// A stopped VM's cold move left for the operator (confirm_cold = false) waits in
+// VERIFY_RESIZE on the real Nova; abort reverts it, proven drainctl's by Nova's own record of
+// it: the VM back on its host, stopped, and the record reverted. (The simulator's twin, with a
+// poll slower than the move: TestAbortRevertsAnUnconfirmedColdMigration.)
+func TestRealNovaAbortRevertsAColdMoveLeftForTheOperator(t *testing.T) {
+	c, nova := newRealCluster(t, "[policy]\nconfirm_cold = false\n")
+	c0 := c.px + "-c0"
+	off := nova.Boot("wait-off", "compute-0")
+	nova.Stop(off)
+	if r := c.drainctl(t, nil, "--auto", "evacuate", c0, "--force"); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "confirm_cold = false") {
+		t.Fatalf("evacuate: exit %d, the move left for the operator unsaid\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if s := serverOn(t, nova, off); s.Status != "VERIFY_RESIZE" || s.Host == "compute-0" {
+		t.Fatalf("after the evacuation: %s on %s; want VERIFY_RESIZE elsewhere", s.Status, s.Host)
+	}
+	if r := c.drainctl(t, nil, "--auto", "abort", c0); r.code != 0 {
+		t.Fatalf("abort: exit %d\n%s", r.code, r.stderr)
+	}
+	nova.WaitServer(off, 60*time.Second, "SHUTOFF back on compute-0", func(s novatest.Server) bool {
+		return s.Status == "SHUTOFF" && s.Host == "compute-0" && s.Task() == ""
+	})
+	if ms := nova.Migrations(off); len(ms) != 1 || ms[0].Status != "reverted" {
+		t.Errorf("wait-off's records: %+v", ms)
+	}
+}
+
 // migrate --to: a running VM moves live and a stopped one cold to the node asked for; Nova
 // shows each there, the cold one confirmed and still stopped.
 func TestRealNovaMigratesToATarget(t *testing.T) {
