@@ -110,3 +110,26 @@ func moveMethods(t *testing.T) (names, words map[string]bool) {
 	}
 	return names, words
 }
+
+// Every row that acts on a VM asks Nova through its request and follows the move through its
+// poll, so the one admission list (beforeRequest) stands before every act: no row moves or
+// stops a VM from its begin. A row without a request only follows someone else's move or
+// accounts for a VM that stays.
+func TestEveryActingMoverHasARequestAndAPoll(t *testing.T) {
+	acting := 0
+	for m, row := range moverTable() {
+		switch {
+		case row.theirs || row.Stays:
+			if row.request != nil {
+				t.Errorf("%s: a row that follows or leaves a VM has a request", m)
+			}
+		case row.request == nil || row.poll == nil:
+			t.Errorf("%s: a row that acts needs a request (asked after the admission list) and a poll", m)
+		default:
+			acting++
+		}
+	}
+	if acting < 4 { // live, cold, rebuild, the stop in place
+		t.Errorf("%d acting rows, want at least 4: is the table read?", acting)
+	}
+}

@@ -57,7 +57,7 @@ func main() {
 	fmt.Printf("functions over 80 lines in ops/: %d %v\n", len(long), long)
 	fmt.Printf("back-arrows: %v\n", backArrows())
 	pairs := house.NamingPairs("ops")
-	fmt.Printf("file pairs in ops/ that name each other: %d\n", len(pairs))
+	fmt.Printf("file pairs in ops/ that name each other: %d; in ui/: %d\n", len(pairs), len(house.NamingPairs("ui")))
 	if os.Getenv("PAIRS") != "" {
 		fmt.Println(strings.Join(pairs, "\n"))
 	}
