@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -190,20 +191,52 @@ func TestRealNovaAbortRevertsAColdMoveLeftForTheOperator(t *testing.T) {
 	c0 := c.px + "-c0"
 	off := nova.Boot("wait-off", "compute-0")
 	nova.Stop(off)
+	// A colleague's cold move off compute-0, waiting for them to confirm it: a journal forged
+	// to name it (its UUID, a made-up request) must not make abort revert it.
+	theirs := nova.Boot("their-off", "compute-0")
+	nova.Stop(theirs)
+	nova.MustAction(theirs, map[string]any{"migrate": nil})
+	nova.WaitServer(theirs, 60*time.Second, "their-off waiting in VERIFY_RESIZE", func(s novatest.Server) bool {
+		return s.Status == "VERIFY_RESIZE" && s.Task() == ""
+	})
 	if r := c.drainctl(t, nil, "--auto", "evacuate", c0, "--force"); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "confirm_cold = false") {
 		t.Fatalf("evacuate: exit %d, the move left for the operator unsaid\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if s := serverOn(t, nova, off); s.Status != "VERIFY_RESIZE" || s.Host == "compute-0" {
 		t.Fatalf("after the evacuation: %s on %s; want VERIFY_RESIZE elsewhere", s.Status, s.Host)
 	}
-	if r := c.drainctl(t, nil, "--auto", "abort", c0); r.code != 0 {
-		t.Fatalf("abort: exit %d\n%s", r.code, r.stderr)
+	cs := kubetest.Client(t)
+	n, err := cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := ops.ReadJournal(model.KubeNode{Annotations: n.Annotations})
+	if len(j.ColdMoves) != 1 || !strings.HasPrefix(j.ColdMoves[0].Request, "req-") {
+		t.Fatalf("the journal's cold moves: %+v; want wait-off's with Nova's request ID", j.ColdMoves)
+	}
+	j.ColdMoves = append(j.ColdMoves, ops.ColdMove{VM: theirs, Migration: nova.Migrations(theirs)[0].UUID, Requested: time.Now(),
+		Source: "compute-0", Request: "req-00000000-0000-0000-0000-000000000000"})
+	raw, _ := json.Marshal(j)
+	n.Annotations[ops.JournalAnnotation] = string(raw)
+	if _, err := cs.CoreV1().Nodes().Update(kubetest.Ctx(t), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.drainctl(t, nil, "--auto", "abort", c0)
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "their-off left in VERIFY_RESIZE") {
+		t.Fatalf("abort: exit %d, their-off's move left unsaid\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	nova.WaitServer(off, 60*time.Second, "SHUTOFF back on compute-0", func(s novatest.Server) bool {
 		return s.Status == "SHUTOFF" && s.Host == "compute-0" && s.Task() == ""
 	})
 	if ms := nova.Migrations(off); len(ms) != 1 || ms[0].Status != "reverted" {
 		t.Errorf("wait-off's records: %+v", ms)
+	}
+	time.Sleep(3 * time.Second) // a revert asked of Nova would show by now (its task, then compute-0)
+	if s := serverOn(t, nova, theirs); s.Status != "VERIFY_RESIZE" || s.Host == "compute-0" || s.Task() != "" {
+		t.Errorf("their-off: %s on %s (task %q): a colleague's cold move was touched on a forged journal's word", s.Status, s.Host, s.Task())
+	}
+	if ms := nova.Migrations(theirs); len(ms) != 1 || ms[0].Status != "finished" {
+		t.Errorf("their-off's records: %+v; want its one move waiting (finished)", ms)
 	}
 }
 

@@ -282,10 +282,10 @@ func (s MigrationStatus) Final() bool {
 	return false
 }
 
-// PowerAction is a server's stop or start as Nova's instance actions keep it: the request
-// that asked it and who.
-type PowerAction struct {
-	Action    string `json:"action"` // stop, start
+// InstanceAction is a server's stop, start or cold move as Nova's instance actions keep it:
+// the request that asked it and who.
+type InstanceAction struct {
+	Action    string `json:"action"` // stop, start, migrate, resize
 	RequestID string `json:"request_id"`
 	UserID    string `json:"user_id"`
 }

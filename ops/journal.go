@@ -79,6 +79,10 @@ type ColdMove struct {
 	After *int64 `json:"after,omitempty"`
 	// Source is the host the VM was asked to leave.
 	Source string `json:"source,omitempty"`
+	// Request is Nova's request ID of the move (its migrate instance action), journaled once
+	// Nova answered: the proof a confirm or a revert asks of Nova, which a journal's writer
+	// (the node's kubelet) cannot read, so cannot forge.
+	Request string `json:"request,omitempty"`
 }
 
 // UnmarshalJSON reads a journal written before the migrations were named (a bare VM ID).

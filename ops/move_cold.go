@@ -18,7 +18,11 @@ func requestCold(r *runner, ctx context.Context, run *vmRun, dest string) error 
 		return err
 	}
 	run.ours, run.confirmed = true, false
-	return r.e.nova.ColdMigrate(ctx, run.vm.ID, dest)
+	if err := r.e.nova.ColdMigrate(ctx, run.vm.ID, dest); err != nil {
+		return err
+	}
+	r.journalColdRequest(run.vm.ID, r.e.nova.ActionRequest(run.vm.ID))
+	return nil
 }
 
 // pollCold reads a cold move's server. It returns an outcome once the move has ended, ""
@@ -43,7 +47,7 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 		}
 		// Named before it is confirmed or left: an abort reverts only a move its record proves
 		// drainctl's (a poll that first saw VERIFY_RESIZE left the move unnamed, and unreverted).
-		mine, named, err := r.ownCold(ctx, vm.ID)
+		mine, named, why, err := r.ownCold(ctx, vm.ID, true)
 		switch {
 		case err != nil:
 			return "", "", err
@@ -54,7 +58,7 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 				"migration list --server "+vm.ID+")")
 		case !mine:
 			run.ours = false
-			return MigCompleted, "moved by a cold migration drainctl did not ask for (os-migrations names another), which waits " +
+			return MigCompleted, "moved by a cold migration drainctl did not ask for (" + why + "), which waits " +
 				"for its confirm: left to whoever asked", nil
 		case !e.cfg.Policy.ConfirmCold:
 			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm",
@@ -71,7 +75,7 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 			r.moveTask(run, vm, "")
 		}
 		if run.ours && r.unnamed(vm.ID) { // named while it moves: a rerun after a kill can prove it
-			if _, _, err := r.ownCold(ctx, vm.ID); err != nil {
+			if _, _, _, err := r.ownCold(ctx, vm.ID, false); err != nil {
 				return "", "", err
 			}
 		}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -151,18 +152,71 @@ func (r *runner) coldOursLocked(k model.KubeNode) []ColdMove {
 // migration is one drainctl asked for (mine) and whether every cold move drainctl asked for
 // of the VM is named (named: false while Nova has not made a record yet). The journal is a
 // claim, os-migrations the world: a colleague may have moved the VM again since.
-func (r *runner) ownCold(ctx context.Context, vmID string) (mine, named bool, err error) {
+//
+// prove (a confirm's or a leaving's read) proves a mine against Nova's instance actions too
+// (coldAsJournaled); why then says what Nova shows instead.
+func (r *runner) ownCold(ctx context.Context, vmID string, prove bool) (mine, named bool, why string, err error) {
 	ms, err := r.e.nova.MigrationsOf(ctx, vmID)
 	if err != nil {
-		return false, false, err
+		return false, false, "", err
 	}
 	named = r.nameCold(vmID, ms)
 	for _, m := range ms { // newest first
-		if m.Type == model.MigrationTypeCold || m.Type == model.MigrationTypeResize {
-			return r.coldOurs().proves(m), named, nil
+		if m.Type != model.MigrationTypeCold && m.Type != model.MigrationTypeResize {
+			continue
+		}
+		ours := r.coldOurs()
+		if !ours.proves(m) {
+			return false, named, "os-migrations names another", nil
+		}
+		if !prove {
+			return true, named, "", nil
+		}
+		mine, why, err = r.coldAsJournaled(ctx, ours, m)
+		return mine, named, why, err
+	}
+	return false, named, "os-migrations shows none", nil
+}
+
+// coldAsJournaled proves the journal's claim that drainctl asked for the cold move m (its
+// UUID named in the journal, which the node's kubelet can write): the server's newest cold
+// move or resize in Nova's instance actions is the request journaled with it. why says what
+// Nova shows instead.
+func (r *runner) coldAsJournaled(ctx context.Context, ours coldRecords, m model.Migration) (bool, string, error) {
+	i := slices.IndexFunc(ours[m.InstanceID], func(c ColdMove) bool { return c.Proves(m) })
+	if i < 0 {
+		return false, "os-migrations names another", nil
+	}
+	asked := ours[m.InstanceID][i].Request
+	if asked == "" {
+		return false, "drainctl's journal keeps no request ID of it to prove it by", nil
+	}
+	last, err := r.e.nova.LastColdAction(ctx, m.InstanceID)
+	if err != nil {
+		return false, "", err
+	}
+	if last.RequestID != asked {
+		return false, fmt.Sprintf("Nova's newest cold move of it is request %s by user %s, not %s, the one drainctl journaled",
+			cmp.Or(last.RequestID, "(none)"), cmp.Or(last.UserID, "unknown"), asked), nil
+	}
+	return true, "", nil
+}
+
+// journalColdRequest journals Nova's request ID of the VM's cold move this run just asked
+// for: the proof its confirm or its revert asks of Nova.
+func (r *runner) journalColdRequest(vmID, request string) {
+	if request == "" {
+		return
+	}
+	r.mu.Lock()
+	for i := len(r.journaled.cold) - 1; i >= 0; i-- {
+		if r.journaled.cold[i].VM == vmID {
+			r.journaled.cold[i].Request = request
+			break
 		}
 	}
-	return false, named, nil
+	r.mu.Unlock()
+	r.journalAgain()
 }
 
 // recordCold writes in the node's journal, before the request, that drainctl is about to
@@ -245,6 +299,13 @@ func (r *runner) journalAgain() {
 	r.journal(phase, "")
 }
 
+// unprovenCold is a VM waiting in VERIFY_RESIZE that the journal says drainctl moved, and
+// why nothing proves it.
+type unprovenCold struct {
+	vm  model.VM
+	why string
+}
+
 // revertColdSaid is revertCold as an abort says it.
 func (r *runner) revertColdSaid(ctx context.Context) (string, error) {
 	reverted, left, unproven, err := r.revertCold(ctx)
@@ -255,10 +316,9 @@ func (r *runner) revertColdSaid(ctx context.Context) (string, error) {
 	if reverted > 0 {
 		said = append(said, fmt.Sprintf("%d cold migration(s) reverted", reverted))
 	}
-	for _, vm := range unproven {
-		said = append(said, fmt.Sprintf("%s left in VERIFY_RESIZE: drainctl asked for its cold migration but Nova's record of it "+
-			"was never read, so nothing proves the one waiting is drainctl's (openstack server migration list --server %s; "+
-			"openstack server migrate revert %s)", vm.Name, vm.ID, vm.ID))
+	for _, u := range unproven {
+		said = append(said, fmt.Sprintf("%s left in VERIFY_RESIZE: %s, so nothing proves the move waiting is drainctl's "+
+			"(openstack server migration list --server %s; openstack server migrate revert %s)", u.vm.Name, u.why, u.vm.ID, u.vm.ID))
 	}
 	if len(left) > 0 {
 		said = append(
@@ -276,9 +336,10 @@ func (r *runner) revertColdSaid(ctx context.Context) (string, error) {
 // revertCold reverts the node's cold moves that wait for their confirm (abort, rollback):
 // the operation is undone, and a VM not yet confirmed goes back as it was. A move still
 // under way cannot be stopped in Nova: it is waited for (bounded), then reverted. A
-// confirmed move is never moved back. One drainctl asked for but never named is not
-// reverted (nothing proves it drainctl's): unproven, for the abort to say.
-func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, unproven []model.VM, err error) {
+// confirmed move is never moved back. One drainctl asked for but never named, or named but
+// not proven by Nova's instance actions (coldAsJournaled), is not reverted: unproven, for the
+// abort to say.
+func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, unproven []unprovenCold, err error) {
 	e, p := r.e, r.plan
 	deadline := e.now().Add(e.o.CancelWait)
 	ours, err := r.coldOursFresh(ctx)
@@ -300,10 +361,16 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, u
 			if err != nil {
 				return reverted, nil, nil, err
 			}
+			why := "drainctl asked for its cold migration but Nova's record of it was never read"
+			if proven && vm.Phase == model.PhaseAwaitingConfirm {
+				if proven, why, err = r.coldAsJournaled(ctx, ours, m); err != nil {
+					return reverted, nil, nil, err
+				}
+			}
 			switch {
 			case !proven:
 				if vm.Phase == model.PhaseAwaitingConfirm {
-					unproven = append(unproven, vm)
+					unproven = append(unproven, unprovenCold{vm, why})
 				}
 			case vm.Phase == model.PhaseAwaitingConfirm:
 				if err := e.nova.RevertResize(ctx, vm.ID); err != nil {

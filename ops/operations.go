@@ -368,11 +368,12 @@ func (e *Engine) planAbort(ctx context.Context, n *nodePlan) error {
 		return err
 	}
 	elsewhere := holder != "" && holder != e.o.Holder && !e.mayReplace(holder)
-	waiting := coldWaiting(node, n.inv) // drainctl's cold moves not confirmed: reverted
+	waiting := coldWaiting(node, n.inv) // the journal's cold moves not confirmed: reverted once Nova proves each
 	inflight += len(waiting)
 	detail := fmt.Sprintf("abort %d migration(s) in progress, stop evictions", inflight)
 	if len(waiting) > 0 {
-		detail += fmt.Sprintf(", revert the unconfirmed cold migration(s) of %s", strings.Join(waiting, ", "))
+		detail += fmt.Sprintf(", revert the unconfirmed cold migration(s) of %s, each once Nova shows it drainctl's request",
+			strings.Join(waiting, ", "))
 	}
 	if elsewhere {
 		detail += "; ask " + holder + " to stop"

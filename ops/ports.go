@@ -192,7 +192,9 @@ type Nova interface {
 	SetMetadata(ctx context.Context, id, key, value string) error
 	DeleteMetadata(ctx context.Context, id, key string) error
 	// LastPowerAction is the server's newest stop or start (its instance actions).
-	LastPowerAction(ctx context.Context, id string) (model.PowerAction, error)
+	LastPowerAction(ctx context.Context, id string) (model.InstanceAction, error)
+	// LastColdAction is the server's newest cold move or resize (its instance actions).
+	LastColdAction(ctx context.Context, id string) (model.InstanceAction, error)
 	// ProviderConsumers lists who holds an allocation on a Placement resource provider (a
 	// hypervisor's ID); ErrNoPlacement when Placement is not in the catalog.
 	ProviderConsumers(ctx context.Context, provider string) ([]string, error)

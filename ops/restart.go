@@ -244,7 +244,7 @@ func (r *runner) restartVMs(ctx context.Context) (string, error) {
 // stoppedAsJournaled proves the journal's claim that drainctl stopped the VM (one patch on
 // the Node writes it): the server's newest power action in Nova is the stop drainctl asked,
 // by the request ID journaled with it, with no start or stop after it.
-func (r *runner) stoppedAsJournaled(ctx context.Context, j Journal, id string) (bool, model.PowerAction, error) {
+func (r *runner) stoppedAsJournaled(ctx context.Context, j Journal, id string) (bool, model.InstanceAction, error) {
 	last, err := r.e.nova.LastPowerAction(ctx, id)
 	if err != nil {
 		return false, last, err
@@ -311,7 +311,7 @@ func (r *runner) movedByThisRun(id string) bool {
 }
 
 // powerSeen says what Nova's instance actions show of a server's newest stop or start.
-func powerSeen(a model.PowerAction) string {
+func powerSeen(a model.InstanceAction) string {
 	if a.Action == "" {
 		return "Nova records no stop"
 	}

@@ -596,3 +596,74 @@ func TestAnOlderMovesRecordIsNotThisMoves(t *testing.T) {
 		}
 	}
 }
+
+// Prove before acting, undoing: the journal on the Node is a claim its kubelet can write. One
+// that names a colleague's cold move (its migration's UUID, read from Nova) does not make
+// abort revert it: a revert asks that the server's newest cold move in Nova's instance
+// actions be the request drainctl journaled, which no writer of the Node can read. drainctl's
+// own move, journaled with its request, is reverted beside it; the colleague's is left where
+// it waits, and the abort says which and why.
+func TestAbortLeavesAColleaguesColdMoveAForgedJournalNames(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	small := sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20}
+	c.World.AddServer("vm-off", c0, small)
+	c.World.Stop("vm-off")
+	theirs := c.World.AddServer("vm-theirs", c0, small).ID
+	c.World.Stop("vm-theirs")
+	c.Cfg.Policy.ConfirmCold = false
+	// A colleague's cold move of vm-theirs, left for them to confirm, before the evacuation.
+	if err := c.Nova.ColdMigrate(t.Context(), theirs, ""); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "vm-theirs waiting in VERIFY_RESIZE", func() bool {
+		vm, _ := c.World.ServerByName("vm-theirs")
+		return vm.Status == "VERIFY_RESIZE"
+	})
+	ms, err := c.Nova.MigrationsOf(t.Context(), theirs)
+	if err != nil || len(ms) != 1 || ms[0].UUID == "" {
+		t.Fatalf("vm-theirs' records: %+v, %v", ms, err)
+	}
+	e := c.Engine("tester@a", nil)
+	if rec, _, err := run(t, e, model.OpEvacuate, c0, forced()); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	j, ok := ops.ReadJournal(c.Node(c0))
+	if !ok || len(j.ColdMoves) != 1 || j.ColdMoves[0].Request == "" || j.ColdMoves[0].Migration == "" {
+		t.Fatalf("the journal's cold moves: %+v; want vm-off's, named, with its request", j.ColdMoves)
+	}
+	for _, request := range []string{"", "req-forged"} { // none journaled, and one made up
+		forged := j
+		forged.ColdMoves = append(slices.Clone(j.ColdMoves), ops.ColdMove{VM: theirs, Migration: ms[0].UUID,
+			Requested: time.Now(), Source: c0, Request: request})
+		raw, _ := json.Marshal(forged)
+		c.SetAnnotation(c0, ops.JournalAnnotation, string(raw))
+		kubetest.Eventually(t, 5*time.Second, "the cache shows the forged journal", func() bool {
+			k, _ := c.Kube.Node(c0)
+			jj, _ := ops.ReadJournal(k)
+			return len(jj.ColdMoves) == 2 && jj.ColdMoves[1].Request == request
+		})
+		rec, _, err := run(t, e, model.OpAbort, c0, ops.RunOptions{})
+		if err != nil {
+			t.Fatalf("abort: %v\n%s", err, rec.Transcript(c.Px))
+		}
+		said := ""
+		for _, ev := range rec.Events() {
+			if s, ok := ev.(ops.StepEvent); ok && s.Step == model.StepAbort {
+				said += s.Detail
+			}
+		}
+		if !strings.Contains(said, "vm-theirs left in VERIFY_RESIZE") || !strings.Contains(said, "openstack server migrate revert "+theirs) {
+			t.Errorf("request %q: the abort does not say the VM it left: %q", request, said)
+		}
+		time.Sleep(100 * time.Millisecond) // a revert would have ended (1 s simulated)
+		if vm, _ := c.World.ServerByName("vm-theirs"); vm.Status != "VERIFY_RESIZE" || vm.Host == c0 {
+			t.Errorf("request %q: vm-theirs %s on %s: a colleague's cold move was reverted on a forged journal's word",
+				request, vm.Status, vm.Host)
+		}
+	}
+	kubetest.Eventually(t, 10*time.Second, "vm-off, drainctl's own, reverted onto "+c0, func() bool {
+		vm, _ := c.World.ServerByName("vm-off")
+		return vm.Status == "SHUTOFF" && vm.Host == c0
+	})
+}

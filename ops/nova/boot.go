@@ -3,6 +3,7 @@ package nova
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/drainctl/drainctl/model"
 
@@ -109,19 +110,30 @@ func (c *Client) StopServer(ctx context.Context, id string) (string, error) {
 
 // LastPowerAction is the server's newest stop or start, as its instance actions keep it
 // (zero when it has none).
-func (c *Client) LastPowerAction(ctx context.Context, id string) (model.PowerAction, error) {
+func (c *Client) LastPowerAction(ctx context.Context, id string) (model.InstanceAction, error) {
+	return c.newestAction(ctx, id, "stop", "start")
+}
+
+// LastColdAction is the server's newest cold move or resize (its instance actions): the
+// one a VM waiting in VERIFY_RESIZE waits for.
+func (c *Client) LastColdAction(ctx context.Context, id string) (model.InstanceAction, error) {
+	return c.newestAction(ctx, id, "migrate", "resize")
+}
+
+// newestAction is the server's newest instance action named one of names.
+func (c *Client) newestAction(ctx context.Context, id string, names ...string) (model.InstanceAction, error) {
 	var list struct {
-		Actions []model.PowerAction `json:"instanceActions"`
+		Actions []model.InstanceAction `json:"instanceActions"`
 	}
 	if _, err := c.compute.Get(ctx, c.compute.ServiceURL("servers", id, "os-instance-actions"), &list, nil); err != nil {
-		return model.PowerAction{}, fmt.Errorf("reading actions of server %s: %w", id, describe(err))
+		return model.InstanceAction{}, fmt.Errorf("reading actions of server %s: %w", id, describe(err))
 	}
 	for _, a := range list.Actions { // newest first
-		if a.Action == "stop" || a.Action == "start" {
+		if slices.Contains(names, a.Action) {
 			return a, nil
 		}
 	}
-	return model.PowerAction{}, nil
+	return model.InstanceAction{}, nil
 }
 
 func (c *Client) StartServer(ctx context.Context, id string) error {

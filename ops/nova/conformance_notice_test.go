@@ -100,6 +100,22 @@ func TestConformanceAMovesRequestIsItsInstanceAction(t *testing.T) {
 				t.Errorf("%s: drainctl's request %q, the instance action's %q", action, req, requestOf(t, c, id, action))
 			}
 		}
+		// The proof a revert or a confirm of a journaled cold move asks: the newest cold move
+		// of the server is the request drainctl journaled; another request (a colleague's)
+		// made since is the newest then.
+		if last, err := cl.LastColdAction(ctx, cold); err != nil || last.Action != "migrate" || last.RequestID != cl.ActionRequest(cold) ||
+			last.UserID == "" {
+			t.Errorf("the newest cold action of req-cold: %+v, %v; want drainctl's request %s, with its user", last, err,
+				cl.ActionRequest(cold))
+		}
+		must(t, cl.ConfirmResize(ctx, cold))
+		c.WaitServer(cold, 60*time.Second, "req-cold confirmed", func(s novatest.Server) bool { return s.Status == "ACTIVE" && s.Task() == "" })
+		ours := cl.ActionRequest(cold)
+		c.MustAction(cold, map[string]any{"migrate": nil}) // a colleague's, by its own request
+		if last, err := cl.LastColdAction(ctx, cold); err != nil || last.RequestID == ours || !strings.HasPrefix(last.RequestID, "req-") {
+			t.Errorf("after a colleague's cold move: the newest cold action %+v, %v; want theirs, not drainctl's %s", last, err, ours)
+		}
+		c.Wait(60*time.Second, "the colleague's move waiting", func() bool { return serverOf(t, ctx, cl, cold).Phase == model.PhaseAwaitingConfirm })
 		must(t, cl.ConfirmResize(ctx, cold))
 	})
 }
