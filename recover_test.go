@@ -2,13 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,7 +231,7 @@ func TestTwoControllersRecoverADeadNodeOnce(t *testing.T) {
 	os.WriteFile(cfg, []byte("[timeouts]\npoll = \"100ms\"\n[concurrency]\nmigrations_per_source = 1\n"+
 		"[recover]\nautomatic = true\nshared_storage = true\nnot_ready_for = \"30s\"\npods_gone_within = \"1s\"\n"+
 		"fence_cmd = \"echo {node} >> "+dir+"/fenced\"\n"), 0o600)
-	addrA, addrB := freeAddr(t), freeAddr(t)
+	addrA, addrB := kubetest.FreeAddr(t), kubetest.FreeAddr(t)
 	a := c.startProcess(t, "--controller", "--config", cfg, "--metrics-addr", addrA)
 	b := c.startProcess(t, "--controller", "--config", cfg, "--metrics-addr", addrB)
 	a.waitFor(t, "automatic recovery on")
@@ -294,35 +292,37 @@ func TestTwoControllersRecoverADeadNodeOnce(t *testing.T) {
 	t.Logf("the leader:\n%s\nthe other:\n%s", leader.out(), other.out())
 }
 
-// freeAddr is a local address no one listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // leading is the process's drainctl_leader of the controller's election, as a scrape reads it
 // ("" when it cannot be read).
 func leading(t *testing.T, addr string) string {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^drainctl_leader\{election="[^"]+"\} (\S+)$`).FindStringSubmatch(scrapeMetrics(addr))
+	m := regexp.MustCompile(`(?m)^drainctl_leader\{election="[^"]+"\} (\S+)$`).FindStringSubmatch(scrapeMetrics(t, addr))
 	if m == nil {
 		return ""
 	}
 	return m[1]
 }
 
-// scrapeMetrics is what Prometheus reads of the process's /metrics ("" when it does not answer).
-func scrapeMetrics(addr string) string {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
+// scrapeMetrics is what Prometheus reads of the process's /metrics, with a token the API
+// server lets read it ("" when it does not answer 200).
+func scrapeMetrics(t *testing.T, addr string) string {
+	t.Helper()
+	metricsTokens.Lock()
+	token := metricsTokens.by[t.Name()]
+	if token == "" {
+		token = kubetest.MetricsToken(t, true)
+		metricsTokens.by[t.Name()] = token
+	}
+	metricsTokens.Unlock()
+	code, body := kubetest.Scrape(addr, "/metrics", token)
+	if code != 200 {
 		return ""
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return string(body)
+	return body
 }
+
+// metricsTokens are each test's scraper's token, asked once.
+var metricsTokens = struct {
+	sync.Mutex
+	by map[string]string
+}{by: map[string]string{}}

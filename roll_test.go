@@ -506,12 +506,12 @@ func TestRollQuarantinesAnUndrainableNode(t *testing.T) {
 	// The shortest deadline the flag takes (a shorter one is a typo: 3s for 3m).
 	// Run as a Job would be, scraped: the metrics count the node past its deadline while the
 	// campaign goes on (DrainctlCampaignNodePastDeadline reads them).
-	addr := freeAddr(t)
+	addr := kubetest.FreeAddr(t)
 	p := c.startProcessEnv(t, []string{"DRAINCTL_WEBHOOK_TOKEN=t0ken"}, "--config", cfg, "--auto", "roll", c0, c2, "--exec", "true",
 		"--node-deadline", "1m", "--campaign", "stuck", "--metrics-addr", addr)
 	pastDeadline := regexp.MustCompile(`(?m)^drainctl_notices_total\{kind="campaign-node-past-deadline"\} 1$`)
 	kubetest.Eventually(t, 3*time.Minute, "the node past its deadline in the campaign's metrics", func() bool {
-		return pastDeadline.MatchString(scrapeMetrics(addr))
+		return pastDeadline.MatchString(scrapeMetrics(t, addr))
 	})
 	if code := p.wait(t); code != 1 || !strings.Contains(p.out(), c0+" (quarantined)") || !strings.Contains(p.out(), "blocked: pod "+c.ns+"/web-") {
 		t.Fatalf("roll: exit %d\n%s", code, p.out())

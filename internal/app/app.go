@@ -284,7 +284,7 @@ func runAuto(ctx context.Context, e env) error {
 	var met *metrics.Metrics
 	if e.o.Serve.MetricsAddr != "" { // a campaign run as a Job, scraped: its notices and moves counted
 		var stopMetrics func()
-		if met, stopMetrics, err = serveMetrics(e.o.Serve.MetricsAddr); err != nil {
+		if met, stopMetrics, err = e.serveMetrics(); err != nil {
 			return err
 		}
 		defer stopMetrics()

@@ -114,6 +114,12 @@ func demoReturn(cfg model.Config) model.Config {
 	return cfg
 }
 
+// kubeOptions is where the Kubernetes API server is, from the flags and the configuration.
+func kubeOptions(c ConnFlags, cfg model.Config) kube.Options {
+	return kube.Options{Kubeconfig: firstNonBlank(c.Kubeconfig, cfg.Kubernetes.Kubeconfig),
+		Context: firstNonBlank(c.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst}
+}
+
 // Connect builds the engine: the Kubernetes informers (synced) and, when configured,
 // an authenticated Nova client. OpenStack configured but unreachable is an error, never a
 // silent fallback to Kubernetes alone. With --demo both sides are the simulated cluster,
@@ -149,9 +155,8 @@ func Connect(ctx context.Context, o ConnectOptions, cfg model.Config, legacy *mo
 		env := envMap(demo.Nova.Env())
 		getenv, legacy, cfg.OpenStack = func(k string) string { return env[k] }, nil, model.OpenStackConfig{}
 	} else {
-		kubeOpts := kube.Options{Kubeconfig: firstNonBlank(o.Conn.Kubeconfig, cfg.Kubernetes.Kubeconfig),
-			Context: firstNonBlank(o.Conn.Context, cfg.Kubernetes.Context), QPS: cfg.Kubernetes.QPS, Burst: cfg.Kubernetes.Burst,
-			Answers: heard}
+		kubeOpts := kubeOptions(o.Conn, cfg)
+		kubeOpts.Answers = heard
 		restCfg, err := kube.RESTConfig(kubeOpts)
 		if err != nil {
 			return nil, err

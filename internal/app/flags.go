@@ -155,7 +155,8 @@ var flagRows = []flagrow.Row[Options]{
 		Bind:  flagrow.String(func(o *Options) *string { return &o.Serve.Node }, "")},
 	{Names: []string{"metrics-addr"}, Section: SectionGeneral,
 		Usage: "  --metrics-addr ADDR  daemon, proxy, controller, and --auto (a campaign run as a Job): serve /metrics,\n" +
-			"                       /healthz and /readyz here (e.g. :9090)\n",
+			"                       /healthz and /readyz here over TLS (e.g. :9090); /metrics only to a caller the\n" +
+			"                       API server lets get it (ClusterRole drainctl-metrics-reader)\n",
 		Bind: flagrow.String(func(o *Options) *string { return &o.Serve.MetricsAddr }, "")},
 	{Names: []string{"version"}, Section: SectionGeneral, Usage: "  --version            print the version and exit\n",
 		Bind: flagrow.Bool(func(o *Options) *bool { return &o.Version }, false)},

@@ -3,12 +3,18 @@ package app
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/drainctl/drainctl/internal/app/metrics"
 	"github.com/drainctl/drainctl/internal/controllers"
@@ -17,6 +23,7 @@ import (
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/bearer"
+	"github.com/drainctl/drainctl/ops/kube"
 	"github.com/drainctl/drainctl/text"
 	"github.com/drainctl/drainctl/ui/auto"
 )
@@ -49,7 +56,7 @@ func serve(ctx context.Context, e env, m mode) error {
 			return err
 		}
 	}
-	met, stop, err := serveMetrics(e.o.Serve.MetricsAddr)
+	met, stop, err := e.serveMetrics()
 	if err != nil {
 		return err
 	}
@@ -258,19 +265,59 @@ func proxyToken(e env) (string, error) {
 	return token, nil
 }
 
-// serveMetrics serves /metrics, /healthz and /readyz on addr ("" serves nothing, the
-// metrics are still counted).
-func serveMetrics(addr string) (*metrics.Metrics, func(), error) {
+// serveMetrics serves /metrics, /healthz and /readyz on addr, over TLS ("" serves nothing,
+// the metrics are still counted); /metrics to the callers the API server lets read it
+// (metrics.Guarded). auth is the API server's configuration (nil: none to ask, refused).
+func serveMetrics(addr string, auth *rest.Config, logw io.Writer) (*metrics.Metrics, func(), error) {
 	m := metrics.New()
 	if addr == "" {
 		return m, func() {}, nil
+	}
+	if auth == nil {
+		return nil, nil, &ops.UsageError{Problem: "--metrics-addr: no Kubernetes API server to authenticate the callers of /metrics",
+			Hint: "the demo has none: run without --metrics-addr"}
+	}
+	cs, err := kube.NewClientset(auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	handler := metrics.Guarded(m.Handler(), cs, func(line string) { text.Fprintf(logw, "drainctl: /metrics: %s\n", line) })
+	cert, err := selfSignedCert()
+	if err != nil {
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, &ops.UsageError{Problem: fmt.Sprintf("cannot listen on --metrics-addr %s: %v", addr, err)}
 	}
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ErrorLog:  log.New(io.Discard, "", 0)} // a scraper's TLS handshake over plain HTTP is its own error
+	go srv.ServeTLS(ln, "", "") //nolint:errcheck // ends with Shutdown
 	stop := func() { _ = srv.Shutdown(context.Background()) }
 	return m, stop, nil
+}
+
+// serveMetrics serves the metrics on --metrics-addr, authenticated by the API server the
+// process works on (the demo has none).
+func (e env) serveMetrics() (*metrics.Metrics, func(), error) {
+	var auth *rest.Config
+	if !e.o.Demo && e.o.Serve.MetricsAddr != "" {
+		var err error
+		if auth, err = kube.RESTConfig(kubeOptions(e.o.Conn, e.cfg)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return serveMetrics(e.o.Serve.MetricsAddr, auth, e.stderr)
+}
+
+// selfSignedCert is the metrics endpoint's certificate, made at start: the scraper's bearer
+// token never crosses the network in clear (Prometheus scrapes it with
+// insecure_skip_verify, as it does controller-runtime's).
+func selfSignedCert() (tls.Certificate, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("drainctl-metrics", nil, nil)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--metrics-addr: making its certificate: %w", err)
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
 }

@@ -111,7 +111,8 @@ func only(kv ...any) map[string]any {
 // Layout is every directory of deploy/ made from the chart: the plain files (every mode on,
 // the per-node daemon's from a second rendering), the kustomize base and one overlay a mode.
 func Layout() []Profile {
-	common := []string{"namespace.yaml", "leases-role.yaml", "records-policy.yaml", "operator-rbac.yaml", "config.yaml"}
+	common := []string{"namespace.yaml", "leases-role.yaml", "records-policy.yaml", "operator-rbac.yaml", "metrics-rbac.yaml",
+		"config.yaml"}
 	return []Profile{
 		{Dir: ".", Values: set("createNamespace", true, "openstack.clouds", ExampleClouds, "controller.recovery", true,
 			"proxy.enabled", true, "proxy.createToken", false),

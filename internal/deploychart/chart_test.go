@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,6 +18,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +42,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 
+	"github.com/drainctl/drainctl/internal/app/metrics"
 	"github.com/drainctl/drainctl/internal/controllers"
 	"github.com/drainctl/drainctl/internal/deploychart"
 	"github.com/drainctl/drainctl/internal/simtest"
@@ -465,7 +468,9 @@ func TestTheControllerAsTheChartInstallsItMaintainsANode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := helmInstall(ctx, cfg, ch, ns, map[string]any{"daemon": map[string]any{"enabled": false}}); err != nil {
+	scraper := map[string]any{"namespace": ns, "name": "prometheus"}
+	if err := helmInstall(ctx, cfg, ch, ns, map[string]any{"daemon": map[string]any{"enabled": false},
+		"monitoring": map[string]any{"scrapers": []any{scraper}}}); err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
 	t.Cleanup(func() {
@@ -475,6 +480,22 @@ func TestTheControllerAsTheChartInstallsItMaintainsANode(t *testing.T) {
 	})
 
 	sa := kubeclient.Tune(tokenConfig(t, ns, "drainctl-controller"), kubeclient.Options{QPS: 200, Burst: 400})
+	// Its /metrics, guarded with the controller's own token as the chart grants it, answers
+	// the scraper monitoring.scrapers binds, and no other account.
+	guarded := httptest.NewTLSServer(metrics.Guarded(metrics.New().Handler(), kubernetes.NewForConfigOrDie(sa), func(string) {}))
+	t.Cleanup(guarded.Close)
+	for _, who := range []struct {
+		name string
+		code int
+	}{{"prometheus", 200}, {"drainctl-controller", 403}} {
+		if _, err := c.CS.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: who.name}},
+			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		if code, _ := kubetest.Scrape(guarded.Listener.Addr().String(), "/metrics", tokenConfig(t, ns, who.name).BearerToken); code != who.code {
+			t.Errorf("/metrics scraped by %s: %d, want %d", who.name, code, who.code)
+		}
+	}
 	kc := c.KubeClientFor(sa).InNamespace(ns)
 	store := kubeclient.NewMaintenances(dynamic.NewForConfigOrDie(sa))
 	runCtx, cancel := context.WithCancel(context.Background())
