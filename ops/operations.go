@@ -372,8 +372,7 @@ func (e *Engine) planAbort(ctx context.Context, n *nodePlan) error {
 	inflight += len(waiting)
 	detail := fmt.Sprintf("abort %d migration(s) in progress, stop evictions", inflight)
 	if len(waiting) > 0 {
-		detail += fmt.Sprintf(", revert the unconfirmed cold migration(s) of %s, each once Nova shows it drainctl's request",
-			strings.Join(waiting, ", "))
+		detail += fmt.Sprintf(", revert the unconfirmed cold migration(s) Nova shows drainctl asked: %s", strings.Join(waiting, ", "))
 	}
 	if elsewhere {
 		detail += "; ask " + holder + " to stop"
