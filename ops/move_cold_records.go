@@ -378,7 +378,7 @@ func (r *runner) revertCold(ctx context.Context) (reverted int, left []string, u
 				}
 				reverted++
 				r.emit(NewMigrationEvent(e.now(), p.Node, MigrationEvent{VMID: vm.ID, VM: vm.Name, Method: model.MoveCold,
-					State: MigReverted, Source: p.Host, Dest: vm.Host, Message: "reverted: back on " + p.Host}))
+					State: MigReverted, Source: p.Host, Dest: vm.Host, Message: "back on " + p.Host}))
 			case m.Status != model.MigrationReverting && m.Status != model.MigrationConfirming:
 				left = append(left, vm.Name)
 			}
