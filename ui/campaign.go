@@ -326,15 +326,11 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 		toggle(k.ToggleLastNode, func(o *campaign.Options) { o.Run.Policy.AllowLastNode = !o.Run.Policy.AllowLastNode }),
 		toggle(k.ToggleCold, func(o *campaign.Options) { o.Run.Policy.ColdMigrateRunning = !o.Run.Policy.ColdMigrateRunning }),
 	}
-	// S leaves every VM that blocks any node where it is (by ID, as --skip-vm), or, given
-	// already, none: as in a node's plan.
-	if skip := p.skippable(); len(skip) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
+	// S leaves every VM that blocks any node where it is (by ID, as --skip-vm), beside those
+	// left already; with none blocking, none: as in a node's plan.
+	if blockers := p.blockers(); len(leaveBlocking(nil, blockers)) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
 		out = append(out, toggle(k.ToggleSkipVMs, func(o *campaign.Options) {
-			if len(o.Run.Policy.SkipVMs) > 0 {
-				o.Run.Policy.SkipVMs = nil
-				return
-			}
-			o.Run.Policy.SkipVMs = skip
+			o.Run.Policy.SkipVMs = leaveBlocking(o.Run.Policy.SkipVMs, blockers)
 		}))
 	}
 	// O moves each VM whose own policy blocks a node anyway (by ID, as --override-vm-policy),
@@ -373,7 +369,13 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 
 // policyBlocked are the VMs (IDs) whose own maintenance policy blocks a node of the proposal.
 func (p *campaignPane) policyBlocked() []string {
-	return p.blockingVMs(func(r model.Reason) bool { return r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown })
+	var out []string
+	for _, r := range p.blockers() {
+		if r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown {
+			out = append(out, firstNonEmpty(r.ObjectID, r.Object))
+		}
+	}
+	return out
 }
 
 // refused is how many nodes of the proposal their check would refuse.
@@ -389,22 +391,12 @@ func (p *campaignPane) refused() int {
 	return n
 }
 
-// skippable is every VM that blocks a node of the proposal and --skip-vm would leave.
-func (p *campaignPane) skippable() []string {
-	return p.blockingVMs(func(r model.Reason) bool { return r.Override == model.OverrideSkipVM })
-}
-
-// blockingVMs are the VMs (IDs) of the blockers of the proposal's nodes that match.
-func (p *campaignPane) blockingVMs(match func(model.Reason) bool) []string {
-	var out []string
-	if p.run == nil {
-		return nil
-	}
-	for _, nf := range p.run.Forecast().Nodes {
-		for _, r := range nf.Blockers {
-			if match(r) {
-				out = append(out, firstNonEmpty(r.ObjectID, r.Object))
-			}
+// blockers are the blockers of the proposal's nodes.
+func (p *campaignPane) blockers() []model.Reason {
+	var out []model.Reason
+	if p.run != nil {
+		for _, nf := range p.run.Forecast().Nodes {
+			out = append(out, nf.Blockers...)
 		}
 	}
 	return out

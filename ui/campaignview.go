@@ -80,7 +80,7 @@ func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string 
 			writeWrapped(&b, width, st.Danger, "runs with: "+strings.Join(on, " "))
 		}
 		keys := "F D E L M toggle the overrides for every node, H brings the VMs home"
-		if len(p.skippable()) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
+		if len(leaveBlocking(nil, p.blockers())) > 0 || len(p.asked().Run.Policy.SkipVMs) > 0 {
 			keys += ", S leaves the VMs that block"
 		}
 		if len(p.policyBlocked()) > 0 || len(p.asked().Run.Policy.OverrideVMPolicies) > 0 {

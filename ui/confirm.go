@@ -81,18 +81,10 @@ func (p *confirmPane) bindings(s *shared) []action {
 	eviction := toggle(k.ToggleEviction, func(o *policy.Options) { o.DisableEviction = !o.DisableEviction })
 	lastNode := toggle(k.ToggleLastNode, func(o *policy.Options) { o.AllowLastNode = !o.AllowLastNode })
 	cold := toggle(k.ToggleCold, func(o *policy.Options) { o.ColdMigrateRunning = !o.ColdMigrateRunning })
-	// S leaves each VM that blocks where it is (by ID, as --skip-vm), or, given already, none.
-	skip := toggle(k.ToggleSkipVMs, func(o *policy.Options) {
-		if len(o.SkipVMs) > 0 {
-			o.SkipVMs = nil
-			return
-		}
-		for _, r := range pd.batch.Blockers() {
-			if r.Override == model.OverrideSkipVM {
-				o.SkipVMs = append(o.SkipVMs, firstNonEmpty(r.ObjectID, r.Object))
-			}
-		}
-	})
+	// S leaves each VM that blocks where it is (by ID, as --skip-vm), whatever override its
+	// blocker names (a pinned VM's is a cold move: leaving it is the other way), beside those
+	// left already; with no VM blocking, it leaves none again.
+	skip := toggle(k.ToggleSkipVMs, func(o *policy.Options) { o.SkipVMs = leaveBlocking(o.SkipVMs, pd.batch.Blockers()) })
 	// O moves each VM whose own policy blocks anyway (by ID, as --override-vm-policy), or,
 	// given already, none.
 	override := toggle(k.ToggleVMPolicy, func(o *policy.Options) {

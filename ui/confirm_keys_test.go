@@ -23,7 +23,7 @@ func TestAShortScreensPlanKeepsItsKeysAndTheReasonInView(t *testing.T) {
 		t.Fatalf("e: screen %v", l.m.screen)
 	}
 	l.keys("?", "pgdown", "pgdown")
-	if l.m.screen != helpScreen || !strings.Contains(l.m.View(), "toggle --skip-vm") {
+	if l.m.screen != helpScreen || !strings.Contains(l.m.View(), "--skip-vm each VM that blocks") {
 		t.Fatalf("? on a plan: screen %v\n%s", l.m.screen, l.m.View())
 	}
 	l.keys("esc")

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"slices"
+
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/policy"
@@ -77,3 +79,22 @@ var confirmRows = map[model.OpKind]confirmRow{
 
 // confirmPlain is an operation with nothing to override (abort).
 var confirmPlain = confirmRow{keys: func(c confirmKit) []action { return []action{c.confirm, c.back} }}
+
+// leaveBlocking is S: the VMs left already and each VM that blocks now (by ID, as --skip-vm),
+// whatever override its blocker names; with none blocking, none (S again clears them).
+func leaveBlocking(left []string, blockers []model.Reason) []string {
+	var blocking []string
+	for _, r := range blockers {
+		id := r.ObjectID // a VM's blocker names its ID
+		if id == "" && r.Override == model.OverrideSkipVM {
+			id = r.Object
+		}
+		if id != "" && !slices.Contains(left, id) && !slices.Contains(blocking, id) {
+			blocking = append(blocking, id)
+		}
+	}
+	if len(blocking) == 0 {
+		return nil
+	}
+	return append(slices.Clone(left), blocking...)
+}

@@ -89,7 +89,7 @@ func DefaultKeys() KeyMap {
 		ToggleSkipVMs: bind(
 			true,
 			"S",
-			"toggle --skip-vm for each VM that blocks (it stays where it is; --force's pod rules stay off)",
+			"--skip-vm each VM that blocks (it stays where it is; --force's pod rules stay off); none blocking: clear",
 			"S",
 		),
 		ToggleVMPolicy: bind(

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,6 +307,35 @@ func TestSLeavesTheBlockingVMs(t *testing.T) {
 	}
 	if !strings.Contains(l.m.View(), "shell") {
 		t.Errorf("the bare pod's blocker went too (S is not --force):\n%s", l.m.View())
+	}
+}
+
+// S leaves every VM that blocks, whatever override its blocker names: a VM pinned to its
+// host's hardware (whose blocker offers a cold move) is left too, beside those S left before;
+// with no VM blocking any more, S leaves none again.
+func TestSLeavesEveryVMThatBlocksThenNone(t *testing.T) {
+	c := simtest.NewCluster(t, 100)
+	c.World.Break("vm-b", "disk /dev/sdb vanished")
+	gpu := c.World.AddServer("vm-gpu", c.Name("c0"), sim.Flavor{Name: "g1.a100", RAMMB: 4096, VCPUs: 2, DiskGB: 20,
+		ExtraSpecs: map[string]string{"pci_passthrough:alias": "a100:1"}}).ID
+	l := newLive(t, c, c.Engine("tui@test", nil))
+	l.send(l.m.load(true)())
+	l.cursorTo(c.Name("c0"))
+	l.keys("e")
+	vmb, _ := c.World.ServerByName("vm-b")
+	l.keys("S")
+	pd := l.m.confirm.pending
+	if !slices.Contains(pd.ro.Policy.SkipVMs, vmb.ID) || !slices.Contains(pd.ro.Policy.SkipVMs, gpu) {
+		t.Fatalf("S: skip %v; want vm-b's and vm-gpu's IDs", pd.ro.Policy.SkipVMs)
+	}
+	for _, r := range pd.batch.Blockers() {
+		if r.Object == "vm-b" || r.Object == "vm-gpu" {
+			t.Errorf("%s still blocks: %s", r.Object, r.Text())
+		}
+	}
+	l.keys("S")
+	if o := l.m.confirm.pending.ro.Policy; len(o.SkipVMs) != 0 {
+		t.Errorf("S with no VM blocking: skip %v; want none", o.SkipVMs)
 	}
 }
 
