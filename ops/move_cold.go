@@ -58,8 +58,8 @@ func (r *runner) pollCold(ctx context.Context, run *vmRun) (MigState, string, er
 				"migration list --server "+vm.ID+")")
 		case !mine:
 			run.ours = false
-			return MigCompleted, "moved by a cold migration drainctl did not ask for (" + why + "), which waits " +
-				"for its confirm: left to whoever asked", nil
+			return MigCompleted, "moved by a cold migration nothing proves drainctl's (" + why + "), which waits for its " +
+				"confirm: left unconfirmed for whoever asked (openstack server event list " + vm.ID + ")", nil
 		case !e.cfg.Policy.ConfirmCold:
 			return MigCompleted, "left in VERIFY_RESIZE (policy.confirm_cold = false): confirm it with openstack server migrate confirm",
 				nil

@@ -667,3 +667,46 @@ func TestAbortLeavesAColleaguesColdMoveAForgedJournalNames(t *testing.T) {
 		return vm.Status == "SHUTOFF" && vm.Host == c0
 	})
 }
+
+// Prove before acting, confirming: a rerun finds the cold move a killed run asked for waiting
+// in VERIFY_RESIZE, but the run was killed before it journaled Nova's request ID, so nothing
+// proves the move waiting is drainctl's: it is left unconfirmed, said so, never confirmed on
+// the journal's word alone.
+func TestARerunLeavesUnconfirmedAColdMoveItCannotProve(t *testing.T) {
+	c := newCluster(t, 100)
+	c0 := c.Name("c0")
+	c.World.AddServer("vm-off", c0, sim.Flavor{Name: "m1.small", RAMMB: 2048, VCPUs: 1, DiskGB: 20})
+	c.World.Stop("vm-off")
+	c.Cfg.Policy.ConfirmCold = false // the move waits, as a run killed before its confirm leaves it
+	if rec, _, err := run(t, c.Engine("tester@a", nil), model.OpEvacuate, c0, forced()); err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	j, _ := ops.ReadJournal(c.Node(c0))
+	if len(j.ColdMoves) != 1 || j.ColdMoves[0].Request == "" {
+		t.Fatalf("the journal's cold moves: %+v", j.ColdMoves)
+	}
+	j.ColdMoves[0].Request = "" // killed between Nova's 202 and the journal's write
+	raw, _ := json.Marshal(j)
+	c.SetAnnotation(c0, ops.JournalAnnotation, string(raw))
+	c.Cfg.Policy.ConfirmCold = true
+	e := c.Engine("tester@a", nil)
+	kubetest.Eventually(t, 5*time.Second, "the cache shows the journal without the request", func() bool {
+		k, _ := e.KubeNode(c0)
+		jj, _ := ops.ReadJournal(k)
+		return len(jj.ColdMoves) == 1 && jj.ColdMoves[0].Request == ""
+	})
+	rec, rep, err := run(t, e, model.OpEvacuate, c0, forced())
+	if err != nil {
+		t.Fatalf("the rerun: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	said := slices.ContainsFunc(rep.VMs, func(v ops.VMReport) bool {
+		return v.VM == "vm-off" && strings.Contains(v.Message, "nothing proves drainctl's (drainctl's journal keeps no request ID of it")
+	})
+	if !said {
+		t.Errorf("the rerun does not say why it left vm-off unconfirmed: %+v", rep.VMs)
+	}
+	time.Sleep(100 * time.Millisecond) // a confirm would have ended (1 s simulated)
+	if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" {
+		t.Errorf("vm-off %s: a cold move nothing proves drainctl's was confirmed", vm.Status)
+	}
+}
