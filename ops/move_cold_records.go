@@ -165,14 +165,10 @@ func (r *runner) ownCold(ctx context.Context, vmID string, prove bool) (mine, na
 		if m.Type != model.MigrationTypeCold && m.Type != model.MigrationTypeResize {
 			continue
 		}
-		ours := r.coldOurs()
-		if !ours.proves(m) {
-			return false, named, "os-migrations names another", nil
-		}
 		if !prove {
-			return true, named, "", nil
+			return r.coldOurs().proves(m), named, "", nil
 		}
-		mine, why, err = r.coldAsJournaled(ctx, ours, m)
+		mine, why, err = r.coldAsJournaled(ctx, r.coldOurs(), m)
 		return mine, named, why, err
 	}
 	return false, named, "os-migrations shows none", nil
