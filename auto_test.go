@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drainctl/drainctl/internal/simtest"
 	"github.com/drainctl/drainctl/model"
 	"github.com/drainctl/drainctl/ops"
 	"github.com/drainctl/drainctl/ops/kube"
@@ -384,7 +385,7 @@ func TestNodeCapAcrossProcesses(t *testing.T) {
 	defer cancel()
 	daemon := exec.CommandContext(ctx, binary(t), "--daemon", "--node", "")
 	daemon.Env = append(append([]string{}, c.env...), "NODE_NAME=")
-	daemonOut := &lockedBuffer{}
+	daemonOut := &simtest.Buffer{}
 	daemon.Stdout, daemon.Stderr = daemonOut, daemonOut
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
@@ -439,7 +440,7 @@ func TestAutoKilledBeforeTheConfirm(t *testing.T) {
 	c.world.InjectFault(sim.Fault{Method: "POST", Path: regexp.MustCompile(`^/servers/[^/]+/action$`), Action: "confirmResize", Status: 503, Message: "Service Unavailable"})
 	cmd := exec.Command(binary(t), "--auto", "evacuate", c0, "--force")
 	cmd.Env = c.env
-	out := &lockedBuffer{}
+	out := &simtest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -461,16 +462,3 @@ func TestAutoKilledBeforeTheConfirm(t *testing.T) {
 		t.Errorf("batch-off: %s on %s, migrations %v; want one cold move, confirmed, SHUTOFF", vm.Status, vm.Host, st)
 	}
 }
-
-// lockedBuffer is a process's output, read while the process writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func TestEveryRequestPassesTheAdmissionListOnce(t *testing.T) {
 	c.World.Stop("vm-off") // stopped: moved cold
 	dead := c.World.AddServer("vm-dead", c1, small).ID
 	c.World.Update(func(_ map[string]*sim.Host, vms map[string]*sim.VM) { vms[dead].VolumeBacked = true })
-	var log lockedLog
+	var log simtest.Buffer
 	c.Srv.LogWrites(&log)
 	passes, unlocked := ops.Admissions(t)
 
@@ -52,7 +51,7 @@ func TestEveryRequestPassesTheAdmissionListOnce(t *testing.T) {
 		t.Fatalf("recover: %v\n%s", err, rec.Transcript(c.Px))
 	}
 
-	asked := log.requests(t)
+	asked := requests(t, log.String())
 	want := map[string]struct {
 		action string
 		n      int
@@ -92,25 +91,12 @@ func idOf(t *testing.T, c *simtest.Cluster, name string) string {
 	return vm.ID
 }
 
-// lockedLog is the simulator's write log, written from its handlers.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// requests are the server actions Nova logged, by server ID and action, whatever it answered.
-func (l *lockedLog) requests(t *testing.T) map[string]map[string]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// requests are the server actions in the simulator's write log, by server ID and action,
+// whatever Nova answered.
+func requests(t *testing.T, log string) map[string]map[string]int {
 	action := regexp.MustCompile(`^/compute/v2\.1/servers/([^/]+)/action$`)
 	out := map[string]map[string]int{}
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(log, "\n") {
 		f := strings.SplitN(line, " ", 6) // time, method, path, status, took, body
 		if len(f) < 6 || f[1] != "POST" {
 			continue

@@ -416,3 +416,22 @@ func (c *Cluster) AsOperator(name string, rules []string) {
 		c.T.Fatal(err)
 	}
 }
+
+// Buffer is output read while another goroutine or process writes it (a process's stderr, the
+// simulator's write log).
+type Buffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
