@@ -238,6 +238,30 @@ func TestRealNovaAbortRevertsAColdMoveLeftForTheOperator(t *testing.T) {
 	if ms := nova.Migrations(theirs); len(ms) != 1 || ms[0].Status != "finished" {
 		t.Errorf("their-off's records: %+v; want its one move waiting (finished)", ms)
 	}
+	// A stale record: wait-off's entry keeps drainctl's earlier request, genuine; a colleague
+	// has cold-moved wait-off since, and the entry is made to name that move.
+	nova.MustAction(off, map[string]any{"migrate": nil})
+	nova.WaitServer(off, 60*time.Second, "wait-off waiting in VERIFY_RESIZE, the colleague's move", func(s novatest.Server) bool {
+		return s.Status == "VERIFY_RESIZE" && s.Task() == ""
+	})
+	if n, err = cs.CoreV1().Nodes().Get(kubetest.Ctx(t), c0, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := j
+	stale.ColdMoves = []ops.ColdMove{j.ColdMoves[0]}
+	stale.ColdMoves[0].Migration = nova.Migrations(off)[0].UUID // newest first: the colleague's
+	raw, _ = json.Marshal(stale)
+	n.Annotations[ops.JournalAnnotation] = string(raw)
+	if _, err := cs.CoreV1().Nodes().Update(kubetest.Ctx(t), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.drainctl(t, nil, "--auto", "abort", c0); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "wait-off left in VERIFY_RESIZE") {
+		t.Fatalf("abort on a stale record: exit %d, wait-off's move left unsaid\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	time.Sleep(3 * time.Second)
+	if s := serverOn(t, nova, off); s.Status != "VERIFY_RESIZE" || s.Host == "compute-0" || s.Task() != "" {
+		t.Errorf("wait-off: %s on %s (task %q): a colleague's cold move was touched on a stale record's request", s.Status, s.Host, s.Task())
+	}
 }
 
 // migrate --to: a running VM moves live and a stopped one cold to the node asked for; Nova

@@ -632,7 +632,8 @@ func TestAbortLeavesAColleaguesColdMoveAForgedJournalNames(t *testing.T) {
 	if !ok || len(j.ColdMoves) != 1 || j.ColdMoves[0].Request == "" || j.ColdMoves[0].Migration == "" {
 		t.Fatalf("the journal's cold moves: %+v; want vm-off's, named, with its request", j.ColdMoves)
 	}
-	for _, request := range []string{"", "req-forged"} { // none journaled, and one made up
+	// None journaled, one made up, and drainctl's own request of another move (vm-off's).
+	for _, request := range []string{"", "req-forged", j.ColdMoves[0].Request} {
 		forged := j
 		forged.ColdMoves = append(slices.Clone(j.ColdMoves), ops.ColdMove{VM: theirs, Migration: ms[0].UUID,
 			Requested: time.Now(), Source: c0, Request: request})
@@ -666,6 +667,37 @@ func TestAbortLeavesAColleaguesColdMoveAForgedJournalNames(t *testing.T) {
 		vm, _ := c.World.ServerByName("vm-off")
 		return vm.Status == "SHUTOFF" && vm.Host == c0
 	})
+	// A stale record: the journal keeps drainctl's earlier cold move of vm-off, its request
+	// genuine; a colleague has cold-moved vm-off since, and the entry is made to name theirs.
+	off, _ := c.World.ServerByName("vm-off")
+	if err := c.Nova.ColdMigrate(t.Context(), off.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 10*time.Second, "vm-off waiting in VERIFY_RESIZE again, the colleague's", func() bool {
+		vm, _ := c.World.ServerByName("vm-off")
+		return vm.Status == "VERIFY_RESIZE"
+	})
+	again, err := c.Nova.MigrationsOf(t.Context(), off.ID)
+	if err != nil || len(again) < 2 {
+		t.Fatalf("vm-off's records: %+v, %v", again, err)
+	}
+	stale := j
+	stale.ColdMoves = slices.Clone(j.ColdMoves)
+	stale.ColdMoves[0].Migration = again[0].UUID // newest first: the colleague's
+	raw, _ := json.Marshal(stale)
+	c.SetAnnotation(c0, ops.JournalAnnotation, string(raw))
+	kubetest.Eventually(t, 5*time.Second, "the cache shows the stale journal", func() bool {
+		k, _ := c.Kube.Node(c0)
+		jj, _ := ops.ReadJournal(k)
+		return len(jj.ColdMoves) == 1 && jj.ColdMoves[0].Migration == again[0].UUID
+	})
+	if rec, _, err := run(t, e, model.OpAbort, c0, ops.RunOptions{}); err != nil {
+		t.Fatalf("abort: %v\n%s", err, rec.Transcript(c.Px))
+	}
+	time.Sleep(100 * time.Millisecond)
+	if vm, _ := c.World.ServerByName("vm-off"); vm.Status != "VERIFY_RESIZE" || vm.Host == c0 {
+		t.Errorf("vm-off %s on %s: a colleague's cold move was reverted on a stale journal's request", vm.Status, vm.Host)
+	}
 }
 
 // Prove before acting, confirming: a rerun finds the cold move a killed run asked for waiting
