@@ -18,23 +18,6 @@ import (
 	"github.com/drainctl/drainctl/text"
 )
 
-type screen int
-
-const (
-	nodesScreen screen = iota
-	detailScreen
-	opScreen
-	confirmScreen
-	helpScreen
-	quitScreen
-	victimsScreen
-	campaignScreen
-	askScreen
-	listScreen
-	describeScreen
-	numScreens // not a screen: how many there are (every one has its pane)
-)
-
 // Options configure the view.
 type Options struct {
 	Policy   policy.Options // the configured policy; overrides toggle on top of it
@@ -110,6 +93,8 @@ type shared struct {
 	proactive  map[string]model.Proactive       // [proactive]'s records by node, as the last load read them
 	pace       ops.Pace                         // the engine's pace, as the last event or tick read it
 	failover   []model.ZoneRoom                 // the room for the next host failure, per zone ([capacity]; nil: none asked)
+	shownOp    string                           // the operation the operations pane shows (its key; "": the newest)
+	campaign   campaignState                    // the campaign proposed, running or watched here (one at a time)
 }
 
 func (s *shared) pageSize() int {
@@ -137,31 +122,16 @@ type Model struct {
 	bus *eventBus
 	s   shared
 
-	screen screen
-	// backs are the screens esc returns to, the last on top: every screen reached by a key
-	// has one (pop falls back on the nodes), so no sequence of keys leaves one without a way back.
-	backs   []screen
-	planSeq int // the last plan asked for (pending.seq)
-	// listUnder is the list a picker (a target host, a context) was opened over: the picker
-	// shares the list pane, and the way back must show the list, not the picker again.
-	listUnder *listPane
+	// stack is the way back, the pane on screen on top: the nodes' pane at the bottom, always,
+	// and no screen twice (nav.go), so no sequence of keys leaves a screen without a way back.
+	stack     []pane
+	planSeq   int // the last plan asked for (pending.seq)
 	loading   bool
 	ticking   bool          // a tickMsg is on its way (none on Kubernetes alone)
 	every     time.Duration // the wait before the next Nova read (load.go's nextEvery)
 	wantFresh bool          // a Nova read was asked for while another load ran: do it next
 	status    string
 	statusBad bool
-
-	nodes    nodesPane
-	detail   detailPane
-	op       opPane
-	confirm  confirmPane
-	victims  victimsPane
-	campaign campaignPane
-	ask      askPane
-	list     listPane
-	desc     describePane
-	help     helpPane
 
 	cmdline    textinput.Model // command mode (:)
 	commanding bool
@@ -187,12 +157,8 @@ func New(ctx context.Context, eng *ops.Engine, o Options) Model {
 		holder = eng.Holder()
 	}
 	return Model{eng: eng, ctx: ctx, bus: newEventBus(), ticking: true, // Init starts the tick
-		s: shared{opts: o, keys: &keys, st: &st, width: 80, height: 24, ops: newOperations(), holder: holder},
-		nodes: nodesPane{
-			filter:   ti,
-			selected: map[string]bool{},
-			cache:    &rowCache{},
-		}, detail: detailPane{chosen: map[string]bool{}}, cmdline: newCommandLine()}
+		s:     shared{opts: o, keys: &keys, st: &st, width: 80, height: 24, ops: newOperations(), holder: holder},
+		stack: []pane{&nodesPane{filter: ti, selected: map[string]bool{}, cache: &rowCache{}}}, cmdline: newCommandLine()}
 }
 
 // Run shows the TUI until the operator quits. However it ends (q, ctrl-c, a signal), the
@@ -240,11 +206,12 @@ func (m Model) Init() tea.Cmd {
 
 // Update records a message and returns what to do next.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m.own()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.s.width, m.s.height = msg.Width, msg.Height
-		if m.screen == listScreen && m.list.pick == nil {
-			m.list.rebuild(&m.s) // its columns are fitted to the width
+		if l, ok := m.top().(*listPane); ok && l.pick == nil {
+			l.rebuild(&m.s) // its columns are fitted to the width
 		}
 		return m, nil
 	case inventoryMsg:
@@ -276,7 +243,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		ended := false
 		for _, ev := range msg {
 			if ce, ok := ev.ev.(ops.CampaignEvent); ok {
-				m.campaign.record(ce)
+				m.s.campaign.record(ce)
 				continue
 			}
 			ended = m.s.ops.record(ev, m.s.opts.Now()) || ended
@@ -292,10 +259,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if p.seq < m.planSeq {
 			return m, nil // a newer plan was asked for since: it is on its way
 		}
-		if m.confirm.pending == nil || m.confirm.pending.op != p.op {
-			m.confirm.offset = 0
+		c := reopen[confirmPane](&m)
+		if c.pending == nil || c.pending.op != p.op {
+			c.offset = 0
 		}
-		m.confirm.pending = &p
+		c.pending = &p
 		m.setStatus("", false) // a status about the previous plan no longer holds
 		if b := p.batch.Blockers(); p.rejudged && p.err == nil {
 			if held := heldBy(p.batch.Plans); len(b) == 0 && held != "" {
@@ -306,7 +274,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.setStatus(text.Sprintf("judged again: still refused by %d blocker(s); first: %s", len(b), text.Reason(b[0])), true)
 			}
 		}
-		m.push(confirmScreen)
+		m.push(c)
 		return m, nil
 	case batchDone:
 		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) {
@@ -318,7 +286,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case abortedForQuit:
 		if msg.err != nil {
-			m.screen = opScreen
+			m.swap(reopen[opPane](&m))
 			m.setStatus("abort failed, not quitting: "+firstLine(msg.err.Error()), true)
 			return m, nil
 		}
@@ -334,10 +302,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case campaignWatched:
 		return m.watched(msg)
 	case campaignDone:
-		m.campaign.ended, m.campaign.err = true, msg.err
+		m.s.campaign.ended, m.s.campaign.err = true, msg.err
 		m.s.ops.campaignCancel = nil
 		// The campaign screen's title says why it stopped: the status says it elsewhere only.
-		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) && m.screen != campaignScreen {
+		if msg.err != nil && !errors.As(msg.err, new(*ops.Interrupted)) && !on[*campaignPane](&m) {
 			m.setStatus("campaign: "+firstLine(text.SafeErr(msg.err)), true)
 		}
 		return m, m.refresh(true)
@@ -363,7 +331,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // theirs, then the global keys, then the pane on screen.
 func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	// Keys typed fast (or pasted) arrive as one message of several runes: take them one by one.
-	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !m.nodes.editing && !m.commanding && !m.list.editing && !msg.Paste {
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !m.typingLine() && !msg.Paste {
 		var cmds []tea.Cmd
 		var next tea.Model = m
 		for _, r := range msg.Runes {
@@ -374,22 +342,22 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return next, tea.Batch(cmds...)
 	}
 	k := m.s.keys
-	if matches(msg, k.Interrupt) && m.screen != quitScreen {
+	if matches(msg, k.Interrupt) && !on[*quitPane](&m) {
 		return m.askQuit()
 	}
-	if m.nodes.editing {
-		cmd := m.nodes.edit(msg, &m.s)
+	if m.nodes().editing {
+		cmd := m.nodes().edit(msg, &m.s)
 		return m, cmd
 	}
 	if m.commanding {
 		return m.commandKey(msg)
 	}
-	if m.screen == listScreen && m.list.editing {
-		m.list.edit(msg)
+	if l, ok := m.top().(*listPane); ok && l.editing {
+		l.edit(msg)
 		return m, nil
 	}
-	p := m.pane()
-	if t, ok := p.(interface{ typingNow() bool }); ok && t.typingNow() {
+	p := m.top()
+	if t, ok := p.(interface{ typingNow(*shared) bool }); ok && t.typingNow(&m.s) {
 		return m.apply(pressKey(p, msg, &m.s)) // a line typed: q and : are letters
 	}
 	if _, ok := p.(modal); ok {
@@ -459,17 +427,23 @@ func (m *Model) setMaintenances(list []model.NodeMaintenance) {
 }
 
 // current is the node under the nodes pane's cursor.
-func (m Model) current() (model.Node, bool) { return m.nodes.current(&m.s) }
+func (m Model) current() (model.Node, bool) { return m.nodes().current(&m.s) }
 
 // targets are the selected nodes, or the one under the cursor.
-func (m Model) targets() []string { return m.nodes.targets(&m.s) }
+func (m Model) targets() []string { return m.nodes().targets(&m.s) }
+
+// typingLine: a filter or the command line is being typed.
+func (m *Model) typingLine() bool {
+	l, onList := m.top().(*listPane)
+	return m.nodes().editing || m.commanding || onList && l.editing
+}
 
 func (m Model) running(node string) bool { return m.s.ops.running(node) }
 
 // askQuit quits at once when nothing runs, else asks what to do with what runs.
 func (m Model) askQuit() (tea.Model, tea.Cmd) {
-	if len(m.s.ops.runningKeys()) > 0 || m.campaign.running() {
-		m.push(quitScreen)
+	if len(m.s.ops.runningKeys()) > 0 || m.s.campaign.running() {
+		m.push(&quitPane{})
 		return m, nil
 	}
 	return m, tea.Quit

@@ -93,38 +93,38 @@ func press(m Model, keys ...string) Model {
 
 func TestNavigationFilterSelection(t *testing.T) {
 	m := newModel(t, 5, 100, 30)
-	if len(m.nodes.rows) != 7 {
-		t.Fatalf("rows %d", len(m.nodes.rows))
+	if len(m.nodes().rows) != 7 {
+		t.Fatalf("rows %d", len(m.nodes().rows))
 	}
 	m = press(m, "jj", "G", "g", "j") // "jj": two keys that arrived in one read
 	if n, _ := m.current(); n.Name != "compute-1" {
 		t.Errorf("cursor on %s", n.Name)
 	}
 	m = press(m, "/", "c", "p", "enter")
-	if len(m.nodes.rows) != 1 || m.s.inv.Nodes[m.nodes.rows[0]].Name != "cp-0" {
-		t.Errorf("filter cp: %v", m.nodes.rows)
+	if len(m.nodes().rows) != 1 || m.s.inv.Nodes[m.nodes().rows[0]].Name != "cp-0" {
+		t.Errorf("filter cp: %v", m.nodes().rows)
 	}
 	m = press(m, "esc") // clears the filter
-	if len(m.nodes.rows) != 7 {
-		t.Errorf("after esc: %d rows", len(m.nodes.rows))
+	if len(m.nodes().rows) != 7 {
+		t.Errorf("after esc: %d rows", len(m.nodes().rows))
 	}
 	m = press(m, "g", "space", "space")
-	if len(m.nodes.selected) != 2 || !m.nodes.selected["compute-0"] || !m.nodes.selected["compute-1"] {
-		t.Errorf("selection %v", m.nodes.selected)
+	if len(m.nodes().selected) != 2 || !m.nodes().selected["compute-0"] || !m.nodes().selected["compute-1"] {
+		t.Errorf("selection %v", m.nodes().selected)
 	}
 	if got := m.targets(); strings.Join(got, ",") != "compute-0,compute-1" {
 		t.Errorf("targets %v", got)
 	}
 	m = press(m, "enter")
-	if m.screen != detailScreen || m.detail.node != "compute-2" {
-		t.Errorf("enter: screen %v detail %s", m.screen, m.detail.node)
+	if !on[*detailPane](&m) || paneIn[*detailPane](&m).node != "compute-2" {
+		t.Errorf("enter: screen %v detail %s", screenOf(m), paneIn[*detailPane](&m).node)
 	}
 	m = press(m, "esc", "?")
-	if m.screen != helpScreen || !strings.Contains(m.View(), "force-complete") {
+	if !on[*helpPane](&m) || !strings.Contains(m.View(), "force-complete") {
 		t.Error("help")
 	}
 	m = press(m, "x")
-	if m.screen != nodesScreen {
+	if !on[*nodesPane](&m) {
 		t.Error("any key leaves help")
 	}
 }
@@ -137,7 +137,7 @@ func TestKeysThatCannotActSayWhy(t *testing.T) {
 	}
 	m.eng = &ops.Engine{} // only cannot() looks at it
 	m = press(m, "u")
-	if m.status != "compute-0 is not cordoned" || !m.statusBad || m.screen != nodesScreen {
+	if m.status != "compute-0 is not cordoned" || !m.statusBad || !on[*nodesPane](&m) {
 		t.Errorf("uncordon a schedulable node: %q", m.status)
 	}
 	ro := newModel(t, 3, 100, 30)
@@ -145,8 +145,8 @@ func TestKeysThatCannotActSayWhy(t *testing.T) {
 	keys := DefaultKeys().WithoutDangerous()
 	ro.s.keys = &keys
 	ro = press(ro, "e")
-	if ro.screen != nodesScreen || !strings.HasPrefix(ro.status, "read-only (--readonly)") {
-		t.Errorf("read-only evacuate acted, or said nothing: %v %q", ro.screen, ro.status)
+	if !on[*nodesPane](&ro) || !strings.HasPrefix(ro.status, "read-only (--readonly)") {
+		t.Errorf("read-only evacuate acted, or said nothing: %v %q", screenOf(ro), ro.status)
 	}
 	if strings.Contains(ro.View(), "e evacuate") {
 		t.Error("read-only footer shows a destructive key")
@@ -168,7 +168,8 @@ func opModel(t testing.TB, w, h int) Model {
 	node, _ := m.s.inv.Node("compute-0")
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Host: "compute-0", VMs: node.VMs, Pods: node.Pods[1:]}
 	m.s.ops.add("compute-0", plan, t0, func() {})
-	m.op.shown, m.screen = "compute-0", opScreen
+	m.s.shownOp = "compute-0"
+	m.push(&opPane{})
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	vm0, vm1 := node.VMs[0], node.VMs[1]
 	return feed(m, "compute-0",
@@ -203,7 +204,7 @@ func TestOperationEventsUpdatePanes(t *testing.T) {
 		t.Errorf("a live copy's line:\n%s", v)
 	}
 	// The node's row shows the operation inline.
-	m.screen = nodesScreen
+	m = m.goHome()
 	if v := m.View(); !strings.Contains(v, "evacuating: 0/2 VMs, 0/1 pods") {
 		t.Errorf("row:\n%s", v)
 	}
@@ -219,11 +220,11 @@ func TestQuitWhileRunningAsks(t *testing.T) {
 	m.s.ops.views["compute-0"].cancel = func() { cancelled = true }
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
 	m = next.(Model)
-	if m.screen != quitScreen || cmd != nil || !strings.Contains(m.View(), "Still running: evacuate compute-0") {
-		t.Fatalf("q while running: screen %v\n%s", m.screen, m.View())
+	if !on[*quitPane](&m) || cmd != nil || !strings.Contains(m.View(), "Still running: evacuate compute-0") {
+		t.Fatalf("q while running: screen %v\n%s", screenOf(m), m.View())
 	}
 	m = press(m, "w")
-	if m.screen != opScreen || cancelled {
+	if !on[*opPane](&m) || cancelled {
 		t.Error("w must go back and leave the operation running")
 	}
 	m = press(m, "q", "l")
@@ -306,11 +307,11 @@ func TestMigrateTargetPicker(t *testing.T) {
 	plan := model.Plan{Op: model.OpMigrate, Node: "compute-0", Host: "compute-0", VM: "vm-0000"}
 	next, _ := m.Update(planMsg{op: model.OpMigrate, targets: []string{"vm-0000"}, batch: ops.Batch{Plans: []model.Plan{plan}}})
 	m = press(next.(Model), "t")
-	if m.screen != listScreen || m.list.kind != hostPicker {
-		t.Fatalf("t: screen %v", m.screen)
+	if !on[*listPane](&m) || paneIn[*listPane](&m).kind != hostPicker {
+		t.Fatalf("t: screen %v", screenOf(m))
 	}
 	var hosts []string
-	for _, r := range m.list.rows {
+	for _, r := range paneIn[*listPane](&m).rows {
 		hosts = append(hosts, r.key)
 	}
 	// compute-2 is disabled, compute-0 is the source.
@@ -319,10 +320,10 @@ func TestMigrateTargetPicker(t *testing.T) {
 	}
 	m = press(m, "/", "c", "o", "m", "enter")
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
-	if next.(Model).screen != confirmScreen || cmd == nil {
-		t.Errorf("enter on compute-1: screen %v, cmd %v", next.(Model).screen, cmd != nil)
+	if !on[*confirmPane](ptr(next)) || cmd == nil {
+		t.Errorf("enter on compute-1: screen %v, cmd %v", screenOf(next.(Model)), cmd != nil)
 	}
-	if r, _ := m.list.current(); r.key != "compute-1" {
+	if r, _ := paneIn[*listPane](&m).current(); r.key != "compute-1" {
 		t.Errorf("the filter left %q under the cursor", r.key)
 	}
 }
@@ -351,7 +352,7 @@ func TestFreshRefreshIsNotDropped(t *testing.T) {
 func TestNodeMaintenanceKeys(t *testing.T) {
 	m := newModel(t, 3, 120, 30)
 	m = press(m, "n")
-	if !strings.Contains(m.status, "install deploy/crd-nodemaintenance.yaml") || m.screen != nodesScreen {
+	if !strings.Contains(m.status, "install deploy/crd-nodemaintenance.yaml") || !on[*nodesPane](&m) {
 		t.Errorf("without the CRD: %q", m.status)
 	}
 	store := sim.NewMaintenances()
@@ -366,7 +367,7 @@ func TestNodeMaintenanceKeys(t *testing.T) {
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", VMs: node.VMs, Steps: []model.Step{{Kind: model.StepCordon}}}
 	next, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{"compute-0"}, batch: ops.Batch{Plans: []model.Plan{plan}}, maintenance: maintainCreate})
 	m = next.(Model)
-	if v := m.View(); m.screen != confirmScreen || !strings.Contains(v, "Create a NodeMaintenance for compute-0? The controller will:") ||
+	if v := m.View(); !on[*confirmPane](&m) || !strings.Contains(v, "Create a NodeMaintenance for compute-0? The controller will:") ||
 		strings.Contains(v, "toggle --force") {
 		t.Fatalf("confirm:\n%s", v)
 	}
@@ -532,8 +533,8 @@ func TestAStatusDoesNotFollowToAnotherNodesDescribe(t *testing.T) {
 	m.setStatus("compute-0 is not cordoned", true)
 	next, _ := m.apply(describe{kind: "node", key: "compute-1"})
 	m = next.(Model)
-	if m.screen != describeScreen || strings.Contains(m.View(), "compute-0 is not cordoned") {
-		t.Errorf("compute-1's describe (screen %v):\n%s", m.screen, m.View())
+	if !on[*describePane](&m) || strings.Contains(m.View(), "compute-0 is not cordoned") {
+		t.Errorf("compute-1's describe (screen %v):\n%s", screenOf(m), m.View())
 	}
 }
 

@@ -24,8 +24,9 @@ import (
 // run on each emptied node (! types --exec, W toggles --wait-ready, w the reason): each
 // proposes the campaign again, every node planned anew, and y waits for that.
 
-// campaignPane is the campaign proposed or running in this view (one at a time).
-type campaignPane struct {
+// campaignState is the campaign proposed, running or watched in this view (one at a time):
+// it outlives its screen, which shows it (campaignPane).
+type campaignState struct {
 	run     *campaign.Campaign
 	opts    campaign.Options  // the options run was made with
 	next    *campaign.Options // options asked for, while the campaign is proposed again
@@ -44,11 +45,20 @@ type campaignPane struct {
 	watchSeq  int
 }
 
+// campaignPane is the campaign screen: it shows and steers the view's campaign.
+type campaignPane struct{}
+
 // typingNow: a line is being typed, every key goes to it.
-func (p *campaignPane) typingNow() bool { return p.input.typing() }
+func (*campaignPane) typingNow(s *shared) bool { return s.campaign.input.typing() }
+
+func (*campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	return s.campaign.update(msg, s)
+}
+func (*campaignPane) bindings(s *shared) []action { return s.campaign.bindings(s) }
+func (*campaignPane) view(s *shared) string       { return s.campaign.view(s) }
 
 // running reports whether a campaign was started here and has not ended.
-func (p *campaignPane) running() bool { return p.started && !p.ended }
+func (p *campaignState) running() bool { return p.started && !p.ended }
 
 // Messages of the campaign.
 type (
@@ -71,8 +81,8 @@ func (m Model) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
 	case m.eng == nil:
 		m.setStatus("no cluster", true)
 		return m, nil
-	case m.campaign.run != nil && m.campaign.running():
-		return m.goTo(campaignScreen), nil // one campaign at a time: show the running one
+	case m.s.campaign.run != nil && m.s.campaign.running():
+		return m.goTo(&campaignPane{}), nil // one campaign at a time: show the running one
 	case len(targets) == 0:
 		m.setStatus("nothing selected", true)
 		return m, nil
@@ -87,12 +97,12 @@ func (m Model) proposeCampaign(targets []string) (tea.Model, tea.Cmd) {
 // reproposeCampaign makes the proposal on screen again with other options: each node is
 // planned anew, and y waits for it.
 func (m Model) reproposeCampaign(o campaign.Options) (tea.Model, tea.Cmd) {
-	if m.campaign.run == nil || m.campaign.started {
+	if m.s.campaign.run == nil || m.s.campaign.started {
 		return m, nil
 	}
-	m.campaign.seq++
-	m.campaign.next = &o
-	return m, m.newCampaign(o, true, m.campaign.seq)
+	m.s.campaign.seq++
+	m.s.campaign.next = &o
+	return m, m.newCampaign(o, true, m.s.campaign.seq)
 }
 
 func (m Model) newCampaign(o campaign.Options, again bool, seq int) tea.Cmd {
@@ -119,7 +129,7 @@ func campaignTag(ev ops.Event) tagged {
 
 func (m Model) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
 	if msg.again {
-		p := &m.campaign
+		p := &m.s.campaign
 		if p.run == nil || p.started || msg.seq != p.seq {
 			return m, nil // dropped, started or asked again since: not this answer
 		}
@@ -136,8 +146,8 @@ func (m Model) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
 		m.setStatus("campaign: "+firstLine(text.SafeErr(msg.err)), true)
 		return m, nil
 	}
-	m.campaign = campaignPane{run: msg.run, opts: msg.o}
-	m.push(campaignScreen)
+	m.s.campaign = campaignState{run: msg.run, opts: msg.o}
+	m.push(&campaignPane{})
 	m.setStatus("", false) // the "planning…" said at C: the proposal is on screen now
 	return m, nil
 }
@@ -146,12 +156,12 @@ func (m Model) campaignReady(msg campaignReady) (tea.Model, tea.Cmd) {
 // any operation (it stops at a safe point and its record says where).
 func (m Model) startCampaign() (tea.Model, tea.Cmd) {
 	ctx, cancel := context.WithCancel(m.ctx)
-	m.campaign.started, m.campaign.cancel = true, cancel
+	m.s.campaign.started, m.s.campaign.cancel = true, cancel
 	// The selection was the campaign's: once it runs, u and e act on the cursor again, not on
 	// the campaign's nodes left selected.
-	m.nodes.selected = map[string]bool{}
-	m.s.ops.campaignCancel, m.s.ops.campaignName = cancel, m.campaign.run.Record().Name
-	r := m.campaign.run
+	m.nodes().selected = map[string]bool{}
+	m.s.ops.campaignCancel, m.s.ops.campaignName = cancel, m.s.campaign.run.Record().Name
+	r := m.s.campaign.run
 	ended := m.s.ops.begin()
 	return m, func() tea.Msg {
 		defer ended()
@@ -161,7 +171,7 @@ func (m Model) startCampaign() (tea.Model, tea.Cmd) {
 }
 
 // record keeps the campaign's own events as its log.
-func (p *campaignPane) record(ev ops.CampaignEvent) {
+func (p *campaignState) record(ev ops.CampaignEvent) {
 	line := text.Sprintf("%s", ev.State)
 	bad := ev.State == model.CampaignFailed || ev.Phase == model.PhaseFailed
 	if ev.Node != "" {
@@ -225,9 +235,9 @@ func current(c model.Campaign) string {
 	return ""
 }
 
-func (p *campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+func (p *campaignState) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 	if p.run == nil && !p.watching {
-		return goTo{nodesScreen}, true
+		return goHome{}, true
 	}
 	if !p.input.typing() {
 		return nil, false
@@ -253,7 +263,7 @@ func (p *campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 }
 
 // asked is the options of the latest proposal asked for (on screen, or on its way).
-func (p *campaignPane) asked() campaign.Options {
+func (p *campaignState) asked() campaign.Options {
 	if p.next != nil {
 		return *p.next
 	}
@@ -262,10 +272,10 @@ func (p *campaignPane) asked() campaign.Options {
 
 // bindings: before y, the proposal (y starts it, esc drops it, the overrides and the step
 // propose it again); then p pauses and resumes, and enter opens the current node's operation.
-func (p *campaignPane) bindings(s *shared) []action {
+func (p *campaignState) bindings(s *shared) []action {
 	k := s.keys
 	if p.watching {
-		return []action{{key: k.Back, do: func() intent { return goTo{nodesScreen} }}, show(k.Help)}
+		return []action{{key: k.Back, do: func() intent { return goHome{} }}, show(k.Help)}
 	}
 	if !p.started {
 		return p.proposalBindings(s)
@@ -276,7 +286,7 @@ func (p *campaignPane) bindings(s *shared) []action {
 			enter.disabled, enter.do = "", func() intent { return showOp{n} }
 		}
 	}
-	back := action{key: k.Back, do: func() intent { return goTo{nodesScreen} }}
+	back := action{key: k.Back, do: func() intent { return goHome{} }}
 	if p.ended {
 		return []action{enter, back, show(k.Help)}
 	}
@@ -291,7 +301,7 @@ func (p *campaignPane) bindings(s *shared) []action {
 	return []action{pause, enter, back, show(k.Help)}
 }
 
-func (p *campaignPane) view(s *shared) string {
+func (p *campaignState) view(s *shared) string {
 	if p.watching {
 		return p.render(s, p.watched, false)
 	}
@@ -301,7 +311,7 @@ func (p *campaignPane) view(s *shared) string {
 	return p.render(s, p.run.Record(), p.run.Paused())
 }
 
-func (p *campaignPane) proposalBindings(s *shared) []action {
+func (p *campaignState) proposalBindings(s *shared) []action {
 	k := s.keys
 	confirm := action{key: k.Confirm, do: func() intent { return startCampaign{} }}
 	if p.next != nil {
@@ -368,7 +378,7 @@ func (p *campaignPane) proposalBindings(s *shared) []action {
 }
 
 // policyBlocked are the VMs (IDs) whose own maintenance policy blocks a node of the proposal.
-func (p *campaignPane) policyBlocked() []string {
+func (p *campaignState) policyBlocked() []string {
 	var out []string
 	for _, r := range p.blockers() {
 		if r.Code == model.VMAsksToStay || r.Code == model.VMPolicyUnknown {
@@ -379,7 +389,7 @@ func (p *campaignPane) policyBlocked() []string {
 }
 
 // refused is how many nodes of the proposal their check would refuse.
-func (p *campaignPane) refused() int {
+func (p *campaignState) refused() int {
 	n := 0
 	if p.run != nil {
 		for _, nf := range p.run.Forecast().Nodes {
@@ -392,7 +402,7 @@ func (p *campaignPane) refused() int {
 }
 
 // blockers are the blockers of the proposal's nodes.
-func (p *campaignPane) blockers() []model.Reason {
+func (p *campaignState) blockers() []model.Reason {
 	var out []model.Reason
 	if p.run != nil {
 		for _, nf := range p.run.Forecast().Nodes {

@@ -27,8 +27,8 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@campaign", nil))
 	l.selectNodes(c1, c2)
 	l.keys("C")
-	if l.m.screen != campaignScreen || l.m.campaign.run == nil || l.m.campaign.started {
-		t.Fatalf("C: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*campaignPane](&l.m) || l.m.s.campaign.run == nil || l.m.s.campaign.started {
+		t.Fatalf("C: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	if v := l.m.View(); !strings.Contains(v, "y starts it") || strings.Count(v, " pending ") != 2 {
 		t.Errorf("the confirmation does not show the campaign:\n%s", v)
@@ -38,10 +38,10 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 	}
 	l.keys("y")
 	// #53.5: the selection was the campaign's; once it runs, u and e act on the cursor.
-	if len(l.m.nodes.selected) != 0 {
-		t.Errorf("the campaign's nodes are still selected once it runs: %v", l.m.nodes.selected)
+	if len(l.m.nodes().selected) != 0 {
+		t.Errorf("the campaign's nodes are still selected once it runs: %v", l.m.nodes().selected)
 	}
-	rec := func() model.Campaign { return l.m.campaign.run.Record() }
+	rec := func() model.Campaign { return l.m.s.campaign.run.Record() }
 	l.drain(c1+"'s operation", func() bool { _, ok := l.m.s.ops.views[c1]; return ok && len(l.m.s.ops.runningKeys()) > 0 })
 	// q while a node works: the dialog names the node's operation and its campaign.
 	l.keys("q")
@@ -58,8 +58,8 @@ func TestTUICampaignPausesAfterTheCurrentNode(t *testing.T) {
 	}
 	// No node operation runs while paused, but the campaign does: q asks, w goes back.
 	l.keys("q")
-	if v := l.m.View(); l.m.screen != quitScreen || !strings.Contains(v, "a campaign") {
-		t.Fatalf("q while the campaign is paused: screen %v\n%s", l.m.screen, v)
+	if v := l.m.View(); !on[*quitPane](&l.m) || !strings.Contains(v, "a campaign") {
+		t.Fatalf("q while the campaign is paused: screen %v\n%s", screenOf(l.m), v)
 	}
 	l.keys("w")
 	l.keys("p")
@@ -85,19 +85,19 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@campaign", nil))
 	l.selectNodes(c0, c1)
 	l.keys("C")
-	if l.m.screen != campaignScreen || !strings.Contains(l.m.View(), "refused by 2 blocker(s):") {
-		t.Fatalf("C: the refused %s is not shown (screen %v):\n%s", c0, l.m.screen, l.m.View())
+	if !on[*campaignPane](&l.m) || !strings.Contains(l.m.View(), "refused by 2 blocker(s):") {
+		t.Fatalf("C: the refused %s is not shown (screen %v):\n%s", c0, screenOf(l.m), l.m.View())
 	}
 
 	// S, its proposal not yet back: y waits for it and says so.
 	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'S'}})
 	l.m = next.(Model)
 	l.keys("y")
-	if l.m.campaign.started || !strings.Contains(l.m.status, "planning every node again") {
-		t.Fatalf("y while the proposal is planned again: started %v, status %q", l.m.campaign.started, l.m.status)
+	if l.m.s.campaign.started || !strings.Contains(l.m.status, "planning every node again") {
+		t.Fatalf("y while the proposal is planned again: started %v, status %q", l.m.s.campaign.started, l.m.status)
 	}
 	l.send(cmd())
-	if o := l.m.campaign.opts.Run.Policy; len(o.SkipVMs) != 1 || o.SkipVMs[0] != vmb.ID || o.Force {
+	if o := l.m.s.campaign.opts.Run.Policy; len(o.SkipVMs) != 1 || o.SkipVMs[0] != vmb.ID || o.Force {
 		t.Fatalf("S: policy %+v", o)
 	}
 	v := l.m.View()
@@ -112,19 +112,19 @@ func TestTUICampaignProposalTakesOverridesAndTheStep(t *testing.T) {
 	l.keys("!")
 	l.keys("ssh -- '{node}' reboot")
 	l.keys("enter")
-	if !strings.Contains(l.m.status, "inside ' quotes") || l.m.campaign.opts.Exec != "" {
-		t.Fatalf("a quoted {node}: status %q, exec %q", l.m.status, l.m.campaign.opts.Exec)
+	if !strings.Contains(l.m.status, "inside ' quotes") || l.m.s.campaign.opts.Exec != "" {
+		t.Fatalf("a quoted {node}: status %q, exec %q", l.m.status, l.m.s.campaign.opts.Exec)
 	}
 	// q typed into the command is a letter, not quit.
 	l.keys("!")
 	l.keys("true {node} q")
 	l.keys("enter", "W")
-	if l.m.screen != campaignScreen {
-		t.Fatalf("typing the command left the screen: %v", l.m.screen)
+	if !on[*campaignPane](&l.m) {
+		t.Fatalf("typing the command left the screen: %v", screenOf(l.m))
 	}
-	r := l.m.campaign.run.Record()
-	if r.Exec != "true {node} q" || !r.WaitReady || len(l.m.campaign.opts.Run.Policy.SkipVMs) != 1 {
-		t.Errorf("the proposal runs exec %q, wait-ready %v, options %+v", r.Exec, r.WaitReady, l.m.campaign.opts)
+	r := l.m.s.campaign.run.Record()
+	if r.Exec != "true {node} q" || !r.WaitReady || len(l.m.s.campaign.opts.Run.Policy.SkipVMs) != 1 {
+		t.Errorf("the proposal runs exec %q, wait-ready %v, options %+v", r.Exec, r.WaitReady, l.m.s.campaign.opts)
 	}
 	v = l.m.View()
 	for _, want := range []string{"run the command, wait for the reboot", "--exec 'true {node} q'", "--wait-ready"} {
@@ -181,7 +181,7 @@ func TestTUICampaignLeftUnfinishedResumesWithItsOptions(t *testing.T) {
 	l.drain(c0+"'s operation", func() bool { _, ok := l.m.s.ops.views[c0]; return ok && len(l.m.s.ops.runningKeys()) > 0 })
 	var b strings.Builder
 	l.m.summary(&b)
-	name := l.m.campaign.run.Record().Name
+	name := l.m.s.campaign.run.Record().Name
 	for _, want := range []string{
 		"evacuate " + c0 + " (a node of campaign " + name + "): interrupted at",
 		"the campaign's command below resumes it",
@@ -191,7 +191,7 @@ func TestTUICampaignLeftUnfinishedResumesWithItsOptions(t *testing.T) {
 			t.Errorf("the summary lacks %q:\n%s", want, b.String())
 		}
 	}
-	l.m.stop(l.m.campaign.cancel, 30*time.Second)
+	l.m.stop(l.m.s.campaign.cancel, 30*time.Second)
 }
 
 // :campaign in a TUI that runs none shows the campaign another process runs (--auto roll,
@@ -213,9 +213,9 @@ func TestTUIWatchesACampaignRunElsewhere(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@here", nil))
 	l.keys(":", "campaign", "enter")
 	v := l.m.View()
-	if l.m.screen != campaignScreen || !strings.Contains(v, "campaign "+r.Record().Name) || !strings.Contains(v, "paused · watched") || !strings.Contains(v, "run by roll@elsewhere") ||
+	if !on[*campaignPane](&l.m) || !strings.Contains(v, "campaign "+r.Record().Name) || !strings.Contains(v, "paused · watched") || !strings.Contains(v, "run by roll@elsewhere") ||
 		!strings.Contains(v, "0 done · 0 in progress · 2 left") || strings.Count(v, " pending ") != 2 {
-		t.Fatalf(":campaign does not show the campaign run elsewhere (screen %v, status %q):\n%s", l.m.screen, l.m.status, v)
+		t.Fatalf(":campaign does not show the campaign run elsewhere (screen %v, status %q):\n%s", screenOf(l.m), l.m.status, v)
 	}
 	l.keys("p")
 	if r.Paused() != true || r.Record().State != model.CampaignPaused {
@@ -226,19 +226,19 @@ func TestTUIWatchesACampaignRunElsewhere(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
-	l.keys("?")                                                          // the help over it: the watch goes on under it
-	l.send(l.m.readWatched(r.Record().Name, 0, l.m.campaign.watchSeq)()) // the refresh's read
+	l.keys("?")                                                            // the help over it: the watch goes on under it
+	l.send(l.m.readWatched(r.Record().Name, 0, l.m.s.campaign.watchSeq)()) // the refresh's read
 	l.keys("esc")
 	if v := l.m.View(); !strings.Contains(v, "done · watched") || !strings.Contains(v, "2 done · 0 in progress · 0 left") {
 		t.Errorf("the watched campaign's end is not shown:\n%s", v)
 	}
 	l.keys("esc")
-	if l.m.screen != nodesScreen {
-		t.Errorf("esc on the watched campaign: screen %v", l.m.screen)
+	if !on[*nodesPane](&l.m) {
+		t.Errorf("esc on the watched campaign: screen %v", screenOf(l.m))
 	}
 	l.keys(":", "campaign", "enter")
-	if l.m.screen == campaignScreen || !strings.Contains(l.m.status, "no campaign runs") {
-		t.Errorf(":campaign with none running: screen %v, status %q", l.m.screen, l.m.status)
+	if on[*campaignPane](&l.m) || !strings.Contains(l.m.status, "no campaign runs") {
+		t.Errorf(":campaign with none running: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 }
 
@@ -265,7 +265,7 @@ func TestTUIWatchedCampaignRecordIsAClaim(t *testing.T) {
 	l := newLive(t, c, e)
 	l.keys(":", "campaign", "enter")
 	v := l.m.View()
-	if l.m.screen != campaignScreen {
+	if !on[*campaignPane](&l.m) {
 		t.Fatalf(":campaign did not show the record: status %q", l.m.status)
 	}
 	if strings.ContainsAny(v, "\x1b\a") {
@@ -298,8 +298,8 @@ func BenchmarkWatchedCampaignFrame(b *testing.B) {
 		}
 		return c
 	}
-	m.campaign = campaignPane{watching: true, watched: rec(n / 2), watchedAt: t0, watchSeq: 1}
-	m = m.goTo(campaignScreen)
+	m.s.campaign = campaignState{watching: true, watched: rec(n / 2), watchedAt: t0, watchSeq: 1}
+	m = m.goTo(&campaignPane{})
 	help, esc := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("?")}, tea.KeyMsg{Type: tea.KeyEsc}
 	watching := m
 	b.Run("key", func(b *testing.B) {
@@ -314,8 +314,8 @@ func BenchmarkWatchedCampaignFrame(b *testing.B) {
 			m = next.(Model)
 			_ = m.View()
 		}
-		if m.screen != campaignScreen && m.screen != helpScreen {
-			b.Fatalf("the keys left the campaign: screen %v", m.screen)
+		if !on[*campaignPane](&m) && !on[*helpPane](&m) {
+			b.Fatalf("the keys left the campaign: screen %v", screenOf(m))
 		}
 	})
 	m = watching
@@ -369,7 +369,7 @@ func TestTUICampaignProposalOffersO(t *testing.T) {
 	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'O'}})
 	l.m = next.(Model)
 	l.send(cmd())
-	if o := l.m.campaign.opts.Run.Policy; len(o.OverrideVMPolicies) != 1 || o.OverrideVMPolicies[0] != vma.ID {
+	if o := l.m.s.campaign.opts.Run.Policy; len(o.OverrideVMPolicies) != 1 || o.OverrideVMPolicies[0] != vma.ID {
 		t.Fatalf("O: policy %+v", o)
 	}
 	next, cmd = l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'O'}}) // off again
@@ -400,10 +400,10 @@ func TestTUICampaignKeepsTheConfiguredRollAndSaysEachVMsNote(t *testing.T) {
 	l.m.s.opts.Campaign = campaign.Options{Gates: campaign.GateOptions{Budgets: []model.RateBudget{budget}, Window: win}}
 	l.selectNodes(c0, c1)
 	l.keys("C")
-	if l.m.screen != campaignScreen {
-		t.Fatalf("C: screen %v", l.m.screen)
+	if !on[*campaignPane](&l.m) {
+		t.Fatalf("C: screen %v", screenOf(l.m))
 	}
-	if g := l.m.campaign.opts.Gates; len(g.Budgets) != 1 || g.Window == nil {
+	if g := l.m.s.campaign.opts.Gates; len(g.Budgets) != 1 || g.Window == nil {
 		t.Errorf("the TUI's campaign gates: %+v; want the configuration's budget and window", g)
 	}
 	v := l.m.View()

@@ -13,7 +13,7 @@ import (
 )
 
 // render draws the campaign as its record stands (pausing: a pause was asked for).
-func (p *campaignPane) render(s *shared, c model.Campaign, pausing bool) string {
+func (p *campaignState) render(s *shared, c model.Campaign, pausing bool) string {
 	st, width := s.st, s.width
 	done, inProgress, left := c.Count()
 	var b strings.Builder

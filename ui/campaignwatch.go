@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -31,14 +30,14 @@ func (m Model) openWatch() (tea.Model, tea.Cmd) {
 		m.setStatus("no cluster", true)
 		return m, nil
 	}
-	p := &m.campaign
+	p := &m.s.campaign
 	p.watchSeq++
 	if p.watching && (p.watched.State == model.CampaignRunning || p.watched.State == model.CampaignPaused) {
-		m = m.goTo(campaignScreen) // back to it, read again at once
-		return m, m.readWatched(p.watched.Name, 0, m.campaign.watchSeq)
+		m = m.goTo(&campaignPane{}) // back to it, read again at once
+		return m, m.readWatched(p.watched.Name, 0, m.s.campaign.watchSeq)
 	}
-	m.campaign = campaignPane{watchSeq: p.watchSeq}
-	return m, m.readWatched("", 0, m.campaign.watchSeq)
+	m.s.campaign = campaignState{watchSeq: p.watchSeq}
+	return m, m.readWatched("", 0, m.s.campaign.watchSeq)
 }
 
 // readWatched reads the record of campaign name ("": the newest unfinished) after wait.
@@ -68,7 +67,7 @@ func (m Model) readWatched(name string, wait time.Duration, seq int) tea.Cmd {
 
 // watched takes a read of the watched record and asks for the next while the screen shows it.
 func (m Model) watched(msg campaignWatched) (tea.Model, tea.Cmd) {
-	p := &m.campaign
+	p := &m.s.campaign
 	if msg.seq != p.watchSeq || p.run != nil {
 		return m, nil // an older watch, or a campaign of this TUI's own took the screen
 	}
@@ -81,11 +80,11 @@ func (m Model) watched(msg campaignWatched) (tea.Model, tea.Cmd) {
 			m.setStatus("no campaign runs: select nodes and press C", true)
 			return m, nil
 		}
-		m.campaign = campaignPane{watching: true, watched: msg.c, watchedAt: m.s.opts.Now(), watchSeq: p.watchSeq}
-		m = m.goTo(campaignScreen)
+		m.s.campaign = campaignState{watching: true, watched: msg.c, watchedAt: m.s.opts.Now(), watchSeq: p.watchSeq}
+		m = m.goTo(&campaignPane{})
 		return m, m.readWatched(msg.c.Name, m.s.opts.Refresh, p.watchSeq)
 	}
-	if m.screen != campaignScreen && !slices.Contains(m.backs, campaignScreen) {
+	if paneIn[*campaignPane](&m) == nil {
 		return m, nil // the watch ends when the way back no longer leads to it; :campaign starts it again
 	}
 	switch {

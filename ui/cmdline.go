@@ -77,7 +77,9 @@ func (m Model) contextCommand(arg string) (tea.Model, tea.Cmd) {
 			m.setStatus("no kubeconfig contexts to switch to", true)
 			return m, nil
 		}
-		m.openPicker(func(l *listPane) { l.openContextPicker(s.opts.Contexts, s.opts.Where.KubeContext, s) })
+		picker := &listPane{}
+		picker.openContextPicker(s.opts.Contexts, s.opts.Where.KubeContext, s)
+		m.openPicker(picker)
 		return m, nil
 	}
 	return m.apply(switchContext{arg})
@@ -90,12 +92,12 @@ func (m Model) switchTo(name string) (tea.Model, tea.Cmd) {
 	case m.s.opts.Switch == nil:
 		m.setStatus("switching contexts is not available here", true)
 		return m, nil
-	case len(m.s.ops.runningKeys()) > 0 || m.campaign.running():
+	case len(m.s.ops.runningKeys()) > 0 || m.s.campaign.running():
 		m.setStatus("operations run on "+orDash(m.s.opts.Where.KubeContext)+": wait for them or stop them before switching", true)
 		return m, nil
 	case name == m.s.opts.Where.KubeContext:
 		m.setStatus("already on "+name, false)
-		return m.goTo(nodesScreen), nil
+		return m.goHome(), nil
 	}
 	m.setStatus("connecting to "+name+"…", false)
 	sw, ctx := m.s.opts.Switch, m.ctx
@@ -116,12 +118,11 @@ func (m Model) switched(msg ctxSwitched) (tea.Model, tea.Cmd) {
 	o.Where, o.Maintenances = msg.to.Where, msg.to.Maintenances
 	m.s = shared{opts: o, keys: m.s.keys, st: m.s.st, width: m.s.width, height: m.s.height, ops: newOperations(),
 		holder: m.eng.Holder()}
-	for _, row := range screens { // each screen's state for the new cluster
-		if row.reset != nil {
-			row.reset(&m)
-		}
-	}
-	m.screen, m.backs, m.loading = nodesScreen, nil, false
+	// The nodes for the new cluster, sorted and filtered as here; no other screen's state.
+	nodes := m.nodes()
+	nodes.filter.SetValue("")
+	m.stack = []pane{&nodesPane{filter: nodes.filter, selected: map[string]bool{}, sortBy: nodes.sortBy, cache: &rowCache{}}}
+	m.loading = false
 	m.setStatus("now on context "+o.Where.KubeContext, false)
 	var tick tea.Cmd
 	if !m.ticking { // stopped on Kubernetes alone; this context may have Nova
@@ -138,7 +139,7 @@ func (m Model) power(verb, node string) (tea.Model, tea.Cmd) {
 		m.setStatus(":"+verb+" is the demo's: a real machine is powered off and on outside drainctl", true)
 		return m, nil
 	case node == "":
-		if n, ok := m.nodes.current(&m.s); ok {
+		if n, ok := m.nodes().current(&m.s); ok {
 			node = n.Name
 		}
 	}

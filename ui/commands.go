@@ -45,13 +45,12 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	}
 	switch in := in.(type) {
 	case goTo:
-		if in.screen == detailScreen {
-			m.detail.open(m.nodes.cursorNode(&m.s))
-		}
-		return m.goTo(in.screen), nil
+		return m.goTo(in.pane), nil
+	case goHome:
+		return m.goHome(), nil
 	case goBack:
-		if m.screen == confirmScreen {
-			m.confirm.pending = nil
+		if c, ok := m.top().(*confirmPane); ok {
+			c.pending = nil
 		}
 		m.pop()
 		return m, nil
@@ -62,10 +61,10 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 	case replan:
 		// The toggle counts at once: the next toggle builds on it, not on the plan on screen.
 		m.planSeq++
-		if m.confirm.pending != nil {
-			shown := *m.confirm.pending
+		if c := paneIn[*confirmPane](&m); c != nil && c.pending != nil {
+			shown := *c.pending
 			shown.ro = in.p.ro
-			m.confirm.pending = &shown
+			c.pending = &shown
 		}
 		cmd := m.plan(in.p.op, in.p.targets, in.p.ro)
 		if in.p.rejudged {
@@ -86,12 +85,16 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		if m.eng != nil {
 			refuse = m.eng.TargetReason
 		}
-		m.openPicker(func(l *listPane) { l.openHostPicker(in.p, &m.s, refuse) }) // esc: back to the confirmation
+		picker := &listPane{}
+		picker.openHostPicker(in.p, &m.s, refuse)
+		m.openPicker(picker) // esc: back to the confirmation
 		return m, nil
 	case runPending:
 		return m.start(in.p)
 	case maintain:
-		m.confirm.pending = nil
+		if c := paneIn[*confirmPane](&m); c != nil {
+			c.pending = nil
+		}
 		m.pop()
 		return m, m.maintain(in.p)
 	case runCmd:
@@ -119,18 +122,19 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 			m.setStatus("no operation has run yet, here or by another drainctl (no node holds a journal)", true)
 			return m, nil
 		}
-		if m.op.shown == "" && len(m.s.ops.order) > 0 {
-			m.op.shown = m.s.ops.order[len(m.s.ops.order)-1]
+		if m.s.shownOp == "" && len(m.s.ops.order) > 0 {
+			m.s.shownOp = m.s.ops.order[len(m.s.ops.order)-1]
 		}
-		return m.goTo(opScreen), nil
+		return m.goTo(reopen[opPane](&m)), nil
 	case switchContext:
 		return m.switchTo(in.name)
 	case openDetail:
-		m.detail.open(in.node)
+		d := &detailPane{}
+		d.open(in.node)
 		if n, ok := m.s.inv.Node(in.node); ok && in.vm != "" {
-			m.detail.cursorOn(n, in.vm)
+			d.cursorOn(n, in.vm)
 		}
-		return m.goTo(detailScreen), nil
+		return m.goTo(d), nil
 	case describe:
 		var d describePane
 		of, ok := describers[in.kind]
@@ -141,15 +145,13 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 			m.setStatus(in.kind+" "+in.key+" is gone", true)
 			return m, nil
 		}
-		m.desc = d
-		return m.goTo(describeScreen), nil // a status said of another node stays with its screen
+		return m.goTo(&d), nil // a status said of another node stays with its screen
 	case replanTo:
-		m.push(confirmScreen) // the picker returns to its confirmation
+		m.push(reopen[confirmPane](&m)) // the picker returns to its confirmation
 		m.planSeq++
 		return m, m.plan(in.p.op, in.p.targets, in.ro)
 	case asking:
-		m.ask = askPane{question: in.question, yes: in.yes}
-		m.push(askScreen)
+		m.push(&askPane{question: in.question, yes: in.yes})
 		return m, nil
 	case answered:
 		m.pop()
@@ -162,12 +164,12 @@ func (m Model) apply(in intent) (tea.Model, tea.Cmd) {
 		m.setStatus("", false)
 		return m.startCampaign()
 	case dropCampaign:
-		m.campaign = campaignPane{}
+		m.s.campaign = campaignState{}
 		m.pop()
 		return m, nil
 	case showOp:
-		m.op.shown = in.key
-		return m.goTo(opScreen), nil
+		m.s.shownOp = in.key
+		return m.goTo(reopen[opPane](&m)), nil
 	}
 	return m, nil // not reached: every intent has its case (TestIntentSwitchIsExhaustive)
 }
@@ -184,7 +186,7 @@ func (m Model) propose(op model.OpKind, targets []string) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	ro := ops.RunOptions{Policy: m.s.opts.Policy}
-	if p := m.confirm.pending; p != nil && p.op == op && strings.Join(p.targets, ",") == strings.Join(targets, ",") {
+	if p := reopen[confirmPane](&m).pending; p != nil && p.op == op && strings.Join(p.targets, ",") == strings.Join(targets, ",") {
 		ro = p.ro // keep the overrides toggled so far
 	}
 	// A new proposal reads its nodes' hosts afresh on the view's last whole read of Nova (made
@@ -297,7 +299,7 @@ func (m Model) plan(op model.OpKind, targets []string, ro ops.RunOptions) tea.Cm
 // start runs the confirmed batch in the background through the engine's RunBatch, which
 // holds concurrency.nodes: plans beyond it wait their turn, shown as queued.
 func (m Model) start(p *pending) (tea.Model, tea.Cmd) {
-	m.confirm.pending, m.screen, m.op.cursor = nil, opScreen, 0
+	m.swap(&opPane{})
 	m.setStatus("", false)
 	return m, m.runBatch(p.batch, func(err error) tea.Msg { return batchDone{err} })
 }
@@ -311,7 +313,7 @@ func (m *Model) runBatch(b ops.Batch, done func(error) tea.Msg) tea.Cmd {
 		key := opKey(pl)
 		m.s.ops.add(key, pl, m.s.opts.Now(), cancel)
 		m.s.ops.views[key].flags = flags
-		m.op.shown = key
+		m.s.shownOp = key
 	}
 	eng, bus := m.eng, m.bus
 	ended := m.s.ops.begin()
@@ -351,7 +353,7 @@ func (m Model) abortForQuit() (tea.Model, tea.Cmd) {
 			nodes = append(nodes, v.plan.Node)
 		}
 	}
-	m.screen = opScreen
+	m.swap(reopen[opPane](&m))
 	m.setStatus("aborting, then quitting", false)
 	eng, ctx := m.eng, m.ctx
 	plan := func() tea.Msg {

@@ -108,7 +108,7 @@ func (p *confirmPane) bindings(s *shared) []action {
 	}
 	out := append([]action{cancel}, row.keys(kit)...)
 	// ? shows every key a short screen's line leaves out (a plan is modal: it routes no global key).
-	return append(out, why, action{key: k.Help, do: func() intent { return goTo{helpScreen} }})
+	return append(out, why, action{key: k.Help, do: func() intent { return goTo{&helpPane{}} }})
 }
 
 func (p *confirmPane) rows(s *shared) int { return max(3, s.height-4) }

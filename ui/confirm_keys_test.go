@@ -19,16 +19,16 @@ func TestAShortScreensPlanKeepsItsKeysAndTheReasonInView(t *testing.T) {
 	l.send(tea.WindowSizeMsg{Width: 80, Height: 24})
 	l.selectNodes(c.Name("c0"))
 	l.keys("e")
-	if l.m.screen != confirmScreen {
-		t.Fatalf("e: screen %v", l.m.screen)
+	if !on[*confirmPane](&l.m) {
+		t.Fatalf("e: screen %v", screenOf(l.m))
 	}
 	l.keys("?", "pgdown", "pgdown")
-	if l.m.screen != helpScreen || !strings.Contains(l.m.View(), "--skip-vm each VM that blocks") {
-		t.Fatalf("? on a plan: screen %v\n%s", l.m.screen, l.m.View())
+	if !on[*helpPane](&l.m) || !strings.Contains(l.m.View(), "--skip-vm each VM that blocks") {
+		t.Fatalf("? on a plan: screen %v\n%s", screenOf(l.m), l.m.View())
 	}
 	l.keys("esc")
-	if l.m.screen != confirmScreen {
-		t.Fatalf("esc from the help: screen %v", l.m.screen)
+	if !on[*confirmPane](&l.m) {
+		t.Fatalf("esc from the help: screen %v", screenOf(l.m))
 	}
 	l.keys("w")
 	for _, r := range "kernel" {

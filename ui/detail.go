@@ -90,7 +90,7 @@ func (p *detailPane) bindings(s *shared) []action {
 		{key: k.Migrate, disabled: noVM, do: func() intent { return propose{model.OpMigrate, vms} }},
 		{key: k.Evacuate, do: func() intent { return propose{model.OpEvacuate, node} }},
 		{key: k.Cordon, do: func() intent { return propose{model.OpCordon, node} }},
-		{key: k.Back, do: func() intent { return goTo{nodesScreen} }},
+		{key: k.Back, do: func() intent { return goHome{} }},
 		show(k.Help),
 		{key: k.Uncordon, hidden: true, do: func() intent { return propose{model.OpUncordon, node} }},
 		{key: k.Describe, hidden: true, do: func() intent { return describeRow }}, // the VM or pod under the cursor

@@ -199,7 +199,7 @@ func (m Model) summary(w io.Writer) int {
 				v.plan.Op, target, firstLine(v.report.Error), drainctl, resume, drainctl, text.ShellWord(v.plan.Node)))
 		}
 	}
-	if c := m.campaign; c.run != nil && c.started {
+	if c := m.s.campaign; c.run != nil && c.started {
 		if r := c.run.Record(); r.State != model.CampaignDone {
 			done, _, _ := r.Count()
 			var nodes []string

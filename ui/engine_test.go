@@ -49,7 +49,7 @@ func (l *live) send(msg tea.Msg) {
 	}
 	switch msg.(type) {
 	case tea.KeyMsg:
-		if l.m.screen == opScreen || (l.m.screen == campaignScreen && l.m.campaign.started) { // y started the batch
+		if on[*opPane](&l.m) || (on[*campaignPane](&l.m) && l.m.s.campaign.started) { // y started the batch
 			go cmd()
 			return
 		}
@@ -110,9 +110,9 @@ func (l *live) drain(what string, cond func() bool) {
 
 func (l *live) selectNodes(names ...string) {
 	for _, n := range names {
-		for i, row := range l.m.nodes.rows {
+		for i, row := range l.m.nodes().rows {
 			if l.m.s.inv.Nodes[row].Name == n {
-				l.m.nodes.cursor = i
+				l.m.nodes().cursor = i
 				l.keys("space")
 			}
 		}
@@ -128,8 +128,8 @@ func TestTUIBatchHonoursConcurrencyNodes(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@test", nil))
 	l.selectNodes(c1, c2)
 	l.keys("c")
-	if l.m.screen != confirmScreen || len(l.m.confirm.pending.batch.Plans) != 2 {
-		t.Fatalf("cordon two nodes: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*confirmPane](&l.m) || len(paneIn[*confirmPane](&l.m).pending.batch.Plans) != 2 {
+		t.Fatalf("cordon two nodes: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	l.keys("y")
 	l.drain("both cordons to end", func() bool {
@@ -164,8 +164,8 @@ func TestTUIQuitMidOperationRecordsInterrupted(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@test", nil))
 	l.selectNodes(c0)
 	l.keys("e", "F") // the bare pod needs --force
-	if l.m.screen != confirmScreen {
-		t.Fatalf("evacuate: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*confirmPane](&l.m) {
+		t.Fatalf("evacuate: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	l.keys("y")
 	l.drain("vm-a migrating", func() bool {
@@ -173,8 +173,8 @@ func TestTUIQuitMidOperationRecordsInterrupted(t *testing.T) {
 		return v != nil && v.vms[vmA.ID] != nil && v.vms[vmA.ID].state == ops.MigRunning
 	})
 	l.keys("ctrl+c")
-	if l.m.screen != quitScreen {
-		t.Fatalf("ctrl-c while running must ask, screen %v", l.m.screen)
+	if !on[*quitPane](&l.m) {
+		t.Fatalf("ctrl-c while running must ask, screen %v", screenOf(l.m))
 	}
 	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyCtrlC})
 	l.m = next.(Model)
@@ -207,8 +207,8 @@ func TestTUIQuitDialogAbortsLikeX(t *testing.T) {
 		return v != nil && v.vms[vmA.ID] != nil && v.vms[vmA.ID].state == ops.MigRunning
 	})
 	l.keys("q")
-	if l.m.screen != quitScreen {
-		t.Fatalf("q while running must ask, screen %v", l.m.screen)
+	if !on[*quitPane](&l.m) {
+		t.Fatalf("q while running must ask, screen %v", screenOf(l.m))
 	}
 	// a: the abort is planned, then run as a batch, then the view quits.
 	next, cmd := l.m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a")})
@@ -259,15 +259,15 @@ func TestTUIRollbackActsOnEverySelectedNode(t *testing.T) {
 	l.keys("esc") // back to the nodes; the selection stays
 	l.send(l.m.load(true)())
 	l.keys("X")
-	if l.m.screen != nodesScreen || !strings.Contains(l.m.status, "recover acts on one node at a time") {
-		t.Errorf("recover with two nodes selected: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*nodesPane](&l.m) || !strings.Contains(l.m.status, "recover acts on one node at a time") {
+		t.Errorf("recover with two nodes selected: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	l.keys("R")
-	if l.m.screen != confirmScreen {
-		t.Fatalf("rollback: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*confirmPane](&l.m) {
+		t.Fatalf("rollback: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	var planned []string
-	for _, p := range l.m.confirm.pending.batch.Plans {
+	for _, p := range paneIn[*confirmPane](&l.m).pending.batch.Plans {
 		planned = append(planned, p.Node)
 	}
 	if strings.Join(planned, ",") != c1+","+c2 {
@@ -302,8 +302,8 @@ func TestOpsKeepsEveryOperationOfANode(t *testing.T) {
 	l.keys("esc")
 	l.send(l.m.load(true)())
 	l.keys("u")
-	if l.m.screen != confirmScreen {
-		t.Fatalf("uncordon: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*confirmPane](&l.m) {
+		t.Fatalf("uncordon: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	l.keys("y")
 	l.drain("the uncordon to end", func() bool { return len(l.m.s.ops.order) == 2 && !l.m.s.ops.running(c1) })

@@ -162,7 +162,8 @@ func vmStatesOperation(t testing.TB, w, h int) Model {
 	}
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-1", Host: "compute-1", VMs: vms}
 	m.s.ops.add("compute-1", plan, t0, func() {})
-	m.op.shown, m.screen = "compute-1", opScreen
+	m.s.shownOp = "compute-1"
+	m.push(&opPane{})
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	ev := func(s int, vm model.VM, st ops.MigState, dest, msg string) ops.Event {
 		return ops.NewMigrationEvent(at(s), "compute-1", ops.MigrationEvent{VM: vm.Name, VMID: vm.ID, Method: vm.Method, State: st, Source: "compute-1", Dest: dest, Message: msg})
@@ -211,19 +212,19 @@ func checkFits(t *testing.T, view string, w, h int) {
 // engine, the Cmd is the force-complete).
 func TestForceCompleteAsksFirst(t *testing.T) {
 	m := press(opModel(t, 100, 30), "f")
-	if m.screen != askScreen || !strings.Contains(m.View(), "Force-complete the live migration of vm-0000") {
+	if !on[*askPane](&m) || !strings.Contains(m.View(), "Force-complete the live migration of vm-0000") {
 		t.Fatalf("f did not ask:\n%s", m.View())
 	}
 	back, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n")})
-	if back.(Model).screen != opScreen || cmd != nil {
-		t.Errorf("n: screen %v, cmd %v", back.(Model).screen, cmd != nil)
+	if !on[*opPane](ptr(back)) || cmd != nil {
+		t.Errorf("n: screen %v, cmd %v", screenOf(back.(Model)), cmd != nil)
 	}
 	yes, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
-	if yes.(Model).screen != opScreen || cmd == nil || !strings.Contains(yes.(Model).status, "force-completing vm-0000") {
-		t.Errorf("y: screen %v, cmd %v, status %q", yes.(Model).screen, cmd != nil, yes.(Model).status)
+	if !on[*opPane](ptr(yes)) || cmd == nil || !strings.Contains(yes.(Model).status, "force-completing vm-0000") {
+		t.Errorf("y: screen %v, cmd %v, status %q", screenOf(yes.(Model)), cmd != nil, yes.(Model).status)
 	}
-	if q := press(opModel(t, 100, 30), "j", "f"); q.screen != opScreen || !strings.Contains(q.status, "only a running migration") {
-		t.Errorf("f on a queued VM: %v %q", q.screen, q.status)
+	if q := press(opModel(t, 100, 30), "j", "f"); !on[*opPane](&q) || !strings.Contains(q.status, "only a running migration") {
+		t.Errorf("f on a queued VM: %v %q", screenOf(q), q.status)
 	}
 }
 
@@ -236,11 +237,11 @@ func TestHelpScrolls(t *testing.T) {
 	for range 60 { // more than its lines: pressed past the end, it stays at the end
 		m = press(m, "j")
 	}
-	if v := m.View(); !strings.Contains(v, "leave them") || m.screen != helpScreen {
+	if v := m.View(); !strings.Contains(v, "leave them") || !on[*helpPane](&m) {
 		t.Errorf("help scrolled to its end:\n%s", v)
 	}
-	if m = press(m, "x"); m.screen != nodesScreen {
-		t.Errorf("another key goes back: %v", m.screen)
+	if m = press(m, "x"); !on[*nodesPane](&m) {
+		t.Errorf("another key goes back: %v", screenOf(m))
 	}
 }
 
@@ -287,21 +288,21 @@ func command(m Model, line string) Model {
 // Command mode: each list opens, a filter narrows it, a bad command says what exists.
 func TestCommandMode(t *testing.T) {
 	m := command(newModel(t, 3, 120, 30), "vms")
-	if m.screen != listScreen || m.list.kind != vmList || len(m.list.shown) != 6 {
-		t.Fatalf(":vms: screen %v, %d rows", m.screen, len(m.list.shown))
+	if !on[*listPane](&m) || paneIn[*listPane](&m).kind != vmList || len(paneIn[*listPane](&m).shown) != 6 {
+		t.Fatalf(":vms: screen %v, %d rows", screenOf(m), len(paneIn[*listPane](&m).shown))
 	}
 	m = press(m, "/", "0", "0", "0", "3", "enter")
-	if r, _ := m.list.current(); len(m.list.shown) != 1 || r.node != "compute-1" {
-		t.Errorf("filter vm-0003: %d rows, on %q", len(m.list.shown), r.node)
+	if r, _ := paneIn[*listPane](&m).current(); len(paneIn[*listPane](&m).shown) != 1 || r.node != "compute-1" {
+		t.Errorf("filter vm-0003: %d rows, on %q", len(paneIn[*listPane](&m).shown), r.node)
 	}
-	if next := press(m, "enter"); next.screen != detailScreen || next.detail.node != "compute-1" {
-		t.Errorf("enter on a VM opens its node: %v %q", next.screen, next.detail.node)
+	if next := press(m, "enter"); !on[*detailPane](&next) || paneIn[*detailPane](&next).node != "compute-1" {
+		t.Errorf("enter on a VM opens its node: %v %q", screenOf(next), paneIn[*detailPane](&next).node)
 	}
-	if m = command(m, "pods"); m.list.kind != podList || len(m.list.shown) != 7 {
-		t.Errorf(":pods: %d rows", len(m.list.shown))
+	if m = command(m, "pods"); paneIn[*listPane](&m).kind != podList || len(paneIn[*listPane](&m).shown) != 7 {
+		t.Errorf(":pods: %d rows", len(paneIn[*listPane](&m).shown))
 	}
-	if m = command(m, "nodes"); m.screen != nodesScreen {
-		t.Errorf(":nodes: %v", m.screen)
+	if m = command(m, "nodes"); !on[*nodesPane](&m) {
+		t.Errorf(":nodes: %v", screenOf(m))
 	}
 	if m = command(m, "bogus"); !strings.Contains(m.status, "unknown command :bogus") {
 		t.Errorf(":bogus: %q", m.status)
@@ -316,13 +317,13 @@ func TestSortNodes(t *testing.T) {
 	m := newModel(t, 3, 120, 30)
 	m.s.inv.Nodes[2].Pods = append(m.s.inv.Nodes[2].Pods, model.Pod{Namespace: "a", Name: "x"}, model.Pod{Namespace: "a", Name: "y"})
 	m = command(m, "sort pods")
-	first := m.s.inv.Nodes[m.nodes.rows[0]].Name
+	first := m.s.inv.Nodes[m.nodes().rows[0]].Name
 	if first != "compute-2" || !strings.Contains(m.View(), "sorted by pods") {
 		t.Errorf("sorted by pods, first %s", first)
 	}
 	m = press(m, ">") // ram
-	if m.nodes.sortBy != "ram" {
-		t.Errorf("> after pods: %q", m.nodes.sortBy)
+	if m.nodes().sortBy != "ram" {
+		t.Errorf("> after pods: %q", m.nodes().sortBy)
 	}
 	if m = command(m, "sort wibble"); !strings.Contains(m.status, "unknown sort") {
 		t.Errorf(":sort wibble: %q", m.status)
@@ -343,7 +344,7 @@ func TestGoldenCampaign(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			m := withWhere(opModel(t, size[0], size[1]))
 			m.s.ops.views["compute-2"] = m.s.ops.views["compute-0"] // the node in progress shows its operation's log
-			p := campaignPane{started: true, log: []logLine{
+			p := campaignState{started: true, log: []logLine{
 				{at(420), "compute-2 evacuating", false}, {at(470), "compute-2 step", false},
 				{at(471), "compute-2 step: exec: ssh 'compute-2' sudo apt-get -y upgrade", false}}}
 			view := m.header() + "\n" + p.render(&m.s, c, false)
@@ -367,7 +368,7 @@ func TestGoldenWatchedCampaign(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {160, 45}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			m := withWhere(newModel(t, 3, size[0], size[1]))
-			p := campaignPane{watching: true, watched: c, watchedAt: at(-2)}
+			p := campaignState{watching: true, watched: c, watchedAt: at(-2)}
 			view := m.header() + "\n" + p.render(&m.s, c, false)
 			checkFits(t, view, size[0], size[1])
 			teatest.RequireEqualOutput(t, []byte(view))

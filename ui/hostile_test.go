@@ -59,7 +59,8 @@ func TestHostileTextIsShownEscapedInEveryPane(t *testing.T) {
 	op := m
 	op.s.ops = newOperations()
 	op.s.ops.add(node.Name, plan, t0, func() {})
-	op.op.shown, op.screen = node.Name, opScreen
+	op.s.shownOp = node.Name
+	op.push(&opPane{})
 	op = feed(op, node.Name,
 		ops.NewPlanReady(at(0), plan),
 		ops.NewMigrationEvent(at(1), node.Name, ops.MigrationEvent{VM: node.VMs[0].Name, VMID: node.VMs[0].ID, State: ops.MigFailed,
@@ -67,7 +68,7 @@ func TestHostileTextIsShownEscapedInEveryPane(t *testing.T) {
 		ops.NewPodEvent(at(2), node.Name, "shop/web"+hostile, ops.PodBlocked, "pdb"+hostile, 1, ""),
 		ops.NewNodeChanged(at(3), node.Name, "nova-compute disabled: "+hostile))
 	quit := op
-	quit.screen = quitScreen
+	quit.push(&quitPane{})
 	confirm, _ := m.Update(planMsg{op: model.OpEvacuate, targets: []string{node.Name}, batch: ops.Batch{Plans: []model.Plan{plan}}})
 	status := m
 	status.setStatus("cannot migrate vm"+hostile, true)

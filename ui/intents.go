@@ -16,7 +16,8 @@ type intent interface{ isIntent() }
 
 // Moving between screens.
 type (
-	goTo       struct{ screen screen }
+	goTo       struct{ pane pane }        // a screen, or back to it (nav.go's push)
+	goHome     struct{}                   // back to the nodes
 	goBack     struct{}                   // to the screen this one was opened from (a dialog, a list, help)
 	openDetail struct{ node, vm string }  // vm: the VM's ID the cursor starts on ("": the first row)
 	describe   struct{ kind, key string } // kind: node, vm or pod
@@ -70,6 +71,7 @@ type (
 )
 
 func (goTo) isIntent()              {}
+func (goHome) isIntent()            {}
 func (goBack) isIntent()            {}
 func (openDetail) isIntent()        {}
 func (describe) isIntent()          {}

@@ -59,7 +59,7 @@ func (m Model) inventoryLoaded(msg inventoryMsg) (tea.Model, tea.Cmd) {
 // showInventory puts an inventory on screen: totals, the node list's rows, an open list.
 func (m *Model) showInventory(inv model.Inventory) {
 	s := &m.s
-	on := m.nodes.currentName(s) // before the rows' indices change meaning
+	on := m.nodes().currentName(s) // before the rows' indices change meaning
 	s.inv = inv
 	s.invGen++
 	if m.eng != nil {
@@ -71,8 +71,8 @@ func (m *Model) showInventory(inv model.Inventory) {
 		s.totalVMs += len(n.VMs)
 		s.totalPods += len(n.Pods)
 	}
-	m.nodes.refilter(s, on)
-	if m.screen == listScreen && m.list.pick == nil {
-		m.list.rebuild(s)
+	m.nodes().refilter(s, on)
+	if l, ok := m.top().(*listPane); ok && l.pick == nil {
+		l.rebuild(s)
 	}
 }

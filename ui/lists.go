@@ -60,8 +60,9 @@ func listCommands() []colonCommand {
 	var out []colonCommand
 	for _, k := range listKinds {
 		run := func(m Model, _ string) (tea.Model, tea.Cmd) {
-			m.list.open(k, &m.s)
-			return m.goTo(listScreen), nil
+			l := &listPane{}
+			l.open(k, &m.s)
+			return m.goTo(l), nil
 		}
 		if k.open != nil {
 			run = func(m Model, _ string) (tea.Model, tea.Cmd) { return k.open(m) }
@@ -204,7 +205,7 @@ func (p *listPane) bindings(s *shared) []action {
 		case p.pick != nil:
 			return goBack{}
 		}
-		return goTo{nodesScreen}
+		return goHome{}
 	}}
 	filter := action{key: k.Filter, do: func() intent {
 		p.editing = true

@@ -36,35 +36,35 @@ func TestThePickersWayBack(t *testing.T) {
 	c := simtest.NewCluster(t, 100)
 	l := newLive(t, c, c.Engine("tui@test", nil))
 	l.keys(":", "v", "m", "s", "enter")
-	if l.m.screen != listScreen || l.m.list.kind != vmList {
-		t.Fatalf(":vms: screen %v", l.m.screen)
+	if !on[*listPane](&l.m) || paneIn[*listPane](&l.m).kind != vmList {
+		t.Fatalf(":vms: screen %v", screenOf(l.m))
 	}
 	l.keys("m")
-	if l.m.screen != confirmScreen {
-		t.Fatalf("m: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*confirmPane](&l.m) {
+		t.Fatalf("m: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	l.keys("t")
-	if l.m.screen != listScreen {
-		t.Fatalf("t: screen %v", l.m.screen)
+	if !on[*listPane](&l.m) {
+		t.Fatalf("t: screen %v", screenOf(l.m))
 	}
 	if v := l.m.View(); !strings.Contains(v, "enter pick") || strings.Contains(v, "enter details") {
 		t.Errorf("the picker's footer does not say enter picks:\n%s", v)
 	}
 	l.keys("esc")
-	if l.m.screen != confirmScreen || l.m.confirm.pending == nil {
-		t.Fatalf("esc from the picker: screen %v", l.m.screen)
+	if !on[*confirmPane](&l.m) || paneIn[*confirmPane](&l.m).pending == nil {
+		t.Fatalf("esc from the picker: screen %v", screenOf(l.m))
 	}
 	l.keys("esc")
-	if l.m.screen != listScreen || l.m.list.kind != vmList || lines(l.m.View()) < 4 {
-		t.Fatalf("esc from the confirmation: screen %v\n%s", l.m.screen, l.m.View())
+	if !on[*listPane](&l.m) || paneIn[*listPane](&l.m).kind != vmList || lines(l.m.View()) < 4 {
+		t.Fatalf("esc from the confirmation: screen %v\n%s", screenOf(l.m), l.m.View())
 	}
 	// enter on a VM opens its node with the cursor on that VM: m there migrates it.
 	l.keys("j")
-	row, _ := l.m.list.current()
+	row, _ := paneIn[*listPane](&l.m).current()
 	l.keys("enter")
-	n, _ := l.m.s.inv.Node(l.m.detail.node)
-	if l.m.screen != detailScreen || l.m.detail.cursor >= len(n.VMs) || n.VMs[l.m.detail.cursor].ID != row.key {
-		t.Errorf("enter on VM %s: the detail's cursor is on row %d of %s", row.key, l.m.detail.cursor, n.Name)
+	n, _ := l.m.s.inv.Node(paneIn[*detailPane](&l.m).node)
+	if !on[*detailPane](&l.m) || paneIn[*detailPane](&l.m).cursor >= len(n.VMs) || n.VMs[paneIn[*detailPane](&l.m).cursor].ID != row.key {
+		t.Errorf("enter on VM %s: the detail's cursor is on row %d of %s", row.key, paneIn[*detailPane](&l.m).cursor, n.Name)
 	}
 }
 
@@ -74,12 +74,12 @@ func TestEnterDoesNotConfirm(t *testing.T) {
 	l := newLive(t, c, c.Engine("tui@test", nil))
 	l.cursorTo(c.Name("c0"))
 	l.keys("c")
-	if l.m.screen != confirmScreen {
-		t.Fatalf("c: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*confirmPane](&l.m) {
+		t.Fatalf("c: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	l.keys("enter")
-	if l.m.screen != confirmScreen || len(l.m.s.ops.order) != 0 {
-		t.Fatalf("enter ran the plan: screen %v, operations %v", l.m.screen, l.m.s.ops.order)
+	if !on[*confirmPane](&l.m) || len(l.m.s.ops.order) != 0 {
+		t.Fatalf("enter ran the plan: screen %v, operations %v", screenOf(l.m), l.m.s.ops.order)
 	}
 	if k := c.Node(c.Name("c0")); !k.Schedulable {
 		t.Fatal("enter cordoned the node")
@@ -112,36 +112,37 @@ func TestEverySequenceHasAWayBack(t *testing.T) {
 				continue // a line being typed: esc ends it
 			}
 			if v := l.m.View(); lines(v) < 3 {
-				t.Fatalf("walk %d %v: screen %v shows only:\n%s", walk, typed, l.m.screen, v)
+				t.Fatalf("walk %d %v: screen %v shows only:\n%s", walk, typed, screenOf(l.m), v)
 			}
 			// From here, esc leads home: probed on a copy, the walk goes on from here.
 			probe := &live{t: t, m: l.m, cmdWait: l.cmdWait}
-			for j := 0; probe.m.screen != nodesScreen; j++ {
+			for j := 0; !on[*nodesPane](&probe.m); j++ {
 				if j == 12 || lines(probe.m.View()) < 3 {
-					t.Fatalf("walk %d %v: no way back from screen %v:\n%s", walk, typed, probe.m.screen, probe.m.View())
+					t.Fatalf("walk %d %v: no way back from screen %v:\n%s", walk, typed, screenOf(probe.m), probe.m.View())
 				}
 				probe.keys("esc")
 			}
 		}
-		for i := 0; l.m.screen != nodesScreen || typing(l.m); i++ {
+		for i := 0; !on[*nodesPane](&l.m) || typing(l.m); i++ {
 			if i == 12 {
-				t.Fatalf("walk %d %v: no way back from screen %v:\n%s", walk, typed, l.m.screen, l.m.View())
+				t.Fatalf("walk %d %v: no way back from screen %v:\n%s", walk, typed, screenOf(l.m), l.m.View())
 			}
 			l.keys("esc")
 		}
-		l.m.nodes.selected = map[string]bool{} // the next walk starts from no selection
+		l.m.nodes().selected = map[string]bool{} // the next walk starts from no selection
 	}
 }
 
 // typing: a line is being typed (a command, a filter, a reason): keys go to it.
 func typing(m Model) bool {
-	return m.commanding || m.nodes.editing || m.list.editing || m.confirm.why.typing() || m.campaign.input.typing()
+	c, onConfirm := m.top().(*confirmPane)
+	return m.typingLine() || onConfirm && c.why.typing() || m.s.campaign.input.typing()
 }
 
 // screenKeys are the keys the screen on show binds, y and ctrl+c aside.
 func screenKeys(m Model) []string {
 	var out []string
-	for _, a := range m.pane().bindings(&m.s) {
+	for _, a := range m.top().bindings(&m.s) {
 		for _, k := range a.key.Keys() {
 			switch k {
 			case "y", "ctrl+c":
@@ -171,14 +172,14 @@ func TestYJudgesARefusalAgain(t *testing.T) {
 		return ok && !k.Ready
 	})
 	l.send(l.m.load(true)()) // the view's next read
-	for i, row := range l.m.nodes.rows {
+	for i, row := range l.m.nodes().rows {
 		if l.m.s.inv.Nodes[row].Name == c0 {
-			l.m.nodes.cursor = i
+			l.m.nodes().cursor = i
 		}
 	}
 	l.keys("X", "K", "A")
-	if l.m.screen != confirmScreen || !strings.Contains(l.m.View(), "NotReady for") {
-		t.Fatalf("X on a node just dead: screen %v\n%s", l.m.screen, l.m.View())
+	if !on[*confirmPane](&l.m) || !strings.Contains(l.m.View(), "NotReady for") {
+		t.Fatalf("X on a node just dead: screen %v\n%s", screenOf(l.m), l.m.View())
 	}
 	l.keys("y") // still too early: judged again, still refused, nothing runs
 	if len(l.m.s.ops.order) != 0 || !strings.Contains(l.m.status, "still refused") || !strings.Contains(l.m.status, "NotReady for") {
@@ -191,7 +192,7 @@ func TestYJudgesARefusalAgain(t *testing.T) {
 		return time.Since(k.ReadySince) > time.Minute
 	})
 	l.keys("y")
-	if len(l.m.s.ops.order) != 0 || l.m.screen != confirmScreen || !strings.Contains(l.m.status, "nothing refuses it now") {
+	if len(l.m.s.ops.order) != 0 || !on[*confirmPane](&l.m) || !strings.Contains(l.m.status, "nothing refuses it now") {
 		t.Fatalf("y judged again: operations %v, status %q\n%s", l.m.s.ops.order, l.m.status, l.m.View())
 	}
 }
@@ -231,17 +232,17 @@ func TestThePickerOffersLegalHostsOnly(t *testing.T) {
 	c.World.AddServerGroup("db", "anti-affinity", "vm-a", "vm-c")
 	l := newLive(t, c, c.Engine("tui@test", nil))
 	l.keys(":", "v", "m", "s", "enter")
-	for i, r := range l.m.list.rows {
+	for i, r := range paneIn[*listPane](&l.m).rows {
 		if strings.Contains(strings.Join(r.cells, " "), "vm-a") {
-			l.m.list.cursor = i
+			paneIn[*listPane](&l.m).cursor = i
 		}
 	}
 	l.keys("m", "t")
-	if l.m.screen != listScreen || l.m.list.kind != hostPicker {
-		t.Fatalf("m, t: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*listPane](&l.m) || paneIn[*listPane](&l.m).kind != hostPicker {
+		t.Fatalf("m, t: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	hosts := map[string]bool{}
-	for _, r := range l.m.list.rows {
+	for _, r := range paneIn[*listPane](&l.m).rows {
 		hosts[r.key] = true
 	}
 	if hosts[c1] || !hosts[c2] {
@@ -251,13 +252,13 @@ func TestThePickerOffersLegalHostsOnly(t *testing.T) {
 	c.World.Update(func(h map[string]*sim.Host, _ map[string]*sim.VM) { h[c2].Enabled = false })
 	l.keys("esc", "esc")
 	l.send(l.m.load(true)())
-	for i, r := range l.m.list.rows {
+	for i, r := range paneIn[*listPane](&l.m).rows {
 		if strings.Contains(strings.Join(r.cells, " "), "vm-a") {
-			l.m.list.cursor = i
+			paneIn[*listPane](&l.m).cursor = i
 		}
 	}
 	l.keys("m", "t")
-	for _, r := range l.m.list.rows {
+	for _, r := range paneIn[*listPane](&l.m).rows {
 		if r.key == c2 {
 			t.Errorf("the disabled %s is offered", c2)
 		}
@@ -296,7 +297,7 @@ func TestSLeavesTheBlockingVMs(t *testing.T) {
 	c, l := brokenVMPlan(t)
 	l.keys("S")
 	vmb, _ := c.World.ServerByName("vm-b")
-	pd := l.m.confirm.pending
+	pd := paneIn[*confirmPane](&l.m).pending
 	if len(pd.ro.Policy.SkipVMs) != 1 || pd.ro.Policy.SkipVMs[0] != vmb.ID || pd.ro.Policy.Force {
 		t.Fatalf("S: policy %+v", pd.ro.Policy)
 	}
@@ -324,7 +325,7 @@ func TestSLeavesEveryVMThatBlocksThenNone(t *testing.T) {
 	l.keys("e")
 	vmb, _ := c.World.ServerByName("vm-b")
 	l.keys("S")
-	pd := l.m.confirm.pending
+	pd := paneIn[*confirmPane](&l.m).pending
 	if !slices.Contains(pd.ro.Policy.SkipVMs, vmb.ID) || !slices.Contains(pd.ro.Policy.SkipVMs, gpu) {
 		t.Fatalf("S: skip %v; want vm-b's and vm-gpu's IDs", pd.ro.Policy.SkipVMs)
 	}
@@ -334,7 +335,7 @@ func TestSLeavesEveryVMThatBlocksThenNone(t *testing.T) {
 		}
 	}
 	l.keys("S")
-	if o := l.m.confirm.pending.ro.Policy; len(o.SkipVMs) != 0 {
+	if o := paneIn[*confirmPane](&l.m).pending.ro.Policy; len(o.SkipVMs) != 0 {
 		t.Errorf("S with no VM blocking: skip %v; want none", o.SkipVMs)
 	}
 }
@@ -351,7 +352,7 @@ func TestTogglesTypedQuicklyAreNotLost(t *testing.T) {
 	first, second := key('S'), key('F')
 	l.send(second()) // the newer plan arrives first
 	l.send(first())  // the older one after it: dropped
-	o := l.m.confirm.pending.ro.Policy
+	o := paneIn[*confirmPane](&l.m).pending.ro.Policy
 	if len(o.SkipVMs) != 1 || !o.Force {
 		t.Errorf("after S and F typed quickly: skip %v, force %v", o.SkipVMs, o.Force)
 	}
@@ -440,9 +441,9 @@ func TestRefreshingClearsWhenTheReadEnds(t *testing.T) {
 // cursorTo puts the node list's cursor on the node (the API server holds other tests' nodes).
 func (l *live) cursorTo(node string) {
 	l.t.Helper()
-	for i, row := range l.m.nodes.rows {
+	for i, row := range l.m.nodes().rows {
 		if l.m.s.inv.Nodes[row].Name == node {
-			l.m.nodes.cursor = i
+			l.m.nodes().cursor = i
 			return
 		}
 	}
@@ -495,8 +496,8 @@ func brokenVMPlan(t *testing.T) (*simtest.Cluster, *live) {
 	l.cursorTo(c.Name("c0"))
 	l.keys("e")
 	// The refusal names the key that leaves the VM, wrapped, since the footer cannot list it at 80 columns.
-	if v := l.m.View(); l.m.screen != confirmScreen || !strings.Contains(v, "vm-b") || !strings.Contains(v, "S leaves the VMs that block") {
-		t.Fatalf("e: screen %v\n%s", l.m.screen, v)
+	if v := l.m.View(); !on[*confirmPane](&l.m) || !strings.Contains(v, "vm-b") || !strings.Contains(v, "S leaves the VMs that block") {
+		t.Fatalf("e: screen %v\n%s", screenOf(l.m), v)
 	}
 	return c, l
 }
@@ -511,7 +512,8 @@ func TestTheMigratingVMIsOnScreen(t *testing.T) {
 	}
 	plan := model.Plan{Op: model.OpEvacuate, Node: "compute-0", Host: "compute-0", VMs: vms}
 	m.s.ops.add("compute-0", plan, t0, func() {})
-	m.op.shown, m.screen = "compute-0", opScreen
+	m.s.shownOp = "compute-0"
+	m.push(&opPane{})
 	last := vms[11]
 	m = feed(
 		m,
@@ -556,13 +558,13 @@ func TestAPlanTicksNoStep(t *testing.T) {
 // a refresh that reorders them): a key acts on the node it was on.
 func TestSortKeepsTheCursorOnItsNode(t *testing.T) {
 	m := newModel(t, 4, 160, 45)
-	on := func() string { n, _ := m.nodes.current(&m.s); return n.Name }
+	on := func() string { n, _ := m.nodes().current(&m.s); return n.Name }
 	if on() != "compute-0" {
 		t.Fatalf("the cursor starts on %s", on())
 	}
 	m = press(m, ">", ">") // vms (all tie: by name), then pods: compute-1 has the most
-	if m.s.inv.Nodes[m.nodes.rows[0]].Name != "compute-1" || on() != "compute-0" {
-		t.Errorf("sorted by pods: first %s, cursor on %s", m.s.inv.Nodes[m.nodes.rows[0]].Name, on())
+	if m.s.inv.Nodes[m.nodes().rows[0]].Name != "compute-1" || on() != "compute-0" {
+		t.Errorf("sorted by pods: first %s, cursor on %s", m.s.inv.Nodes[m.nodes().rows[0]].Name, on())
 	}
 	inv := inventory(4) // compute-3 gains two pods: it goes first on the refresh
 	inv.Nodes[3].Pods = append(inv.Nodes[3].Pods, model.Pod{Namespace: "a", Name: "b"}, model.Pod{Namespace: "a", Name: "c"})
@@ -604,8 +606,8 @@ func TestNodeDetailReachesItsLastPod(t *testing.T) {
 		t.Errorf("space on a pod: status %q", m.status)
 	}
 	m = press(m, "d")
-	if m.screen != describeScreen || !strings.Contains(m.View(), "batch-19") {
-		t.Errorf("d on the last pod: screen %v\n%s", m.screen, m.View())
+	if !on[*describePane](&m) || !strings.Contains(m.View(), "batch-19") {
+		t.Errorf("d on the last pod: screen %v\n%s", screenOf(m), m.View())
 	}
 }
 
@@ -615,7 +617,8 @@ func TestOperationViewSpaceSaysWhatItDoes(t *testing.T) {
 	m := newModel(t, 3, 160, 45)
 	plan := func(node string) model.Plan { return model.Plan{Op: model.OpEvacuate, Node: node, Host: node} }
 	m.s.ops.add("compute-0", plan("compute-0"), t0, func() {})
-	m.op.shown, m.screen = "compute-0", opScreen
+	m.s.shownOp = "compute-0"
+	m.push(&opPane{})
 	if v := m.View(); strings.Contains(v, "space") {
 		t.Errorf("one operation: the footer offers space:\n%s", v)
 	}
@@ -623,8 +626,8 @@ func TestOperationViewSpaceSaysWhatItDoes(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "space next operation") || strings.Contains(v, "select") {
 		t.Errorf("two operations: the footer does not say what space does:\n%s", v)
 	}
-	if m = press(m, "space"); m.op.shown != "compute-1" {
-		t.Errorf("space shows %s", m.op.shown)
+	if m = press(m, "space"); m.s.shownOp != "compute-1" {
+		t.Errorf("space shows %s", m.s.shownOp)
 	}
 }
 
@@ -699,9 +702,9 @@ func TestRecoveriesListsTheLedger(t *testing.T) {
 	if !strings.Contains(l.m.status, "automatic recovery is paused by tui@test") || !strings.Contains(l.m.status, "core switch firmware") {
 		t.Errorf("the pause is not said: status %q", l.m.status)
 	}
-	if l.m.screen != listScreen || !strings.Contains(v, c0[:20]) || !strings.Contains(v, "automatic") || !strings.Contains(v, "vm-a") ||
+	if !on[*listPane](&l.m) || !strings.Contains(v, c0[:20]) || !strings.Contains(v, "automatic") || !strings.Contains(v, "vm-a") ||
 		!strings.Contains(v, "succeeded") || !strings.Contains(v, "its local disk would be lost") {
-		t.Errorf(":recoveries: screen %v, status %q\n%s", l.m.screen, l.m.status, v)
+		t.Errorf(":recoveries: screen %v, status %q\n%s", screenOf(l.m), l.m.status, v)
 	}
 }
 
@@ -714,12 +717,12 @@ func TestOMovesTheVMsWhoseOwnPolicyBlocks(t *testing.T) {
 	l.send(l.m.load(true)())
 	l.cursorTo(c.Name("c0"))
 	l.keys("e")
-	if v := l.m.View(); l.m.screen != confirmScreen || !strings.Contains(v, "O moves the VMs whose own policy blocks") {
-		t.Fatalf("e: screen %v\n%s", l.m.screen, v)
+	if v := l.m.View(); !on[*confirmPane](&l.m) || !strings.Contains(v, "O moves the VMs whose own policy blocks") {
+		t.Fatalf("e: screen %v\n%s", screenOf(l.m), v)
 	}
 	l.keys("O")
 	vmb, _ := c.World.ServerByName("vm-b")
-	pd := l.m.confirm.pending
+	pd := paneIn[*confirmPane](&l.m).pending
 	if len(pd.ro.Policy.OverrideVMPolicies) != 1 || pd.ro.Policy.OverrideVMPolicies[0] != vmb.ID || len(pd.ro.Policy.SkipVMs) != 0 {
 		t.Fatalf("O: policy %+v", pd.ro.Policy)
 	}
@@ -732,7 +735,7 @@ func TestOMovesTheVMsWhoseOwnPolicyBlocks(t *testing.T) {
 		t.Errorf("the plan does not say the override is on:\n%s", v)
 	}
 	l.keys("O")
-	if pd := l.m.confirm.pending; len(pd.ro.Policy.OverrideVMPolicies) != 0 {
+	if pd := paneIn[*confirmPane](&l.m).pending; len(pd.ro.Policy.OverrideVMPolicies) != 0 {
 		t.Errorf("a second O keeps the override: %+v", pd.ro.Policy)
 	}
 }
@@ -750,16 +753,25 @@ func TestHBringsTheVMsHome(t *testing.T) {
 	l.send(l.m.load(true)())
 	l.cursorTo(c.Name("c0"))
 	l.keys("u")
-	if v := l.m.View(); l.m.screen != confirmScreen || strings.Contains(v, "[ ] return-vms") {
-		t.Fatalf("u: screen %v\n%s", l.m.screen, v)
+	if v := l.m.View(); !on[*confirmPane](&l.m) || strings.Contains(v, "[ ] return-vms") {
+		t.Fatalf("u: screen %v\n%s", screenOf(l.m), v)
 	}
 	l.keys("H")
-	if v := l.m.View(); !l.m.confirm.pending.ro.ReturnVMs || !strings.Contains(v, "[ ] return-vms") ||
+	if v := l.m.View(); !paneIn[*confirmPane](&l.m).pending.ro.ReturnVMs || !strings.Contains(v, "[ ] return-vms") ||
 		!strings.Contains(v, "bring home the 2 VM(s) that left it") {
 		t.Fatalf("H: the plan does not bring the VMs home:\n%s", v)
 	}
 	l.keys("H")
-	if l.m.confirm.pending.ro.ReturnVMs {
+	if paneIn[*confirmPane](&l.m).pending.ro.ReturnVMs {
 		t.Error("a second H keeps --return-vms")
 	}
+}
+
+// screenOf names the pane on screen, for a failure's message.
+func screenOf(m Model) string { return strings.TrimPrefix(fmt.Sprintf("%T", m.top()), "*ui.") }
+
+// ptr is the model an Update returned, to look at its panes.
+func ptr(m tea.Model) *Model {
+	mm := m.(Model)
+	return &mm
 }

@@ -96,7 +96,7 @@ func (p *nodesPane) bindings(s *shared) []action {
 	}
 	return []action{
 		show(k.Up),
-		{key: k.Enter, disabled: onCursor, do: func() intent { return goTo{detailScreen} }},
+		{key: k.Enter, disabled: onCursor, do: func() intent { return openDetail{n.Name, ""} }},
 		{key: k.Filter, do: func() intent {
 			p.editing = true
 			p.filter.Focus()

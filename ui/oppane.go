@@ -19,9 +19,8 @@ import (
 
 // opPane shows one operation: a progress pane per VM, the pods, the log.
 type opPane struct {
-	shown      string // the operation's key
-	listCursor        // the VM under the cursor
-	back       int    // how many log lines the log is scrolled back (pgup/pgdn); 0: the newest
+	listCursor     // the VM under the cursor
+	back       int // how many log lines the log is scrolled back (pgup/pgdn); 0: the newest
 	// moved: the operator moved the cursor. Until then it follows the first VM on the move,
 	// so that the migrating VM is on screen however many wait before it (80x24).
 	moved bool
@@ -38,7 +37,7 @@ func (p *opPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
 		return nil, true
 	}
 	n := 0
-	if v := s.ops.views[p.shown]; v != nil {
+	if v := s.ops.views[s.shownOp]; v != nil {
 		n = len(v.vmOrder)
 		p.follow(v) // a first move starts from where ▸ is shown
 	}
@@ -72,7 +71,7 @@ func moving(v *opView) int {
 // names it); in the nodes list they act on every selected node.
 func (p *opPane) bindings(s *shared) []action {
 	k := s.keys
-	v := s.ops.views[p.shown]
+	v := s.ops.views[s.shownOp]
 	node, none := "", "no operation shown"
 	if v != nil {
 		node, none = v.plan.Node, ""
@@ -88,8 +87,8 @@ func (p *opPane) bindings(s *shared) []action {
 		{key: k.Rollback, disabled: none, do: func() intent { return propose{model.OpRollback, []string{node}} }},
 		{key: k.NextOp, hidden: len(s.ops.order) < 2, disabled: one, do: func() intent { // cycle through the operations
 			for i, n := range s.ops.order {
-				if n == p.shown {
-					p.shown = s.ops.order[(i+1)%len(s.ops.order)]
+				if n == s.shownOp {
+					s.shownOp = s.ops.order[(i+1)%len(s.ops.order)]
 					break
 				}
 			}
@@ -97,9 +96,9 @@ func (p *opPane) bindings(s *shared) []action {
 		}},
 		{key: k.Back, do: func() intent {
 			if v != nil && v.campaign { // a campaign's node: back to its campaign, not the node list
-				return goTo{campaignScreen}
+				return goTo{&campaignPane{}}
 			}
-			return goTo{nodesScreen}
+			return goHome{}
 		}},
 		show(k.Help),
 	}
@@ -134,7 +133,7 @@ func (p *opPane) forceComplete(s *shared, v *opView) action {
 
 func (p *opPane) view(s *shared) string {
 	st, width := s.st, s.width
-	v, ok := s.ops.views[p.shown]
+	v, ok := s.ops.views[s.shownOp]
 	others := operationsElsewhere(s)
 	if !ok {
 		if len(others) == 0 {
@@ -166,7 +165,7 @@ func (p *opPane) view(s *shared) string {
 	title := text.Sprintf("%s %s", v.plan.Op, v.key)
 	if len(s.ops.order) > 1 {
 		title += st.Muted.Render(
-			fmt.Sprintf("  (%d of %d operations, space for the next)", slices.Index(s.ops.order, p.shown)+1, len(s.ops.order)),
+			fmt.Sprintf("  (%d of %d operations, space for the next)", slices.Index(s.ops.order, s.shownOp)+1, len(s.ops.order)),
 		)
 	}
 	b.WriteString(st.Title.Render(title) + "  " + resultStyle(s, v).Render(truncate(state, max(10, width-len(title)-2))) + "\n")

@@ -21,8 +21,8 @@ func TestTheHeaderSaysThePace(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the window of the first read's quick answers: the cloud's own speed
 	l.selectNodes(c0)
 	l.keys("e", "F") // the bare pod needs --force
-	if l.m.screen != confirmScreen {
-		t.Fatalf("evacuate: screen %v, status %q", l.m.screen, l.m.status)
+	if !on[*confirmPane](&l.m) {
+		t.Fatalf("evacuate: screen %v, status %q", screenOf(l.m), l.m.status)
 	}
 	if h := l.m.header(); strings.Contains(h, "PACED") || strings.Contains(h, "moves at once") {
 		t.Errorf("the header speaks of a pace before the cloud slowed: %q", h)

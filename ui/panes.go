@@ -32,9 +32,6 @@ type action struct {
 // show is an action the footer lists but the root or the cursor handles.
 func show(b Binding) action { return action{key: b} }
 
-// pane is the pane on screen.
-func (m *Model) pane() pane { return screens[m.screen].pane(m) }
-
 // pressKey carries a key to a pane: its own keys first, then the first of its actions bound to
 // the key; an action that cannot act says why.
 func pressKey(p pane, msg tea.KeyMsg, s *shared) intent {

@@ -45,8 +45,9 @@ func (m Model) recoveriesRead(msg recoveriesMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	m.s.recoveries = msg.recs
-	m.list.open(recoveryList, &m.s)
-	m = m.goTo(listScreen)
+	l := &listPane{}
+	l.open(recoveryList, &m.s)
+	m = m.goTo(l)
 	if p := msg.pause; p != nil { // said on the list's screen
 		m.setStatus(text.Safe(text.RecoveryPause(*p)), true)
 	}

@@ -6,58 +6,38 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// screens is the table of screens: each row carries its pane, the `:` commands that open
-// it, the key that opens it from anywhere, and what it resets to on another cluster (:ctx).
-// A new screen is its pane's file, its constant and a row here; `:`, its help, the global
-// keys and the context switch read the table.
-var screens = map[screen]screenRow{
-	nodesScreen: {pane: func(m *Model) pane { return &m.nodes },
-		commands: []colonCommand{{names: []string{"nodes", "node", "no"}, run: openScreen(nodesScreen)}},
-		reset: func(m *Model) {
-			filter := m.nodes.filter
-			filter.SetValue("")
-			m.nodes = nodesPane{filter: filter, selected: map[string]bool{}, sortBy: m.nodes.sortBy, cache: &rowCache{}}
-		}},
-	detailScreen: {
-		pane:  func(m *Model) pane { return &m.detail },
-		reset: func(m *Model) { m.detail = detailPane{chosen: map[string]bool{}} },
-	},
-	confirmScreen: {pane: func(m *Model) pane { return &m.confirm }},
-	helpScreen: {pane: func(m *Model) pane { return &m.help }, key: func(k *KeyMap) Binding { return k.Help },
-		commands: []colonCommand{
-			{names: []string{"help", "?"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { m.push(helpScreen); return m, nil }},
-		}},
-	quitScreen: {pane: func(m *Model) pane { return quitPane{} }},
-	opScreen: {pane: func(m *Model) pane { return &m.op }, key: func(k *KeyMap) Binding { return k.Operations },
-		commands: []colonCommand{
-			{names: []string{"ops", "operations", "op"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.apply(showOps{}) }},
-		},
-		reset: func(m *Model) { m.op = opPane{} }},
-	victimsScreen: {pane: func(m *Model) pane { return &m.victims }, key: func(k *KeyMap) Binding { return k.Victims },
-		commands: []colonCommand{{names: []string{"victims", "scale-down", "sd"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) {
-			m.victims.cursor = 0
-			return m.goTo(victimsScreen), nil
-		}}},
-		reset: func(m *Model) { m.victims = victimsPane{} }},
-	campaignScreen: {pane: func(m *Model) pane { return &m.campaign },
-		commands: []colonCommand{{names: []string{"campaign", "roll"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) {
-			if m.campaign.run == nil { // none of this TUI's own: the one running elsewhere, if any
+// screens is the table of screens, in the order help lists their commands: each row opens
+// its pane (a new one, or the one the way back holds) by the `:` commands and the key that
+// open it from anywhere. A new screen is its pane's file and a row here; `:`, its help and the
+// global keys read the table. The screens opened only from another (a node's detail, a
+// confirmation, a describe, a question) have no row: their intents make their panes.
+var screens = []screenRow{
+	{name: "nodes", commands: []colonCommand{{names: []string{"nodes", "node", "no"},
+		run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.goHome(), nil }}}},
+	{name: "lists", commands: listCommands()},
+	{name: "victims", key: func(k *KeyMap) Binding { return k.Victims },
+		commands: []colonCommand{{names: []string{"victims", "scale-down", "sd"},
+			run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.goTo(&victimsPane{}), nil }}}},
+	{name: "operations", key: func(k *KeyMap) Binding { return k.Operations },
+		commands: []colonCommand{{names: []string{"ops", "operations", "op"},
+			run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.apply(showOps{}) }}}},
+	{name: "campaign", commands: []colonCommand{{names: []string{"campaign", "roll"},
+		run: func(m Model, _ string) (tea.Model, tea.Cmd) {
+			if m.s.campaign.run == nil { // none of this TUI's own: the one running elsewhere, if any
 				return m.openWatch()
 			}
-			return m.goTo(campaignScreen), nil
-		}}},
-		reset: func(m *Model) { m.campaign = campaignPane{} }},
-	askScreen:      {pane: func(m *Model) pane { return &m.ask }},
-	listScreen:     {pane: func(m *Model) pane { return &m.list }, commands: listCommands()},
-	describeScreen: {pane: func(m *Model) pane { return &m.desc }},
+			return m.goTo(&campaignPane{}), nil
+		}}}},
+	{name: "help", key: func(k *KeyMap) Binding { return k.Help },
+		commands: []colonCommand{{names: []string{"help", "?"},
+			run: func(m Model, _ string) (tea.Model, tea.Cmd) { m.push(&helpPane{}); return m, nil }}}},
 }
 
 // screenRow is one screen's row.
 type screenRow struct {
-	pane     func(m *Model) pane
-	commands []colonCommand          // the `:` commands that open it
+	name     string
+	commands []colonCommand          // the `:` commands that open it (the first: the key's)
 	key      func(k *KeyMap) Binding // the key that opens it from any screen but a modal one (nil: none)
-	reset    func(m *Model)          // its state for another cluster (nil: nothing to reset)
 }
 
 // colonCommand is a `:` command: its names (the first is the one help shows) and what it does.
@@ -70,11 +50,11 @@ type colonCommand struct {
 var actions = []colonCommand{
 	{names: []string{"ctx", "context"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.contextCommand(arg) }},
 	{names: []string{"sort"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) {
-		if err := m.nodes.setSort(arg, &m.s); err != nil {
+		if err := m.nodes().setSort(arg, &m.s); err != nil {
 			m.setStatus(err.Error(), true)
 			return m, nil
 		}
-		return m.goTo(nodesScreen), nil
+		return m.goHome(), nil
 	}},
 	{names: []string{"kill"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.power("kill", arg) }},
 	{names: []string{"revive"}, run: func(m Model, arg string) (tea.Model, tea.Cmd) { return m.power("revive", arg) }},
@@ -83,20 +63,11 @@ var actions = []colonCommand{
 	{names: []string{"q", "quit", "q!"}, run: func(m Model, _ string) (tea.Model, tea.Cmd) { return m.askQuit() }},
 }
 
-// screenOrder is the order screens' commands are listed in (the table is a map).
-var screenOrder = []screen{nodesScreen, listScreen, victimsScreen, opScreen, campaignScreen, helpScreen}
-
-// colonCommands is every `:` command: the screens' (in screenOrder, then any other), then the actions.
+// colonCommands is every `:` command: the screens', then the actions.
 func colonCommands() []colonCommand {
 	var out []colonCommand
-	seen := map[screen]bool{}
-	for _, s := range screenOrder {
-		out, seen[s] = append(out, screens[s].commands...), true
-	}
-	for s := range numScreens {
-		if !seen[s] {
-			out = append(out, screens[s].commands...)
-		}
+	for _, row := range screens {
+		out = append(out, row.commands...)
 	}
 	return append(out, actions...)
 }
@@ -112,9 +83,4 @@ func commandHelp() string {
 		}
 	}
 	return strings.Join(names, " ")
-}
-
-// openScreen is a command that shows the screen.
-func openScreen(s screen) func(m Model, arg string) (tea.Model, tea.Cmd) {
-	return func(m Model, _ string) (tea.Model, tea.Cmd) { return m.goTo(s), nil }
 }

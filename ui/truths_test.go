@@ -63,8 +63,8 @@ func TestAReadOnlyKeySaysItIsOff(t *testing.T) {
 	next, _ = next.Update(inventoryMsg{inv: inv})
 	for _, k := range []string{"e", "X", "C"} {
 		got := press(next.(Model), k)
-		if !strings.Contains(got.status, "read-only (--readonly): "+k+" would") || got.screen != next.(Model).screen {
-			t.Errorf("%s under --readonly: status %q, screen %v", k, got.status, got.screen)
+		if !strings.Contains(got.status, "read-only (--readonly): "+k+" would") || screenOf(got) != screenOf(next.(Model)) {
+			t.Errorf("%s under --readonly: status %q, screen %v", k, got.status, screenOf(got))
 		}
 	}
 }
@@ -79,9 +79,9 @@ func TestARecoveryLedgerIsReadWhole(t *testing.T) {
 	next, _ := m.recoveriesRead(recoveriesMsg{recs: []model.Recovery{rec}})
 	for _, k := range []string{"d", "enter"} {
 		got := press(press(next.(Model), "down"), k)
-		if got.screen != describeScreen || !strings.HasPrefix(got.desc.title, "recovery of compute-1") ||
-			!strings.Contains(strings.Join(got.desc.lines, "\n"), "END") {
-			t.Errorf("%s on a ledger's VM: screen %v, %q\n%s", k, got.screen, got.desc.title, strings.Join(got.desc.lines, "\n"))
+		if !on[*describePane](&got) || !strings.HasPrefix(paneIn[*describePane](&got).title, "recovery of compute-1") ||
+			!strings.Contains(strings.Join(paneIn[*describePane](&got).lines, "\n"), "END") {
+			t.Errorf("%s on a ledger's VM: screen %v, %q\n%s", k, screenOf(got), paneIn[*describePane](&got).title, strings.Join(paneIn[*describePane](&got).lines, "\n"))
 		}
 	}
 }
@@ -186,14 +186,16 @@ func TestAnOperationViewSaysWhatItsOperationDoes(t *testing.T) {
 	s := &shared{keys: &keys, st: &st, width: 100, height: 30, ops: newOperations()}
 	uncordon := model.Plan{Op: model.OpUncordon, Node: "c0", Steps: []model.Step{{Kind: model.StepEnableCompute}, {Kind: model.StepUncordon}}}
 	s.ops.add("uncordon/c0", uncordon, t0, nil)
-	p := &opPane{shown: "uncordon/c0"}
+	s.shownOp = "uncordon/c0"
+	p := &opPane{}
 	if v := p.view(s); strings.Contains(v, "no VMs to move") || strings.Contains(v, "pods: 0/0") {
 		t.Errorf("an uncordon's view:\n%s", v)
 	}
 	recover := model.Plan{Op: model.OpRecover, Node: "c1", Steps: []model.Step{{Kind: model.StepRebuildVMs}}}
 	s.ops.add("recover/c1", recover, t0, nil)
 	s.ops.views["recover/c1"].record(ops.NewMigrationEvent(t0, "c1", ops.MigrationEvent{VM: "vm-a", VMID: "id-a", Method: model.MoveRebuild, State: "rebuilding", Task: model.TaskRebuilding, Source: "c1"}))
-	p = &opPane{shown: "recover/c1"}
+	s.shownOp = "recover/c1"
+	p = &opPane{}
 	if v := p.view(s); strings.Contains(v, "rebuild rebuilding") || !strings.Contains(v, "rebuilding") {
 		t.Errorf("a recovery's view:\n%s", v)
 	}
@@ -204,10 +206,10 @@ func TestEscFromACampaignsOperationGoesToTheCampaign(t *testing.T) {
 	m := newModel(t, 4, 100, 30)
 	m.s.ops.add("evacuate/compute-1", model.Plan{Op: model.OpEvacuate, Node: "compute-1"}, t0, nil)
 	m.s.ops.views["evacuate/compute-1"].campaign = true
-	m.op = opPane{shown: "evacuate/compute-1"}
-	m = m.goTo(opScreen)
-	if got := press(m, "esc"); got.screen != campaignScreen {
-		t.Errorf("esc from a campaign's operation went to %v", got.screen)
+	m.s.shownOp = "evacuate/compute-1"
+	m = m.goTo(&opPane{})
+	if got := press(m, "esc"); !on[*campaignPane](&got) {
+		t.Errorf("esc from a campaign's operation went to %v", screenOf(got))
 	}
 }
 
@@ -221,7 +223,8 @@ func TestForceCompleteActsWhereTheCursorIsShown(t *testing.T) {
 	v := s.ops.views["evacuate/c0"]
 	v.record(ops.NewMigrationEvent(t0, "c0", ops.MigrationEvent{VM: "vm-a", VMID: "id-a", Method: model.MoveLive, State: ops.MigCompleted, Source: "c0"}))
 	v.record(ops.NewMigrationEvent(t0, "c0", ops.MigrationEvent{VM: "vm-b", VMID: "id-b", Method: model.MoveLive, State: ops.MigRunning, Source: "c0"}))
-	p := &opPane{shown: "evacuate/c0"}
+	s.shownOp = "evacuate/c0"
+	p := &opPane{}
 	a := p.forceComplete(s, v)
 	if a.disabled != "" || a.do == nil {
 		t.Fatalf("f with ▸ on the running vm-b: disabled %q", a.disabled)

@@ -30,7 +30,7 @@ func (p *victimsPane) bindings(s *shared) []action {
 	return []action{
 		show(k.Up),
 		{key: k.Evacuate, disabled: none, do: func() intent { return propose{model.OpEvacuate, []string{node}} }},
-		{key: k.Back, do: func() intent { return goTo{nodesScreen} }},
+		{key: k.Back, do: func() intent { return goHome{} }},
 		show(k.Help),
 		{key: k.Describe, hidden: true, disabled: none, do: func() intent { return describe{kind: "node", key: node} }},
 	}

@@ -18,7 +18,7 @@ import (
 // formats state: no I/O, no clock, no sorting of the whole inventory.
 func (m Model) View() string {
 	s := &m.s
-	p := m.pane()
+	p := m.top()
 	body := p.view(s)
 	head := m.header()
 	if b := m.banner(); b != "" {
@@ -203,10 +203,10 @@ func (m Model) footer(p pane, rows int) string {
 	switch {
 	case m.commanding:
 		return status + m.cmdline.View()
-	case m.nodes.editing:
-		return status + m.nodes.filter.View()
-	case m.screen == listScreen && m.list.editing:
-		return status + m.list.filter.View()
+	case m.nodes().editing:
+		return status + m.nodes().filter.View()
+	case m.typingLine():
+		return status + m.top().(*listPane).filter.View()
 	}
 	return status + strings.Join(wrapKeys(footerKeys(p, s), s.width, rows), "\n")
 }
