@@ -51,12 +51,6 @@ type campaignPane struct{}
 // typingNow: a line is being typed, every key goes to it.
 func (*campaignPane) typingNow(s *shared) bool { return s.campaign.input.typing() }
 
-func (*campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
-	return s.campaign.update(msg, s)
-}
-func (*campaignPane) bindings(s *shared) []action { return s.campaign.bindings(s) }
-func (*campaignPane) view(s *shared) string       { return s.campaign.view(s) }
-
 // running reports whether a campaign was started here and has not ended.
 func (p *campaignState) running() bool { return p.started && !p.ended }
 
@@ -235,7 +229,8 @@ func current(c model.Campaign) string {
 	return ""
 }
 
-func (p *campaignState) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+func (*campaignPane) update(msg tea.KeyMsg, s *shared) (intent, bool) {
+	p := &s.campaign
 	if p.run == nil && !p.watching {
 		return goHome{}, true
 	}
@@ -272,7 +267,8 @@ func (p *campaignState) asked() campaign.Options {
 
 // bindings: before y, the proposal (y starts it, esc drops it, the overrides and the step
 // propose it again); then p pauses and resumes, and enter opens the current node's operation.
-func (p *campaignState) bindings(s *shared) []action {
+func (*campaignPane) bindings(s *shared) []action {
+	p := &s.campaign
 	k := s.keys
 	if p.watching {
 		return []action{{key: k.Back, do: func() intent { return goHome{} }}, show(k.Help)}
@@ -301,7 +297,8 @@ func (p *campaignState) bindings(s *shared) []action {
 	return []action{pause, enter, back, show(k.Help)}
 }
 
-func (p *campaignState) view(s *shared) string {
+func (*campaignPane) view(s *shared) string {
+	p := &s.campaign
 	if p.watching {
 		return p.render(s, p.watched, false)
 	}

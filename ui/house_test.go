@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -192,5 +193,18 @@ func TestFewFilesOfTheViewNameEachOther(t *testing.T) {
 	}
 	if len(pairs) == 0 {
 		t.Error("no pair at all: is the count broken? (app.go, the root, names and is named by several)")
+	}
+}
+
+// The root keeps its panes in its stack only: no field of the root or of what it shares is a
+// pane, so a new screen is its pane's file and a row of the table, not a field of the root.
+func TestTheRootKeepsItsPanesInItsStack(t *testing.T) {
+	paneType := reflect.TypeFor[pane]()
+	for _, typ := range []reflect.Type{reflect.TypeFor[Model](), reflect.TypeFor[shared]()} {
+		for f := range typ.Fields() {
+			if f.Type.Implements(paneType) || reflect.PointerTo(f.Type).Implements(paneType) {
+				t.Errorf("%s.%s is a pane (%s): keep it in the stack (nav.go)", typ.Name(), f.Name, f.Type)
+			}
+		}
 	}
 }
