@@ -117,3 +117,38 @@ func (w *World) forceUpRefused(h *Host) novaFault {
 	}
 	return ""
 }
+
+// MoveUnderWay is a move the world is making now, as the world knows it (not as any API
+// shows it): a harness's ground truth for the caps.
+type MoveUnderWay struct {
+	Kind         string // "live-migration", "migration" (cold) or "evacuation"
+	Server       string // its ID
+	Source, Dest string
+	ID           int64 // its migration record's
+}
+
+// MovesUnderWay are the moves under way now.
+func (w *World) MovesUnderWay() []MoveUnderWay {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance(w.clock.Now())
+	var out []MoveUnderWay
+	for _, m := range w.migrations {
+		if m.active() {
+			out = append(out, MoveUnderWay{Kind: m.kind, Server: m.server.ID, Source: m.source, Dest: m.dest, ID: m.id})
+		}
+	}
+	return out
+}
+
+// Servers are every server, as the world knows them.
+func (w *World) Servers() []VM {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance(w.clock.Now())
+	out := make([]VM, 0, len(w.servers))
+	for _, s := range w.servers {
+		out = append(out, *s)
+	}
+	return out
+}
