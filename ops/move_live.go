@@ -189,8 +189,10 @@ func (r *runner) abortLive(ctx context.Context) (string, error) {
 	for _, m := range ms {
 		if err := e.nova.AbortMigration(ctx, m.InstanceID, m.ID); err != nil {
 			// Another actor (the holder that was asked to stop, an operator) may have ended
-			// it between our read and our request: Nova then refuses (400). Read it again.
-			if !e.stillInProgress(ctx, m) {
+			// it between our read and our request (Nova refuses: 400), or it is ending by
+			// itself (Nova clears the server's task before it marks the record completed, and
+			// refuses in between: 409). Follow its record a moment.
+			if e.endedAfterRefusal(ctx, m) {
 				ended++
 				continue
 			}
@@ -277,6 +279,24 @@ func (r *runner) settleAborts(ctx context.Context, asked []model.Migration) (abo
 		running = append(running, name(m))
 	}
 	return aborted, completed, running
+}
+
+// abortRefusedWithin bounds how long an abort Nova refused follows the record for its end:
+// the moment between a completing copy's cleared task and its completed record (seconds
+// on a loaded Nova).
+const abortRefusedWithin = 30 * time.Second
+
+// endedAfterRefusal follows a migration whose abort Nova refused until its record says it
+// ended (true) or abortRefusedWithin passed with it still in progress (false: the refusal
+// stands).
+func (e *Engine) endedAfterRefusal(ctx context.Context, m model.Migration) bool {
+	deadline := e.now().Add(abortRefusedWithin)
+	for e.stillInProgress(ctx, m) {
+		if !e.now().Before(deadline) || !poll.Sleep(ctx, e.o.Poll) {
+			return false
+		}
+	}
+	return true
 }
 
 // stillInProgress reads the server's migrations again: false when m is no longer among the
