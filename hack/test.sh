@@ -60,8 +60,7 @@ fi
 
 rc=0
 t0=$(now)
-# Three test binaries at once on two cores: they mostly wait (the API server, Nova, timers).
-"$GO" test -p 3 -count=1 -timeout 25m -skip '^TestGuest' ./... || rc=$?
+"$GO" test -count=1 -timeout 25m -skip '^TestGuest' ./... || rc=$?
 echo "test: every test but the real guests' took $(($(now) - t0))s"
 if [ -n "${DRAINCTL_REAL_NOVA:-}" ]; then
 	echo "test: $(sort -u "$state/tests.ran" 2>/dev/null | wc -l) tests ran against the real Nova"
