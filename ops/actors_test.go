@@ -633,7 +633,7 @@ func TestAnAbortRefusedAsTheCopyEndsFollowsItsRecord(t *testing.T) {
 	kubetest.Eventually(t, 20*time.Second, "vm-a migrating", migratingNow(c, "vm-a"))
 	vmA, _ := c.World.ServerByName("vm-a")
 	c.World.InjectFault(sim.Fault{Method: "DELETE", Path: regexp.MustCompile(`^/servers/[^/]+/migrations/[0-9]+$`), Status: 409, Times: 1,
-		Message: "Instance " + vmA.ID + " is in an invalid state for 'abort live migration'",
+		Message:   "Instance " + vmA.ID + " is in an invalid state for 'abort live migration'",
 		Meanwhile: func(_ map[string]*sim.Host, s map[string]*sim.VM) { s[vmA.ID].DirtyBytesPerSec = 0 }}) // it converges now
 	_, rep, err := run(t, eb, model.OpAbort, c0, ops.RunOptions{Policy: defaults()})
 	fast()
