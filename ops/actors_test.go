@@ -621,8 +621,8 @@ func TestADownHostIsNotEvacuated(t *testing.T) {
 
 // An abort Nova refuses as the copy ends by itself (the real Nova clears the server's task
 // before it marks the record completed, and answers 409 in between; seen on a loaded CI run)
-// follows the record until it ends: the abort is done, the VM said to have completed before it
-// took. Without following it, the abort failed on the 409.
+// follows the record until it ends: the abort is done, the migration counted as ended meanwhile
+// and the VM on its destination. Without following it, the abort failed on the 409.
 func TestAnAbortRefusedAsTheCopyEndsFollowsItsRecord(t *testing.T) {
 	c := newCluster(t, 20)
 	fast := slow(c)
